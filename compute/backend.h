@@ -1,0 +1,42 @@
+// One backend interface (ggml-backend style): the reference is the ground truth, `cpu` is the
+// fast one, `vulkan` the GPU one. Callers ask supports() and fall back cleanly.
+#pragma once
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compute/result.h"
+#include "compute/variant.h"
+
+namespace attn {
+
+struct RunOptions {
+  const std::atomic<bool>* cancel = nullptr;  // checked between tiles; throws Error(Cancelled)
+  int threads = 0;                            // 0 = all hardware threads (or ATTNSCOPE_THREADS)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // True when this backend can execute `v` on `p`; otherwise `why` says what is missing.
+  virtual bool supports(const Variant& v, const Problem& p, std::string* why) const = 0;
+  // Executes `v` over an already-selected layout. Fills o, row_stat, counted cost, kernel time.
+  virtual Result execute(const Variant& v, const Problem& p, const Layout& layout,
+                         const RunOptions& opt) = 0;
+};
+
+// "reference" | "cpu" (| "vulkan" when built). Throws Error(InvalidArgument) listing known names.
+std::unique_ptr<Backend> make_backend(const std::string& name);
+std::vector<std::string> backend_names();
+
+// validate(p), select the layout, execute, and fill every stat (predicted cost, density, times).
+Result run(const Variant& v, const Problem& p, Backend& backend, const RunOptions& opt = {});
+
+// Runs the layers of one forward pass in order, sharing the pattern's sequence state
+// (Sketch&Walk's walk accumulates across layers). problems[l] is layer l.
+std::vector<Result> run_layers(const Variant& v, const std::vector<Problem>& problems,
+                               Backend& backend, const RunOptions& opt = {});
+
+}  // namespace attn

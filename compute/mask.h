@@ -1,0 +1,21 @@
+// Static patterns as element masks over token positions (FlexAttention's mask_mod), with a
+// block classifier so block layouts come out analytically, without touching every entry.
+#pragma once
+#include <cstdint>
+
+namespace attn {
+
+enum class BlockClass { Empty, Partial, Full };
+
+class Mask {
+ public:
+  virtual ~Mask() = default;
+  // True when query position qp may attend to key position kp (the causal rule is applied
+  // separately; a mask never needs to repeat it).
+  virtual bool keep(int32_t qp, int32_t kp) const = 0;
+  // Classifies the position box [q_lo, q_hi] x [k_lo, k_hi] (inclusive). Must never say Empty or
+  // Full wrongly; may say Partial when unsure. Default: exact, by visiting every entry.
+  virtual BlockClass classify(int32_t q_lo, int32_t q_hi, int32_t k_lo, int32_t k_hi) const;
+};
+
+}  // namespace attn

@@ -1,0 +1,34 @@
+// Probabilities of any entry, recomputed from Q, K, the layout and the row statistics, in O(d)
+// per entry and O(n_k) memory per row: the basis of metrics and of the renderer's tile query.
+#pragma once
+#include <vector>
+
+#include "compute/result.h"
+
+namespace attn {
+
+// Probabilities of query i of head h over keys [k0, k1) (0 for entries not kept), in double.
+// For selective variants this replays the earlier queries (O(i * n_k * d)).
+void probability_row(const Variant& v, const Problem& p, const Result& r, int h, int i, int k0,
+                     int k1, std::vector<double>& out);
+
+enum class Pool { Max, Mean };
+
+struct TileRequest {
+  int head = 0;
+  int q0 = 0, q1 = 0;  // query rows [q0, q1)
+  int k0 = 0, k1 = 0;  // key columns [k0, k1)
+  int w = 0, h = 0;    // output cells (columns, rows); clamped to the tile's extent
+  Pool pool = Pool::Max;
+};
+
+struct Tile {
+  int w = 0, h = 0;          // cells actually produced
+  std::vector<float> cells;  // f32 [h, w]: cell (y, x) pools rows [q0 + y*(q1-q0)/h, ...) and
+                             // columns [k0 + x*(k1-k0)/w, ...) (integer floor boundaries)
+};
+
+// Pooled probabilities of a tile without materialising N x N; threaded over cell rows.
+Tile tile_probabilities(const Variant& v, const Problem& p, const Result& r, const TileRequest& t);
+
+}  // namespace attn

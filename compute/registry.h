@@ -1,0 +1,36 @@
+// The registry lists every variant piece (patterns, score modifiers, normalisers) with its
+// schema, and builds a Variant from a spec string. This is what the GUI and CLI use.
+//
+// Spec grammar:  piece ('+' piece)*      piece := id [ '(' name '=' value (',' name '=' value)* ')' ]
+// At most one pattern and one normaliser; modifiers apply in order. Examples:
+//   "dense"   "window(size=256)"   "sinks_window(sinks=4,window=256)+softcap(cap=30)"
+//   "block_topk(block=64,k=8)+sigmoid"   "selective"
+#pragma once
+#include <string>
+#include <vector>
+
+#include "compute/variant.h"
+
+namespace attn {
+
+enum class PieceKind { Pattern, ScoreMod, Normaliser, Dense, Selective };
+
+struct PieceInfo {
+  PieceKind kind;
+  VariantInfo info;
+};
+
+// Every registered piece, in display order.
+const std::vector<PieceInfo>& registry_pieces();
+
+// Looks up one piece; throws Error(UnknownVariant) listing the known ids.
+const PieceInfo& registry_piece(const std::string& id);
+
+// Parses and builds a variant; throws Error(UnknownVariant | BadParameter | InvalidArgument) with a
+// message that names the offending piece or parameter.
+Variant make_variant(const std::string& spec);
+
+// Builds a variant from one piece id and a parameter map (the GUI's path).
+Variant make_variant(const std::string& id, const Params& params);
+
+}  // namespace attn

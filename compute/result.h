@@ -1,0 +1,33 @@
+// What a backend returns: the output, the kept layout, the normaliser's row statistics (so any
+// probability can be recomputed without storing N x N) and honest stats.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "compute/layout.h"
+#include "compute/variant.h"
+
+namespace attn {
+
+struct Stats {
+  std::string backend;        // backend that actually ran ("cpu", "reference", "vulkan")
+  Cost predicted;             // from the variant's cost model
+  Cost counted;               // work the kernels actually did (entries computed x 4d, + selector)
+  double density = 1.0;       // kept entries / visible entries, exact, mean over heads
+  int64_t kept_entries = 0;   // summed over heads
+  double select_seconds = 0;  // building the layout
+  double kernel_seconds = 0;  // attention kernels
+  double wall_seconds = 0;    // everything, end to end
+};
+
+struct Result {
+  int n_heads = 0, n_q = 0, d = 0;
+  std::vector<float> o;         // f32 [H, n_q, d]
+  std::vector<float> row_stat;  // f32 [H, n_q]: softmax lse, entmax tau, softplus log-sum; 0 else
+  Layout layout;                // the kept set that was executed
+  Stats stats;
+
+  const float* o_row(int h, int i) const { return o.data() + (size_t(h) * n_q + i) * d; }
+};
+
+}  // namespace attn

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every Debian package attnscope needs to build, test, run and benchmark.
+# Idempotent: packages already present are skipped, and apt is not touched at all then.
+set -euo pipefail
+
+PKGS=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config clang-format git
+  # compute core
+  libeigen3-dev nlohmann-json3-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3-numpy libopenblas0-pthread
+  # models: formats, tokenizers, images
+  libpcre2-dev libsentencepiece-dev libstb-dev
+  # Vulkan compute and rendering (lavapipe is the CPU device used in CI)
+  libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
+  # GUI
+  qt6-base-dev qt6-svg-dev libimgui-dev
+  # GUI tests, screenshots, figure checks
+  xvfb xauth imagemagick ghostscript poppler-utils libxml2-utils
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+echo "deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
