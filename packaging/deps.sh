@@ -7,7 +7,7 @@ PKGS=(
   # toolchain
   build-essential cmake ninja-build pkg-config clang-format git
   # compute core
-  libeigen3-dev nlohmann-json3-dev
+  libeigen3-dev nlohmann-json3-dev libcli11-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy libopenblas0-pthread

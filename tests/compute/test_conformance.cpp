@@ -10,6 +10,7 @@
 #include "compute/backend.h"
 #include "compute/error.h"
 #include "compute/reference/reference_backend.h"
+#include "compute/metrics.h"
 #include "compute/registry.h"
 #include "test_util.h"
 
