@@ -59,8 +59,8 @@ class H2oPattern final : public Pattern {
   IndexLayout select_head(const Problem& p, int h, double* flops) const {
     double scale = p.effective_scale();
     std::vector<double> acc(size_t(p.n_k), 0.0);
-    std::vector<int32_t> heavy;     // keys older than the window still cached
-    int32_t next_old = 0;           // keys below this have left the window already
+    std::vector<int32_t> heavy;  // keys older than the window still cached
+    int32_t next_old = 0;        // keys below this have left the window already
     std::vector<std::vector<int32_t>> rows(size_t(p.n_q));
     std::vector<double> prob;
     for (int i = 0; i < p.n_q; ++i) {

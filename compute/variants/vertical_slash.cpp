@@ -106,11 +106,13 @@ class VerticalSlashPattern final : public Pattern {
     std::vector<std::pair<int64_t, double>> offs = slash.nonzero();
     std::erase_if(offs, [](const auto& x) { return x.first == 0; });
     int no = std::min<int>(slash_ - 1, int(offs.size()));
-    std::partial_sort(offs.begin(), offs.begin() + no, offs.end(), [](const auto& a, const auto& b) {
-      if (a.second != b.second) return a.second > b.second;
-      if (std::llabs(a.first) != std::llabs(b.first)) return std::llabs(a.first) < std::llabs(b.first);
-      return a.first > b.first;
-    });
+    std::partial_sort(offs.begin(), offs.begin() + no, offs.end(),
+                      [](const auto& a, const auto& b) {
+                        if (a.second != b.second) return a.second > b.second;
+                        if (std::llabs(a.first) != std::llabs(b.first))
+                          return std::llabs(a.first) < std::llabs(b.first);
+                        return a.first > b.first;
+                      });
     std::vector<int64_t> lines = {0};
     for (int t = 0; t < no; ++t) lines.push_back(offs[t].first);
 
