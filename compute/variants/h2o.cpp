@@ -102,8 +102,8 @@ VariantInfo h2o_info() {
           "Language Models",
           "Simulated KV cache: recent keys plus the `heavy` keys with the most accumulated "
           "attention.",
-          {int_param("heavy", 0, 1 << 20, 64, "heavy-hitter keys kept beyond the recent window"),
-           int_param("recent", 0, 1 << 20, 64, "most recent keys kept besides the current one")}};
+          {int_param("heavy", 0, 1000000, 64, "heavy-hitter keys kept beyond the recent window"),
+           int_param("recent", 0, 1000000, 64, "most recent keys kept besides the current one")}};
 }
 
 std::shared_ptr<const Pattern> make_h2o(const Params& params) {

@@ -64,7 +64,7 @@ VariantInfo sinks_window_info() {
           "Sinks",
           "Keeps the first `sinks` tokens (attention sinks) plus a sliding window of `window`.",
           {int_param("sinks", 0, 1 << 16, 4, "initial positions always kept"),
-           int_param("window", 1, 1 << 20, 256, "window length in tokens, the query included")}};
+           int_param("window", 1, 1000000, 256, "window length in tokens, the query included")}};
 }
 
 std::shared_ptr<const Pattern> make_sinks_window(const Params& params) {

@@ -105,7 +105,7 @@ VariantInfo topk_info() {
           "Attention",
           "Computes every score and keeps each query's k largest: the upper bound for k-key "
           "selectors.",
-          {int_param("k", 1, 1 << 20, 64, "keys kept per query")}};
+          {int_param("k", 1, 1000000, 64, "keys kept per query")}};
 }
 
 std::shared_ptr<const Pattern> make_topk(const Params& params) {

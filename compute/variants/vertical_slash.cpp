@@ -152,8 +152,8 @@ VariantInfo vertical_slash_info() {
           "The last queries' exact attention picks the best key columns and diagonals; every query "
           "keeps those.",
           {int_param("last_q", 1, 4096, 64, "queries (from the end) whose attention is estimated"),
-           int_param("vertical", 0, 1 << 20, 128, "key columns kept"),
-           int_param("slash", 1, 1 << 20, 128, "diagonals kept, the main one included")}};
+           int_param("vertical", 0, 1000000, 128, "key columns kept"),
+           int_param("slash", 1, 1000000, 128, "diagonals kept, the main one included")}};
 }
 
 std::shared_ptr<const Pattern> make_vertical_slash(const Params& params) {

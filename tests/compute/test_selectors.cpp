@@ -35,7 +35,8 @@ std::vector<int32_t> row_keys(const Layout& l, const Problem& p, int h, int i) {
   return keys;
 }
 
-// Problems exercising odd sizes, grouped-query heads, decode-like n_q < n_k and both masks.
+// Problems exercising odd sizes, grouped-query heads, decode-like n_q < n_k, more queries than
+// keys (the first queries then see nothing when causal) and both masks.
 std::vector<Problem> problems() {
   std::vector<Problem> out;
   uint64_t seed = 1;
