@@ -4,10 +4,7 @@
 
 #include "compute/error.h"
 #include "compute/reference/reference_backend.h"
-#if __has_include("compute/cpu/cpu_backend.h")
 #include "compute/cpu/cpu_backend.h"
-#define ATTN_HAVE_CPU 1
-#endif
 
 namespace attn {
 
@@ -15,9 +12,7 @@ std::vector<std::string> backend_names() { return {"reference", "cpu"}; }
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {
   if (name == "reference") return make_reference_backend();
-#ifdef ATTN_HAVE_CPU
   if (name == "cpu") return make_cpu_backend();
-#endif
   std::string known;
   for (const auto& n : backend_names()) known += (known.empty() ? "" : ", ") + n;
   throw Error(ErrorCode::InvalidArgument, "unknown backend '" + name + "' (known: " + known + ")");
