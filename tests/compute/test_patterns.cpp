@@ -187,6 +187,24 @@ TEST(Patterns, DiagonalPatternsSwitchToIndicesWhenBlocksWaste) {
   EXPECT_EQ(make_variant("dilated(local=4,base=2)").select(p).kind, Layout::Kind::Indices);
   EXPECT_EQ(make_variant("fixed(block=128,summary=8)").select(p).kind, Layout::Kind::Indices);
   EXPECT_EQ(make_variant("window(size=100)").select(p).kind, Layout::Kind::Blocks);
+  // The index layouts (built by jumping between kept offsets / columns) are exact.
+  for (bool causal : {true, false}) {
+    Problem q = positions_only(700, 1000, causal);
+    for (const char* spec :
+         {"strided(stride=16)", "dilated(local=4,base=3)", "fixed(block=128,summary=8)"}) {
+      Variant v = make_variant(spec);
+      Layout l = v.select(q);
+      ASSERT_EQ(l.kind, Layout::Kind::Indices) << spec;
+      std::vector<int32_t> keys;
+      for (int i = 0; i < q.n_q; ++i) {
+        layout_row_keys(l, q, 0, i, keys);
+        std::vector<int32_t> want;
+        for (int j = 0; j < q.n_k; ++j)
+          if (q.visible(i, j) && v.pattern()->mask()->keep(q.qpos(i), q.kpos(j))) want.push_back(j);
+        ASSERT_EQ(keys, want) << spec << " row " << i;
+      }
+    }
+  }
   // Window blocks skip the far past: only the diagonal band of blocks is kept.
   Layout w = make_variant("window(size=64)").select(p);
   EXPECT_LE(w.block(0).nnz(), 2 * w.block(0).n_qb);
