@@ -34,6 +34,9 @@ std::string case_name(const Case& c) {
   return s.str();
 }
 
+// gtest prints parameters with this instead of a byte dump.
+void PrintTo(const Case& c, std::ostream* os) { *os << case_name(c); }
+
 // Every pattern piece with its defaults, smaller settings so small N is sparse too, and each
 // score modifier / normaliser alone and composed with sparse patterns.
 std::vector<std::string> specs() {
