@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 
 namespace attn::test {
 
@@ -59,6 +60,44 @@ bool python_has(const std::string& modules) {
     }
   }
   return run_command("/usr/bin/python3 -c '" + imports + "' >/dev/null 2>&1") == 0;
+}
+
+std::filesystem::path fetched(const std::string& group, std::string* why) {
+  const auto dest = work_dir() / "vocab";
+  const auto log = work_dir() / ("fetch-" + group + ".log");
+  const std::string cmd = "bash '" + std::string(ATTN_TEST_SOURCE_DIR) +
+                          "/fetch_vocabularies.sh' '" + dest.string() + "' '" + group + "' >'" +
+                          log.string() + "' 2>&1";
+  if (run_command(cmd) != 0 || !std::filesystem::exists(dest / group / ".done")) {
+    std::ifstream in(log);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    *why = text.empty() ? "fetch failed" : text;
+    return {};
+  }
+  return dest / group;
+}
+
+std::vector<std::vector<int32_t>> reference_ids(const std::string& kind,
+                                                const std::vector<std::string>& texts,
+                                                std::string* why) {
+  if (run_command("node --version >/dev/null 2>&1") != 0) {
+    *why = "node is not installed";
+    return {};
+  }
+  const auto dir = scratch_dir();
+  write_text(dir / "in.json", nlohmann::json(texts).dump());
+  const std::string cmd = "node '" + std::string(ATTN_TEST_SOURCE_DIR) + "/tokenizer_oracle.js' " +
+                          kind + " '" + (work_dir() / "vocab").string() + "' '" +
+                          (dir / "in.json").string() + "' '" + (dir / "out.json").string() +
+                          "' 2>'" + (dir / "err.txt").string() + "'";
+  if (run_command(cmd) != 0) {
+    std::ifstream in(dir / "err.txt");
+    *why = "reference encoder failed: " + std::string((std::istreambuf_iterator<char>(in)), {});
+    return {};
+  }
+  std::ifstream in(dir / "out.json");
+  return nlohmann::json::parse(in).get<std::vector<std::vector<int32_t>>>();
 }
 
 }  // namespace attn::test

