@@ -51,12 +51,13 @@ void TensorView::to_f32(std::span<float> dst) const {
   convert_to_f32(dtype, data, numel(), dst.data());
 }
 
-std::span<const float> TensorView::f32() const {
-  require(dtype == DType::F32, ErrorCode::Format,
-          file + ": tensor '" + name + "' is " + dtype_name(dtype) + ", not F32; use to_f32()");
-  require(reinterpret_cast<uintptr_t>(data) % alignof(float) == 0, ErrorCode::Format,
-          file + ": tensor '" + name + "' data is not 4-byte aligned; use to_f32()");
-  return {reinterpret_cast<const float*>(data), numel()};
+void TensorView::check_view(bool fits, size_t align, const char* what) const {
+  require(fits, ErrorCode::Format,
+          file + ": tensor '" + name + "' is " + dtype_name(dtype) + "; the requested " + what +
+              " does not fit it (to_f32() converts any dtype)");
+  require(reinterpret_cast<uintptr_t>(data) % align == 0, ErrorCode::Format,
+          file + ": tensor '" + name + "' data is not aligned for a zero-copy " + what +
+              "; use to_f32()");
 }
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "models/formats/dtype.h"
@@ -33,8 +34,30 @@ struct TensorView {
   std::vector<float> to_f32() const;
   // Converts into `dst`, which must hold numel() floats.
   void to_f32(std::span<float> dst) const;
-  // Zero-copy f32 view; throws Error(Format) when the dtype is not F32 or the data is misaligned.
-  std::span<const float> f32() const;
+  // Zero-copy typed view: float (F32), double (F64), int64_t (I64), int32_t (I32), int16_t (I16),
+  // int8_t (I8), uint8_t (U8, BOOL), uint16_t (raw F16 / BF16 bits). Throws Error(Format) naming
+  // the tensor when T does not fit the dtype or the data is not aligned for T.
+  template <typename T>
+  std::span<const T> view() const {
+    check_view(dtype_fits<T>(), alignof(T), "view");
+    return {reinterpret_cast<const T*>(data), numel()};
+  }
+  std::span<const float> f32() const { return view<float>(); }
+
+ private:
+  template <typename T>
+  bool dtype_fits() const {
+    if constexpr (std::is_same_v<T, float>) return dtype == DType::F32;
+    if constexpr (std::is_same_v<T, double>) return dtype == DType::F64;
+    if constexpr (std::is_same_v<T, int64_t>) return dtype == DType::I64;
+    if constexpr (std::is_same_v<T, int32_t>) return dtype == DType::I32;
+    if constexpr (std::is_same_v<T, int16_t>) return dtype == DType::I16;
+    if constexpr (std::is_same_v<T, int8_t>) return dtype == DType::I8;
+    if constexpr (std::is_same_v<T, uint8_t>) return dtype == DType::U8 || dtype == DType::Bool;
+    if constexpr (std::is_same_v<T, uint16_t>) return dtype == DType::F16 || dtype == DType::BF16;
+    return false;
+  }
+  void check_view(bool fits, size_t align, const char* what) const;
 };
 
 class SafetensorsFile {

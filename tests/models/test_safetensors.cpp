@@ -113,7 +113,15 @@ TEST(Safetensors, RoundTripExactValues) {
   EXPECT_EQ(file.tensor("f.scalar").to_f32()[0], 42.5f);
   EXPECT_EQ(file.tensor("g.empty").numel(), 0u);
 
-  EXPECT_ATTN_ERROR(file.tensor("b.f16").f32(), ErrorCode::Format, "b.f16", "not F32");
+  EXPECT_ATTN_ERROR(file.tensor("b.f16").f32(), ErrorCode::Format, "b.f16", "is F16");
+  // d.i64 starts at data byte 478 (after 420 + 36 + 22 bytes): no zero-copy int64 view there.
+  EXPECT_ATTN_ERROR(file.tensor("d.i64").view<int64_t>(), ErrorCode::Format, "d.i64",
+                    "not aligned");
+  auto u8_view = file.tensor("e.u8").view<uint8_t>();
+  EXPECT_EQ(std::vector<uint8_t>(u8_view.begin(), u8_view.end()), u8);
+  auto f16_bits = file.tensor("b.f16").view<uint16_t>();
+  EXPECT_EQ(std::vector<uint16_t>(f16_bits.begin(), f16_bits.end()), f16);
+  EXPECT_ATTN_ERROR(file.tensor("d.i64").view<int32_t>(), ErrorCode::Format, "d.i64", "is I64");
 }
 
 TEST(Safetensors, ViewsPointIntoTheMapping) {
@@ -132,6 +140,14 @@ TEST(Safetensors, ViewsPointIntoTheMapping) {
   EXPECT_EQ(base % 4096, 0u);
   EXPECT_EQ(bytes.size(), 8 + header_len + 4000);
   EXPECT_EQ(header_len % 8, 0u);
+
+  // A tensor at an aligned offset gives a zero-copy typed view.
+  std::vector<int64_t> ids = {7, -8, 1LL << 60};
+  write_safetensors(
+      path, {{"ids", DType::I64, {3}, as_bytes(ids)}, {"w", DType::F32, {1000}, as_bytes(v)}});
+  SafetensorsFile again(path);
+  auto view = again.tensor("ids").view<int64_t>();
+  EXPECT_EQ(std::vector<int64_t>(view.begin(), view.end()), ids);
 }
 
 TEST(Safetensors, F16AndBf16ConversionRoundsToNearestEven) {
