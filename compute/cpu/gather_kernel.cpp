@@ -9,15 +9,14 @@
 #include "compute/cpu/score_tile.h"
 #include "compute/cpu/simd.h"
 
-namespace attn::cpu {
+namespace attn::cpu::ATTN_CPU_NS {
 
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr int kRows = 16;   // queries per work item
 constexpr int kChunk = 64;  // keys per chunk (a multiple of kVW)
 
-struct Scratch {
+struct GatherScratch {
   std::vector<float> q;   // f32 [dv]: scaled query, zero padded
   std::vector<float> o;   // f32 [dv]: output accumulator
   std::vector<float> s;   // f32 [keys]: scores of one chunk, or of a whole row (entmax)
@@ -36,7 +35,7 @@ float dot(const float* a, const float* b, int d) {
 }
 
 // Scores of query q against keys idx[0..n) into s[0..np) (np = n rounded up; padding -inf).
-void score_keys(const KernelContext& c, Scratch& w, int h, int i, const int32_t* idx, int n,
+void score_keys(const KernelContext& c, GatherScratch& w, int h, int i, const int32_t* idx, int n,
                 bool to_base2, float* s, float* kp) {
   const int np = (n + kVW - 1) / kVW * kVW;
   for (int x = 0; x < n; ++x) {
@@ -108,7 +107,7 @@ float normalise_row(const Normaliser& norm, int n_k, float* s, int n, int np,
 }
 
 // One query row. `acc` (selective attention) is the head's accumulator, else null.
-void run_row(KernelContext& c, Scratch& w, int h, int i, std::vector<double>* acc,
+void run_row(KernelContext& c, GatherScratch& w, int h, int i, std::vector<double>* acc,
              int64_t& entries) {
   using K = Normaliser::Kind;
   const Normaliser& norm = c.spec.norm;
@@ -190,18 +189,18 @@ void run_gather(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* can
   // Selective attention walks each head's rows in order; otherwise rows are independent.
   const bool selective = c.spec.selective;
   const int tiles = selective ? 1 : (c.n_q + kRows - 1) / kRows;
-  std::vector<std::unique_ptr<Scratch>> scratch(pool.size());
+  std::vector<std::unique_ptr<GatherScratch>> scratch(pool.size());
   pool.parallel_for(
       int64_t(c.H) * tiles,
       [&](int64_t item, int wi) {
         if (!scratch[wi]) {
-          scratch[wi] = std::make_unique<Scratch>();
+          scratch[wi] = std::make_unique<GatherScratch>();
           scratch[wi]->q.assign(c.dv, 0.0f);
           scratch[wi]->o.assign(c.dv, 0.0f);
           scratch[wi]->s.resize(kChunk);
           scratch[wi]->kp.resize(kChunk);
         }
-        Scratch& w = *scratch[wi];
+        GatherScratch& w = *scratch[wi];
         const int h = int(item / tiles);
         const int i0 = selective ? 0 : int(item % tiles) * kRows;
         const int i1 = selective ? c.n_q : std::min(c.n_q, i0 + kRows);
@@ -220,4 +219,4 @@ void run_gather(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* can
       cancel);
 }
 
-}  // namespace attn::cpu
+}  // namespace attn::cpu::ATTN_CPU_NS

@@ -7,11 +7,7 @@
 
 #include "compute/cpu/tile_kernels.h"
 
-namespace attn::cpu {
-
-namespace {
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-}
+namespace attn::cpu::ATTN_CPU_NS {
 
 void QueryTile::pack(const KernelContext& c, int h_, int q0_, int rows_, float qscale_) {
   h = h_;
@@ -264,4 +260,4 @@ double entmax15_tau(std::vector<double>& z) {
   return tau;
 }
 
-}  // namespace attn::cpu
+}  // namespace attn::cpu::ATTN_CPU_NS

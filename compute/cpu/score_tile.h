@@ -8,7 +8,7 @@
 #include "compute/cpu/kernel_context.h"
 #include "compute/cpu/simd.h"
 
-namespace attn::cpu {
+namespace attn::cpu::ATTN_CPU_NS {
 
 inline constexpr int kBQ = 64;  // queries per tile
 #ifndef ATTN_CPU_BK
@@ -64,4 +64,4 @@ void normalise_buffered(const Normaliser& n, int n_k, float* st, size_t total, i
 // Exact up to rounding (sort of the candidates z > max z - 1, then closed form). Empty row: 0.
 double entmax15_tau(std::vector<double>& z);
 
-}  // namespace attn::cpu
+}  // namespace attn::cpu::ATTN_CPU_NS

@@ -11,9 +11,9 @@
 
 #include "compute/cpu/simd.h"
 
-namespace attn::cpu {
+namespace attn::cpu::ATTN_CPU_NS {
 
-#if defined(__AVX512F__)
+#if defined(ATTN_CPU_AVX512)
 inline constexpr int kMR = 6;  // rows per register block (32 vector registers)
 inline constexpr int kNB = 4;  // vectors per register block
 #else
@@ -139,4 +139,4 @@ inline void pv_tile(const float* Pt, int ldp, int nj, int rows, const float* V, 
       std::make_integer_sequence<int, kMR - 1>{});
 }
 
-}  // namespace attn::cpu
+}  // namespace attn::cpu::ATTN_CPU_NS
