@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <memory>
 #include <vector>
 
@@ -24,7 +23,8 @@ struct FlashScratch {
   std::vector<double> z;  // entmax row values
 };
 
-// One query tile with softmax: online max and sum per query.
+// Online softmax over one key chunk (base 2): new running max per query, the chunk's
+// probabilities in place, the running sum, and alpha = the factor rescaling earlier output.
 // `masked`: the chunk may hold -inf entries (which must give exactly 0).
 void softmax_step(FlashScratch& s, int nj, int cols, int lds, bool masked) {
   for (int v = 0; v < cols / kVW; ++v) {

@@ -51,7 +51,8 @@ void apply_mods_row(const KernelContext& c, int h, int32_t qp, const float* kp, 
 // numerator, in place over nj x cols entries; -inf (dropped) becomes exactly 0.
 void elementwise_probs(const Normaliser& n, int n_k, float* st, int nj, int cols, int lds);
 
-// Adds column sums of st (nj x cols) into sum[cols].
+// Adds the column sums of st (nj x cols) into sum[cols] (summed per chunk, then added, which
+// keeps float rounding small over long rows).
 void add_column_sums(const float* st, int nj, int cols, int lds, float* sum);
 
 // Turns a buffer of modified, masked scores (natural units, `total` key rows x kBQ) into

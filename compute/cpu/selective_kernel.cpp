@@ -1,7 +1,6 @@
 #include "compute/cpu/selective_kernel.h"
 
 #include <algorithm>
-#include <limits>
 #include <memory>
 #include <vector>
 
