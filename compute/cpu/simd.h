@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -135,6 +136,38 @@ inline vf exp2v(vf x) {
   vi under = x < splat(-125.0f);
   vf r = exp2v_nonpos(vmin(x, splat(127.0f)));
   return select(under, splat(0.0f), r);
+}
+
+namespace detail {
+
+// Shuffle index for one level of reduce_lanes: inputs hold W / g keys each, g lanes per key;
+// output lane L holds half of key group L / (g / 2)'s pair of lanes (`high` picks the upper one).
+constexpr int fold_index(int W, int g, int L, bool high) {
+  const int h = g / 2, group = L / h, off = L % h, per_input = W / g;
+  const int base = group < per_input ? 0 : W;
+  return base + (group % per_input) * g + off + (high ? h : 0);
+}
+
+template <int g, int... L>
+inline vf fold(vf x, vf y, std::integer_sequence<int, L...>) {
+  return __builtin_shufflevector(x, y, fold_index(kVW, g, L, false)...) +
+         __builtin_shufflevector(x, y, fold_index(kVW, g, L, true)...);
+}
+
+template <int g>
+inline void fold_level(vf* v, int n) {
+  for (int i = 0; i < n / 2; ++i)
+    v[i] = fold<g>(v[2 * i], v[2 * i + 1], std::make_integer_sequence<int, kVW>{});
+  if constexpr (g > 2) fold_level<g / 2>(v, n / 2);
+}
+
+}  // namespace detail
+
+// Lane c of the result = sum of the lanes of v[c], for c < kVW (v is overwritten). A transpose
+// and add tree: 2 (kVW - 1) shuffles and kVW - 1 adds for kVW horizontal sums.
+inline vf reduce_lanes(vf* v) {
+  detail::fold_level<kVW>(v, kVW);
+  return v[0];
 }
 
 inline constexpr float kLog2e = 1.4426950408889634f;
