@@ -1,0 +1,213 @@
+#include "compute/cpu/flash_kernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "compute/cpu/score_tile.h"
+#include "compute/cpu/tile_kernels.h"
+
+namespace attn::cpu {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+struct TileItem {
+  int h = 0, q0 = 0, rows = 0;
+  int qb = -1;       // query block (Blocks layouts)
+  int64_t cost = 0;  // estimated entries, for largest-first scheduling
+};
+
+struct Scratch {
+  QueryTile tile;
+  std::vector<Chunk> chunks;
+  std::vector<float> st;  // f32 [rows of all buffered chunks, kBQ]
+  std::vector<float> o;   // f32 [kBQ, dv]
+  alignas(64) float m[kBQ], l[kBQ], alpha[kBQ];
+  alignas(64) float stat[kBQ], inv[kBQ];
+  std::vector<double> z;  // entmax row values
+};
+
+// Key chunks of one query tile: runs of consecutive kept keys cut into kBK-sized pieces.
+void build_chunks(const KernelContext& c, const TileItem& it, const QueryTile& t,
+                  std::vector<Chunk>& out) {
+  out.clear();
+  auto emit = [&](int lo, int hi, bool partial) {
+    hi = std::min(hi, t.lim_hi);
+    for (int j0 = lo; j0 < hi; j0 += kBK) {
+      Chunk ch;
+      ch.j0 = j0;
+      ch.nj = std::min(kBK, hi - j0);
+      ch.causal = ch.j0 + ch.nj > t.lim_lo;
+      ch.partial = partial;
+      out.push_back(ch);
+    }
+  };
+  if (c.layout.kind == Layout::Kind::Dense) {
+    emit(0, t.lim_hi, false);
+    return;
+  }
+  const BlockLayout& b = c.layout.block(it.h);
+  const bool has_mask = c.layout.mask != nullptr;
+  int run_lo = 0, run_hi = -1;
+  bool run_partial = false;
+  for (int e = b.row_ptr[it.qb]; e < b.row_ptr[it.qb + 1]; ++e) {
+    const int lo = b.col[e] * b.bk;
+    if (lo >= t.lim_hi) break;  // ascending: the rest lies past every query's causal limit
+    const int hi = std::min(lo + b.bk, c.n_k);
+    const bool partial = has_mask && !b.full[e];
+    if (lo == run_hi && partial == run_partial) {
+      run_hi = hi;
+      continue;
+    }
+    if (run_hi > run_lo) emit(run_lo, run_hi, run_partial);
+    run_lo = lo;
+    run_hi = hi;
+    run_partial = partial;
+  }
+  if (run_hi > run_lo) emit(run_lo, run_hi, run_partial);
+}
+
+std::vector<TileItem> make_items(const KernelContext& c) {
+  std::vector<TileItem> items;
+  for (int h = 0; h < c.H; ++h) {
+    if (c.layout.kind == Layout::Kind::Dense) {
+      for (int q0 = 0; q0 < c.n_q; q0 += kBQ) {
+        TileItem it{h, q0, std::min(kBQ, c.n_q - q0), -1, 0};
+        it.cost = int64_t(it.rows) * c.lim[q0 + it.rows - 1];
+        items.push_back(it);
+      }
+      continue;
+    }
+    const BlockLayout& b = c.layout.block(h);
+    for (int r = 0; r < b.n_qb; ++r) {
+      const int lo = r * b.bq, hi = std::min(lo + b.bq, c.n_q);
+      const int parts = (hi - lo + kBQ - 1) / kBQ;
+      const int per = (hi - lo + parts - 1) / parts;
+      int64_t width = 0;
+      for (int e = b.row_ptr[r]; e < b.row_ptr[r + 1]; ++e) width += b.bk;
+      if (width == 0) {
+        // Nothing kept: the rows still need their zero output.
+        items.push_back(TileItem{h, lo, hi - lo, r, 0});
+        continue;
+      }
+      for (int q0 = lo; q0 < hi; q0 += per)
+        items.push_back(TileItem{h, q0, std::min(per, hi - q0), r, int64_t(per) * width});
+    }
+  }
+  std::stable_sort(items.begin(), items.end(),
+                   [](const TileItem& a, const TileItem& b) { return a.cost > b.cost; });
+  return items;
+}
+
+// One query tile with softmax: online max and sum per query.
+// `masked`: the chunk may hold -inf entries (which must give exactly 0).
+void softmax_step(Scratch& s, int nj, int cols, int lds, bool masked) {
+  for (int v = 0; v < cols / kVW; ++v) {
+    const vf m_old = loadu(s.m + v * kVW);
+    vf mx = m_old;
+    for (int j = 0; j < nj; ++j) mx = vmax(mx, loadu(s.st.data() + size_t(j) * lds + v * kVW));
+    const vf m_use = select(mx == splat(kNegInf), splat(0.0f), mx);
+    const vf alpha = exp2v(m_old - m_use);
+    vf sum = vf{};
+    for (int j = 0; j < nj; ++j) {
+      float* p = s.st.data() + size_t(j) * lds + v * kVW;
+      vf e = masked ? exp2v(loadu(p) - m_use) : exp2v_nonpos(loadu(p) - m_use);
+      storeu(p, e);
+      sum += e;
+    }
+    storeu(s.l + v * kVW, fmadd(loadu(s.l + v * kVW), alpha, sum));
+    storeu(s.alpha + v * kVW, alpha);
+    storeu(s.m + v * kVW, mx);
+  }
+}
+
+void run_tile(KernelContext& c, const TileItem& it, Scratch& s) {
+  using K = Normaliser::Kind;
+  const Normaliser& norm = c.spec.norm;
+  const bool softmax = norm.kind == K::Softmax;
+  const bool entmax = norm.kind == K::Entmax15;
+  QueryTile& t = s.tile;
+  t.pack(c, it.h, it.q0, it.rows, c.scale * (c.base2_softmax() ? kLog2e : 1.0f));
+  build_chunks(c, it, t, s.chunks);
+  const int cols = t.cols;
+  s.o.assign(size_t(kBQ) * c.dv, 0.0f);
+  std::fill(s.m, s.m + kBQ, kNegInf);
+  std::fill(s.l, s.l + kBQ, 0.0f);
+
+  int64_t entries = 0;
+  if (entmax) {
+    size_t total = 0;
+    for (const Chunk& ch : s.chunks) total += ch.nj;
+    if (s.st.size() < total * kBQ) s.st.resize(total * kBQ);
+    size_t off = 0;
+    for (const Chunk& ch : s.chunks) {
+      score_chunk(c, t, ch, false, s.st.data() + off * kBQ, kBQ);
+      off += ch.nj;
+      entries += int64_t(ch.nj) * it.rows;
+    }
+    normalise_buffered(norm, c.n_k, s.st.data(), total, it.rows, cols, s.stat, s.inv, s.z);
+    off = 0;
+    for (const Chunk& ch : s.chunks) {
+      pv_tile(s.st.data() + off * kBQ, kBQ, ch.nj, it.rows, c.v_row(it.h, ch.j0), c.v_ld(), c.dv,
+              s.o.data(), c.dv, nullptr);
+      off += ch.nj;
+    }
+  } else {
+    if (s.st.size() < size_t(kBK) * kBQ) s.st.resize(size_t(kBK) * kBQ);
+    for (const Chunk& ch : s.chunks) {
+      score_chunk(c, t, ch, softmax, s.st.data(), kBQ);
+      if (softmax) {
+        softmax_step(s, ch.nj, cols, kBQ, ch.causal || ch.partial || cols != it.rows);
+      } else {
+        elementwise_probs(norm, c.n_k, s.st.data(), ch.nj, cols, kBQ);
+        if (norm.kind == K::SoftplusL1) add_column_sums(s.st.data(), ch.nj, cols, kBQ, s.l);
+      }
+      pv_tile(s.st.data(), kBQ, ch.nj, it.rows, c.v_row(it.h, ch.j0), c.v_ld(), c.dv, s.o.data(),
+              c.dv, softmax ? s.alpha : nullptr);
+      entries += int64_t(ch.nj) * it.rows;
+    }
+  }
+
+  // Normalise and write out. Rows with no kept key get O = 0 and row stat 0.
+  if (!entmax) {
+    for (int i = 0; i < it.rows; ++i) {
+      s.stat[i] = 0.0f;
+      s.inv[i] = 1.0f;
+      if (softmax || norm.kind == K::SoftplusL1) {
+        const bool any = s.l[i] > 0.0f;
+        s.inv[i] = any ? 1.0f / s.l[i] : 0.0f;
+        // Softmax runs in base 2: lse = (m2 + log2 l) ln 2.
+        if (any) s.stat[i] = softmax ? (s.m[i] + std::log2(s.l[i])) * kLn2 : std::log(s.l[i]);
+      }
+    }
+  }
+  for (int i = 0; i < it.rows; ++i) {
+    float* out = c.o + (size_t(it.h) * c.n_q + it.q0 + i) * c.d;
+    const float* acc = s.o.data() + size_t(i) * c.dv;
+    for (int k = 0; k < c.d; ++k) out[k] = acc[k] * s.inv[i];
+    c.row_stat[size_t(it.h) * c.n_q + it.q0 + i] = s.stat[i];
+  }
+  c.qk_entries += entries;
+  c.pv_entries += entries;
+  c.bytes += entries / std::max(1, it.rows) * int64_t(c.d) * 8 + int64_t(it.rows) * (c.d * 8 + 4);
+}
+
+}  // namespace
+
+void run_flash(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* cancel) {
+  const std::vector<TileItem> items = make_items(c);
+  std::vector<std::unique_ptr<Scratch>> scratch(pool.size());
+  pool.parallel_for(
+      int64_t(items.size()),
+      [&](int64_t k, int w) {
+        if (!scratch[w]) scratch[w] = std::make_unique<Scratch>();
+        run_tile(c, items[k], *scratch[w]);
+      },
+      cancel);
+}
+
+}  // namespace attn::cpu

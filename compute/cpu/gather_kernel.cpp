@@ -1,0 +1,167 @@
+#include "compute/cpu/gather_kernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "compute/cpu/score_tile.h"
+#include "compute/cpu/simd.h"
+
+namespace attn::cpu {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr int kRows = 16;   // queries per work item
+constexpr int kChunk = 64;  // keys per chunk (a multiple of kVW)
+
+struct Scratch {
+  std::vector<float> q;   // f32 [dv]: scaled query, zero padded
+  std::vector<float> o;   // f32 [dv]: output accumulator
+  std::vector<float> s;   // f32 [keys]: scores of one chunk, or of a whole row (entmax)
+  std::vector<float> kp;  // f32 [keys]: key positions (ALiBi)
+  std::vector<double> z;
+};
+
+float dot(const float* a, const float* b, int d) {
+  vf acc = vf{};
+  int k = 0;
+  for (; k + kVW <= d; k += kVW) acc = fmadd(loadu(a + k), loadu(b + k), acc);
+  float s = hsum(acc);
+  for (; k < d; ++k) s += a[k] * b[k];
+  return s;
+}
+
+// Scores of query q against keys idx[0..n) into s[0..np) (np = n rounded up; padding -inf).
+void score_keys(const KernelContext& c, Scratch& w, int h, int i, const int32_t* idx, int n,
+                bool to_base2, float* s, float* kp) {
+  const int np = (n + kVW - 1) / kVW * kVW;
+  for (int x = 0; x < n; ++x) {
+    s[x] = dot(w.q.data(), c.p.k_row(h, idx[x]), c.d);
+    kp[x] = float(c.kpos[idx[x]]);
+  }
+  for (int x = n; x < np; ++x) {
+    s[x] = 0.0f;
+    kp[x] = 0.0f;
+  }
+  if (!c.spec.mods.empty()) {
+    apply_mods_row(c, h, c.qpos[i], kp, s, np);
+    if (to_base2)
+      for (int x = 0; x < np; x += kVW) storeu(s + x, loadu(s + x) * kLog2e);
+  }
+  for (int x = n; x < np; ++x) s[x] = kNegInf;
+}
+
+void accumulate_v(const KernelContext& c, int h, const int32_t* idx, int n, const float* p,
+                  float* o) {
+  for (int x = 0; x < n; ++x) {
+    if (p[x] == 0.0f) continue;
+    const vf a = splat(p[x]);
+    const float* v = c.v_row(h, idx[x]);
+    for (int k = 0; k < c.dv; k += kVW) storeu(o + k, fmadd(a, loadu(v + k), loadu(o + k)));
+  }
+}
+
+void run_row(KernelContext& c, Scratch& w, int h, int i, int64_t& entries) {
+  using K = Normaliser::Kind;
+  const Normaliser& norm = c.spec.norm;
+  const IndexLayout& x = c.layout.index(h);
+  const int32_t* idx = x.col.data() + x.row_ptr[i];
+  // Listed keys are ascending, so the causally visible ones are a prefix.
+  const int n = int(std::lower_bound(idx, x.col.data() + x.row_ptr[i + 1], c.lim[i]) - idx);
+  const bool base2 = c.base2_softmax();
+  const float qscale = c.scale * (base2 ? kLog2e : 1.0f);
+  const float* q = c.p.q_row(h, i);
+  for (int k = 0; k < c.d; ++k) w.q[k] = q[k] * qscale;
+  std::fill(w.o.begin(), w.o.end(), 0.0f);
+  float stat = 0.0f, inv = 1.0f;
+  entries += n;
+
+  if (norm.kind == K::Entmax15) {
+    const int np = (n + kVW - 1) / kVW * kVW;
+    if (int(w.s.size()) < np) {
+      w.s.resize(np);
+      w.kp.resize(np);
+    }
+    score_keys(c, w, h, i, idx, n, false, w.s.data(), w.kp.data());
+    w.z.assign(w.s.begin(), w.s.begin() + n);
+    for (double& v : w.z) v *= 0.5;
+    const double tau = entmax15_tau(w.z);
+    for (int e = 0; e < n; ++e) {
+      double r = std::max(0.5 * double(w.s[e]) - tau, 0.0);
+      w.s[e] = float(r * r);
+    }
+    accumulate_v(c, h, idx, n, w.s.data(), w.o.data());
+    stat = float(tau);
+    inv = n > 0 ? 1.0f : 0.0f;
+  } else {
+    float m = kNegInf, l = 0.0f;
+    float* s = w.s.data();
+    for (int e0 = 0; e0 < n; e0 += kChunk) {
+      const int cn = std::min(kChunk, n - e0);
+      const int np = (cn + kVW - 1) / kVW * kVW;
+      score_keys(c, w, h, i, idx + e0, cn, norm.kind == K::Softmax, s, w.kp.data());
+      if (norm.kind == K::Softmax) {
+        float mx = m;
+        for (int e = 0; e < cn; ++e) mx = std::max(mx, s[e]);
+        const float m_use = mx == kNegInf ? 0.0f : mx;
+        const float alpha = std::exp2(m - m_use);
+        vf sum = vf{};
+        for (int e = 0; e < np; e += kVW) {
+          vf p = exp2v(loadu(s + e) - m_use);
+          storeu(s + e, p);
+          sum += p;
+        }
+        l = l * alpha + hsum(sum);
+        m = mx;
+        for (int k = 0; k < c.dv; ++k) w.o[k] *= alpha;
+      } else {
+        elementwise_probs(norm, c.n_k, s, 1, np, np);
+        if (norm.kind == K::SoftplusL1)
+          for (int e = 0; e < cn; ++e) l += s[e];
+      }
+      accumulate_v(c, h, idx + e0, cn, s, w.o.data());
+    }
+    if (norm.kind == K::Softmax || norm.kind == K::SoftplusL1) {
+      inv = l > 0.0f ? 1.0f / l : 0.0f;
+      if (l > 0.0f)
+        // Softmax runs in base 2 (scores were multiplied by log2 e): lse = (m2 + log2 l) ln 2.
+        stat = norm.kind == K::Softmax ? (m + std::log2(l)) * kLn2 : std::log(l);
+    }
+  }
+  float* out = c.o + (size_t(h) * c.n_q + i) * c.d;
+  for (int k = 0; k < c.d; ++k) out[k] = w.o[k] * inv;
+  c.row_stat[size_t(h) * c.n_q + i] = stat;
+}
+
+}  // namespace
+
+void run_gather(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* cancel) {
+  const int tiles = (c.n_q + kRows - 1) / kRows;
+  std::vector<std::unique_ptr<Scratch>> scratch(pool.size());
+  pool.parallel_for(
+      int64_t(c.H) * tiles,
+      [&](int64_t item, int wi) {
+        if (!scratch[wi]) {
+          scratch[wi] = std::make_unique<Scratch>();
+          scratch[wi]->q.assign(c.dv, 0.0f);
+          scratch[wi]->o.assign(c.dv, 0.0f);
+          scratch[wi]->s.resize(kChunk);
+          scratch[wi]->kp.resize(kChunk);
+        }
+        const int h = int(item / tiles);
+        const int i0 = int(item % tiles) * kRows;
+        const int i1 = std::min(c.n_q, i0 + kRows);
+        int64_t entries = 0;
+        for (int i = i0; i < i1; ++i) run_row(c, *scratch[wi], h, i, entries);
+        c.qk_entries += entries;
+        c.pv_entries += entries;
+        // K and V rows plus one index per entry; Q, O and the row stat per query.
+        c.bytes += entries * (int64_t(c.d) * 8 + 4) + int64_t(i1 - i0) * (c.d * 8 + 4);
+      },
+      cancel);
+}
+
+}  // namespace attn::cpu

@@ -1,0 +1,258 @@
+#include "compute/cpu/score_tile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "compute/cpu/tile_kernels.h"
+
+namespace attn::cpu {
+
+namespace {
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+}
+
+void QueryTile::pack(const KernelContext& c, int h_, int q0_, int rows_, float qscale_) {
+  h = h_;
+  q0 = q0_;
+  rows = rows_;
+  cols = (rows + kVW - 1) / kVW * kVW;
+  qscale = qscale_;
+  qt.resize(size_t(c.d) * kBQ);
+  for (int i = 0; i < rows; ++i) {
+    const float* q = c.p.q_row(h, q0 + i);
+    for (int kk = 0; kk < c.d; ++kk) qt[size_t(kk) * kBQ + i] = q[kk] * qscale;
+  }
+  for (int kk = 0; kk < c.d; ++kk)
+    for (int i = rows; i < cols; ++i) qt[size_t(kk) * kBQ + i] = 0.0f;
+  for (int v = 0; v < cols / kVW; ++v) {
+    for (int e = 0; e < kVW; ++e) {
+      int i = v * kVW + e;
+      lim[v][e] = i < rows ? c.lim[q0 + i] : 0;
+      qposf[v][e] = i < rows ? float(c.qpos[q0 + i]) : 0.0f;
+    }
+  }
+  lim_lo = c.lim[q0];
+  lim_hi = c.lim[q0 + rows - 1];
+}
+
+void score_chunk(const KernelContext& c, const QueryTile& t, const Chunk& ch, bool to_base2,
+                 float* st, int lds) {
+  const int nv = t.cols / kVW;
+  qk_tile(c.p.k_row(t.h, ch.j0), size_t(c.d), ch.nj, t.qt.data(), kBQ, t.cols, c.d, st, lds);
+  for (const ScoreMod& m : c.spec.mods) {
+    switch (m.kind) {
+      case ScoreMod::Kind::Temperature: {
+        const vf temp = splat(m.a);
+        for (int j = 0; j < ch.nj; ++j)
+          for (int v = 0; v < nv; ++v) {
+            float* s = st + size_t(j) * lds + v * kVW;
+            storeu(s, loadu(s) / temp);
+          }
+        break;
+      }
+      case ScoreMod::Kind::Alibi: {
+        const float slope = std::exp2(-m.a * float(t.h + 1) / float(c.H));
+        for (int j = 0; j < ch.nj; ++j) {
+          const vf kp = splat(float(c.kpos[ch.j0 + j]));
+          for (int v = 0; v < nv; ++v) {
+            float* s = st + size_t(j) * lds + v * kVW;
+            storeu(s, loadu(s) - slope * (t.qposf[v] - kp));
+          }
+        }
+        break;
+      }
+      case ScoreMod::Kind::Softcap: {
+        const vf cap = splat(m.a);
+        for (int j = 0; j < ch.nj; ++j)
+          for (int v = 0; v < nv; ++v) {
+            float* s = st + size_t(j) * lds + v * kVW;
+            storeu(s, cap * tanhv(loadu(s) / cap));
+          }
+        break;
+      }
+    }
+  }
+  if (to_base2 && !c.spec.mods.empty()) {
+    for (int j = 0; j < ch.nj; ++j)
+      for (int v = 0; v < nv; ++v) {
+        float* s = st + size_t(j) * lds + v * kVW;
+        storeu(s, loadu(s) * kLog2e);
+      }
+  }
+  // Padding columns have lim 0, so the causal pass also drops them; do it whenever padding exists.
+  if (ch.causal || t.cols != t.rows) {
+    const vf ninf = splat(kNegInf);
+    for (int j = 0; j < ch.nj; ++j) {
+      const vi key = splati(ch.j0 + j);
+      for (int v = 0; v < nv; ++v) {
+        float* s = st + size_t(j) * lds + v * kVW;
+        storeu(s, select(key < t.lim[v], loadu(s), ninf));
+      }
+    }
+  }
+  if (ch.partial && c.layout.mask) {
+    const Mask& mask = *c.layout.mask;
+    for (int j = 0; j < ch.nj; ++j) {
+      const int32_t kp = c.kpos[ch.j0 + j];
+      float* s = st + size_t(j) * lds;
+      for (int i = 0; i < t.rows; ++i)
+        if (!mask.keep(c.qpos[t.q0 + i], kp)) s[i] = kNegInf;
+    }
+  }
+}
+
+void apply_mods_row(const KernelContext& c, int h, int32_t qp, const float* kp, float* s, int n) {
+  for (const ScoreMod& m : c.spec.mods) {
+    switch (m.kind) {
+      case ScoreMod::Kind::Temperature:
+        for (int x = 0; x < n; x += kVW) storeu(s + x, loadu(s + x) / splat(m.a));
+        break;
+      case ScoreMod::Kind::Alibi: {
+        const float slope = std::exp2(-m.a * float(h + 1) / float(c.H));
+        const vf q = splat(float(qp));
+        for (int x = 0; x < n; x += kVW) storeu(s + x, loadu(s + x) - slope * (q - loadu(kp + x)));
+        break;
+      }
+      case ScoreMod::Kind::Softcap: {
+        const vf cap = splat(m.a);
+        for (int x = 0; x < n; x += kVW) storeu(s + x, cap * tanhv(loadu(s + x) / cap));
+        break;
+      }
+    }
+  }
+}
+
+void elementwise_probs(const Normaliser& n, int n_k, float* st, int nj, int cols, int lds) {
+  using K = Normaliser::Kind;
+  const int nv = cols / kVW;
+  const vf zero = splat(0.0f);
+  const vf ninf = splat(kNegInf);
+  if (n.kind == K::Sigmoid) {
+    // sigmoid(s + b) = 1 / (1 + 2^(-(s + b) log2 e)), b = a - log(n_k)
+    const float b = n.a - std::log(float(n_k));
+    for (int j = 0; j < nj; ++j)
+      for (int v = 0; v < nv; ++v) {
+        float* p = st + size_t(j) * lds + v * kVW;
+        vf s = loadu(p);
+        vf e = exp2v((s + b) * -kLog2e);
+        storeu(p, select(s == ninf, zero, 1.0f / (1.0f + e)));
+      }
+  } else if (n.kind == K::Relu) {
+    const float inv_n = 1.0f / float(n_k);
+    for (int j = 0; j < nj; ++j) {
+      float* p = st + size_t(j) * lds;
+      if (n.a == 1.0f) {
+        for (int v = 0; v < nv; ++v) storeu(p + v * kVW, vmax(loadu(p + v * kVW), zero) * inv_n);
+      } else if (n.a == 2.0f) {
+        for (int v = 0; v < nv; ++v) {
+          vf r = vmax(loadu(p + v * kVW), zero);
+          storeu(p + v * kVW, r * r * inv_n);
+        }
+      } else {
+        for (int i = 0; i < cols; ++i)
+          p[i] = p[i] == kNegInf ? 0.0f : std::pow(std::max(p[i], 0.0f), n.a) * inv_n;
+      }
+    }
+  } else if (n.kind == K::SoftplusL1) {
+    for (int j = 0; j < nj; ++j) {
+      float* p = st + size_t(j) * lds;
+      for (int i = 0; i < cols; ++i) {
+        float s = p[i];
+        p[i] = s == kNegInf ? 0.0f : std::max(s, 0.0f) + std::log1p(std::exp(-std::fabs(s)));
+      }
+    }
+  }
+}
+
+void add_column_sums(const float* st, int nj, int cols, int lds, float* sum) {
+  const int nv = cols / kVW;
+  for (int v = 0; v < nv; ++v) {
+    vf acc = loadu(sum + v * kVW);
+    for (int j = 0; j < nj; ++j) acc += loadu(st + size_t(j) * lds + v * kVW);
+    storeu(sum + v * kVW, acc);
+  }
+}
+
+void normalise_buffered(const Normaliser& n, int n_k, float* st, size_t total, int rows, int cols,
+                        float* stat, float* inv, std::vector<double>& z) {
+  using K = Normaliser::Kind;
+  if (n.kind == K::Softmax) {
+    for (int v = 0; v < cols / kVW; ++v) {
+      vf mx = splat(kNegInf);
+      for (size_t j = 0; j < total; ++j) mx = vmax(mx, loadu(st + j * kBQ + v * kVW));
+      const vf m_use = select(mx == splat(kNegInf), splat(0.0f), mx);
+      vf sum = vf{};
+      for (size_t j = 0; j < total; ++j) {
+        float* p = st + j * kBQ + v * kVW;
+        vf e = exp2v((loadu(p) - m_use) * kLog2e);
+        storeu(p, e);
+        sum += e;
+      }
+      for (int e = 0; e < kVW; ++e) {
+        const int i = v * kVW + e;
+        if (i >= rows) break;
+        stat[i] = sum[e] > 0 ? m_use[e] + std::log(sum[e]) : 0.0f;
+        inv[i] = sum[e] > 0 ? 1.0f / sum[e] : 0.0f;
+      }
+    }
+  } else if (n.kind == K::Entmax15) {
+    for (int i = 0; i < rows; ++i) {
+      z.clear();
+      for (size_t j = 0; j < total; ++j) {
+        float x = st[j * kBQ + i];
+        if (x != kNegInf) z.push_back(0.5 * double(x));
+      }
+      const bool any = !z.empty();
+      const double tau = entmax15_tau(z);
+      for (size_t j = 0; j < total; ++j) {
+        float& x = st[j * kBQ + i];
+        double r = x == kNegInf ? 0.0 : std::max(0.5 * double(x) - tau, 0.0);
+        x = float(r * r);
+      }
+      stat[i] = float(tau);
+      inv[i] = any ? 1.0f : 0.0f;
+    }
+  } else {
+    alignas(64) float sum[kBQ] = {};
+    for (size_t j = 0; j < total; j += kBK) {
+      const int nj = int(std::min<size_t>(kBK, total - j));
+      elementwise_probs(n, n_k, st + j * kBQ, nj, cols, kBQ);
+      if (n.kind == K::SoftplusL1) add_column_sums(st + j * kBQ, nj, cols, kBQ, sum);
+    }
+    for (int i = 0; i < rows; ++i) {
+      if (n.kind == K::SoftplusL1) {
+        stat[i] = sum[i] > 0 ? std::log(sum[i]) : 0.0f;
+        inv[i] = sum[i] > 0 ? 1.0f / sum[i] : 0.0f;
+      } else {
+        stat[i] = 0.0f;
+        inv[i] = 1.0f;
+      }
+    }
+  }
+}
+
+double entmax15_tau(std::vector<double>& z) {
+  if (z.empty()) return 0.0;
+  const double zmax = *std::max_element(z.begin(), z.end());
+  // tau >= max z - 1 (the largest entry alone reaches mass 1 there), so only z > max z - 1 can
+  // be in the support.
+  auto end = std::partition(z.begin(), z.end(), [&](double x) { return x > zmax - 1.0; });
+  std::sort(z.begin(), end, std::greater<double>());
+  double s1 = 0, s2 = 0, tau = zmax - 1.0;
+  const int m = int(end - z.begin());
+  for (int k = 1; k <= m; ++k) {
+    s1 += z[k - 1];
+    s2 += z[k - 1] * z[k - 1];
+    // tau_k solves sum_{i <= k} (z_i - tau)^2 = 1 (smaller root).
+    double disc = s1 * s1 - k * (s2 - 1.0);
+    if (disc < 0) break;
+    double t = (s1 - std::sqrt(disc)) / k;
+    if (t >= z[k - 1]) break;
+    tau = t;
+  }
+  return tau;
+}
+
+}  // namespace attn::cpu
