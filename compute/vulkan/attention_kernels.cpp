@@ -1,5 +1,6 @@
 #include "compute/vulkan/attention_kernels.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "compute/error.h"
@@ -17,7 +18,13 @@ struct AttentionPush {
   uint32_t n_q, n_k, n_heads, group;
   float scale, log_nk;
   uint32_t per_head_layout, bq, n_qb, chunks;
+  uint32_t pass_begin, pass_end, key_begin, key_end, flags;
 };
+constexpr uint32_t kFlagFirst = 1, kFlagLast = 2;
+constexpr int kStateFloats = 8 + 3 * 16;  // STATE in attention_common.glsl
+// lavapipe skips loop iterations past ~65k back-edges per invocation; a looped kernel takes a
+// few back-edges per key, so CPU devices get at most this many keys per dispatch.
+constexpr int kCpuKeysPerDispatch = 4096;
 
 constexpr int kMaxHeadDim = 256;  // per-lane registers beyond this would spill badly
 constexpr int kEntmaxPrePasses = 4;  // max pass + 3 threshold passes (ENT_PASSES + 1)
@@ -52,8 +59,15 @@ bool choose_kernel_config(const Context& ctx, int d, KernelConfig* config, std::
   }
   c.lanes = d > 128 ? 8 : 4;
   while (c.lanes > int(ctx.subgroup_size())) c.lanes /= 2;
-  c.d_padded = (d + 4 * c.lanes - 1) / (4 * c.lanes) * (4 * c.lanes);
   c.rows = 32;
+  if (ctx.is_cpu()) {
+    // lavapipe: looped tiles (unrolled ones take many seconds to compile) and bounded keys per
+    // dispatch. Four lanes per row also keep its compile time down (fewer registers per lane).
+    c.lanes = std::min(c.lanes, 4);
+    c.unrolled = false;
+    c.keys_per_dispatch = kCpuKeysPerDispatch;
+  }
+  c.d_padded = (d + 4 * c.lanes - 1) / (4 * c.lanes) * (4 * c.lanes);
   while (c.rows * c.lanes > int(ctx.limits().maxComputeWorkGroupInvocations)) c.rows /= 2;
   const size_t shared = ctx.limits().maxComputeSharedMemorySize;
   c.tile = 32;
@@ -130,8 +144,9 @@ AttentionOutput run_attention(Context& ctx, const Problem& p, const Layout& layo
   spec.set(0, uint32_t(c.d_padded)).set(1, uint32_t(c.lanes)).set(2, uint32_t(c.rows));
   spec.set(3, uint32_t(c.tile)).set(15, uint32_t(c.rows * c.lanes));
   set_score_constants(spec, mods, norm);
-  const ShaderCode code = kl.indices ? attention_indices_shader() : attention_ranges_shader();
-  const uint32_t n_buffers = kl.indices ? 10 : 11;
+  const ShaderCode code = kl.indices ? attention_indices_shader(c.unrolled)
+                                     : attention_ranges_shader(c.unrolled);
+  const uint32_t n_buffers = kl.indices ? 11 : 12;
   const ComputePipeline& pipeline =
       ctx.pipelines().get(code, n_buffers, sizeof(AttentionPush), spec);
 
@@ -146,29 +161,62 @@ AttentionOutput run_attention(Context& ctx, const Problem& p, const Layout& layo
   push.bq = uint32_t(kl.indices ? c.rows : kl.bq);
   push.n_qb = uint32_t(kl.n_qb);
   push.chunks = uint32_t(kl.indices ? 1 : (kl.bq + c.rows - 1) / c.rows);
+  const uint32_t groups_x =
+      kl.indices ? uint32_t((p.n_q + c.rows - 1) / c.rows) : uint32_t(kl.n_qb) * push.chunks;
 
   Job job(ctx);
   std::vector<float> qs, ks, vs;
   const int bq = job.input(pad_rows(p.q, p.d, c.d_padded, qs));
   const int bk = job.input(pad_rows(p.k, p.d, c.d_padded, ks));
   const int bv = job.input(pad_rows(p.v, p.d, c.d_padded, vs));
-  const size_t o_floats = size_t(p.n_heads) * p.n_q * c.d_padded;
+  const size_t rows = size_t(p.n_heads) * p.n_q;
+  const size_t o_floats = rows * c.d_padded;
   const int bo = job.buffer(o_floats * sizeof(float));
-  const int bs = job.buffer(size_t(p.n_heads) * p.n_q * sizeof(float));
+  const int bs = job.buffer(rows * sizeof(float));
   const int bqp = job.input(query_positions(p));
   const int bkp = job.input(key_positions(p));
   const int bke = job.input(kl.kend);
+  // Key chunks: each pass over the keys becomes one dispatch per chunk, the row state carried
+  // in `state` and O between them; with a single chunk one dispatch runs every pass.
+  const int passes = norm.kind == Normaliser::Kind::Entmax15 ? kEntmaxPrePasses + 1 : 1;
+  const int chunk = c.keys_per_dispatch > 0 ? c.keys_per_dispatch : p.n_k;
+  const int n_chunks = (p.n_k + chunk - 1) / chunk;
+  const int bst = job.buffer(n_chunks > 1 ? rows * kStateFloats * sizeof(float) : 16);
+  int b0 = -1, b1 = -1, b2 = -1;
   if (kl.indices) {
-    const int bip = job.input(kl.idx_ptr);
-    const int bix = job.input(kl.idx);
-    job.dispatch(pipeline, {bq, bk, bv, bo, bs, bqp, bkp, bke, bip, bix}, &push, sizeof push,
-                 uint32_t((p.n_q + c.rows - 1) / c.rows), uint32_t(p.n_heads));
+    b0 = job.input(kl.idx_ptr);
+    b1 = job.input(kl.idx);
   } else {
-    const int brp = job.input(kl.range_ptr);
-    const int brg = job.input(kl.ranges);
-    const int bmk = job.input(kl.mask_bits);
-    job.dispatch(pipeline, {bq, bk, bv, bo, bs, bqp, bkp, bke, brp, brg, bmk}, &push, sizeof push,
-                 uint32_t(kl.n_qb) * push.chunks, uint32_t(p.n_heads));
+    b0 = job.input(kl.range_ptr);
+    b1 = job.input(kl.ranges);
+    b2 = job.input(kl.mask_bits);
+  }
+  auto dispatch = [&]() {
+    if (kl.indices)
+      job.dispatch(pipeline, {bq, bk, bv, bo, bs, bqp, bkp, bke, bst, b0, b1}, &push, sizeof push,
+                   groups_x, uint32_t(p.n_heads));
+    else
+      job.dispatch(pipeline, {bq, bk, bv, bo, bs, bqp, bkp, bke, bst, b0, b1, b2}, &push,
+                   sizeof push, groups_x, uint32_t(p.n_heads));
+  };
+  if (n_chunks == 1) {
+    push.pass_begin = 0;
+    push.pass_end = uint32_t(passes);
+    push.key_begin = 0;
+    push.key_end = uint32_t(p.n_k);
+    push.flags = kFlagFirst | kFlagLast;
+    dispatch();
+  } else {
+    for (int pass = 0; pass < passes; ++pass)
+      for (int ch = 0; ch < n_chunks; ++ch) {
+        push.pass_begin = uint32_t(pass);
+        push.pass_end = uint32_t(pass + 1);
+        push.key_begin = uint32_t(ch * chunk);
+        push.key_end = uint32_t(std::min(p.n_k, (ch + 1) * chunk));
+        push.flags = (pass == 0 && ch == 0 ? kFlagFirst : 0) | (ch + 1 == n_chunks ? kFlagLast : 0);
+        if (pass > 0 || ch > 0) job.compute_barrier();
+        dispatch();
+      }
   }
   std::vector<float> o_padded(o_floats);
   AttentionOutput out;

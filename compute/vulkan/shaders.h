@@ -4,8 +4,10 @@
 
 namespace attn::vk {
 
-ShaderCode attention_ranges_shader();   // dense and block-sparse attention
-ShaderCode attention_indices_shader();  // index-sparse attention (per-query key lists)
+// Dense and block-sparse attention; `unrolled`: keys of a tile unrolled (GPUs) or looped (CPUs).
+ShaderCode attention_ranges_shader(bool unrolled);
+// Index-sparse attention (per-query key lists).
+ShaderCode attention_indices_shader(bool unrolled);
 ShaderCode tile_probabilities_shader(); // pooled probabilities of a tile
 
 }  // namespace attn::vk

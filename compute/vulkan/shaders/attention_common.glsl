@@ -1,17 +1,31 @@
-// Shared by the attention kernels: work split, buffers, and the normalisers applied to one tile
-// of scores at a time.
+// Shared by the attention kernels: work split, buffers, the per-row state carried between
+// dispatches, and the normalisers applied to one tile of scores at a time.
 //
 // Work split: a query row is owned by LANES adjacent invocations of one subgroup; lane l holds
 // the vec4 chunks c*LANES + l of the row's q and output (interleaved, so the lanes of a row read
 // adjacent shared-memory words). Dot products are reduced across the lanes with shuffles.
 //
-// lavapipe caps the loop back-edges an invocation may take (about 65k, silently skipping the
-// rest), so every loop over the head dimension, the lanes or the keys of a tile has a constant
-// trip count and is unrolled; only loops over tiles, ranges and passes remain.
+// Passes: softmax, sigmoid, ReLU and softplus need one pass over the keys. 1.5-entmax needs the
+// row's threshold tau first: a pass for max z (z = s/2), ENT_PASSES passes that narrow a bracket
+// around tau, then the output pass.
+//
+// Key chunks: one dispatch may cover only keys [key_begin, key_end) of some passes; the row state
+// (running max and sum, entmax bracket, unnormalised output in O) is then stored in `state` and
+// O between dispatches. lavapipe silently skips loop iterations past about 65k back-edges per
+// invocation, so on CPU devices the host bounds the keys per dispatch, which bounds every loop.
+//
+// UNROLL_KEYS (a build-time define): 1 unrolls the loops over a tile's keys (GPUs: scores stay
+// in registers); 0 keeps them as loops (lavapipe: compiling unrolled tiles takes seconds).
 
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
+
+#if UNROLL_KEYS
+#define KEY_LOOP [[unroll]]
+#else
+#define KEY_LOOP [[dont_unroll]]
+#endif
 
 layout(constant_id = 0) const uint D = 64;     // head dimension, padded to a multiple of 4*LANES
 layout(constant_id = 1) const uint LANES = 4;  // invocations per query row (1, 2, 4 or 8)
@@ -28,15 +42,17 @@ const float NEG_BIG = -3.0e38;       // "no key yet" (finite, so exp(m - m) stay
 const uint ENT_T = 16;
 const uint ENT_PASSES = 3;
 const uint EPL = ENT_T / LANES;      // thresholds per lane
+const uint STATE = 8 + 3 * ENT_T;    // floats of carried state per row
 
-layout(std430, binding = 0) readonly buffer QBuf { vec4 q[]; };        // f32 [H, n_q, D]
-layout(std430, binding = 1) readonly buffer KBuf { vec4 k[]; };        // f32 [H_kv, n_k, D]
-layout(std430, binding = 2) readonly buffer VBuf { vec4 v[]; };        // f32 [H_kv, n_k, D]
-layout(std430, binding = 3) writeonly buffer OBuf { vec4 o[]; };       // f32 [H, n_q, D]
+layout(std430, binding = 0) readonly buffer QBuf { vec4 q[]; };   // f32 [H, n_q, D]
+layout(std430, binding = 1) readonly buffer KBuf { vec4 k[]; };   // f32 [H_kv, n_k, D]
+layout(std430, binding = 2) readonly buffer VBuf { vec4 v[]; };   // f32 [H_kv, n_k, D]
+layout(std430, binding = 3) buffer OBuf { vec4 o[]; };            // f32 [H, n_q, D]
 layout(std430, binding = 4) writeonly buffer SBuf { float row_stat[]; };  // f32 [H, n_q]
-layout(std430, binding = 5) readonly buffer QPos { int qpos[]; };      // i32 [n_q]
-layout(std430, binding = 6) readonly buffer KPos { int kpos[]; };      // i32 [n_k]
-layout(std430, binding = 7) readonly buffer KEnd { uint kend[]; };     // u32 [n_q]: visible keys
+layout(std430, binding = 5) readonly buffer QPos { int qpos[]; };  // i32 [n_q]
+layout(std430, binding = 6) readonly buffer KPos { int kpos[]; };  // i32 [n_k]
+layout(std430, binding = 7) readonly buffer KEnd { uint kend[]; };  // u32 [n_q]: visible keys
+layout(std430, binding = 8) buffer State { float state[]; };        // f32 [H, n_q, STATE]
 
 layout(push_constant) uniform Push {
   uint n_q;
@@ -49,7 +65,15 @@ layout(push_constant) uniform Push {
   uint bq;               // query rows per layout row (block size, or ROWS for dense)
   uint n_qb;             // layout rows
   uint chunks;           // workgroups per layout row: ceil(bq / ROWS)
+  uint pass_begin;       // passes [pass_begin, pass_end) over keys [key_begin, key_end)
+  uint pass_end;
+  uint key_begin;
+  uint key_end;
+  uint flags;            // FIRST: no state to load; LAST: key_end closes the passes
 } pc;
+
+const uint FLAG_FIRST = 1;
+const uint FLAG_LAST = 2;
 
 // Per-invocation state of the query row this lane helps with.
 uint lane;
@@ -80,18 +104,7 @@ int lane_max(int x) {
 
 float modified_score(float dot_qk, int qp, int kp) { return apply_mods(dot_qk * pc.scale, qp, kp); }
 
-// Sets up the row state for query head h.
-void init_row(uint h) {
-  init_mod_slopes(h, pc.n_heads);
-  [[unroll]] for (uint c = 0; c < DL4; ++c) acc[c] = vec4(0.0);
-  m_run = NEG_BIG;
-  l_run = 0.0;
-  tau = 0.0;
-  any_kept = false;
-}
-
 uint pass_count() { return NORM == NORM_ENTMAX15 ? 2 + ENT_PASSES : 1; }
-// Pass kinds: entmax first finds max z, then narrows the threshold, then outputs.
 bool is_output_pass(uint pass) { return pass + 1 == pass_count(); }
 
 void reset_threshold_stats() {
@@ -102,23 +115,75 @@ void reset_threshold_stats() {
   }
 }
 
+// Starts row `row` (= h * n_q + i) of query head h: fresh, or from the state an earlier
+// dispatch stored.
+void begin_row(uint h, uint row) {
+  init_mod_slopes(h, pc.n_heads);
+  if ((pc.flags & FLAG_FIRST) != 0) {
+    [[unroll]] for (uint c = 0; c < DL4; ++c) acc[c] = vec4(0.0);
+    m_run = NEG_BIG;
+    l_run = 0.0;
+    tau = 0.0;
+    ent_lo = 0.0;
+    ent_hi = 0.0;
+    any_kept = false;
+    reset_threshold_stats();
+    return;
+  }
+  const uint b = row * STATE;
+  m_run = state[b];
+  l_run = state[b + 1];
+  ent_lo = state[b + 2];
+  ent_hi = state[b + 3];
+  tau = state[b + 4];
+  any_kept = state[b + 5] != 0.0;
+  [[unroll]] for (uint u = 0; u < EPL; ++u) {
+    const uint slot = b + 8 + 3 * (u * LANES + lane);
+    e_cnt[u] = state[slot];
+    e_sy[u] = state[slot + 1];
+    e_syy[u] = state[slot + 2];
+  }
+  [[unroll]] for (uint c = 0; c < DL4; ++c) acc[c] = o[row * D4 + c * LANES + lane];
+}
+
+// Stores the row state for the next dispatch.
+void store_row(uint row) {
+  const uint b = row * STATE;
+  if (lane == 0) {
+    state[b] = m_run;
+    state[b + 1] = l_run;
+    state[b + 2] = ent_lo;
+    state[b + 3] = ent_hi;
+    state[b + 4] = tau;
+    state[b + 5] = any_kept ? 1.0 : 0.0;
+  }
+  [[unroll]] for (uint u = 0; u < EPL; ++u) {
+    const uint slot = b + 8 + 3 * (u * LANES + lane);
+    state[slot] = e_cnt[u];
+    state[slot + 1] = e_sy[u];
+    state[slot + 2] = e_syy[u];
+  }
+  [[unroll]] for (uint c = 0; c < DL4; ++c) o[row * D4 + c * LANES + lane] = acc[c];
+}
+
 float threshold(uint idx) { return ent_lo + (ent_hi - ent_lo) / float(ENT_T) * float(idx); }
 
 // Consumes the tile's scores s[] / ok[]: updates the pass statistics and, in the output pass,
 // fills w[] and rescales acc so that acc += w[t] * v[t] continues the running sum.
 void consume_tile(uint pass) {
   if (pass == 0)
-    [[unroll]] for (uint t = 0; t < TILE; ++t) any_kept = any_kept || ok[t];
+    KEY_LOOP for (uint t = 0; t < TILE; ++t) any_kept = any_kept || ok[t];
   if (NORM == NORM_ENTMAX15 && pass == 0) {
-    [[unroll]] for (uint t = 0; t < TILE; ++t)
+    KEY_LOOP for (uint t = 0; t < TILE; ++t)
       if (ok[t]) m_run = max(m_run, 0.5 * s[t]);
     return;
   }
   if (NORM == NORM_ENTMAX15 && !is_output_pass(pass)) {
-    [[unroll]] for (uint u = 0; u < EPL; ++u) {
-      float th = threshold(u * LANES + lane);
-      [[unroll]] for (uint t = 0; t < TILE; ++t) {
-        float y = 0.5 * s[t] - th;
+    float th[EPL];
+    [[unroll]] for (uint u = 0; u < EPL; ++u) th[u] = threshold(u * LANES + lane);
+    KEY_LOOP for (uint t = 0; t < TILE; ++t) {
+      [[unroll]] for (uint u = 0; u < EPL; ++u) {
+        float y = 0.5 * s[t] - th[u];
         if (ok[t] && y > 0.0) {
           e_cnt[u] += 1.0;
           e_sy[u] += y;
@@ -130,23 +195,23 @@ void consume_tile(uint pass) {
   }
   if (NORM == NORM_SOFTMAX) {
     float mt = m_run;
-    [[unroll]] for (uint t = 0; t < TILE; ++t)
+    KEY_LOOP for (uint t = 0; t < TILE; ++t)
       if (ok[t]) mt = max(mt, s[t]);
     float corr = exp(m_run - mt);
     l_run *= corr;
     [[unroll]] for (uint c = 0; c < DL4; ++c) acc[c] *= corr;
-    [[unroll]] for (uint t = 0; t < TILE; ++t) {
+    KEY_LOOP for (uint t = 0; t < TILE; ++t) {
       w[t] = ok[t] ? exp(s[t] - mt) : 0.0;
       l_run += w[t];
     }
     m_run = mt;
   } else if (NORM == NORM_ENTMAX15) {
-    [[unroll]] for (uint t = 0; t < TILE; ++t) {
+    KEY_LOOP for (uint t = 0; t < TILE; ++t) {
       float y = 0.5 * s[t] - tau;
       w[t] = ok[t] && y > 0.0 ? y * y : 0.0;
     }
   } else {
-    [[unroll]] for (uint t = 0; t < TILE; ++t) {
+    KEY_LOOP for (uint t = 0; t < TILE; ++t) {
       w[t] = ok[t] ? elementwise_weight(s[t], pc.log_nk, float(pc.n_k)) : 0.0;
       if (NORM == NORM_SOFTPLUS) l_run += w[t];
     }
@@ -172,6 +237,7 @@ void end_pass(uint pass) {
   float hi = uint(best) + 1 < ENT_T ? threshold(uint(best) + 1) : ent_hi;
   if (pass == ENT_PASSES) {
     // Exact solve on the support {z > lo}: sum (y - x)^2 = 1 with y = z - lo, smaller root x.
+    // Entries in (lo, hi] that the true tau drops add at most (hi - lo)^2 each.
     float cnt = 0.0, sy = 0.0, syy = 0.0;
     [[unroll]] for (uint u = 0; u < EPL; ++u) {
       bool mine = u * LANES + lane == uint(best);
@@ -192,16 +258,22 @@ void end_pass(uint pass) {
   reset_threshold_stats();
 }
 
-// Final output scale and row statistic.
-float output_scale() {
-  if (NORM == NORM_SOFTMAX || NORM == NORM_SOFTPLUS) return l_run > 0.0 ? 1.0 / l_run : 0.0;
-  return 1.0;
-}
-
-float final_row_stat() {
-  if (!any_kept) return 0.0;
-  if (NORM == NORM_SOFTMAX) return l_run > 0.0 ? m_run + log(l_run) : 0.0;
-  if (NORM == NORM_SOFTPLUS) return l_run > 0.0 ? log(l_run) : 0.0;
-  if (NORM == NORM_ENTMAX15) return tau;
-  return 0.0;
+// Ends this dispatch for row `row`: closes finished passes, then writes either the output and
+// row statistic (after the output pass) or the state for the next dispatch.
+void end_row(uint row, uint live_pass_end) {
+  if ((pc.flags & FLAG_LAST) != 0) end_pass(live_pass_end - 1);
+  if ((pc.flags & FLAG_LAST) != 0 && is_output_pass(live_pass_end - 1)) {
+    float inv = 1.0;
+    if (NORM == NORM_SOFTMAX || NORM == NORM_SOFTPLUS) inv = l_run > 0.0 ? 1.0 / l_run : 0.0;
+    [[unroll]] for (uint c = 0; c < DL4; ++c) o[row * D4 + c * LANES + lane] = acc[c] * inv;
+    float stat = 0.0;
+    if (any_kept) {
+      if (NORM == NORM_SOFTMAX) stat = l_run > 0.0 ? m_run + log(l_run) : 0.0;
+      if (NORM == NORM_SOFTPLUS) stat = l_run > 0.0 ? log(l_run) : 0.0;
+      if (NORM == NORM_ENTMAX15) stat = tau;
+    }
+    if (lane == 0) row_stat[row] = stat;
+  } else {
+    store_row(row);
+  }
 }

@@ -4,30 +4,41 @@
 #extension GL_GOOGLE_include_directive : require
 #include "attention_common.glsl"
 
-layout(std430, binding = 8) readonly buffer IdxPtr { uint idx_ptr[]; };  // u32 [layouts, n_q + 1]
-layout(std430, binding = 9) readonly buffer Idx { uint idx[]; };         // u32 [nnz] key indices
+layout(std430, binding = 9) readonly buffer IdxPtr { uint idx_ptr[]; };  // u32 [layouts, n_q + 1]
+layout(std430, binding = 10) readonly buffer Idx { uint idx[]; };        // u32 [nnz] key indices
 
 uint js[TILE];
+
+// First list position in [lo, hi) whose key is >= key (lists are ascending).
+uint lower_bound(uint lo, uint hi, uint key) {
+  while (lo < hi) {
+    uint mid = (lo + hi) / 2;
+    if (idx[mid] < key) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
 
 void main() {
   lane = gl_LocalInvocationID.x % LANES;
   const uint h = gl_WorkGroupID.y;
   const uint i = gl_WorkGroupID.x * ROWS + gl_LocalInvocationID.x / LANES;
   if (i >= pc.n_q) return;  // a row's lanes leave together, so shuffles stay within live rows
+  const uint row = h * pc.n_q + i;
   const uint kv_base = (h / pc.group) * pc.n_k * D4;
   const uint layout_base = (pc.per_head_layout != 0 ? h : 0) * (pc.n_q + 1);
-  const uint p_begin = idx_ptr[layout_base + i];
-  const uint p_end = idx_ptr[layout_base + i + 1];
+  uint p_begin = idx_ptr[layout_base + i];
+  uint p_end = idx_ptr[layout_base + i + 1];
+  if (pc.key_begin > 0) p_begin = lower_bound(p_begin, p_end, pc.key_begin);
+  if (pc.key_end < pc.n_k) p_end = lower_bound(p_begin, p_end, pc.key_end);
 
-  init_row(h);
-  const uint q_base = (h * pc.n_q + i) * D4;
-  [[unroll]] for (uint c = 0; c < DL4; ++c) qv[c] = q[q_base + c * LANES + lane];
+  [[unroll]] for (uint c = 0; c < DL4; ++c) qv[c] = q[row * D4 + c * LANES + lane];
+  begin_row(h, row);
   const int qp = qpos[i];
 
-  for (uint pass = 0; pass < pass_count(); ++pass) {
+  for (uint pass = pc.pass_begin; pass < pc.pass_end; ++pass) {
     const bool out_pass = is_output_pass(pass);
     for (uint pt = p_begin; pt < p_end; pt += TILE) {
-      [[unroll]] for (uint t = 0; t < TILE; ++t) {
+      KEY_LOOP for (uint t = 0; t < TILE; ++t) {
         ok[t] = pt + t < p_end;
         js[t] = ok[t] ? idx[pt + t] : 0;
         const uint base = kv_base + js[t] * D4;
@@ -37,16 +48,13 @@ void main() {
       }
       consume_tile(pass);
       if (out_pass) {
-        [[unroll]] for (uint t = 0; t < TILE; ++t) {
+        KEY_LOOP for (uint t = 0; t < TILE; ++t) {
           const uint base = kv_base + js[t] * D4;
           [[unroll]] for (uint c = 0; c < DL4; ++c) acc[c] += w[t] * v[base + c * LANES + lane];
         }
       }
     }
-    end_pass(pass);
+    if (pass + 1 < pc.pass_end) end_pass(pass);  // a dispatch of several passes covers all keys
   }
-
-  const float inv = output_scale();
-  [[unroll]] for (uint c = 0; c < DL4; ++c) o[q_base + c * LANES + lane] = acc[c] * inv;
-  if (lane == 0) row_stat[h * pc.n_q + i] = final_row_stat();
+  end_row(row, pc.pass_end);
 }

@@ -7,9 +7,9 @@
 #extension GL_GOOGLE_include_directive : require
 #include "attention_common.glsl"
 
-layout(std430, binding = 8) readonly buffer RangePtr { uint range_ptr[]; };  // u32 [layouts, n_qb + 1]
-layout(std430, binding = 9) readonly buffer Ranges { uvec4 ranges[]; };  // {j0, j1, mask word, words/row}
-layout(std430, binding = 10) readonly buffer Masks { uint mask_bits[]; };  // kept bits of partial ranges
+layout(std430, binding = 9) readonly buffer RangePtr { uint range_ptr[]; };  // u32 [layouts, n_qb + 1]
+layout(std430, binding = 10) readonly buffer Ranges { uvec4 ranges[]; };  // {j0, j1, mask word, words/row}
+layout(std430, binding = 11) readonly buffer Masks { uint mask_bits[]; };  // kept bits of partial ranges
 
 const uint NO_MASK = 0xffffffffu;
 
@@ -33,6 +33,15 @@ void load_tile(uint kv_base, uint jt, uint j_end, bool with_v) {
   if (uses_kpos() && lid < TILE) Kp[lid] = jt + lid < j_end ? kpos[jt + lid] : 0;
 }
 
+// Kept bits of one row of a partial range for the TILE keys from column `col` on.
+uint tile_bits(uvec4 range, uint row_in_block, uint col) {
+  const uint base = range.z + row_in_block * range.w + col / 32;
+  const uint shift = col % 32;
+  uint bits = mask_bits[base] >> shift;
+  if (shift != 0 && col / 32 + 1 < range.w) bits |= mask_bits[base + 1] << (32 - shift);
+  return bits;
+}
+
 void main() {
   lane = gl_LocalInvocationID.x % LANES;
   const uint local_row = gl_LocalInvocationID.x / LANES;
@@ -44,33 +53,30 @@ void main() {
   if (row_begin + sub * ROWS >= row_end) return;  // the whole workgroup: no live row
   const uint i = row_begin + sub * ROWS + local_row;
   const bool live = i < row_end;
+  const uint row = h * pc.n_q + (live ? i : 0);
   const uint kv_base = (h / pc.group) * pc.n_k * D4;
   const uint layout_base = (pc.per_head_layout != 0 ? h : 0) * (pc.n_qb + 1);
   const uint e_begin = range_ptr[layout_base + r];
   const uint e_end = range_ptr[layout_base + r + 1];
 
-  init_row(h);
-  const uint q_base = (h * pc.n_q + (live ? i : 0)) * D4;
-  [[unroll]] for (uint c = 0; c < DL4; ++c) qv[c] = q[q_base + c * LANES + lane];
+  [[unroll]] for (uint c = 0; c < DL4; ++c) qv[c] = q[row * D4 + c * LANES + lane];
+  begin_row(h, row);
   const uint row_kend = live ? kend[i] : 0;
   const int qp = qpos[live ? i : 0];
 
-  for (uint pass = 0; pass < pass_count(); ++pass) {
+  for (uint pass = pc.pass_begin; pass < pc.pass_end; ++pass) {
     const bool out_pass = is_output_pass(pass);
     for (uint e = e_begin; e < e_end; ++e) {
       const uvec4 range = ranges[e];
-      const uint j_end = min(range.y, pc.n_k);
-      for (uint jt = range.x; jt < j_end; jt += TILE) {
+      const uint j_begin = max(range.x, pc.key_begin);
+      const uint j_end = min(min(range.y, pc.n_k), pc.key_end);
+      for (uint jt = j_begin; jt < j_end; jt += TILE) {
         barrier();
         load_tile(kv_base, jt, j_end, out_pass);
         barrier();
-        // Kept bits of this row for the tile (a tile never straddles a 32-bit word: TILE | 32).
-        uint bits = 0xffffffffu;
-        if (range.z != NO_MASK && live) {
-          uint col = jt - range.x;
-          bits = mask_bits[range.z + (i - row_begin) * range.w + col / 32] >> (col % 32);
-        }
-        [[unroll]] for (uint t = 0; t < TILE; ++t) {
+        const uint bits = range.z != NO_MASK && live ? tile_bits(range, i - row_begin, jt - range.x)
+                                                     : 0xffffffffu;
+        KEY_LOOP for (uint t = 0; t < TILE; ++t) {
           float part = 0.0;
           [[unroll]] for (uint c = 0; c < DL4; ++c) part += dot(qv[c], Ks[t * D4 + c * LANES + lane]);
           float dot_qk = lane_sum(part);
@@ -80,16 +86,12 @@ void main() {
         }
         consume_tile(pass);
         if (out_pass) {
-          [[unroll]] for (uint t = 0; t < TILE; ++t)
+          KEY_LOOP for (uint t = 0; t < TILE; ++t)
             [[unroll]] for (uint c = 0; c < DL4; ++c) acc[c] += w[t] * Vs[t * D4 + c * LANES + lane];
         }
       }
     }
-    end_pass(pass);
+    if (pass + 1 < pc.pass_end) end_pass(pass);  // a dispatch of several passes covers all keys
   }
-
-  if (!live) return;
-  const float inv = output_scale();
-  [[unroll]] for (uint c = 0; c < DL4; ++c) o[q_base + c * LANES + lane] = acc[c] * inv;
-  if (lane == 0) row_stat[h * pc.n_q + i] = final_row_stat();
+  if (live) end_row(row, pc.pass_end);
 }
