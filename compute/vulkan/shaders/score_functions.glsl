@@ -48,13 +48,23 @@ float safe_tanh(float x) {
   return x < 0.0 ? -r : r;
 }
 
-// log(1 + exp(x)), accurate for small exp(x) too.
-float softplus(float x) {
-  if (x > 30.0) return x;
-  float u = exp(x);
-  float t = 1.0 + u;
-  return t == 1.0 ? u : log(t) * u / (t - 1.0);
+// log(1 + v) for v in [0, 1] to float precision, also for tiny v (a plain log(1 + v) loses the
+// digits of v): 2 atanh(z) with z = v / (2 + v) <= 1/3, as its odd series.
+float log1p_unit(float v) {
+  float z = v / (2.0 + v), z2 = z * z;
+  float series = 1.0 / 15.0;
+  series = 1.0 / 13.0 + z2 * series;
+  series = 1.0 / 11.0 + z2 * series;
+  series = 1.0 / 9.0 + z2 * series;
+  series = 1.0 / 7.0 + z2 * series;
+  series = 1.0 / 5.0 + z2 * series;
+  series = 1.0 / 3.0 + z2 * series;
+  series = 1.0 + z2 * series;
+  return 2.0 * z * series;
 }
+
+// log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)).
+float softplus(float x) { return max(x, 0.0) + log1p_unit(exp(-abs(x))); }
 
 float apply_mod(uint kind, float a, float slope, float sc, int qp, int kp) {
   if (kind == MOD_TEMPERATURE) return sc / a;
