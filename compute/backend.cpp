@@ -4,10 +4,7 @@
 
 #include "compute/error.h"
 #include "compute/reference/reference_backend.h"
-#if __has_include("compute/cpu/cpu_backend.h")
 #include "compute/cpu/cpu_backend.h"
-#define ATTN_HAVE_CPU 1
-#endif
 #ifdef ATTN_HAVE_VULKAN
 #include "compute/vulkan/vulkan_backend.h"
 #endif
@@ -24,9 +21,7 @@ std::vector<std::string> backend_names() {
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {
   if (name == "reference") return make_reference_backend();
-#ifdef ATTN_HAVE_CPU
   if (name == "cpu") return make_cpu_backend();
-#endif
 #ifdef ATTN_HAVE_VULKAN
   if (name == "vulkan") return make_vulkan_backend();
 #endif

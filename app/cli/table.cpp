@@ -2,10 +2,27 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 namespace attn::cli {
 
+namespace {
+
+// Numbers (and "1.23x", "n/a", "-") align right; text aligns left.
+bool numeric_cell(const std::string& c) {
+  if (c.empty() || c == "-" || c == "n/a") return true;
+  char* end = nullptr;
+  std::strtod(c.c_str(), &end);
+  return end != c.c_str() && (*end == 0 || (end[0] == 'x' && end[1] == 0) || (end[0] == '%' && end[1] == 0));
+}
+
+}  // namespace
+
 void Table::print(std::FILE* out) const {
+  std::vector<bool> right(rows_[0].size(), true);
+  for (size_t i = 1; i < rows_.size(); ++i)
+    for (size_t c = 0; c < rows_[i].size() && c < right.size(); ++c)
+      right[c] = right[c] && numeric_cell(rows_[i][c]);
   std::vector<size_t> width;
   for (const auto& r : rows_) {
     width.resize(std::max(width.size(), r.size()), 0);
@@ -13,7 +30,8 @@ void Table::print(std::FILE* out) const {
   }
   auto line = [&](const std::vector<std::string>& r) {
     for (size_t c = 0; c < r.size(); ++c)
-      std::fprintf(out, c == 0 ? "%-*s" : "  %*s", int(width[c]), r[c].c_str());
+      std::fprintf(out, "%s%*s", c == 0 ? "" : "  ",
+                   (c < right.size() && right[c]) ? int(width[c]) : -int(width[c]), r[c].c_str());
     std::fputc('\n', out);
   };
   line(rows_[0]);

@@ -23,6 +23,7 @@ struct Scratch {
   std::vector<float> s;   // f32 [keys]: scores of one chunk, or of a whole row (entmax)
   std::vector<float> kp;  // f32 [keys]: key positions (ALiBi)
   std::vector<double> z;
+  std::vector<double> acc;  // f64 [n_k]: selective attention's accumulator
 };
 
 float dot(const float* a, const float* b, int d) {
@@ -64,7 +65,51 @@ void accumulate_v(const KernelContext& c, int h, const int32_t* idx, int n, cons
   }
 }
 
-void run_row(KernelContext& c, Scratch& w, int h, int i, int64_t& entries) {
+// Probabilities of a whole row of modified scores s[0..n) (padding up to np is -inf), in place;
+// returns the row stat and sets inv, the factor the output is scaled by.
+float normalise_row(const Normaliser& norm, int n_k, float* s, int n, int np,
+                    std::vector<double>& z, float& inv) {
+  using K = Normaliser::Kind;
+  inv = n > 0 ? 1.0f : 0.0f;
+  if (n == 0) return 0.0f;
+  switch (norm.kind) {
+    case K::Softmax: {
+      float m = kNegInf;
+      for (int e = 0; e < n; ++e) m = std::max(m, s[e]);
+      vf sum = vf{};
+      for (int e = 0; e < np; e += kVW) {
+        vf p = exp2v((loadu(s + e) - m) * kLog2e);
+        storeu(s + e, p);
+        sum += p;
+      }
+      const float l = hsum(sum);
+      inv = 1.0f / l;
+      return m + std::log(l);
+    }
+    case K::Entmax15: {
+      z.resize(n);
+      for (int e = 0; e < n; ++e) z[e] = 0.5 * double(s[e]);
+      const double tau = entmax15_tau(z);
+      for (int e = 0; e < n; ++e) {
+        double r = std::max(0.5 * double(s[e]) - tau, 0.0);
+        s[e] = float(r * r);
+      }
+      return float(tau);
+    }
+    default: {
+      elementwise_probs(norm, n_k, s, 1, np, np);
+      if (norm.kind != K::SoftplusL1) return 0.0f;
+      float l = 0.0f;
+      for (int e = 0; e < n; ++e) l += s[e];
+      inv = l > 0.0f ? 1.0f / l : 0.0f;
+      return l > 0.0f ? std::log(l) : 0.0f;
+    }
+  }
+}
+
+// One query row. `acc` (selective attention) is the head's accumulator, else null.
+void run_row(KernelContext& c, Scratch& w, int h, int i, std::vector<double>* acc,
+             int64_t& entries) {
   using K = Normaliser::Kind;
   const Normaliser& norm = c.spec.norm;
   const IndexLayout& x = c.layout.index(h);
@@ -79,23 +124,26 @@ void run_row(KernelContext& c, Scratch& w, int h, int i, int64_t& entries) {
   float stat = 0.0f, inv = 1.0f;
   entries += n;
 
-  if (norm.kind == K::Entmax15) {
+  if (norm.kind == K::Entmax15 || acc) {
+    // The whole row at once: entmax needs its threshold, selective its accumulator.
     const int np = (n + kVW - 1) / kVW * kVW;
     if (int(w.s.size()) < np) {
       w.s.resize(np);
       w.kp.resize(np);
     }
-    score_keys(c, w, h, i, idx, n, false, w.s.data(), w.kp.data());
-    w.z.assign(w.s.begin(), w.s.begin() + n);
-    for (double& v : w.z) v *= 0.5;
-    const double tau = entmax15_tau(w.z);
-    for (int e = 0; e < n; ++e) {
-      double r = std::max(0.5 * double(w.s[e]) - tau, 0.0);
-      w.s[e] = float(r * r);
+    float* s = w.s.data();
+    score_keys(c, w, h, i, idx, n, false, s, w.kp.data());
+    if (acc) {
+      const int32_t qp = c.qpos[i];
+      for (int e = 0; e < n; ++e) {
+        const int j = idx[e];
+        const float raw = s[e];
+        s[e] = float(double(raw) - (*acc)[j]);
+        if (raw > 0.0f && c.kpos[j] != qp && c.kpos[j] != 0) (*acc)[j] += double(raw);
+      }
     }
-    accumulate_v(c, h, idx, n, w.s.data(), w.o.data());
-    stat = float(tau);
-    inv = n > 0 ? 1.0f : 0.0f;
+    stat = normalise_row(norm, c.n_k, s, n, np, w.z, inv);
+    accumulate_v(c, h, idx, n, s, w.o.data());
   } else {
     float m = kNegInf, l = 0.0f;
     float* s = w.s.data();
@@ -139,7 +187,9 @@ void run_row(KernelContext& c, Scratch& w, int h, int i, int64_t& entries) {
 }  // namespace
 
 void run_gather(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* cancel) {
-  const int tiles = (c.n_q + kRows - 1) / kRows;
+  // Selective attention walks each head's rows in order; otherwise rows are independent.
+  const bool selective = c.spec.selective;
+  const int tiles = selective ? 1 : (c.n_q + kRows - 1) / kRows;
   std::vector<std::unique_ptr<Scratch>> scratch(pool.size());
   pool.parallel_for(
       int64_t(c.H) * tiles,
@@ -151,11 +201,17 @@ void run_gather(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* can
           scratch[wi]->s.resize(kChunk);
           scratch[wi]->kp.resize(kChunk);
         }
+        Scratch& w = *scratch[wi];
         const int h = int(item / tiles);
-        const int i0 = int(item % tiles) * kRows;
-        const int i1 = std::min(c.n_q, i0 + kRows);
+        const int i0 = selective ? 0 : int(item % tiles) * kRows;
+        const int i1 = selective ? c.n_q : std::min(c.n_q, i0 + kRows);
+        if (selective) w.acc.assign(c.n_k, 0.0);
         int64_t entries = 0;
-        for (int i = i0; i < i1; ++i) run_row(c, *scratch[wi], h, i, entries);
+        for (int i = i0; i < i1; ++i) {
+          if (selective && (i & 63) == 0 && cancel && cancel->load(std::memory_order_relaxed))
+            break;
+          run_row(c, w, h, i, selective ? &w.acc : nullptr, entries);
+        }
         c.qk_entries += entries;
         c.pv_entries += entries;
         // K and V rows plus one index per entry; Q, O and the row stat per query.

@@ -1,5 +1,6 @@
 // The gather kernel for Indices layouts: each query computes only its listed keys (K and V rows
-// gathered), with an online softmax over chunks of its list, or a row buffer for entmax.
+// gathered), with an online softmax over chunks of its list, or a row buffer for entmax and
+// for selective attention (whose rows then run in order per head).
 #pragma once
 #include <atomic>
 
@@ -8,7 +9,7 @@
 
 namespace attn::cpu {
 
-// Fills c.o and c.row_stat for every head and query. Layout kind must be Indices.
+// Fills c.o and c.row_stat for every head and query (selective too). Layout kind: Indices.
 void run_gather(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* cancel);
 
 }  // namespace attn::cpu

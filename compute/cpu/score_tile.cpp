@@ -183,12 +183,17 @@ void normalise_buffered(const Normaliser& n, int n_k, float* st, size_t total, i
       vf mx = splat(kNegInf);
       for (size_t j = 0; j < total; ++j) mx = vmax(mx, loadu(st + j * kBQ + v * kVW));
       const vf m_use = select(mx == splat(kNegInf), splat(0.0f), mx);
+      // Two-level sum (per kBK keys, then across) keeps float rounding small on long rows.
       vf sum = vf{};
-      for (size_t j = 0; j < total; ++j) {
-        float* p = st + j * kBQ + v * kVW;
-        vf e = exp2v((loadu(p) - m_use) * kLog2e);
-        storeu(p, e);
-        sum += e;
+      for (size_t j0 = 0; j0 < total; j0 += kBK) {
+        vf part = vf{};
+        for (size_t j = j0; j < std::min(total, j0 + kBK); ++j) {
+          float* p = st + j * kBQ + v * kVW;
+          vf e = exp2v((loadu(p) - m_use) * kLog2e);
+          storeu(p, e);
+          part += e;
+        }
+        sum += part;
       }
       for (int e = 0; e < kVW; ++e) {
         const int i = v * kVW + e;
@@ -219,7 +224,11 @@ void normalise_buffered(const Normaliser& n, int n_k, float* st, size_t total, i
     for (size_t j = 0; j < total; j += kBK) {
       const int nj = int(std::min<size_t>(kBK, total - j));
       elementwise_probs(n, n_k, st + j * kBQ, nj, cols, kBQ);
-      if (n.kind == K::SoftplusL1) add_column_sums(st + j * kBQ, nj, cols, kBQ, sum);
+      if (n.kind == K::SoftplusL1) {
+        alignas(64) float part[kBQ] = {};  // two-level sum, as for softmax
+        add_column_sums(st + j * kBQ, nj, cols, kBQ, part);
+        for (int i = 0; i < cols; ++i) sum[i] += part[i];
+      }
     }
     for (int i = 0; i < rows; ++i) {
       if (n.kind == K::SoftplusL1) {

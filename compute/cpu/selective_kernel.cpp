@@ -5,8 +5,10 @@
 #include <memory>
 #include <vector>
 
+#include "compute/cpu/gather_kernel.h"
 #include "compute/cpu/score_tile.h"
 #include "compute/cpu/tile_kernels.h"
+#include "compute/cpu/tile_plan.h"
 
 namespace attn::cpu {
 
@@ -16,94 +18,86 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 struct Scratch {
   QueryTile tile;
-  std::vector<float> st;      // f32 [visible keys, kBQ]: the tile's scores, then probabilities
-  std::vector<float> o;       // f32 [kBQ, dv]
-  std::vector<double> acc;    // f64 [n_k]: accumulated ReLU'd scores per key
-  std::vector<uint8_t> keep;  // u8 [n_k]: kept-set row of one query (sparse layouts)
+  std::vector<Chunk> chunks;
+  std::vector<float> st;    // f32 [kept keys of the tile, kBQ]: scores, then probabilities
+  std::vector<float> o;     // f32 [kBQ, dv]
+  std::vector<double> acc;  // f64 [n_k]: accumulated ReLU'd scores per key
   std::vector<double> z;
   alignas(64) float stat[kBQ], inv[kBQ];
 };
 
-// Marks keep[j] for the kept keys j < n of query i (causal rule applied by the caller).
-void kept_row(const KernelContext& c, int h, int i, int n, std::vector<uint8_t>& keep) {
-  std::fill(keep.begin(), keep.begin() + n, 0);
-  if (c.layout.kind == Layout::Kind::Indices) {
-    const IndexLayout& x = c.layout.index(h);
-    for (int64_t e = x.row_ptr[i]; e < x.row_ptr[i + 1]; ++e)
-      if (x.col[e] < n) keep[x.col[e]] = 1;
-    return;
+void run_tile(KernelContext& c, Scratch& s, const TileItem& it) {
+  QueryTile& t = s.tile;
+  t.pack(c, it.h, it.q0, it.rows, c.scale);
+  build_chunks(c, it, t, s.chunks);
+  size_t total = 0;
+  for (const Chunk& ch : s.chunks) total += ch.nj;
+  if (s.st.size() < total * kBQ) s.st.resize(total * kBQ);
+  size_t off = 0;
+  for (const Chunk& ch : s.chunks) {
+    score_chunk(c, t, ch, false, s.st.data() + off * kBQ, kBQ);
+    off += ch.nj;
   }
-  const BlockLayout& b = c.layout.block(h);
-  const int r = i / b.bq;
-  for (int e = b.row_ptr[r]; e < b.row_ptr[r + 1]; ++e) {
-    const int lo = b.col[e] * b.bk, hi = std::min({lo + b.bk, c.n_k, n});
-    const bool partial = c.layout.mask && !b.full[e];
-    for (int j = lo; j < hi; ++j)
-      keep[j] = !partial || c.layout.mask->keep(c.qpos[i], c.kpos[j]) ? 1 : 0;
-  }
-}
-
-void run_head(KernelContext& c, Scratch& s, int h, const std::atomic<bool>* cancel) {
-  s.acc.assign(c.n_k, 0.0);
-  s.keep.assign(c.n_k, 0);
-  int64_t qk = 0, pv = 0;
-  for (int q0 = 0; q0 < c.n_q; q0 += kBQ) {
-    if (cancel && cancel->load(std::memory_order_relaxed)) break;
-    const int rows = std::min(kBQ, c.n_q - q0);
-    QueryTile& t = s.tile;
-    t.pack(c, h, q0, rows, c.scale);
-    const int n = t.lim_hi;  // keys visible to some query of the tile
-    if (s.st.size() < size_t(n) * kBQ) s.st.resize(size_t(n) * kBQ);
-    for (int j0 = 0; j0 < n; j0 += kBK) {
-      Chunk ch{j0, std::min(kBK, n - j0), false, false};
-      ch.causal = ch.j0 + ch.nj > t.lim_lo;
-      score_chunk(c, t, ch, false, s.st.data() + size_t(j0) * kBQ, kBQ);
-    }
-    qk += int64_t(n) * rows;
-    // Queries in order: subtract the accumulator, then add this query's ReLU'd scores to it.
-    for (int i = 0; i < rows; ++i) {
-      const int qi = q0 + i;
-      const int32_t qp = c.qpos[qi];
-      if (c.layout.kind != Layout::Kind::Dense) kept_row(c, h, qi, n, s.keep);
-      for (int j = 0; j < n; ++j) {
-        float& x = s.st[size_t(j) * kBQ + i];
-        if (x == kNegInf) continue;  // past the causal limit
-        const float score = x;
-        x = float(double(score) - s.acc[j]);
-        if (c.layout.kind != Layout::Kind::Dense && !s.keep[j]) x = kNegInf;
-        if (c.kpos[j] != 0 && c.kpos[j] != qp && score > 0.0f) s.acc[j] += double(score);
+  // Queries in order: subtract the accumulator from the kept scores, then add this query's
+  // positive scores to it (a key never masks itself; the first token is exempt).
+  for (int i = 0; i < it.rows; ++i) {
+    const int32_t qp = c.qpos[it.q0 + i];
+    off = 0;
+    for (const Chunk& ch : s.chunks) {
+      for (int jj = 0; jj < ch.nj; ++jj) {
+        float& x = s.st[(off + jj) * kBQ + i];
+        if (x == kNegInf) continue;  // not kept
+        const int j = ch.j0 + jj;
+        const float raw = x;
+        x = float(double(raw) - s.acc[j]);
+        if (raw > 0.0f && c.kpos[j] != qp && c.kpos[j] != 0) s.acc[j] += double(raw);
       }
+      off += ch.nj;
     }
-    normalise_buffered(c.spec.norm, c.n_k, s.st.data(), size_t(n), rows, t.cols, s.stat, s.inv,
-                       s.z);
-    s.o.assign(size_t(kBQ) * c.dv, 0.0f);
-    for (int j0 = 0; j0 < n; j0 += kBK) {
-      const int nj = std::min(kBK, n - j0);
-      pv_tile(s.st.data() + size_t(j0) * kBQ, kBQ, nj, rows, c.v_row(h, j0), c.v_ld(), c.dv,
-              s.o.data(), c.dv, nullptr);
-    }
-    pv += int64_t(n) * rows;
-    for (int i = 0; i < rows; ++i) {
-      float* out = c.o + (size_t(h) * c.n_q + q0 + i) * c.d;
-      const float* a = s.o.data() + size_t(i) * c.dv;
-      for (int k = 0; k < c.d; ++k) out[k] = a[k] * s.inv[i];
-      c.row_stat[size_t(h) * c.n_q + q0 + i] = s.stat[i];
-    }
-    c.bytes += int64_t(n) * c.d * 8 + int64_t(rows) * (c.d * 8 + 4);
   }
-  c.qk_entries += qk;
-  c.pv_entries += pv;
+  normalise_buffered(c.spec.norm, c.n_k, s.st.data(), total, it.rows, t.cols, s.stat, s.inv, s.z);
+  s.o.assign(size_t(kBQ) * c.dv, 0.0f);
+  off = 0;
+  for (const Chunk& ch : s.chunks) {
+    pv_tile(s.st.data() + off * kBQ, kBQ, ch.nj, it.rows, c.v_row(it.h, ch.j0), c.v_ld(), c.dv,
+            s.o.data(), c.dv, nullptr);
+    off += ch.nj;
+  }
+  for (int i = 0; i < it.rows; ++i) {
+    float* out = c.o + (size_t(it.h) * c.n_q + it.q0 + i) * c.d;
+    const float* a = s.o.data() + size_t(i) * c.dv;
+    for (int k = 0; k < c.d; ++k) out[k] = a[k] * s.inv[i];
+    c.row_stat[size_t(it.h) * c.n_q + it.q0 + i] = s.stat[i];
+  }
+  const int64_t entries = int64_t(total) * it.rows;
+  c.qk_entries += entries;
+  c.pv_entries += entries;
+  c.bytes += int64_t(total) * c.d * 8 + int64_t(it.rows) * (c.d * 8 + 4);
 }
 
 }  // namespace
 
 void run_selective(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* cancel) {
+  if (c.layout.kind == Layout::Kind::Indices) {
+    run_gather(c, pool, cancel);  // the gather kernel walks rows in order when selective
+    return;
+  }
+  // Tiles grouped by head, in query order within a head.
+  const std::vector<TileItem> items = make_items(c, false);
+  std::vector<size_t> head_start(c.H + 1, items.size());
+  for (size_t k = items.size(); k-- > 0;) head_start[items[k].h] = k;
+  for (int h = c.H - 1; h >= 0; --h) head_start[h] = std::min(head_start[h], head_start[h + 1]);
   std::vector<std::unique_ptr<Scratch>> scratch(pool.size());
   pool.parallel_for(
       c.H,
       [&](int64_t h, int w) {
         if (!scratch[w]) scratch[w] = std::make_unique<Scratch>();
-        run_head(c, *scratch[w], int(h), cancel);
+        Scratch& s = *scratch[w];
+        s.acc.assign(c.n_k, 0.0);
+        for (size_t k = head_start[h]; k < head_start[h + 1]; ++k) {
+          if (cancel && cancel->load(std::memory_order_relaxed)) return;
+          run_tile(c, s, items[k]);
+        }
       },
       cancel);
 }

@@ -46,8 +46,8 @@ class BigBirdMask final : public Mask {
     if (global_row(qb)) return span(kl, kh);
     int64_t g_lo = std::max<int64_t>(kl, 0), g_hi = std::min(kh, bp_.global - 1);
     int64_t b_lo = std::max(kl, qb - bp_.window), b_hi = std::min(kh, qb + bp_.window);
-    int64_t n = span(g_lo, g_hi) + span(b_lo, b_hi) -
-                span(std::max(g_lo, b_lo), std::min(g_hi, b_hi));
+    int64_t n =
+        span(g_lo, g_hi) + span(b_lo, b_hi) - span(std::max(g_lo, b_lo), std::min(g_hi, b_hi));
     for (int64_t kb : randoms(qb, scratch))
       if (kb >= kl && kb <= kh && !(kb >= g_lo && kb <= g_hi) && !(kb >= b_lo && kb <= b_hi)) ++n;
     return n;
@@ -140,7 +140,8 @@ class BigBirdPattern final : public StaticPattern {
       return a > c ? 0 : span(std::max<int64_t>(0, a * b), std::min(jmax, c * b + b - 1));
     };
     int64_t g_hi = bp_.global - 1, b_lo = qb - bp_.window, b_hi = qb + bp_.window;
-    int64_t n = keys(0, g_hi) + keys(b_lo, b_hi) - keys(std::max<int64_t>(0, b_lo), std::min(g_hi, b_hi));
+    int64_t n =
+        keys(0, g_hi) + keys(b_lo, b_hi) - keys(std::max<int64_t>(0, b_lo), std::min(g_hi, b_hi));
     std::vector<int64_t> scratch;
     for (int64_t kb : bm.randoms(qb, scratch))
       if (kb > g_hi && (kb < b_lo || kb > b_hi)) n += keys(kb, kb);
@@ -167,10 +168,9 @@ VariantInfo bigbird_info() {
 }
 
 std::shared_ptr<const Pattern> make_bigbird(const Params& params) {
-  return std::make_shared<BigBirdPattern>(
-      BigBirdParams{int64_t(params.at("block")), int64_t(params.at("global")),
-                    int64_t(params.at("window")), int64_t(params.at("random")),
-                    uint64_t(params.at("seed"))});
+  return std::make_shared<BigBirdPattern>(BigBirdParams{
+      int64_t(params.at("block")), int64_t(params.at("global")), int64_t(params.at("window")),
+      int64_t(params.at("random")), uint64_t(params.at("seed"))});
 }
 
 }  // namespace

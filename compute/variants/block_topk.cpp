@@ -67,15 +67,16 @@ class BlockTopkPattern final : public Pattern {
 };
 
 VariantInfo block_topk_info() {
-  return {"block_topk",
-          "Block top-k (MoBA / Quest)",
-          "dynamic",
-          "Lu et al. 2025, MoBA: Mixture of Block Attention for Long-Context LLMs; Tang et al. 2024, "
-          "Quest: Query-Aware Sparsity for Efficient Long-Context LLM Inference",
-          "Mean-pooled query block scores mean-pooled key blocks; keeps the current block plus the "
-          "k best others.",
-          {int_param("block", 1, 4096, 64, "block length in tokens (queries and keys)"),
-           int_param("k", 0, 1 << 16, 8, "key blocks kept per query block besides the current one")}};
+  return {
+      "block_topk",
+      "Block top-k (MoBA / Quest)",
+      "dynamic",
+      "Lu et al. 2025, MoBA: Mixture of Block Attention for Long-Context LLMs; Tang et al. 2024, "
+      "Quest: Query-Aware Sparsity for Efficient Long-Context LLM Inference",
+      "Mean-pooled query block scores mean-pooled key blocks; keeps the current block plus the "
+      "k best others.",
+      {int_param("block", 1, 4096, 64, "block length in tokens (queries and keys)"),
+       int_param("k", 0, 1 << 16, 8, "key blocks kept per query block besides the current one")}};
 }
 
 std::shared_ptr<const Pattern> make_block_topk(const Params& params) {

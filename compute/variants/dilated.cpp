@@ -93,8 +93,7 @@ VariantInfo dilated_info() {
 }
 
 std::shared_ptr<const Pattern> make_dilated(const Params& params) {
-  return std::make_shared<DilatedPattern>(int64_t(params.at("local")),
-                                          int64_t(params.at("base")));
+  return std::make_shared<DilatedPattern>(int64_t(params.at("local")), int64_t(params.at("base")));
 }
 
 }  // namespace

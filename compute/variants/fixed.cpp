@@ -20,6 +20,7 @@ using detail::floor_mod;
 class FixedMask final : public Mask {
  public:
   FixedMask(int64_t block, int64_t summary) : b_(block), c_(summary) {}
+  int64_t summary() const { return c_; }
   bool is_summary(int64_t kp) const { return floor_mod(kp, b_) >= b_ - c_; }
   bool keep(int32_t qp, int32_t kp) const override {
     return floor_div(qp, b_) == floor_div(kp, b_) || is_summary(kp);
@@ -38,7 +39,8 @@ class FixedMask final : public Mask {
     // Some non-summary key exists; all of them must share the single query block.
     if (qb_lo == qb_hi && first_plain(k_lo) >= qb_lo * b_ && last_plain(k_hi) < (qb_lo + 1) * b_)
       return BlockClass::Full;
-    if (n_summary > 0 || std::max(qb_lo, kb_lo) <= std::min(qb_hi, kb_hi)) return BlockClass::Partial;
+    if (n_summary > 0 || std::max(qb_lo, kb_lo) <= std::min(qb_hi, kb_hi))
+      return BlockClass::Partial;
     return BlockClass::Empty;
   }
 
@@ -66,6 +68,23 @@ class FixedPattern final : public StaticPattern {
   VariantInfo info() const override { return kFixedPattern.info(); }
 
  protected:
+  // Per query: summary columns of earlier blocks, the own block, summary columns after it.
+  bool fast_indices(const Problem& p, IndexLayout* out) const override {
+    if (!detail::default_positions(p)) return false;
+    int64_t first_summary = b_ - static_cast<const FixedMask&>(*mask_).summary();
+    out->row_ptr.assign(size_t(p.n_q) + 1, 0);
+    out->col.clear();
+    for (int i = 0; i < p.n_q; ++i) {
+      int64_t qp = p.qpos(i), jmax = detail::last_key(p, qp), own = floor_div(qp, b_) * b_;
+      for (int64_t s = 0; s <= jmax; s += b_) {
+        int64_t lo = s == own ? s : s + first_summary, hi = std::min(jmax, s + b_ - 1);
+        for (int64_t j = lo; j <= hi; ++j) out->col.push_back(int32_t(j));
+      }
+      out->row_ptr[i + 1] = int64_t(out->col.size());
+    }
+    return true;
+  }
+
   int64_t row_kept(const Problem& p, const Mask& m, int64_t qp) const override {
     const auto& fm = static_cast<const FixedMask&>(m);
     int64_t jmax = detail::last_key(p, qp);
@@ -80,14 +99,15 @@ class FixedPattern final : public StaticPattern {
 };
 
 VariantInfo fixed_info() {
-  return {"fixed",
-          "Fixed (Sparse Transformer)",
-          "static",
-          "Child, Gray, Radford, Sutskever 2019, Generating Long Sequences with Sparse Transformers",
-          "Keys in the query's own block of `block` positions plus the last `summary` positions of "
-          "every block.",
-          {int_param("block", 1, 4096, 128, "block length in tokens (paper: 128)"),
-           int_param("summary", 0, 4096, 8, "summary positions at the end of each block (<= block)")}};
+  return {
+      "fixed",
+      "Fixed (Sparse Transformer)",
+      "static",
+      "Child, Gray, Radford, Sutskever 2019, Generating Long Sequences with Sparse Transformers",
+      "Keys in the query's own block of `block` positions plus the last `summary` positions of "
+      "every block.",
+      {int_param("block", 1, 4096, 128, "block length in tokens (paper: 128)"),
+       int_param("summary", 0, 4096, 8, "summary positions at the end of each block (<= block)")}};
 }
 
 std::shared_ptr<const Pattern> make_fixed(const Params& params) {

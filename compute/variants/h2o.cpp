@@ -59,8 +59,8 @@ class H2oPattern final : public Pattern {
   IndexLayout select_head(const Problem& p, int h, double* flops) const {
     double scale = p.effective_scale();
     std::vector<double> acc(size_t(p.n_k), 0.0);
-    std::vector<int32_t> heavy;     // keys older than the window still cached
-    int32_t next_old = 0;           // keys below this have left the window already
+    std::vector<int32_t> heavy;  // keys older than the window still cached
+    int32_t next_old = 0;        // keys below this have left the window already
     std::vector<std::vector<int32_t>> rows(size_t(p.n_q));
     std::vector<double> prob;
     for (int i = 0; i < p.n_q; ++i) {
@@ -102,8 +102,8 @@ VariantInfo h2o_info() {
           "Language Models",
           "Simulated KV cache: recent keys plus the `heavy` keys with the most accumulated "
           "attention.",
-          {int_param("heavy", 0, 1 << 20, 64, "heavy-hitter keys kept beyond the recent window"),
-           int_param("recent", 0, 1 << 20, 64, "most recent keys kept besides the current one")}};
+          {int_param("heavy", 0, 1000000, 64, "heavy-hitter keys kept beyond the recent window"),
+           int_param("recent", 0, 1000000, 64, "most recent keys kept besides the current one")}};
 }
 
 std::shared_ptr<const Pattern> make_h2o(const Params& params) {

@@ -14,19 +14,19 @@ struct PatternFactory {
 };
 
 // Static patterns.
-extern const PatternFactory kWindowPattern;        // window(size)
-extern const PatternFactory kSinksWindowPattern;   // sinks_window(sinks, window)
-extern const PatternFactory kStridedPattern;       // strided(stride)
-extern const PatternFactory kFixedPattern;         // fixed(block, summary)
-extern const PatternFactory kDilatedPattern;       // dilated(local, base)
-extern const PatternFactory kBigBirdPattern;       // bigbird(block, global, window, random, seed)
+extern const PatternFactory kWindowPattern;       // window(size)
+extern const PatternFactory kSinksWindowPattern;  // sinks_window(sinks, window)
+extern const PatternFactory kStridedPattern;      // strided(stride)
+extern const PatternFactory kFixedPattern;        // fixed(block, summary)
+extern const PatternFactory kDilatedPattern;      // dilated(local, base)
+extern const PatternFactory kBigBirdPattern;      // bigbird(block, global, window, random, seed)
 // Dynamic selectors.
-extern const PatternFactory kBlockTopkPattern;     // block_topk(block, k)
-extern const PatternFactory kTopkPattern;          // topk(k)
-extern const PatternFactory kTopPPattern;          // top_p(block, p)
-extern const PatternFactory kVerticalSlashPattern; // vertical_slash(last_q, vertical, slash)
-extern const PatternFactory kH2oPattern;           // h2o(heavy, recent)
-extern const PatternFactory kSketchWalkPattern;    // sketch_walk(block, density, sketch_dim, seed)
+extern const PatternFactory kBlockTopkPattern;      // block_topk(block, k)
+extern const PatternFactory kTopkPattern;           // topk(k)
+extern const PatternFactory kTopPPattern;           // top_p(block, p)
+extern const PatternFactory kVerticalSlashPattern;  // vertical_slash(last_q, vertical, slash)
+extern const PatternFactory kH2oPattern;            // h2o(heavy, recent)
+extern const PatternFactory kSketchWalkPattern;     // sketch_walk(block, density, sketch_dim, seed)
 
 // Shorthand for parameter schemas.
 inline ParamSpec int_param(const char* name, double min, double max, double def, const char* help) {

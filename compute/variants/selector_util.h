@@ -16,10 +16,10 @@ int last_visible_key(const Problem& p, int i);
 struct BlockGrid {
   int b = 64;
   int n_qb = 0, n_kb = 0;
-  std::vector<int> diag;     // i32 [n_qb]: current key block (holding the last query's frontier
-                             //             key; 0 when bidirectional with no key before it), -1
-                             //             when the block sees no key
-  std::vector<int> n_vis;    // i32 [n_qb]: visible key blocks are [0, n_vis[r])
+  std::vector<int> diag;   // i32 [n_qb]: current key block (holding the last query's frontier
+                           //             key; 0 when bidirectional with no key before it), -1
+                           //             when the block sees no key
+  std::vector<int> n_vis;  // i32 [n_qb]: visible key blocks are [0, n_vis[r])
 
   BlockGrid(const Problem& p, int block);
   int q0(int r) const { return r * b; }
@@ -41,10 +41,18 @@ inline double dot(const double* a, const double* b, int d) {
   for (int t = 0; t < d; ++t) s += a[t] * b[t];
   return s;
 }
+// f32 rows, f64 accumulation in four independent lanes (no serial add chain).
 inline double dot(const float* a, const float* b, int d) {
-  double s = 0;
-  for (int t = 0; t < d; ++t) s += double(a[t]) * double(b[t]);
-  return s;
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int t = 0;
+  for (; t + 4 <= d; t += 4) {
+    s0 += double(a[t]) * double(b[t]);
+    s1 += double(a[t + 1]) * double(b[t + 1]);
+    s2 += double(a[t + 2]) * double(b[t + 2]);
+    s3 += double(a[t + 3]) * double(b[t + 3]);
+  }
+  for (; t < d; ++t) s0 += double(a[t]) * double(b[t]);
+  return (s0 + s1) + (s2 + s3);
 }
 
 // CSR block layout from per-row kept key blocks (each row sorted ascending); every block is

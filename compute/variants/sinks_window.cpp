@@ -22,7 +22,7 @@ class SinksWindowMask final : public Mask {
     if (q_lo > q_hi || k_lo > k_hi) return BlockClass::Empty;
     bool has_sinks = k_lo < sinks_;
     int64_t rest_lo = std::max<int64_t>(k_lo, sinks_);
-    if (rest_lo > k_hi) return BlockClass::Full;  // all keys are sinks
+    if (rest_lo > k_hi) return BlockClass::Full;                      // all keys are sinks
     int64_t lo = int64_t(q_lo) - k_hi, hi = int64_t(q_hi) - rest_lo;  // offsets of the rest
     bool rest_any = hi > -window_ && lo < window_;
     bool rest_all = lo > -window_ && hi < window_;
@@ -64,7 +64,7 @@ VariantInfo sinks_window_info() {
           "Sinks",
           "Keeps the first `sinks` tokens (attention sinks) plus a sliding window of `window`.",
           {int_param("sinks", 0, 1 << 16, 4, "initial positions always kept"),
-           int_param("window", 1, 1 << 20, 256, "window length in tokens, the query included")}};
+           int_param("window", 1, 1000000, 256, "window length in tokens, the query included")}};
 }
 
 std::shared_ptr<const Pattern> make_sinks_window(const Params& params) {

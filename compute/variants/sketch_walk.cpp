@@ -36,8 +36,8 @@ class SketchWalkPattern final : public Pattern {
     // The walk continues only over square block attention of an unchanged shape.
     auto* walk = dynamic_cast<WalkState*>(seq);
     bool square = p.n_q == p.n_k && g.n_qb == g.n_kb;
-    bool continues = walk && square && walk->layers > 0 && walk->n_b == g.n_qb &&
-                     walk->n_heads == p.n_heads;
+    bool continues =
+        walk && square && walk->layers > 0 && walk->n_b == g.n_qb && walk->n_heads == p.n_heads;
     if (walk && !continues) *walk = WalkState{};
 
     Layout l;
@@ -147,8 +147,8 @@ VariantInfo sketch_walk_info() {
   return {"sketch_walk",
           "Sketch&Walk",
           "dynamic",
-          "Sketch&Walk (arXiv preprint), Scout Before You Attend: Sketch-and-Walk Sparse Attention "
-          "for Efficient LLM Inference",
+          "arXiv preprint, Scout Before You Attend: Sketch-and-Walk Sparse Attention for Efficient "
+          "LLM Inference",
           "Hadamard sketches estimate block attention; a walk across layers accumulates it; the "
           "best blocks are kept.",
           {int_param("block", 1, 4096, 64, "block length in tokens (queries and keys)"),

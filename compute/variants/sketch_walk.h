@@ -19,7 +19,7 @@ namespace attn {
 // The walk carried across layers: one row-stochastic [n_b, n_b] matrix per head.
 struct WalkState : SequenceState {
   int n_heads = 0, n_b = 0;
-  int layers = 0;                    // layers accumulated since the last restart
+  int layers = 0;                      // layers accumulated since the last restart
   std::vector<std::vector<double>> w;  // f64 [H][n_b * n_b], row-major
 };
 

@@ -67,13 +67,15 @@ class StridedPattern final : public StaticPattern {
 };
 
 VariantInfo strided_info() {
-  return {"strided",
-          "Strided (Sparse Transformer)",
-          "static",
-          "Child, Gray, Radford, Sutskever 2019, Generating Long Sequences with Sparse Transformers",
-          "A local window of `stride` keys plus every key at an offset that is a multiple of "
-          "`stride`.",
-          {int_param("stride", 1, 1 << 16, 128, "window length and diagonal spacing (paper: ~sqrt(N))")}};
+  return {
+      "strided",
+      "Strided (Sparse Transformer)",
+      "static",
+      "Child, Gray, Radford, Sutskever 2019, Generating Long Sequences with Sparse Transformers",
+      "A local window of `stride` keys plus every key at an offset that is a multiple of "
+      "`stride`.",
+      {int_param("stride", 1, 1 << 16, 128,
+                 "window length and diagonal spacing (paper: ~sqrt(N))")}};
 }
 
 std::shared_ptr<const Pattern> make_strided(const Params& params) {

@@ -48,9 +48,8 @@ class TopPPattern final : public Pattern {
         order.clear();
         for (int c = 0; c < nv; ++c)
           if (c != diag) order.push_back(c);
-        std::sort(order.begin(), order.end(), [&](int a, int b) {
-          return mass[a] != mass[b] ? mass[a] > mass[b] : a < b;
-        });
+        std::sort(order.begin(), order.end(),
+                  [&](int a, int b) { return mass[a] != mass[b] ? mass[a] > mass[b] : a < b; });
         for (size_t t = 0; t < order.size() && kept < p_; ++t) {
           rows[r].push_back(order[t]);
           kept += mass[order[t]];

@@ -7,16 +7,26 @@
 namespace attn::detail {
 
 // Floor division and modulo for possibly negative positions (b > 0).
-inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-inline int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
-inline int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+inline int64_t floor_div(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+inline int64_t floor_mod(int64_t a, int64_t b) {
+  return a - floor_div(a, b) * b;
+}
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return -floor_div(-a, b);
+}
 
 // Number of integers in [lo, hi] (0 when empty).
-inline int64_t span(int64_t lo, int64_t hi) { return hi >= lo ? hi - lo + 1 : 0; }
+inline int64_t span(int64_t lo, int64_t hi) {
+  return hi >= lo ? hi - lo + 1 : 0;
+}
 
 // True when the problem uses the default positions (keys 0..n_k-1, queries the last n_q tokens),
 // for which static patterns have closed-form row counts.
-inline bool default_positions(const Problem& p) { return p.q_pos.empty() && p.k_pos.empty(); }
+inline bool default_positions(const Problem& p) {
+  return p.q_pos.empty() && p.k_pos.empty();
+}
 
 // Largest key index visible from a query at position qp with default key positions
 // (n_k - 1 when bidirectional); negative when none.

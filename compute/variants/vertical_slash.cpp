@@ -106,11 +106,13 @@ class VerticalSlashPattern final : public Pattern {
     std::vector<std::pair<int64_t, double>> offs = slash.nonzero();
     std::erase_if(offs, [](const auto& x) { return x.first == 0; });
     int no = std::min<int>(slash_ - 1, int(offs.size()));
-    std::partial_sort(offs.begin(), offs.begin() + no, offs.end(), [](const auto& a, const auto& b) {
-      if (a.second != b.second) return a.second > b.second;
-      if (std::llabs(a.first) != std::llabs(b.first)) return std::llabs(a.first) < std::llabs(b.first);
-      return a.first > b.first;
-    });
+    std::partial_sort(offs.begin(), offs.begin() + no, offs.end(),
+                      [](const auto& a, const auto& b) {
+                        if (a.second != b.second) return a.second > b.second;
+                        if (std::llabs(a.first) != std::llabs(b.first))
+                          return std::llabs(a.first) < std::llabs(b.first);
+                        return a.first > b.first;
+                      });
     std::vector<int64_t> lines = {0};
     for (int t = 0; t < no; ++t) lines.push_back(offs[t].first);
 
@@ -150,8 +152,8 @@ VariantInfo vertical_slash_info() {
           "The last queries' exact attention picks the best key columns and diagonals; every query "
           "keeps those.",
           {int_param("last_q", 1, 4096, 64, "queries (from the end) whose attention is estimated"),
-           int_param("vertical", 0, 1 << 20, 128, "key columns kept"),
-           int_param("slash", 1, 1 << 20, 128, "diagonals kept, the main one included")}};
+           int_param("vertical", 0, 1000000, 128, "key columns kept"),
+           int_param("slash", 1, 1000000, 128, "diagonals kept, the main one included")}};
 }
 
 std::shared_ptr<const Pattern> make_vertical_slash(const Params& params) {

@@ -53,7 +53,7 @@ VariantInfo window_info() {
           "static",
           "Beltagy, Peters, Cohan 2020, Longformer: The Long-Document Transformer",
           "Each query keeps the keys within `size` positions (causal: the last `size` keys).",
-          {int_param("size", 1, 1 << 20, 256, "window length in tokens, the query included")}};
+          {int_param("size", 1, 1000000, 256, "window length in tokens, the query included")}};
 }
 
 std::shared_ptr<const Pattern> make_window(const Params& params) {

@@ -41,7 +41,7 @@ TEST(Metrics, WindowOnUniformRowsHasClosedForm) {
     kept += keep;
     EXPECT_NEAR(m.entropy[i], std::log(keep), 1e-6) << "row " << i;
   }
-  EXPECT_NEAR(m.mass_recall, recall / n, 1e-9);
+  EXPECT_NEAR(m.mass_recall, recall / n, 1e-6);  // row stats are stored in f32
   EXPECT_NEAR(m.row_kl, kl / n, 1e-6);
   EXPECT_NEAR(m.density, kept / (n * (n + 1) / 2.0), 1e-12);
   // Key j receives 1/min(i+1, w) from each query i in [j, j+w): mean over all n queries.
@@ -59,8 +59,8 @@ TEST(Metrics, DenseAgainstItselfIsExact) {
   Result ref = run(dense, p, *backend);
   Metrics m = compare(dense, p, ref, ref);
   EXPECT_EQ(m.rel_error, 0.0);
-  EXPECT_NEAR(m.mass_recall, 1.0, 1e-9);
-  EXPECT_NEAR(m.row_kl, 0.0, 1e-9);
+  EXPECT_NEAR(m.mass_recall, 1.0, 1e-6);
+  EXPECT_NEAR(m.row_kl, 0.0, 1e-6);
   EXPECT_DOUBLE_EQ(m.density, 1.0);
   // Received mass sums to one per query row: sum over keys of the mean = 1 per head.
   for (int h = 0; h < 3; ++h) {
@@ -75,8 +75,8 @@ TEST(Metrics, SinkIsFoundWhereKeysAttract) {
   Problem p = random_problem(2, 2, n, n, d, true, 3, 0.1f);
   // Key 0 aligns with every query: it becomes a sink receiving most of each row's mass.
   for (int h = 0; h < 2; ++h) {
-    for (int i = 0; i < n; ++i) p.q[(h * n + i) * d + 0] = 4.0f;
-    p.k[(h * n + 0) * d + 0] = 4.0f;
+    for (int i = 0; i < n; ++i) p.q[(h * n + i) * d + 0] = 6.0f;
+    p.k[(h * n + 0) * d + 0] = 6.0f;
   }
   auto backend = make_backend("reference");
   Variant dense = make_variant("dense");
@@ -102,7 +102,7 @@ TEST(Metrics, KlUndefinedForUnnormalisedRows) {
   Variant sig = make_variant("sigmoid");
   Metrics m = compare(sig, p, run(sig, p, *backend), ref);
   EXPECT_TRUE(std::isnan(m.row_kl));
-  EXPECT_NEAR(m.mass_recall, 1.0, 1e-9);
+  EXPECT_NEAR(m.mass_recall, 1.0, 1e-6);
 }
 
 TEST(Metrics, ShapeMismatchIsAnError) {
