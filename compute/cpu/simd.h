@@ -7,6 +7,11 @@
 // the kernels) lives in a namespace named for the instruction set, ATTN_CPU_NS, so one binary can
 // hold the kernels twice: for the build's baseline and, from isa_avx512.cpp, for AVX-512.
 #pragma once
+// The helpers below pass vectors wider than the baseline's registers by value (e.g. 8 doubles
+// under AVX2); they are inline and never cross an ABI boundary, so GCC's note is noise.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 #include <cstdint>
 #include <cstring>
 #include <limits>
