@@ -173,20 +173,20 @@ typedef double vd __attribute__((vector_size(kVW * 8)));  // kVW doubles
 inline vd to_double(vf v) {
   return __builtin_convertvector(v, vd);
 }
-inline vf to_float(vd v) {
+inline vf to_float(const vd& v) {
   return __builtin_convertvector(v, vf);
 }
 
 namespace detail {
 
 template <int k, int... L>
-inline vd shift_up(vd v, std::integer_sequence<int, L...>) {
+inline vd shift_up(const vd& v, std::integer_sequence<int, L...>) {
   const vd zero = vd{};
   return __builtin_shufflevector(v, zero, (L >= k ? L - k : kVW)...);
 }
 
 template <int k>
-inline vd scan_steps(vd v) {
+inline vd scan_steps(const vd& v) {
   if constexpr (k >= kVW) {
     return v;
   } else {
@@ -197,7 +197,7 @@ inline vd scan_steps(vd v) {
 }  // namespace detail
 
 // Inclusive prefix sum across the lanes (log-step shifts).
-inline vd prefix_sum(vd v) {
+inline vd prefix_sum(const vd& v) {
   return detail::scan_steps<1>(v);
 }
 
