@@ -21,7 +21,7 @@ struct TilePush {
   uint32_t q0, k0, w, pool_mean, strip, n_strips, bq;
 };
 
-constexpr uint32_t kThreads = 64;              // local size of the tile shader
+constexpr uint32_t kThreads = 64;               // local size of the tile shader
 constexpr double kEntriesPerInvocation = 1024;  // per dispatch: far below lavapipe's loop cap
 constexpr int kMaxStrips = 4096;
 
@@ -41,9 +41,9 @@ void check_request(const Problem& p, const Result& r, const TileRequest& t) {
               std::to_string(t.k1) + "), " + std::to_string(t.w) + " x " + std::to_string(t.h) +
               " cells: empty or out of range for " + std::to_string(p.n_heads) + " heads x " +
               std::to_string(p.n_q) + " x " + std::to_string(p.n_k));
-  require(r.n_heads == p.n_heads && r.n_q == p.n_q &&
-              r.row_stat.size() == size_t(p.n_heads) * p.n_q,
-          ErrorCode::InvalidArgument, "vulkan tile query: result does not belong to this problem");
+  require(
+      r.n_heads == p.n_heads && r.n_q == p.n_q && r.row_stat.size() == size_t(p.n_heads) * p.n_q,
+      ErrorCode::InvalidArgument, "vulkan tile query: result does not belong to this problem");
 }
 
 }  // namespace
@@ -119,10 +119,10 @@ double tile_probabilities_to_image(Context& ctx, const Variant& v, const Problem
   for (int s = 0; s < strips; ++s) {
     push.strip = uint32_t(s);
     if (s > 0) job.compute_barrier();
-    job.dispatch(pipeline,
-                 {b_q, b_k, b_qp, b_kp, b_ke, b_rp, b_rg, b_mk, b_ip, b_ix, b_st, b_cells, b_rb, b_cb},
-                 &push, sizeof push, (uint32_t(w) + cells_per_group - 1) / cells_per_group,
-                 uint32_t(h));
+    job.dispatch(
+        pipeline,
+        {b_q, b_k, b_qp, b_kp, b_ke, b_rp, b_rg, b_mk, b_ip, b_ix, b_st, b_cells, b_rb, b_cb},
+        &push, sizeof push, (uint32_t(w) + cells_per_group - 1) / cells_per_group, uint32_t(h));
   }
   image.ensure_size(w, h);
   job.copy_to_image(b_cells, image.image(), uint32_t(w), uint32_t(h));
