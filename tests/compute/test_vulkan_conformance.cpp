@@ -54,11 +54,11 @@ std::vector<std::string> specs() {
   for (const PieceInfo& piece : registry_pieces())
     if (piece.kind == PieceKind::ScoreMod || piece.kind == PieceKind::Normaliser)
       out.push_back("dense+" + piece.info.id);
-  for (const char* s : {"window(size=16)", "sinks_window(sinks=2,window=16)",
-                        "block_topk(block=16,k=2)", "topk(k=8)", "window(size=16)+sigmoid",
-                        "block_topk(block=16,k=2)+entmax15", "topk(k=8)+relu2",
-                        "sinks_window(sinks=2,window=16)+alibi+softcap(cap=5)",
-                        "window(size=16)+softplus+temperature(t=0.5)"})
+  for (const char* s :
+       {"window(size=16)", "sinks_window(sinks=2,window=16)", "block_topk(block=16,k=2)",
+        "topk(k=8)", "window(size=16)+sigmoid", "block_topk(block=16,k=2)+entmax15",
+        "topk(k=8)+relu2", "sinks_window(sinks=2,window=16)+alibi+softcap(cap=5)",
+        "window(size=16)+softplus+temperature(t=0.5)"})
     out.push_back(s);
   return out;
 }
@@ -135,20 +135,30 @@ class VulkanConformance : public test::VulkanTest {
       }
       ++ran;
     }
-    std::printf("vulkan conformance N=%d: %d cases on vulkan, %d fell back to cpu; max rel err "
-                "%.3g (%s), max row-stat err %.3g (%s)\n",
-                n, ran, fell_back, worst.err, worst.err_case.c_str(), worst.stat,
-                worst.stat_case.c_str());
+    std::printf(
+        "vulkan conformance N=%d: %d cases on vulkan, %d fell back to cpu; max rel err "
+        "%.3g (%s), max row-stat err %.3g (%s)\n",
+        n, ran, fell_back, worst.err, worst.err_case.c_str(), worst.stat, worst.stat_case.c_str());
     RecordProperty("max_rel_err", std::to_string(worst.err));
     RecordProperty("max_stat_err", std::to_string(worst.stat));
   }
 };
 
-TEST_F(VulkanConformance, N1) { run_all(1); }
-TEST_F(VulkanConformance, N77) { run_all(77); }
-TEST_F(VulkanConformance, N1000) { run_all(1000); }
-TEST_F(VulkanConformance, N4097) { run_all(4097); }
-TEST_F(VulkanConformance, N8192) { run_all(8192); }
+TEST_F(VulkanConformance, N1) {
+  run_all(1);
+}
+TEST_F(VulkanConformance, N77) {
+  run_all(77);
+}
+TEST_F(VulkanConformance, N1000) {
+  run_all(1000);
+}
+TEST_F(VulkanConformance, N4097) {
+  run_all(4097);
+}
+TEST_F(VulkanConformance, N8192) {
+  run_all(8192);
+}
 
 }  // namespace
 #endif  // ATTN_HAVE_VULKAN
