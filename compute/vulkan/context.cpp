@@ -297,9 +297,12 @@ struct Shared {
   std::string error;
 };
 
+// Never destroyed: at process exit the validation layer and the ICD may already have run their
+// own static destructors, so tearing the device down from an exit handler crashes inside them.
+// The OS reclaims everything; reset_shared_context() is the explicit way to destroy it.
 Shared& shared() {
-  static Shared s;
-  return s;
+  static Shared* s = new Shared;
+  return *s;
 }
 
 }  // namespace
