@@ -297,9 +297,11 @@ struct Shared {
   std::string error;
 };
 
+// Never destroyed: tearing a device down from exit handlers races the driver's and the
+// validation layer's own static destructors (a crash at exit was seen); the OS reclaims it.
 Shared& shared() {
-  static Shared s;
-  return s;
+  static Shared* s = new Shared;
+  return *s;
 }
 
 }  // namespace
