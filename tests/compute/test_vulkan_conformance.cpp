@@ -138,9 +138,10 @@ class VulkanConformance : public test::VulkanTest {
       ++ran;
     }
     std::printf(
-        "vulkan conformance N=%d: %d cases on vulkan, %d fell back to cpu; max rel err "
+        "vulkan conformance N=%d d=%s: %d cases on vulkan, %d fell back to cpu; max rel err "
         "%.3g (%s), max row-stat err %.3g (%s)\n",
-        n, ran, fell_back, worst.err, worst.err_case.c_str(), worst.stat, worst.stat_case.c_str());
+        n, only_d ? std::to_string(only_d).c_str() : "all", ran, fell_back, worst.err,
+        worst.err_case.c_str(), worst.stat, worst.stat_case.c_str());
     RecordProperty("max_rel_err", std::to_string(worst.err));
     RecordProperty("max_stat_err", std::to_string(worst.stat));
   }
