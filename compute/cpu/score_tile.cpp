@@ -3,15 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <limits>
 
 #include "compute/cpu/tile_kernels.h"
 
-namespace attn::cpu {
-
-namespace {
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-}
+namespace attn::cpu::ATTN_CPU_NS {
 
 void QueryTile::pack(const KernelContext& c, int h_, int q0_, int rows_, float qscale_) {
   h = h_;
@@ -169,9 +164,9 @@ void elementwise_probs(const Normaliser& n, int n_k, float* st, int nj, int cols
 void add_column_sums(const float* st, int nj, int cols, int lds, float* sum) {
   const int nv = cols / kVW;
   for (int v = 0; v < nv; ++v) {
-    vf acc = loadu(sum + v * kVW);
+    vf acc = vf{};  // the chunk's own sum first: two-level summation over long rows
     for (int j = 0; j < nj; ++j) acc += loadu(st + size_t(j) * lds + v * kVW);
-    storeu(sum + v * kVW, acc);
+    storeu(sum + v * kVW, loadu(sum + v * kVW) + acc);
   }
 }
 
@@ -224,11 +219,7 @@ void normalise_buffered(const Normaliser& n, int n_k, float* st, size_t total, i
     for (size_t j = 0; j < total; j += kBK) {
       const int nj = int(std::min<size_t>(kBK, total - j));
       elementwise_probs(n, n_k, st + j * kBQ, nj, cols, kBQ);
-      if (n.kind == K::SoftplusL1) {
-        alignas(64) float part[kBQ] = {};  // two-level sum, as for softmax
-        add_column_sums(st + j * kBQ, nj, cols, kBQ, part);
-        for (int i = 0; i < cols; ++i) sum[i] += part[i];
-      }
+      if (n.kind == K::SoftplusL1) add_column_sums(st + j * kBQ, nj, cols, kBQ, sum);
     }
     for (int i = 0; i < rows; ++i) {
       if (n.kind == K::SoftplusL1) {
@@ -264,4 +255,4 @@ double entmax15_tau(std::vector<double>& z) {
   return tau;
 }
 
-}  // namespace attn::cpu
+}  // namespace attn::cpu::ATTN_CPU_NS

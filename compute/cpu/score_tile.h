@@ -8,7 +8,7 @@
 #include "compute/cpu/kernel_context.h"
 #include "compute/cpu/simd.h"
 
-namespace attn::cpu {
+namespace attn::cpu::ATTN_CPU_NS {
 
 inline constexpr int kBQ = 64;  // queries per tile
 #ifndef ATTN_CPU_BK
@@ -51,7 +51,8 @@ void apply_mods_row(const KernelContext& c, int h, int32_t qp, const float* kp, 
 // numerator, in place over nj x cols entries; -inf (dropped) becomes exactly 0.
 void elementwise_probs(const Normaliser& n, int n_k, float* st, int nj, int cols, int lds);
 
-// Adds column sums of st (nj x cols) into sum[cols].
+// Adds the column sums of st (nj x cols) into sum[cols] (summed per chunk, then added, which
+// keeps float rounding small over long rows).
 void add_column_sums(const float* st, int nj, int cols, int lds, float* sum);
 
 // Turns a buffer of modified, masked scores (natural units, `total` key rows x kBQ) into
@@ -64,4 +65,4 @@ void normalise_buffered(const Normaliser& n, int n_k, float* st, size_t total, i
 // Exact up to rounding (sort of the candidates z > max z - 1, then closed form). Empty row: 0.
 double entmax15_tau(std::vector<double>& z);
 
-}  // namespace attn::cpu
+}  // namespace attn::cpu::ATTN_CPU_NS

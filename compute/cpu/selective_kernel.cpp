@@ -1,7 +1,6 @@
 #include "compute/cpu/selective_kernel.h"
 
 #include <algorithm>
-#include <limits>
 #include <memory>
 #include <vector>
 
@@ -10,13 +9,11 @@
 #include "compute/cpu/tile_kernels.h"
 #include "compute/cpu/tile_plan.h"
 
-namespace attn::cpu {
+namespace attn::cpu::ATTN_CPU_NS {
 
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-struct Scratch {
+struct SelectiveScratch {
   QueryTile tile;
   std::vector<Chunk> chunks;
   std::vector<float> st;    // f32 [kept keys of the tile, kBQ]: scores, then probabilities
@@ -26,7 +23,7 @@ struct Scratch {
   alignas(64) float stat[kBQ], inv[kBQ];
 };
 
-void run_tile(KernelContext& c, Scratch& s, const TileItem& it) {
+void selective_tile(KernelContext& c, SelectiveScratch& s, const TileItem& it) {
   QueryTile& t = s.tile;
   t.pack(c, it.h, it.q0, it.rows, c.scale);
   build_chunks(c, it, t, s.chunks);
@@ -87,19 +84,19 @@ void run_selective(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* 
   std::vector<size_t> head_start(c.H + 1, items.size());
   for (size_t k = items.size(); k-- > 0;) head_start[items[k].h] = k;
   for (int h = c.H - 1; h >= 0; --h) head_start[h] = std::min(head_start[h], head_start[h + 1]);
-  std::vector<std::unique_ptr<Scratch>> scratch(pool.size());
+  std::vector<std::unique_ptr<SelectiveScratch>> scratch(pool.size());
   pool.parallel_for(
       c.H,
       [&](int64_t h, int w) {
-        if (!scratch[w]) scratch[w] = std::make_unique<Scratch>();
-        Scratch& s = *scratch[w];
+        if (!scratch[w]) scratch[w] = std::make_unique<SelectiveScratch>();
+        SelectiveScratch& s = *scratch[w];
         s.acc.assign(c.n_k, 0.0);
         for (size_t k = head_start[h]; k < head_start[h + 1]; ++k) {
           if (cancel && cancel->load(std::memory_order_relaxed)) return;
-          run_tile(c, s, items[k]);
+          selective_tile(c, s, items[k]);
         }
       },
       cancel);
 }
 
-}  // namespace attn::cpu
+}  // namespace attn::cpu::ATTN_CPU_NS

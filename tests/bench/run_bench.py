@@ -195,7 +195,7 @@ def main():
         b = gb["cpu_dense/n:%d" % n]
         dense[n] = b
         add("dense causal", "cpu", "dense", n, 1.0, b["seconds"], useful_causal(n),
-            "peak extra %s" % fmt_bytes(b["peak_extra_bytes"]),
+            "%s; peak extra %s" % (b.get("label", "").split()[-1], fmt_bytes(b["peak_extra_bytes"])),
             {"peak_extra_bytes": b["peak_extra_bytes"]})
         a = np_res["attention_%d" % n]
         add("dense causal", "numpy+openblas", "materialised", n, 1.0, a["median"],
@@ -270,6 +270,16 @@ def main():
         res = "" if ok is None else ("PASS" if ok else "FAIL")
         all_pass = all_pass and ok is not False
         lines.append("%-78s %-34s %-16s %s" % (name, val, target, res))
+    one = gb.get("cpu_dense_1t/n:4096")
+    eig1 = gb.get("gemm_eigen_1t/n:2048")
+    if one and eig1:
+        # CPU time of the one thread: what one core does, whatever else runs on the machine.
+        scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+        a_gf = useful_causal(4096) / (one["cpu_time"] * scale[one["time_unit"]]) / 1e9
+        g_gf = eig1["useful_flops"] / (eig1["cpu_time"] * scale[eig1["time_unit"]]) / 1e9
+        ratios["dense_fraction_of_gemm_one_core_4096"] = a_gf / g_gf
+        lines.append("%-78s %-34s" % ("  info: one core (CPU time): cpu dense N=4096 / Eigen sgemm 1 thread",
+                                      "%.0f%% (%.0f / %.0f GFLOP/s)" % (100 * a_gf / g_gf, a_gf, g_gf)))
     if ratios["dense_vs_reference_speedup_1024"]:
         lines.append("%-78s %-34s" % ("  info: cpu vs reference backend, N=1024",
                                       "%.0fx" % ratios["dense_vs_reference_speedup_1024"]))
