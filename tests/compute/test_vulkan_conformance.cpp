@@ -153,8 +153,15 @@ TEST_F(VulkanConformance, N1) {
 TEST_F(VulkanConformance, N77) {
   run_all(77);
 }
-TEST_F(VulkanConformance, N1000) {
-  run_all(1000);
+// N = 1000 is the costliest set (full rows, two heads): one test per d, run in parallel by ctest.
+TEST_F(VulkanConformance, N1000_d32) {
+  run_all(1000, 32);
+}
+TEST_F(VulkanConformance, N1000_d64) {
+  run_all(1000, 64);
+}
+TEST_F(VulkanConformance, N1000_d128) {
+  run_all(1000, 128);
 }
 TEST_F(VulkanConformance, N4097) {
   run_all(4097);
