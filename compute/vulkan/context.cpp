@@ -297,9 +297,8 @@ struct Shared {
   std::string error;
 };
 
-// Never destroyed: at process exit the validation layer and the ICD may already have run their
-// own static destructors, so tearing the device down from an exit handler crashes inside them.
-// The OS reclaims everything; reset_shared_context() is the explicit way to destroy it.
+// Never destroyed: tearing a device down from exit handlers races the driver's and the
+// validation layer's own static destructors (a crash at exit was seen); the OS reclaims it.
 Shared& shared() {
   static Shared* s = new Shared;
   return *s;
