@@ -79,8 +79,10 @@ HookSelection HookSelection::parse(const std::string& list) {
 }
 
 bool HookSelection::wants(int layer, const std::string& what) const {
-  if (patterns_.empty()) return false;
-  const std::string name = hook_name(layer, what);
+  return matches(hook_name(layer, what));
+}
+
+bool HookSelection::matches(const std::string& name) const {
   for (const auto& p : patterns_) {
     if (glob_match(p, name)) return true;
   }

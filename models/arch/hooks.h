@@ -28,6 +28,8 @@ class HookSelection {
   bool empty() const { return patterns_.empty(); }
   // True when hook `blocks.{layer}.{what}` is wanted (`what`: "attn.q", ..., "resid").
   bool wants(int layer, const std::string& what) const;
+  // True when the full hook name ("blocks.3.attn.q") is wanted.
+  bool matches(const std::string& name) const;
   // Throws Error(InvalidArgument) naming the pattern when one matches no hook of a model with
   // `n_layers` layers (e.g. "blocks.40.attn.q" on a 12-layer model).
   void check(int n_layers) const;

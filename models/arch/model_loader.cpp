@@ -1,5 +1,7 @@
 // Picks the architecture of a model folder from config.json and loads it.
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "compute/error.h"
 #include "models/arch/architectures.h"
@@ -75,18 +77,40 @@ std::unique_ptr<Model> load_model(const std::string& dir) {
           dir +
               ": no config.json (a model folder holds config.json, model.safetensors and "
               "tokenizer or preprocessor files)");
-  const HfConfig c = load_hf_config(dir);
-  const std::string& t = c.model_type;
+  // The architecture is checked first, so an unsupported model is named as such rather than
+  // by the first config key its family spells differently.
+  const std::string file = (fs::path(dir) / "config.json").string();
+  std::ifstream in(file);
+  nlohmann::json raw;
+  try {
+    raw = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorCode::Format, file + ": not valid JSON: " + e.what());
+  }
+  require(raw.is_object(), ErrorCode::Format, file + ": not a JSON object");
+  require(raw.contains("model_type") && raw["model_type"].is_string(), ErrorCode::Format,
+          file + ": missing required key 'model_type' (a string naming the architecture)");
+  const std::string t = raw["model_type"].get<std::string>();
   std::string arch_list;
-  for (const auto& a : c.architectures) arch_list += (arch_list.empty() ? "" : ", ") + a;
+  if (raw.contains("architectures") && raw["architectures"].is_array()) {
+    for (const auto& a : raw["architectures"]) {
+      if (a.is_string()) arch_list += (arch_list.empty() ? "" : ", ") + a.get<std::string>();
+    }
+  }
+  const bool known =
+      t == "gpt2" || t == "llama" || t == "qwen2" || t == "bert" || t == "vit" || t == "deit";
+  if (!known) {
+    throw Error(ErrorCode::Unsupported,
+                file + ": model_type '" + t + "'" +
+                    (arch_list.empty() ? "" : " (architectures: " + arch_list + ")") +
+                    " is not supported; supported model types: gpt2, llama, qwen2, bert, vit, "
+                    "deit");
+  }
+  const HfConfig c = parse_hf_config(raw, file);
   if (t == "gpt2") return make_gpt2(dir, c);
   if (t == "llama" || t == "qwen2") return make_llama(dir, c);
   if (t == "bert") return make_bert(dir, c);
-  if (t == "vit" || t == "deit") return make_vit(dir, c);
-  throw Error(ErrorCode::Unsupported,
-              c.source + ": model_type '" + t + "'" +
-                  (arch_list.empty() ? "" : " (architectures: " + arch_list + ")") +
-                  " is not supported; supported model types: gpt2, llama, qwen2, bert, vit, deit");
+  return make_vit(dir, c);
 }
 
 }  // namespace attn

@@ -72,7 +72,7 @@ EndToEnd end_to_end(const ModelInfo& info, const ModelInput& in, const ModelOutp
           ErrorCode::InvalidArgument, "end_to_end: the two runs differ in shape");
   EndToEnd e;
   const int n = dense.n_tokens, v = dense.n_logits;
-  if (n > 0 && !dense.hidden_state.empty()) {
+  if (!info.causal && n > 0 && !dense.hidden_state.empty()) {
     e.cls_cosine = cosine(dense.hidden_state.data(), variant.hidden_state.data(), dense.hidden);
   }
   if (info.vision) {

@@ -40,8 +40,9 @@ struct EndToEnd {
   bool has_class = false;
   int class_dense = -1, class_variant = -1;
   bool class_agree = true;
-  // Cosine of the first token's last hidden state (ViT/BERT CLS embedding; position 0 for LMs).
-  double cls_cosine = 1;
+  // Cosine of the CLS embeddings (first token's last hidden state) of encoders (ViT, BERT); NaN
+  // for causal LMs, whose first position never changes.
+  double cls_cosine = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Throws Error(InvalidArgument) when the two outputs do not come from the same model and input.
