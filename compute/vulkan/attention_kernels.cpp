@@ -26,25 +26,33 @@ constexpr int kStateFloats = 8 + 3 * 16;  // STATE in attention_common.glsl
 // few back-edges per key, so CPU devices get at most this many keys per dispatch.
 constexpr int kCpuKeysPerDispatch = 4096;
 
-constexpr int kMaxHeadDim = 256;  // per-lane registers beyond this would spill badly
+constexpr int kMaxHeadDim = 256;     // per-lane registers beyond this would spill badly
 constexpr int kEntmaxPrePasses = 4;  // max pass + 3 threshold passes (ENT_PASSES + 1)
 
 uint32_t norm_id(Normaliser::Kind k) {
   switch (k) {
-    case Normaliser::Kind::Softmax: return 0;
-    case Normaliser::Kind::Sigmoid: return 1;
-    case Normaliser::Kind::Relu: return 2;
-    case Normaliser::Kind::Entmax15: return 3;
-    case Normaliser::Kind::SoftplusL1: return 4;
+    case Normaliser::Kind::Softmax:
+      return 0;
+    case Normaliser::Kind::Sigmoid:
+      return 1;
+    case Normaliser::Kind::Relu:
+      return 2;
+    case Normaliser::Kind::Entmax15:
+      return 3;
+    case Normaliser::Kind::SoftplusL1:
+      return 4;
   }
   return 0;
 }
 
 uint32_t mod_id(ScoreMod::Kind k) {
   switch (k) {
-    case ScoreMod::Kind::Temperature: return 0;
-    case ScoreMod::Kind::Alibi: return 1;
-    case ScoreMod::Kind::Softcap: return 2;
+    case ScoreMod::Kind::Temperature:
+      return 0;
+    case ScoreMod::Kind::Alibi:
+      return 1;
+    case ScoreMod::Kind::Softcap:
+      return 2;
   }
   return 0;
 }
@@ -73,8 +81,9 @@ bool choose_kernel_config(const Context& ctx, int d, KernelConfig* config, std::
   c.tile = 32;
   while (c.tile >= 8 && size_t(2 * c.tile * c.d_padded + c.tile) * 4 > shared) c.tile /= 2;
   if (c.tile < 8) {
-    if (why) *why = "shared memory (" + std::to_string(shared) + " bytes) too small for d = " +
-                    std::to_string(d);
+    if (why)
+      *why = "shared memory (" + std::to_string(shared) +
+             " bytes) too small for d = " + std::to_string(d);
     return false;
   }
   if (config) *config = c;
@@ -144,8 +153,8 @@ AttentionOutput run_attention(Context& ctx, const Problem& p, const Layout& layo
   spec.set(0, uint32_t(c.d_padded)).set(1, uint32_t(c.lanes)).set(2, uint32_t(c.rows));
   spec.set(3, uint32_t(c.tile)).set(15, uint32_t(c.rows * c.lanes));
   set_score_constants(spec, mods, norm);
-  const ShaderCode code = kl.indices ? attention_indices_shader(c.unrolled)
-                                     : attention_ranges_shader(c.unrolled);
+  const ShaderCode code =
+      kl.indices ? attention_indices_shader(c.unrolled) : attention_ranges_shader(c.unrolled);
   const uint32_t n_buffers = kl.indices ? 11 : 12;
   const ComputePipeline& pipeline =
       ctx.pipelines().get(code, n_buffers, sizeof(AttentionPush), spec);

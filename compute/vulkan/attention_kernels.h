@@ -16,11 +16,11 @@ class Context;
 
 // Work split of the kernels for one head dimension on one device.
 struct KernelConfig {
-  int d_padded = 0;      // head dimension rounded up to a multiple of 4 * lanes (zero padding)
-  int lanes = 4;         // invocations per query row
-  int rows = 32;         // query rows per workgroup
-  int tile = 32;         // keys per shared-memory tile
-  bool unrolled = true;  // keys of a tile unrolled (GPUs) or looped (CPU devices compile fast)
+  int d_padded = 0;           // head dimension rounded up to a multiple of 4 * lanes (zero padding)
+  int lanes = 4;              // invocations per query row
+  int rows = 32;              // query rows per workgroup
+  int tile = 32;              // keys per shared-memory tile
+  bool unrolled = true;       // keys of a tile unrolled (GPUs) or looped (CPU devices compile fast)
   int keys_per_dispatch = 0;  // 0: all keys at once; else chunks (bounds lavapipe's loops)
 };
 

@@ -20,8 +20,8 @@ Buffer::Buffer(const Context& ctx, size_t bytes, Kind kind) {
 
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(dev, buf, &req);
-  const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                     VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  const VkMemoryPropertyFlags host =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   int type = -1;
   bool map = false;
   if (kind == Kind::Staging) {

@@ -103,7 +103,8 @@ std::shared_ptr<Context> Context::create(const ContextOptions& options) {
     throw Error(ErrorCode::Device, "Vulkan: the loader supports only Vulkan 1.0; 1.1 is needed");
 
   std::vector<const char*> layers, extensions;
-  const bool validation = validation_requested(options.validation) && layer_present(kValidationLayer);
+  const bool validation =
+      validation_requested(options.validation) && layer_present(kValidationLayer);
   if (validation) {
     layers.push_back(kValidationLayer);
     if (extension_present(nullptr, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) ||
@@ -148,8 +149,8 @@ std::shared_ptr<Context> Context::create(const ContextOptions& options) {
   for (VkPhysicalDevice p : phys) {
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(p, &props);
-    candidates.push_back({props.deviceName, props.deviceType, props.apiVersion,
-                          pick_queue_family(p, nullptr) >= 0});
+    candidates.push_back(
+        {props.deviceName, props.deviceType, props.apiVersion, pick_queue_family(p, nullptr) >= 0});
   }
   std::string request = options.device;
   if (request.empty())
@@ -296,9 +297,11 @@ struct Shared {
   std::string error;
 };
 
+// Never destroyed: tearing a device down from exit handlers races the driver's and the
+// validation layer's own static destructors (a crash at exit was seen); the OS reclaims it.
 Shared& shared() {
-  static Shared s;
-  return s;
+  static Shared* s = new Shared;
+  return *s;
 }
 
 }  // namespace

@@ -12,11 +12,16 @@ namespace {
 // Lower is better.
 int type_rank(VkPhysicalDeviceType t) {
   switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 3;
-    default: return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return 3;
+    default:
+      return 4;
   }
 }
 
@@ -44,11 +49,16 @@ int best(const std::vector<DeviceCandidate>& devices, Pred accept) {
 
 const char* device_type_name(VkPhysicalDeviceType type) {
   switch (type) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "CPU";
-    default: return "other";
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return "CPU";
+    default:
+      return "other";
   }
 }
 
@@ -75,7 +85,8 @@ int choose_device(const std::vector<DeviceCandidate>& devices, const std::string
     if (i < int(devices.size()) && usable(devices[i])) pick = i;
   } else if (req == "cpu" || req == "lavapipe" || req == "llvmpipe") {
     pick = best(devices, [](const DeviceCandidate& d) {
-      return d.type == VK_PHYSICAL_DEVICE_TYPE_CPU || lower(d.name).find("llvmpipe") != std::string::npos;
+      return d.type == VK_PHYSICAL_DEVICE_TYPE_CPU ||
+             lower(d.name).find("llvmpipe") != std::string::npos;
     });
   } else if (req == "gpu" || req == "discrete" || req == "integrated") {
     pick = best(devices, [&](const DeviceCandidate& d) {
@@ -92,11 +103,14 @@ int choose_device(const std::vector<DeviceCandidate>& devices, const std::string
   }
   if (pick >= 0) return pick;
   if (req.empty())
-    throw Error(ErrorCode::Device, "Vulkan: no usable device (needs Vulkan 1.1 and a compute queue); "
-                                   "devices: " + describe_devices(devices));
+    throw Error(ErrorCode::Device,
+                "Vulkan: no usable device (needs Vulkan 1.1 and a compute queue); "
+                "devices: " +
+                    describe_devices(devices));
   throw Error(ErrorCode::Device, "Vulkan: device request '" + request +
                                      "' (ATTNSCOPE_VK_DEVICE or option) matches no usable device; "
-                                     "devices: " + describe_devices(devices));
+                                     "devices: " +
+                                     describe_devices(devices));
 }
 
 }  // namespace attn::vk

@@ -10,7 +10,7 @@
 namespace attn::vk {
 
 struct DeviceCandidate {
-  std::string name;                                     // VkPhysicalDeviceProperties::deviceName
+  std::string name;  // VkPhysicalDeviceProperties::deviceName
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   uint32_t api_version = 0;
   bool has_compute_queue = false;

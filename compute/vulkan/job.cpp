@@ -114,11 +114,13 @@ void Job::dispatch(const ComputePipeline& pipeline, std::initializer_list<int> b
   const auto& lim = ctx_.limits().maxComputeWorkGroupCount;
   require(gx <= lim[0] && gy <= lim[1] && gz <= lim[2], ErrorCode::Unsupported,
           "Vulkan: " + pipeline.name() + " needs " + std::to_string(gx) + " x " +
-              std::to_string(gy) + " x " + std::to_string(gz) + " workgroups, over the device limit");
+              std::to_string(gy) + " x " + std::to_string(gz) +
+              " workgroups, over the device limit");
   if (gx == 0 || gy == 0 || gz == 0) return;
   ensure_transfers_visible();
   if (!dispatched_) {
-    if (queries_) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), 0);
+    if (queries_)
+      vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), 0);
     dispatched_ = true;
   }
   VkDevice dev = ctx_.device();
@@ -201,8 +203,7 @@ void Job::read_image(VkImage image, uint32_t w, uint32_t h, float* host) {
   auto staging = std::make_unique<Buffer>(ctx_, bytes, Buffer::Kind::Staging);
   image_barrier(cmd_, image, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
                 VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0,
-                VK_PIPELINE_STAGE_TRANSFER_BIT,
-                VK_ACCESS_TRANSFER_READ_BIT);
+                VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
   VkBufferImageCopy region = image_region(w, h);
   vkCmdCopyImageToBuffer(cmd_, image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, staging->get(), 1,
                          &region);

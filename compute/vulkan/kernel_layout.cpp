@@ -22,7 +22,8 @@ std::vector<uint32_t> visible_prefix(const Problem& p) {
 }
 
 void check(bool ok, const std::string& what) {
-  if (!ok) throw Error(ErrorCode::InvalidArgument, "vulkan: layout does not fit the problem: " + what);
+  if (!ok)
+    throw Error(ErrorCode::InvalidArgument, "vulkan: layout does not fit the problem: " + what);
 }
 
 void add_dense(const Problem& p, KernelLayout& k, int rows, int heads) {
@@ -41,12 +42,12 @@ void add_dense(const Problem& p, KernelLayout& k, int rows, int heads) {
   }
 }
 
-void add_blocks(const Problem& p, const Layout& l, const BlockLayout& b, KernelLayout& k,
-                int heads, int rows) {
+void add_blocks(const Problem& p, const Layout& l, const BlockLayout& b, KernelLayout& k, int heads,
+                int rows) {
   check(b.bq > 0 && b.bk > 0, "block sizes must be positive");
   check(b.n_qb == (p.n_q + b.bq - 1) / b.bq, "block layout has " + std::to_string(b.n_qb) +
-                                                  " query blocks of " + std::to_string(b.bq) +
-                                                  " for " + std::to_string(p.n_q) + " queries");
+                                                 " query blocks of " + std::to_string(b.bq) +
+                                                 " for " + std::to_string(p.n_q) + " queries");
   check(int(b.row_ptr.size()) == b.n_qb + 1 && b.col.size() == b.full.size() &&
             b.row_ptr.back() == int32_t(b.col.size()),
         "block layout CSR arrays are inconsistent");

@@ -89,8 +89,8 @@ const ComputePipeline& PipelineCache::get(const ShaderCode& code, uint32_t n_buf
   auto it = pipelines_.find(key);
   if (it == pipelines_.end())
     it = pipelines_
-             .emplace(key, std::make_unique<ComputePipeline>(device_, code, n_buffers, push_bytes,
-                                                             spec))
+             .emplace(key,
+                      std::make_unique<ComputePipeline>(device_, code, n_buffers, push_bytes, spec))
              .first;
   return *it->second;
 }

@@ -8,6 +8,6 @@ namespace attn::vk {
 ShaderCode attention_ranges_shader(bool unrolled);
 // Index-sparse attention (per-query key lists).
 ShaderCode attention_indices_shader(bool unrolled);
-ShaderCode tile_probabilities_shader(); // pooled probabilities of a tile
+ShaderCode tile_probabilities_shader();  // pooled probabilities of a tile
 
 }  // namespace attn::vk

@@ -21,7 +21,7 @@ struct TilePush {
   uint32_t q0, k0, w, pool_mean, strip, n_strips, bq;
 };
 
-constexpr uint32_t kThreads = 64;              // local size of the tile shader
+constexpr uint32_t kThreads = 64;               // local size of the tile shader
 constexpr double kEntriesPerInvocation = 1024;  // per dispatch: far below lavapipe's loop cap
 constexpr int kMaxStrips = 4096;
 
@@ -41,9 +41,9 @@ void check_request(const Problem& p, const Result& r, const TileRequest& t) {
               std::to_string(t.k1) + "), " + std::to_string(t.w) + " x " + std::to_string(t.h) +
               " cells: empty or out of range for " + std::to_string(p.n_heads) + " heads x " +
               std::to_string(p.n_q) + " x " + std::to_string(p.n_k));
-  require(r.n_heads == p.n_heads && r.n_q == p.n_q &&
-              r.row_stat.size() == size_t(p.n_heads) * p.n_q,
-          ErrorCode::InvalidArgument, "vulkan tile query: result does not belong to this problem");
+  require(
+      r.n_heads == p.n_heads && r.n_q == p.n_q && r.row_stat.size() == size_t(p.n_heads) * p.n_q,
+      ErrorCode::InvalidArgument, "vulkan tile query: result does not belong to this problem");
 }
 
 }  // namespace
@@ -67,12 +67,6 @@ double tile_probabilities_to_image(Context& ctx, const Variant& v, const Problem
   const int dp = (p.d + 3) / 4 * 4;
   const KernelLayout kl = make_kernel_layout(p, r.layout, 32, t.head);
 
-  SpecConstants spec;
-  spec.set(0, uint32_t(dp)).set(16, kl.indices ? 1 : 0);
-  set_score_constants(spec, v.mods(), v.normaliser());
-  const ComputePipeline& pipeline =
-      ctx.pipelines().get(tile_probabilities_shader(), 14, sizeof(TilePush), spec);
-
   // Rows [q0, q1) of the head and keys [k0, k1) of its kv head, zero-padded to dp.
   std::vector<float> qrows(size_t(nq) * dp, 0.0f), krows(size_t(nk) * dp, 0.0f);
   for (int i = 0; i < nq; ++i)
@@ -82,11 +76,21 @@ double tile_probabilities_to_image(Context& ctx, const Variant& v, const Problem
   std::vector<float> stats(r.row_stat.begin() + size_t(t.head) * p.n_q,
                            r.row_stat.begin() + size_t(t.head + 1) * p.n_q);
   const std::vector<uint32_t> rb = bounds(t.q0, nq, h), cb = bounds(t.k0, nk, w);
+  // Invocations per cell: about 16 entries each (up to the 64 of a workgroup), so small cells
+  // do not leave most of a workgroup idle.
   const double cell_entries = double((nq + h - 1) / h) * ((nk + w - 1) / w);
-  const int strips = int(std::ceil(cell_entries / (kThreads * kEntriesPerInvocation)));
+  uint32_t cell_threads = 1;
+  while (cell_threads < kThreads && cell_threads * 16 < cell_entries) cell_threads *= 2;
+  const int strips = int(std::ceil(cell_entries / (cell_threads * kEntriesPerInvocation)));
   require(strips <= kMaxStrips, ErrorCode::Unsupported,
           "vulkan tile query: cells of " + std::to_string(cell_entries) +
               " entries each are too coarse; request more cells");
+
+  SpecConstants spec;
+  spec.set(0, uint32_t(dp)).set(16, kl.indices ? 1 : 0).set(17, cell_threads);
+  set_score_constants(spec, v.mods(), v.normaliser());
+  const ComputePipeline& pipeline =
+      ctx.pipelines().get(tile_probabilities_shader(), 14, sizeof(TilePush), spec);
 
   Job job(ctx);
   const int b_q = job.input(qrows), b_k = job.input(krows);
@@ -111,12 +115,14 @@ double tile_probabilities_to_image(Context& ctx, const Variant& v, const Problem
   push.pool_mean = t.pool == Pool::Mean ? 1 : 0;
   push.n_strips = uint32_t(strips);
   push.bq = uint32_t(kl.indices ? 1 : kl.bq);
+  const uint32_t cells_per_group = kThreads / cell_threads;
   for (int s = 0; s < strips; ++s) {
     push.strip = uint32_t(s);
     if (s > 0) job.compute_barrier();
-    job.dispatch(pipeline, {b_q, b_k, b_qp, b_kp, b_ke, b_rp, b_rg, b_mk, b_ip, b_ix, b_st, b_cells,
-                            b_rb, b_cb},
-                 &push, sizeof push, uint32_t(w), uint32_t(h));
+    job.dispatch(
+        pipeline,
+        {b_q, b_k, b_qp, b_kp, b_ke, b_rp, b_rg, b_mk, b_ip, b_ix, b_st, b_cells, b_rb, b_cb},
+        &push, sizeof push, (uint32_t(w) + cells_per_group - 1) / cells_per_group, uint32_t(h));
   }
   image.ensure_size(w, h);
   job.copy_to_image(b_cells, image.image(), uint32_t(w), uint32_t(h));

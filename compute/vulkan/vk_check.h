@@ -15,9 +15,9 @@ const char* result_name(VkResult r);
 
 }  // namespace attn::vk
 
-#define ATTN_VK_CHECK(expr)                                                        \
-  do {                                                                             \
-    VkResult attn_vk_r_ = (expr);                                                  \
-    if (attn_vk_r_ != VK_SUCCESS)                                                  \
-      ::attn::vk::throw_vk_error(attn_vk_r_, #expr, __FILE__, __LINE__);           \
+#define ATTN_VK_CHECK(expr)                                              \
+  do {                                                                   \
+    VkResult attn_vk_r_ = (expr);                                        \
+    if (attn_vk_r_ != VK_SUCCESS)                                        \
+      ::attn::vk::throw_vk_error(attn_vk_r_, #expr, __FILE__, __LINE__); \
   } while (0)

@@ -10,9 +10,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -153,8 +153,8 @@ void tile_case(benchmark::State& st, int n, int cells) {
   Result r = run(v, p, *make_vulkan_backend(ctx));
   vk::TileImage image(ctx);
   for (auto _ : st) {
-    double s = vk::tile_probabilities_to_image(*ctx, v, p, r, {0, 0, n, 0, n, cells, cells,
-                                                                Pool::Max}, image);
+    double s = vk::tile_probabilities_to_image(*ctx, v, p, r,
+                                               {0, 0, n, 0, n, cells, cells, Pool::Max}, image);
     st.SetIterationTime(s);
   }
   st.counters["n"] = n;
@@ -180,8 +180,8 @@ int register_vulkan_benchmarks() {
   if (!ctx) return 0;
   const bool cpu = ctx->is_cpu();
   const bool quick = std::getenv("ATTN_BENCH_QUICK") != nullptr;
-  const std::vector<int> dense_n = cpu || quick ? std::vector<int>{1024}
-                                                : std::vector<int>{1024, 4096, 16384};
+  const std::vector<int> dense_n =
+      cpu || quick ? std::vector<int>{1024} : std::vector<int>{1024, 4096, 16384};
   for (int n : dense_n)
     add("BM_VulkanDense/n:" + std::to_string(n), n >= 16384 ? 3 : 5, [n](benchmark::State& s) {
       attention_case(s, 12, n, 64, "dense", nullptr, "dense causal H=12 d=64");
@@ -189,8 +189,8 @@ int register_vulkan_benchmarks() {
   const int sparse_n = cpu || quick ? 4096 : 16384;
   for (double f : cpu ? std::vector<double>{0.1} : std::vector<double>{0.1, 0.2, 0.5}) {
     auto layout = std::make_shared<Layout>(block_layout(sparse_n, f));
-    add("BM_VulkanBlockSparse/n:" + std::to_string(sparse_n) + "/fraction:" +
-            std::to_string(f).substr(0, 3),
+    add("BM_VulkanBlockSparse/n:" + std::to_string(sparse_n) +
+            "/fraction:" + std::to_string(f).substr(0, 3),
         3, [=](benchmark::State& s) {
           attention_case(s, 12, sparse_n, 64, "dense", layout.get(),
                          "block-sparse 64x64 causal H=12 d=64");
@@ -208,8 +208,10 @@ int register_vulkan_benchmarks() {
       [cpu](benchmark::State& s) { tile_case(s, cpu ? 1024 : 4096, 512); });
   const char* allow_cpu = std::getenv("GPU_BENCH_ALLOW_CPU");
   if (std::getenv("ATTN_BENCH_GPU") && cpu && !(allow_cpu && std::string(allow_cpu) == "1"))
-    std::fprintf(stderr, "BM_VulkanGpu* not registered: the Vulkan device (%s) is a CPU; set "
-                         "GPU_BENCH_ALLOW_CPU=1 to run them anyway\n", ctx->device_name().c_str());
+    std::fprintf(stderr,
+                 "BM_VulkanGpu* not registered: the Vulkan device (%s) is a CPU; set "
+                 "GPU_BENCH_ALLOW_CPU=1 to run them anyway\n",
+                 ctx->device_name().c_str());
   else if (std::getenv("ATTN_BENCH_GPU")) {
     std::vector<int> sizes = {4096, 16384, 65536};
     if (const char* e = std::getenv("GPU_BENCH_SIZES")) {

@@ -110,6 +110,21 @@ TEST_F(VulkanBackendTest, IsRegisteredAndReportsItsDevice) {
               vk::device_type_name(ctx_->device_type()), ctx_->validation_enabled() ? "on" : "off");
 }
 
+// The messenger the tests rely on really reports misuse: an invalid call raises the count.
+TEST_F(VulkanBackendTest, ValidationLayerReportsMisuse) {
+  if (!ctx_->validation_enabled()) GTEST_SKIP() << "VK_LAYER_KHRONOS_validation not installed";
+  VkBufferCreateInfo bad{};
+  bad.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  bad.size = 0;  // VUID-VkBufferCreateInfo-size-00912: size must be greater than 0
+  bad.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  if (vkCreateBuffer(ctx_->device(), &bad, nullptr, &buffer) == VK_SUCCESS && buffer)
+    vkDestroyBuffer(ctx_->device(), buffer, nullptr);
+  EXPECT_GT(ctx_->validation_errors(), 0);
+  EXPECT_NE(ctx_->validation_log().find("size"), std::string::npos) << ctx_->validation_log();
+  ctx_->clear_validation_log();  // the misuse was deliberate
+}
+
 TEST_F(VulkanBackendTest, MissingDeviceFallsBackToCpu) {
   setenv("ATTNSCOPE_VK_DEVICE", "nonexistent", 1);
   vk::reset_shared_context();
@@ -296,7 +311,8 @@ TEST_F(VulkanBackendTest, IndexLayoutsPerHeadWithEmptyRows) {
     l.indices.push_back(x);
   }
   auto gpu = make_backend("vulkan");
-  for (const char* spec : {"dense", "dense+entmax15", "dense+sigmoid", "dense+temperature(t=0.5)"}) {
+  for (const char* spec :
+       {"dense", "dense+entmax15", "dense+sigmoid", "dense+temperature(t=0.5)"}) {
     Variant v = make_variant(spec);
     Result r = gpu->execute(v, p, l, {});
     expect_matches_reference(v, p, r, spec);
@@ -316,7 +332,8 @@ TEST_F(VulkanBackendTest, HeadDimensionsViaPaddingAndSpecialisation) {
     expect_matches_reference(v, p, r, "d=" + std::to_string(d));
   }
   std::string why;
-  EXPECT_FALSE(gpu->supports(make_variant("dense"), random_problem(1, 1, 2, 2, 300, true, 1), &why));
+  EXPECT_FALSE(
+      gpu->supports(make_variant("dense"), random_problem(1, 1, 2, 2, 300, true, 1), &why));
   EXPECT_NE(why.find("300"), std::string::npos) << why;
 }
 

@@ -9,7 +9,8 @@
 // limit); at N = 1000, 2 heads; smaller N, 4 query heads sharing 2 kv heads (GQA). Variants
 // composed with '+' run at N >= 4097 with d = 64 only, as in test_conformance.cpp.
 // Selective attention has no Vulkan kernel: its cases check that the fallback runs it on the
-// CPU instead. One test per N keeps each ctest entry to one process and one device.
+// CPU instead. One test per N (per d at N = 1000) keeps each ctest entry to one process and
+// one device.
 #ifdef ATTN_HAVE_VULKAN
 #include <gtest/gtest.h>
 
@@ -54,20 +55,21 @@ std::vector<std::string> specs() {
   for (const PieceInfo& piece : registry_pieces())
     if (piece.kind == PieceKind::ScoreMod || piece.kind == PieceKind::Normaliser)
       out.push_back("dense+" + piece.info.id);
-  for (const char* s : {"window(size=16)", "sinks_window(sinks=2,window=16)",
-                        "block_topk(block=16,k=2)", "topk(k=8)", "window(size=16)+sigmoid",
-                        "block_topk(block=16,k=2)+entmax15", "topk(k=8)+relu2",
-                        "sinks_window(sinks=2,window=16)+alibi+softcap(cap=5)",
-                        "window(size=16)+softplus+temperature(t=0.5)"})
+  for (const char* s :
+       {"window(size=16)", "sinks_window(sinks=2,window=16)", "block_topk(block=16,k=2)",
+        "topk(k=8)", "window(size=16)+sigmoid", "block_topk(block=16,k=2)+entmax15",
+        "topk(k=8)+relu2", "sinks_window(sinks=2,window=16)+alibi+softcap(cap=5)",
+        "window(size=16)+softplus+temperature(t=0.5)"})
     out.push_back(s);
   return out;
 }
 
-std::vector<Case> cases(int n) {
+std::vector<Case> cases(int n, int only_d) {
   std::vector<Case> out;
   for (const std::string& spec : specs())
     for (bool causal : {true, false})
       for (int d : {32, 64, 128}) {
+        if (only_d && d != only_d) continue;
         if (n >= 4097 && d != 64 && spec.find('+') != std::string::npos) continue;
         int heads = n >= 4097 ? 1 : (n >= 1000 ? 2 : 4);
         int kv = heads >= 4 ? 2 : heads;
@@ -84,13 +86,13 @@ struct Worst {
 
 class VulkanConformance : public test::VulkanTest {
  protected:
-  void run_all(int n) {
+  void run_all(int n, int only_d = 0) {
     auto gpu = make_backend("vulkan");
     auto cpu = make_backend("cpu");
     auto reference = make_reference_backend();
     Worst worst;
     int ran = 0, fell_back = 0;
-    for (const Case& c : cases(n)) {
+    for (const Case& c : cases(n, only_d)) {
       const std::string name = case_name(c);
       SCOPED_TRACE(name);
       Variant v = make_variant(c.spec);
@@ -135,20 +137,38 @@ class VulkanConformance : public test::VulkanTest {
       }
       ++ran;
     }
-    std::printf("vulkan conformance N=%d: %d cases on vulkan, %d fell back to cpu; max rel err "
-                "%.3g (%s), max row-stat err %.3g (%s)\n",
-                n, ran, fell_back, worst.err, worst.err_case.c_str(), worst.stat,
-                worst.stat_case.c_str());
+    std::printf(
+        "vulkan conformance N=%d d=%s: %d cases on vulkan, %d fell back to cpu; max rel err "
+        "%.3g (%s), max row-stat err %.3g (%s)\n",
+        n, only_d ? std::to_string(only_d).c_str() : "all", ran, fell_back, worst.err,
+        worst.err_case.c_str(), worst.stat, worst.stat_case.c_str());
     RecordProperty("max_rel_err", std::to_string(worst.err));
     RecordProperty("max_stat_err", std::to_string(worst.stat));
   }
 };
 
-TEST_F(VulkanConformance, N1) { run_all(1); }
-TEST_F(VulkanConformance, N77) { run_all(77); }
-TEST_F(VulkanConformance, N1000) { run_all(1000); }
-TEST_F(VulkanConformance, N4097) { run_all(4097); }
-TEST_F(VulkanConformance, N8192) { run_all(8192); }
+TEST_F(VulkanConformance, N1) {
+  run_all(1);
+}
+TEST_F(VulkanConformance, N77) {
+  run_all(77);
+}
+// N = 1000 is the costliest set (full rows, two heads): one test per d, run in parallel by ctest.
+TEST_F(VulkanConformance, N1000_d32) {
+  run_all(1000, 32);
+}
+TEST_F(VulkanConformance, N1000_d64) {
+  run_all(1000, 64);
+}
+TEST_F(VulkanConformance, N1000_d128) {
+  run_all(1000, 128);
+}
+TEST_F(VulkanConformance, N4097) {
+  run_all(4097);
+}
+TEST_F(VulkanConformance, N8192) {
+  run_all(8192);
+}
 
 }  // namespace
 #endif  // ATTN_HAVE_VULKAN

@@ -65,8 +65,8 @@ TEST_F(VulkanTileTest, NormalisersAndModifiers) {
 // Cells far larger than one invocation's share: rows are split into strips over dispatches.
 TEST_F(VulkanTileTest, CoarseCellsUseStrips) {
   expect_tile_matches(ctx_, "dense", true, Pool::Mean, {0, 0, 1500, 0, 1500, 3, 2}, 1500, 32);
-  expect_tile_matches(ctx_, "window(size=100)", true, Pool::Max, {0, 0, 1500, 0, 1500, 2, 3},
-                      1500, 32);
+  expect_tile_matches(ctx_, "window(size=100)", true, Pool::Max, {0, 0, 1500, 0, 1500, 2, 3}, 1500,
+                      32);
 }
 
 TEST_F(VulkanTileTest, ImageIsLeftForSampling) {

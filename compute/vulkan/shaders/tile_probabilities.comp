@@ -1,14 +1,16 @@
 #version 450
-// Pooled probabilities of a tile (compute/probabilities.h tile_probabilities): one workgroup per
-// output cell, its invocations sharing the cell's entries, then a max or sum reduction. A cell's
-// rows may be split into strips over several dispatches (each adds to or maxes with the value
-// the previous strip left), which bounds the loop iterations of one invocation.
+// Pooled probabilities of a tile (compute/probabilities.h tile_probabilities): CELL_THREADS
+// invocations share the entries of one output cell (a workgroup covers 64 / CELL_THREADS cells
+// of a row of cells), then reduce them with max or sum. A cell's rows may be split into strips
+// over several dispatches (each adds to or maxes with the value the previous strip left), which
+// bounds the loop iterations of one invocation.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 
 layout(constant_id = 0) const uint D = 64;  // head dimension, padded to a multiple of 4
 #include "score_functions.glsl"
 layout(constant_id = 16) const uint INDICES = 0;  // 1: per-query key lists, 0: key ranges
+layout(constant_id = 17) const uint CELL_THREADS = 64;  // power of two, at most 64
 
 const uint NT = 64;
 layout(local_size_x = 64) in;
@@ -83,9 +85,13 @@ float probability(float sc, float stat) {
 }
 
 void main() {
-  const uint x = gl_WorkGroupID.x, y = gl_WorkGroupID.y, lid = gl_LocalInvocationID.x;
+  const uint lid = gl_LocalInvocationID.x;
+  const uint t = lid % CELL_THREADS;
+  const uint x = gl_WorkGroupID.x * (NT / CELL_THREADS) + lid / CELL_THREADS;
+  const uint y = gl_WorkGroupID.y;
+  const bool live = x < pc.w;
   const uint r0 = row_bounds[y], r1 = row_bounds[y + 1];
-  const uint c0 = col_bounds[x], c1 = col_bounds[x + 1];
+  const uint c0 = live ? col_bounds[x] : 0, c1 = live ? col_bounds[x + 1] : 0;
   const uint s0 = r0 + (r1 - r0) * pc.strip / pc.n_strips;
   const uint s1 = r0 + (r1 - r0) * (pc.strip + 1) / pc.n_strips;
   const uint ncols = c1 - c0;
@@ -93,7 +99,7 @@ void main() {
   init_mod_slopes(pc.head, pc.n_heads);
 
   float pooled = 0.0;
-  for (uint e = lid; e < total; e += NT) {
+  for (uint e = t; e < total; e += CELL_THREADS) {
     const uint i = s0 + e / ncols, j = c0 + e % ncols;
     float pr = 0.0;
     if (kept(i, j)) {
@@ -110,13 +116,13 @@ void main() {
   barrier();
   [[unroll]] for (uint u = 0; u < 6; ++u) {
     const uint half_n = NT >> (u + 1);
-    if (lid < half_n)
+    if (half_n < CELL_THREADS && t < half_n)
       red[lid] = pc.pool_mean != 0 ? red[lid] + red[lid + half_n] : max(red[lid], red[lid + half_n]);
     barrier();
   }
-  if (lid == 0) {
+  if (t == 0 && live) {
     const uint cell = y * pc.w + x;
-    float v = red[0];
+    float v = red[lid];
     if (pc.strip > 0) v = pc.pool_mean != 0 ? cells[cell] + v : max(cells[cell], v);
     if (pc.pool_mean != 0 && pc.strip + 1 == pc.n_strips) v /= float(r1 - r0) * float(ncols);
     cells[cell] = v;
