@@ -62,6 +62,11 @@ Result run(const Variant& v, const Problem& p, Backend& backend, const RunOption
   return run_one(v, p, backend, opt, nullptr);
 }
 
+Result run(const Variant& v, const Problem& p, Backend& backend, SequenceState* seq,
+           const RunOptions& opt) {
+  return run_one(v, p, backend, opt, seq);
+}
+
 std::vector<Result> run_layers(const Variant& v, const std::vector<Problem>& problems,
                                Backend& backend, const RunOptions& opt) {
   std::unique_ptr<SequenceState> seq = v.pattern() ? v.pattern()->new_sequence_state() : nullptr;

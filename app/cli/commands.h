@@ -11,5 +11,6 @@ using Action = std::function<int()>;
 void add_variants_command(CLI::App& app, Action& action);
 void add_run_command(CLI::App& app, Action& action);
 void add_demo_command(CLI::App& app, Action& action);
+void add_analyze_command(CLI::App& app, Action& action);
 
 }  // namespace attn::cli

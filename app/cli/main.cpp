@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   attn::cli::add_variants_command(app, action);
   attn::cli::add_run_command(app, action);
   attn::cli::add_demo_command(app, action);
+  attn::cli::add_analyze_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

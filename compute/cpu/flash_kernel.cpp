@@ -20,7 +20,7 @@ struct FlashScratch {
   std::vector<float> o;   // f32 [kBQ, dv]
   alignas(64) float m[kBQ], l[kBQ], alpha[kBQ];
   alignas(64) float stat[kBQ], inv[kBQ];
-  std::vector<double> z;  // entmax row values
+  EntmaxScratch es;  // entmax candidates
 };
 
 // Online softmax over one key chunk (base 2): new running max per query, the chunk's
@@ -59,7 +59,7 @@ void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
   std::fill(s.m, s.m + kBQ, kNegInf);
   std::fill(s.l, s.l + kBQ, 0.0f);
 
-  int64_t entries = 0;
+  int64_t entries = 0, pv_entries = 0;  // scores computed, probabilities applied to V
   if (entmax) {
     size_t total = 0;
     for (const Chunk& ch : s.chunks) total += ch.nj;
@@ -70,12 +70,15 @@ void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
       off += ch.nj;
       entries += int64_t(ch.nj) * it.rows;
     }
-    normalise_buffered(norm, c.n_k, s.st.data(), total, it.rows, cols, s.stat, s.inv, s.z);
+    normalise_buffered(norm, c.n_k, s.st.data(), total, it.rows, cols, s.stat, s.inv, s.es);
     off = 0;
     for (const Chunk& ch : s.chunks) {
-      pv_tile(s.st.data() + off * kBQ, kBQ, ch.nj, it.rows, c.v_row(it.h, ch.j0), c.v_ld(), c.dv,
-              s.o.data(), c.dv, nullptr);
+      const float* p = s.st.data() + off * kBQ;
       off += ch.nj;
+      if (!any_nonzero(p, ch.nj, cols, kBQ)) continue;  // entmax rows are mostly zero
+      pv_tile(p, kBQ, ch.nj, it.rows, c.v_row(it.h, ch.j0), c.v_ld(), c.dv, s.o.data(), c.dv,
+              nullptr);
+      pv_entries += int64_t(ch.nj) * it.rows;
     }
   } else {
     if (s.st.size() < size_t(kBK) * kBQ) s.st.resize(size_t(kBK) * kBQ);
@@ -90,6 +93,7 @@ void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
       pv_tile(s.st.data(), kBQ, ch.nj, it.rows, c.v_row(it.h, ch.j0), c.v_ld(), c.dv, s.o.data(),
               c.dv, softmax ? s.alpha : nullptr);
       entries += int64_t(ch.nj) * it.rows;
+      pv_entries += int64_t(ch.nj) * it.rows;
     }
   }
 
@@ -113,7 +117,7 @@ void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
     c.row_stat[size_t(it.h) * c.n_q + it.q0 + i] = s.stat[i];
   }
   c.qk_entries += entries;
-  c.pv_entries += entries;
+  c.pv_entries += pv_entries;
   c.bytes += entries / std::max(1, it.rows) * int64_t(c.d) * 8 + int64_t(it.rows) * (c.d * 8 + 4);
 }
 

@@ -163,6 +163,39 @@ inline void fold_level(vf* v, int n) {
 
 }  // namespace detail
 
+typedef double vd __attribute__((vector_size(kVW * 8)));  // kVW doubles
+
+inline vd to_double(vf v) {
+  return __builtin_convertvector(v, vd);
+}
+inline vf to_float(vd v) {
+  return __builtin_convertvector(v, vf);
+}
+
+namespace detail {
+
+template <int k, int... L>
+inline vd shift_up(vd v, std::integer_sequence<int, L...>) {
+  const vd zero = vd{};
+  return __builtin_shufflevector(v, zero, (L >= k ? L - k : kVW)...);
+}
+
+template <int k>
+inline vd scan_steps(vd v) {
+  if constexpr (k >= kVW) {
+    return v;
+  } else {
+    return scan_steps<2 * k>(v + shift_up<k>(v, std::make_integer_sequence<int, kVW>{}));
+  }
+}
+
+}  // namespace detail
+
+// Inclusive prefix sum across the lanes (log-step shifts).
+inline vd prefix_sum(vd v) {
+  return detail::scan_steps<1>(v);
+}
+
 // Lane c of the result = sum of the lanes of v[c], for c < kVW (v is overwritten). A transpose
 // and add tree: 2 (kVW - 1) shuffles and kVW - 1 adds for kVW horizontal sums.
 inline vf reduce_lanes(vf* v) {

@@ -140,13 +140,45 @@ const Layout& block_layout(int n, double fraction) {
   return *slot;
 }
 
+// Per query: every visible key up to `k`, else k - 1 random earlier keys and itself (a top-k
+// shaped index layout for the gather kernel).
+const Layout& index_layout(int n, int k) {
+  static std::map<std::pair<int, int>, std::unique_ptr<Layout>> cache;
+  auto& slot = cache[{n, k}];
+  if (slot) return *slot;
+  IndexLayout x;
+  x.row_ptr.push_back(0);
+  std::mt19937_64 rng(99);
+  std::vector<int32_t> keys(n);
+  for (int i = 0; i < n; ++i) {
+    const int visible = i + 1;
+    keys.resize(visible);
+    for (int j = 0; j < visible; ++j) keys[j] = j;
+    if (visible > k) {
+      std::shuffle(keys.begin(), keys.end() - 1, rng);
+      std::swap(keys[k - 1], keys[visible - 1]);
+      keys.resize(k);
+    }
+    std::sort(keys.begin(), keys.end());
+    x.col.insert(x.col.end(), keys.begin(), keys.end());
+    x.row_ptr.push_back(int64_t(x.col.size()));
+  }
+  slot = std::make_unique<Layout>();
+  slot->kind = Layout::Kind::Indices;
+  slot->indices = {std::move(x)};
+  return *slot;
+}
+
 // One attention case: times execute() only (the layout is built beforehand); `threads` 0 = all.
+// `fraction` < 1 runs a block layout with that fraction of the causal blocks; `topk` > 0 an index
+// layout with that many keys per query; `spec` names the variant (its normaliser and modifiers).
 void attention_case(benchmark::State& st, const std::string& backend_name, int n, double fraction,
-                    int threads = 0) {
+                    int threads = 0, const std::string& spec = "dense", int topk = 0) {
   const Problem& p = problem(n);
-  const Variant v = make_variant("dense");
+  const Variant v = make_variant(spec);
   const Layout dense;
-  const Layout& layout = fraction < 1.0 ? block_layout(n, fraction) : dense;
+  const Layout& layout =
+      topk > 0 ? index_layout(n, topk) : (fraction < 1.0 ? block_layout(n, fraction) : dense);
   auto backend = make_backend(backend_name);
   int64_t kept = 0;
   for (int h = 0; h < p.n_heads; ++h) kept += layout_kept_entries(layout, p, h);
@@ -172,7 +204,9 @@ void attention_case(benchmark::State& st, const std::string& backend_name, int n
   st.counters["counted_flops"] = counted;
   st.counters["peak_extra_bytes"] = extra;
   const auto* cpu = dynamic_cast<const cpu::CpuBackend*>(backend.get());
-  st.SetLabel(backend_name + (fraction < 1.0 ? " block_sparse" : " dense") +
+  st.counters["topk"] = topk;
+  st.SetLabel(backend_name + " " + spec + (fraction < 1.0 ? " block_sparse" : "") +
+              (topk > 0 ? " indices" : "") +
               (cpu ? std::string(" isa=") + cpu->isa() : std::string()));
 }
 
@@ -225,6 +259,14 @@ void register_all() {
             "/fraction:" + std::to_string(f).substr(0, 3),
         quick ? 3 : 5,
         [f, sparse_n](benchmark::State& s) { attention_case(s, "cpu", sparse_n, f); });
+  // The other kernels, for their time and extra memory: the buffered normaliser (entmax), the
+  // sequential selective kernel, and the gather kernel on a top-256 index layout.
+  add("cpu_entmax/n:4096", 3,
+      [](benchmark::State& s) { attention_case(s, "cpu", 4096, 1.0, 0, "dense+entmax15"); });
+  add("cpu_selective/n:4096", 3,
+      [](benchmark::State& s) { attention_case(s, "cpu", 4096, 1.0, 0, "selective"); });
+  add("cpu_gather_top256/n:4096", 3,
+      [](benchmark::State& s) { attention_case(s, "cpu", 4096, 1.0, 0, "dense", 256); });
   add("gemm_eigen_after/n:2048", 7,
       [threads](benchmark::State& s) { gemm_case(s, 2048, threads); });
 }
