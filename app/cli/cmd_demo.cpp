@@ -17,8 +17,8 @@ Problem sample_problem(int n, int heads, int d, uint64_t seed) {
   Problem p = random_problem(heads, heads, n, n, d, true, seed, 0.6f);
   std::mt19937 rng(uint32_t(seed));
   for (int h = 0; h < heads; ++h) {
-    float sink = 1.5f + 0.8f * h;        // heads differ in how much they park on token 0
-    float locality = 0.6f + 0.3f * h;    // and in how local they are
+    float sink = 3.0f + 1.0f * h;        // heads differ in how much they park on token 0
+    float locality = 1.2f + 0.6f * h;    // and in how local they are
     for (int i = 0; i < n; ++i) {
       float* q = p.q.data() + (size_t(h) * n + i) * d;
       float* k = p.k.data() + (size_t(h) * n + i) * d;

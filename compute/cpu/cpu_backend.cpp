@@ -2,9 +2,6 @@
 
 #include <chrono>
 
-#include "compute/cpu/flash_kernel.h"
-#include "compute/cpu/gather_kernel.h"
-#include "compute/cpu/selective_kernel.h"
 #include "compute/cpu/thread_pool.h"
 #include "compute/error.h"
 
@@ -16,7 +13,7 @@ std::unique_ptr<Backend> make_cpu_backend() {
 
 namespace cpu {
 
-CpuBackend::CpuBackend() = default;
+CpuBackend::CpuBackend(const KernelSet* kernels) : kernels_(kernels ? kernels : &best_kernels()) {}
 CpuBackend::~CpuBackend() = default;
 
 bool CpuBackend::supports(const Variant& v, const Problem& p, std::string* why) const {
@@ -61,13 +58,13 @@ Result CpuBackend::execute_spec(const KernelSpec& spec, const Problem& p, const 
   r.row_stat.assign(size_t(p.n_heads) * p.n_q, 0.0f);
 
   const auto t0 = std::chrono::steady_clock::now();
-  KernelContext c(p, layout, spec, r.o.data(), r.row_stat.data());
+  KernelContext c(p, layout, spec, kernels_->width, r.o.data(), r.row_stat.data());
   if (spec.selective)
-    run_selective(c, *pool_, opt.cancel);
+    kernels_->selective(c, *pool_, opt.cancel);
   else if (layout.kind == Layout::Kind::Indices)
-    run_gather(c, *pool_, opt.cancel);
+    kernels_->gather(c, *pool_, opt.cancel);
   else
-    run_flash(c, *pool_, opt.cancel);
+    kernels_->flash(c, *pool_, opt.cancel);
   const auto t1 = std::chrono::steady_clock::now();
 
   r.layout = layout;

@@ -13,6 +13,7 @@
 
 #include "compute/backend.h"
 #include "compute/cpu/kernel_context.h"
+#include "compute/cpu/kernel_set.h"
 
 namespace attn {
 
@@ -24,8 +25,10 @@ class ThreadPool;
 
 class CpuBackend : public Backend {
  public:
-  CpuBackend();
+  // `kernels`: the instruction-set build to run (null = best_kernels()).
+  explicit CpuBackend(const KernelSet* kernels = nullptr);
   ~CpuBackend() override;
+  const char* isa() const { return kernels_->isa; }
   std::string name() const override { return "cpu"; }
   bool supports(const Variant& v, const Problem& p, std::string* why) const override;
   Result execute(const Variant& v, const Problem& p, const Layout& layout,
@@ -36,6 +39,7 @@ class CpuBackend : public Backend {
 
  private:
   std::mutex mu_;  // one execute at a time per backend object (the pool is shared)
+  const KernelSet* kernels_;
   std::unique_ptr<ThreadPool> pool_;
 };
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <memory>
 #include <vector>
 
@@ -10,25 +9,24 @@
 #include "compute/cpu/tile_kernels.h"
 #include "compute/cpu/tile_plan.h"
 
-namespace attn::cpu {
+namespace attn::cpu::ATTN_CPU_NS {
 
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-struct Scratch {
+struct FlashScratch {
   QueryTile tile;
   std::vector<Chunk> chunks;
   std::vector<float> st;  // f32 [rows of all buffered chunks, kBQ]
   std::vector<float> o;   // f32 [kBQ, dv]
   alignas(64) float m[kBQ], l[kBQ], alpha[kBQ];
   alignas(64) float stat[kBQ], inv[kBQ];
-  std::vector<double> z;  // entmax row values
+  EntmaxScratch es;  // entmax candidates
 };
 
-// One query tile with softmax: online max and sum per query.
+// Online softmax over one key chunk (base 2): new running max per query, the chunk's
+// probabilities in place, the running sum, and alpha = the factor rescaling earlier output.
 // `masked`: the chunk may hold -inf entries (which must give exactly 0).
-void softmax_step(Scratch& s, int nj, int cols, int lds, bool masked) {
+void softmax_step(FlashScratch& s, int nj, int cols, int lds, bool masked) {
   for (int v = 0; v < cols / kVW; ++v) {
     const vf m_old = loadu(s.m + v * kVW);
     vf mx = m_old;
@@ -48,7 +46,7 @@ void softmax_step(Scratch& s, int nj, int cols, int lds, bool masked) {
   }
 }
 
-void run_tile(KernelContext& c, const TileItem& it, Scratch& s) {
+void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
   using K = Normaliser::Kind;
   const Normaliser& norm = c.spec.norm;
   const bool softmax = norm.kind == K::Softmax;
@@ -61,7 +59,7 @@ void run_tile(KernelContext& c, const TileItem& it, Scratch& s) {
   std::fill(s.m, s.m + kBQ, kNegInf);
   std::fill(s.l, s.l + kBQ, 0.0f);
 
-  int64_t entries = 0;
+  int64_t entries = 0, pv_entries = 0;  // scores computed, probabilities applied to V
   if (entmax) {
     size_t total = 0;
     for (const Chunk& ch : s.chunks) total += ch.nj;
@@ -72,12 +70,15 @@ void run_tile(KernelContext& c, const TileItem& it, Scratch& s) {
       off += ch.nj;
       entries += int64_t(ch.nj) * it.rows;
     }
-    normalise_buffered(norm, c.n_k, s.st.data(), total, it.rows, cols, s.stat, s.inv, s.z);
+    normalise_buffered(norm, c.n_k, s.st.data(), total, it.rows, cols, s.stat, s.inv, s.es);
     off = 0;
     for (const Chunk& ch : s.chunks) {
-      pv_tile(s.st.data() + off * kBQ, kBQ, ch.nj, it.rows, c.v_row(it.h, ch.j0), c.v_ld(), c.dv,
-              s.o.data(), c.dv, nullptr);
+      const float* p = s.st.data() + off * kBQ;
       off += ch.nj;
+      if (!any_nonzero(p, ch.nj, cols, kBQ)) continue;  // entmax rows are mostly zero
+      pv_tile(p, kBQ, ch.nj, it.rows, c.v_row(it.h, ch.j0), c.v_ld(), c.dv, s.o.data(), c.dv,
+              nullptr);
+      pv_entries += int64_t(ch.nj) * it.rows;
     }
   } else {
     if (s.st.size() < size_t(kBK) * kBQ) s.st.resize(size_t(kBK) * kBQ);
@@ -92,6 +93,7 @@ void run_tile(KernelContext& c, const TileItem& it, Scratch& s) {
       pv_tile(s.st.data(), kBQ, ch.nj, it.rows, c.v_row(it.h, ch.j0), c.v_ld(), c.dv, s.o.data(),
               c.dv, softmax ? s.alpha : nullptr);
       entries += int64_t(ch.nj) * it.rows;
+      pv_entries += int64_t(ch.nj) * it.rows;
     }
   }
 
@@ -115,7 +117,7 @@ void run_tile(KernelContext& c, const TileItem& it, Scratch& s) {
     c.row_stat[size_t(it.h) * c.n_q + it.q0 + i] = s.stat[i];
   }
   c.qk_entries += entries;
-  c.pv_entries += entries;
+  c.pv_entries += pv_entries;
   c.bytes += entries / std::max(1, it.rows) * int64_t(c.d) * 8 + int64_t(it.rows) * (c.d * 8 + 4);
 }
 
@@ -123,14 +125,14 @@ void run_tile(KernelContext& c, const TileItem& it, Scratch& s) {
 
 void run_flash(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* cancel) {
   const std::vector<TileItem> items = make_items(c, true);
-  std::vector<std::unique_ptr<Scratch>> scratch(pool.size());
+  std::vector<std::unique_ptr<FlashScratch>> scratch(pool.size());
   pool.parallel_for(
       int64_t(items.size()),
       [&](int64_t k, int w) {
-        if (!scratch[w]) scratch[w] = std::make_unique<Scratch>();
-        run_tile(c, items[k], *scratch[w]);
+        if (!scratch[w]) scratch[w] = std::make_unique<FlashScratch>();
+        flash_tile(c, items[k], *scratch[w]);
       },
       cancel);
 }
 
-}  // namespace attn::cpu
+}  // namespace attn::cpu::ATTN_CPU_NS

@@ -6,11 +6,12 @@
 #include <atomic>
 
 #include "compute/cpu/kernel_context.h"
+#include "compute/cpu/simd.h"
 #include "compute/cpu/thread_pool.h"
 
-namespace attn::cpu {
+namespace attn::cpu::ATTN_CPU_NS {
 
 // Fills c.o and c.row_stat for every head and query. Layout kind must be Dense or Blocks.
 void run_flash(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* cancel);
 
-}  // namespace attn::cpu
+}  // namespace attn::cpu::ATTN_CPU_NS

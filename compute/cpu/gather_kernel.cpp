@@ -2,22 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <memory>
 #include <vector>
 
 #include "compute/cpu/score_tile.h"
 #include "compute/cpu/simd.h"
 
-namespace attn::cpu {
+namespace attn::cpu::ATTN_CPU_NS {
 
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr int kRows = 16;   // queries per work item
 constexpr int kChunk = 64;  // keys per chunk (a multiple of kVW)
 
-struct Scratch {
+struct GatherScratch {
   std::vector<float> q;   // f32 [dv]: scaled query, zero padded
   std::vector<float> o;   // f32 [dv]: output accumulator
   std::vector<float> s;   // f32 [keys]: scores of one chunk, or of a whole row (entmax)
@@ -26,27 +24,39 @@ struct Scratch {
   std::vector<double> acc;  // f64 [n_k]: selective attention's accumulator
 };
 
-float dot(const float* a, const float* b, int d) {
-  vf acc = vf{};
-  int k = 0;
-  for (; k + kVW <= d; k += kVW) acc = fmadd(loadu(a + k), loadu(b + k), acc);
-  float s = hsum(acc);
-  for (; k < d; ++k) s += a[k] * b[k];
+void prefetch_row(const float* row, int n) {
+  for (int k = 0; k < n; k += 16) __builtin_prefetch(row + k);
+}
+
+// s[c] = q . rows[c] for c < kVW: kVW independent accumulators (keys interleaved, so FMA
+// latency and the gathered rows' loads overlap), summed by one transpose and add tree.
+vf dots(const float* q, const float* const* rows, int d) {
+  vf acc[kVW];
+  for (int c = 0; c < kVW; ++c) acc[c] = vf{};
+  const int full = d / kVW * kVW;
+  for (int k = 0; k < full; k += kVW) {
+    const vf qv = loadu(q + k);
+    for (int c = 0; c < kVW; ++c) acc[c] = fmadd(qv, loadu(rows[c] + k), acc[c]);
+  }
+  vf s = reduce_lanes(acc);
+  for (int c = 0; c < kVW; ++c)
+    for (int k = full; k < d; ++k) s[c] += q[k] * rows[c][k];
   return s;
 }
 
 // Scores of query q against keys idx[0..n) into s[0..np) (np = n rounded up; padding -inf).
-void score_keys(const KernelContext& c, Scratch& w, int h, int i, const int32_t* idx, int n,
+void score_keys(const KernelContext& c, GatherScratch& w, int h, int i, const int32_t* idx, int n,
                 bool to_base2, float* s, float* kp) {
   const int np = (n + kVW - 1) / kVW * kVW;
-  for (int x = 0; x < n; ++x) {
-    s[x] = dot(w.q.data(), c.p.k_row(h, idx[x]), c.d);
-    kp[x] = float(c.kpos[idx[x]]);
+  const float* rows[kVW];
+  for (int g = 0; g < np; g += kVW) {
+    for (int x = 0; x < kVW; ++x) rows[x] = c.p.k_row(h, idx[std::min(g + x, n - 1)]);
+    // The gathered rows come from anywhere in K: fetch the next group's while this one runs.
+    for (int x = g + kVW; x < std::min(g + 2 * kVW, n); ++x)
+      prefetch_row(c.p.k_row(h, idx[x]), c.d);
+    storeu(s + g, dots(w.q.data(), rows, c.d));
   }
-  for (int x = n; x < np; ++x) {
-    s[x] = 0.0f;
-    kp[x] = 0.0f;
-  }
+  for (int x = 0; x < np; ++x) kp[x] = float(c.kpos[idx[std::min(x, n - 1)]]);
   if (!c.spec.mods.empty()) {
     apply_mods_row(c, h, c.qpos[i], kp, s, np);
     if (to_base2)
@@ -55,13 +65,59 @@ void score_keys(const KernelContext& c, Scratch& w, int h, int i, const int32_t*
   for (int x = n; x < np; ++x) s[x] = kNegInf;
 }
 
+// o[0..dv) += sum_x p[x] V[idx[x]], with o held in registers for the common widths (two sets
+// of accumulators, even and odd keys, to hide FMA latency).
+template <int NV>
+void accumulate_v_fixed(const KernelContext& c, int h, const int32_t* idx, int n, const float* p,
+                        float* o) {
+  vf acc[2][NV];
+  for (int v = 0; v < NV; ++v) {
+    acc[0][v] = loadu(o + v * kVW);
+    acc[1][v] = vf{};
+  }
+  int x = 0;
+  for (; x + 1 < n; x += 2) {
+    if (x + 8 < n) prefetch_row(c.v_row(h, idx[x + 8]), NV * kVW);
+    if (x + 9 < n) prefetch_row(c.v_row(h, idx[x + 9]), NV * kVW);
+    const vf a0 = splat(p[x]), a1 = splat(p[x + 1]);
+    const float* r0 = c.v_row(h, idx[x]);
+    const float* r1 = c.v_row(h, idx[x + 1]);
+    for (int v = 0; v < NV; ++v) {
+      acc[0][v] = fmadd(a0, loadu(r0 + v * kVW), acc[0][v]);
+      acc[1][v] = fmadd(a1, loadu(r1 + v * kVW), acc[1][v]);
+    }
+  }
+  if (x < n) {
+    const vf a = splat(p[x]);
+    const float* r = c.v_row(h, idx[x]);
+    for (int v = 0; v < NV; ++v) acc[0][v] = fmadd(a, loadu(r + v * kVW), acc[0][v]);
+  }
+  for (int v = 0; v < NV; ++v) storeu(o + v * kVW, acc[0][v] + acc[1][v]);
+}
+
 void accumulate_v(const KernelContext& c, int h, const int32_t* idx, int n, const float* p,
                   float* o) {
-  for (int x = 0; x < n; ++x) {
-    if (p[x] == 0.0f) continue;
-    const vf a = splat(p[x]);
-    const float* v = c.v_row(h, idx[x]);
-    for (int k = 0; k < c.dv; k += kVW) storeu(o + k, fmadd(a, loadu(v + k), loadu(o + k)));
+  switch (c.dv / kVW) {
+    case 1:
+      return accumulate_v_fixed<1>(c, h, idx, n, p, o);
+    case 2:
+      return accumulate_v_fixed<2>(c, h, idx, n, p, o);
+    case 3:
+      return accumulate_v_fixed<3>(c, h, idx, n, p, o);
+    case 4:
+      return accumulate_v_fixed<4>(c, h, idx, n, p, o);
+    case 5:
+      return accumulate_v_fixed<5>(c, h, idx, n, p, o);
+    case 6:
+      return accumulate_v_fixed<6>(c, h, idx, n, p, o);
+    case 8:
+      return accumulate_v_fixed<8>(c, h, idx, n, p, o);
+    default:
+      for (int x = 0; x < n; ++x) {
+        const vf a = splat(p[x]);
+        const float* v = c.v_row(h, idx[x]);
+        for (int k = 0; k < c.dv; k += kVW) storeu(o + k, fmadd(a, loadu(v + k), loadu(o + k)));
+      }
   }
 }
 
@@ -108,7 +164,7 @@ float normalise_row(const Normaliser& norm, int n_k, float* s, int n, int np,
 }
 
 // One query row. `acc` (selective attention) is the head's accumulator, else null.
-void run_row(KernelContext& c, Scratch& w, int h, int i, std::vector<double>* acc,
+void run_row(KernelContext& c, GatherScratch& w, int h, int i, std::vector<double>* acc,
              int64_t& entries) {
   using K = Normaliser::Kind;
   const Normaliser& norm = c.spec.norm;
@@ -190,18 +246,18 @@ void run_gather(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* can
   // Selective attention walks each head's rows in order; otherwise rows are independent.
   const bool selective = c.spec.selective;
   const int tiles = selective ? 1 : (c.n_q + kRows - 1) / kRows;
-  std::vector<std::unique_ptr<Scratch>> scratch(pool.size());
+  std::vector<std::unique_ptr<GatherScratch>> scratch(pool.size());
   pool.parallel_for(
       int64_t(c.H) * tiles,
       [&](int64_t item, int wi) {
         if (!scratch[wi]) {
-          scratch[wi] = std::make_unique<Scratch>();
+          scratch[wi] = std::make_unique<GatherScratch>();
           scratch[wi]->q.assign(c.dv, 0.0f);
           scratch[wi]->o.assign(c.dv, 0.0f);
           scratch[wi]->s.resize(kChunk);
           scratch[wi]->kp.resize(kChunk);
         }
-        Scratch& w = *scratch[wi];
+        GatherScratch& w = *scratch[wi];
         const int h = int(item / tiles);
         const int i0 = selective ? 0 : int(item % tiles) * kRows;
         const int i1 = selective ? c.n_q : std::min(c.n_q, i0 + kRows);
@@ -220,4 +276,4 @@ void run_gather(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* can
       cancel);
 }
 
-}  // namespace attn::cpu
+}  // namespace attn::cpu::ATTN_CPU_NS

@@ -5,11 +5,12 @@
 #include <atomic>
 
 #include "compute/cpu/kernel_context.h"
+#include "compute/cpu/simd.h"
 #include "compute/cpu/thread_pool.h"
 
-namespace attn::cpu {
+namespace attn::cpu::ATTN_CPU_NS {
 
 // Fills c.o and c.row_stat for every head and query (selective too). Layout kind: Indices.
 void run_gather(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* cancel);
 
-}  // namespace attn::cpu
+}  // namespace attn::cpu::ATTN_CPU_NS

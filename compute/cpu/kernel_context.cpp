@@ -3,19 +3,18 @@
 #include <algorithm>
 #include <string>
 
-#include "compute/cpu/simd.h"
 #include "compute/error.h"
 
 namespace attn::cpu {
 
 KernelContext::KernelContext(const Problem& p_, const Layout& layout_, const KernelSpec& spec_,
-                             float* o_, float* row_stat_)
+                             int width, float* o_, float* row_stat_)
     : p(p_), layout(layout_), spec(spec_), o(o_), row_stat(row_stat_) {
   H = p.n_heads;
   n_q = p.n_q;
   n_k = p.n_k;
   d = p.d;
-  dv = (d + kVW - 1) / kVW * kVW;
+  dv = (d + width - 1) / width * width;
   scale = p.effective_scale();
   qpos.resize(n_q);
   kpos.resize(n_k);

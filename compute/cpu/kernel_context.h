@@ -20,14 +20,15 @@ struct KernelSpec {
 };
 
 struct KernelContext {
-  KernelContext(const Problem& p, const Layout& layout, const KernelSpec& spec, float* o,
+  // `width`: floats per vector of the kernels that will run (V rows and O are padded to it).
+  KernelContext(const Problem& p, const Layout& layout, const KernelSpec& spec, int width, float* o,
                 float* row_stat);
 
   const Problem& p;
   const Layout& layout;
   const KernelSpec& spec;
   int H = 0, n_q = 0, n_k = 0, d = 0;
-  int dv = 0;       // d rounded up to a multiple of kVW (width of V rows and O accumulators)
+  int dv = 0;       // d rounded up to a multiple of the vector width (V rows, O accumulators)
   float scale = 0;  // effective score scale
   std::vector<int32_t> qpos;  // i32 [n_q]
   std::vector<int32_t> kpos;  // i32 [n_k]
@@ -48,7 +49,7 @@ struct KernelContext {
   bool base2_softmax() const;
 
  private:
-  std::vector<float> v_pad_;  // f32 [H_kv, n_k, dv] when d % kVW != 0
+  std::vector<float> v_pad_;  // f32 [H_kv, n_k, dv] when dv != d
   const float* v_base_ = nullptr;
   size_t v_ld_ = 0;
 };

@@ -2,16 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
-#include <limits>
 
 #include "compute/cpu/tile_kernels.h"
 
-namespace attn::cpu {
-
-namespace {
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-}
+namespace attn::cpu::ATTN_CPU_NS {
 
 void QueryTile::pack(const KernelContext& c, int h_, int q0_, int rows_, float qscale_) {
   h = h_;
@@ -31,6 +25,7 @@ void QueryTile::pack(const KernelContext& c, int h_, int q0_, int rows_, float q
       int i = v * kVW + e;
       lim[v][e] = i < rows ? c.lim[q0 + i] : 0;
       qposf[v][e] = i < rows ? float(c.qpos[q0 + i]) : 0.0f;
+      qposi[v][e] = i < rows ? c.qpos[q0 + i] : 0;
     }
   }
   lim_lo = c.lim[q0];
@@ -166,17 +161,26 @@ void elementwise_probs(const Normaliser& n, int n_k, float* st, int nj, int cols
   }
 }
 
+bool any_nonzero(const float* st, int nj, int cols, int lds) {
+  vi any = vi{};
+  for (int j = 0; j < nj; ++j)
+    for (int v = 0; v < cols / kVW; ++v) any |= loadu(st + size_t(j) * lds + v * kVW) != 0.0f;
+  for (int e = 0; e < kVW; ++e)
+    if (any[e]) return true;
+  return false;
+}
+
 void add_column_sums(const float* st, int nj, int cols, int lds, float* sum) {
   const int nv = cols / kVW;
   for (int v = 0; v < nv; ++v) {
-    vf acc = loadu(sum + v * kVW);
+    vf acc = vf{};  // the chunk's own sum first: two-level summation over long rows
     for (int j = 0; j < nj; ++j) acc += loadu(st + size_t(j) * lds + v * kVW);
-    storeu(sum + v * kVW, acc);
+    storeu(sum + v * kVW, loadu(sum + v * kVW) + acc);
   }
 }
 
 void normalise_buffered(const Normaliser& n, int n_k, float* st, size_t total, int rows, int cols,
-                        float* stat, float* inv, std::vector<double>& z) {
+                        float* stat, float* inv, EntmaxScratch& es) {
   using K = Normaliser::Kind;
   if (n.kind == K::Softmax) {
     for (int v = 0; v < cols / kVW; ++v) {
@@ -203,32 +207,46 @@ void normalise_buffered(const Normaliser& n, int n_k, float* st, size_t total, i
       }
     }
   } else if (n.kind == K::Entmax15) {
-    for (int i = 0; i < rows; ++i) {
-      z.clear();
+    // tau >= max z - 1, so only entries with z > max z - 1 (s > max s - 2) can be non-zero: one
+    // vector pass finds each query's max, one collects those few candidates, and the column is
+    // then zeroed and the candidates' probabilities written back.
+    for (int v = 0; v < cols / kVW; ++v) {
+      vf mx = splat(kNegInf);
+      for (size_t j = 0; j < total; ++j) mx = vmax(mx, loadu(st + j * kBQ + v * kVW));
+      const vf thr = mx - 2.0f;
+      for (int e = 0; e < kVW; ++e) es.cand[e].clear();
       for (size_t j = 0; j < total; ++j) {
-        float x = st[j * kBQ + i];
-        if (x != kNegInf) z.push_back(0.5 * double(x));
+        const vf x = loadu(st + j * kBQ + v * kVW);
+        const vi hit = x > thr;
+        bool any = false;
+        for (int e = 0; e < kVW; ++e) any |= hit[e] != 0;
+        if (!any) continue;
+        for (int e = 0; e < kVW; ++e)
+          if (hit[e]) es.cand[e].push_back({int32_t(j), 0.5 * double(x[e])});
       }
-      const bool any = !z.empty();
-      const double tau = entmax15_tau(z);
-      for (size_t j = 0; j < total; ++j) {
-        float& x = st[j * kBQ + i];
-        double r = x == kNegInf ? 0.0 : std::max(0.5 * double(x) - tau, 0.0);
-        x = float(r * r);
+      for (int e = 0; e < kVW; ++e) {
+        const int i = v * kVW + e;
+        auto& cand = es.cand[e];
+        es.z.resize(cand.size());
+        for (size_t x = 0; x < cand.size(); ++x) es.z[x] = cand[x].second;
+        const double tau = entmax15_tau(es.z);
+        for (auto& c : cand)
+          c.second = std::max(c.second - tau, 0.0) * std::max(c.second - tau, 0.0);
+        if (i < rows) {
+          stat[i] = float(tau);
+          inv[i] = cand.empty() ? 0.0f : 1.0f;
+        }
       }
-      stat[i] = float(tau);
-      inv[i] = any ? 1.0f : 0.0f;
+      for (size_t j = 0; j < total; ++j) storeu(st + j * kBQ + v * kVW, vf{});
+      for (int e = 0; e < kVW; ++e)
+        for (const auto& c : es.cand[e]) st[size_t(c.first) * kBQ + v * kVW + e] = float(c.second);
     }
   } else {
     alignas(64) float sum[kBQ] = {};
     for (size_t j = 0; j < total; j += kBK) {
       const int nj = int(std::min<size_t>(kBK, total - j));
       elementwise_probs(n, n_k, st + j * kBQ, nj, cols, kBQ);
-      if (n.kind == K::SoftplusL1) {
-        alignas(64) float part[kBQ] = {};  // two-level sum, as for softmax
-        add_column_sums(st + j * kBQ, nj, cols, kBQ, part);
-        for (int i = 0; i < cols; ++i) sum[i] += part[i];
-      }
+      if (n.kind == K::SoftplusL1) add_column_sums(st + j * kBQ, nj, cols, kBQ, sum);
     }
     for (int i = 0; i < rows; ++i) {
       if (n.kind == K::SoftplusL1) {
@@ -245,23 +263,33 @@ void normalise_buffered(const Normaliser& n, int n_k, float* st, size_t total, i
 double entmax15_tau(std::vector<double>& z) {
   if (z.empty()) return 0.0;
   const double zmax = *std::max_element(z.begin(), z.end());
-  // tau >= max z - 1 (the largest entry alone reaches mass 1 there), so only z > max z - 1 can
-  // be in the support.
-  auto end = std::partition(z.begin(), z.end(), [&](double x) { return x > zmax - 1.0; });
-  std::sort(z.begin(), end, std::greater<double>());
-  double s1 = 0, s2 = 0, tau = zmax - 1.0;
-  const int m = int(end - z.begin());
-  for (int k = 1; k <= m; ++k) {
-    s1 += z[k - 1];
-    s2 += z[k - 1] * z[k - 1];
-    // tau_k solves sum_{i <= k} (z_i - tau)^2 = 1 (smaller root).
-    double disc = s1 * s1 - k * (s2 - 1.0);
-    if (disc < 0) break;
-    double t = (s1 - std::sqrt(disc)) / k;
-    if (t >= z[k - 1]) break;
-    tau = t;
+  // f(tau) = sum [z - tau]_+^2 - 1 is convex and decreasing, and f(max z - 1) >= 0, so Newton
+  // steps from there rise monotonically to the root; once they settle, the root is solved in
+  // closed form on the support {z > tau}: k tau^2 - 2 S1 tau + S2 - 1 = 0 (smaller root).
+  double tau = zmax - 1.0;
+  for (int it = 0; it < 64; ++it) {
+    double f = -1.0, g = 0.0;
+    for (double x : z) {
+      const double r = x > tau ? x - tau : 0.0;
+      f += r * r;
+      g += r;
+    }
+    const double step = f / (2.0 * g);
+    tau += step;
+    if (step <= 1e-12 * (1.0 + std::fabs(tau))) break;
   }
-  return tau;
+  double s1 = 0, s2 = 0;
+  int k = 0;
+  for (double x : z)
+    if (x > tau - 1e-9) {
+      s1 += x;
+      s2 += x * x;
+      ++k;
+    }
+  const double disc = s1 * s1 - k * (s2 - 1.0);
+  const double exact = disc >= 0 ? (s1 - std::sqrt(disc)) / k : tau;
+  // Keep the closed form only when it is consistent with its support (else Newton's value).
+  return std::fabs(exact - tau) <= 1e-6 * (1.0 + std::fabs(tau)) ? exact : tau;
 }
 
-}  // namespace attn::cpu
+}  // namespace attn::cpu::ATTN_CPU_NS

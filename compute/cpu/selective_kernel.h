@@ -8,11 +8,12 @@
 #include <atomic>
 
 #include "compute/cpu/kernel_context.h"
+#include "compute/cpu/simd.h"
 #include "compute/cpu/thread_pool.h"
 
-namespace attn::cpu {
+namespace attn::cpu::ATTN_CPU_NS {
 
 // Fills c.o and c.row_stat for every head and query, for any layout kind.
 void run_selective(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* cancel);
 
-}  // namespace attn::cpu
+}  // namespace attn::cpu::ATTN_CPU_NS

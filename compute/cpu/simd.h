@@ -2,23 +2,41 @@
 // build targets (AVX-512: 16 floats, AVX2: 8, else 4), plus the few math functions the kernels
 // need. Only fused multiply-add and broadcast use intrinsics: ISO C++ mode disables contraction,
 // and vf{} + x costs an add.
+//
+// Everything here and in the headers built on it (tile_kernels.h, score_tile.h, tile_plan.h and
+// the kernels) lives in a namespace named for the instruction set, ATTN_CPU_NS, so one binary can
+// hold the kernels twice: for the build's baseline and, from isa_avx512.cpp, for AVX-512.
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <utility>
 
-#if defined(__AVX512F__) || defined(__AVX2__) || defined(__FMA__)
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
 
-namespace attn::cpu {
-
-#if defined(__AVX512F__)
-inline constexpr int kVW = 16;
-#elif defined(__AVX__)
-inline constexpr int kVW = 8;
+// ATTN_CPU_ISA_AVX512 is defined by isa_avx512.cpp inside its target("avx512...") region.
+#if defined(ATTN_CPU_ISA_AVX512) || defined(__AVX512F__)
+#define ATTN_CPU_AVX512 1
+#define ATTN_CPU_NS isa_avx512
+#define ATTN_CPU_ISA_NAME "avx512"
+#define ATTN_CPU_WIDTH 16
+#elif defined(__AVX2__) && defined(__FMA__)
+#define ATTN_CPU_AVX2 1
+#define ATTN_CPU_NS isa_avx2
+#define ATTN_CPU_ISA_NAME "avx2"
+#define ATTN_CPU_WIDTH 8
 #else
-inline constexpr int kVW = 4;
+#define ATTN_CPU_NS isa_generic
+#define ATTN_CPU_ISA_NAME "generic"
+#define ATTN_CPU_WIDTH 4
 #endif
+
+namespace attn::cpu::ATTN_CPU_NS {
+
+inline constexpr int kVW = ATTN_CPU_WIDTH;
+inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 typedef float vf __attribute__((vector_size(kVW * 4)));    // kVW floats
 typedef int32_t vi __attribute__((vector_size(kVW * 4)));  // kVW int32 (comparison masks)
@@ -34,9 +52,9 @@ inline void storeu(float* p, vf v) {
 }
 // Broadcasts (vf{} + x would cost an add: 0 + x is not an identity for -0).
 inline vf splat(float x) {
-#if defined(__AVX512F__)
+#if defined(ATTN_CPU_AVX512)
   return vf(_mm512_set1_ps(x));
-#elif defined(__AVX__)
+#elif defined(ATTN_CPU_AVX2)
   return vf(_mm256_set1_ps(x));
 #else
   vf r;
@@ -71,9 +89,9 @@ inline vf vmin(vf a, vf b) {
 
 // a * b + c, fused where the target has FMA.
 inline vf fmadd(vf a, vf b, vf c) {
-#if defined(__AVX512F__)
+#if defined(ATTN_CPU_AVX512)
   return vf(_mm512_fmadd_ps(__m512(a), __m512(b), __m512(c)));
-#elif defined(__FMA__)
+#elif defined(ATTN_CPU_AVX2)
   return vf(_mm256_fmadd_ps(__m256(a), __m256(b), __m256(c)));
 #else
   return a * b + c;
@@ -120,6 +138,71 @@ inline vf exp2v(vf x) {
   return select(under, splat(0.0f), r);
 }
 
+namespace detail {
+
+// Shuffle index for one level of reduce_lanes: inputs hold W / g keys each, g lanes per key;
+// output lane L holds half of key group L / (g / 2)'s pair of lanes (`high` picks the upper one).
+constexpr int fold_index(int W, int g, int L, bool high) {
+  const int h = g / 2, group = L / h, off = L % h, per_input = W / g;
+  const int base = group < per_input ? 0 : W;
+  return base + (group % per_input) * g + off + (high ? h : 0);
+}
+
+template <int g, int... L>
+inline vf fold(vf x, vf y, std::integer_sequence<int, L...>) {
+  return __builtin_shufflevector(x, y, fold_index(kVW, g, L, false)...) +
+         __builtin_shufflevector(x, y, fold_index(kVW, g, L, true)...);
+}
+
+template <int g>
+inline void fold_level(vf* v, int n) {
+  for (int i = 0; i < n / 2; ++i)
+    v[i] = fold<g>(v[2 * i], v[2 * i + 1], std::make_integer_sequence<int, kVW>{});
+  if constexpr (g > 2) fold_level<g / 2>(v, n / 2);
+}
+
+}  // namespace detail
+
+typedef double vd __attribute__((vector_size(kVW * 8)));  // kVW doubles
+
+inline vd to_double(vf v) {
+  return __builtin_convertvector(v, vd);
+}
+inline vf to_float(vd v) {
+  return __builtin_convertvector(v, vf);
+}
+
+namespace detail {
+
+template <int k, int... L>
+inline vd shift_up(vd v, std::integer_sequence<int, L...>) {
+  const vd zero = vd{};
+  return __builtin_shufflevector(v, zero, (L >= k ? L - k : kVW)...);
+}
+
+template <int k>
+inline vd scan_steps(vd v) {
+  if constexpr (k >= kVW) {
+    return v;
+  } else {
+    return scan_steps<2 * k>(v + shift_up<k>(v, std::make_integer_sequence<int, kVW>{}));
+  }
+}
+
+}  // namespace detail
+
+// Inclusive prefix sum across the lanes (log-step shifts).
+inline vd prefix_sum(vd v) {
+  return detail::scan_steps<1>(v);
+}
+
+// Lane c of the result = sum of the lanes of v[c], for c < kVW (v is overwritten). A transpose
+// and add tree: 2 (kVW - 1) shuffles and kVW - 1 adds for kVW horizontal sums.
+inline vf reduce_lanes(vf* v) {
+  detail::fold_level<kVW>(v, kVW);
+  return v[0];
+}
+
 inline constexpr float kLog2e = 1.4426950408889634f;
 inline constexpr float kLn2 = 0.6931471805599453f;
 
@@ -145,4 +228,4 @@ inline vf tanhv(vf x) {
   return select(ax < splat(0.4f), small, big);
 }
 
-}  // namespace attn::cpu
+}  // namespace attn::cpu::ATTN_CPU_NS

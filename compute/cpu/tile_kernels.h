@@ -11,13 +11,13 @@
 
 #include "compute/cpu/simd.h"
 
-namespace attn::cpu {
+namespace attn::cpu::ATTN_CPU_NS {
 
-#if defined(__AVX512F__)
+#if defined(ATTN_CPU_AVX512)
 inline constexpr int kMR = 6;  // rows per register block (32 vector registers)
 inline constexpr int kNB = 4;  // vectors per register block
 #else
-inline constexpr int kMR = 6;  // 16 vector registers: 6 x 2 accumulators
+inline constexpr int kMR = 6;  // 16 vector registers: 6 x 2 accumulators (4x3, 3x4 measured alike)
 inline constexpr int kNB = 2;
 #endif
 
@@ -139,4 +139,4 @@ inline void pv_tile(const float* Pt, int ldp, int nj, int rows, const float* V, 
       std::make_integer_sequence<int, kMR - 1>{});
 }
 
-}  // namespace attn::cpu
+}  // namespace attn::cpu::ATTN_CPU_NS

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace attn::cpu {
+namespace attn::cpu::ATTN_CPU_NS {
 
 void build_chunks(const KernelContext& c, const TileItem& it, const QueryTile& t,
                   std::vector<Chunk>& out) {
@@ -72,4 +72,4 @@ std::vector<TileItem> make_items(const KernelContext& c, bool by_cost) {
   return items;
 }
 
-}  // namespace attn::cpu
+}  // namespace attn::cpu::ATTN_CPU_NS

@@ -7,7 +7,7 @@
 #include "compute/cpu/kernel_context.h"
 #include "compute/cpu/score_tile.h"
 
-namespace attn::cpu {
+namespace attn::cpu::ATTN_CPU_NS {
 
 // One work item: queries [q0, q0 + rows) of head h.
 struct TileItem {
@@ -25,4 +25,4 @@ std::vector<TileItem> make_items(const KernelContext& c, bool by_cost);
 void build_chunks(const KernelContext& c, const TileItem& it, const QueryTile& t,
                   std::vector<Chunk>& out);
 
-}  // namespace attn::cpu
+}  // namespace attn::cpu::ATTN_CPU_NS

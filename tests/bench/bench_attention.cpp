@@ -3,7 +3,8 @@
 // Google Benchmark entry with its metadata in counters:
 //   dense causal attention (H=12, d=64) on the cpu and reference backends,
 //   block-sparse causal attention at a given fraction of the causal 64x64 blocks,
-//   an fp32 GEMM ceiling (Eigen, 2048^3, split over the same threads as the kernels),
+//   an fp32 GEMM ceiling (Eigen, 2048^3, column blocks over the kernels' thread pool), and the
+//   same per core (one thread, CPU time),
 // and, for every attention case, the peak heap memory the backend allocated beyond its output
 // (a counting allocator wraps operator new for the whole binary).
 #include <benchmark/benchmark.h>
@@ -20,10 +21,10 @@
 #include <new>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "compute/backend.h"
+#include "compute/cpu/cpu_backend.h"
 #include "compute/cpu/thread_pool.h"
 #include "compute/layout.h"
 #include "compute/problem.h"
@@ -139,12 +140,45 @@ const Layout& block_layout(int n, double fraction) {
   return *slot;
 }
 
-// One attention case: times execute() only (the layout is built beforehand).
-void attention_case(benchmark::State& st, const std::string& backend_name, int n, double fraction) {
+// Per query: every visible key up to `k`, else k - 1 random earlier keys and itself (a top-k
+// shaped index layout for the gather kernel).
+const Layout& index_layout(int n, int k) {
+  static std::map<std::pair<int, int>, std::unique_ptr<Layout>> cache;
+  auto& slot = cache[{n, k}];
+  if (slot) return *slot;
+  IndexLayout x;
+  x.row_ptr.push_back(0);
+  std::mt19937_64 rng(99);
+  std::vector<int32_t> keys(n);
+  for (int i = 0; i < n; ++i) {
+    const int visible = i + 1;
+    keys.resize(visible);
+    for (int j = 0; j < visible; ++j) keys[j] = j;
+    if (visible > k) {
+      std::shuffle(keys.begin(), keys.end() - 1, rng);
+      std::swap(keys[k - 1], keys[visible - 1]);
+      keys.resize(k);
+    }
+    std::sort(keys.begin(), keys.end());
+    x.col.insert(x.col.end(), keys.begin(), keys.end());
+    x.row_ptr.push_back(int64_t(x.col.size()));
+  }
+  slot = std::make_unique<Layout>();
+  slot->kind = Layout::Kind::Indices;
+  slot->indices = {std::move(x)};
+  return *slot;
+}
+
+// One attention case: times execute() only (the layout is built beforehand); `threads` 0 = all.
+// `fraction` < 1 runs a block layout with that fraction of the causal blocks; `topk` > 0 an index
+// layout with that many keys per query; `spec` names the variant (its normaliser and modifiers).
+void attention_case(benchmark::State& st, const std::string& backend_name, int n, double fraction,
+                    int threads = 0, const std::string& spec = "dense", int topk = 0) {
   const Problem& p = problem(n);
-  const Variant v = make_variant("dense");
+  const Variant v = make_variant(spec);
   const Layout dense;
-  const Layout& layout = fraction < 1.0 ? block_layout(n, fraction) : dense;
+  const Layout& layout =
+      topk > 0 ? index_layout(n, topk) : (fraction < 1.0 ? block_layout(n, fraction) : dense);
   auto backend = make_backend(backend_name);
   int64_t kept = 0;
   for (int h = 0; h < p.n_heads; ++h) kept += layout_kept_entries(layout, p, h);
@@ -153,7 +187,9 @@ void attention_case(benchmark::State& st, const std::string& backend_name, int n
   for (auto _ : st) {
     const int64_t base = g_live.load();
     g_peak = base;
-    Result r = backend->execute(v, p, layout, {});
+    RunOptions opt;
+    opt.threads = threads;
+    Result r = backend->execute(v, p, layout, opt);
     const double out_bytes = double(r.o.capacity() + r.row_stat.capacity()) * sizeof(float);
     extra = std::max(extra, double(g_peak.load() - base) - out_bytes);
     counted = r.stats.counted.flops;
@@ -167,23 +203,25 @@ void attention_case(benchmark::State& st, const std::string& backend_name, int n
   st.counters["useful_flops"] = 4.0 * p.d * double(kept);
   st.counters["counted_flops"] = counted;
   st.counters["peak_extra_bytes"] = extra;
-  st.SetLabel(backend_name + (fraction < 1.0 ? " block_sparse" : " dense"));
+  const auto* cpu = dynamic_cast<const cpu::CpuBackend*>(backend.get());
+  st.counters["topk"] = topk;
+  st.SetLabel(backend_name + " " + spec + (fraction < 1.0 ? " block_sparse" : "") +
+              (topk > 0 ? " indices" : "") +
+              (cpu ? std::string(" isa=") + cpu->isa() : std::string()));
 }
 
-// fp32 GEMM C = A B at n^3, columns of C split over the kernels' thread count.
-void gemm_case(benchmark::State& st, int n) {
-  const int threads = cpu::resolve_threads(0);
+// fp32 GEMM C = A B at n^3: column blocks of C handed out dynamically over `threads` threads
+// (the kernels' own pool and scheduling, so both sides see the machine alike).
+void gemm_case(benchmark::State& st, int n, int threads) {
+  cpu::ThreadPool pool(threads);
   Eigen::MatrixXf a = Eigen::MatrixXf::Random(n, n), b = Eigen::MatrixXf::Random(n, n);
   Eigen::MatrixXf c(n, n);
+  const int block = 256, blocks = (n + block - 1) / block;
   for (auto _ : st) {
-    std::vector<std::thread> pool;
-    const int per = (n + threads - 1) / threads;
-    for (int t = 0; t < threads; ++t) {
-      const int c0 = t * per, w = std::min(per, n - c0);
-      if (w <= 0) break;
-      pool.emplace_back([&, c0, w] { c.middleCols(c0, w).noalias() = a * b.middleCols(c0, w); });
-    }
-    for (auto& th : pool) th.join();
+    pool.parallel_for(blocks, [&](int64_t k, int) {
+      const int c0 = int(k) * block, w = std::min(block, n - c0);
+      c.middleCols(c0, w).noalias() = a * b.middleCols(c0, w);
+    });
     benchmark::DoNotOptimize(c.data());
   }
   st.counters["n"] = n;
@@ -202,7 +240,12 @@ void register_all() {
         ->Repetitions(reps)
         ->ReportAggregatesOnly(true);
   };
-  add("gemm_eigen/n:2048", 7, [](benchmark::State& s) { gemm_case(s, 2048); });
+  const int threads = cpu::resolve_threads(0);
+  add("gemm_eigen/n:2048", 7, [threads](benchmark::State& s) { gemm_case(s, 2048, threads); });
+  // Per core: one thread each, compared by CPU time (steadier than wall time on a busy machine).
+  add("gemm_eigen_1t/n:2048", 5, [](benchmark::State& s) { gemm_case(s, 2048, 1); });
+  add("cpu_dense_1t/n:4096", 5,
+      [](benchmark::State& s) { attention_case(s, "cpu", 4096, 1.0, 1); });
   for (int n : quick ? std::vector<int>{1024, 4096} : std::vector<int>{1024, 4096, 16384}) {
     const int reps = n >= 16384 ? 3 : (n >= 4096 ? 7 : 11);
     add("cpu_dense/n:" + std::to_string(n), reps,
@@ -216,7 +259,16 @@ void register_all() {
             "/fraction:" + std::to_string(f).substr(0, 3),
         quick ? 3 : 5,
         [f, sparse_n](benchmark::State& s) { attention_case(s, "cpu", sparse_n, f); });
-  add("gemm_eigen_after/n:2048", 7, [](benchmark::State& s) { gemm_case(s, 2048); });
+  // The other kernels, for their time and extra memory: the buffered normaliser (entmax), the
+  // sequential selective kernel, and the gather kernel on a top-256 index layout.
+  add("cpu_entmax/n:4096", 3,
+      [](benchmark::State& s) { attention_case(s, "cpu", 4096, 1.0, 0, "dense+entmax15"); });
+  add("cpu_selective/n:4096", 3,
+      [](benchmark::State& s) { attention_case(s, "cpu", 4096, 1.0, 0, "selective"); });
+  add("cpu_gather_top256/n:4096", 3,
+      [](benchmark::State& s) { attention_case(s, "cpu", 4096, 1.0, 0, "dense", 256); });
+  add("gemm_eigen_after/n:2048", 7,
+      [threads](benchmark::State& s) { gemm_case(s, 2048, threads); });
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "compute/cpu/cpu_backend.h"
+#include "compute/cpu/kernel_set.h"
 #include "compute/error.h"
 #include "compute/layout.h"
 #include "compute/mask.h"
@@ -124,14 +125,12 @@ RefOut reference(const Problem& p, const KernelSpec& spec, const KeepFn& keep,
       logits.clear();
       kept.clear();
       for (int j = 0; j < p.n_k; ++j) {
-        if (!p.visible(i, j)) continue;
+        if (!p.visible(i, j) || !keep(h, i, j)) continue;
         double dot = 0;
         for (int k = 0; k < p.d; ++k) dot += double(p.q_row(h, i)[k]) * p.k_row(h, j)[k];
         s[j] = apply_mods_ref(spec.mods, scale * dot, h, p.n_heads, p.qpos(i), p.kpos(j));
-        if (keep(h, i, j)) {
-          kept.push_back(j);
-          logits.push_back(spec.selective ? s[j] - acc[j] : s[j]);
-        }
+        kept.push_back(j);
+        logits.push_back(spec.selective ? s[j] - acc[j] : s[j]);
       }
       // Selective: the kept entries' positive scores mask those keys for later queries.
       if (spec.selective)
@@ -230,23 +229,23 @@ std::string describe(const Problem& p, const KernelSpec& s, const std::string& l
   return os.str();
 }
 
-Result run_cpu(const Problem& p, const Layout& l, const KernelSpec& spec, int threads = 0) {
-  cpu::CpuBackend b;
+Result run_cpu(const Problem& p, const Layout& l, const KernelSpec& spec, int threads = 0,
+               const cpu::KernelSet* isa = nullptr) {
+  cpu::CpuBackend b(isa);
   RunOptions opt;
   opt.threads = threads;
   return b.execute_spec(spec, p, l, opt);
 }
 
-// Relative Frobenius error over the rows the oracle computed, row stats, and no NaN/Inf.
-void expect_matches(const Problem& p, const Layout& l, const KernelSpec& spec, const KeepFn& keep,
-                    const std::string& layout_name, std::vector<int> rows = {}) {
+void expect_matches_isa(const Problem& p, const Layout& l, const KernelSpec& spec,
+                        const RefOut& ref, const std::string& layout_name,
+                        const cpu::KernelSet* isa) {
   const std::string what = describe(p, spec, layout_name);
-  Result r = run_cpu(p, l, spec);
+  Result r = run_cpu(p, l, spec, 0, isa);
   ASSERT_EQ(r.o.size(), size_t(p.n_heads) * p.n_q * p.d) << what;
   ASSERT_EQ(r.row_stat.size(), size_t(p.n_heads) * p.n_q) << what;
   for (float x : r.o) ASSERT_TRUE(std::isfinite(x)) << what;
   for (float x : r.row_stat) ASSERT_TRUE(std::isfinite(x)) << what;
-  RefOut ref = reference(p, spec, keep, rows);
   double num = 0, den = 0;
   for (size_t row = 0; row < ref.done.size(); ++row) {
     if (!ref.done[row]) continue;
@@ -263,6 +262,15 @@ void expect_matches(const Problem& p, const Layout& l, const KernelSpec& spec, c
   EXPECT_EQ(r.stats.backend, "cpu");
   EXPECT_GT(r.stats.counted.flops, 0) << what;
   EXPECT_GT(r.stats.counted.bytes, 0) << what;
+}
+
+// Relative Frobenius error over the rows the oracle computed, row stats, and no NaN/Inf; for
+// every instruction-set build of the kernels this machine runs (AVX-512 and the baseline).
+void expect_matches(const Problem& p, const Layout& l, const KernelSpec& spec, const KeepFn& keep,
+                    const std::string& layout_name, std::vector<int> rows = {}) {
+  const RefOut ref = reference(p, spec, keep, rows);
+  for (const cpu::KernelSet* isa : cpu::available_kernel_sets())
+    expect_matches_isa(p, l, spec, ref, layout_name + " isa=" + isa->isa, isa);
 }
 
 Problem with_positions(Problem p, uint64_t seed, int32_t q_lo, int32_t k_lo, int spread) {
@@ -357,7 +365,8 @@ TEST(CpuKernels, ExplicitPositionsAndUnequalLengths) {
 }
 
 TEST(CpuKernels, EveryNormaliserAndScoreMod) {
-  Problem p = random_problem(3, 1, 140, 140, 64, true, 12, 1.5f);
+  const int n = quick() ? 70 : 140;
+  Problem p = random_problem(3, 1, n, n, 64, true, 12, 1.5f);
   for (KernelSpec s : all_normalisers()) {
     for (const auto& mods : all_mod_lists()) {
       s.mods = mods;
@@ -389,6 +398,7 @@ TEST(CpuKernels, BlockLayoutsFullAndPartial) {
                                           {130, 257, 16, 16, false},
                                           {257, 257, 128, 128, true},
                                           {64, 64, 7, 5, true}}) {
+    if (quick() && cs.n_q * cs.n_k > 200 * 200) continue;
     Problem p = random_problem(2, 1, cs.n_q, cs.n_k, 64, cs.causal, 20 + cs.bq);
     if (cs.n_q != cs.n_k) p = with_positions(p, 21, 50, 0, 2);
     for (bool with_mask : {false, true}) {
@@ -561,4 +571,25 @@ TEST(CpuKernels, BadLayoutsGiveClearErrors) {
   Problem bad = p;
   bad.v.pop_back();
   EXPECT_THROW(run_cpu(bad, Layout{}, softmax_spec()), Error);
+}
+
+TEST(CpuKernels, InstructionSetBuildsAgree) {
+  const std::vector<const cpu::KernelSet*> sets = cpu::available_kernel_sets();
+  ASSERT_FALSE(sets.empty());
+  EXPECT_EQ(sets.back(), &cpu::baseline_kernels());
+  Problem p = random_problem(2, 1, 333, 333, 40, true, 100);
+  KernelSpec s;
+  s.mods = {{ScoreMod::Kind::Softcap, 8.0f}};
+  const Result base = run_cpu(p, Layout{}, s, 0, sets.back());
+  for (const cpu::KernelSet* isa : sets) {
+    cpu::CpuBackend b(isa);
+    EXPECT_STREQ(b.isa(), isa->isa);
+    const Result r = run_cpu(p, Layout{}, s, 0, isa);
+    double num = 0, den = 0;
+    for (size_t x = 0; x < r.o.size(); ++x) {
+      num += double(r.o[x] - base.o[x]) * (r.o[x] - base.o[x]);
+      den += double(base.o[x]) * base.o[x];
+    }
+    EXPECT_LT(std::sqrt(num / den), 1e-6) << isa->isa;
+  }
 }

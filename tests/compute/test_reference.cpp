@@ -53,7 +53,9 @@ TEST(Reference, RowsSumToOneAndDroppedEntriesAreZero) {
         probability_row(v, p, r, h, i, 0, 100, row);
         double sum = 0;
         for (int j = 0; j < 100; ++j) {
-          if (!layout_keeps(r.layout, p, h, i, j)) EXPECT_EQ(row[j], 0.0) << spec;
+          if (!layout_keeps(r.layout, p, h, i, j)) {
+            EXPECT_EQ(row[j], 0.0) << spec;
+          }
           sum += row[j];
         }
         EXPECT_NEAR(sum, 1.0, 1e-6) << spec << " row " << i;
