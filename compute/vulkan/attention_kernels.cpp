@@ -142,11 +142,23 @@ std::vector<int32_t> key_positions(const Problem& p) {
 }
 
 AttentionOutput run_attention(Context& ctx, const Problem& p, const Layout& layout,
-                              const std::vector<ScoreMod>& mods, const Normaliser& norm) {
+                              const std::vector<ScoreMod>& mods, const Normaliser& norm,
+                              const KernelConfig* config) {
   std::string why = attention_unsupported(ctx, p, mods, norm);
   if (!why.empty()) throw Error(ErrorCode::Unsupported, "vulkan: " + why);
   KernelConfig c;
   choose_kernel_config(ctx, p.d, &c, nullptr);
+  if (config) {
+    c = *config;
+    const bool pow2_lanes = c.lanes == 1 || c.lanes == 2 || c.lanes == 4 || c.lanes == 8;
+    require(pow2_lanes && c.lanes <= int(ctx.subgroup_size()) && c.d_padded >= p.d &&
+                c.d_padded % (4 * c.lanes) == 0 && (c.tile == 8 || c.tile == 16 || c.tile == 32) &&
+                c.rows > 0 && c.rows * c.lanes <= int(ctx.limits().maxComputeWorkGroupInvocations) &&
+                size_t(2 * c.tile * c.d_padded + c.tile) * 4 <=
+                    ctx.limits().maxComputeSharedMemorySize &&
+                c.keys_per_dispatch >= 0,
+            ErrorCode::InvalidArgument, "vulkan: kernel configuration does not fit the device");
+  }
   const KernelLayout kl = make_kernel_layout(p, layout, c.rows);
 
   SpecConstants spec;

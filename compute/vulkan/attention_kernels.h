@@ -44,9 +44,11 @@ struct AttentionOutput {
 };
 
 // Throws Error(Unsupported) for what attention_unsupported() rejects, Error(Device) on Vulkan
-// failures (a lost device marks the context lost).
+// failures (a lost device marks the context lost). `config` overrides the device's kernel shape
+// (e.g. to run the unrolled GPU build on lavapipe in a test); it must fit the device.
 AttentionOutput run_attention(Context& ctx, const Problem& p, const Layout& layout,
-                              const std::vector<ScoreMod>& mods, const Normaliser& norm);
+                              const std::vector<ScoreMod>& mods, const Normaliser& norm,
+                              const KernelConfig* config = nullptr);
 
 // Q/K/V rows [rows, d] zero-padded to [rows, dp] (returns the input when d == dp).
 const std::vector<float>& pad_rows(const std::vector<float>& x, int d, int dp,

@@ -352,6 +352,50 @@ TEST_F(VulkanBackendTest, RowsLongerThanAKeyChunk) {
   }
 }
 
+// The unrolled build (what GPUs run; lavapipe normally runs the looped one, which compiles much
+// faster) and the chunked schedule with small chunks, on every layout kind and normaliser.
+TEST_F(VulkanBackendTest, UnrolledGpuBuildAndSmallKeyChunks) {
+  Problem p = random_problem(2, 1, 90, 150, 32, true, 16);
+  for (bool unrolled : {true, false}) {
+    vk::KernelConfig c;
+    c.lanes = 4;
+    c.d_padded = 32;
+    c.rows = 32;
+    c.tile = 8;
+    c.unrolled = unrolled;
+    // Chunks of 28 keys start inside 32-bit mask words, so a tile's kept bits straddle two.
+    c.keys_per_dispatch = unrolled ? 0 : 28;
+    for (const char* spec : {"dense+entmax15", "window(size=20)+alibi", "topk(k=9)+softplus",
+                             "block_topk(block=16,k=2)+relu2", "sinks_window(sinks=3,window=9)",
+                             "hash-masked blocks"}) {
+      const bool hashed = std::string(spec) == "hash-masked blocks";
+      Variant v = make_variant(hashed ? "dense" : spec);
+      Layout l = v.select(p);
+      if (hashed) {  // every causal 64x64 block partial, kept bits from an irregular mask
+        l.kind = Layout::Kind::Blocks;
+        l.mask = std::make_shared<HashMask>();
+        BlockLayout b;
+        b.bq = b.bk = 64;
+        b.n_qb = 2;
+        b.n_kb = 3;
+        b.row_ptr = {0, 3, 6};
+        b.col = {0, 1, 2, 0, 1, 2};
+        b.full.assign(6, 0);
+        l.blocks = {b};
+      }
+      vk::AttentionOutput out = vk::run_attention(*ctx_, p, l, v.mods(), v.normaliser(), &c);
+      Result r;
+      r.n_heads = p.n_heads;
+      r.n_q = p.n_q;
+      r.d = p.d;
+      r.o = out.o;
+      r.row_stat = out.row_stat;
+      r.layout = l;
+      expect_matches_reference(v, p, r, std::string(spec) + (unrolled ? " unrolled" : " chunks"));
+    }
+  }
+}
+
 TEST_F(VulkanBackendTest, SparseLayoutsSkipWorkAndTimesAreMeasured) {
   auto gpu = make_backend("vulkan");
   Problem p = random_problem(1, 1, 4096, 4096, 32, true, 14);
