@@ -15,6 +15,9 @@ PKGS=(
   libpcre2-dev libsentencepiece-dev libstb-dev libzip-dev libicu-dev
   # model-file tests: SentencePiece reference (npm, for fetching real vocabularies, is added below)
   python3-sentencepiece
+  # architecture goldens (tests/ref/make_goldens.py, not run by CI) and the forward-pass bench
+  # against PyTorch (tests/bench/forward_vs_torch.py)
+  python3-torch python3-pil
   # Vulkan compute and rendering (lavapipe is the CPU device used in CI)
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   # GUI

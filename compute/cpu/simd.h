@@ -7,6 +7,11 @@
 // the kernels) lives in a namespace named for the instruction set, ATTN_CPU_NS, so one binary can
 // hold the kernels twice: for the build's baseline and, from isa_avx512.cpp, for AVX-512.
 #pragma once
+// The helpers below pass vectors wider than the baseline's registers by value (e.g. 8 doubles
+// under AVX2); they are inline and never cross an ABI boundary, so GCC's note is noise.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -168,20 +173,20 @@ typedef double vd __attribute__((vector_size(kVW * 8)));  // kVW doubles
 inline vd to_double(vf v) {
   return __builtin_convertvector(v, vd);
 }
-inline vf to_float(vd v) {
+inline vf to_float(const vd& v) {
   return __builtin_convertvector(v, vf);
 }
 
 namespace detail {
 
 template <int k, int... L>
-inline vd shift_up(vd v, std::integer_sequence<int, L...>) {
+inline vd shift_up(const vd& v, std::integer_sequence<int, L...>) {
   const vd zero = vd{};
   return __builtin_shufflevector(v, zero, (L >= k ? L - k : kVW)...);
 }
 
 template <int k>
-inline vd scan_steps(vd v) {
+inline vd scan_steps(const vd& v) {
   if constexpr (k >= kVW) {
     return v;
   } else {
@@ -192,7 +197,7 @@ inline vd scan_steps(vd v) {
 }  // namespace detail
 
 // Inclusive prefix sum across the lanes (log-step shifts).
-inline vd prefix_sum(vd v) {
+inline vd prefix_sum(const vd& v) {
   return detail::scan_steps<1>(v);
 }
 

@@ -71,12 +71,15 @@ class Vit : public Model {
     ln_g_ = ws_.get("layernorm.weight", {C});
     ln_b_ = ws_.get("layernorm.bias", {C});
     // Classifier: its row count is the number of classes (id2label when given).
-    if (ws_.has("classifier.weight")) {
-      const std::vector<int64_t> stored = ws_.shape_of("classifier.weight");
+    // ViTForImageClassification / DeiTForImageClassification: "classifier";
+    // DeiTForImageClassificationWithTeacher: "cls_classifier" + "distillation_classifier".
+    const std::string head = ws_.has("cls_classifier.weight") ? "cls_classifier" : "classifier";
+    if (ws_.has(head + ".weight")) {
+      const std::vector<int64_t> stored = ws_.shape_of(head + ".weight");
       const int n = !c.id2label.empty()  ? int(c.id2label.size())
                     : stored.size() == 2 ? int(stored[0])
                                          : 0;
-      classifier_ = load_linear(ws_, "classifier", C, n, true);
+      classifier_ = load_linear(ws_, head, C, n, true);
       if (dist_ && ws_.has("distillation_classifier.weight")) {
         distill_ = load_linear(ws_, "distillation_classifier", C, classifier_.out, true);
       }

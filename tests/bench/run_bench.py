@@ -215,9 +215,9 @@ def main():
             {"block_fraction": f, "peak_extra_bytes": b["peak_extra_bytes"]})
 
     others = {}
-    for key, case, variant in (("cpu_entmax/n:4096", "dense causal", "entmax15 (buffered)"),
-                               ("cpu_selective/n:4096", "dense causal", "selective"),
-                               ("cpu_gather_top256/n:4096", "top-256 indices", "gather")):
+    for key, case, variant in (("cpu_entmax/n:4096", "entmax15 causal", "dense+entmax15"),
+                               ("cpu_selective/n:4096", "selective causal", "selective"),
+                               ("cpu_gather_top256/n:4096", "top-256 gather", "indices")):
         b = gb.get(key)
         if not b:
             continue

@@ -435,9 +435,10 @@ def vit_forward(w, pre, pixels, cfg, distill):
         h = layer_norm(x, w[b + "layernorm_after.weight"], w[b + "layernorm_after.bias"], eps)
         x = x + lin(gelu_erf(lin(h, b + "intermediate.dense")), b + "output.dense")
     hs = layer_norm(x, w[pre + "layernorm.weight"], w[pre + "layernorm.bias"], eps)
-    logits = lin(hs[0], "classifier")
-    if distill:
-        logits = (logits + lin(hs[1], "distillation_classifier")) / 2
+    if distill:  # DeiTForImageClassificationWithTeacher: mean of both heads
+        logits = (lin(hs[0], "cls_classifier") + lin(hs[1], "distillation_classifier")) / 2
+    else:
+        logits = lin(hs[0], "classifier")
     return logits, hs, pats
 
 
@@ -485,7 +486,8 @@ def make_vit(folder, deit):
         w.randn(b + "intermediate.dense.weight", (I, C), 0.3); w.randn(b + "intermediate.dense.bias", (I,), 0.1)
         w.randn(b + "output.dense.weight", (C, I), 0.2); w.randn(b + "output.dense.bias", (C,), 0.1)
     w.norm(pre + "layernorm.weight", C); w.randn(pre + "layernorm.bias", (C,), 0.1)
-    w.randn("classifier.weight", (K, C), 0.3); w.randn("classifier.bias", (K,), 0.1)
+    head = "cls_classifier" if deit else "classifier"
+    w.randn(head + ".weight", (K, C), 0.3); w.randn(head + ".bias", (K,), 0.1)
     if deit:
         w.randn("distillation_classifier.weight", (K, C), 0.3)
         w.randn("distillation_classifier.bias", (K,), 0.1)

@@ -1,0 +1,257 @@
+#!/usr/bin/python3
+"""Trains attnscope's default text model: a small GPT-2 on the King James Bible with its own
+byte-level BPE, saved as a Hugging Face GPT2LMHeadModel checkpoint (model.safetensors,
+config.json, generation_config.json, vocab.json, merges.txt, tokenizer.json, ...), then measured
+by measure_text.py (phenomena.json, golden/*.npy).
+
+The model is for teaching, so the training mix is designed to grow the classic heads fast:
+  text      BOS + 255 KJV tokens from a random offset (every window starts with <|endoftext|>,
+            the only token that is always there: a place for heads with nothing to do)
+  copy      a text window in which a span of 8..48 tokens from earlier in the window is repeated
+            later (in-context copying on natural text)
+  repeat    BOS + random tokens R (8..100 long, drawn from the tokens of the text) repeated until
+            the window is full, sometimes after a text prefix; the loss on the first copy of R is
+            masked since it is unpredictable (induction heads, Olsson et al. 2022)
+  backcopy  Bigram-Backcopy (Guo et al. 2024): a random bigram chain over byte tokens that never
+            occur in the text; after one of 4 trigger tokens the next token repeats the token
+            before the trigger. The head that copies must act on triggers and stay dormant
+            elsewhere, which is what makes attention sinks form (Guo et al. 2024; Gu et al. 2024)
+
+  nice -n 19 /usr/bin/python3 models/train/train_text.py                 # full run
+  /usr/bin/python3 models/train/train_text.py --steps 30 --out /tmp/t    # smoke test
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bpe  # noqa: E402
+import gpt2  # noqa: E402
+import kjv  # noqa: E402
+import measure_text  # noqa: E402
+import safetensors_io  # noqa: E402
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+IGNORE = -100
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--steps", type=int, default=5000)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--min-lr-ratio", type=float, default=0.1)
+    p.add_argument("--warmup-steps", type=int, default=200)
+    p.add_argument("--weight-decay", type=float, default=0.1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--vocab", type=int, default=4096)
+    p.add_argument("--context", type=int, default=256)
+    p.add_argument("--embd", type=int, default=128)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--mix", default="text=0.5,copy=0.15,repeat=0.2,backcopy=0.15",
+                   help="fractions of training windows of each kind")
+    p.add_argument("--eval-every", type=int, default=250)
+    p.add_argument("--out", default=os.path.join(REPO, "assets/models/default-text"))
+    return p.parse_args()
+
+
+class Mix:
+    """Draws training windows (input ids [T], targets [T]) of the kinds described above."""
+
+    def __init__(self, train_ids, pool, unused, bos, context, fractions, rng):
+        self.ids, self.pool, self.bos, self.rng = train_ids, np.asarray(pool), bos, rng
+        self.t = context
+        self.kinds = list(fractions)
+        p = np.array([fractions[k] for k in self.kinds], dtype=np.float64)
+        self.p = p / p.sum()
+        # Bigram-Backcopy vocabulary: byte tokens absent from the text, so that the task does not
+        # disturb the statistics of text tokens.
+        unused = np.asarray(unused)
+        self.triggers, self.plain = unused[:4], unused[4:]
+        self.trigger_set = set(int(t) for t in self.triggers)
+        n = len(self.plain)
+        self.successors = rng.integers(0, n, size=(len(unused), 3))  # 3 likely successors each
+        self.index = {int(t): i for i, t in enumerate(unused)}
+
+    def _text(self, n):
+        start = self.rng.integers(0, len(self.ids) - n)
+        return self.ids[start:start + n]
+
+    def text(self):
+        seq = np.concatenate([[self.bos], self._text(self.t)])
+        return seq, seq.copy()
+
+    def copy(self):
+        t = self._text(self.t)
+        length = int(self.rng.integers(8, 49))
+        src = int(self.rng.integers(0, self.t // 2 - length))
+        dst = int(self.rng.integers(src + length, self.t - length))
+        seq = np.concatenate([[self.bos], t[:dst], t[src:src + length], t[dst:]])[:self.t + 1]
+        return seq, seq.copy()
+
+    def repeat(self):
+        use_prefix = self.rng.random() < 0.3
+        prefix = self._text(int(self.rng.integers(1, 100))) if use_prefix else self.ids[:0]
+        length = int(self.rng.integers(8, 101))
+        r = self.pool[self.rng.integers(0, len(self.pool), size=length)]
+        reps = math.ceil((self.t - len(prefix)) / length)
+        seq = np.concatenate([[self.bos], prefix, np.tile(r, reps)])[:self.t + 1]
+        tgt = seq.copy()
+        tgt[1 + len(prefix):1 + len(prefix) + length] = IGNORE  # first copy: unpredictable
+        return seq, tgt
+
+    def backcopy(self):
+        seq = [self.bos, int(self.plain[self.rng.integers(0, len(self.plain))])]
+        while len(seq) < self.t + 1:
+            prev = seq[-1]
+            if prev in self.trigger_set:
+                seq.append(seq[-2])  # the deterministic copy
+            elif self.rng.random() < 0.12:
+                seq.append(int(self.triggers[self.rng.integers(0, len(self.triggers))]))
+            else:
+                choice = self.successors[self.index[prev], self.rng.integers(0, 3)]
+                seq.append(int(self.plain[choice]))
+        seq = np.array(seq)
+        return seq, seq.copy()
+
+    def batch(self, n):
+        kinds = self.rng.choice(len(self.kinds), size=n, p=self.p)
+        seqs = [getattr(self, self.kinds[k])() for k in kinds]
+        x = torch.tensor(np.stack([s[:-1] for s, _ in seqs]), dtype=torch.long)
+        y = torch.tensor(np.stack([t[1:] for _, t in seqs]), dtype=torch.long)
+        return x, y
+
+
+def hf_config(cfg):
+    return {
+        "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
+        "vocab_size": cfg["vocab_size"], "n_positions": cfg["n_positions"],
+        "n_ctx": cfg["n_positions"], "n_embd": cfg["n_embd"], "n_layer": cfg["n_layer"],
+        "n_head": cfg["n_head"], "n_inner": None, "activation_function": "gelu_new",
+        "layer_norm_epsilon": cfg["layer_norm_epsilon"], "initializer_range": 0.02,
+        "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0,
+        "scale_attn_weights": True, "scale_attn_by_inverse_layer_idx": False,
+        "reorder_and_upcast_attn": False, "tie_word_embeddings": True, "use_cache": True,
+        "bos_token_id": cfg["bos_token_id"], "eos_token_id": cfg["eos_token_id"],
+        "torch_dtype": "float32",
+    }
+
+
+def save_checkpoint(model, tok, folder):
+    os.makedirs(folder, exist_ok=True)
+    state = {k: v.detach().numpy().astype("<f4") for k, v in model.hf_state_dict().items()}
+    safetensors_io.save_file(state, os.path.join(folder, "model.safetensors"),
+                             metadata={"format": "pt"})
+    cfg = model.cfg
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(hf_config(cfg), f, indent=2)
+        f.write("\n")
+    with open(os.path.join(folder, "generation_config.json"), "w") as f:
+        json.dump({"bos_token_id": cfg["bos_token_id"], "eos_token_id": cfg["eos_token_id"]}, f,
+                  indent=2)
+        f.write("\n")
+    tok.save(folder, cfg["n_positions"])
+
+
+def main():
+    args = parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+    t_start = time.time()
+
+    train_text, heldout_text = kjv.split_text()
+    vocab, merges = bpe.train([train_text], args.vocab)
+    tok = bpe.Tokenizer(vocab, merges)
+    bos = tok.vocab[bpe.ENDOFTEXT]
+    train_ids = np.array(tok.encode(train_text), dtype=np.int64)
+    heldout_ids = np.array(tok.encode(heldout_text), dtype=np.int64)
+    pool = measure_text.text_token_pool(train_ids, len(tok.vocab), bos)
+    unused = [i for i in range(256) if i not in set(pool)]
+    print(f"bpe {len(vocab)} tokens; train {len(train_ids)} tokens, held-out {len(heldout_ids)}; "
+          f"{len(pool)} tokens used by the text, {len(unused)} byte tokens unused "
+          f"({time.time() - t_start:.0f}s)", flush=True)
+
+    fractions = {k: float(v) for k, v in (kv.split("=") for kv in args.mix.split(","))}
+    mix = Mix(train_ids, pool, rng.permutation(unused), bos, args.context, fractions, rng)
+    cfg = gpt2.default_config(vocab_size=len(vocab), n_positions=args.context, n_embd=args.embd,
+                              n_layer=args.layers, n_head=args.heads, bos_token_id=bos,
+                              eos_token_id=bos)
+    model = gpt2.GPT2LMHeadModel(cfg)
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"parameters {n_params}", flush=True)
+
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=args.lr,
+                            betas=(0.9, 0.95))
+
+    def lr_at(step):
+        if step < args.warmup_steps:
+            return args.lr * (step + 1) / args.warmup_steps
+        progress = (step - args.warmup_steps) / max(1, args.steps - args.warmup_steps)
+        return args.lr * (args.min_lr_ratio + (1 - args.min_lr_ratio) * 0.5 *
+                          (1 + math.cos(math.pi * progress)))
+
+    history = []
+    t_train = time.time()
+    loss_avg = None
+    for step in range(args.steps):
+        x, y = mix.batch(args.batch)
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step)
+        logits = model(x)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1),
+                               ignore_index=IGNORE)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        loss_avg = loss.item() if loss_avg is None else 0.98 * loss_avg + 0.02 * loss.item()
+        if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
+            q = measure_text.quick(model, heldout_ids, pool, bos)
+            q.update(step=step + 1, train_loss=loss_avg, seconds=round(time.time() - t_train))
+            history.append(q)
+            print(f"step {step + 1} loss {loss_avg:.3f} heldout {q['heldout_loss']:.3f} "
+                  f"sink {q['sink'][2]:.2f}@L{q['sink'][0]}H{q['sink'][1]} "
+                  f"prev {q['prev'][2]:.2f}@L{q['prev'][0]}H{q['prev'][1]} "
+                  f"ind {q['induction'][2]:.2f}@L{q['induction'][0]}H{q['induction'][1]} "
+                  f"copy {q['copy_loss'][0]:.2f}->{q['copy_loss'][1]:.2f} "
+                  f"{q['seconds']}s", flush=True)
+            save_checkpoint(model, tok, args.out)
+    wall = time.time() - t_train
+
+    save_checkpoint(model, tok, args.out)
+    result = measure_text.measure(args.out, heldout_ids, pool)
+    result["training"] = {
+        "seed": args.seed, "steps": args.steps, "batch": args.batch, "context": args.context,
+        "tokens_seen": args.steps * args.batch * args.context, "lr": args.lr,
+        "min_lr_ratio": args.min_lr_ratio, "warmup_steps": args.warmup_steps,
+        "weight_decay": args.weight_decay, "mix": fractions, "threads": args.threads,
+        "wall_seconds_training": round(wall), "corpus_train_tokens": int(len(train_ids)),
+        "corpus_heldout_tokens": int(len(heldout_ids)), "torch": torch.__version__,
+        "backcopy_triggers": [int(t) for t in mix.triggers], "history": history,
+    }
+    with open(os.path.join(args.out, "phenomena.json"), "w") as f:
+        json.dump(result, f, indent=2)
+        f.write("\n")
+    print(f"final: heldout loss {result['heldout']['loss']:.3f}, "
+          f"sink {result['sink']['best_layer_ge_1']}, prev {result['previous_token']['best']}, "
+          f"induction {result['induction']['best_layer_ge_1']}, copy loss "
+          f"{result['induction']['loss_first_copy']:.2f} -> "
+          f"{result['induction']['loss_second_copy']:.2f}; training {wall:.0f}s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
