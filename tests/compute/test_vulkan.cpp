@@ -25,6 +25,12 @@
 
 using namespace attn;
 
+// LeakSanitizer (asan preset): the Vulkan driver (Mesa's lavapipe and its LLVM JIT) and the
+// validation layer keep allocations of their own until process exit; they are not ours.
+extern "C" const char* __lsan_default_suppressions() {
+  return "leak:libvulkan_lvp.so\nleak:libVkLayer_khronos_validation.so\nleak:libLLVM\n";
+}
+
 namespace {
 
 // Relative output error and worst row-statistic error of `r` against the reference over r's
