@@ -1,5 +1,6 @@
 // Image preprocessing against Pillow (exact bytes), the preprocessor's geometry, position
 // embedding resampling, and rotary embeddings against their formulas.
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <random>
@@ -64,13 +65,13 @@ TEST(ArchImage, PreprocessorShortestEdgeAndCenterCrop) {
   const Image padded = pp(img);
   EXPECT_EQ(padded.height, 6);
   EXPECT_EQ(padded.data[0], 0.0f);
-  EXPECT_EQ(padded.data[size_t(1 * 3)], 10.0f);
+  EXPECT_EQ(padded.data[size_t(1 * 3)], 2.0f);  // padded row 1 = image row 0, columns 2..4
 }
 
 TEST(ArchImage, GrayscaleIsPillowLuma) {
   const auto dir = test::scratch_dir();
   // P6 (binary RGB): one red, one green, one blue pixel.
-  test::write_text(dir / "rgb.ppm", std::string("P6\n3 1\n255\n") + "\xff\x00\x00" +
+  test::write_text(dir / "rgb.ppm", std::string("P6\n3 1\n255\n") + std::string("\xff\x00\x00", 3) +
                                         std::string("\x00\xff\x00", 3) +
                                         std::string("\x00\x00\xff", 3));
   const Image8 g = load_image((dir / "rgb.ppm").string(), 1);
@@ -85,13 +86,27 @@ TEST(ArchImage, BicubicGridIdentityAndSmoothness) {
   std::vector<float> grid(size_t(g) * g * c);
   for (float& v : grid) v = n01(rng);
   EXPECT_EQ(interpolate_grid_bicubic(grid.data(), g, g, c, g, g), grid);
-  // A linear ramp stays linear inside (cubic convolution reproduces linear functions).
-  std::vector<float> ramp(size_t(g) * g);
+  // Upsampling a row matches cubic convolution (a = -0.75, as torch's bicubic) with the source
+  // coordinate (x + 0.5) / 2 - 0.5 and taps clamped at the border, computed here directly.
+  std::vector<float> row(size_t(g) * g);
+  for (float& v : row) v = n01(rng);
+  const std::vector<float> up = interpolate_grid_bicubic(row.data(), g, g, 1, g, 2 * g);
+  auto w = [](double s) {
+    const double a = -0.75, t = std::abs(s);
+    return t <= 1 ? ((a + 2) * t - (a + 3)) * t * t + 1
+                  : (t < 2 ? ((a * t - 5 * a) * t + 8 * a) * t - 4 * a : 0.0);
+  };
   for (int y = 0; y < g; ++y) {
-    for (int x = 0; x < g; ++x) ramp[size_t(y) * g + x] = float(x);
+    for (int x = 0; x < 2 * g; ++x) {
+      const double src = (x + 0.5) / 2 - 0.5;
+      const int x0 = int(std::floor(src));
+      double want = 0;
+      for (int k = x0 - 1; k <= x0 + 2; ++k) {
+        want += w(src - k) * row[size_t(y) * g + size_t(std::clamp(k, 0, g - 1))];
+      }
+      EXPECT_NEAR(up[size_t(y) * 2 * g + x], want, 1e-5) << y << "," << x;
+    }
   }
-  const std::vector<float> up = interpolate_grid_bicubic(ramp.data(), g, g, 1, g, 2 * g);
-  for (int x = 2; x < 2 * g - 2; ++x) EXPECT_NEAR(up[size_t(x)], (x + 0.5) / 2 - 0.5, 1e-5) << x;
 }
 
 TEST(ArchRope, FrequenciesFollowTheScalingFormulas) {
