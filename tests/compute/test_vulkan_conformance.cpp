@@ -25,7 +25,7 @@
 #include "compute/metrics.h"
 #include "compute/reference/reference_backend.h"
 #include "compute/registry.h"
-#include "compute/vulkan/fallback.h"
+#include "compute/fallback.h"
 #include "test_util.h"
 #include "test_vulkan_util.h"
 

@@ -24,8 +24,8 @@ TEST(ArchImage, ResizeMatchesPillowExactly) {
     const Image8 src = load_image(golden_dir("vit") + "/image.png", ch);
     for (const char* filter : {"bilinear", "bicubic"}) {
       for (auto [w, h] : {std::pair{53, 31}, std::pair{9, 40}}) {
-        const std::string name = std::string(mode) + "_" + filter + "_" + std::to_string(w) +
-                                 "x" + std::to_string(h);
+        const std::string name =
+            std::string(mode) + "_" + filter + "_" + std::to_string(w) + "x" + std::to_string(h);
         const NpyArray want = golden("resize", name);
         const Image8 got = resize_image(
             src, h, w, std::string(filter) == "bicubic" ? Resample::Bicubic : Resample::Bilinear);
