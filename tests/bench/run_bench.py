@@ -265,13 +265,22 @@ def main():
     known = {"gemm_eigen/n:2048", "gemm_eigen_after/n:2048", "gemm_eigen_1t/n:2048", "cpu_dense_1t/n:4096",
              "reference_dense/n:1024", "cpu_entmax/n:4096", "cpu_selective/n:4096",
              "cpu_gather_top256/n:4096"} | {"cpu_dense/n:%d" % n for n in sizes}
+    vulkan_rows = []
     for key, b in sorted(gb.items()):
         if key in known:
             continue
         n = int(b.get("n", 0))
         flops = b.get("useful_flops", 0.0)
         label = b.get("label", "")
-        add(key.split("/")[0][:20], label.split("|")[-1].strip()[:15] or "other", key, n,
+        what, _, device = label.partition("|")
+        if key.startswith("BM_Vulkan"):
+            # Vulkan rows: same shapes as the cpu rows (H=12, d=64, causal) unless the label says
+            # otherwise; on lavapipe the "GPU" is this CPU, so these are correctness-grade timings.
+            vulkan_rows.append(key)
+            add(what.strip()[:20] or key[:20], "vulkan", key, n, b.get("density", 1.0), b["seconds"],
+                flops, device.strip())
+            continue
+        add(key.split("/")[0][:20], device.strip()[:15] or "other", key, n,
             b.get("density", 1.0), b["seconds"], flops, label)
 
     # Named ratios.
@@ -356,6 +365,12 @@ def main():
     if ratios["dense_vs_reference_speedup_1024"]:
         lines.append("%-78s %-34s" % ("  info: cpu vs reference backend, N=1024",
                                       "%.0fx" % ratios["dense_vs_reference_speedup_1024"]))
+    if vulkan_rows:
+        lav = any("lavapipe" in gb[k].get("label", "") for k in vulkan_rows)
+        lines.append("%-78s %-34s" % ("  info: %d Vulkan rows (backend 'vulkan') beside the cpu rows" % len(vulkan_rows),
+                                      "lavapipe = this CPU: not GPU speed" if lav else "GPU device"))
+    else:
+        lines.append("  info: no Vulkan device: Vulkan rows skipped")
     lines.append("")
     lines.append("overall: %s (%.0f s)" % ("PASS" if all_pass else "FAIL", time.time() - t_start))
     print("\n".join(lines))
