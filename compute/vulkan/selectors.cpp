@@ -30,11 +30,18 @@ struct BlockScoresPush {
   uint32_t n_qb, n_kb, d, group;
 };
 
-constexpr int kTile = 64;                  // queries and keys per topk_scores workgroup
-constexpr uint32_t kSelectInvocations = 256;  // topk_select workgroup
+constexpr int kTile = 32;  // queries and keys per topk_scores workgroup
+// topk_select: a workgroup of 256 invocations per row on GPUs; 16 on CPU devices, where
+// lavapipe runs each workgroup's barriers and shared atomics serially (measured ~3x faster than
+// 256 there). Each invocation takes 16 keys per block.
+constexpr uint32_t kSelectKeysPerInvocation = 16;
+uint32_t select_invocations(const Context& ctx) { return ctx.is_cpu() ? 16 : 256; }
+// lavapipe's loop limit (~65k back-edges per invocation): a row costs about 5 * n_k / 256 + 40
+// of them on CPU devices, so longer rows select on the CPU there.
+constexpr int kCpuDeviceMaxKeys = 1 << 18;
 constexpr size_t kDefaultScratch = size_t(128) << 20;
 
-int padded_dim(int d) { return (d + 15) / 16 * 16; }
+int padded_dim(int d) { return (d + 3) / 4 * 4; }  // whole vec4s
 
 std::vector<uint32_t> visible_keys(const Problem& p) {
   std::vector<uint32_t> kend(size_t(p.n_q));
@@ -63,8 +70,11 @@ std::string topk_select_unsupported(const Context& ctx, const Problem& p, int k)
   std::string why = common_unsupported(ctx, p, 4.0 * p.n_heads * p.n_q * dp,
                                        4.0 * p.n_kv_heads * p.n_k * dp);
   if (!why.empty()) return why;
-  if (ctx.limits().maxComputeWorkGroupInvocations < kSelectInvocations)
-    return "fewer than 256 invocations per workgroup";
+  if (ctx.limits().maxComputeWorkGroupInvocations < select_invocations(ctx))
+    return "fewer than " + std::to_string(select_invocations(ctx)) + " invocations per workgroup";
+  if (ctx.is_cpu() && p.n_k > kCpuDeviceMaxKeys)
+    return "rows longer than " + std::to_string(kCpuDeviceMaxKeys) +
+           " keys exceed a CPU device's loop limit";
   const double range = double(ctx.limits().maxStorageBufferRange);
   if (4.0 * kTile * p.n_k > std::min<double>(range, kDefaultScratch))
     return "rows of " + std::to_string(p.n_k) + " keys too long for the score scratch buffer";
@@ -87,9 +97,15 @@ std::string block_topk_select_unsupported(const Context& ctx, const Problem& p, 
 }
 
 Layout select_topk(Context& ctx, const Problem& p, int k, SelectStats* stats,
-                   size_t scratch_bytes) {
+                   const TopkSelectOptions& options) {
   require(k >= 0, ErrorCode::InvalidArgument,
           "vulkan top-k selector: k must be >= 0, got " + std::to_string(k));
+  const uint32_t wg = options.invocations ? uint32_t(options.invocations) : select_invocations(ctx);
+  require(wg >= 8 && wg <= 256 && (wg & (wg - 1)) == 0 &&
+              wg <= ctx.limits().maxComputeWorkGroupInvocations,
+          ErrorCode::InvalidArgument,
+          "vulkan top-k selector: invocations must be a power of two in [8, 256] the device "
+          "allows, got " + std::to_string(wg));
   std::string why = topk_select_unsupported(ctx, p, k);
   if (!why.empty()) throw Error(ErrorCode::Unsupported, "vulkan top-k selector: " + why);
   const int dp = padded_dim(p.d);
@@ -109,7 +125,7 @@ Layout select_topk(Context& ctx, const Problem& p, int k, SelectStats* stats,
   // Chunks of rows whose scores fit the scratch buffer: whole heads when a head fits, else
   // runs of queries (a multiple of the score tile) of one head.
   const double range = double(ctx.limits().maxStorageBufferRange);
-  size_t scratch = scratch_bytes ? scratch_bytes : kDefaultScratch;
+  size_t scratch = options.scratch_bytes ? options.scratch_bytes : kDefaultScratch;
   scratch = size_t(std::min<double>(double(scratch), range));
   const size_t row_bytes = size_t(p.n_k) * 4;
   int64_t rows = std::max<int64_t>(kTile, int64_t(scratch / row_bytes));
@@ -131,8 +147,10 @@ Layout select_topk(Context& ctx, const Problem& p, int k, SelectStats* stats,
   const int bout = job.buffer(size_t(total) * 4);
   const ComputePipeline& score_pipe =
       ctx.pipelines().get(topk_scores_shader(), 4, sizeof(TopkScoresPush), SpecConstants());
+  SpecConstants sel_spec;
+  sel_spec.set(0, wg).set(1, kSelectKeysPerInvocation);
   const ComputePipeline& select_pipe =
-      ctx.pipelines().get(topk_select_shader(), 4, sizeof(TopkSelectPush), SpecConstants());
+      ctx.pipelines().get(topk_select_shader(), 4, sizeof(TopkSelectPush), sel_spec);
   bool first = true;
   for (int h0 = 0; h0 < p.n_heads; h0 += heads_per) {
     const int nh = std::min(heads_per, p.n_heads - h0);

@@ -24,12 +24,17 @@ class Context;
 std::string topk_select_unsupported(const Context& ctx, const Problem& p, int k);
 std::string block_topk_select_unsupported(const Context& ctx, const Problem& p, int block);
 
+// Overrides of the top-k selector's shape (tests run the GPU shape on lavapipe with them).
+struct TopkSelectOptions {
+  size_t scratch_bytes = 0;  // bound on one chunk's score buffer; 0: 128 MiB (small: many chunks)
+  int invocations = 0;       // select workgroup, a power of two in [8, 256]; 0: device default
+};
+
 // Index layout keeping each query's min(k, visible) best keys; `stats` gets flops and the GPU
-// time. `scratch_bytes` bounds the score buffer of one chunk of rows (0: 128 MiB; small values
-// force many chunks, for tests). Throws Error(InvalidArgument) for k < 0, Error(Unsupported)
-// for what topk_select_unsupported() rejects, Error(Device) on Vulkan failures.
+// time. Throws Error(InvalidArgument) for k < 0 or bad options, Error(Unsupported) for what
+// topk_select_unsupported() rejects, Error(Device) on Vulkan failures.
 Layout select_topk(Context& ctx, const Problem& p, int k, SelectStats* stats,
-                   size_t scratch_bytes = 0);
+                   const TopkSelectOptions& options = {});
 
 // Block layout of block_topk(block, k): per query block its current key block plus the k best
 // other visible ones. `stats` gets flops and the GPU time plus the host's top-k time.

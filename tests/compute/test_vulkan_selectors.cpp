@@ -281,7 +281,8 @@ TEST_F(VulkanSelectorTest, TopkKeepsEveryVisibleKeyWhenKIsLarge) {
 }
 
 // Exact integer scores: many ties, broken towards the lower key index as on the CPU, so the
-// sets must be identical; also over many small chunks of rows (heads split, queries split).
+// sets must be identical; also over many small chunks of rows (heads split, queries split) and
+// with the GPU's workgroup shape (256 invocations) as well as lavapipe's (16).
 TEST_F(VulkanSelectorTest, TopkTiesAndChunksMatchExactly) {
   for (const Shape& s : {Shape{3, 1, 300, 4500, 16, true, false},
                          Shape{2, 2, 130, 200, 12, false, true}}) {
@@ -289,11 +290,13 @@ TEST_F(VulkanSelectorTest, TopkTiesAndChunksMatchExactly) {
     make_integer_scores(p, 10);
     for (int k : {1, 7, 64}) {
       Layout cl = make_variant("topk(k=" + std::to_string(k) + ")").select(p);
-      for (size_t scratch : {size_t(0), size_t(64) * p.n_k * 4, size_t(200) * p.n_k * 4}) {
+      for (auto [scratch, wg] : {std::pair<size_t, int>{0, 256}, {size_t(32) * p.n_k * 4, 16},
+                                 {size_t(200) * p.n_k * 4, 64}, {0, 8}}) {
         SelectStats st;
-        Layout gl = vk::select_topk(*ctx_, p, k, &st, scratch);
+        Layout gl = vk::select_topk(*ctx_, p, k, &st, {scratch, wg});
         const std::string what = describe(s, "integer topk k=" + std::to_string(k)) +
-                                 " scratch=" + std::to_string(scratch);
+                                 " scratch=" + std::to_string(scratch) +
+                                 " invocations=" + std::to_string(wg);
         Agreement a = expect_topk_agrees(p, k, gl, cl, what);
         EXPECT_EQ(a.rows_differ, 0) << what << ": exact ties must go to the lower index";
       }
@@ -317,6 +320,7 @@ TEST_F(VulkanSelectorTest, TopkZeroKAndBadInput) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
     EXPECT_NE(std::string(e.what()).find("k must be >= 0"), std::string::npos) << e.what();
   }
+  EXPECT_THROW(vk::select_topk(*ctx_, p, 3, &st, {0, 48}), Error);  // not a power of two
   try {
     vk::select_block_topk(*ctx_, p, 0, 2, &st);
     FAIL() << "block = 0 should throw";

@@ -13,10 +13,12 @@
 // WG * PER keys, so a row of n keys costs about 5 * n / (WG * PER) block iterations.
 #extension GL_EXT_control_flow_attributes : require
 
-const uint WG = 256;  // invocations; also the radix (8-bit digits)
-const uint PER = 16;  // keys per invocation per block
+layout(constant_id = 0) const uint WG = 256;  // invocations (power of two, 8..256)
+layout(constant_id = 1) const uint PER = 16;  // keys per invocation per block (WG * PER < 2^16)
+layout(local_size_x_id = 0) in;
+const uint RADIX = 256;         // 8-bit digits
+const uint BINS = RADIX / WG;   // digits per invocation in the scan
 const uint BLOCK = WG * PER;
-layout(local_size_x = 256) in;
 
 layout(std430, binding = 0) readonly buffer Bits { uint bits[]; };  // u32 [heads, rows, n_k]
 layout(std430, binding = 1) readonly buffer KEnd { uint kend[]; };  // u32 [n_q]: visible keys
@@ -32,7 +34,7 @@ layout(push_constant) uniform Push {
   uint h_begin;
 } pc;
 
-shared uint hist[WG];
+shared uint hist[RADIX];
 shared uint scan[WG];
 shared uint sel_digit, sel_need;
 
@@ -40,7 +42,7 @@ shared uint sel_digit, sel_need;
 uint scan_inclusive(uint x, uint tid) {
   scan[tid] = x;
   barrier();
-  [[unroll]] for (uint off = 1; off < WG; off <<= 1) {
+  for (uint off = 1; off < WG; off <<= 1) {
     uint add = tid >= off ? scan[tid - off] : 0u;
     barrier();
     scan[tid] += add;
@@ -65,7 +67,7 @@ void main() {
 
   uint prefix = 0u, prefix_mask = 0u, need = take;
   [[unroll]] for (int shift = 24; shift >= 0; shift -= 8) {
-    hist[tid] = 0u;
+    for (uint b = tid; b < RADIX; b += WG) hist[b] = 0u;
     barrier();
     for (uint b0 = 0; b0 < nv; b0 += BLOCK) {
       [[unroll]] for (uint t = 0; t < PER; ++t) {
@@ -77,14 +79,19 @@ void main() {
       }
     }
     barrier();
-    // Invocation tid looks at digit 255 - tid: keys matching the prefix with that digit or a
-    // larger one (incl) and with a larger one only (excl).
-    const uint count = hist[255u - tid];
-    const uint incl = scan_inclusive(count, tid);
-    const uint excl = incl - count;
-    if (excl < need && need <= incl) {
-      sel_digit = 255u - tid;
-      sel_need = need - excl;
+    // Invocation tid looks at digits 255 - tid * BINS down to 256 - (tid + 1) * BINS: keys
+    // matching the prefix with that digit or a larger one (incl) and a larger one only (excl).
+    uint own = 0u;
+    for (uint b = 0; b < BINS; ++b) own += hist[255u - tid * BINS - b];
+    uint excl = scan_inclusive(own, tid) - own;
+    for (uint b = 0; b < BINS; ++b) {
+      const uint digit = 255u - tid * BINS - b;
+      const uint incl = excl + hist[digit];
+      if (excl < need && need <= incl) {
+        sel_digit = digit;
+        sel_need = need - excl;
+      }
+      excl = incl;
     }
     barrier();
     prefix |= sel_digit << shift;
