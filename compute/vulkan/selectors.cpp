@@ -35,13 +35,17 @@ constexpr int kTile = 32;  // queries and keys per topk_scores workgroup
 // lavapipe runs each workgroup's barriers and shared atomics serially (measured ~3x faster than
 // 256 there). Each invocation takes 16 keys per block.
 constexpr uint32_t kSelectKeysPerInvocation = 16;
-uint32_t select_invocations(const Context& ctx) { return ctx.is_cpu() ? 16 : 256; }
+uint32_t select_invocations(const Context& ctx) {
+  return ctx.is_cpu() ? 16 : 256;
+}
 // lavapipe's loop limit (~65k back-edges per invocation): a row costs about 5 * n_k / 256 + 40
 // of them on CPU devices, so longer rows select on the CPU there.
 constexpr int kCpuDeviceMaxKeys = 1 << 18;
 constexpr size_t kDefaultScratch = size_t(128) << 20;
 
-int padded_dim(int d) { return (d + 3) / 4 * 4; }  // whole vec4s
+int padded_dim(int d) {
+  return (d + 3) / 4 * 4;
+}  // whole vec4s
 
 std::vector<uint32_t> visible_keys(const Problem& p) {
   std::vector<uint32_t> kend(size_t(p.n_q));
@@ -67,8 +71,8 @@ std::string common_unsupported(const Context& ctx, const Problem& p, double q_by
 
 std::string topk_select_unsupported(const Context& ctx, const Problem& p, int k) {
   const int dp = padded_dim(p.d);
-  std::string why = common_unsupported(ctx, p, 4.0 * p.n_heads * p.n_q * dp,
-                                       4.0 * p.n_kv_heads * p.n_k * dp);
+  std::string why =
+      common_unsupported(ctx, p, 4.0 * p.n_heads * p.n_q * dp, 4.0 * p.n_kv_heads * p.n_k * dp);
   if (!why.empty()) return why;
   if (ctx.limits().maxComputeWorkGroupInvocations < select_invocations(ctx))
     return "fewer than " + std::to_string(select_invocations(ctx)) + " invocations per workgroup";
@@ -85,8 +89,8 @@ std::string topk_select_unsupported(const Context& ctx, const Problem& p, int k)
 }
 
 std::string block_topk_select_unsupported(const Context& ctx, const Problem& p, int block) {
-  std::string why = common_unsupported(ctx, p, 4.0 * p.n_heads * p.n_q * p.d,
-                                       4.0 * p.n_kv_heads * p.n_k * p.d);
+  std::string why =
+      common_unsupported(ctx, p, 4.0 * p.n_heads * p.n_q * p.d, 4.0 * p.n_kv_heads * p.n_k * p.d);
   if (!why.empty() || block < 1) return why.empty() ? "block < 1" : why;
   const double n_qb = (p.n_q + block - 1) / block, n_kb = (p.n_k + block - 1) / block;
   if (n_qb > ctx.limits().maxComputeWorkGroupCount[1])
@@ -105,7 +109,8 @@ Layout select_topk(Context& ctx, const Problem& p, int k, SelectStats* stats,
               wg <= ctx.limits().maxComputeWorkGroupInvocations,
           ErrorCode::InvalidArgument,
           "vulkan top-k selector: invocations must be a power of two in [8, 256] the device "
-          "allows, got " + std::to_string(wg));
+          "allows, got " +
+              std::to_string(wg));
   std::string why = topk_select_unsupported(ctx, p, k);
   if (!why.empty()) throw Error(ErrorCode::Unsupported, "vulkan top-k selector: " + why);
   const int dp = padded_dim(p.d);
@@ -159,14 +164,14 @@ Layout select_topk(Context& ctx, const Problem& p, int k, SelectStats* stats,
       const uint32_t kmax = *std::max_element(kend.begin() + i0, kend.begin() + i0 + ni);
       if (!first) job.compute_barrier();  // the previous chunk's select read the scratch
       first = false;
-      TopkScoresPush sp{uint32_t(p.n_q), uint32_t(p.n_k), uint32_t(dp / 4),
-                        uint32_t(p.n_heads / p.n_kv_heads), uint32_t(i0), uint32_t(ni),
-                        uint32_t(h0)};
-      job.dispatch(score_pipe, {bq, bk, bke, bbits}, &sp, sizeof sp, uint32_t((ni + kTile - 1) / kTile),
-                   (kmax + kTile - 1) / kTile, uint32_t(nh));
+      TopkScoresPush sp{
+          uint32_t(p.n_q), uint32_t(p.n_k), uint32_t(dp / 4), uint32_t(p.n_heads / p.n_kv_heads),
+          uint32_t(i0),    uint32_t(ni),    uint32_t(h0)};
+      job.dispatch(score_pipe, {bq, bk, bke, bbits}, &sp, sizeof sp,
+                   uint32_t((ni + kTile - 1) / kTile), (kmax + kTile - 1) / kTile, uint32_t(nh));
       job.compute_barrier();
-      TopkSelectPush xp{uint32_t(p.n_q), uint32_t(p.n_k), uint32_t(k), uint32_t(i0), uint32_t(ni),
-                        uint32_t(h0)};
+      TopkSelectPush xp{uint32_t(p.n_q), uint32_t(p.n_k), uint32_t(k),
+                        uint32_t(i0),    uint32_t(ni),    uint32_t(h0)};
       job.dispatch(select_pipe, {bbits, bke, bptr, bout}, &xp, sizeof xp, uint32_t(ni),
                    uint32_t(nh));
     }
