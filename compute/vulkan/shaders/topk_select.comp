@@ -5,9 +5,10 @@
 // Radix select over the order-preserving score bits, 8 bits per pass from the top: a workgroup
 // histogram of the next digit among keys matching the prefix found so far, then a suffix scan
 // picks the digit holding the take-th largest key. After four passes `thr` is the take-th largest
-// value exactly and `need` says how many keys equal to it are kept. Ordered compaction then
-// writes keys > thr and the first `need` keys == thr in index order: the kept keys before key j
-// are (#greater before j) + min(#equal before j, need), one workgroup scan of packed counts.
+// value exactly and `need` says how many keys equal to it are kept (earlier, when every key of
+// the chosen digit is kept: all keys >= the prefix). Ordered compaction then writes keys above
+// the threshold and the first `need` keys equal to it in index order: the kept keys before key j
+// are (#above before j) + min(#equal before j, need), one workgroup scan of packed counts.
 //
 // Loops stay short for lavapipe's loop limit: each invocation takes PER keys per block of
 // WG * PER keys, so a row of n keys costs about 5 * n / (WG * PER) block iterations.
@@ -36,7 +37,7 @@ layout(push_constant) uniform Push {
 
 shared uint hist[RADIX];
 shared uint scan[WG];
-shared uint sel_digit, sel_need;
+shared uint sel_digit, sel_need, sel_all;
 
 // Inclusive workgroup scan of x (Hillis-Steele in shared memory).
 uint scan_inclusive(uint x, uint tid) {
@@ -65,7 +66,8 @@ void main() {
     return;
   }
 
-  uint prefix = 0u, prefix_mask = 0u, need = take;
+  // Keys >= lo are kept, and the first `need` keys == thr (thr < lo).
+  uint prefix = 0u, prefix_mask = 0u, need = take, lo = 0u, thr = 0u;
   [[unroll]] for (int shift = 24; shift >= 0; shift -= 8) {
     for (uint b = tid; b < RADIX; b += WG) hist[b] = 0u;
     barrier();
@@ -90,6 +92,7 @@ void main() {
       if (excl < need && need <= incl) {
         sel_digit = digit;
         sel_need = need - excl;
+        sel_all = need == incl ? 1u : 0u;
       }
       excl = incl;
     }
@@ -97,9 +100,19 @@ void main() {
     prefix |= sel_digit << shift;
     prefix_mask |= 255u << shift;
     need = sel_need;
+    const bool all = sel_all != 0u;
     barrier();  // sel_* and hist are rewritten by the next pass
+    if (all) {  // the whole digit's bin is kept: no need to look at lower bits
+      lo = prefix;
+      need = 0u;
+      thr = 0u;
+      break;
+    }
+    if (shift == 0) {  // thr is the take-th largest value exactly
+      lo = prefix + 1u;
+      thr = prefix;
+    }
   }
-  const uint thr = prefix;
 
   uint gt_seen = 0u, eq_seen = 0u;  // over earlier blocks
   for (uint b0 = 0; b0 < nv; b0 += BLOCK) {
@@ -110,8 +123,8 @@ void main() {
     [[unroll]] for (uint t = 0; t < PER; ++t) {
       u[t] = j0 + t < nv ? bits[base + j0 + t] : 0u;
       const bool valid = j0 + t < nv;
-      gt += valid && u[t] > thr ? 1u : 0u;
-      eq += valid && u[t] == thr ? 1u : 0u;
+      gt += valid && u[t] >= lo ? 1u : 0u;
+      eq += valid && u[t] < lo && u[t] == thr ? 1u : 0u;
     }
     // Packed counts (each <= BLOCK < 2^16): greater in the low half, equal in the high half.
     const uint packed = gt | (eq << 16);
@@ -121,7 +134,7 @@ void main() {
     uint eq_before = eq_seen + ((incl - packed) >> 16);
     [[unroll]] for (uint t = 0; t < PER; ++t) {
       if (j0 + t >= nv) continue;
-      if (u[t] > thr) {
+      if (u[t] >= lo) {
         out_idx[out_base + gt_before + min(eq_before, need)] = j0 + t;
         ++gt_before;
       } else if (u[t] == thr) {
