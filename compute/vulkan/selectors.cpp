@@ -32,8 +32,8 @@ struct BlockScoresPush {
 
 constexpr int kTile = 32;  // queries and keys per topk_scores workgroup
 // topk_select: a workgroup of 256 invocations per row on GPUs; 16 on CPU devices, where
-// lavapipe runs each workgroup's barriers and shared atomics serially (measured ~3x faster than
-// 256 there). Each invocation takes 16 keys per block.
+// lavapipe runs a workgroup's invocations in turns between barriers (measured ~2-3x faster
+// than 256 there). Each invocation takes 16 keys per block.
 constexpr uint32_t kSelectKeysPerInvocation = 16;
 uint32_t select_invocations(const Context& ctx) {
   return ctx.is_cpu() ? 16 : 256;
@@ -43,9 +43,10 @@ uint32_t select_invocations(const Context& ctx) {
 constexpr int kCpuDeviceMaxKeys = 1 << 18;
 constexpr size_t kDefaultScratch = size_t(128) << 20;
 
+// Q and K rows are read as whole vec4s.
 int padded_dim(int d) {
   return (d + 3) / 4 * 4;
-}  // whole vec4s
+}
 
 std::vector<uint32_t> visible_keys(const Problem& p) {
   std::vector<uint32_t> kend(size_t(p.n_q));
