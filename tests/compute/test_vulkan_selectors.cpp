@@ -309,6 +309,55 @@ TEST_F(VulkanSelectorTest, TopkTiesAndChunksMatchExactly) {
   }
 }
 
+// Keys in pairs whose second key is the first one's components reversed, and queries that are
+// palindromes: each pair's scores are equal in exact arithmetic but summed in different orders,
+// so f32 rounding decides, and the GPU and CPU may order a pair differently; wherever they do,
+// the tolerance rule must hold (and exactly min(k, visible) keys are kept).
+TEST_F(VulkanSelectorTest, TopkNearTiesStayWithinTolerance) {
+  Shape s{1, 1, 200, 4200, 64, true, false};
+  Problem p = make_problem(s, 41);
+  for (int j = 1; j < p.n_k; j += 2) {
+    float* kj = p.k.data() + size_t(j) * p.d;
+    std::reverse_copy(kj - p.d, kj, kj);
+  }
+  for (int i = 0; i < p.n_q; ++i) {
+    float* qi = p.q.data() + size_t(i) * p.d;
+    for (int t = 0; t < p.d / 2; ++t) qi[p.d - 1 - t] = qi[t];
+  }
+  Layout cl = make_variant("topk(k=32)").select(p);
+  SelectStats st;
+  Layout gl = vk::select_topk(*ctx_, p, 32, &st);
+  Agreement a = expect_topk_agrees(p, 32, gl, cl, describe(s, "near-tied topk(k=32)"));
+  std::printf("  near-tied pairs: %lld/%lld rows differ, worst margin %.2e\n",
+              (long long)a.rows_differ, (long long)a.rows, a.rows_differ ? a.worst_margin : 0.0);
+}
+
+// run_layers() asks the backend to select too (no sequence state for top-k); a pattern with
+// sequence state (sketch_walk) still selects on the CPU and runs.
+TEST_F(VulkanSelectorTest, RunLayersSelectsOnTheGpu) {
+  auto gpu = make_backend("vulkan");
+  std::vector<Problem> layers = {random_problem(2, 1, 90, 90, 16, true, 51),
+                                 random_problem(2, 1, 90, 90, 16, true, 52)};
+  Variant v = make_variant("topk(k=5)");
+  std::vector<Result> rs = run_layers(v, layers, *gpu);
+  ASSERT_EQ(rs.size(), 2u);
+  for (size_t l = 0; l < rs.size(); ++l) {
+    Layout gl;
+    SelectStats st;
+    ASSERT_TRUE(gpu->select(v, layers[l], &gl, &st));
+    for (int h = 0; h < 2; ++h) {
+      EXPECT_EQ(rs[l].layout.index(h).col, gl.index(h).col);
+      EXPECT_EQ(rs[l].layout.index(h).row_ptr, gl.index(h).row_ptr);
+    }
+    expect_output_matches_reference(v, layers[l], rs[l],
+                                    "run_layers topk layer " + std::to_string(l));
+  }
+  Variant sw = make_variant("sketch_walk");
+  std::vector<Result> ws = run_layers(sw, layers, *gpu);
+  ASSERT_EQ(ws.size(), 2u);
+  expect_output_matches_reference(sw, layers[1], ws[1], "run_layers sketch_walk layer 1");
+}
+
 TEST_F(VulkanSelectorTest, TopkZeroKAndBadInput) {
   Problem p = random_problem(2, 1, 50, 60, 16, true, 11);
   SelectStats st;
