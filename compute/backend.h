@@ -40,7 +40,8 @@ class Backend {
 std::unique_ptr<Backend> make_backend(const std::string& name);
 std::vector<std::string> backend_names();
 
-// validate(p), select the layout (backend.select(), else v.select()), execute, and fill every stat (predicted cost, density, times).
+// validate(p), select the layout (backend.select(), else v.select()), execute, and fill every
+// stat (predicted cost, density, times).
 Result run(const Variant& v, const Problem& p, Backend& backend, const RunOptions& opt = {});
 
 // run() for one layer of a forward pass that a model drives itself: `seq` is the state that

@@ -31,7 +31,7 @@ struct Cost {
 // Selector-side bookkeeping filled while building a layout.
 struct SelectStats {
   double flops = 0;    // work spent deciding what to keep (pooling, sketches, estimates)
-  double seconds = 0;  // wall time of the selection
+  double seconds = 0;  // wall time of the selection (GPU time when a backend selected)
 };
 
 // Typed identity of a pattern with its parameters, so that a backend can run the selectors it
