@@ -101,7 +101,8 @@ void add_render_command(CLI::App& app, Action& action) {
   cmd->add_option("--session", o.session, "Session file (.attnscope.json)")->required();
   std::string views;
   for (const auto& v : view_names()) views += (views.empty() ? "" : "|") + v;
-  cmd->add_option("--view", o.view, views + " (default: the session's view)");
+  cmd->add_option("--view", o.view, views + " (default: the session's view)")
+      ->check(CLI::IsMember(view_names()));
   cmd->add_option("--out", o.out, "Output file(s): .png, .svg or .pdf (repeatable)")->required();
   cmd->add_option("--width", o.width, "Width in pixels at --dpi (default: the session's)")
       ->check(CLI::Range(1, 20000));

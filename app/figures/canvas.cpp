@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "app/workbench/workbench.h"
+
 namespace attn::fig {
 
 QColor series_color(int i) {
@@ -56,8 +58,8 @@ void Canvas::text(QPointF at, const QString& t, double pt, int halign, int valig
   p_.restore();
 }
 
-QString Canvas::elide(const QString& t, double pt, double max_w) const {
-  return QFontMetricsF(font(pt), p_.device()).elidedText(t, Qt::ElideRight, max_w);
+QString Canvas::elide(const QString& t, double pt, double max_w, bool bold) const {
+  return QFontMetricsF(font(pt, bold), p_.device()).elidedText(t, Qt::ElideRight, max_w);
 }
 
 void Canvas::line(QPointF a, QPointF b, QColor c, double w) {
@@ -234,6 +236,39 @@ double draw_colorbar(Canvas& c, const QRectF& r, const Colormap& cmap, double vm
   const double tx = r.right() + 3.5 + label_w + 3;
   c.text({tx, r.center().y()}, title, s.label_pt, 0, -1, kText, false, -90);
   return tx + c.line_height(s.label_pt) - r.right();
+}
+
+double caption_height(const Canvas& c) {
+  return c.line_height(c.style().label_pt) + c.line_height(c.style().tick_pt) + 3;
+}
+
+void draw_caption(Canvas& c, QPointF at, double width, const std::string& spec,
+                  const QString& fallback) {
+  const FigureStyle& s = c.style();
+  const VariantLabel l = variant_label(spec);
+  c.text(at, c.elide(qs(l.name), s.label_pt, width, true), s.label_pt, -1, -1, kText, true);
+  const QString sub = l.params.empty() ? fallback : qs(l.params);
+  c.text({at.x(), at.y() + c.line_height(s.label_pt) + 1}, c.elide(sub, s.tick_pt, width),
+         s.tick_pt, -1, -1, kMuted);
+}
+
+std::vector<QString> wrap_segments(const Canvas& c, const std::vector<QString>& segments,
+                                   double pt, double width, int max_lines) {
+  std::vector<QString> lines;
+  QString cur;
+  for (const QString& seg : segments) {
+    const QString joined = cur.isEmpty() ? seg : cur + " \u00b7 " + seg;
+    if (cur.isEmpty() || c.text_width(joined, pt) <= width) {
+      cur = joined;
+    } else {
+      lines.push_back(cur);
+      cur = seg;
+    }
+  }
+  if (!cur.isEmpty()) lines.push_back(cur);
+  if (int(lines.size()) > max_lines) lines.resize(size_t(max_lines));
+  for (QString& l : lines) l = c.elide(l, pt, width);
+  return lines;
 }
 
 double draw_title(Canvas& c, const QRectF& area, const std::string& title,

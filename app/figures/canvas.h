@@ -43,7 +43,7 @@ class Canvas {
   void text(QPointF at, const QString& t, double pt, int halign, int valign,
             QColor c = kText, bool bold = false, double deg = 0);
   // Elides to at most `max_w` points with an ellipsis.
-  QString elide(const QString& t, double pt, double max_w) const;
+  QString elide(const QString& t, double pt, double max_w, bool bold = false) const;
   void line(QPointF a, QPointF b, QColor c = kAxis, double w = -1);
   void rect_outline(const QRectF& r, QColor c = kAxis, double w = -1);
 
@@ -80,6 +80,16 @@ double draw_colorbar(Canvas& c, const QRectF& r, const Colormap& cmap, double vm
                      bool log_scale, const QString& title);
 // Width a colour bar with its labels and title needs (for layout).
 double colorbar_width(const Canvas& c);
+
+// Panel caption above a panel: the variant's display name (bold) and its parameters (or
+// `fallback` when it has none) on a second, muted line, both elided to `width`. The text sits
+// in [top_left.y, top_left.y + caption_height()).
+void draw_caption(Canvas& c, QPointF top_left, double width, const std::string& spec,
+                  const QString& fallback = {});
+double caption_height(const Canvas& c);
+// Segments joined by " · " on at most `max_lines` lines of `width` points; returns the lines.
+std::vector<QString> wrap_segments(const Canvas& c, const std::vector<QString>& segments,
+                                   double pt, double width, int max_lines);
 
 // Title block: title and subtitle at the top of `area`; returns the height used.
 double draw_title(Canvas& c, const QRectF& area, const std::string& title,

@@ -23,7 +23,7 @@ void paint_head_grids(Canvas& c, const QRectF& area, const FigureData& d) {
   const double lh_tick = c.line_height(s.tick_pt), lh_label = c.line_height(s.label_pt);
   const double cbw = colorbar_width(c), gap = 14;
   const double left = lh_label + 4 + c.text_width("00", s.tick_pt) + 4;
-  const double top = lh_label + 4, bottom = 3 + lh_tick + 3 + lh_label + 2;
+  const double top = caption_height(c) + 2, bottom = 3 + lh_tick + 3 + lh_label + 2;
   // Cells as square as the space allows.
   const double cell = std::max(
       4.0, std::min((area.width() - left - cbw - 10 - (K - 1) * gap) / (K * H),
@@ -39,9 +39,7 @@ void paint_head_grids(Canvas& c, const QRectF& area, const FigureData& d) {
     const HeadGrid& g = d.grids[size_t(k)];
     const std::vector<float>& v = g.metric(metric);
     const QRectF r(x0 + left + k * (gw + gap), area.top() + top, gw, gh);
-    const std::string cap = g.spec == "dense" ? "Dense softmax" : g.spec;
-    c.text({r.left(), r.top() - 3}, c.elide(qs(cap), s.label_pt, gw + gap - 2), s.label_pt, -1, 1,
-           kText, true);
+    draw_caption(c, {r.left(), r.top() - top}, gw + gap - 3, g.spec, "softmax over all keys");
     CellSource src{L, H, &v, {}};
     draw_cells(c, r, src, cmap, vmax, d.settings.log_scale);
     c.rect_outline(r);

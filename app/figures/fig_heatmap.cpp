@@ -7,12 +7,12 @@
 
 namespace attn::fig {
 
-QString metrics_line(const HeatmapData& h) {
+std::vector<QString> metric_segments(const HeatmapData& h) {
   auto f = [](double x, int digits) { return QString::number(x, 'g', digits); };
-  if (h.spec == "dense") return QString("density %1 \u00b7 reference").arg(f(h.density, 3));
-  QString s = QString("density %1 \u00b7 rel. error %2 \u00b7 recall %3")
-                  .arg(f(h.density, 3), f(h.rel_error, 2), f(h.mass_recall, 3));
-  if (std::isfinite(h.row_kl)) s += QString(" \u00b7 KL %1").arg(f(h.row_kl, 2));
+  if (h.spec == "dense") return {"density " + f(h.density, 3), "exact reference"};
+  std::vector<QString> s = {"density " + f(h.density, 3), "error " + f(h.rel_error, 2),
+                            "recall " + f(h.mass_recall, 3)};
+  if (std::isfinite(h.row_kl)) s.push_back("KL " + f(h.row_kl, 2));
   return s;
 }
 
@@ -70,21 +70,24 @@ void paint_heatmaps(Canvas& c, const QRectF& area, const FigureData& d) {
                         (area.height() - nrow * 60) / nrow);
   std::vector<int> qs_shown, ks_shown;
   double ylab_w = 0, xlab_h = 0;
-  for (int it = 0; it < 2; ++it) {
+  for (int it = 0; it < 3; ++it) {
     qs_shown = thinned(m0.n_q, map, lh_tick * 1.05);
     ks_shown = thinned(m0.n_k, map, lh_tick * 1.05);
     ylab_w = std::min(max_label_width(c, m0.q_labels, qs_shown, s.tick_pt), 48.0);
     xlab_h = std::min(max_label_width(c, m0.k_labels, ks_shown, s.tick_pt), 48.0);
     const double left = lh_label + 3 + ylab_w + 4;
-    const double top = lh_label + lh_tick + 4;     // caption + metrics
-    const double bottom = 4 + xlab_h + 3 + lh_label + 6;
+    const double top = caption_height(c) + 2;  // name + parameters
+    const double bottom = 4 + xlab_h + 3 + lh_label + 3 + 2 * lh_tick + 6;  // + 2 metric lines
     map = std::min((area.width() - left - cbw - 10 - (ncol - 1) * gap) / ncol,
                    (area.height() - nrow * (top + bottom)) / nrow);
     map = std::max(map, 20.0);
   }
   const double left = lh_label + 3 + ylab_w + 4;
-  const double top = lh_label + lh_tick + 4;
-  const double bottom = 4 + xlab_h + 3 + lh_label + 6;
+  const double top = caption_height(c) + 2;
+  const double bottom = 4 + xlab_h + 3 + lh_label + 3 + 2 * lh_tick + 6;
+  // Labels for the final size (the reserved widths above bound them: longer ones are elided).
+  qs_shown = thinned(m0.n_q, map, lh_tick * 1.05);
+  ks_shown = thinned(m0.n_k, map, lh_tick * 1.05);
   const double block_w = left + ncol * map + (ncol - 1) * gap + 10 + cbw;
   const double x0 = area.left() + std::max(0.0, (area.width() - block_w) / 2);
 
@@ -93,11 +96,8 @@ void paint_heatmaps(Canvas& c, const QRectF& area, const FigureData& d) {
     const int col = k % ncol, row = k / ncol;
     const QRectF r(x0 + left + col * (map + gap), area.top() + row * (top + map + bottom) + top,
                    map, map);
-    // Caption (variant name and parameters) and its metrics above the map.
-    c.text({r.left(), r.top() - lh_tick - 3}, c.elide(qs(h.caption), s.label_pt, map + gap - 2),
-           s.label_pt, -1, 1, kText, true);
-    c.text({r.left(), r.top() - 2.5}, c.elide(metrics_line(h), s.tick_pt, map + gap - 2),
-           s.tick_pt, -1, 1, kMuted);
+    // Variant name and parameters above the map, its metrics under the key axis.
+    draw_caption(c, {r.left(), r.top() - top}, map + gap - 3, h.spec, "softmax over all keys");
     CellSource src{h.rows, h.cols, &h.cells, hidden_cells(h)};
     draw_cells(c, r, src, cmap, vmax, d.settings.log_scale);
     c.rect_outline(r);
@@ -107,7 +107,8 @@ void paint_heatmaps(Canvas& c, const QRectF& area, const FigureData& d) {
       for (int i : qs_shown) {
         const double y = r.top() + (i + 0.5) * qh;
         c.line({r.left() - 2, y}, {r.left(), y});
-        c.text({r.left() - 3, y}, token_label(h.q_labels[size_t(i)]), s.tick_pt, 1, 0);
+        c.text({r.left() - 3, y}, c.elide(token_label(h.q_labels[size_t(i)]), s.tick_pt, ylab_w + 0.5),
+               s.tick_pt, 1, 0);
       }
       c.text({r.left() - 3 - ylab_w - 4, r.center().y()}, "Query token", s.label_pt, 0, 1,
              kText, false, -90);
@@ -115,10 +116,15 @@ void paint_heatmaps(Canvas& c, const QRectF& area, const FigureData& d) {
     for (int j : ks_shown) {
       const double x = r.left() + (j + 0.5) * kw;
       c.line({x, r.bottom()}, {x, r.bottom() + 2});
-      c.text({x, r.bottom() + 3}, token_label(h.k_labels[size_t(j)]), s.tick_pt, 1, 0, kText,
-             false, -90);
+      c.text({x, r.bottom() + 3}, c.elide(token_label(h.k_labels[size_t(j)]), s.tick_pt, xlab_h + 0.5),
+             s.tick_pt, 1, 0, kText, false, -90);
     }
-    c.text({r.center().x(), r.bottom() + 4 + xlab_h + 3}, "Key token", s.label_pt, 0, -1);
+    const double yk = r.bottom() + 4 + xlab_h + 3;
+    c.text({r.center().x(), yk}, "Key token", s.label_pt, 0, -1);
+    const auto lines = wrap_segments(c, metric_segments(h), s.tick_pt, map + gap - 3, 2);
+    for (size_t i = 0; i < lines.size(); ++i)
+      c.text({r.center().x(), yk + lh_label + 3 + i * lh_tick}, lines[i], s.tick_pt, 0, -1,
+             kMuted);
   }
   // One colour bar for all panels, as tall as a map, beside the first row.
   const QRectF cb(x0 + left + ncol * map + (ncol - 1) * gap + 10, area.top() + top, 8, map);

@@ -48,7 +48,7 @@ void paint_images(Canvas& c, const QRectF& area, const FigureData& d) {
   }
   const double lh_tick = c.line_height(s.tick_pt), lh_label = c.line_height(s.label_pt);
   const double cbw = colorbar_width(c), gap = 10;
-  const double top = lh_label + lh_tick + 5;
+  const double top = caption_height(c) + 2;
   const double aspect = double(a0.image.height) / std::max(1, a0.image.width);
   const int ncol = K <= 5 ? K : (K + 1) / 2, nrow = (K + ncol - 1) / ncol;
   const double pw = std::max(
@@ -61,15 +61,14 @@ void paint_images(Canvas& c, const QRectF& area, const FigureData& d) {
     const int col = k % ncol, row = k / ncol;
     const QRectF r(x0 + col * (pw + gap), area.top() + top + row * (top + ph + 4), pw, ph);
     draw_image(c, r, a0.image);
-    QString cap, sub;
     if (k == 0) {
-      cap = "Input";
-      sub = a0.predicted.empty() ? QString() : "predicted: " + qs(a0.predicted);
+      c.text({r.left(), r.top() - top}, "Input", s.label_pt, -1, -1, kText, true);
+      c.text({r.left(), r.top() - top + lh_label + 1},
+             a0.predicted.empty() ? QString() : "predicted: " + qs(a0.predicted), s.tick_pt, -1,
+             -1, kMuted);
     } else {
       const ImageAttention& a = d.images[size_t(k - 1)];
-      cap = a.spec == "dense" ? "Dense softmax" : qs(a.spec);
-      sub = QString("layer %1, %2").arg(a.layer).arg(a.head < 0 ? QString("mean of heads")
-                                                              : QString("head %1").arg(a.head));
+      draw_caption(c, {r.left(), r.top() - top}, pw + gap - 3, a.spec, "softmax over all keys");
       const double cw = pw / a.grid_w, ch = ph / a.grid_h;
       QPainter& p = c.painter();
       p.save();
@@ -84,10 +83,6 @@ void paint_images(Canvas& c, const QRectF& area, const FigureData& d) {
       p.restore();
     }
     c.rect_outline(r);
-    c.text({r.left(), r.top() - lh_tick - 3}, c.elide(cap, s.label_pt, pw + gap - 2), s.label_pt,
-           -1, 1, kText, true);
-    c.text({r.left(), r.top() - 2.5}, c.elide(sub, s.tick_pt, pw + gap - 2), s.tick_pt, -1, 1,
-           kMuted);
   }
   const QRectF cb(x0 + ncol * pw + (ncol - 1) * gap + 10, area.top() + top, 8, ph);
   draw_colorbar(c, cb, cmap, vmax, d.settings.log_scale, "CLS attention");

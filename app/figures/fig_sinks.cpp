@@ -51,7 +51,7 @@ void paint_sinks(Canvas& c, const QRectF& area, const FigureData& d) {
     c.text({lx + 8, ly}, t, s.tick_pt, -1, 0);
     lx += 8 + c.text_width(t, s.tick_pt) + 12;
   };
-  key(series_color(0), "mass received");
+  key(series_color(0), "mean attention a token receives (over heads and queries)");
   key(kAccent, QString("sink (> %1 in a layer)").arg(k.threshold));
   c.painter().save();
   QPen dash(kMuted, s.line_pt, Qt::DashLine);
@@ -100,7 +100,7 @@ void paint_sinks(Canvas& c, const QRectF& area, const FigureData& d) {
   }
   c.text({x0 + width / 2, yb + 3 + xlab_h + 3}, "Token", s.label_pt, 0, -1);
   c.text({area.left() + lh_label / 2, area.top() + legend_h + (yb - area.top() - legend_h) / 2},
-         "Attention mass received (mean over heads and queries)", s.label_pt, 0, 0, kText, false,
+         "Mass received", s.label_pt, 0, 0, kText, false,
          -90);
 }
 

@@ -27,15 +27,16 @@ Axis make_axis(std::vector<double> v, bool allow_log, bool from_zero) {
           v.end());
   if (v.empty()) v = {0, 1};
   double lo = *std::min_element(v.begin(), v.end()), hi = *std::max_element(v.begin(), v.end());
+  // Values below 1e-9 of the largest are rounding noise (dense against itself), not data.
   std::vector<double> pos;
   for (double x : v)
-    if (x > 0) pos.push_back(x);
+    if (x > std::abs(hi) * 1e-9) pos.push_back(x);
   if (allow_log && !pos.empty()) {
     const double plo = *std::min_element(pos.begin(), pos.end());
     if (hi / plo > 100) {
       a.log = true;
       a.lo = std::pow(10.0, std::floor(std::log10(plo)));
-      a.hi = std::pow(10.0, std::ceil(std::log10(hi)));
+      a.hi = std::pow(10.0, std::ceil(std::log10(hi * 1.5)));
       if (a.hi <= a.lo) a.hi = a.lo * 10;
       a.ticks = log_ticks(a.lo, a.hi);
       return a;
@@ -186,7 +187,7 @@ void paint_tradeoff(Canvas& c, const QRectF& area, const FigureData& d) {
       for (const auto& pt : pts) {
         const double x = value(pt, xname), y = value(pt, yname);
         if (pt.pattern != groups[g] || !std::isfinite(x) || !std::isfinite(y)) continue;
-        if ((ay.log && y <= 0) || (ax.log && x <= 0)) continue;
+        if ((ay.log && y < ay.lo) || (ax.log && x < ax.lo)) continue;
         series.push_back({x, &pt});
       }
       std::sort(series.begin(), series.end(),
@@ -219,10 +220,6 @@ void paint_tradeoff(Canvas& c, const QRectF& area, const FigureData& d) {
     c.text({lx + 10, ly}, qs(groups[g]), s.tick_pt, -1, 0);
     ly += lh_tick + 3;
   }
-  bool skipped = false;
-  for (const auto& pt : pts) skipped = skipped || (pt.rel_error <= 0);
-  if (skipped)
-    c.text({lx, ly + 4}, "dense: error 0", s.tick_pt - 1, -1, 0, kMuted);
 }
 
 }  // namespace attn::fig

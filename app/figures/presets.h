@@ -13,7 +13,7 @@ void paint_images(Canvas& c, const QRectF& area, const FigureData& d);
 void paint_tradeoff(Canvas& c, const QRectF& area, const FigureData& d);
 void paint_tokens(Canvas& c, const QRectF& area, const FigureData& d);
 
-// "density 0.23 · rel. error 0.081 · recall 0.91" for a heatmap panel.
-QString metrics_line(const HeatmapData& h);
+// "density 0.23", "output error 0.081", "recall 0.91" for a heatmap panel.
+std::vector<QString> metric_segments(const HeatmapData& h);
 
 }  // namespace attn::fig

@@ -63,9 +63,9 @@ std::vector<std::string> token_display_labels(const std::string& text,
   return out;
 }
 
-std::string variant_caption(const std::string& spec) {
+VariantLabel variant_label(const std::string& spec) {
   const std::string canon = make_variant(spec).spec();
-  if (canon == "dense") return "Dense softmax";
+  if (canon == "dense") return {"Dense softmax", ""};
   std::vector<std::string> pieces;
   int depth = 0;
   size_t start = 0;
@@ -79,7 +79,7 @@ std::string variant_caption(const std::string& spec) {
       --depth;
     }
   }
-  std::string out;
+  VariantLabel out;
   for (const std::string& p : pieces) {
     const size_t paren = p.find('(');
     const std::string id = p.substr(0, paren);
@@ -94,9 +94,15 @@ std::string variant_caption(const std::string& spec) {
       for (size_t k = 0; k < params.size(); ++k)
         if (params[k] == ',') params.insert(++k, " ");
     }
-    out += (out.empty() ? "" : " + ") + name + (params.empty() ? "" : " [" + params + "]");
+    out.name += (out.name.empty() ? "" : " + ") + name;
+    if (!params.empty()) out.params += (out.params.empty() ? "" : "; ") + params;
   }
   return out;
+}
+
+std::string variant_caption(const std::string& spec) {
+  const VariantLabel l = variant_label(spec);
+  return l.params.empty() ? l.name : l.name + " [" + l.params + "]";
 }
 
 Workbench::Workbench(WorkbenchOptions o) : opt_(o) {}

@@ -105,7 +105,15 @@ class Workbench {
   std::map<std::string, std::unique_ptr<Cached>> cache_;
 };
 
-// Display caption of a spec: "Sliding window (size=16)" style.
+// Display caption of a spec: "Sliding window [size=16]"; "Dense softmax" for dense.
 std::string variant_caption(const std::string& spec);
+
+// The two parts of a caption: display names ("Sinks + window (StreamingLLM)") and parameters
+// ("sinks=4, window=256"; pieces of a composite spec separated by "; ").
+struct VariantLabel {
+  std::string name;
+  std::string params;
+};
+VariantLabel variant_label(const std::string& spec);
 
 }  // namespace attn
