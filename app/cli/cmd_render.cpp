@@ -16,7 +16,7 @@ namespace {
 struct RenderOptions {
   std::string session, view, data;
   std::vector<std::string> out;
-  int width = 0, height = 0, threads = 0, max_cells = 512;
+  int width = 0, height = -1, threads = 0, max_cells = 512;
   double dpi = 0;
   bool no_sidecar = false, no_verify = false, json = false;
 };
@@ -54,7 +54,7 @@ int render(const RenderOptions& o) {
   const View view = view_from_name(o.view.empty() ? s.view.view : o.view);
   FigureSize size = s.figure;
   if (o.width > 0) size.width = o.width;
-  if (o.height > 0) size.height = o.height;
+  if (o.height >= 0) size.height = o.height;
   if (o.dpi > 0) size.dpi = o.dpi;
 
   WorkbenchOptions wo;
@@ -63,6 +63,7 @@ int render(const RenderOptions& o) {
   Workbench wb(wo);
   wb.open(s, o.session);
   const FigureData fig = collect_figure(wb, view, o.max_cells);
+  size = fit_height(fig, size);
   Session record = wb.session();
   if (!o.no_sidecar) fill_hashes(record, o.session);
   nlohmann::json report = {{"view", view_name(view)},
@@ -106,8 +107,9 @@ void add_render_command(CLI::App& app, Action& action) {
   cmd->add_option("--out", o.out, "Output file(s): .png, .svg or .pdf (repeatable)")->required();
   cmd->add_option("--width", o.width, "Width in pixels at --dpi (default: the session's)")
       ->check(CLI::Range(1, 20000));
-  cmd->add_option("--height", o.height, "Height in pixels at --dpi (default: the session's)")
-      ->check(CLI::Range(1, 20000));
+  cmd->add_option("--height", o.height,
+                  "Height in pixels at --dpi, 0 = fit the content (default: the session's)")
+      ->check(CLI::Range(0, 20000));
   cmd->add_option("--dpi", o.dpi, "Resolution; PDF/SVG pages are width/dpi inches wide")
       ->check(CLI::Range(10.0, 2400.0));
   cmd->add_option("--max-cells", o.max_cells, "Heatmap cells per side before pooling (max)")

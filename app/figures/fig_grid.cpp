@@ -6,9 +6,9 @@
 
 namespace attn::fig {
 
-void paint_head_grids(Canvas& c, const QRectF& area, const FigureData& d) {
+double paint_head_grids(Canvas& c, const QRectF& area, const FigureData& d) {
   const FigureStyle& s = c.style();
-  if (d.grids.empty()) return;
+  if (d.grids.empty()) return area.top();
   const std::string& metric = d.settings.grid_metric;
   const int K = int(d.grids.size());
   const int L = d.grids.front().n_layers, H = d.grids.front().n_heads;
@@ -72,6 +72,7 @@ void paint_head_grids(Canvas& c, const QRectF& area, const FigureData& d) {
   }
   const QRectF cb(x0 + left + K * gw + (K - 1) * gap + 10, area.top() + top, 8, gh);
   draw_colorbar(c, cb, cmap, vmax, d.settings.log_scale, qs(head_grid_metric_title(metric)));
+  return area.top() + top + gh + bottom;
 }
 
 }  // namespace attn::fig

@@ -43,10 +43,10 @@ double max_label_width(const Canvas& c, const std::vector<std::string>& labels,
 
 }  // namespace
 
-void paint_heatmaps(Canvas& c, const QRectF& area, const FigureData& d) {
+double paint_heatmaps(Canvas& c, const QRectF& area, const FigureData& d) {
   const FigureStyle& s = c.style();
   const auto& maps = d.heatmaps;
-  if (maps.empty()) return;
+  if (maps.empty()) return area.top();
   const int K = int(maps.size());
   const int ncol = K <= 4 ? K : (K + 1) / 2;
   const int nrow = (K + ncol - 1) / ncol;
@@ -130,6 +130,7 @@ void paint_heatmaps(Canvas& c, const QRectF& area, const FigureData& d) {
   const QRectF cb(x0 + left + ncol * map + (ncol - 1) * gap + 10, area.top() + top, 8, map);
   draw_colorbar(c, cb, cmap, vmax, d.settings.log_scale,
                 d.settings.log_scale ? "Attention probability (log)" : "Attention probability");
+  return area.top() + nrow * (top + map + bottom) - 4;
 }
 
 }  // namespace attn::fig

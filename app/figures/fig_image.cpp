@@ -34,9 +34,9 @@ void draw_image(Canvas& c, const QRectF& r, const Image8& im) {
 
 }  // namespace
 
-void paint_images(Canvas& c, const QRectF& area, const FigureData& d) {
+double paint_images(Canvas& c, const QRectF& area, const FigureData& d) {
   const FigureStyle& s = c.style();
-  if (d.images.empty()) return;
+  if (d.images.empty()) return area.top();
   const ImageAttention& a0 = d.images.front();
   const int K = int(d.images.size()) + 1;  // the plain input first
   const Colormap& cmap = colormap(d.settings.colormap);
@@ -86,6 +86,7 @@ void paint_images(Canvas& c, const QRectF& area, const FigureData& d) {
   }
   const QRectF cb(x0 + ncol * pw + (ncol - 1) * gap + 10, area.top() + top, 8, ph);
   draw_colorbar(c, cb, cmap, vmax, d.settings.log_scale, "CLS attention");
+  return area.top() + nrow * (top + ph + 4);
 }
 
 }  // namespace attn::fig

@@ -7,10 +7,10 @@
 
 namespace attn::fig {
 
-void paint_sinks(Canvas& c, const QRectF& area, const FigureData& d) {
+double paint_sinks(Canvas& c, const QRectF& area, const FigureData& d) {
   const FigureStyle& s = c.style();
   const SinkData& k = d.sinks;
-  if (k.n_layers == 0 || k.n == 0) return;
+  if (k.n_layers == 0 || k.n == 0) return area.top();
   std::vector<int> layers;
   const int shown = std::min(k.n_layers, 6);
   for (int i = 0; i < shown; ++i) {
@@ -102,6 +102,7 @@ void paint_sinks(Canvas& c, const QRectF& area, const FigureData& d) {
   c.text({area.left() + lh_label / 2, area.top() + legend_h + (yb - area.top() - legend_h) / 2},
          "Mass received", s.label_pt, 0, 0, kText, false,
          -90);
+  return area.bottom();
 }
 
 }  // namespace attn::fig

@@ -7,9 +7,9 @@
 
 namespace attn::fig {
 
-void paint_tokens(Canvas& c, const QRectF& area, const FigureData& d) {
+double paint_tokens(Canvas& c, const QRectF& area, const FigureData& d) {
   const FigureStyle& s = c.style();
-  if (d.tokens.empty()) return;
+  if (d.tokens.empty()) return area.top();
   const Colormap& cmap = colormap(d.settings.colormap == "viridis" ? "blues" : d.settings.colormap);
   double vmax = d.settings.vmax;
   if (!(vmax > 0)) {
@@ -24,10 +24,32 @@ void paint_tokens(Canvas& c, const QRectF& area, const FigureData& d) {
   // Token text a little larger than tick labels, so the paragraph reads as text.
   const double tok_pt = s.tick_pt + 0.5;
   const double box_h = c.line_height(tok_pt) + 2.5, row_gap = 2.2, pad = 1.6;
-  const double block_h = (area.height() - 2) / K;
+  // Each paragraph takes the rows it needs; when the area is too short, each gets an equal share
+  // and says how many tokens it left out.
+  auto rows_needed = [&](const TokensData& t) {
+    double x = 0;
+    int rows = 1;
+    for (const std::string& l : t.labels) {
+      const double w = c.text_width(token_label(l, 24), tok_pt) + 2 * pad;
+      if (x + w > width && x > 0) {
+        ++rows;
+        x = 0;
+      }
+      x += w + 1.2;
+    }
+    return rows;
+  };
+  const double para_gap = 7;
+  double natural = 0;
+  for (const auto& t : d.tokens)
+    natural += lh_label + 3 + rows_needed(t) * (box_h + row_gap) + para_gap;
+  const bool fits = natural <= area.height();
+  const double share = (area.height() - 2) / K;
+  double top = area.top();
   for (int k = 0; k < K; ++k) {
     const TokensData& t = d.tokens[size_t(k)];
-    const double top = area.top() + k * block_h;
+    const double block_h =
+        fits ? lh_label + 3 + rows_needed(t) * (box_h + row_gap) + para_gap : share;
     c.text({area.left(), top}, c.elide(qs(t.caption), s.label_pt, width), s.label_pt, -1, -1,
            kText, true);
     double x = area.left(), y = top + lh_label + 3;
@@ -54,10 +76,13 @@ void paint_tokens(Canvas& c, const QRectF& area, const FigureData& d) {
              future ? QColor(170, 170, 170) : lum > 120 ? kText : QColor(Qt::white));
       x += w + 1.2;
     }
+    top += block_h;
   }
-  const double cb_h = std::min(area.height() - lh_label - 6, 140.0);
+  const double cb_h =
+      std::clamp(std::min(area.height(), natural) - lh_label - 12, 40.0, 140.0);
   const QRectF cb(area.right() - cbw, area.top() + lh_label + 3, 8, cb_h);
   draw_colorbar(c, cb, cmap, vmax, d.settings.log_scale, "Attention from query");
+  return std::max(top - para_gap, cb.bottom() + 4);
 }
 
 }  // namespace attn::fig

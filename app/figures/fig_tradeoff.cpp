@@ -119,10 +119,10 @@ void draw_marker(QPainter& p, QPointF at, int shape, QColor col, double r) {
 
 }  // namespace
 
-void paint_tradeoff(Canvas& c, const QRectF& area, const FigureData& d) {
+double paint_tradeoff(Canvas& c, const QRectF& area, const FigureData& d) {
   const FigureStyle& s = c.style();
   const auto& pts = d.tradeoff;
-  if (pts.empty()) return;
+  if (pts.empty()) return area.top();
   const std::string xname = d.settings.tradeoff_x.empty() ? "density" : d.settings.tradeoff_x;
   std::vector<std::string> ynames = {d.settings.tradeoff_y.empty() ? "rel_error"
                                                                    : d.settings.tradeoff_y};
@@ -220,6 +220,7 @@ void paint_tradeoff(Canvas& c, const QRectF& area, const FigureData& d) {
     c.text({lx + 10, ly}, qs(groups[g]), s.tick_pt, -1, 0);
     ly += lh_tick + 3;
   }
+  return area.bottom();
 }
 
 }  // namespace attn::fig

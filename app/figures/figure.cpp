@@ -24,8 +24,8 @@ FigureFormat figure_format(const std::string& path) {
               path + ": unknown figure format '" + ext + "' (use .png, .svg or .pdf)");
 }
 
-void paint_figure(QPainter& p, const FigureData& d, double w_pt, double h_pt,
-                  const FigureStyle& style) {
+double paint_figure(QPainter& p, const FigureData& d, double w_pt, double h_pt,
+                    const FigureStyle& style) {
   fig::Canvas c(p, style);
   p.save();
   p.setRenderHint(QPainter::Antialiasing, true);
@@ -35,16 +35,34 @@ void paint_figure(QPainter& p, const FigureData& d, double w_pt, double h_pt,
   const QRectF all(m, m, w_pt - 2 * m, h_pt - 2 * m);
   const double th = fig::draw_title(c, all, d.title, d.subtitle);
   const QRectF area(all.left(), all.top() + th, all.width(), all.height() - th);
+  double bottom = area.top();
   switch (d.view) {
     case View::Heatmap:
-    case View::Variants: fig::paint_heatmaps(c, area, d); break;
-    case View::Grid: fig::paint_head_grids(c, area, d); break;
-    case View::Sinks: fig::paint_sinks(c, area, d); break;
-    case View::Image: fig::paint_images(c, area, d); break;
-    case View::Tradeoff: fig::paint_tradeoff(c, area, d); break;
-    case View::Tokens: fig::paint_tokens(c, area, d); break;
+    case View::Variants: bottom = fig::paint_heatmaps(c, area, d); break;
+    case View::Grid: bottom = fig::paint_head_grids(c, area, d); break;
+    case View::Sinks: bottom = fig::paint_sinks(c, area, d); break;
+    case View::Image: bottom = fig::paint_images(c, area, d); break;
+    case View::Tradeoff: bottom = fig::paint_tradeoff(c, area, d); break;
+    case View::Tokens: bottom = fig::paint_tokens(c, area, d); break;
   }
   p.restore();
+  return bottom + m;
+}
+
+FigureSize fit_height(const FigureData& d, FigureSize size, const FigureStyle& style) {
+  if (size.height > 0) return size;
+  const double w = size.width * 72.0 / size.dpi;
+  double h = w * 0.5;
+  if (d.view != View::Sinks && d.view != View::Tradeoff) {
+    ensure_gui_app();
+    QImage probe(1, 1, QImage::Format_RGB32);  // a 72-dpi device: painter units are points
+    probe.setDotsPerMeterX(int(std::lround(72 / 0.0254)));
+    probe.setDotsPerMeterY(int(std::lround(72 / 0.0254)));
+    QPainter p(&probe);
+    h = paint_figure(p, d, w, w * 3, style);
+  }
+  size.height = std::max(1, int(std::ceil(h * size.dpi / 72.0)));
+  return size;
 }
 
 namespace {
@@ -59,7 +77,9 @@ void check_size(const FigureSize& s) {
 double pt(int px, double dpi) { return px * 72.0 / dpi; }
 }  // namespace
 
-QImage render_figure_image(const FigureData& d, const FigureSize& size, const FigureStyle& style) {
+QImage render_figure_image(const FigureData& d, const FigureSize& size0,
+                           const FigureStyle& style) {
+  const FigureSize size = fit_height(d, size0, style);
   check_size(size);
   ensure_gui_app();
   QImage img(size.width, size.height, QImage::Format_ARGB32_Premultiplied);
@@ -74,8 +94,9 @@ QImage render_figure_image(const FigureData& d, const FigureSize& size, const Fi
   return img.convertToFormat(QImage::Format_RGB32);
 }
 
-void export_figure(const FigureData& d, const std::string& path, const FigureSize& size,
+void export_figure(const FigureData& d, const std::string& path, const FigureSize& size0,
                    const FigureStyle& style) {
+  const FigureSize size = fit_height(d, size0, style);
   check_size(size);
   const FigureFormat fmt = figure_format(path);
   ensure_gui_app();

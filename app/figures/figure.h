@@ -33,11 +33,17 @@ enum class FigureFormat { Png, Svg, Pdf };
 // From the file extension (.png, .svg, .pdf; case-insensitive); throws Error(InvalidArgument).
 FigureFormat figure_format(const std::string& path);
 
-// Paints `d` into the rectangle [0, w_pt] x [0, h_pt] of the painter's current coordinates.
-void paint_figure(QPainter& p, const FigureData& d, double w_pt, double h_pt,
-                  const FigureStyle& style = {});
+// Paints `d` into the rectangle [0, w_pt] x [0, h_pt] of the painter's current coordinates;
+// returns the height its content needed (points, bottom margin included).
+double paint_figure(QPainter& p, const FigureData& d, double w_pt, double h_pt,
+                    const FigureStyle& style = {});
 
-// The figure as a QImage of size.width x size.height pixels, with size.dpi as its resolution.
+// `size` with height 0 replaced by the height the content needs at that width (heatmaps, grids,
+// images and tokens are as tall as their panels; sinks and trade-off plots get a 2:1 shape).
+FigureSize fit_height(const FigureData& d, FigureSize size, const FigureStyle& style = {});
+
+// The figure as a QImage of size.width x size.height pixels, with size.dpi as its resolution
+// (height 0: fit_height()).
 QImage render_figure_image(const FigureData& d, const FigureSize& size,
                            const FigureStyle& style = {});
 

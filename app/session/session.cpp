@@ -148,10 +148,11 @@ Session session_from_json(const json& j, const std::string& source) {
   read_field(f, "width", s.figure.width, "figure.", source);
   read_field(f, "height", s.figure.height, "figure.", source);
   read_field(f, "dpi", s.figure.dpi, "figure.", source);
-  require(s.figure.width > 0 && s.figure.height > 0 && s.figure.width <= 20000 &&
+  require(s.figure.width > 0 && s.figure.height >= 0 && s.figure.width <= 20000 &&
               s.figure.height <= 20000 && s.figure.dpi >= 10 && s.figure.dpi <= 2400,
           ErrorCode::Format,
-          source + ": figure size must be 1..20000 pixels per side at 10..2400 dpi");
+          source + ": figure size must be 1..20000 pixels per side (height 0: fit) at "
+                   "10..2400 dpi");
   if (j.contains("extra")) s.extra = j["extra"];
   return s;
 }

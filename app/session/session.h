@@ -46,7 +46,7 @@ struct ViewSettings {
 // Size of an exported figure: width x height pixels at `dpi` (PDF/SVG: width/dpi inches wide).
 struct FigureSize {
   int width = 2100;   // pixels
-  int height = 1350;  // pixels
+  int height = 1350;  // pixels; 0 = as tall as the content needs at this width
   double dpi = 300;
 };
 
