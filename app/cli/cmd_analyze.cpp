@@ -11,6 +11,7 @@
 #include "app/cli/table.h"
 #include "app/session/session.h"
 #include "compute/error.h"
+#include "compute/fallback.h"
 #include "compute/registry.h"
 #include "models/arch/analysis.h"
 #include "models/arch/default_models.h"
@@ -194,7 +195,7 @@ int analyze_tensors(const AnalyzeOptions& o, const std::vector<std::string>& spe
 int analyze(const AnalyzeOptions& o) {
   const std::vector<std::string> specs = split_specs(o.variants);
   for (const auto& s : specs) make_variant(s);  // fail early on a bad spec
-  auto backend = make_backend(o.backend);
+  auto backend = make_backend_with_fallback(o.backend);
   RunOptions ro;
   ro.threads = o.threads;
   if (!o.tensors.empty()) return analyze_tensors(o, specs, *backend, ro);
@@ -393,7 +394,9 @@ void add_analyze_command(CLI::App& app, Action& action) {
   cmd->add_option("--heads", o.heads, "Substitute only these query heads (default all)")
       ->delimiter(',');
   cmd->add_flag("--no-end-to-end", o.no_end_to_end, "Skip the substituted forward passes");
-  cmd->add_option("--backend", o.backend, "reference | cpu")->capture_default_str();
+  cmd->add_option("--backend", o.backend,
+                  "reference | cpu | vulkan (falls back to cpu per variant)")
+      ->capture_default_str();
   cmd->add_option("--threads", o.threads, "Worker threads (0 = all)");
   cmd->add_option("--json", o.json_out, "Write per-layer/head and end-to-end metrics as JSON");
   cmd->add_option("--session", o.session,
