@@ -13,12 +13,14 @@
 #include "app/workbench/sweep.h"
 #include "app/workbench/workbench.h"
 #include "compute/error.h"
+#include "models/arch/default_models.h"
 
 namespace attn::cli {
 namespace {
 
 struct SweepOptions {
   std::string model = "default-text", text, text_file, image, out, figure, shard, backend = "cpu";
+  std::string session;  // model and input from a session file instead
   std::vector<std::string> variants, merge;
   std::vector<int> layers, heads;
   int threads = 0, width = 2100, height = 1050;
@@ -93,16 +95,24 @@ int sweep(const SweepOptions& o) {
   }
   require(!o.variants.empty(), ErrorCode::InvalidArgument,
           "give at least one --variant (e.g. \"window(size=16..1024:x2)\")");
-  const int inputs = !o.text.empty() + !o.text_file.empty() + !o.image.empty();
+  const int inputs =
+      !o.text.empty() + !o.text_file.empty() + !o.image.empty() + !o.session.empty();
   require(inputs == 1, ErrorCode::InvalidArgument,
-          "give exactly one input: --text, --text-file or --image");
+          "give exactly one input: --text, --text-file, --image or --session");
   const std::vector<std::string> specs = expand_sweeps(o.variants);
   const Shard shard = o.shard.empty() ? Shard{} : parse_shard(o.shard);
   const std::vector<int> mine = shard_items(int(specs.size()), shard);
 
   Session s;
   s.model.id = o.model;
-  if (!o.image.empty()) {
+  if (!o.session.empty()) {  // its model and input; relative paths made usable from here
+    const Session from = load_session(o.session);
+    s.model = from.model;
+    if (!is_default_model_name(s.model.id))
+      s.model.id = resolve_session_path(o.session, s.model.id);
+    s.input = from.input;
+    if (s.input.kind == "image") s.input.image = resolve_session_path(o.session, s.input.image);
+  } else if (!o.image.empty()) {
     s.input.kind = "image";
     s.input.image = o.image;
   } else {
@@ -122,7 +132,7 @@ int sweep(const SweepOptions& o) {
                  wb.describe_input().c_str());
   Progress progress(int(mine.size()), o.quiet);
   std::vector<SweepRow> rows;
-  progress.step(0, "");
+  if (isatty(2)) progress.step(0, "");
   for (size_t i = 0; i < mine.size(); ++i) {
     const std::string& spec = specs[size_t(mine[i])];
     rows.push_back({mine[i], wb.evaluate(spec, !o.no_end_to_end)});
@@ -151,6 +161,7 @@ void add_sweep_command(CLI::App& app, Action& action) {
   cmd->add_option("--text", o.text, "Input text");
   cmd->add_option("--text-file", o.text_file, "File holding the input text (UTF-8)");
   cmd->add_option("--image", o.image, "Input image (vision models)");
+  cmd->add_option("--session", o.session, "Take the model and the input from a session file");
   cmd->add_option("--variant", o.variants,
                   "Variant or sweep spec, repeatable: \"window(size=16..1024:x2)\", "
                   "\"block_topk(block=16,k=1..8:+1)\", \"top_p(p=0.5|0.9)\"");

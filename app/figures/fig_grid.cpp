@@ -12,6 +12,7 @@ double paint_head_grids(Canvas& c, const QRectF& area, const FigureData& d) {
   const std::string& metric = d.settings.grid_metric;
   const int K = int(d.grids.size());
   const int L = d.grids.front().n_layers, H = d.grids.front().n_heads;
+  // Metrics are not probabilities: always a linear scale from 0.
   double vmax = d.settings.vmax;
   if (!(vmax > 0)) {
     for (const HeadGrid& g : d.grids)
@@ -41,13 +42,13 @@ double paint_head_grids(Canvas& c, const QRectF& area, const FigureData& d) {
     const QRectF r(x0 + left + k * (gw + gap), area.top() + top, gw, gh);
     draw_caption(c, {r.left(), r.top() - top}, gw + gap - 3, g.spec, "softmax over all keys");
     CellSource src{L, H, &v, {}};
-    draw_cells(c, r, src, cmap, vmax, d.settings.log_scale);
+    draw_cells(c, r, src, cmap, vmax, false);
     c.rect_outline(r);
     if (value_pt >= 4.0) {  // numbers inside the cells when they are legible
       for (int l = 0; l < L; ++l)
         for (int h = 0; h < H; ++h) {
           const float x = v[size_t(l) * size_t(H) + size_t(h)];
-          const Rgb bg = cmap.at(color_position(x, vmax, d.settings.log_scale));
+          const Rgb bg = cmap.at(color_position(x, vmax, false));
           const double lum = 0.2126 * bg.r + 0.7152 * bg.g + 0.0722 * bg.b;
           c.text({r.left() + (h + 0.5) * cell, r.top() + (l + 0.5) * cell},
                  std::isfinite(x) ? QString::number(x, 'f', x < 10 ? 2 : 1) : "\u2013", value_pt,
@@ -71,7 +72,7 @@ double paint_head_grids(Canvas& c, const QRectF& area, const FigureData& d) {
     }
   }
   const QRectF cb(x0 + left + K * gw + (K - 1) * gap + 10, area.top() + top, 8, gh);
-  draw_colorbar(c, cb, cmap, vmax, d.settings.log_scale, qs(head_grid_metric_title(metric)));
+  draw_colorbar(c, cb, cmap, vmax, false, qs(head_grid_metric_title(metric)));
   return area.top() + top + gh + bottom;
 }
 

@@ -27,7 +27,7 @@ double paint_sinks(Canvas& c, const QRectF& area, const FigureData& d) {
   ymax = std::max(ymax, yt.back());
 
   const double ytick_w = c.text_width("0.00", s.tick_pt);
-  const double left = lh_label + 4 + lh_label + 4 + ytick_w + 4;  // axis title, layer name, ticks
+  const double left = lh_label + 4 + ytick_w + 4;  // axis title, tick labels
   const double width = area.width() - left - 4;
   std::vector<int> js = thinned(k.n, width, lh_tick * 1.05);
   for (int j : k.sinks)  // sinks are always named
@@ -87,8 +87,10 @@ double paint_sinks(Canvas& c, const QRectF& area, const FigureData& d) {
     c.painter().restore();
     c.line(r.bottomLeft(), r.bottomRight());
     c.line(r.bottomLeft(), r.topLeft());
-    c.text({r.left() - 3 - ytick_w - 4, r.center().y()}, QString("Layer %1").arg(l), s.label_pt,
-           0, 1, kText, true, -90);
+    const QString name = QString("layer %1").arg(l);
+    const double nw = c.text_width(name, s.tick_pt, true) + 4;
+    c.painter().fillRect(QRectF(r.right() - nw, r.top(), nw, lh_tick + 1), Qt::white);
+    c.text({r.right() - 2, r.top() + 0.5}, name, s.tick_pt, 1, -1, kText, true);
   }
   const double yb = area.top() + legend_h + R * row_h + (R - 1) * row_gap;
   for (int j : js) {

@@ -79,20 +79,50 @@ QString axis_title(const std::string& name) {
   return qs(name);
 }
 
-// "size=16" -> "16"; several parameters joined by ','.
-QString point_label(const std::string& spec) {
-  const size_t open = spec.find('('), close = spec.find(')');
-  if (open == std::string::npos || close == std::string::npos) return {};
-  std::string inner = spec.substr(open + 1, close - open - 1), out;
+// Parameters of a spec in order: "block_topk(block=4,k=2)+softcap(cap=30)" ->
+// {block: 4, k: 2, cap: 30} (names of later pieces prefixed when they repeat).
+std::vector<std::pair<std::string, std::string>> spec_params(const std::string& spec) {
+  std::vector<std::pair<std::string, std::string>> out;
   size_t at = 0;
-  while (at < inner.size()) {
-    const size_t comma = std::min(inner.find(',', at), inner.size());
-    const std::string kv = inner.substr(at, comma - at);
-    const size_t eq = kv.find('=');
-    out += (out.empty() ? "" : ",") + (eq == std::string::npos ? kv : kv.substr(eq + 1));
-    at = comma + 1;
+  while ((at = spec.find('(', at)) != std::string::npos) {
+    const size_t close = spec.find(')', at);
+    if (close == std::string::npos) break;
+    const std::string inner = spec.substr(at + 1, close - at - 1);
+    size_t p = 0;
+    while (p < inner.size()) {
+      const size_t comma = std::min(inner.find(',', p), inner.size());
+      const std::string kv = inner.substr(p, comma - p);
+      const size_t eq = kv.find('=');
+      if (eq != std::string::npos) out.push_back({kv.substr(0, eq), kv.substr(eq + 1)});
+      p = comma + 1;
+    }
+    at = close;
   }
-  return qs(out);
+  return out;
+}
+
+// Names of the parameters that vary within a series (what its point labels show).
+std::vector<size_t> varying(const std::vector<const TradeoffPoint*>& series) {
+  std::vector<size_t> out;
+  if (series.empty()) return out;
+  const auto first = spec_params(series.front()->spec);
+  for (size_t i = 0; i < first.size(); ++i)
+    for (const auto* p : series) {
+      const auto ps = spec_params(p->spec);
+      if (ps.size() != first.size() || ps[i].second != first[i].second) {
+        out.push_back(i);
+        break;
+      }
+    }
+  return out;
+}
+
+QString point_label(const TradeoffPoint& p, const std::vector<size_t>& which) {
+  const auto ps = spec_params(p.spec);
+  QString out;
+  for (size_t i : which)
+    if (i < ps.size()) out += (out.isEmpty() ? "" : ",") + qs(ps[i].second);
+  return out;
 }
 
 void draw_marker(QPainter& p, QPointF at, int shape, QColor col, double r) {
@@ -134,15 +164,36 @@ double paint_tradeoff(Canvas& c, const QRectF& area, const FigureData& d) {
       break;
     }
   }
-  // Series by pattern id, in order of first appearance.
+  // Series by pattern id, in order of first appearance; labels show what varies in each.
   std::vector<std::string> groups;
   for (const auto& p : pts)
     if (std::find(groups.begin(), groups.end(), p.pattern) == groups.end())
       groups.push_back(p.pattern);
+  std::vector<std::vector<size_t>> vary(groups.size());
+  std::vector<QString> legend(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<const TradeoffPoint*> members;
+    for (const auto& p : pts)
+      if (p.pattern == groups[g]) members.push_back(&p);
+    vary[g] = varying(members);
+    legend[g] = qs(groups[g]);
+    const auto ps = spec_params(members.front()->spec);
+    QString fixed_params, names;
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const bool v = std::find(vary[g].begin(), vary[g].end(), i) != vary[g].end();
+      QString& dst = v ? names : fixed_params;
+      dst += (dst.isEmpty() ? "" : ", ") + qs(v ? ps[i].first : ps[i].first + "=" + ps[i].second);
+    }
+    // "block_topk (k; block=4)": what the point labels show, then what is fixed.
+    const QString inner = names + (names.isEmpty() || fixed_params.isEmpty() ? "" : "; ") +
+                          fixed_params;
+    if (!inner.isEmpty()) legend[g] += " (" + inner + ")";
+  }
 
   const double lh_tick = c.line_height(s.tick_pt), lh_label = c.line_height(s.label_pt);
   double legend_w = 0;
-  for (const auto& g : groups) legend_w = std::max(legend_w, c.text_width(qs(g), s.tick_pt));
+  for (const auto& l : legend) legend_w = std::max(legend_w, c.text_width(l, s.tick_pt));
+  legend_w = std::min(legend_w, area.width() * 0.3);
   legend_w += 16;
   const int P = int(ynames.size());
   const double gap = 16;
@@ -182,6 +233,7 @@ double paint_tradeoff(Canvas& c, const QRectF& area, const FigureData& d) {
     QPainter& p = c.painter();
     p.save();
     p.setClipRect(r.adjusted(-4, -4, 4, 4));
+    std::vector<QRectF> taken;  // label boxes drawn so far: a label that would overlap is skipped
     for (size_t g = 0; g < groups.size(); ++g) {
       std::vector<std::pair<double, const TradeoffPoint*>> series;
       for (const auto& pt : pts) {
@@ -206,8 +258,24 @@ double paint_tradeoff(Canvas& c, const QRectF& area, const FigureData& d) {
       for (const auto& [x, pt] : series) {
         const QPointF q = map(x, value(*pt, yname));
         draw_marker(p, q, int(g), col, 2.6);
-        const QString lab = point_label(pt->spec);
-        if (!lab.isEmpty()) c.text({q.x() + 3.5, q.y() - 2.5}, lab, s.tick_pt - 1, -1, 1, kMuted);
+        taken.push_back(QRectF(q.x() - 2.6, q.y() - 2.6, 5.2, 5.2));
+      }
+      for (const auto& [x, pt] : series) {
+        const QPointF q = map(x, value(*pt, yname));
+        const QString lab = point_label(*pt, vary[g]);
+        if (lab.isEmpty()) continue;
+        const double lw = c.text_width(lab, s.tick_pt - 1), lh = c.line_height(s.tick_pt - 1);
+        // First free spot among: upper right, lower right, upper left, lower left.
+        for (const QPointF off : {QPointF(3.5, -2.5 - lh), QPointF(3.5, 2.5),
+                                  QPointF(-3.5 - lw, -2.5 - lh), QPointF(-3.5 - lw, 2.5)}) {
+          const QRectF box(q + off, QSizeF(lw, lh));
+          bool free = r.adjusted(-2, -2, 2, 2).contains(box);
+          for (const QRectF& t : taken) free = free && !t.intersects(box);
+          if (!free) continue;
+          c.text(box.topLeft(), lab, s.tick_pt - 1, -1, -1, col.darker(130));
+          taken.push_back(box);
+          break;
+        }
       }
     }
     p.restore();
@@ -217,7 +285,7 @@ double paint_tradeoff(Canvas& c, const QRectF& area, const FigureData& d) {
   double ly = area.top() + 8;
   for (size_t g = 0; g < groups.size(); ++g) {
     draw_marker(c.painter(), {lx + 3, ly}, int(g), series_color(int(g)), 2.6);
-    c.text({lx + 10, ly}, qs(groups[g]), s.tick_pt, -1, 0);
+    c.text({lx + 10, ly}, c.elide(legend[g], s.tick_pt, legend_w - 10), s.tick_pt, -1, 0);
     ly += lh_tick + 3;
   }
   return area.bottom();

@@ -6,6 +6,7 @@
 
 #include "app/session/session.h"
 #include "compute/error.h"
+#include "models/formats/npy.h"
 
 namespace attn {
 using nlohmann::json;
@@ -39,28 +40,6 @@ void write_text(const std::string& path, const std::string& text) {
 }
 
 }  // namespace
-
-void write_npy(const std::string& path, const std::vector<int64_t>& shape,
-               const std::vector<float>& data) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  require(n == int64_t(data.size()), ErrorCode::InvalidArgument,
-          path + ": shape does not match the data size");
-  std::string dims;
-  for (size_t i = 0; i < shape.size(); ++i) dims += std::to_string(shape[i]) + ",";
-  if (shape.size() > 1) dims.pop_back();
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
-  const size_t total = 10 + header.size() + 1;
-  header += std::string((64 - total % 64) % 64, ' ') + "\n";
-  std::string bytes = "\x93NUMPY";
-  bytes += char(1);
-  bytes += char(0);
-  bytes += char(header.size() & 0xff);
-  bytes += char((header.size() >> 8) & 0xff);
-  bytes += header;
-  bytes.append(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float));
-  write_text(path, bytes);
-}
 
 std::string matrix_csv(int rows, int cols, const std::vector<float>& data,
                        const std::vector<std::string>& row_labels,
@@ -145,7 +124,7 @@ std::vector<std::string> export_matrix(const std::string& stem, const std::strin
     return {stem + ".csv"};
   }
   if (format == "npy") {
-    write_npy(stem + ".npy", {rows, cols}, data);
+    write_npy(stem + ".npy", NpyArray::from_f32({rows, cols}, data));
     return {stem + ".npy"};
   }
   require(format == "json", ErrorCode::InvalidArgument,

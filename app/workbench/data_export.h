@@ -9,11 +9,7 @@
 
 namespace attn {
 
-// Writes a little-endian f32 .npy (format 1.0, C order). Throws Error(Io) / InvalidArgument when
-// the shape does not match data.size().
-void write_npy(const std::string& path, const std::vector<int64_t>& shape,
-               const std::vector<float>& data);
-
+// (.npy files are written with models/formats/npy.h.)
 // Matrix as CSV: optional header row of column labels and a first column of row labels.
 std::string matrix_csv(int rows, int cols, const std::vector<float>& data,
                        const std::vector<std::string>& row_labels = {},

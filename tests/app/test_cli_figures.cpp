@@ -11,6 +11,7 @@
 #include "app/session/session.h"
 #include "compute/error.h"
 #include "models/arch/default_models.h"
+#include "models/formats/npy.h"
 #include "tests/app/image_compare.h"
 
 namespace attn {
@@ -117,10 +118,19 @@ TEST(CliRender, DataExportWritesTheMatrices) {
   ASSERT_EQ(cli("render --session " + s + " --view grid --out " + dir + "/g.png --data npy", &log),
             0)
       << log;
-  const std::string npy = read_all(dir + "/g_0_entropy.npy");
-  ASSERT_GT(npy.size(), 10u);
-  EXPECT_EQ(npy.substr(1, 5), "NUMPY");
-  EXPECT_NE(npy.find("'shape': (4,4)"), std::string::npos) << npy.substr(0, 80);
+  const NpyArray a = read_npy(dir + "/g_0_entropy.npy");
+  ASSERT_EQ(a.shape, (std::vector<int64_t>{4, 4}));  // layers x heads of default-text
+  ASSERT_EQ(cli("render --session " + s + " --view grid --out " + dir + "/g.png --data csv", &log),
+            0)
+      << log;
+  // The CSV holds the same numbers (to its 7 significant digits).
+  std::stringstream gs(read_all(dir + "/g_0_entropy.csv"));
+  const std::vector<float> v = a.to_f32();
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::string cell;
+    std::getline(gs, cell, i % 4 == 3 ? '\n' : ',');
+    EXPECT_NEAR(std::stof(cell), v[i], 1e-5f * std::max(1.0f, std::abs(v[i]))) << i;
+  }
 }
 
 TEST(CliRender, ImageViewOnTheVisionModel) {
