@@ -48,7 +48,8 @@ std::vector<std::string> export_data(const FigureData& f, const std::string& ste
 }
 
 int render(const RenderOptions& o) {
-  require(!o.out.empty(), ErrorCode::InvalidArgument, "--out FILE (.png, .svg or .pdf) is required");
+  require(!o.out.empty(), ErrorCode::InvalidArgument,
+          "--out FILE (.png, .svg or .pdf) is required");
   for (const std::string& out : o.out) figure_format(out);  // fail early on a bad extension
   Session s = load_session(o.session);
   const View view = view_from_name(o.view.empty() ? s.view.view : o.view);
@@ -78,8 +79,9 @@ int render(const RenderOptions& o) {
       write_sidecar(record, o.session, out, view, size);
       report["files"].push_back(sidecar_path(out));
     }
-    if (!o.json) std::printf("wrote %s (%dx%d px at %g dpi)\n", out.c_str(), size.width,
-                             size.height, size.dpi);
+    if (!o.json)
+      std::printf("wrote %s (%dx%d px at %g dpi)\n", out.c_str(), size.width, size.height,
+                  size.dpi);
   }
   if (!o.data.empty()) {
     const std::filesystem::path first(o.out.front());

@@ -10,6 +10,7 @@
 
 #include "app/cli/commands.h"
 #include "app/figures/figure.h"
+#include "app/workbench/data_export.h"
 #include "app/workbench/sweep.h"
 #include "app/workbench/workbench.h"
 #include "compute/error.h"
@@ -25,7 +26,7 @@ struct SweepOptions {
   std::vector<int> layers, heads;
   int threads = 0, width = 2100, height = 1050;
   double dpi = 300;
-  bool no_end_to_end = false, quiet = false;
+  bool no_end_to_end = false, quiet = false, json = false;
 };
 
 std::string read_file(const std::string& path, const char* what) {
@@ -44,13 +45,14 @@ class Progress {
     const double eta = done > 0 ? secs / done * (total_ - done) : 0;
     if (tty_) {
       const int width = 28, fill = total_ > 0 ? done * width / total_ : width;
-      std::fprintf(stderr, "\r[%s%s] %d/%d  %.1fs, ETA %.1fs  %-40.40s", std::string(size_t(fill), '#').c_str(),
+      std::fprintf(stderr, "\r[%s%s] %d/%d  %.1fs, ETA %.1fs  %-40.40s",
+                   std::string(size_t(fill), '#').c_str(),
                    std::string(size_t(width - fill), '.').c_str(), done, total_, secs, eta,
                    what.c_str());
       if (done == total_) std::fprintf(stderr, "\n");
     } else {
-      std::fprintf(stderr, "sweep: %d/%d %s (%.1fs, ETA %.1fs)\n", done, total_, what.c_str(),
-                   secs, eta);
+      std::fprintf(stderr, "sweep: %d/%d %s (%.1fs, ETA %.1fs)\n", done, total_, what.c_str(), secs,
+                   eta);
     }
     std::fflush(stderr);
   }
@@ -71,15 +73,27 @@ void write_figure(const SweepOptions& o, const std::vector<TradeoffPoint>& pts,
   if (!o.quiet) std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
 }
 
+void print_json(const SweepOptions& o, const std::vector<SweepRow>& rows) {
+  if (!o.json) return;
+  nlohmann::json j = nlohmann::json::array();
+  for (const SweepRow& r : rows) {
+    nlohmann::json p = to_json(r.point);
+    p["index"] = r.index;
+    j.push_back(p);
+  }
+  std::printf("%s\n", j.dump(2).c_str());
+}
+
 int merge(const SweepOptions& o) {
   std::vector<std::vector<SweepRow>> shards;
   for (const std::string& f : o.merge)
     shards.push_back(parse_tradeoff_csv(read_file(f, "sweep table"), f));
   const std::vector<SweepRow> rows = merge_sweep_rows(shards);
   write_file_atomic(o.out, tradeoff_csv(rows));
+  print_json(o, rows);
   if (!o.quiet)
-    std::fprintf(stderr, "merged %zu rows from %zu tables into %s\n", rows.size(),
-                 o.merge.size(), o.out.c_str());
+    std::fprintf(stderr, "merged %zu rows from %zu tables into %s\n", rows.size(), o.merge.size(),
+                 o.out.c_str());
   std::vector<TradeoffPoint> pts;
   for (const auto& r : rows) pts.push_back(r.point);
   write_figure(o, pts, "merged from " + std::to_string(o.merge.size()) + " tables", nullptr);
@@ -95,8 +109,7 @@ int sweep(const SweepOptions& o) {
   }
   require(!o.variants.empty(), ErrorCode::InvalidArgument,
           "give at least one --variant (e.g. \"window(size=16..1024:x2)\")");
-  const int inputs =
-      !o.text.empty() + !o.text_file.empty() + !o.image.empty() + !o.session.empty();
+  const int inputs = !o.text.empty() + !o.text_file.empty() + !o.image.empty() + !o.session.empty();
   require(inputs == 1, ErrorCode::InvalidArgument,
           "give exactly one input: --text, --text-file, --image or --session");
   const std::vector<std::string> specs = expand_sweeps(o.variants);
@@ -141,6 +154,7 @@ int sweep(const SweepOptions& o) {
   }
   write_file_atomic(o.out, tradeoff_csv(rows));
   if (!o.quiet) std::fprintf(stderr, "wrote %s (%zu rows)\n", o.out.c_str(), rows.size());
+  print_json(o, rows);
   std::vector<TradeoffPoint> pts;
   for (const auto& r : rows) pts.push_back(r.point);
   Session record = s;
@@ -167,7 +181,8 @@ void add_sweep_command(CLI::App& app, Action& action) {
                   "\"block_topk(block=16,k=1..8:+1)\", \"top_p(p=0.5|0.9)\"");
   cmd->add_option("--out", o.out, "Table to write (CSV)")->required();
   cmd->add_option("--figure", o.figure, "Also draw the trade-off plot (.png, .svg, .pdf)");
-  cmd->add_option("--shard", o.shard, "Run only shard i of n (0-based), e.g. $SLURM_ARRAY_TASK_ID/8");
+  cmd->add_option("--shard", o.shard,
+                  "Run only shard i of n (0-based), e.g. $SLURM_ARRAY_TASK_ID/8");
   cmd->add_option("--merge", o.merge, "Merge these shard tables into --out instead of running");
   cmd->add_option("--layers", o.layers, "End to end: substitute only these layers")->delimiter(',');
   cmd->add_option("--heads", o.heads, "End to end: substitute only these heads")->delimiter(',');
@@ -178,6 +193,7 @@ void add_sweep_command(CLI::App& app, Action& action) {
   cmd->add_option("--height", o.height, "Figure height in pixels at --dpi")->capture_default_str();
   cmd->add_option("--dpi", o.dpi, "Figure resolution")->capture_default_str();
   cmd->add_flag("--quiet", o.quiet, "No progress bar");
+  cmd->add_flag("--json", o.json, "Also print the table's rows as JSON on stdout");
   cmd->callback([&action] { action = [] { return sweep(o); }; });
 }
 

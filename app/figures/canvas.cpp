@@ -13,12 +13,14 @@ namespace attn::fig {
 
 QColor series_color(int i) {
   // Colour-blind-safe qualitative palette (Okabe & Ito 2008).
-  static const QColor c[] = {{0, 114, 178},  {213, 94, 0},   {0, 158, 115}, {204, 121, 167},
-                             {230, 159, 0},  {86, 180, 233}, {0, 0, 0},     {240, 228, 66}};
+  static const QColor c[] = {{0, 114, 178}, {213, 94, 0},   {0, 158, 115}, {204, 121, 167},
+                             {230, 159, 0}, {86, 180, 233}, {0, 0, 0},     {240, 228, 66}};
   return c[size_t(i) % (sizeof c / sizeof c[0])];
 }
 
-QString qs(const std::string& s) { return QString::fromStdString(s); }
+QString qs(const std::string& s) {
+  return QString::fromStdString(s);
+}
 
 QFont Canvas::font(double pt, bool bold) const {
   QFont f(s_.family);
@@ -47,8 +49,9 @@ void Canvas::text(QPointF at, const QString& t, double pt, int halign, int valig
   const QFontMetricsF m(f, p_.device());
   const double w = m.horizontalAdvance(t);
   const double x = halign < 0 ? 0 : halign == 0 ? -w / 2 : -w;
-  const double y = valign < 0 ? m.ascent() : valign == 0 ? (m.ascent() - m.descent()) / 2
-                                                          : -m.descent();
+  const double y = valign < 0    ? m.ascent()
+                   : valign == 0 ? (m.ascent() - m.descent()) / 2
+                                 : -m.descent();
   p_.save();
   p_.translate(at);
   if (deg != 0) p_.rotate(deg);
@@ -119,7 +122,8 @@ QString tick_label(double v) {
                static const char* sup[] = {"\u2070", "\u00b9", "\u00b2", "\u00b3", "\u2074",
                                            "\u2075", "\u2076", "\u2077", "\u2078", "\u2079"};
                QString s;
-               for (QChar ch : QString::number(std::abs(e))) s += QString::fromUtf8(sup[ch.digitValue()]);
+               for (QChar ch : QString::number(std::abs(e)))
+                 s += QString::fromUtf8(sup[ch.digitValue()]);
                return s;
              }();
     return QString::number(v, 'g', 3);
@@ -145,10 +149,14 @@ QString token_label(const std::string& s, int max_chars) {
   QString t = QString::fromUtf8(s.data(), qsizetype(s.size()));
   QString out;
   for (QChar ch : t) {
-    if (ch == '\n') out += QString::fromUtf8("\u21b5");
-    else if (ch == '\t') out += QString::fromUtf8("\u2192");
-    else if (ch.isPrint() || ch == ' ') out += ch;
-    else out += QString::fromUtf8("\u00b7");
+    if (ch == '\n')
+      out += QString::fromUtf8("\u21b5");
+    else if (ch == '\t')
+      out += QString::fromUtf8("\u2192");
+    else if (ch.isPrint() || ch == ' ')
+      out += ch;
+    else
+      out += QString::fromUtf8("\u00b7");
   }
   if (out.size() > max_chars) out = out.left(max_chars - 1) + QString::fromUtf8("\u2026");
   return out;
@@ -203,8 +211,8 @@ double colorbar_width(const Canvas& c) {
   return 8 + 3 + c.text_width("0.000", s.tick_pt) + 4 + c.line_height(s.label_pt);
 }
 
-double draw_colorbar(Canvas& c, const QRectF& r, const Colormap& cmap, double vmax,
-                     bool log_scale, const QString& title) {
+double draw_colorbar(Canvas& c, const QRectF& r, const Colormap& cmap, double vmax, bool log_scale,
+                     const QString& title) {
   const FigureStyle& s = c.style();
   QPainter& p = c.painter();
   QLinearGradient g(r.bottomLeft(), r.topLeft());
@@ -252,8 +260,8 @@ void draw_caption(Canvas& c, QPointF at, double width, const std::string& spec,
          s.tick_pt, -1, -1, kMuted);
 }
 
-std::vector<QString> wrap_segments(const Canvas& c, const std::vector<QString>& segments,
-                                   double pt, double width, int max_lines) {
+std::vector<QString> wrap_segments(const Canvas& c, const std::vector<QString>& segments, double pt,
+                                   double width, int max_lines) {
   std::vector<QString> lines;
   QString cur;
   for (const QString& seg : segments) {
@@ -281,8 +289,8 @@ double draw_title(Canvas& c, const QRectF& area, const std::string& title,
     y += c.line_height(s.title_pt) + 1.5;
   }
   if (!subtitle.empty()) {
-    c.text({area.left(), y}, c.elide(qs(subtitle), s.tick_pt + 0.5, area.width()),
-           s.tick_pt + 0.5, -1, -1, kMuted);
+    c.text({area.left(), y}, c.elide(qs(subtitle), s.tick_pt + 0.5, area.width()), s.tick_pt + 0.5,
+           -1, -1, kMuted);
     y += c.line_height(s.tick_pt + 0.5);
   }
   return y - area.top() + (y > area.top() ? 5 : 0);

@@ -40,8 +40,8 @@ class Canvas {
   // Text at `at`: halign -1 left, 0 centre, 1 right of `at`; valign -1 top, 0 middle,
   // 1 baseline-ish bottom; rotated by `deg` (counter-clockwise positive as on screen, -90 reads
   // bottom to top) around `at`.
-  void text(QPointF at, const QString& t, double pt, int halign, int valign,
-            QColor c = kText, bool bold = false, double deg = 0);
+  void text(QPointF at, const QString& t, double pt, int halign, int valign, QColor c = kText,
+            bool bold = false, double deg = 0);
   // Elides to at most `max_w` points with an ellipsis.
   QString elide(const QString& t, double pt, double max_w, bool bold = false) const;
   void line(QPointF a, QPointF b, QColor c = kAxis, double w = -1);
@@ -76,8 +76,8 @@ void draw_cells(Canvas& c, const QRectF& r, const CellSource& src, const Colorma
 
 // Vertical colour bar in `r` with ticks and labels on its right and a rotated title.
 // Returns the width used by the labels and title right of `r`.
-double draw_colorbar(Canvas& c, const QRectF& r, const Colormap& cmap, double vmax,
-                     bool log_scale, const QString& title);
+double draw_colorbar(Canvas& c, const QRectF& r, const Colormap& cmap, double vmax, bool log_scale,
+                     const QString& title);
 // Width a colour bar with its labels and title needs (for layout).
 double colorbar_width(const Canvas& c);
 
@@ -88,8 +88,8 @@ void draw_caption(Canvas& c, QPointF top_left, double width, const std::string& 
                   const QString& fallback = {});
 double caption_height(const Canvas& c);
 // Segments joined by " · " on at most `max_lines` lines of `width` points; returns the lines.
-std::vector<QString> wrap_segments(const Canvas& c, const std::vector<QString>& segments,
-                                   double pt, double width, int max_lines);
+std::vector<QString> wrap_segments(const Canvas& c, const std::vector<QString>& segments, double pt,
+                                   double width, int max_lines);
 
 // Title block: title and subtitle at the top of `area`; returns the height used.
 double draw_title(Canvas& c, const QRectF& area, const std::string& title,

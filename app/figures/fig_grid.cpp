@@ -26,9 +26,9 @@ double paint_head_grids(Canvas& c, const QRectF& area, const FigureData& d) {
   const double left = lh_label + 4 + c.text_width("00", s.tick_pt) + 4;
   const double top = caption_height(c) + 2, bottom = 3 + lh_tick + 3 + lh_label + 2;
   // Cells as square as the space allows.
-  const double cell = std::max(
-      4.0, std::min((area.width() - left - cbw - 10 - (K - 1) * gap) / (K * H),
-                    (area.height() - top - bottom) / L));
+  const double cell =
+      std::max(4.0, std::min((area.width() - left - cbw - 10 - (K - 1) * gap) / (K * H),
+                             (area.height() - top - bottom) / L));
   const double gw = cell * H, gh = cell * L;
   const double block_w = left + K * gw + (K - 1) * gap + 10 + cbw;
   const double x0 = area.left() + std::max(0.0, (area.width() - block_w) / 2);
@@ -51,8 +51,8 @@ double paint_head_grids(Canvas& c, const QRectF& area, const FigureData& d) {
           const Rgb bg = cmap.at(color_position(x, vmax, false));
           const double lum = 0.2126 * bg.r + 0.7152 * bg.g + 0.0722 * bg.b;
           c.text({r.left() + (h + 0.5) * cell, r.top() + (l + 0.5) * cell},
-                 std::isfinite(x) ? QString::number(x, 'f', x < 10 ? 2 : 1) : "\u2013", value_pt,
-                 0, 0, lum > 140 ? kText : QColor(Qt::white));
+                 std::isfinite(x) ? QString::number(x, 'f', x < 10 ? 2 : 1) : "\u2013", value_pt, 0,
+                 0, lum > 140 ? kText : QColor(Qt::white));
         }
     }
     for (int h : hs) {

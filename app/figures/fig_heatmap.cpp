@@ -76,7 +76,7 @@ double paint_heatmaps(Canvas& c, const QRectF& area, const FigureData& d) {
     ylab_w = std::min(max_label_width(c, m0.q_labels, qs_shown, s.tick_pt), 48.0);
     xlab_h = std::min(max_label_width(c, m0.k_labels, ks_shown, s.tick_pt), 48.0);
     const double left = lh_label + 3 + ylab_w + 4;
-    const double top = caption_height(c) + 2;  // name + parameters
+    const double top = caption_height(c) + 2;                               // name + parameters
     const double bottom = 4 + xlab_h + 3 + lh_label + 3 + 2 * lh_tick + 6;  // + 2 metric lines
     map = std::min((area.width() - left - cbw - 10 - (ncol - 1) * gap) / ncol,
                    (area.height() - nrow * (top + bottom)) / nrow);
@@ -107,24 +107,25 @@ double paint_heatmaps(Canvas& c, const QRectF& area, const FigureData& d) {
       for (int i : qs_shown) {
         const double y = r.top() + (i + 0.5) * qh;
         c.line({r.left() - 2, y}, {r.left(), y});
-        c.text({r.left() - 3, y}, c.elide(token_label(h.q_labels[size_t(i)]), s.tick_pt, ylab_w + 0.5),
-               s.tick_pt, 1, 0);
+        c.text({r.left() - 3, y},
+               c.elide(token_label(h.q_labels[size_t(i)]), s.tick_pt, ylab_w + 0.5), s.tick_pt, 1,
+               0);
       }
-      c.text({r.left() - 3 - ylab_w - 4, r.center().y()}, "Query token", s.label_pt, 0, 1,
-             kText, false, -90);
+      c.text({r.left() - 3 - ylab_w - 4, r.center().y()}, "Query token", s.label_pt, 0, 1, kText,
+             false, -90);
     }
     for (int j : ks_shown) {
       const double x = r.left() + (j + 0.5) * kw;
       c.line({x, r.bottom()}, {x, r.bottom() + 2});
-      c.text({x, r.bottom() + 3}, c.elide(token_label(h.k_labels[size_t(j)]), s.tick_pt, xlab_h + 0.5),
-             s.tick_pt, 1, 0, kText, false, -90);
+      c.text({x, r.bottom() + 3},
+             c.elide(token_label(h.k_labels[size_t(j)]), s.tick_pt, xlab_h + 0.5), s.tick_pt, 1, 0,
+             kText, false, -90);
     }
     const double yk = r.bottom() + 4 + xlab_h + 3;
     c.text({r.center().x(), yk}, "Key token", s.label_pt, 0, -1);
     const auto lines = wrap_segments(c, metric_segments(h), s.tick_pt, map + gap - 3, 2);
     for (size_t i = 0; i < lines.size(); ++i)
-      c.text({r.center().x(), yk + lh_label + 3 + i * lh_tick}, lines[i], s.tick_pt, 0, -1,
-             kMuted);
+      c.text({r.center().x(), yk + lh_label + 3 + i * lh_tick}, lines[i], s.tick_pt, 0, -1, kMuted);
   }
   // One colour bar for all panels, as tall as a map, beside the first row.
   const QRectF cb(x0 + left + ncol * map + (ncol - 1) * gap + 10, area.top() + top, 8, map);

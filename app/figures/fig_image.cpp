@@ -51,9 +51,8 @@ double paint_images(Canvas& c, const QRectF& area, const FigureData& d) {
   const double top = caption_height(c) + 2;
   const double aspect = double(a0.image.height) / std::max(1, a0.image.width);
   const int ncol = K <= 5 ? K : (K + 1) / 2, nrow = (K + ncol - 1) / ncol;
-  const double pw = std::max(
-      10.0, std::min((area.width() - cbw - 10 - (ncol - 1) * gap) / ncol,
-                     (area.height() - nrow * (top + 4)) / nrow / aspect));
+  const double pw = std::max(10.0, std::min((area.width() - cbw - 10 - (ncol - 1) * gap) / ncol,
+                                            (area.height() - nrow * (top + 4)) / nrow / aspect));
   const double ph = pw * aspect;
   const double block_w = ncol * pw + (ncol - 1) * gap + 10 + cbw;
   const double x0 = area.left() + std::max(0.0, (area.width() - block_w) / 2);
@@ -64,8 +63,8 @@ double paint_images(Canvas& c, const QRectF& area, const FigureData& d) {
     if (k == 0) {
       c.text({r.left(), r.top() - top}, "Input", s.label_pt, -1, -1, kText, true);
       c.text({r.left(), r.top() - top + lh_label + 1},
-             a0.predicted.empty() ? QString() : "predicted: " + qs(a0.predicted), s.tick_pt, -1,
-             -1, kMuted);
+             a0.predicted.empty() ? QString() : "predicted: " + qs(a0.predicted), s.tick_pt, -1, -1,
+             kMuted);
     } else {
       const ImageAttention& a = d.images[size_t(k - 1)];
       draw_caption(c, {r.left(), r.top() - top}, pw + gap - 3, a.spec, "softmax over all keys");
@@ -75,8 +74,8 @@ double paint_images(Canvas& c, const QRectF& area, const FigureData& d) {
       p.setRenderHint(QPainter::Antialiasing, false);
       for (int y = 0; y < a.grid_h; ++y)
         for (int x = 0; x < a.grid_w; ++x) {
-          const Rgb col = cmap.at(color_position(a.cls[size_t(y) * a.grid_w + x], vmax,
-                                                 d.settings.log_scale));
+          const Rgb col =
+              cmap.at(color_position(a.cls[size_t(y) * a.grid_w + x], vmax, d.settings.log_scale));
           p.fillRect(QRectF(r.left() + x * cw, r.top() + y * ch, cw, ch),
                      QColor(col.r, col.g, col.b, 165));
         }

@@ -34,8 +34,8 @@ double paint_sinks(Canvas& c, const QRectF& area, const FigureData& d) {
     if (std::find(js.begin(), js.end(), j) == js.end()) js.push_back(j);
   double xlab_h = 0;
   for (int j : js)
-    xlab_h = std::min(48.0, std::max(xlab_h, c.text_width(token_label(k.labels[size_t(j)]),
-                                                          s.tick_pt)));
+    xlab_h =
+        std::min(48.0, std::max(xlab_h, c.text_width(token_label(k.labels[size_t(j)]), s.tick_pt)));
   const double legend_h = lh_tick + 6;
   const double bottom = 3 + xlab_h + 3 + lh_label + 2;
   const double row_gap = 5;
@@ -75,9 +75,8 @@ double paint_sinks(Canvas& c, const QRectF& area, const FigureData& d) {
       const double v = k.received[size_t(l) * k.n + j];
       const bool sink = v > k.threshold;
       const double hgt = v / ymax * r.height();
-      c.painter().fillRect(
-          QRectF(r.left() + j * bw + bw * 0.12, r.bottom() - hgt, bw * 0.76, hgt),
-          sink ? kAccent : series_color(0));
+      c.painter().fillRect(QRectF(r.left() + j * bw + bw * 0.12, r.bottom() - hgt, bw * 0.76, hgt),
+                           sink ? kAccent : series_color(0));
     }
     c.painter().restore();
     const double ty = r.bottom() - k.threshold / ymax * r.height();
@@ -102,8 +101,7 @@ double paint_sinks(Canvas& c, const QRectF& area, const FigureData& d) {
   }
   c.text({x0 + width / 2, yb + 3 + xlab_h + 3}, "Token", s.label_pt, 0, -1);
   c.text({area.left() + lh_label / 2, area.top() + legend_h + (yb - area.top() - legend_h) / 2},
-         "Mass received", s.label_pt, 0, 0, kText, false,
-         -90);
+         "Mass received", s.label_pt, 0, 0, kText, false, -90);
   return area.bottom();
 }
 

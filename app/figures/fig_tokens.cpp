@@ -50,8 +50,8 @@ double paint_tokens(Canvas& c, const QRectF& area, const FigureData& d) {
     const TokensData& t = d.tokens[size_t(k)];
     const double block_h =
         fits ? lh_label + 3 + rows_needed(t) * (box_h + row_gap) + para_gap : share;
-    c.text({area.left(), top}, c.elide(qs(t.caption), s.label_pt, width), s.label_pt, -1, -1,
-           kText, true);
+    c.text({area.left(), top}, c.elide(qs(t.caption), s.label_pt, width), s.label_pt, -1, -1, kText,
+           true);
     double x = area.left(), y = top + lh_label + 3;
     for (size_t j = 0; j < t.labels.size(); ++j) {
       const QString lab = token_label(t.labels[j], 24);
@@ -73,13 +73,14 @@ double paint_tokens(Canvas& c, const QRectF& area, const FigureData& d) {
       if (int(j) == t.query) c.rect_outline(box.adjusted(0.4, 0.4, -0.4, -0.4), kAccent, 1.0);
       const double lum = 0.2126 * bg.r + 0.7152 * bg.g + 0.0722 * bg.b;
       c.text({x + pad, y + box_h / 2}, lab, tok_pt, -1, 0,
-             future ? QColor(170, 170, 170) : lum > 120 ? kText : QColor(Qt::white));
+             future      ? QColor(170, 170, 170)
+             : lum > 120 ? kText
+                         : QColor(Qt::white));
       x += w + 1.2;
     }
     top += block_h;
   }
-  const double cb_h =
-      std::clamp(std::min(area.height(), natural) - lh_label - 12, 40.0, 140.0);
+  const double cb_h = std::clamp(std::min(area.height(), natural) - lh_label - 12, 40.0, 140.0);
   const QRectF cb(area.right() - cbw, area.top() + lh_label + 3, 8, cb_h);
   draw_colorbar(c, cb, cmap, vmax, d.settings.log_scale, "Attention from query");
   return std::max(top - para_gap, cb.bottom() + 4);

@@ -1,8 +1,8 @@
 // Preset "tradeoff": each variant as a point of cost (density or kernel time) against error
 // (output error, next-token KL, ...), one line per pattern family, parameters as point labels.
+#include <QPainterPath>
 #include <algorithm>
 #include <cmath>
-#include <QPainterPath>
 #include <map>
 
 #include "app/figures/presets.h"
@@ -23,8 +23,7 @@ struct Axis {
 // Linear from zero for non-negative data spanning under two decades; log otherwise.
 Axis make_axis(std::vector<double> v, bool allow_log, bool from_zero) {
   Axis a;
-  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); }),
-          v.end());
+  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); }), v.end());
   if (v.empty()) v = {0, 1};
   double lo = *std::min_element(v.begin(), v.end()), hi = *std::max_element(v.begin(), v.end());
   // Values below 1e-9 of the largest are rounding noise (dense against itself), not data.
@@ -130,17 +129,24 @@ void draw_marker(QPainter& p, QPointF at, int shape, QColor col, double r) {
   p.setPen(QPen(Qt::white, 0.4));
   p.setBrush(col);
   switch (shape % 4) {
-    case 0: p.drawEllipse(at, r, r); break;
-    case 1: p.drawRect(QRectF(at.x() - r * 0.9, at.y() - r * 0.9, r * 1.8, r * 1.8)); break;
+    case 0:
+      p.drawEllipse(at, r, r);
+      break;
+    case 1:
+      p.drawRect(QRectF(at.x() - r * 0.9, at.y() - r * 0.9, r * 1.8, r * 1.8));
+      break;
     case 2: {
-      const QPointF tri[3] = {{at.x(), at.y() - r * 1.15}, {at.x() - r, at.y() + r * 0.75},
+      const QPointF tri[3] = {{at.x(), at.y() - r * 1.15},
+                              {at.x() - r, at.y() + r * 0.75},
                               {at.x() + r, at.y() + r * 0.75}};
       p.drawPolygon(tri, 3);
       break;
     }
     default: {
-      const QPointF dia[4] = {{at.x(), at.y() - r * 1.2}, {at.x() + r, at.y()},
-                              {at.x(), at.y() + r * 1.2}, {at.x() - r, at.y()}};
+      const QPointF dia[4] = {{at.x(), at.y() - r * 1.2},
+                              {at.x() + r, at.y()},
+                              {at.x(), at.y() + r * 1.2},
+                              {at.x() - r, at.y()}};
       p.drawPolygon(dia, 4);
     }
   }
@@ -185,8 +191,8 @@ double paint_tradeoff(Canvas& c, const QRectF& area, const FigureData& d) {
       dst += (dst.isEmpty() ? "" : ", ") + qs(v ? ps[i].first : ps[i].first + "=" + ps[i].second);
     }
     // "block_topk (k; block=4)": what the point labels show, then what is fixed.
-    const QString inner = names + (names.isEmpty() || fixed_params.isEmpty() ? "" : "; ") +
-                          fixed_params;
+    const QString inner =
+        names + (names.isEmpty() || fixed_params.isEmpty() ? "" : "; ") + fixed_params;
     if (!inner.isEmpty()) legend[g] += " (" + inner + ")";
   }
 
@@ -228,8 +234,8 @@ double paint_tradeoff(Canvas& c, const QRectF& area, const FigureData& d) {
     }
     c.rect_outline(r);
     c.text({r.center().x(), r.bottom() + 3 + lh_tick + 4}, axis_title(xname), s.label_pt, 0, -1);
-    c.text({r.left() - left + 1, r.center().y()},
-           axis_title(yname) + (ay.log ? " (log)" : ""), s.label_pt, 0, -1, kText, false, -90);
+    c.text({r.left() - left + 1, r.center().y()}, axis_title(yname) + (ay.log ? " (log)" : ""),
+           s.label_pt, 0, -1, kText, false, -90);
     QPainter& p = c.painter();
     p.save();
     p.setClipRect(r.adjusted(-4, -4, 4, 4));
@@ -249,7 +255,10 @@ double paint_tradeoff(Canvas& c, const QRectF& area, const FigureData& d) {
         QPainterPath path;
         for (size_t i = 0; i < series.size(); ++i) {
           const QPointF q = map(series[i].first, value(*series[i].second, yname));
-          if (i == 0) path.moveTo(q); else path.lineTo(q);
+          if (i == 0)
+            path.moveTo(q);
+          else
+            path.lineTo(q);
         }
         p.setPen(QPen(col, 1.0));
         p.setBrush(Qt::NoBrush);

@@ -1,5 +1,7 @@
 #include "app/figures/figure.h"
 
+#include <unistd.h>
+
 #include <QGuiApplication>
 #include <QPdfWriter>
 #include <QSvgGenerator>
@@ -14,9 +16,8 @@ namespace attn {
 
 FigureFormat figure_format(const std::string& path) {
   std::string ext = std::filesystem::path(path).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) {
-    return char(std::tolower(ch));
-  });
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char ch) { return char(std::tolower(ch)); });
   if (ext == ".png") return FigureFormat::Png;
   if (ext == ".svg") return FigureFormat::Svg;
   if (ext == ".pdf") return FigureFormat::Pdf;
@@ -38,12 +39,24 @@ double paint_figure(QPainter& p, const FigureData& d, double w_pt, double h_pt,
   double bottom = area.top();
   switch (d.view) {
     case View::Heatmap:
-    case View::Variants: bottom = fig::paint_heatmaps(c, area, d); break;
-    case View::Grid: bottom = fig::paint_head_grids(c, area, d); break;
-    case View::Sinks: bottom = fig::paint_sinks(c, area, d); break;
-    case View::Image: bottom = fig::paint_images(c, area, d); break;
-    case View::Tradeoff: bottom = fig::paint_tradeoff(c, area, d); break;
-    case View::Tokens: bottom = fig::paint_tokens(c, area, d); break;
+    case View::Variants:
+      bottom = fig::paint_heatmaps(c, area, d);
+      break;
+    case View::Grid:
+      bottom = fig::paint_head_grids(c, area, d);
+      break;
+    case View::Sinks:
+      bottom = fig::paint_sinks(c, area, d);
+      break;
+    case View::Image:
+      bottom = fig::paint_images(c, area, d);
+      break;
+    case View::Tradeoff:
+      bottom = fig::paint_tradeoff(c, area, d);
+      break;
+    case View::Tokens:
+      bottom = fig::paint_tokens(c, area, d);
+      break;
   }
   p.restore();
   return bottom + m;
@@ -74,11 +87,12 @@ void check_size(const FigureSize& s) {
               std::to_string(s.width) + "x" + std::to_string(s.height) + " at " +
               std::to_string(s.dpi) + " dpi)");
 }
-double pt(int px, double dpi) { return px * 72.0 / dpi; }
+double pt(int px, double dpi) {
+  return px * 72.0 / dpi;
+}
 }  // namespace
 
-QImage render_figure_image(const FigureData& d, const FigureSize& size0,
-                           const FigureStyle& style) {
+QImage render_figure_image(const FigureData& d, const FigureSize& size0, const FigureStyle& style) {
   const FigureSize size = fit_height(d, size0, style);
   check_size(size);
   ensure_gui_app();
@@ -168,20 +182,29 @@ void write_sidecar(const Session& s, const std::string& session_path,
   if (copy.model.id.rfind("default-", 0) != 0) rebase(copy.model.id);
   copy.view.view = view_name(view);
   copy.figure = size;
-  copy.extra["figure"] = {{"file", std::filesystem::path(figure_path).filename().string()},
-                          {"view", view_name(view)},
-                          {"regenerate", "attnscope render --session " +
-                                             std::filesystem::path(sidecar_path(figure_path))
-                                                 .filename()
-                                                 .string() +
-                                             " --view " + view_name(view) + " --out " +
-                                             std::filesystem::path(figure_path).filename().string()}};
+  copy.extra["figure"] = {
+      {"file", std::filesystem::path(figure_path).filename().string()},
+      {"view", view_name(view)},
+      {"regenerate", "attnscope render --session " +
+                         std::filesystem::path(sidecar_path(figure_path)).filename().string() +
+                         " --view " + view_name(view) + " --out " +
+                         std::filesystem::path(figure_path).filename().string()}};
   save_session(copy, sidecar_path(figure_path));
 }
 
 void ensure_gui_app() {
   if (QGuiApplication::instance()) return;
   if (std::getenv("QT_QPA_PLATFORM") == nullptr) setenv("QT_QPA_PLATFORM", "offscreen", 1);
+  if (std::getenv("XDG_RUNTIME_DIR") == nullptr) {  // Qt wants a private runtime folder
+    const std::string dir =
+        (std::filesystem::temp_directory_path() / ("attnscope-runtime-" + std::to_string(getuid())))
+            .string();
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::replace, ec);
+    if (!ec) setenv("XDG_RUNTIME_DIR", dir.c_str(), 1);
+  }
   static int argc = 1;
   static char name[] = "attnscope";
   static char* argv[] = {name, nullptr};

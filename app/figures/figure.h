@@ -21,11 +21,11 @@ namespace attn {
 // Typography and line weights shared by every preset.
 struct FigureStyle {
   QString family = "DejaVu Sans";
-  double title_pt = 9.5;    // figure title
-  double label_pt = 8;      // axis titles, panel captions
-  double tick_pt = 6.5;     // tick and token labels
-  double line_pt = 0.5;     // axis and tick lines
-  double margin_pt = 6;     // outer margin
+  double title_pt = 9.5;           // figure title
+  double label_pt = 8;             // axis titles, panel captions
+  double tick_pt = 6.5;            // tick and token labels
+  double line_pt = 0.5;            // axis and tick lines
+  double margin_pt = 6;            // outer margin
   int max_rect_cells = 128 * 128;  // above this a heatmap is drawn as one embedded image
 };
 

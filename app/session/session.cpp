@@ -32,8 +32,7 @@ void read_field(const json& o, const char* key, T& out, const std::string& where
   }
 }
 
-const json& object_field(const json& o, const char* key, const std::string& source,
-                         bool required) {
+const json& object_field(const json& o, const char* key, const std::string& source, bool required) {
   static const json empty = json::object();
   auto it = o.find(key);
   if (it == o.end()) {
@@ -62,26 +61,27 @@ json session_to_json(const Session& s) {
     input["text"] = s.input.text;
   }
   const ViewSettings& v = s.view;
-  return {{"format", kSessionFormat},
-          {"version", kSessionVersion},
-          {"input", input},
-          {"model", {{"id", s.model.id}, {"sha256", s.model.sha256}}},
-          {"variants", s.variants},
-          {"selection", {{"layer", s.layer}, {"head", s.head}}},
-          {"backend", s.backend},
-          {"substitution", {{"layers", s.substitute_layers}, {"heads", s.substitute_heads}}},
-          {"view",
-           {{"view", v.view},
-            {"colormap", v.colormap},
-            {"log_scale", v.log_scale},
-            {"vmax", v.vmax},
-            {"query", v.query},
-            {"grid_metric", v.grid_metric},
-            {"tradeoff_x", v.tradeoff_x},
-            {"tradeoff_y", v.tradeoff_y},
-            {"title", v.title}}},
-          {"figure", {{"width", s.figure.width}, {"height", s.figure.height}, {"dpi", s.figure.dpi}}},
-          {"extra", s.extra}};
+  return {
+      {"format", kSessionFormat},
+      {"version", kSessionVersion},
+      {"input", input},
+      {"model", {{"id", s.model.id}, {"sha256", s.model.sha256}}},
+      {"variants", s.variants},
+      {"selection", {{"layer", s.layer}, {"head", s.head}}},
+      {"backend", s.backend},
+      {"substitution", {{"layers", s.substitute_layers}, {"heads", s.substitute_heads}}},
+      {"view",
+       {{"view", v.view},
+        {"colormap", v.colormap},
+        {"log_scale", v.log_scale},
+        {"vmax", v.vmax},
+        {"query", v.query},
+        {"grid_metric", v.grid_metric},
+        {"tradeoff_x", v.tradeoff_x},
+        {"tradeoff_y", v.tradeoff_y},
+        {"title", v.title}}},
+      {"figure", {{"width", s.figure.width}, {"height", s.figure.height}, {"dpi", s.figure.dpi}}},
+      {"extra", s.extra}};
 }
 
 Session session_from_json(const json& j, const std::string& source) {
@@ -151,8 +151,9 @@ Session session_from_json(const json& j, const std::string& source) {
   require(s.figure.width > 0 && s.figure.height >= 0 && s.figure.width <= 20000 &&
               s.figure.height <= 20000 && s.figure.dpi >= 10 && s.figure.dpi <= 2400,
           ErrorCode::Format,
-          source + ": figure size must be 1..20000 pixels per side (height 0: fit) at "
-                   "10..2400 dpi");
+          source +
+              ": figure size must be 1..20000 pixels per side (height 0: fit) at "
+              "10..2400 dpi");
   if (j.contains("extra")) s.extra = j["extra"];
   return s;
 }
@@ -195,7 +196,9 @@ void save_session(const Session& s, const std::string& path) {
   write_file_atomic(path, session_to_json(s).dump(2) + "\n");
 }
 
-std::string autosave_path(const std::string& session_path) { return session_path + ".autosave"; }
+std::string autosave_path(const std::string& session_path) {
+  return session_path + ".autosave";
+}
 
 bool has_newer_autosave(const std::string& session_path) {
   std::error_code ec;

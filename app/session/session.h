@@ -14,7 +14,7 @@
 
 namespace attn {
 
-constexpr int kSessionVersion = 1;              // bump on an incompatible schema change
+constexpr int kSessionVersion = 1;  // bump on an incompatible schema change
 constexpr const char* kSessionFormat = "attnscope-session";
 constexpr const char* kSessionSuffix = ".attnscope.json";
 
@@ -32,15 +32,15 @@ struct SessionModel {
 
 // Settings of the views (the GUI's panels and the figure presets share them).
 struct ViewSettings {
-  std::string view = "heatmap";      // heatmap | grid | sinks | image | tradeoff | tokens
-  std::string colormap = "viridis";  // viridis | magma | gray
-  bool log_scale = false;            // log10 colour scale for probabilities
-  double vmax = 0;                   // colour scale maximum; 0 = automatic
-  int query = -1;                    // tokens view: query row (-1 = last token)
-  std::string grid_metric = "entropy";  // grid: entropy | sink_mass | output_error | mass_recall
-  std::string tradeoff_x = "density";   // tradeoff: density | seconds
-  std::string tradeoff_y = "rel_error"; // tradeoff: rel_error | mass_recall | next_token_kl
-  std::string title;                 // figure title; empty = generated
+  std::string view = "heatmap";          // heatmap | grid | sinks | image | tradeoff | tokens
+  std::string colormap = "viridis";      // viridis | magma | gray
+  bool log_scale = false;                // log10 colour scale for probabilities
+  double vmax = 0;                       // colour scale maximum; 0 = automatic
+  int query = -1;                        // tokens view: query row (-1 = last token)
+  std::string grid_metric = "entropy";   // grid: entropy | sink_mass | output_error | mass_recall
+  std::string tradeoff_x = "density";    // tradeoff: density | seconds
+  std::string tradeoff_y = "rel_error";  // tradeoff: rel_error | mass_recall | next_token_kl
+  std::string title;                     // figure title; empty = generated
 };
 
 // Size of an exported figure: width x height pixels at `dpi` (PDF/SVG: width/dpi inches wide).
@@ -54,12 +54,12 @@ struct Session {
   int version = kSessionVersion;
   SessionInput input;
   SessionModel model;
-  std::vector<std::string> variants;  // variant specs shown beside dense softmax
-  int layer = 0;                      // selected layer
-  int head = 0;                       // selected query head
-  std::string backend = "cpu";        // compute backend: reference | cpu | vulkan
-  std::vector<int> substitute_layers; // end-to-end substitution: layers (empty = all)
-  std::vector<int> substitute_heads;  // end-to-end substitution: heads (empty = all)
+  std::vector<std::string> variants;   // variant specs shown beside dense softmax
+  int layer = 0;                       // selected layer
+  int head = 0;                        // selected query head
+  std::string backend = "cpu";         // compute backend: reference | cpu | vulkan
+  std::vector<int> substitute_layers;  // end-to-end substitution: layers (empty = all)
+  std::vector<int> substitute_heads;   // end-to-end substitution: heads (empty = all)
   ViewSettings view;
   FigureSize figure;
   nlohmann::json extra = nlohmann::json::object();  // client-owned state kept verbatim (GUI)

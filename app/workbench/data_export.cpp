@@ -13,7 +13,9 @@ using nlohmann::json;
 
 namespace {
 
-json num(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+json num(double x) {
+  return std::isfinite(x) ? json(x) : json(nullptr);
+}
 
 json nums(const std::vector<float>& v) {
   json a = json::array();
@@ -63,17 +65,27 @@ std::string matrix_csv(int rows, int cols, const std::vector<float>& data,
 }
 
 json to_json(const HeatmapData& h) {
-  return {{"spec", h.spec},         {"caption", h.caption},         {"layer", h.layer},
-          {"head", h.head},         {"n_q", h.n_q},                 {"n_k", h.n_k},
-          {"rows", h.rows},         {"cols", h.cols},               {"cells", nums(h.cells)},
-          {"q_labels", h.q_labels}, {"k_labels", h.k_labels},       {"causal", h.causal},
-          {"density", num(h.density)}, {"rel_error", num(h.rel_error)},
-          {"mass_recall", num(h.mass_recall)}, {"row_kl", num(h.row_kl)}};
+  return {{"spec", h.spec},
+          {"caption", h.caption},
+          {"layer", h.layer},
+          {"head", h.head},
+          {"n_q", h.n_q},
+          {"n_k", h.n_k},
+          {"rows", h.rows},
+          {"cols", h.cols},
+          {"cells", nums(h.cells)},
+          {"q_labels", h.q_labels},
+          {"k_labels", h.k_labels},
+          {"causal", h.causal},
+          {"density", num(h.density)},
+          {"rel_error", num(h.rel_error)},
+          {"mass_recall", num(h.mass_recall)},
+          {"row_kl", num(h.row_kl)}};
 }
 
 json to_json(const SinkData& s) {
-  return {{"spec", s.spec},     {"layers", s.n_layers},          {"tokens", s.n},
-          {"labels", s.labels}, {"received", nums(s.received)},  {"sinks", s.sinks},
+  return {{"spec", s.spec},          {"layers", s.n_layers},         {"tokens", s.n},
+          {"labels", s.labels},      {"received", nums(s.received)}, {"sinks", s.sinks},
           {"threshold", s.threshold}};
 }
 
@@ -103,20 +115,19 @@ json to_json(const TradeoffPoint& p) {
 }
 
 json to_json(const ImageAttention& a) {
-  return {{"spec", a.spec},     {"layer", a.layer},   {"head", a.head},
-          {"grid_h", a.grid_h}, {"grid_w", a.grid_w}, {"cls", nums(a.cls)},
+  return {{"spec", a.spec},          {"layer", a.layer},   {"head", a.head},
+          {"grid_h", a.grid_h},      {"grid_w", a.grid_w}, {"cls", nums(a.cls)},
           {"predicted", a.predicted}};
 }
 
 json to_json(const TokensData& t) {
-  return {{"spec", t.spec},     {"caption", t.caption}, {"layer", t.layer},
-          {"head", t.head},     {"query", t.query},     {"labels", t.labels},
-          {"weight", nums(t.weight)}};
+  return {{"spec", t.spec},   {"caption", t.caption}, {"layer", t.layer},        {"head", t.head},
+          {"query", t.query}, {"labels", t.labels},   {"weight", nums(t.weight)}};
 }
 
 namespace {
-std::vector<std::string> export_matrix(const std::string& stem, const std::string& format,
-                                       int rows, int cols, const std::vector<float>& data,
+std::vector<std::string> export_matrix(const std::string& stem, const std::string& format, int rows,
+                                       int cols, const std::vector<float>& data,
                                        const std::vector<std::string>& rl,
                                        const std::vector<std::string>& cl, const json& j) {
   if (format == "csv") {
@@ -137,7 +148,8 @@ std::vector<std::string> export_matrix(const std::string& stem, const std::strin
 std::vector<std::string> export_heatmap(const HeatmapData& h, const std::string& stem,
                                         const std::string& format) {
   const bool full = h.rows == h.n_q && h.cols == h.n_k;
-  return export_matrix(stem, format, h.rows, h.cols, h.cells, full ? h.q_labels : std::vector<std::string>{},
+  return export_matrix(stem, format, h.rows, h.cols, h.cells,
+                       full ? h.q_labels : std::vector<std::string>{},
                        full ? h.k_labels : std::vector<std::string>{}, to_json(h));
 }
 
@@ -146,8 +158,7 @@ std::vector<std::string> export_head_grid(const HeadGrid& g, const std::string& 
   if (format == "json") return export_matrix(stem, format, 0, 0, {}, {}, {}, to_json(g));
   std::vector<std::string> files;
   for (const std::string& m : head_grid_metrics()) {
-    auto f = export_matrix(stem + "_" + m, format, g.n_layers, g.n_heads, g.metric(m), {}, {},
-                           {});
+    auto f = export_matrix(stem + "_" + m, format, g.n_layers, g.n_heads, g.metric(m), {}, {}, {});
     files.insert(files.end(), f.begin(), f.end());
   }
   return files;

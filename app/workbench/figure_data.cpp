@@ -13,7 +13,9 @@ const std::vector<std::string>& view_names() {
   return names;
 }
 
-const char* view_name(View v) { return view_names()[size_t(v)].c_str(); }
+const char* view_name(View v) {
+  return view_names()[size_t(v)].c_str();
+}
 
 View view_from_name(const std::string& name) {
   const auto& n = view_names();
@@ -36,8 +38,7 @@ FigureData collect_figure(Workbench& wb, View view, int max_cells) {
   FigureData f;
   f.view = view;
   f.settings = s.view;
-  const std::string where =
-      "layer " + std::to_string(s.layer) + ", head " + std::to_string(s.head);
+  const std::string where = "layer " + std::to_string(s.layer) + ", head " + std::to_string(s.head);
   f.subtitle = model_name(wb) + " \u00b7 " + wb.describe_input();
   std::vector<std::string> specs = {"dense"};
   specs.insert(specs.end(), s.variants.begin(), s.variants.end());
@@ -79,8 +80,8 @@ FigureData collect_figure(Workbench& wb, View view, int max_cells) {
     case View::Tokens:
       for (const std::string& spec : specs)
         f.tokens.push_back(wb.tokens(spec, s.layer, s.head, s.view.query));
-      title = "Attention from token \u201c" + f.tokens.front().labels[size_t(f.tokens.front().query)] +
-              "\u201d, " + where;
+      title = "Attention from token \u201c" +
+              f.tokens.front().labels[size_t(f.tokens.front().query)] + "\u201d, " + where;
       break;
   }
   f.title = s.view.title.empty() ? title : s.view.title;

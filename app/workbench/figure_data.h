@@ -25,9 +25,9 @@ const std::vector<std::string>& view_names();
 
 struct FigureData {
   View view = View::Heatmap;
-  std::string title;     // main title (the session's view.title, or generated)
-  std::string subtitle;  // model, input, layer/head
-  ViewSettings settings;  // colour map, scale, chosen metrics
+  std::string title;                    // main title (the session's view.title, or generated)
+  std::string subtitle;                 // model, input, layer/head
+  ViewSettings settings;                // colour map, scale, chosen metrics
   std::vector<HeatmapData> heatmaps;    // heatmap: 1; variants: dense then each variant
   std::vector<HeadGrid> grids;          // grid: one per variant shown
   SinkData sinks;                       // sinks

@@ -17,17 +17,17 @@ struct HeatmapData {
   std::string spec;     // canonical variant spec ("dense" for the reference)
   std::string caption;  // display name with parameters, for captions
   int layer = 0, head = 0;
-  int n_q = 0, n_k = 0;                 // size of the full matrix
-  int rows = 0, cols = 0;               // cells drawn (rows <= n_q, cols <= n_k)
-  std::vector<float> cells;             // f32 [rows, cols]: max probability within each cell
-  std::vector<std::string> q_labels;    // [n_q] query token labels
-  std::vector<std::string> k_labels;    // [n_k] key token labels
+  int n_q = 0, n_k = 0;               // size of the full matrix
+  int rows = 0, cols = 0;             // cells drawn (rows <= n_q, cols <= n_k)
+  std::vector<float> cells;           // f32 [rows, cols]: max probability within each cell
+  std::vector<std::string> q_labels;  // [n_q] query token labels
+  std::vector<std::string> k_labels;  // [n_k] key token labels
   bool causal = true;
-  double density = 1;                   // kept / visible entries of this head
-  double rel_error = 0;                 // ||O - O_dense|| / ||O_dense|| of this head
-  double mass_recall = 1;               // dense mass inside the kept set, mean over rows
-  double row_kl = 0;                    // KL(p_variant || p_dense), mean over rows (NaN: not a
-                                        // distribution)
+  double density = 1;      // kept / visible entries of this head
+  double rel_error = 0;    // ||O - O_dense|| / ||O_dense|| of this head
+  double mass_recall = 1;  // dense mass inside the kept set, mean over rows
+  double row_kl = 0;       // KL(p_variant || p_dense), mean over rows (NaN: not a
+                           // distribution)
 };
 
 // Mass each token receives (mean over heads and queries), per layer: where the sinks are.
@@ -60,27 +60,27 @@ std::string head_grid_metric_title(const std::string& name);
 // Cost against accuracy of one variant over every layer of the input (one trade-off point).
 struct TradeoffPoint {
   std::string spec;
-  std::string pattern;             // pattern id ("window", "block_topk", "dense") for grouping
-  double density = 1;              // kept / visible entries, mean over layers
-  double flops = 0;                // counted flops, summed over layers
-  double kernel_seconds = 0;       // attention kernels, summed over layers
-  double rel_error = 0;            // relative output error, mean over layers
-  double mass_recall = 1;          // mean over layers
-  double row_kl = kNaN;            // attention-row KL, mean over layers
-  double next_token_kl = kNaN;     // end to end: mean KL(dense || variant) of next-token logits
-  double top1_agreement = kNaN;    // end to end: argmax agreement
-  double perplexity = kNaN;        // end to end: perplexity of the input under the variant
-  double cls_cosine = kNaN;        // end to end (encoders): cosine of CLS embeddings
+  std::string pattern;           // pattern id ("window", "block_topk", "dense") for grouping
+  double density = 1;            // kept / visible entries, mean over layers
+  double flops = 0;              // counted flops, summed over layers
+  double kernel_seconds = 0;     // attention kernels, summed over layers
+  double rel_error = 0;          // relative output error, mean over layers
+  double mass_recall = 1;        // mean over layers
+  double row_kl = kNaN;          // attention-row KL, mean over layers
+  double next_token_kl = kNaN;   // end to end: mean KL(dense || variant) of next-token logits
+  double top1_agreement = kNaN;  // end to end: argmax agreement
+  double perplexity = kNaN;      // end to end: perplexity of the input under the variant
+  double cls_cosine = kNaN;      // end to end (encoders): cosine of CLS embeddings
 };
 
 // CLS attention over image patches, for the overlay.
 struct ImageAttention {
   std::string spec;
-  int layer = 0, head = 0;         // head -1: mean over heads
-  Image8 image;                    // the input as decoded from the file
-  int grid_h = 0, grid_w = 0;      // patches per column / row
-  std::vector<float> cls;          // f32 [grid_h, grid_w]: attention of CLS to each patch
-  std::string predicted;           // class predicted by the dense model ("" when none)
+  int layer = 0, head = 0;     // head -1: mean over heads
+  Image8 image;                // the input as decoded from the file
+  int grid_h = 0, grid_w = 0;  // patches per column / row
+  std::vector<float> cls;      // f32 [grid_h, grid_w]: attention of CLS to each patch
+  std::string predicted;       // class predicted by the dense model ("" when none)
 };
 
 // Attention of one query over the tokens, for the text view.

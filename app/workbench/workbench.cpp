@@ -19,9 +19,9 @@ namespace attn {
 struct Workbench::Cached {
   explicit Cached(Variant var) : v(std::move(var)) {}
   Variant v;
-  std::vector<Result> results;                       // [L]
-  std::vector<std::unique_ptr<Metrics>> layer;       // [L], lazily
-  std::vector<std::unique_ptr<Metrics>> head;        // [L * H], lazily
+  std::vector<Result> results;                  // [L]
+  std::vector<std::unique_ptr<Metrics>> layer;  // [L], lazily
+  std::vector<std::unique_ptr<Metrics>> head;   // [L * H], lazily
 };
 
 std::shared_ptr<const Model> cached_model(const std::string& id_or_dir) {
@@ -137,10 +137,9 @@ void Workbench::open(const Session& s, const std::string& session_path) {
     labels = token_display_labels(s.input.text, ti.tokens, ti.labels);
   }
   require(s.layer < info.n_layers && s.head < info.n_heads, ErrorCode::InvalidArgument,
-          "session selects layer " + std::to_string(s.layer) + ", head " +
-              std::to_string(s.head) + ", but " + info.dir + " has " +
-              std::to_string(info.n_layers) + " layers and " + std::to_string(info.n_heads) +
-              " heads");
+          "session selects layer " + std::to_string(s.layer) + ", head " + std::to_string(s.head) +
+              ", but " + info.dir + " has " + std::to_string(info.n_layers) + " layers and " +
+              std::to_string(info.n_heads) + " heads");
   auto cap = std::make_unique<Capture>(
       HookSelection::parse("blocks.*.attn.q,blocks.*.attn.k,blocks.*.attn.v"));
   ForwardOptions fo;
@@ -194,8 +193,8 @@ void Workbench::set_variants(const std::vector<std::string>& specs) {
   for (const std::string& s : specs) make_variant(s);
   session_.variants = specs;
   for (auto it = cache_.begin(); it != cache_.end();) {
-    const bool keep = it->first == "dense" ||
-                      std::find(specs.begin(), specs.end(), it->first) != specs.end();
+    const bool keep =
+        it->first == "dense" || std::find(specs.begin(), specs.end(), it->first) != specs.end();
     it = keep ? std::next(it) : cache_.erase(it);
   }
 }
@@ -261,8 +260,9 @@ const Metrics& Workbench::head_metrics(const std::string& spec, int layer, int h
   if (!slot) {
     const Problem& p = problem(layer);
     const Problem hp = head_problem(p, head);
-    slot = std::make_unique<Metrics>(compare(c.v, hp, head_result(c.results[size_t(layer)], p, head),
-                                             head_result(d.results[size_t(layer)], p, head)));
+    slot =
+        std::make_unique<Metrics>(compare(c.v, hp, head_result(c.results[size_t(layer)], p, head),
+                                          head_result(d.results[size_t(layer)], p, head)));
   }
   return *slot;
 }
@@ -344,9 +344,8 @@ HeadGrid Workbench::head_grid(const std::string& spec) {
       double ent = 0;
       for (float e : m.entropy) ent += e;
       g.entropy.push_back(m.entropy.empty() ? NAN : float(ent / double(m.entropy.size())));
-      g.sink_mass.push_back(m.received.empty()
-                                ? NAN
-                                : *std::max_element(m.received.begin(), m.received.end()));
+      g.sink_mass.push_back(
+          m.received.empty() ? NAN : *std::max_element(m.received.begin(), m.received.end()));
       g.output_error.push_back(float(m.rel_error));
       g.mass_recall.push_back(float(m.mass_recall));
     }
@@ -366,7 +365,10 @@ TradeoffPoint Workbench::evaluate(const std::string& spec, bool end_to_end_pass)
     density += m.density / L;
     err += m.rel_error / L;
     recall += m.mass_recall / L;
-    if (std::isfinite(m.row_kl)) kl += m.row_kl / L; else kl_ok = false;
+    if (std::isfinite(m.row_kl))
+      kl += m.row_kl / L;
+    else
+      kl_ok = false;
     t.flops += c.results[size_t(l)].stats.counted.flops;
     t.kernel_seconds += c.results[size_t(l)].stats.kernel_seconds;
   }
@@ -445,9 +447,9 @@ TokensData Workbench::tokens(const std::string& spec, int layer, int head, int q
   const Cached& c = cached(spec);
   const Problem& p = problem(layer);
   if (query < 0) query = p.n_q - 1;
-  require(query < p.n_q, ErrorCode::InvalidArgument,
-          "query " + std::to_string(query) + " is out of range (" + std::to_string(p.n_q) +
-              " tokens)");
+  require(
+      query < p.n_q, ErrorCode::InvalidArgument,
+      "query " + std::to_string(query) + " is out of range (" + std::to_string(p.n_q) + " tokens)");
   std::vector<double> row;
   probability_row(c.v, p, c.results[size_t(layer)], head, query, 0, p.n_k, row);
   TokensData t;

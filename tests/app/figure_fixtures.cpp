@@ -5,11 +5,13 @@
 namespace attn::test {
 namespace {
 
-const char* kWords[] = {"The", "cat", "sat", "on", "the", "mat", ".", "It", "was", "warm",
-                        ",", "and", "the", "cat", "slept", "until", "noon", "."};
+const char* kWords[] = {"The",  "cat", "sat", "on",  "the", "mat",   ".",     "It",   "was",
+                        "warm", ",",   "and", "the", "cat", "slept", "until", "noon", "."};
 constexpr int kN = 18;
 
-std::vector<std::string> words() { return std::vector<std::string>(kWords, kWords + kN); }
+std::vector<std::string> words() {
+  return std::vector<std::string>(kWords, kWords + kN);
+}
 
 // Row i: mass on token 0 (a sink), on the previous token and spread over the rest; `window`
 // > 0 keeps only the last `window` keys (renormalised).
@@ -62,7 +64,9 @@ FigureData synthetic_figure(View view) {
   f.title = std::string("Synthetic ") + view_name(view);
   f.subtitle = "test data \u00b7 18 tokens";
   switch (view) {
-    case View::Heatmap: f.heatmaps = {heatmap("dense", 0)}; break;
+    case View::Heatmap:
+      f.heatmaps = {heatmap("dense", 0)};
+      break;
     case View::Variants:
       f.heatmaps = {heatmap("dense", 0), heatmap("window(size=4)", 4),
                     heatmap("sinks_window(sinks=1,window=4)", 4)};

@@ -7,8 +7,8 @@ namespace attn::test {
 
 struct ImageDiff {
   bool same_size = false;
-  double mean_abs = 0;     // mean |a - b| over pixels and RGB channels, 0..255
-  double frac_far = 0;     // fraction of pixels whose largest channel difference exceeds 64
+  double mean_abs = 0;  // mean |a - b| over pixels and RGB channels, 0..255
+  double frac_far = 0;  // fraction of pixels whose largest channel difference exceeds 64
 };
 ImageDiff compare_images(const QImage& a, const QImage& b);
 

@@ -30,7 +30,8 @@ bool have_model(const char* id) {
 }
 
 #define REQUIRE_MODEL(id) \
-  if (!have_model(id)) GTEST_SKIP() << id << " not found (set ATTNSCOPE_MODELS or add assets/models)"
+  if (!have_model(id))    \
+  GTEST_SKIP() << id << " not found (set ATTNSCOPE_MODELS or add assets/models)"
 
 const std::string kCli = ATTN_CLI;
 
@@ -102,10 +103,10 @@ TEST(CliRender, DataExportWritesTheMatrices) {
   const std::string dir = test::fresh_dir("cli_data");
   const std::string s = write_session(dir);
   std::string log;
-  ASSERT_EQ(cli("render --session " + s + " --view heatmap --out " + dir +
-                    "/h.png --data csv --json",
-                &log),
-            0)
+  ASSERT_EQ(
+      cli("render --session " + s + " --view heatmap --out " + dir + "/h.png --data csv --json",
+          &log),
+      0)
       << log;
   const nlohmann::json j = nlohmann::json::parse(log.substr(log.find('{')));
   EXPECT_EQ(j["view"], "heatmap");
@@ -159,22 +160,19 @@ TEST(CliRender, ImageViewOnTheVisionModel) {
   const Session side = load_session(dir + "/out/i.pdf.attnscope.json");
   EXPECT_EQ(side.input.image, "../bag.png");
   EXPECT_EQ(side.input.image_sha256, sha256_file(dir + "/bag.png"));
-  ASSERT_EQ(cli("render --session " + dir + "/out/i.pdf.attnscope.json --out " + dir +
-                    "/out/j.png",
+  ASSERT_EQ(cli("render --session " + dir + "/out/i.pdf.attnscope.json --out " + dir + "/out/j.png",
                 &log),
             0)
       << log;
   // A changed image is caught by its hash.
   std::ofstream(dir + "/bag.png", std::ios::app) << "x";
-  EXPECT_EQ(cli("render --session " + dir + "/out/i.pdf.attnscope.json --out " + dir +
-                    "/out/k.png",
+  EXPECT_EQ(cli("render --session " + dir + "/out/i.pdf.attnscope.json --out " + dir + "/out/k.png",
                 &log),
             1);
   EXPECT_NE(log.find("differs"), std::string::npos) << log;
   // The image view of a text session is refused clearly.
   const std::string text = write_session(dir);
-  EXPECT_EQ(cli("render --session " + text + " --view image --out " + dir + "/out/t.png", &log),
-            1);
+  EXPECT_EQ(cli("render --session " + text + " --view image --out " + dir + "/out/t.png", &log), 1);
   EXPECT_NE(log.find("needs a vision model"), std::string::npos) << log;
 }
 
@@ -201,13 +199,11 @@ TEST(CliRender, ExitCodesAndMessages) {
   EXPECT_NE(log.find("version 7 is not supported"), std::string::npos) << log;
   s.model.id = "no_such_model_folder";
   save_session(s, dir + "/nomodel.attnscope.json");
-  EXPECT_EQ(cli("render --session " + dir + "/nomodel.attnscope.json --out " + dir + "/a.png",
-                &log),
-            1);
+  EXPECT_EQ(
+      cli("render --session " + dir + "/nomodel.attnscope.json --out " + dir + "/a.png", &log), 1);
   EXPECT_NE(log.find("no_such_model_folder"), std::string::npos) << log;
-  EXPECT_EQ(cli("render --session " + dir + "/nomodel.attnscope.json --out " + dir + "/a.jpg",
-                &log),
-            1);
+  EXPECT_EQ(
+      cli("render --session " + dir + "/nomodel.attnscope.json --out " + dir + "/a.jpg", &log), 1);
   EXPECT_NE(log.find(".png, .svg or .pdf"), std::string::npos) << log;
   EXPECT_EQ(cli("sweep --out x.csv --variant \"window(size=8..2:x2)\" --text hi", &log), 1);
   EXPECT_NE(log.find("backwards"), std::string::npos) << log;

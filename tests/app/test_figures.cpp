@@ -29,9 +29,8 @@ std::string golden_path(View v) {
 bool matches(const QImage& a, const QImage& b, std::string* why) {
   const test::ImageDiff d = compare_images(a, b);
   *why = "size " + std::to_string(a.width()) + "x" + std::to_string(a.height()) + " vs " +
-         std::to_string(b.width()) + "x" + std::to_string(b.height()) +
-         ", mean |diff| " + std::to_string(d.mean_abs) + ", far pixels " +
-         std::to_string(d.frac_far);
+         std::to_string(b.width()) + "x" + std::to_string(b.height()) + ", mean |diff| " +
+         std::to_string(d.mean_abs) + ", far pixels " + std::to_string(d.frac_far);
   return d.same_size && d.mean_abs < 1.0 && d.frac_far < 0.003;
 }
 
@@ -84,14 +83,14 @@ TEST(Figures, SvgParsesAndKeepsTextAndColorbar) {
   std::string log;
   ASSERT_EQ(test::run_command("xmllint --noout '" + out + "'", &log), 0) << log;
   const std::string svg = test::read_all(out);
-  for (const char* needle : {">Query token<", ">Key token<", ">Attention probability<", ">The<",
-                             ">the<", ">Sliding window<", ">size=4<", "<linearGradient",
-                             "<title>Synthetic variants</title>"})
+  for (const char* needle :
+       {">Query token<", ">Key token<", ">Attention probability<", ">The<", ">the<",
+        ">Sliding window<", ">size=4<", "<linearGradient", "<title>Synthetic variants</title>"})
     EXPECT_NE(svg.find(needle), std::string::npos) << needle;
   // Colour-bar tick labels are text too.
   EXPECT_TRUE(std::regex_search(svg, std::regex(">0\\.[0-9]+<"))) << "no colour-bar tick";
   // Small maps are rectangles; text is never converted to paths.
-  EXPECT_GT(std::count(svg.begin(), svg.end(), '<') , 200);
+  EXPECT_GT(std::count(svg.begin(), svg.end(), '<'), 200);
   EXPECT_NE(svg.find("<rect"), std::string::npos);
   EXPECT_EQ(svg.find("<image"), std::string::npos);
   // viewBox in points: 6 x 4 in = 432 x 288 pt.
@@ -134,10 +133,10 @@ TEST(Figures, PdfIsOnePageOfRequestedSizeAndRendersLikeThePng) {
   EXPECT_TRUE(std::regex_search(info, std::regex("Pages:\\s+1\\b"))) << info;
   EXPECT_TRUE(std::regex_search(info, std::regex("Page size:\\s+360 x 216 pts"))) << info;
   std::string log;
-  ASSERT_EQ(test::run_command("pdftoppm -r 150 -png -singlefile '" + dir + "/fig.pdf' '" + dir +
-                                  "/from_pdf'",
-                              &log),
-            0)
+  ASSERT_EQ(
+      test::run_command(
+          "pdftoppm -r 150 -png -singlefile '" + dir + "/fig.pdf' '" + dir + "/from_pdf'", &log),
+      0)
       << log;
   const QImage from_pdf(QString::fromStdString(dir + "/from_pdf.png"));
   const QImage png(QString::fromStdString(dir + "/fig.png"));

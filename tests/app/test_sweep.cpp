@@ -14,10 +14,10 @@ TEST(Sweep, ExpandsGeometricArithmeticAndLists) {
   EXPECT_EQ(expand_sweep("block_topk(block=16,k=2..6:+2)"),
             (std::vector<std::string>{"block_topk(block=16,k=2)", "block_topk(block=16,k=4)",
                                       "block_topk(block=16,k=6)"}));
-  EXPECT_EQ(expand_sweep("top_p(p=0.5|0.9)+softcap(cap=10|30)"),
-            (std::vector<std::string>{"top_p(p=0.5)+softcap(cap=10)", "top_p(p=0.5)+softcap(cap=30)",
-                                      "top_p(p=0.9)+softcap(cap=10)",
-                                      "top_p(p=0.9)+softcap(cap=30)"}));
+  EXPECT_EQ(
+      expand_sweep("top_p(p=0.5|0.9)+softcap(cap=10|30)"),
+      (std::vector<std::string>{"top_p(p=0.5)+softcap(cap=10)", "top_p(p=0.5)+softcap(cap=30)",
+                                "top_p(p=0.9)+softcap(cap=10)", "top_p(p=0.9)+softcap(cap=30)"}));
   EXPECT_EQ(expand_sweep("dense"), (std::vector<std::string>{"dense"}));
   EXPECT_EQ(expand_sweeps({"window(size=8..16:x2)", "window(size=16)", "dense"}),
             (std::vector<std::string>{"window(size=8)", "window(size=16)", "dense"}));
@@ -66,7 +66,7 @@ TEST(Sweep, CsvRoundTripAndMerge) {
   EXPECT_EQ(tradeoff_csv(back), csv);
   std::vector<SweepRow> a = {rows[0], rows[2], rows[4]}, b = {rows[1], rows[3]};
   EXPECT_EQ(tradeoff_csv(merge_sweep_rows({b, a})), csv);
-  EXPECT_THROW(merge_sweep_rows({a}), Error);           // a shard is missing
+  EXPECT_THROW(merge_sweep_rows({a}), Error);                // a shard is missing
   EXPECT_THROW(merge_sweep_rows({a, b, {rows[1]}}), Error);  // a row twice
   EXPECT_THROW(parse_tradeoff_csv("x,y\n1,2\n", "bad.csv"), Error);
   EXPECT_THROW(parse_tradeoff_csv(csv + "7,short\n", "bad.csv"), Error);

@@ -22,11 +22,13 @@ bool have_model(const char* id) {
 }
 
 #define REQUIRE_MODEL(id) \
-  if (!have_model(id)) GTEST_SKIP() << id << " not found (set ATTNSCOPE_MODELS or add assets/models)"
+  if (!have_model(id))    \
+  GTEST_SKIP() << id << " not found (set ATTNSCOPE_MODELS or add assets/models)"
 
 Session text_session() {
   Session s;
-  s.input.text = "Once upon a time there was a small cat. The cat sat on the mat, and the cat slept.";
+  s.input.text =
+      "Once upon a time there was a small cat. The cat sat on the mat, and the cat slept.";
   s.model.id = "default-text";
   s.variants = {"window(size=4)", "sinks_window(sinks=1,window=4)"};
   s.layer = 1;
