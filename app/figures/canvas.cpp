@@ -104,7 +104,8 @@ std::vector<double> nice_ticks(double lo, double hi, int max_n) {
 std::vector<double> log_ticks(double lo, double hi) {
   std::vector<double> out;
   if (!(lo > 0) || !(hi > lo)) return out;
-  for (int k = int(std::ceil(std::log10(lo) - 1e-9)); k <= int(std::floor(std::log10(hi) + 1e-9));
+  // A tolerance of 1e-6 decades keeps 10^k when rounding put an end a hair past it.
+  for (int k = int(std::ceil(std::log10(lo) - 1e-6)); k <= int(std::floor(std::log10(hi) + 1e-6));
        ++k)
     out.push_back(std::pow(10.0, k));
   return out;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "app/figures/canvas.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
 #include "tests/app/figure_fixtures.h"
@@ -141,10 +142,24 @@ TEST(Figures, PdfIsOnePageOfRequestedSizeAndRendersLikeThePng) {
   const QImage from_pdf(QString::fromStdString(dir + "/from_pdf.png"));
   const QImage png(QString::fromStdString(dir + "/fig.png"));
   ASSERT_EQ(from_pdf.size(), png.size());
-  const test::ImageDiff d = compare_images(from_pdf, png);
-  // Two rasterisers (poppler and Qt) differ in anti-aliasing and glyph hinting only.
-  EXPECT_LT(d.mean_abs, 4.0);
-  EXPECT_LT(d.frac_far, 0.03);
+  // Two rasterisers (poppler and Qt) differ in anti-aliasing and sub-pixel glyph placement
+  // (about one pixel); compared at half resolution, where those differences average out and a
+  // missing or moved element does not.
+  auto half = [](const QImage& i) {
+    return i.scaled(i.size() / 2, Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
+  };
+  const test::ImageDiff d = compare_images(half(from_pdf), half(png));
+  RecordProperty("pdf_vs_png_mean_abs", std::to_string(d.mean_abs));
+  RecordProperty("pdf_vs_png_far_fraction", std::to_string(d.frac_far));
+  EXPECT_LT(d.mean_abs, 3.5);
+  EXPECT_LT(d.frac_far, 0.025);
+  // And the same comparison tells different figures apart.
+  export_figure(synthetic_figure(View::Heatmap), dir + "/other.png", size);
+  const test::ImageDiff other =
+      compare_images(half(from_pdf), half(QImage(QString::fromStdString(dir + "/other.png"))));
+  RecordProperty("pdf_vs_other_mean_abs", std::to_string(other.mean_abs));
+  RecordProperty("pdf_vs_other_far_fraction", std::to_string(other.frac_far));
+  EXPECT_TRUE(other.mean_abs > 3.5 || other.frac_far > 0.025);
 }
 
 TEST(Figures, BadOutputsGiveClearErrors) {
@@ -169,3 +184,51 @@ TEST(Figures, BadOutputsGiveClearErrors) {
 
 }  // namespace
 }  // namespace attn
+
+namespace attn::fig {
+namespace {
+
+TEST(FigureAxes, NiceTicksLogTicksAndThinning) {
+  auto near = [](const std::vector<double>& a, const std::vector<double>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (std::abs(a[i] - b[i]) > 1e-9 * std::max(1.0, std::abs(b[i]))) return false;
+    return true;
+  };
+  EXPECT_TRUE(near(nice_ticks(0, 1, 6), {0, 0.2, 0.4, 0.6, 0.8, 1.0}));
+  EXPECT_TRUE(near(nice_ticks(0, 0.37, 5), {0, 0.1, 0.2, 0.3}));
+  EXPECT_TRUE(near(nice_ticks(-3, 12, 4), {0, 5, 10}) || near(nice_ticks(-3, 12, 4), {-5, 0, 5, 10}) ||
+              near(nice_ticks(-3, 12, 4), {0, 10}));
+  EXPECT_TRUE(near(log_ticks(1.0000001e-4, 1.0000001), {1e-4, 1e-3, 1e-2, 1e-1, 1}));
+  // 200 labels on 100 points at 7 points each: every 16th (a round stride >= 14).
+  const std::vector<int> t = thinned(200, 100, 7);
+  ASSERT_GE(t.size(), 2u);
+  EXPECT_EQ(t[1] - t[0], 16);
+  EXPECT_EQ(thinned(10, 100, 7).size(), 10u);
+  EXPECT_EQ(token_label("a\nb\tc"), QString::fromUtf8("a\u21b5b\u2192c"));
+  EXPECT_EQ(token_label("abcdefghijklmnop", 6), QString::fromUtf8("abcde\u2026"));
+  EXPECT_EQ(tick_label(0.001), "0.001");
+  EXPECT_EQ(tick_label(1e-4), QString::fromUtf8("10\u207b\u2074"));
+}
+
+TEST(FigureAxes, ColormapsAreMonotoneInLightness) {
+  for (const std::string& name : {"viridis", "magma", "blues"}) {
+    const Colormap& m = colormap(name);
+    auto lum = [&](double t) {
+      const Rgb c = m.at(t);
+      return 0.2126 * c.r + 0.7152 * c.g + 0.0722 * c.b;
+    };
+    for (int i = 1; i <= 20; ++i)
+      if (name == "blues")
+        EXPECT_LT(lum(i / 20.0), lum((i - 1) / 20.0) + 1e-9) << name << " " << i;
+      else
+        EXPECT_GT(lum(i / 20.0), lum((i - 1) / 20.0) - 1e-9) << name << " " << i;
+  }
+  EXPECT_THROW(colormap("jet"), Error);
+  EXPECT_DOUBLE_EQ(color_position(0.5, 1.0, false), 0.5);
+  EXPECT_DOUBLE_EQ(color_position(1e-2, 1.0, true), 0.5);
+  EXPECT_DOUBLE_EQ(color_position(0.0, 1.0, true), 0.0);
+}
+
+}  // namespace
+}  // namespace attn::fig
