@@ -10,6 +10,11 @@
 #include "app/workbench/workbench.h"
 #include "compute/error.h"
 
+// LeakSanitizer (asan preset): Qt's font database and fontconfig keep allocations until exit.
+extern "C" const char* __lsan_default_suppressions() {
+  return "leak:libfontconfig\nleak:libQt6Gui\nleak:libQt6Core\nleak:libfreetype\n";
+}
+
 namespace attn::cli {
 namespace {
 

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "app/figures/presets.h"
+#include "app/workbench/workbench.h"
 #include "compute/error.h"
 
 namespace attn {
@@ -190,6 +191,18 @@ void write_sidecar(const Session& s, const std::string& session_path,
                          " --view " + view_name(view) + " --out " +
                          std::filesystem::path(figure_path).filename().string()}};
   save_session(copy, sidecar_path(figure_path));
+}
+
+FigureSize export_view(Workbench& wb, View view, const std::string& path, FigureSize size,
+                       const std::string& session_path) {
+  figure_format(path);  // a bad extension fails before any work
+  const FigureData d = collect_figure(wb, view);
+  size = fit_height(d, size);
+  Session record = wb.session();
+  fill_hashes(record, session_path);
+  export_figure(d, path, size);
+  write_sidecar(record, session_path, path, view, size);
+  return size;
 }
 
 void ensure_gui_app() {

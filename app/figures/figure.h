@@ -59,6 +59,13 @@ std::string sidecar_path(const std::string& figure_path);
 void write_sidecar(const Session& s, const std::string& session_path,
                    const std::string& figure_path, View view, const FigureSize& size);
 
+// File > Export figure in one call: collects `view` from the open workbench, writes the figure
+// and its sidecar (the workbench's session with file hashes). `session_path` locates the
+// session's relative paths ("" for an unsaved session). Returns the size written (height 0
+// resolved). Throws attn::Error.
+FigureSize export_view(Workbench& wb, View view, const std::string& path, FigureSize size,
+                       const std::string& session_path = "");
+
 // Creates a QGuiApplication on the offscreen platform when none exists (CLI, tests). Safe to
 // call many times; the application lives until the process exits.
 void ensure_gui_app();

@@ -8,7 +8,9 @@
 #include <regex>
 #include <sstream>
 
+#include "app/figures/figure.h"
 #include "app/session/session.h"
+#include "app/workbench/workbench.h"
 #include "compute/error.h"
 #include "models/arch/default_models.h"
 #include "models/formats/npy.h"
@@ -96,6 +98,27 @@ TEST(CliRender, SidecarAndSavedSessionRegenerateIdenticalOutput) {
       << log;
   EXPECT_EQ(read_all(dir + "/a.svg"), read_all(dir + "/c.svg"));
   EXPECT_FALSE(fs::exists(dir + "/c.svg.attnscope.json"));
+}
+
+TEST(ExportView, WorkbenchExportAndSidecarReopenToTheSameImage) {
+  REQUIRE_MODEL("default-text");
+  const std::string dir = test::fresh_dir("export_view");
+  const std::string s = write_session(dir);
+  Workbench wb;
+  wb.open(load_session(s), s);
+  wb.select(2, 3);
+  const FigureSize size = export_view(wb, View::Variants, dir + "/v.png", {700, 0, 100}, s);
+  EXPECT_EQ(size.width, 700);
+  EXPECT_GT(size.height, 100);
+  const Session side = load_session(dir + "/v.png.attnscope.json");
+  EXPECT_EQ(side.layer, 2);
+  EXPECT_EQ(side.head, 3);
+  EXPECT_EQ(side.figure.height, size.height);
+  Workbench again;
+  again.open(side, dir + "/v.png.attnscope.json");
+  const QImage a(QString::fromStdString(dir + "/v.png"));
+  const QImage b = render_figure_image(collect_figure(again, View::Variants), side.figure);
+  EXPECT_EQ(a.convertToFormat(QImage::Format_RGB32), b);
 }
 
 TEST(CliRender, DataExportWritesTheMatrices) {
