@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the README figures: one per preset, drawn by the attnscope CLI from the sessions in
 # docs/sessions/ (every figure gets a sidecar <figure>.attnscope.json that regenerates it).
-#   bash docs/figures/make_figures.sh            # uses build/release/app/attnscope
+#   bash docs/figures/make_figures.sh   # uses build/release/app/attnscope (ATTNSCOPE=... to change)
+# Needs the default models (assets/models/, or ATTNSCOPE_MODELS) and assets/images/coat_1.png.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CLI=${ATTNSCOPE:-build/release/app/attnscope}
