@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   attn::cli::add_run_command(app, action);
   attn::cli::add_demo_command(app, action);
   attn::cli::add_analyze_command(app, action);
+  attn::cli::add_render_command(app, action);
+  attn::cli::add_sweep_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
