@@ -20,6 +20,8 @@ struct Canvas::Panel {
   PanelTile tile;      // the latest cells (texels stay for the drop bars and scale)
   bool has_tile = false;
   bool dirty = false;  // not yet uploaded
+  ColorScale colored;  // scale the uploaded colours were made with
+  std::vector<uint8_t> rgba;
   float x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // heatmap rectangle this frame, logical px
 };
 
@@ -38,7 +40,6 @@ const char* view_name(ViewKind v) {
 Canvas::Canvas(const RenderTarget& target, const FontSpec& fonts) : target_(target) {
   imgui_ = std::make_unique<ImGuiLayer>(target, fonts.path, fonts.size, fonts.presentation_size);
   pipeline_ = std::make_unique<HeatmapPipeline>(target);
-  lut_ = std::make_unique<SampledImage>(target, VK_FORMAT_R8G8B8A8_UNORM, 4, true);
 }
 
 Canvas::~Canvas() {
@@ -54,7 +55,7 @@ void Canvas::set_document(std::shared_ptr<const Document> doc) {
   const size_t n = doc_ ? doc_->heat.panels.size() : 0;
   while (panels_.size() < n) {
     auto p = std::make_unique<Panel>();
-    p->image = std::make_unique<SampledImage>(target_, VK_FORMAT_R32G32B32A32_SFLOAT, 16);
+    p->image = std::make_unique<SampledImage>(target_, VK_FORMAT_R8G8B8A8_UNORM, 4);
     panels_.push_back(std::move(p));
   }
   // Extra panels keep their textures (cheap) but are not drawn.
@@ -324,28 +325,44 @@ void Canvas::draw_heat_panel(int p, float x0, float y0, float x1, float y1, bool
 
   dl->PushClipRect(ImVec2(x0, y0), ImVec2(x1 + 20, y1), true);
   // Kept blocks of block-sparse variants, outlined where they are big enough to see.
+  // Many small outlines cost software rasterisers dearly and say little: above a few hundred
+  // visible blocks the kept-set mode shows the structure instead.
   if (settings_.outlines && !d.reference && settings_.mode != DisplayMode::Difference) {
-    int drawn = 0;
+    std::vector<ImVec4> boxes;
     for (const BlockRect& b : d.kept_blocks) {
       if (b.q1 <= region_.q0 || b.q0 >= region_.q1 || b.k1 <= region_.k0 || b.k0 >= region_.k1)
         continue;
       const float bx0 = sx(b.k0), bx1 = sx(b.k1), by0 = sy(b.q0), by1 = sy(b.q1);
-      if (bx1 - bx0 < 5 || by1 - by0 < 5) continue;
-      dl->AddRect(ImVec2(bx0, by0), ImVec2(bx1, by1), IM_COL32(255, 255, 255, 150));
-      if (++drawn > 6000) break;
+      if (bx1 - bx0 < 6 || by1 - by0 < 6) continue;
+      boxes.push_back(ImVec4(bx0, by0, bx1, by1));
+      if (boxes.size() > 400) break;
     }
+    if (boxes.size() <= 400)
+      for (const ImVec4& b : boxes)
+        dl->AddRect(ImVec2(b.x, b.y), ImVec2(b.z, b.w), IM_COL32(255, 255, 255, 150));
   }
   // Dense mass dropped per query row, as a red strip to the right.
   if (!d.reference && pan.has_tile && !pan.tile.dropped_rows.empty()) {
     const PanelTile& t = pan.tile;
-    for (int y = 0; y < t.h; ++y) {
-      const double qa = t.q0 + double(y) * (t.q1 - t.q0) / t.h;
-      const double qb = t.q0 + double(y + 1) * (t.q1 - t.q0) / t.h;
+    // Runs of rows with the same shade become one rectangle.
+    int run_start = 0, run_level = -1;
+    auto flush = [&](int end) {
+      if (run_level <= 0) return;
+      const double qa = t.q0 + double(run_start) * (t.q1 - t.q0) / t.h;
+      const double qb = t.q0 + double(end) * (t.q1 - t.q0) / t.h;
       const float ya = std::max(y0, sy(qa)), yb = std::min(y1, sy(qb));
-      if (yb <= ya) continue;
-      const float m = std::clamp(t.dropped_rows[size_t(y)], 0.f, 1.f);
-      dl->AddRectFilled(ImVec2(x1 + 4, ya), ImVec2(x1 + 14, std::max(yb, ya + 1)),
-                        IM_COL32(230, 40, 50, int(40 + 215 * m)));
+      if (yb > ya)
+        dl->AddRectFilled(ImVec2(x1 + 4, ya), ImVec2(x1 + 14, std::max(yb, ya + 1)),
+                          IM_COL32(230, 40, 50, 40 + 215 * run_level / 16));
+    };
+    dl->AddRectFilled(ImVec2(x1 + 4, y0), ImVec2(x1 + 14, y1), IM_COL32(230, 40, 50, 25));
+    for (int y = 0; y <= t.h; ++y) {
+      const int level = y < t.h ? int(std::lround(std::clamp(t.dropped_rows[size_t(y)], 0.f, 1.f) * 16)) : -2;
+      if (level != run_level) {
+        flush(y);
+        run_start = y;
+        run_level = level;
+      }
     }
   }
   dl->PopClipRect();
@@ -471,12 +488,8 @@ void Canvas::draw_inspector() {
 void Canvas::draw_colorbar(float x0, float y0, float x1, float y1) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const bool diff = settings_.mode == DisplayMode::Difference;
-  float vmax = 0, dmax = 0;
-  for (size_t p = 0; p < doc_->heat.panels.size(); ++p)
-    if (panels_[p]->has_tile) {
-      vmax = std::max(vmax, panels_[p]->tile.vmax);
-      dmax = std::max(dmax, panels_[p]->tile.dmax);
-    }
+  const ColorScale cs = scale();
+  const float vmax = cs.vmax, dmax = cs.dmax;
   const Colormap cm = diff ? Colormap::Diverging : settings_.colormap;
   const int steps = 96;
   for (int i = 0; i < steps; ++i) {
@@ -508,30 +521,42 @@ void Canvas::draw_colorbar(float x0, float y0, float x1, float y1) {
   dl->AddText(ImVec2(x0 - 14, y1 + 6), dim_text_color(), what);
 }
 
+ColorScale Canvas::scale() const {
+  ColorScale c;
+  c.mode = settings_.mode;
+  c.colormap = settings_.colormap;
+  c.log_scale = settings_.log_scale;
+  c.log_floor = settings_.log_floor;
+  c.vmax = c.dmax = 0;
+  if (doc_)
+    for (size_t p = 0; p < doc_->heat.panels.size() && p < panels_.size(); ++p)
+      if (panels_[p]->has_tile) {
+        c.vmax = std::max(c.vmax, panels_[p]->tile.vmax);
+        c.dmax = std::max(c.dmax, panels_[p]->tile.dmax);
+      }
+  c.vmax = std::max(c.vmax, 1e-9f);
+  c.dmax = std::max(c.dmax, 1e-9f);
+  return c;
+}
+
 void Canvas::record_uploads(VkCommandBuffer cb, int slot) {
-  if (!lut_uploaded_) {
-    const std::vector<uint8_t> lut = colormap_lut_rgba8();
-    lut_->upload(cb, slot, lut.data(), 256, kColormapCount);
-    lut_uploaded_ = true;
-  }
-  for (auto& p : panels_) {
-    if (!p->dirty) continue;
-    const bool recreated = p->image->upload(cb, slot, p->tile.texels.data(), p->tile.w, p->tile.h);
-    const bool fresh = !p->set;
-    if (fresh) p->set = pipeline_->allocate_set();
-    if (recreated || fresh) pipeline_->write_set(p->set, p->image->view(), lut_->view());
-    p->dirty = false;
+  if (!doc_) return;
+  const ColorScale s = scale();
+  for (size_t i = 0; i < doc_->heat.panels.size() && i < panels_.size(); ++i) {
+    Panel& p = *panels_[i];
+    if (!p.has_tile || (!p.dirty && p.colored == s)) continue;
+    colorize(p.tile, s, p.rgba);
+    const bool recreated = p.image->upload(cb, slot, p.rgba.data(), p.tile.w, p.tile.h);
+    const bool fresh = !p.set;
+    if (fresh) p.set = pipeline_->allocate_set();
+    if (recreated || fresh) pipeline_->write_set(p.set, p.image->view());
+    p.dirty = false;
+    p.colored = s;
   }
 }
 
 void Canvas::record_draw(VkCommandBuffer cb, uint32_t fb_w, uint32_t fb_h) {
   if (doc_ && settings_.view == ViewKind::Heatmaps) {
-    float vmax = 0, dmax = 0;
-    for (size_t p = 0; p < doc_->heat.panels.size() && p < panels_.size(); ++p)
-      if (panels_[p]->has_tile) {
-        vmax = std::max(vmax, panels_[p]->tile.vmax);
-        dmax = std::max(dmax, panels_[p]->tile.dmax);
-      }
     const double rq = region_.q1 - region_.q0, rk = region_.k1 - region_.k0;
     for (size_t p = 0; p < doc_->heat.panels.size() && p < panels_.size(); ++p) {
       const Panel& pan = *panels_[p];
@@ -554,16 +579,6 @@ void Canvas::record_draw(VkCommandBuffer cb, uint32_t fb_w, uint32_t fb_h) {
       pc.uv[1] = float((q0 - t.q0) / (t.q1 - t.q0) * t.h / ch);
       pc.uv[2] = float((k1 - t.k0) / (t.k1 - t.k0) * t.w / cw);
       pc.uv[3] = float((q1 - t.q0) / (t.q1 - t.q0) * t.h / ch);
-      const bool diff = settings_.mode == DisplayMode::Difference;
-      pc.range[0] = 0;
-      pc.range[1] = diff ? std::max(dmax, 1e-9f)
-                         : settings_.log_scale ? std::max(vmax, settings_.log_floor * 10)
-                                               : std::max(vmax, 1e-9f);
-      pc.range[2] = settings_.log_floor;
-      pc.mode[0] = int(settings_.mode);
-      pc.mode[1] = int(settings_.colormap);
-      pc.mode[2] = settings_.log_scale ? 1 : 0;
-      pc.mode[3] = int(Colormap::Diverging);
       pipeline_->draw(cb, pan.set, pc, fb_w, fb_h);
     }
   }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "render/device.h"
+#include "render/cell_colors.h"
 #include "render/document.h"
 #include "render/view_settings.h"
 
@@ -104,12 +105,12 @@ class Canvas {
   void build_image(float x0, float y0, float x1, float y1);
   void build_tradeoff(float x0, float y0, float x1, float y1);
   void update_want();
+  // The colour scale shared by the panels this frame (ranges over every panel's tile).
+  ColorScale scale() const;
 
   RenderTarget target_;
   std::unique_ptr<ImGuiLayer> imgui_;
   std::unique_ptr<HeatmapPipeline> pipeline_;
-  std::unique_ptr<SampledImage> lut_;
-  bool lut_uploaded_ = false;
   std::vector<std::unique_ptr<Panel>> panels_;
   std::shared_ptr<const Document> doc_;
   ViewSettings settings_;

@@ -36,13 +36,11 @@ VkSampler make_sampler(VkDevice dev, VkFilter filter) {
 
 HeatmapPipeline::HeatmapPipeline(const RenderTarget& t) : t_(t) {
   nearest_ = make_sampler(t.device, VK_FILTER_NEAREST);
-  linear_ = make_sampler(t.device, VK_FILTER_LINEAR);
 
-  VkDescriptorSetLayoutBinding b[2] = {
-      {0, VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, 1, VK_SHADER_STAGE_FRAGMENT_BIT, nullptr},
-      {1, VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, 1, VK_SHADER_STAGE_FRAGMENT_BIT, nullptr}};
+  VkDescriptorSetLayoutBinding b[1] = {
+      {0, VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, 1, VK_SHADER_STAGE_FRAGMENT_BIT, nullptr}};
   VkDescriptorSetLayoutCreateInfo dlci{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-  dlci.bindingCount = 2;
+  dlci.bindingCount = 1;
   dlci.pBindings = b;
   ATTN_RENDER_VK(vkCreateDescriptorSetLayout(t.device, &dlci, nullptr, &dsl_));
 
@@ -122,7 +120,6 @@ HeatmapPipeline::~HeatmapPipeline() {
   vkDestroyDescriptorPool(t_.device, pool_, nullptr);
   vkDestroyDescriptorSetLayout(t_.device, dsl_, nullptr);
   vkDestroySampler(t_.device, nearest_, nullptr);
-  vkDestroySampler(t_.device, linear_, nullptr);
 }
 
 VkDescriptorSet HeatmapPipeline::allocate_set() {
@@ -139,19 +136,15 @@ void HeatmapPipeline::free_set(VkDescriptorSet s) {
   if (s) vkFreeDescriptorSets(t_.device, pool_, 1, &s);
 }
 
-void HeatmapPipeline::write_set(VkDescriptorSet s, VkImageView cells, VkImageView lut) {
-  VkDescriptorImageInfo ii[2] = {{nearest_, cells, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL},
-                                 {linear_, lut, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL}};
-  VkWriteDescriptorSet w[2] = {};
-  for (int i = 0; i < 2; ++i) {
-    w[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-    w[i].dstSet = s;
-    w[i].dstBinding = uint32_t(i);
-    w[i].descriptorCount = 1;
-    w[i].descriptorType = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER;
-    w[i].pImageInfo = &ii[i];
-  }
-  vkUpdateDescriptorSets(t_.device, 2, w, 0, nullptr);
+void HeatmapPipeline::write_set(VkDescriptorSet s, VkImageView cells) {
+  VkDescriptorImageInfo ii{nearest_, cells, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL};
+  VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+  w.dstSet = s;
+  w.dstBinding = 0;
+  w.descriptorCount = 1;
+  w.descriptorType = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER;
+  w.pImageInfo = &ii;
+  vkUpdateDescriptorSets(t_.device, 1, &w, 0, nullptr);
 }
 
 void HeatmapPipeline::draw(VkCommandBuffer cb, VkDescriptorSet s, const HeatmapPush& pc,

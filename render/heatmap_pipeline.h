@@ -1,5 +1,5 @@
-// The pipeline that draws pooled attention cells as coloured quads (shaders/heatmap.*), with its
-// samplers, descriptor layout and pool. One descriptor set per panel texture.
+// The pipeline that draws coloured attention cells as textured quads (shaders/heatmap.*), with
+// its sampler, descriptor layout and pool. One descriptor set per panel texture.
 #pragma once
 #include <vulkan/vulkan.h>
 
@@ -9,11 +9,8 @@ namespace attn::render {
 
 // Push constants, matching shaders/heatmap.{vert,frag}.
 struct HeatmapPush {
-  float rect[4];   // x0, y0, x1, y1 in normalised device coordinates
-  float uv[4];     // u0, v0, u1, v1 of the cell texture
-  float range[4];  // vmin, vmax, log floor, unused
-  int mode[4];     // display mode (0 probabilities, 1 kept set, 2 difference), colormap row,
-                   // log scale (0/1), diverging colormap row
+  float rect[4];  // x0, y0, x1, y1 in normalised device coordinates
+  float uv[4];    // u0, v0, u1, v1 of the cell texture
 };
 
 class HeatmapPipeline {
@@ -25,15 +22,15 @@ class HeatmapPipeline {
 
   VkDescriptorSet allocate_set();
   void free_set(VkDescriptorSet s);
-  // Points a set at a cell texture (sampled nearest) and the colormap lookup (sampled linear).
-  void write_set(VkDescriptorSet s, VkImageView cells, VkImageView lut);
+  // Points a set at a coloured cell texture (sampled nearest).
+  void write_set(VkDescriptorSet s, VkImageView cells);
   // Draws one quad; viewport and scissor cover `fb_w` x `fb_h` pixels.
   void draw(VkCommandBuffer cb, VkDescriptorSet s, const HeatmapPush& pc, uint32_t fb_w,
             uint32_t fb_h);
 
  private:
   RenderTarget t_;
-  VkSampler nearest_ = VK_NULL_HANDLE, linear_ = VK_NULL_HANDLE;
+  VkSampler nearest_ = VK_NULL_HANDLE;
   VkDescriptorSetLayout dsl_ = VK_NULL_HANDLE;
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;

@@ -229,48 +229,58 @@ std::shared_ptr<Analysis> run_analysis(const AnalysisRequest& r, ModelCache& mod
   return a;
 }
 
-std::vector<render::TradeoffPoint> run_sweep(const Analysis& a, const std::atomic<bool>* cancel) {
-  std::vector<render::TradeoffPoint> out;
+std::vector<std::string> sweep_specs(const Analysis& a) {
+  std::vector<std::string> out;
+  const int l = std::clamp(a.request.layer, 0, a.n_layers() - 1);
+  const int n = a.problems[size_t(l)].n_k;
+  const int points = n > 2048 ? 4 : 7;  // long problems: fewer, each point costs ~N^2 d
+  for (const auto& spec : a.request.variants) {
+    const std::string id = spec.substr(0, spec.find_first_of("(+"));
+    const PieceInfo& piece = registry_piece(id);
+    if (piece.info.params.empty()) continue;
+    const ParamSpec& ps = piece.info.params[0];
+    for (int i = 0; i < points; ++i) {
+      double v;
+      if (ps.type == ParamSpec::Type::Int && ps.min >= 1) {
+        const double lo = std::max(1.0, ps.min), hi = std::min(ps.max, std::max(lo, double(n)));
+        v = std::round(lo * std::pow(hi / lo, i / double(points - 1)));
+      } else {
+        v = ps.min + (ps.max - ps.min) * i / double(points - 1);
+      }
+      Params params;
+      params[ps.name] = v;
+      try {
+        out.push_back(make_variant(id, params).spec());
+      } catch (const Error&) {
+      }
+    }
+  }
+  return out;
+}
+
+std::optional<render::TradeoffPoint> sweep_point(const Analysis& a, const std::string& spec,
+                                                 const std::atomic<bool>* cancel) {
   auto backend = make_backend(a.request.backend);
   RunOptions ro;
   ro.cancel = cancel;
   const int l = std::clamp(a.request.layer, 0, a.n_layers() - 1);
   const Problem& p = a.problems[size_t(l)];
-  for (const auto& spec : a.request.variants) {
-    // The first piece's first parameter, over its range.
-    const std::string id = spec.substr(0, spec.find_first_of("(+"));
-    const PieceInfo& piece = registry_piece(id);
-    if (piece.info.params.empty()) continue;
-    const ParamSpec& ps = piece.info.params[0];
-    for (int i = 0; i < 7; ++i) {
-      check_cancel(cancel);
-      double v;
-      if (ps.type == ParamSpec::Type::Int && ps.min >= 1) {
-        const double lo = std::max(1.0, ps.min), hi = std::min(ps.max, std::max(lo, double(p.n_k)));
-        v = std::round(lo * std::pow(hi / lo, i / 6.0));
-      } else {
-        v = ps.min + (ps.max - ps.min) * i / 6.0;
-      }
-      Params params;
-      params[ps.name] = v;
-      try {
-        const Variant var = make_variant(id, params);
-        const Result res = run(var, p, *backend, ro);
-        const Metrics m = compare(var, p, res, a.dense[size_t(l)]);
-        render::TradeoffPoint pt;
-        pt.label = var.spec();
-        pt.density = m.density;
-        pt.seconds = res.stats.kernel_seconds + res.stats.select_seconds;
-        pt.rel_error = m.rel_error;
-        pt.recall = m.mass_recall;
-        pt.kl = m.row_kl;
-        out.push_back(pt);
-      } catch (const Error& e) {
-        if (e.code() == ErrorCode::Cancelled) throw;
-      }
-    }
+  try {
+    const Variant var = make_variant(spec);
+    const Result res = run(var, p, *backend, ro);
+    const Metrics m = compare(var, p, res, a.dense[size_t(l)]);
+    render::TradeoffPoint pt;
+    pt.label = var.spec();
+    pt.density = m.density;
+    pt.seconds = res.stats.kernel_seconds + res.stats.select_seconds;
+    pt.rel_error = m.rel_error;
+    pt.recall = m.mass_recall;
+    pt.kl = m.row_kl;
+    return pt;
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::Cancelled) throw;
+    return std::nullopt;
   }
-  return out;
 }
 
 render::Document build_document(const Analysis& a) {

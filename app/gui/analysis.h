@@ -77,8 +77,12 @@ std::shared_ptr<Analysis> run_analysis(const AnalysisRequest& r, ModelCache& mod
                                        const std::atomic<bool>* cancel,
                                        std::shared_ptr<const Analysis> reuse);
 
-// Trade-off sweep: each shown variant's first parameter over its range on the selected layer.
-std::vector<render::TradeoffPoint> run_sweep(const Analysis& a, const std::atomic<bool>* cancel);
+// Trade-off sweep: each shown variant's first parameter over its range on the selected layer,
+// as a list of specs the worker runs one at a time between more urgent jobs.
+std::vector<std::string> sweep_specs(const Analysis& a);
+// One sweep point (nullopt when the setting is not valid for this problem).
+std::optional<render::TradeoffPoint> sweep_point(const Analysis& a, const std::string& spec,
+                                                 const std::atomic<bool>* cancel);
 
 // The renderer's document for the selected layer and head.
 render::Document build_document(const Analysis& a);

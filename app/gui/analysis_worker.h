@@ -39,6 +39,8 @@ class AnalysisWorker {
   // Replaces any queued tile job; cancels running tiles (between panels).
   void request_tiles(const TileJob& t);
   bool busy() const { return busy_.load(); }
+  // Nothing running or queued, the sweep included.
+  bool idle() const { return !busy_.load() && sweep_left_.load() == 0; }
 
  private:
   void loop();
@@ -51,7 +53,11 @@ class AnalysisWorker {
   bool stop_ = false;
   std::atomic<bool> cancel_analysis_{false}, cancel_tiles_{false};
   std::atomic<bool> busy_{false};
+  std::atomic<int> sweep_left_{0};
   std::shared_ptr<const Analysis> current_;  // worker thread only
+  // Trade-off sweep of current_, one point per loop turn after any analysis or tile job.
+  std::vector<std::string> sweep_todo_;
+  std::vector<render::TradeoffPoint> sweep_done_;
   ModelCache models_;                        // worker thread only
   uint64_t generation_ = 0;
   std::thread thread_;

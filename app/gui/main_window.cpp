@@ -332,6 +332,8 @@ bool MainWindow::settled() const {
   return shown_gen_ == analysis_->generation && shown_serial_ == c->wanted_tiles().serial;
 }
 
+bool MainWindow::worker_idle() const { return worker_->idle() && !analysis_pending_ && !tiles_pending_; }
+
 void MainWindow::update_status() {
   const bool busy = analysis_pending_ || tiles_pending_ || !stage_.isEmpty();
   busy_->setVisible(busy);

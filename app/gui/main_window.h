@@ -53,6 +53,8 @@ class MainWindow : public QMainWindow {
   // No analysis or tiles pending, and the shown tiles match what the view wants.
   bool settled() const;
   QString last_error() const { return last_error_; }
+  // The worker has nothing running or queued (the trade-off sweep included).
+  bool worker_idle() const;
 
   void open_text_file(const QString& path);
   void open_image(const QString& path);

@@ -92,6 +92,7 @@ class ViewRenderer : public QVulkanWindowRenderer {
     df->vkCmdBeginRenderPass(cb, &rbi, VK_SUBPASS_CONTENTS_INLINE);
     w.canvas_->record_draw(cb, uint32_t(sz.width()), uint32_t(sz.height()));
     df->vkCmdEndRenderPass(cb);
+    w.cpu_ms_.push_back(w.clock_.nsecsElapsed() / 1e6 - now);
     w.frameReady();
     ++w.frames_;
     if (w.on_frame) w.on_frame();

@@ -29,7 +29,12 @@ class VulkanView : public QVulkanWindow {
   void redraw() { requestUpdate(); }
   // Intervals between the starts of consecutive frames, ms (cleared by clear_frame_times()).
   const std::vector<double>& frame_intervals() const { return intervals_; }
-  void clear_frame_times() { intervals_.clear(); }
+  // CPU time spent building and recording each frame, ms.
+  const std::vector<double>& frame_cpu_times() const { return cpu_ms_; }
+  void clear_frame_times() {
+    intervals_.clear();
+    cpu_ms_.clear();
+  }
   int frames_drawn() const { return frames_; }
   // The last frame as an RGBA image (the swapchain's BGRA order is fixed up).
   QImage grab_rgba();
@@ -59,7 +64,7 @@ class VulkanView : public QVulkanWindow {
   int frames_ = 0;
   QElapsedTimer clock_;
   double last_start_ms_ = -1;
-  std::vector<double> intervals_;
+  std::vector<double> intervals_, cpu_ms_;
 };
 
 }  // namespace attn::gui

@@ -1,10 +1,8 @@
 #version 450
 // One textured quad per panel, placed by push constants (no vertex buffer): a 4-vertex strip.
 layout(push_constant) uniform PC {
-  vec4 rect;   // x0, y0, x1, y1 in normalised device coordinates
-  vec4 uv;     // u0, v0, u1, v1 of the cell texture
-  vec4 range;  // vmin, vmax, log floor, unused
-  ivec4 mode;  // display mode, colormap row, log scale, diverging row
+  vec4 rect;  // x0, y0, x1, y1 in normalised device coordinates
+  vec4 uv;    // u0, v0, u1, v1 of the cell texture
 } pc;
 layout(location = 0) out vec2 v_uv;
 void main() {
