@@ -192,41 +192,57 @@ std::shared_ptr<Analysis> run_analysis(const AnalysisRequest& r, ModelCache& mod
                                : (a->image.present ? (j == 0 ? "CLS" : "p" + std::to_string(j)) : std::to_string(j));
   if (!a->forward_seconds) a->forward_seconds = since(t0);
 
-  // Dense reference on every layer, then each variant, compared layer by layer and per head.
+  // Dense reference and each variant on every layer; metrics follow in add_metrics() so that
+  // the heatmaps can be shown first.
   const auto t2 = Clock::now();
   const Variant dense = make_variant("dense");
   for (const Problem& p : a->problems) {
     check_cancel(cancel);
     a->dense.push_back(run(dense, p, *backend, ro));
-    a->dense_metrics.push_back(compare(dense, p, a->dense.back(), a->dense.back()));
   }
-  const bool per_head = p0.n_k <= kPerHeadMaxTokens;
   for (size_t v = 0; v < variants.size(); ++v) {
     check_cancel(cancel);
     a->specs.push_back(variants[v].spec());
     const bool is_dense = variants[v].spec() == "dense";
-    std::vector<Result> res = is_dense ? a->dense : run_layers(variants[v], a->problems, *backend, ro);
-    std::vector<Metrics> lm;
-    std::vector<std::vector<Metrics>> hm;
-    for (size_t l = 0; l < res.size(); ++l) {
-      check_cancel(cancel);
-      const Problem& p = a->problems[l];
-      lm.push_back(is_dense ? a->dense_metrics[l] : compare(variants[v], p, res[l], a->dense[l]));
-      std::vector<Metrics> heads(size_t(per_head ? p.n_heads : 0));
-      if (per_head)
-        parallel_for(p.n_heads, [&](int h) {
-          heads[size_t(h)] = compare(variants[v], head_problem(p, h), head_result(res[l], p, h),
-                                     head_result(a->dense[l], p, h));
-        });
-      hm.push_back(std::move(heads));
-    }
-    a->results.push_back(std::move(res));
-    a->layer_metrics.push_back(std::move(lm));
-    a->head_metrics.push_back(std::move(hm));
+    a->results.push_back(is_dense ? a->dense : run_layers(variants[v], a->problems, *backend, ro));
   }
   a->variants = std::move(variants);
   a->variants_seconds += since(t2);
   return a;
+}
+
+void add_metrics(Analysis& a, const std::atomic<bool>* cancel) {
+  const auto t0 = Clock::now();
+  const Variant dense = make_variant("dense");
+  a.dense_metrics.clear();
+  a.layer_metrics.clear();
+  a.head_metrics.clear();
+  for (size_t l = 0; l < a.problems.size(); ++l) {
+    check_cancel(cancel);
+    a.dense_metrics.push_back(compare(dense, a.problems[l], a.dense[l], a.dense[l]));
+  }
+  const bool per_head = a.n_tokens() <= kPerHeadMaxTokens;
+  for (size_t v = 0; v < a.variants.size(); ++v) {
+    const bool is_dense = a.specs[v] == "dense";
+    std::vector<Metrics> lm;
+    std::vector<std::vector<Metrics>> hm;
+    for (size_t l = 0; l < a.problems.size(); ++l) {
+      check_cancel(cancel);
+      const Problem& p = a.problems[l];
+      const Result& r = a.results[v][l];
+      lm.push_back(is_dense ? a.dense_metrics[l] : compare(a.variants[v], p, r, a.dense[l]));
+      std::vector<Metrics> heads(size_t(per_head ? p.n_heads : 0));
+      if (per_head)
+        parallel_for(p.n_heads, [&](int h) {
+          heads[size_t(h)] = compare(a.variants[v], head_problem(p, h), head_result(r, p, h),
+                                     head_result(a.dense[l], p, h));
+        });
+      hm.push_back(std::move(heads));
+    }
+    a.layer_metrics.push_back(std::move(lm));
+    a.head_metrics.push_back(std::move(hm));
+  }
+  a.metrics_seconds = since(t0);
 }
 
 std::vector<std::string> sweep_specs(const Analysis& a) {
@@ -298,21 +314,26 @@ render::Document build_document(const Analysis& a) {
   hd.head = h;
   hd.k_labels = a.labels;
   hd.q_labels.assign(a.labels.end() - p.n_q, a.labels.end());
-  hd.sinks = a.dense_metrics[size_t(l)].sinks;
+  const bool metrics = a.has_metrics();
+  if (metrics) hd.sinks = a.dense_metrics[size_t(l)].sinks;
   for (size_t v = 0; v < a.variants.size(); ++v) {
     render::PanelDesc pd;
     pd.title = a.specs[v];
     pd.reference = a.specs[v] == "dense";
     const Result& r = a.results[v][size_t(l)];
-    const Metrics& m = a.layer_metrics[v][size_t(l)];
-    const std::vector<Metrics>& hm = a.head_metrics[v][size_t(l)];
-    const Metrics& mh = hm.empty() ? m : hm[size_t(h)];
-    if (pd.reference) {
+    if (!metrics) {
+      pd.stats = fmt("%.2f ms", 1e3 * (r.stats.kernel_seconds + r.stats.select_seconds)) +
+                 " · density " + fmt("%.3f", r.stats.density) + " · metrics...";
+    } else if (pd.reference) {
+      const Metrics& m = a.layer_metrics[v][size_t(l)];
       pd.title = "dense (reference)";
       pd.stats = "layer " + std::to_string(l) + " head " + std::to_string(h) + " · " +
                  fmt("%.2f ms", 1e3 * r.stats.kernel_seconds) + " · " +
                  std::to_string(m.sinks.size()) + " sinks";
     } else {
+      const Metrics& m = a.layer_metrics[v][size_t(l)];
+      const std::vector<Metrics>& hm = a.head_metrics[v][size_t(l)];
+      const Metrics& mh = hm.empty() ? m : hm[size_t(h)];
       pd.stats = "density " + fmt("%.3f", mh.density) + " · err " + fmt("%.2e", mh.rel_error) +
                  " · recall " + fmt("%.3f", mh.mass_recall) + " · " +
                  fmt("%.2f ms", 1e3 * (r.stats.kernel_seconds + r.stats.select_seconds));
@@ -333,6 +354,7 @@ render::Document build_document(const Analysis& a) {
   }
 
   // Head grid: dense entropy and sink mass, and the first variant's error and recall.
+  if (!metrics) return d;  // head grid, sinks and trade-off need the metrics
   render::HeadGridDoc& g = d.grid;
   g.layers = L;
   g.heads = H;
@@ -569,7 +591,7 @@ std::vector<float> probability_row_of(const Analysis& a, int panel, int q) {
 }
 
 std::vector<float> received_mass(const Analysis& a) {
-  if (a.dense_metrics.empty()) return {};
+  if (!a.has_metrics()) return {};
   const int l = std::clamp(a.request.layer, 0, a.n_layers() - 1);
   return a.dense_metrics[size_t(l)].sink_score;
 }

@@ -55,7 +55,8 @@ struct Analysis {
   std::vector<std::optional<EndToEnd>> e2e;    // [panels]
   render::ImageDoc image;              // vision input (per-panel CLS maps filled per selection)
   std::vector<render::TradeoffPoint> sweep;    // extra trade-off points
-  double forward_seconds = 0, variants_seconds = 0;
+  double forward_seconds = 0, variants_seconds = 0, metrics_seconds = 0;
+  bool has_metrics() const { return !layer_metrics.empty(); }
   int n_layers() const { return int(problems.size()); }
   int n_heads() const { return problems.empty() ? 0 : problems[0].n_heads; }
   int n_tokens() const { return problems.empty() ? 0 : problems[0].n_k; }
@@ -76,6 +77,10 @@ class ModelCache {
 std::shared_ptr<Analysis> run_analysis(const AnalysisRequest& r, ModelCache& models,
                                        const std::atomic<bool>* cancel,
                                        std::shared_ptr<const Analysis> reuse);
+
+// Comparisons with the dense reference (per layer, and per head up to 1024 tokens): the slow
+// part for long inputs, run after the first results are shown.
+void add_metrics(Analysis& a, const std::atomic<bool>* cancel);
 
 // Trade-off sweep: each shown variant's first parameter over its range on the selected layer,
 // as a list of specs the worker runs one at a time between more urgent jobs.

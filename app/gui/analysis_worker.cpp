@@ -48,7 +48,20 @@ void AnalysisWorker::loop() {
     std::optional<TileJob> tj;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      cv_.wait(lock, [&] { return stop_ || pending_analysis_ || pending_tiles_ || !sweep_todo_.empty(); });
+      // Background work (metrics, sweep) waits a moment after an analysis is posted, so that the
+      // GUI's first tile request for it goes first.
+      auto background = [&] {
+        return metrics_todo_ || (!sweep_todo_.empty() && current_ && current_->has_metrics());
+      };
+      while (!(stop_ || pending_analysis_ || pending_tiles_)) {
+        if (!background()) {
+          cv_.wait(lock);
+          continue;
+        }
+        const auto wake = posted_at_ + std::chrono::milliseconds(400);
+        if (Clock::now() >= wake) break;
+        cv_.wait_until(lock, wake);
+      }
       if (stop_) return;
       if (pending_analysis_) {
         ar = std::move(pending_analysis_);
@@ -63,7 +76,7 @@ void AnalysisWorker::loop() {
       }
     }
     busy_ = true;
-    sweep_left_ = int(sweep_todo_.size());
+    sweep_left_ = int(sweep_todo_.size()) + (metrics_todo_ ? 1 : 0);
     const auto t0 = Clock::now();
     try {
       if (ar) {
@@ -74,6 +87,8 @@ void AnalysisWorker::loop() {
         current_ = a;
         const double s = std::chrono::duration<double>(Clock::now() - t0).count();
         if (handlers_.analysis) handlers_.analysis(a, s);
+        posted_at_ = Clock::now();
+        metrics_todo_ = !a->has_metrics();
         if (fresh) {
           sweep_todo_ = ar->sweep ? sweep_specs(*a) : std::vector<std::string>{};
           sweep_done_.clear();
@@ -82,7 +97,19 @@ void AnalysisWorker::loop() {
         auto tiles = build_tiles(*current_, tj->q0, tj->q1, tj->k0, tj->k1, tj->w, tj->h, &cancel_tiles_);
         const double s = std::chrono::duration<double>(Clock::now() - t0).count();
         if (handlers_.tiles) handlers_.tiles(tj->generation, std::move(tiles), s);
-      } else if (!tj && !sweep_todo_.empty() && current_) {
+      } else if (!tj && metrics_todo_ && current_) {
+        if (handlers_.progress) handlers_.progress("comparing with the dense reference...");
+        auto b = std::make_shared<Analysis>(*current_);
+        metrics_todo_ = false;  // a failure is reported once, not retried forever
+        try {
+          add_metrics(*b, &cancel_analysis_);
+        } catch (const Error& e) {
+          if (e.code() == ErrorCode::Cancelled) metrics_todo_ = true;
+          throw;
+        }
+        current_ = b;  // same generation: tiles stay valid
+        if (handlers_.analysis) handlers_.analysis(b, -1);
+      } else if (!tj && !sweep_todo_.empty() && current_ && current_->has_metrics()) {
         if (handlers_.progress)
           handlers_.progress("trade-off sweep: " + std::to_string(sweep_todo_.size()) + " settings left");
         const std::string spec = sweep_todo_.front();
@@ -100,7 +127,7 @@ void AnalysisWorker::loop() {
     } catch (const std::exception& e) {
       if (handlers_.error) handlers_.error(e.what());
     }
-    sweep_left_ = int(sweep_todo_.size());
+    sweep_left_ = int(sweep_todo_.size()) + (metrics_todo_ ? 1 : 0);
     busy_ = false;
     if (handlers_.progress) handlers_.progress("");
   }

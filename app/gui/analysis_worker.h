@@ -4,6 +4,7 @@
 // the GUI marshals them to its own thread.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -56,10 +57,12 @@ class AnalysisWorker {
   std::atomic<int> sweep_left_{0};
   std::shared_ptr<const Analysis> current_;  // worker thread only
   // Trade-off sweep of current_, one point per loop turn after any analysis or tile job.
+  bool metrics_todo_ = false;
   std::vector<std::string> sweep_todo_;
   std::vector<render::TradeoffPoint> sweep_done_;
   ModelCache models_;                        // worker thread only
   uint64_t generation_ = 0;
+  std::chrono::steady_clock::time_point posted_at_;
   std::thread thread_;
 };
 

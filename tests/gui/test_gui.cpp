@@ -121,7 +121,8 @@ TEST(Gui, TextModelPanelsDrawAndReactToParameters) {
   EXPECT_GT(changed, 0.02);
   EXPECT_LT(dense_changed, 0.01);
 
-  // Other views draw something.
+  // Other views draw something (once metrics and the trade-off sweep are in).
+  ASSERT_TRUE(wait_until([&] { return w.worker_idle(); }, 120000));
   for (auto v : {render::ViewKind::HeadGrid, render::ViewKind::Sinks, render::ViewKind::Tokens,
                  render::ViewKind::Tradeoff}) {
     w.set_view(v);
