@@ -144,6 +144,8 @@ void VulkanView::mouseDoubleClickEvent(QMouseEvent* e) {
   buttons_.push_back({false, false, false});
 }
 void VulkanView::wheelEvent(QWheelEvent* e) {
+  mx_ = float(e->position().x());
+  my_ = float(e->position().y());
   wheel_ += float(e->angleDelta().y()) / 120.f;
   requestUpdate();
 }

@@ -8,7 +8,9 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QMouseEvent>
 #include <QVulkanInstance>
+#include <QWheelEvent>
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -120,6 +122,39 @@ TEST(Gui, TextModelPanelsDrawAndReactToParameters) {
               100 * changed, 100 * dense_changed);
   EXPECT_GT(changed, 0.02);
   EXPECT_LT(dense_changed, 0.01);
+
+  // Display modes recolour the variant panels.
+  for (auto mode : {render::DisplayMode::KeptSet, render::DisplayMode::Difference}) {
+    w.view()->canvas()->settings().mode = mode;
+    ASSERT_TRUE(wait_settled(w, 30000, 3));
+    const QImage m = w.view()->grab_rgba();
+    m.save(screenshot_path(QString("mode_%1.png").arg(int(mode))));
+    EXPECT_GT(changed_fraction(after, m, rects[2]), 0.05) << "mode " << int(mode);
+  }
+  w.view()->canvas()->settings().mode = render::DisplayMode::Probabilities;
+
+  // Zoom with the wheel over the dense panel: the view asks for a smaller region, labels appear.
+  const int n = w.analysis()->n_tokens();
+  const QPointF centre((rects[0][0] + rects[0][2]) / 2, (rects[0][1] + rects[0][3]) / 2);
+  for (int i = 0; i < 10; ++i) {
+    QWheelEvent we(centre, w.view()->mapToGlobal(centre), QPoint(), QPoint(0, 120), Qt::NoButton,
+                   Qt::NoModifier, Qt::NoScrollPhase, false);
+    QCoreApplication::sendEvent(w.view(), &we);
+    wait_settled(w, 5000, 1);
+  }
+  ASSERT_TRUE(wait_settled(w, 30000, 3));
+  const render::TileWant want = w.view()->canvas()->wanted_tiles();
+  std::printf("[gui] zoomed to queries [%d, %d) x keys [%d, %d) of %d\n", want.q0, want.q1, want.k0, want.k1, n);
+  EXPECT_LT(want.q1 - want.q0, n / 2);
+  EXPECT_LT(want.k1 - want.k0, n / 2);
+  // Hover: the inspector opens over the panels.
+  const QPointF hover(rects[1][0] + (rects[1][2] - rects[1][0]) * 0.4, rects[1][1] + (rects[1][3] - rects[1][1]) * 0.6);
+  QMouseEvent mv(QEvent::MouseMove, hover, w.view()->mapToGlobal(hover), Qt::NoButton, Qt::NoButton, Qt::NoModifier);
+  QCoreApplication::sendEvent(w.view(), &mv);
+  ASSERT_TRUE(wait_settled(w, 30000, 4));
+  const QImage zoomed = w.view()->grab_rgba();
+  zoomed.save(screenshot_path("zoomed_inspector.png"));
+  w.view()->canvas()->reset_view();
 
   // Other views draw something (once metrics and the trade-off sweep are in).
   ASSERT_TRUE(wait_until([&] { return w.worker_idle(); }, 120000));
