@@ -475,9 +475,11 @@ void Canvas::draw_inspector() {
       ImGui::TableNextColumn();
       ImGui::Text("%.4g", i.dense_prob);
       ImGui::TableNextColumn();
-      ImGui::Text("%d", i.rank);
+      if (i.rank > 0) ImGui::Text("%d", i.rank);
+      else ImGui::TextDisabled("-");
       ImGui::TableNextColumn();
-      if (i.kept) ImGui::TextColored(ImVec4(0.4f, 0.85f, 0.4f, 1), "kept");
+      if (!i.visible) ImGui::TextDisabled("causal");
+      else if (i.kept) ImGui::TextColored(ImVec4(0.4f, 0.85f, 0.4f, 1), "kept");
       else ImGui::TextColored(ImVec4(0.95f, 0.35f, 0.35f, 1), "dropped");
     }
     ImGui::EndTable();

@@ -86,6 +86,7 @@ struct HoverInfo {
   double dense_prob = 0;  // the dense reference's
   int rank = 0;           // 1-based rank of the key in the query's row (by the variant)
   bool kept = true;       // whether the variant computed this entry
+  bool visible = true;    // false where the causal rule hides the key from the query
 };
 
 struct Document {

@@ -12,7 +12,11 @@ namespace attn::render {
 
 void Canvas::build_head_grid(float x0, float y0, float x1, float y1) {
   const HeadGridDoc& g = doc_->grid;
-  if (g.layers == 0 || g.heads == 0 || g.metrics.empty()) return;
+  if (g.layers == 0 || g.heads == 0 || g.metrics.empty()) {
+    ImGui::SetCursorScreenPos(ImVec2(x0, y0));
+    ImGui::TextDisabled("Comparing every head with the dense reference...");
+    return;
+  }
   settings_.grid_metric = std::clamp(settings_.grid_metric, 0, int(g.metrics.size()) - 1);
   ImGui::SetCursorScreenPos(ImVec2(x0, y0));
   ImGui::TextUnformatted("Colour by");

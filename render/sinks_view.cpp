@@ -13,7 +13,11 @@ namespace attn::render {
 
 void Canvas::build_sinks(float x0, float y0, float x1, float y1) {
   const SinksDoc& s = doc_->sinks;
-  if (s.layers == 0 || s.n == 0) return;
+  if (s.layers == 0 || s.n == 0) {
+    ImGui::SetCursorScreenPos(ImVec2(x0, y0));
+    ImGui::TextDisabled("Measuring received attention...");
+    return;
+  }
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float line = ImGui::GetTextLineHeight();
   const float left = x0 + 70, right = x1 - 10;

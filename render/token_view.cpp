@@ -58,6 +58,8 @@ void Canvas::build_tokens(float x0, float y0, float x1, float y1) {
     for (size_t r = 0; r < shown.size(); ++r) {
       const int i = shown[r];
       const float y = top + float(r) * line + (scroll > 0 && r > 0 ? 6 : 0);
+      if (scroll > 0 && r == 1)
+        dl->AddLine(ImVec2(cx, y - 3), ImVec2(cx + colw - 12, y - 3), IM_COL32(128, 128, 128, 120));
       const std::string s = i < int(h.q_labels.size()) ? clip_label(h.q_labels[size_t(i)], 12) : std::to_string(i);
       const ImVec2 sz = ImGui::CalcTextSize(s.c_str());
       const bool sel = i == selected_q_;
@@ -86,7 +88,7 @@ void Canvas::build_tokens(float x0, float y0, float x1, float y1) {
                            IM_COL32(90, 150, 255, int(40 + 215 * a)), 1 + 4 * a);
       }
     }
-    const std::string o = "mass on keys not shown: " + fmt_num(outside);
+    const std::string o = "off-screen keys: " + fmt_num(outside);
     dl->AddText(ImVec2(cx, y1 - line), dim_text_color(), o.c_str());
   }
 }

@@ -26,7 +26,10 @@ void Canvas::build_tradeoff(float x0, float y0, float x1, float y1) {
     ImGui::SameLine();
     if (ImGui::RadioButton((std::string(ys[i]) + "##y").c_str(), settings_.tradeoff_y == i)) settings_.tradeoff_y = i;
   }
-  if (t.points.empty()) return;
+  if (t.points.empty()) {
+    ImGui::TextDisabled("Measuring the variants...");
+    return;
+  }
   auto X = [&](const TradeoffPoint& p) { return settings_.tradeoff_x == 0 ? p.density : p.seconds * 1e3; };
   auto Y = [&](const TradeoffPoint& p) {
     return settings_.tradeoff_y == 0 ? p.rel_error : settings_.tradeoff_y == 1 ? p.recall : p.kl;

@@ -321,6 +321,7 @@ render::Document build_document(const Analysis& a) {
     pd.title = a.specs[v];
     pd.reference = a.specs[v] == "dense";
     const Result& r = a.results[v][size_t(l)];
+    if (pd.reference) pd.title = "dense (reference)";
     if (!metrics) {
       pd.stats = fmt("%.2f ms", 1e3 * (r.stats.kernel_seconds + r.stats.select_seconds)) +
                  " · density " + fmt("%.3f", r.stats.density) + " · metrics...";
@@ -353,8 +354,54 @@ render::Document build_document(const Analysis& a) {
     hd.panels.push_back(std::move(pd));
   }
 
-  // Head grid: dense entropy and sink mass, and the first variant's error and recall.
+  // Image: CLS attention over the patches for the selected layer, per panel and head.
+  d.image = a.image;
+  if (a.image.present) {
+    const int grid = a.image.grid_h * a.image.grid_w;
+    const int prefix = N - grid;
+    std::vector<double> row;
+    for (size_t v = 0; v < a.variants.size(); ++v) {
+      d.image.panel_titles.push_back(v == 0 && a.specs[v] == "dense" ? "dense (reference)" : a.specs[v]);
+      std::vector<float> att(size_t(H * grid)), kept(size_t(H * grid));
+      const Result& r = a.results[v][size_t(l)];
+      for (int hh = 0; hh < H; ++hh) {
+        probability_row(a.variants[v], p, r, hh, 0, 0, N, row);
+        for (int i = 0; i < grid; ++i) {
+          att[size_t(hh * grid + i)] = float(row[size_t(prefix + i)]);
+          kept[size_t(hh * grid + i)] = layout_keeps(r.layout, p, hh, 0, prefix + i) ? 1.f : 0.f;
+        }
+      }
+      d.image.cls_attn.push_back(std::move(att));
+      d.image.kept.push_back(a.specs[v] == "dense" ? std::vector<float>{} : std::move(kept));
+    }
+    // Rollout (Abnar & Zuidema 2020): product over layers of 0.5 (mean_h A) + 0.5 I.
+    if (N <= 1024) {
+      std::vector<double> roll(size_t(N) * N, 0.0), blk;
+      for (int i = 0; i < N; ++i) roll[size_t(i) * N + i] = 1;
+      const Variant dense = make_variant("dense");
+      for (int li = 0; li < L; ++li) {
+        std::vector<double> A(size_t(N) * N, 0.0);
+        for (int hh = 0; hh < H; ++hh) {
+          probability_block(dense, a.problems[size_t(li)], a.dense[size_t(li)], hh, 0, N, 0, N, blk);
+          for (size_t e = 0; e < A.size(); ++e) A[e] += 0.5 * blk[e] / H;
+        }
+        for (int i = 0; i < N; ++i) A[size_t(i) * N + i] += 0.5;
+        std::vector<double> next(size_t(N) * N, 0.0);
+        for (int i = 0; i < N; ++i)
+          for (int k = 0; k < N; ++k) {
+            const double aik = A[size_t(i) * N + k];
+            if (aik == 0) continue;
+            for (int j = 0; j < N; ++j) next[size_t(i) * N + j] += aik * roll[size_t(k) * N + j];
+          }
+        roll.swap(next);
+      }
+      d.image.rollout.resize(size_t(grid));
+      for (int i = 0; i < grid; ++i) d.image.rollout[size_t(i)] = float(roll[size_t(prefix + i)]);
+    }
+  }
+
   if (!metrics) return d;  // head grid, sinks and trade-off need the metrics
+  // Head grid: dense entropy and sink mass, and the first variant's error and recall.
   render::HeadGridDoc& g = d.grid;
   g.layers = L;
   g.heads = H;
@@ -403,52 +450,6 @@ render::Document build_document(const Analysis& a) {
   }
   if (s.resid_norm.size() != size_t(L * N)) s.resid_norm.clear();
   s.massive_tokens = a.massive_tokens;
-
-  // Image: CLS attention over the patches for the selected layer, per panel and head.
-  d.image = a.image;
-  if (a.image.present) {
-    const int grid = a.image.grid_h * a.image.grid_w;
-    const int prefix = N - grid;
-    std::vector<double> row;
-    for (size_t v = 0; v < a.variants.size(); ++v) {
-      d.image.panel_titles.push_back(v == 0 && a.specs[v] == "dense" ? "dense (reference)" : a.specs[v]);
-      std::vector<float> att(size_t(H * grid)), kept(size_t(H * grid));
-      const Result& r = a.results[v][size_t(l)];
-      for (int hh = 0; hh < H; ++hh) {
-        probability_row(a.variants[v], p, r, hh, 0, 0, N, row);
-        for (int i = 0; i < grid; ++i) {
-          att[size_t(hh * grid + i)] = float(row[size_t(prefix + i)]);
-          kept[size_t(hh * grid + i)] = layout_keeps(r.layout, p, hh, 0, prefix + i) ? 1.f : 0.f;
-        }
-      }
-      d.image.cls_attn.push_back(std::move(att));
-      d.image.kept.push_back(a.specs[v] == "dense" ? std::vector<float>{} : std::move(kept));
-    }
-    // Rollout (Abnar & Zuidema 2020): product over layers of 0.5 (mean_h A) + 0.5 I.
-    if (N <= 1024) {
-      std::vector<double> roll(size_t(N) * N, 0.0), blk;
-      for (int i = 0; i < N; ++i) roll[size_t(i) * N + i] = 1;
-      const Variant dense = make_variant("dense");
-      for (int li = 0; li < L; ++li) {
-        std::vector<double> A(size_t(N) * N, 0.0);
-        for (int hh = 0; hh < H; ++hh) {
-          probability_block(dense, a.problems[size_t(li)], a.dense[size_t(li)], hh, 0, N, 0, N, blk);
-          for (size_t e = 0; e < A.size(); ++e) A[e] += 0.5 * blk[e] / H;
-        }
-        for (int i = 0; i < N; ++i) A[size_t(i) * N + i] += 0.5;
-        std::vector<double> next(size_t(N) * N, 0.0);
-        for (int i = 0; i < N; ++i)
-          for (int k = 0; k < N; ++k) {
-            const double aik = A[size_t(i) * N + k];
-            if (aik == 0) continue;
-            for (int j = 0; j < N; ++j) next[size_t(i) * N + j] += aik * roll[size_t(k) * N + j];
-          }
-        roll.swap(next);
-      }
-      d.image.rollout.resize(size_t(grid));
-      for (int i = 0; i < grid; ++i) d.image.rollout[size_t(i)] = float(roll[size_t(prefix + i)]);
-    }
-  }
 
   // Trade-off: the shown variants (selected layer), then the sweep.
   for (size_t v = 0; v < a.variants.size(); ++v) {
@@ -575,8 +576,10 @@ render::HoverInfo hover_info(const Analysis& a, int panel, int q, int k) {
   h.valid = true;
   h.prob = row[size_t(k)];
   h.dense_prob = drow[size_t(k)];
-  h.rank = 1 + int(std::count_if(row.begin(), row.end(), [&](double x) { return x > h.prob; }));
+  // Rank among the keys the variant gives weight to (0 when it gives this key none).
+  h.rank = h.prob > 0 ? 1 + int(std::count_if(row.begin(), row.end(), [&](double x) { return x > h.prob; })) : 0;
   h.kept = layout_keeps(a.results[size_t(panel)][size_t(l)].layout, p, head, q, k);
+  h.visible = p.visible(q, k);
   return h;
 }
 

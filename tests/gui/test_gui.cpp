@@ -156,6 +156,18 @@ TEST(Gui, TextModelPanelsDrawAndReactToParameters) {
   zoomed.save(screenshot_path("zoomed_inspector.png"));
   w.view()->canvas()->reset_view();
 
+  // Light theme and presentation mode.
+  w.set_dark(false);
+  ASSERT_TRUE(wait_settled(w, 30000, 3));
+  const QImage light = w.view()->grab_rgba();
+  light.save(screenshot_path("light.png"));
+  EXPECT_GT(qGray(light.pixel(light.width() - 5, light.height() - 5)), 180) << "light theme background";
+  w.set_presentation(true);
+  ASSERT_TRUE(wait_settled(w, 30000, 3));
+  w.view()->grab_rgba().save(screenshot_path("presentation.png"));
+  w.set_presentation(false);
+  w.set_dark(true);
+
   // Other views draw something (once metrics and the trade-off sweep are in).
   ASSERT_TRUE(wait_until([&] { return w.worker_idle(); }, 120000));
   for (auto v : {render::ViewKind::HeadGrid, render::ViewKind::Sinks, render::ViewKind::Tokens,
