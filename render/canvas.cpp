@@ -251,6 +251,12 @@ void Canvas::build_heatmaps(float x0, float y0, float x1, float y1) {
                 clip_label(d.stats, int(cell_w / (line * 0.45f))).c_str());
     draw_heat_panel(p, pan.x0, pan.y0, pan.x1, pan.y1, row_labels, col_labels);
   }
+  // A spare grid cell holds the comparison table.
+  if (n < rows * cols) {
+    const int r = n / cols, c = n % cols;
+    const float cx = x0 + float(c) * (cell_w + gap), cy = y0 + float(r) * (cell_h + gap);
+    draw_summary(cx, cy, cx + cell_w * float(rows * cols - n) + gap * float(rows * cols - n - 1), cy + cell_h);
+  }
   handle_heat_input(x0, y0, x1, y1);
   draw_colorbar(x1 - colorbar_w + 18, y0 + title_h + mt, x1 - 48, y0 + title_h + mt +
                 std::min(heat_px_h_, 320.f));
@@ -436,6 +442,56 @@ void Canvas::handle_heat_input(float ax0, float ay0, float ax1, float ay1) {
       drag_y_ = m.y;
     }
   }
+}
+
+void Canvas::draw_summary(float x0, float y0, float x1, float y1) {
+  const HeatmapDoc& h = doc_->heat;
+  ImGui::SetCursorScreenPos(ImVec2(x0, y0));
+  ImGui::BeginChild("##summary", ImVec2(x1 - x0, y1 - y0), false, ImGuiWindowFlags_NoBackground);
+  ImGui::Text("Layer %d, all heads, vs dense", h.layer);
+  if (ImGui::BeginTable("##cmp", 5, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH |
+                                        ImGuiTableFlags_SizingStretchProp)) {
+    ImGui::TableSetupColumn("variant", ImGuiTableColumnFlags_WidthStretch, 3.0f);
+    ImGui::TableSetupColumn("recall", ImGuiTableColumnFlags_WidthStretch, 1.6f);
+    ImGui::TableSetupColumn("err", ImGuiTableColumnFlags_WidthStretch, 1.0f);
+    ImGui::TableSetupColumn("KL", ImGuiTableColumnFlags_WidthStretch, 1.0f);
+    ImGui::TableSetupColumn("ms", ImGuiTableColumnFlags_WidthStretch, 0.8f);
+    ImGui::TableHeadersRow();
+    for (const PanelDesc& p : h.panels) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(clip_label(p.title, 22).c_str());
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", p.title.c_str());
+      ImGui::TableNextColumn();
+      if (p.measured) {
+        // Recall as a bar: the share of dense attention mass the variant kept.
+        const ImVec2 a = ImGui::GetCursorScreenPos();
+        const float w = ImGui::GetContentRegionAvail().x, hh = ImGui::GetTextLineHeight();
+        ImDrawList* dl = ImGui::GetWindowDrawList();
+        dl->AddRectFilled(a, ImVec2(a.x + w, a.y + hh), IM_COL32(128, 128, 128, 50));
+        dl->AddRectFilled(a, ImVec2(a.x + w * float(std::clamp(p.recall, 0.0, 1.0)), a.y + hh),
+                          IM_COL32(70, 170, 120, 200));
+        ImGui::Text(" %.3f", p.recall);
+      } else {
+        ImGui::TextDisabled("...");
+      }
+      ImGui::TableNextColumn();
+      if (p.measured) ImGui::Text("%.2g", p.rel_error); else ImGui::TextDisabled("...");
+      ImGui::TableNextColumn();
+      if (p.measured && std::isfinite(p.kl)) ImGui::Text("%.2g", p.kl); else ImGui::TextDisabled("-");
+      ImGui::TableNextColumn();
+      ImGui::Text("%.2f", p.ms);
+    }
+    ImGui::EndTable();
+  }
+  ImGui::Spacing();
+  ImGui::PushTextWrapPos(0);
+  ImGui::TextDisabled("recall: dense attention mass inside the kept set; err: relative output error; "
+                      "KL: next-token KL of the model with the variant in every layer. Red strips: "
+                      "mass each query row lost. Outlines: blocks the kernel computed. Wheel zooms, "
+                      "drag pans, double-click resets, click picks the query for the Tokens view.");
+  ImGui::PopTextWrapPos();
+  ImGui::EndChild();
 }
 
 void Canvas::draw_inspector() {

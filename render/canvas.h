@@ -98,6 +98,7 @@ class Canvas {
                        bool labels_cols);
   void handle_heat_input(float x0, float y0, float x1, float y1);
   void draw_inspector();
+  void draw_summary(float x0, float y0, float x1, float y1);
   void draw_colorbar(float x0, float y0, float x1, float y1);
   void build_head_grid(float x0, float y0, float x1, float y1);
   void build_sinks(float x0, float y0, float x1, float y1);

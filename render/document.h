@@ -27,6 +27,9 @@ struct PanelDesc {
   std::string stats;  // one line: density, error, recall, time
   bool reference = false;
   std::vector<BlockRect> kept_blocks;  // block-sparse layouts of the shown head (for outlines)
+  // Layer-wide figures for the comparison table (NaN when not measured yet).
+  double density = 1, rel_error = 0, recall = 1, kl = 0, ms = 0;
+  bool measured = false;
 };
 
 struct HeatmapDoc {

@@ -322,6 +322,15 @@ render::Document build_document(const Analysis& a) {
     pd.reference = a.specs[v] == "dense";
     const Result& r = a.results[v][size_t(l)];
     if (pd.reference) pd.title = "dense (reference)";
+    pd.ms = 1e3 * (r.stats.kernel_seconds + r.stats.select_seconds);
+    pd.density = r.stats.density;
+    if (metrics) {
+      const Metrics& lm = a.layer_metrics[v][size_t(l)];
+      pd.measured = true;
+      pd.rel_error = lm.rel_error;
+      pd.recall = lm.mass_recall;
+      pd.kl = a.e2e[v] && a.e2e[v]->has_tokens ? a.e2e[v]->mean_kl : std::nan("");
+    }
     if (!metrics) {
       pd.stats = fmt("%.2f ms", 1e3 * (r.stats.kernel_seconds + r.stats.select_seconds)) +
                  " · density " + fmt("%.3f", r.stats.density) + " · metrics...";

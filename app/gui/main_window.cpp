@@ -63,6 +63,7 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   addDockWidget(Qt::LeftDockWidgetArea, input_);
   addDockWidget(Qt::RightDockWidgetArea, variants_);
   resizeDocks({model_, variants_}, {300, 300}, Qt::Horizontal);
+  resizeDocks({model_, input_}, {260, 640}, Qt::Vertical);
   variants_->setMinimumWidth(270);
   model_->setMinimumWidth(260);
 
@@ -177,6 +178,8 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   variants_->blockSignals(true);
   input_->blockSignals(true);
   model_->set_synthetic_tokens(options_.synthetic_tokens);
+  model_->show_info(std::nullopt, "Loading...", 64, 64);  // bounds until the model is known
+  model_->set_selection(options_.layer, options_.head);
   if (!options_.tensors.empty()) model_->set_tensors(QString::fromStdString(options_.tensors));
   else model_->set_model(QString::fromStdString(options_.model));
   try {

@@ -33,6 +33,7 @@ struct GuiOptions {
   std::vector<std::string> variants = {"window(size=32)", "sinks_window(sinks=4,window=32)",
                                        "block_topk(block=16,k=4)", "top_p(block=16,p=0.9)"};
   int synthetic_tokens = 4096;
+  int layer = 0, head = 0;  // initial selection
   bool use_settings = true;  // read and write QSettings (tests turn this off)
   int width = 1600, height = 1000;
 };
