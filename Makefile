@@ -33,6 +33,7 @@ bench: deps
 	cmake --preset native
 	cmake --build --preset native -j$(JOBS) --target attn_bench
 	/usr/bin/python3 tests/bench/run_bench.py --build build/native --out build/bench
+	/usr/bin/python3 tests/bench/forward_vs_torch.py --build build/native
 
 format:
 	clang-format -i $$(git ls-files '*.h' '*.cpp')

@@ -24,6 +24,8 @@ PKGS=(
   qt6-base-dev qt6-svg-dev libimgui-dev fonts-dejavu-core
   # GUI tests, screenshots, figure checks
   xvfb xauth imagemagick ghostscript poppler-utils libxml2-utils
+  # one font for every figure (text metrics and golden images depend on it)
+  fonts-dejavu-core
 )
 
 # Machines that carry Node.js from another source already have npm, and Debian's npm conflicts

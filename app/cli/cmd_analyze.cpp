@@ -9,7 +9,9 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/table.h"
+#include "app/session/session.h"
 #include "compute/error.h"
+#include "compute/fallback.h"
 #include "compute/registry.h"
 #include "models/arch/analysis.h"
 #include "models/arch/default_models.h"
@@ -27,6 +29,7 @@ using nlohmann::json;
 struct AnalyzeOptions {
   std::string model, text, text_file, image, tensors, variants = "dense", json_out, dump;
   std::string hooks = "all", backend = "cpu";
+  std::string session;  // a session file supplies model, input, variants and substitution
   std::vector<int32_t> ids;
   std::vector<int> layers, heads;
   int threads = 0, image_size = 0, tensors_layer = -1;
@@ -192,7 +195,7 @@ int analyze_tensors(const AnalyzeOptions& o, const std::vector<std::string>& spe
 int analyze(const AnalyzeOptions& o) {
   const std::vector<std::string> specs = split_specs(o.variants);
   for (const auto& s : specs) make_variant(s);  // fail early on a bad spec
-  auto backend = make_backend(o.backend);
+  auto backend = make_backend_with_fallback(o.backend);
   RunOptions ro;
   ro.threads = o.threads;
   if (!o.tensors.empty()) return analyze_tensors(o, specs, *backend, ro);
@@ -339,6 +342,28 @@ int analyze(const AnalyzeOptions& o) {
   return 0;
 }
 
+// Fills what the command line left out from a session file.
+void apply_session(AnalyzeOptions& o) {
+  const Session s = load_session(o.session);
+  if (o.model.empty())
+    o.model = is_default_model_name(s.model.id) ? s.model.id
+                                                : resolve_session_path(o.session, s.model.id);
+  if (o.given_inputs == 0 && o.tensors.empty()) {
+    if (s.input.kind == "image")
+      o.image = resolve_session_path(o.session, s.input.image);
+    else
+      o.text = s.input.text;
+    o.given_inputs = 1;
+  }
+  if (o.variants == "dense" && !s.variants.empty()) {
+    o.variants.clear();
+    for (const std::string& v : s.variants) o.variants += (o.variants.empty() ? "" : ";") + v;
+  }
+  if (o.layers.empty()) o.layers = s.substitute_layers;
+  if (o.heads.empty()) o.heads = s.substitute_heads;
+  if (o.backend == "cpu") o.backend = s.backend;
+}
+
 }  // namespace
 
 void add_analyze_command(CLI::App& app, Action& action) {
@@ -369,16 +394,24 @@ void add_analyze_command(CLI::App& app, Action& action) {
   cmd->add_option("--heads", o.heads, "Substitute only these query heads (default all)")
       ->delimiter(',');
   cmd->add_flag("--no-end-to-end", o.no_end_to_end, "Skip the substituted forward passes");
-  cmd->add_option("--backend", o.backend, "reference | cpu")->capture_default_str();
+  cmd->add_option("--backend", o.backend,
+                  "reference | cpu | vulkan (falls back to cpu per variant)")
+      ->capture_default_str();
   cmd->add_option("--threads", o.threads, "Worker threads (0 = all)");
   cmd->add_option("--json", o.json_out, "Write per-layer/head and end-to-end metrics as JSON");
+  cmd->add_option("--session", o.session,
+                  "Session file (.attnscope.json): model, input, variants and substitution "
+                  "(options given here take precedence)");
   cmd->add_option("--dump", o.dump, "Write every captured hook as .npy into this folder");
   cmd->add_option("--hooks", o.hooks, "Hooks to dump (names or globs, comma separated)")
       ->capture_default_str();
   cmd->callback([&action, inputs] {
     o.given_inputs = 0;
     for (CLI::Option* opt : inputs) o.given_inputs += opt->count() > 0;
-    action = [] { return analyze(o); };
+    action = [] {
+      if (!o.session.empty()) apply_session(o);
+      return analyze(o);
+    };
   });
 }
 

@@ -5,6 +5,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/comparison.h"
 #include "compute/error.h"
+#include "compute/fallback.h"
 
 namespace attn::cli {
 
@@ -28,7 +29,8 @@ void add_run_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(1, 256));
   cmd->add_option("-d,--dim", o.d, "Head dimension")->check(CLI::Range(1, 1024));
   cmd->add_flag("--bidirectional", o.bidirectional, "Bidirectional instead of causal");
-  cmd->add_option("--backend", o.backend, "reference | cpu");
+  cmd->add_option("--backend", o.backend,
+                  "reference | cpu | vulkan (falls back to cpu per variant)");
   cmd->add_option("--seed", o.seed, "Random seed");
   cmd->add_option("--threads", o.threads, "Worker threads (0 = all)");
   cmd->add_flag("--no-metrics", o.no_metrics, "Skip metrics against dense (faster)");
@@ -37,11 +39,14 @@ void add_run_command(CLI::App& app, Action& action) {
     action = [] {
       Problem p = random_problem(o.heads, o.kv_heads ? o.kv_heads : o.heads, o.n_q ? o.n_q : o.n,
                                  o.n, o.d, !o.bidirectional, o.seed);
-      auto backend = make_backend(o.backend);
+      auto backend = make_backend_with_fallback(o.backend);
       RunOptions opt;
       opt.threads = o.threads;
       Comparison c = compare_variants(p, o.variants, *backend, !o.no_metrics, opt);
       print_comparison(p, c);
+      if (auto* fb = dynamic_cast<FallbackBackend*>(backend.get())) {
+        for (const auto& n : fb->notes()) std::fprintf(stderr, "note: %s\n", n.c_str());
+      }
       if (!o.json.empty()) {
         std::ofstream f(o.json);
         if (!f) throw Error(ErrorCode::Io, "cannot write " + o.json);

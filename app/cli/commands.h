@@ -12,5 +12,7 @@ void add_variants_command(CLI::App& app, Action& action);
 void add_run_command(CLI::App& app, Action& action);
 void add_demo_command(CLI::App& app, Action& action);
 void add_analyze_command(CLI::App& app, Action& action);
+void add_render_command(CLI::App& app, Action& action);
+void add_sweep_command(CLI::App& app, Action& action);
 
 }  // namespace attn::cli

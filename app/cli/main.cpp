@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   attn::cli::add_run_command(app, action);
   attn::cli::add_demo_command(app, action);
   attn::cli::add_analyze_command(app, action);
+  attn::cli::add_render_command(app, action);
+  attn::cli::add_sweep_command(app, action);
 #ifdef ATTN_HAVE_GUI
   attn::gui::add_gui_command(app, action, argc, argv);
 #endif

@@ -55,7 +55,8 @@ void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
   t.pack(c, it.h, it.q0, it.rows, c.scale * (c.base2_softmax() ? kLog2e : 1.0f));
   build_chunks(c, it, t, s.chunks);
   const int cols = t.cols;
-  s.o.assign(size_t(kBQ) * c.dv, 0.0f);
+  s.o.resize(size_t(kBQ) * c.dv);
+  bool first = true;  // the first V product initialises O (no zero fill per tile)
   std::fill(s.m, s.m + kBQ, kNegInf);
   std::fill(s.l, s.l + kBQ, 0.0f);
 
@@ -77,7 +78,8 @@ void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
       off += ch.nj;
       if (!any_nonzero(p, ch.nj, cols, kBQ)) continue;  // entmax rows are mostly zero
       pv_tile(p, kBQ, ch.nj, it.rows, c.v_row(it.h, ch.j0), c.v_ld(), c.dv, s.o.data(), c.dv,
-              nullptr);
+              nullptr, first);
+      first = false;
       pv_entries += int64_t(ch.nj) * it.rows;
     }
   } else {
@@ -91,12 +93,14 @@ void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
         if (norm.kind == K::SoftplusL1) add_column_sums(s.st.data(), ch.nj, cols, kBQ, s.l);
       }
       pv_tile(s.st.data(), kBQ, ch.nj, it.rows, c.v_row(it.h, ch.j0), c.v_ld(), c.dv, s.o.data(),
-              c.dv, softmax ? s.alpha : nullptr);
+              c.dv, softmax ? s.alpha : nullptr, first);
+      first = false;
       entries += int64_t(ch.nj) * it.rows;
       pv_entries += int64_t(ch.nj) * it.rows;
     }
   }
 
+  if (first) std::fill(s.o.begin(), s.o.end(), 0.0f);  // nothing kept at all
   // Normalise and write out. Rows with no kept key get O = 0 and row stat 0.
   if (!entmax) {
     for (int i = 0; i < it.rows; ++i) {

@@ -14,12 +14,21 @@ void QueryTile::pack(const KernelContext& c, int h_, int q0_, int rows_, float q
   cols = (rows + kVW - 1) / kVW * kVW;
   qscale = qscale_;
   qt.resize(size_t(c.d) * kBQ);
-  for (int i = 0; i < rows; ++i) {
-    const float* q = c.p.q_row(h, q0 + i);
-    for (int kk = 0; kk < c.d; ++kk) qt[size_t(kk) * kBQ + i] = q[kk] * qscale;
+  // Q^T in kVW x kVW blocks transposed in registers; rows past `rows` read as zeros.
+  const int dfull = c.d / kVW * kVW;
+  for (int i0 = 0; i0 < cols; i0 += kVW) {
+    for (int k0 = 0; k0 < dfull; k0 += kVW) {
+      vf r[kVW];
+      for (int x = 0; x < kVW; ++x)
+        r[x] = i0 + x < rows ? loadu(c.p.q_row(h, q0 + i0 + x) + k0) * qscale : vf{};
+      transpose(r);
+      for (int x = 0; x < kVW; ++x) storeu(qt.data() + size_t(k0 + x) * kBQ + i0, r[x]);
+    }
+    for (int kk = dfull; kk < c.d; ++kk)
+      for (int x = 0; x < kVW; ++x)
+        qt[size_t(kk) * kBQ + i0 + x] =
+            i0 + x < rows ? c.p.q_row(h, q0 + i0 + x)[kk] * qscale : 0.0f;
   }
-  for (int kk = 0; kk < c.d; ++kk)
-    for (int i = rows; i < cols; ++i) qt[size_t(kk) * kBQ + i] = 0.0f;
   for (int v = 0; v < cols / kVW; ++v) {
     for (int e = 0; e < kVW; ++e) {
       int i = v * kVW + e;

@@ -60,17 +60,20 @@ void selective_tile(KernelContext& c, SelectiveScratch& s, const TileItem& it) {
     off += ch.nj;
   }
   normalise_buffered(c.spec.norm, c.n_k, s.st.data(), total, it.rows, t.cols, s.stat, s.inv, s.es);
-  s.o.assign(size_t(kBQ) * c.dv, 0.0f);
+  s.o.resize(size_t(kBQ) * c.dv);
+  bool first = true;  // the first V product initialises O
   off = 0;
   int64_t pv = 0;
   for (const Chunk& ch : s.chunks) {
     const float* p = s.st.data() + off * kBQ;
     off += ch.nj;
     if (!any_nonzero(p, ch.nj, t.cols, kBQ)) continue;  // entmax rows are mostly zero
-    pv_tile(p, kBQ, ch.nj, it.rows, c.v_row(it.h, ch.j0), c.v_ld(), c.dv, s.o.data(), c.dv,
-            nullptr);
+    pv_tile(p, kBQ, ch.nj, it.rows, c.v_row(it.h, ch.j0), c.v_ld(), c.dv, s.o.data(), c.dv, nullptr,
+            first);
+    first = false;
     pv += int64_t(ch.nj) * it.rows;
   }
+  if (first) std::fill(s.o.begin(), s.o.end(), 0.0f);
   for (int i = 0; i < it.rows; ++i) {
     float* out = c.o + (size_t(it.h) * c.n_q + it.q0 + i) * c.d;
     const float* a = s.o.data() + size_t(i) * c.dv;

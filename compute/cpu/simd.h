@@ -168,6 +168,34 @@ inline void fold_level(vf* v, int n) {
 
 }  // namespace detail
 
+namespace detail {
+
+// One stage of an in-register transpose: rows i and i + h swap their off-diagonal h x h blocks.
+constexpr int swap_lo(int l, int h) {
+  return (l & h) ? kVW + (l - h) : l;
+}
+constexpr int swap_hi(int l, int h) {
+  return (l & h) ? kVW + l : l + h;
+}
+
+template <int h, int... L>
+inline void transpose_stage(vf* r, std::integer_sequence<int, L...>) {
+  for (int i = 0; i < kVW; ++i) {
+    if (i & h) continue;
+    const vf a = r[i], b = r[i + h];
+    r[i] = __builtin_shufflevector(a, b, swap_lo(L, h)...);
+    r[i + h] = __builtin_shufflevector(a, b, swap_hi(L, h)...);
+  }
+  if constexpr (h > 1) transpose_stage<h / 2>(r, std::integer_sequence<int, L...>{});
+}
+
+}  // namespace detail
+
+// Transposes the kVW x kVW matrix held in r[0..kVW) (row i = r[i]) in place.
+inline void transpose(vf* r) {
+  detail::transpose_stage<kVW / 2>(r, std::make_integer_sequence<int, kVW>{});
+}
+
 typedef double vd __attribute__((vector_size(kVW * 8)));  // kVW doubles
 
 inline vd to_double(vf v) {

@@ -2,7 +2,7 @@
 // kernels use: St[j][i] holds the score of key j against query i, so the softmax over keys of a
 // query is a vertical reduction that vectorises across queries.
 //   qk_tile:  St[nj][cols] = K[nj][d] . Qt[d][cols]      (K rows read in place)
-//   pv_tile:  O[rows][dv]  = alpha[rows] * O + St^T . V  (V rows read in place)
+//   pv_tile:  O[rows][dv]  = alpha[rows] * O + St^T . V  (V rows read in place; or O = St^T . V)
 // cols and dv are multiples of kVW; the caller pads Qt columns and V rows with zeros.
 #pragma once
 #include <cstddef>
@@ -60,12 +60,12 @@ inline void qk_rows(const float* K, size_t ldk, const float* Qt, int ldq, int d,
 
 template <int MR, int NB>
 inline void pv_block(const float* Pt, int ldp, int nj, const float* V, size_t ldv, float* O,
-                     int ldo, const float* alpha) {
+                     int ldo, const float* alpha, bool init) {
   vf acc[MR][NB];
   for (int r = 0; r < MR; ++r) {
     for (int v = 0; v < NB; ++v) {
-      acc[r][v] = loadu(O + size_t(r) * ldo + v * kVW);
-      if (alpha) acc[r][v] *= alpha[r];
+      acc[r][v] = init ? vf{} : loadu(O + size_t(r) * ldo + v * kVW);
+      if (alpha && !init) acc[r][v] *= alpha[r];
     }
   }
   for (int j = 0; j < nj; ++j) {
@@ -83,19 +83,19 @@ inline void pv_block(const float* Pt, int ldp, int nj, const float* V, size_t ld
 
 template <int MR>
 inline void pv_rows(const float* Pt, int ldp, int nj, const float* V, size_t ldv, int nvec,
-                    float* O, int ldo, const float* alpha) {
+                    float* O, int ldo, const float* alpha, bool init) {
   int v0 = 0;
   for (; v0 + kNB <= nvec; v0 += kNB)
-    pv_block<MR, kNB>(Pt, ldp, nj, V + v0 * kVW, ldv, O + v0 * kVW, ldo, alpha);
+    pv_block<MR, kNB>(Pt, ldp, nj, V + v0 * kVW, ldv, O + v0 * kVW, ldo, alpha, init);
   const int rest = nvec - v0;
   const float* v = V + v0 * kVW;
   float* o = O + v0 * kVW;
   if constexpr (kNB > 1)
-    if (rest == 1) pv_block<MR, 1>(Pt, ldp, nj, v, ldv, o, ldo, alpha);
+    if (rest == 1) pv_block<MR, 1>(Pt, ldp, nj, v, ldv, o, ldo, alpha, init);
   if constexpr (kNB > 2)
-    if (rest == 2) pv_block<MR, 2>(Pt, ldp, nj, v, ldv, o, ldo, alpha);
+    if (rest == 2) pv_block<MR, 2>(Pt, ldp, nj, v, ldv, o, ldo, alpha, init);
   if constexpr (kNB > 3)
-    if (rest == 3) pv_block<MR, 3>(Pt, ldp, nj, v, ldv, o, ldo, alpha);
+    if (rest == 3) pv_block<MR, 3>(Pt, ldp, nj, v, ldv, o, ldo, alpha, init);
 }
 
 template <int... R, typename F>
@@ -122,19 +122,19 @@ inline void qk_tile(const float* K, size_t ldk, int nj, const float* Qt, int ldq
 }
 
 // O[i][c] = alpha[i] * O[i][c] + sum_j Pt[j*ldp + i] * V[j*ldv + c] for i < rows, c < dv
-// (dv % kVW == 0); alpha null means 1.
+// (dv % kVW == 0); alpha null means 1; `init`: O starts from zero (its contents are not read).
 inline void pv_tile(const float* Pt, int ldp, int nj, int rows, const float* V, size_t ldv, int dv,
-                    float* O, int ldo, const float* alpha) {
+                    float* O, int ldo, const float* alpha, bool init) {
   const int nvec = dv / kVW;
   int r0 = 0;
   for (; r0 + kMR <= rows; r0 += kMR)
     detail::pv_rows<kMR>(Pt + r0, ldp, nj, V, ldv, nvec, O + size_t(r0) * ldo, ldo,
-                         alpha ? alpha + r0 : nullptr);
+                         alpha ? alpha + r0 : nullptr, init);
   detail::dispatch_rows(
       rows - r0,
       [&](auto mr) {
         detail::pv_rows<decltype(mr)::value>(Pt + r0, ldp, nj, V, ldv, nvec, O + size_t(r0) * ldo,
-                                             ldo, alpha ? alpha + r0 : nullptr);
+                                             ldo, alpha ? alpha + r0 : nullptr, init);
       },
       std::make_integer_sequence<int, kMR - 1>{});
 }

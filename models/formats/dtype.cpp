@@ -148,6 +148,7 @@ void convert_half(const void* src, size_t count, float* dst) {
 }  // namespace
 
 void convert_to_f32(DType dtype, const void* src, size_t count, float* dst) {
+  if (count == 0) return;  // src and dst may be null for empty tensors
   switch (dtype) {
     case DType::F32:
       std::memcpy(dst, src, count * 4);

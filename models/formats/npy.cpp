@@ -226,7 +226,7 @@ NpyArray NpyArray::from_f32(std::vector<int64_t> shape, std::span<const float> v
           "NpyArray::from_f32: shape " + shape_repr(a.shape) + " holds " +
               std::to_string(a.numel()) + " values, " + std::to_string(values.size()) + " given");
   a.data.resize(values.size() * 4);
-  std::memcpy(a.data.data(), values.data(), a.data.size());
+  if (!values.empty()) std::memcpy(a.data.data(), values.data(), a.data.size());
   return a;
 }
 

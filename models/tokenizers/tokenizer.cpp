@@ -1,5 +1,7 @@
 #include "models/tokenizers/tokenizer.h"
 
+#include <cstdio>
+
 #include "compute/error.h"
 #include "models/tokenizers/utf8.h"
 

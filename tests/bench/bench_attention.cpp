@@ -232,7 +232,11 @@ void gemm_case(benchmark::State& st, int n, int threads) {
 
 void register_all() {
   const bool quick = std::getenv("ATTN_BENCH_QUICK") != nullptr;
-  auto add = [](const std::string& name, int reps, auto fn) {
+  // ATTN_BENCH_REPS overrides every case's repetitions (run_bench.py's paired rounds use 1).
+  const char* reps_env = std::getenv("ATTN_BENCH_REPS");
+  const int reps_override = reps_env ? std::max(1, std::atoi(reps_env)) : 0;
+  auto add = [reps_override](const std::string& name, int reps, auto fn) {
+    if (reps_override) reps = reps_override;
     benchmark::RegisterBenchmark(name.c_str(), fn)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime()

@@ -14,16 +14,22 @@
 
 #include "compute/backend.h"
 #include "compute/error.h"
+#include "compute/fallback.h"
 #include "compute/metrics.h"
 #include "compute/reference/reference_backend.h"
 #include "compute/registry.h"
 #include "compute/vulkan/attention_kernels.h"
 #include "compute/vulkan/device_select.h"
-#include "compute/vulkan/fallback.h"
 #include "compute/vulkan/vulkan_backend.h"
 #include "test_vulkan_util.h"
 
 using namespace attn;
+
+// LeakSanitizer (asan preset): the Vulkan driver (Mesa's lavapipe and its LLVM JIT) and the
+// validation layer keep allocations of their own until process exit; they are not ours.
+extern "C" const char* __lsan_default_suppressions() {
+  return "leak:libvulkan_lvp.so\nleak:libVkLayer_khronos_validation.so\nleak:libLLVM\n";
+}
 
 namespace {
 
@@ -170,6 +176,31 @@ TEST_F(VulkanBackendTest, SelectiveIsUnsupportedAndFallsBack) {
   Result r = run_with_fallback(v, p, *gpu, *cpu, {}, &note);
   EXPECT_EQ(r.stats.backend, "cpu");
   EXPECT_FALSE(note.empty());
+}
+
+TEST_F(VulkanBackendTest, FallbackBackendRunsEachVariantWhereItCan) {
+  // What `attnscope run --backend vulkan` uses: one backend object, per-variant choice.
+  auto both = make_backend_with_fallback("vulkan");
+  auto* fb = dynamic_cast<FallbackBackend*>(both.get());
+  ASSERT_NE(fb, nullptr);
+  EXPECT_EQ(both->name(), "vulkan");
+  Problem p = random_problem(2, 1, 130, 130, 32, true, 6);
+  Variant dense = make_variant("dense"), sel = make_variant("selective");
+  Result rd = run(dense, p, *both);
+  EXPECT_EQ(rd.stats.backend, "vulkan");
+  expect_matches_reference(dense, p, rd, "dense via fallback backend");
+  EXPECT_TRUE(fb->notes().empty());
+  std::vector<Problem> layers{p, random_problem(2, 1, 130, 130, 32, true, 7)};
+  std::vector<Result> rs = run_layers(sel, layers, *both);
+  ASSERT_EQ(rs.size(), 2u);
+  for (size_t l = 0; l < rs.size(); ++l) {
+    EXPECT_EQ(rs[l].stats.backend, "cpu");
+    expect_matches_reference(sel, layers[l], rs[l], "selective via fallback backend");
+  }
+  ASSERT_EQ(fb->notes().size(), 1u);  // one note per distinct reason, not per layer
+  EXPECT_NE(fb->notes()[0].find("selective"), std::string::npos) << fb->notes()[0];
+  EXPECT_EQ(make_backend_with_fallback("cpu")->name(), "cpu");
+  EXPECT_THROW(make_backend_with_fallback("tpu"), Error);
 }
 
 TEST_F(VulkanBackendTest, LostDeviceFallsBackToCpu) {

@@ -21,14 +21,14 @@ NpyArray make(DType dtype, std::vector<int64_t> shape, const std::vector<T>& val
   a.dtype = dtype;
   a.shape = std::move(shape);
   a.data.resize(values.size() * sizeof(T));
-  std::memcpy(a.data.data(), values.data(), a.data.size());
+  if (!values.empty()) std::memcpy(a.data.data(), values.data(), a.data.size());
   return a;
 }
 
 template <typename T>
 std::vector<T> values_of(const NpyArray& a) {
   std::vector<T> v(a.data.size() / sizeof(T));
-  std::memcpy(v.data(), a.data.data(), a.data.size());
+  if (!v.empty()) std::memcpy(v.data(), a.data.data(), a.data.size());
   return v;
 }
 

@@ -516,11 +516,24 @@ def make_vit(folder, deit):
         save_npy(folder, "golden_hidden_24", hs2.numpy())
 
 
+def make_resize(folder):
+    """Pillow's Image.resize on 8-bit images, up and down, bilinear and bicubic, RGB and L."""
+    from PIL import Image
+    src = Image.open(os.path.join(OUT, "vit", "image.png")).convert("RGB")
+    for mode in ("RGB", "L"):
+        img = src.convert(mode)
+        for name, code in (("bilinear", 2), ("bicubic", 3)):
+            for w, h in ((53, 31), (9, 40)):
+                out = np.asarray(img.resize((w, h), resample=code))
+                np.save(os.path.join(folder, f"{mode}_{name}_{w}x{h}.npy"), out.astype(np.uint8))
+
+
 def main():
     torch.set_num_threads(1)
     makers = {"gpt2": make_gpt2, "llama": lambda f: make_llama(f, False),
               "qwen2": lambda f: make_llama(f, True), "bert": make_bert,
-              "vit": lambda f: make_vit(f, False), "deit": lambda f: make_vit(f, True)}
+              "vit": lambda f: make_vit(f, False), "deit": lambda f: make_vit(f, True),
+              "resize": make_resize}
     for name, make in makers.items():
         folder = os.path.join(OUT, name)
         os.makedirs(folder, exist_ok=True)

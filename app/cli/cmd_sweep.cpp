@@ -1,0 +1,200 @@
+// `attnscope sweep`: runs parameter sweeps of variants on one input for trade-off curves, with a
+// progress bar on stderr; --shard i/n runs every n-th point (cluster array jobs) and --merge
+// joins the shard tables into the table one run would have written.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+
+#include "app/cli/commands.h"
+#include "app/figures/figure.h"
+#include "app/workbench/data_export.h"
+#include "app/workbench/sweep.h"
+#include "app/workbench/workbench.h"
+#include "compute/error.h"
+#include "models/arch/default_models.h"
+
+namespace attn::cli {
+namespace {
+
+struct SweepOptions {
+  std::string model = "default-text", text, text_file, image, out, figure, shard, backend = "cpu";
+  std::string session;  // model and input from a session file instead
+  std::vector<std::string> variants, merge;
+  std::vector<int> layers, heads;
+  int threads = 0, width = 2100, height = 1050;
+  double dpi = 300;
+  bool no_end_to_end = false, quiet = false, json = false;
+};
+
+std::string read_file(const std::string& path, const char* what) {
+  std::ifstream f(path, std::ios::binary);
+  require(bool(f), ErrorCode::Io, path + ": cannot open " + what);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+class Progress {
+ public:
+  Progress(int total, bool quiet) : total_(total), quiet_(quiet), tty_(isatty(2) != 0) {}
+  void step(int done, const std::string& what) {
+    if (quiet_) return;
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double eta = done > 0 ? secs / done * (total_ - done) : 0;
+    if (tty_) {
+      const int width = 28, fill = total_ > 0 ? done * width / total_ : width;
+      std::fprintf(stderr, "\r[%s%s] %d/%d  %.1fs, ETA %.1fs  %-40.40s",
+                   std::string(size_t(fill), '#').c_str(),
+                   std::string(size_t(width - fill), '.').c_str(), done, total_, secs, eta,
+                   what.c_str());
+      if (done == total_) std::fprintf(stderr, "\n");
+    } else {
+      std::fprintf(stderr, "sweep: %d/%d %s (%.1fs, ETA %.1fs)\n", done, total_, what.c_str(), secs,
+                   eta);
+    }
+    std::fflush(stderr);
+  }
+
+ private:
+  int total_;
+  bool quiet_, tty_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+void write_figure(const SweepOptions& o, const std::vector<TradeoffPoint>& pts,
+                  const std::string& subtitle, const Session* s) {
+  if (o.figure.empty()) return;
+  const FigureSize size{o.width, o.height, o.dpi};
+  const FigureData f = tradeoff_figure(pts, "Cost vs accuracy of attention variants", subtitle);
+  export_figure(f, o.figure, size);
+  if (s) write_sidecar(*s, "", o.figure, View::Tradeoff, size);
+  if (!o.quiet) std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
+}
+
+void print_json(const SweepOptions& o, const std::vector<SweepRow>& rows) {
+  if (!o.json) return;
+  nlohmann::json j = nlohmann::json::array();
+  for (const SweepRow& r : rows) {
+    nlohmann::json p = to_json(r.point);
+    p["index"] = r.index;
+    j.push_back(p);
+  }
+  std::printf("%s\n", j.dump(2).c_str());
+}
+
+int merge(const SweepOptions& o) {
+  std::vector<std::vector<SweepRow>> shards;
+  for (const std::string& f : o.merge)
+    shards.push_back(parse_tradeoff_csv(read_file(f, "sweep table"), f));
+  const std::vector<SweepRow> rows = merge_sweep_rows(shards);
+  write_file_atomic(o.out, tradeoff_csv(rows));
+  print_json(o, rows);
+  if (!o.quiet)
+    std::fprintf(stderr, "merged %zu rows from %zu tables into %s\n", rows.size(), o.merge.size(),
+                 o.out.c_str());
+  std::vector<TradeoffPoint> pts;
+  for (const auto& r : rows) pts.push_back(r.point);
+  write_figure(o, pts, "merged from " + std::to_string(o.merge.size()) + " tables", nullptr);
+  return 0;
+}
+
+int sweep(const SweepOptions& o) {
+  require(!o.out.empty(), ErrorCode::InvalidArgument, "--out FILE.csv is required");
+  if (!o.merge.empty()) {
+    require(o.variants.empty() && o.shard.empty(), ErrorCode::InvalidArgument,
+            "--merge combines finished tables: do not give --variant or --shard with it");
+    return merge(o);
+  }
+  require(!o.variants.empty(), ErrorCode::InvalidArgument,
+          "give at least one --variant (e.g. \"window(size=16..1024:x2)\")");
+  const int inputs = !o.text.empty() + !o.text_file.empty() + !o.image.empty() + !o.session.empty();
+  require(inputs == 1, ErrorCode::InvalidArgument,
+          "give exactly one input: --text, --text-file, --image or --session");
+  const std::vector<std::string> specs = expand_sweeps(o.variants);
+  const Shard shard = o.shard.empty() ? Shard{} : parse_shard(o.shard);
+  const std::vector<int> mine = shard_items(int(specs.size()), shard);
+
+  Session s;
+  s.model.id = o.model;
+  if (!o.session.empty()) {  // its model and input; relative paths made usable from here
+    const Session from = load_session(o.session);
+    s.model = from.model;
+    if (!is_default_model_name(s.model.id))
+      s.model.id = resolve_session_path(o.session, s.model.id);
+    s.input = from.input;
+    if (s.input.kind == "image") s.input.image = resolve_session_path(o.session, s.input.image);
+  } else if (!o.image.empty()) {
+    s.input.kind = "image";
+    s.input.image = o.image;
+  } else {
+    s.input.text = o.text.empty() ? read_file(o.text_file, "text file") : o.text;
+  }
+  s.backend = o.backend;
+  s.substitute_layers = o.layers;
+  s.substitute_heads = o.heads;
+  s.view.view = "tradeoff";
+  WorkbenchOptions wo;
+  wo.threads = o.threads;
+  Workbench wb(wo);
+  wb.open(s);
+  if (!o.quiet)
+    std::fprintf(stderr, "sweep: %zu variants (%zu in shard %d/%d) on %s, %s\n", specs.size(),
+                 mine.size(), shard.index, shard.count, o.model.c_str(),
+                 wb.describe_input().c_str());
+  Progress progress(int(mine.size()), o.quiet);
+  std::vector<SweepRow> rows;
+  if (isatty(2)) progress.step(0, "");
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const std::string& spec = specs[size_t(mine[i])];
+    rows.push_back({mine[i], wb.evaluate(spec, !o.no_end_to_end)});
+    wb.set_variants({});  // free the variant's results before the next one
+    progress.step(int(i + 1), spec);
+  }
+  write_file_atomic(o.out, tradeoff_csv(rows));
+  if (!o.quiet) std::fprintf(stderr, "wrote %s (%zu rows)\n", o.out.c_str(), rows.size());
+  print_json(o, rows);
+  std::vector<TradeoffPoint> pts;
+  for (const auto& r : rows) pts.push_back(r.point);
+  Session record = s;
+  record.variants = specs;
+  fill_hashes(record);
+  write_figure(o, pts, o.model + " \u00b7 " + wb.describe_input(), &record);
+  return 0;
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app, Action& action) {
+  static SweepOptions o;
+  auto* cmd = app.add_subcommand(
+      "sweep", "Sweep variant parameters on one input: cost vs accuracy table (CSV) and plot");
+  cmd->add_option("--model", o.model, "Model folder, or default-text / default-vision")
+      ->capture_default_str();
+  cmd->add_option("--text", o.text, "Input text");
+  cmd->add_option("--text-file", o.text_file, "File holding the input text (UTF-8)");
+  cmd->add_option("--image", o.image, "Input image (vision models)");
+  cmd->add_option("--session", o.session, "Take the model and the input from a session file");
+  cmd->add_option("--variant", o.variants,
+                  "Variant or sweep spec, repeatable: \"window(size=16..1024:x2)\", "
+                  "\"block_topk(block=16,k=1..8:+1)\", \"top_p(p=0.5|0.9)\"");
+  cmd->add_option("--out", o.out, "Table to write (CSV)")->required();
+  cmd->add_option("--figure", o.figure, "Also draw the trade-off plot (.png, .svg, .pdf)");
+  cmd->add_option("--shard", o.shard,
+                  "Run only shard i of n (0-based), e.g. $SLURM_ARRAY_TASK_ID/8");
+  cmd->add_option("--merge", o.merge, "Merge these shard tables into --out instead of running");
+  cmd->add_option("--layers", o.layers, "End to end: substitute only these layers")->delimiter(',');
+  cmd->add_option("--heads", o.heads, "End to end: substitute only these heads")->delimiter(',');
+  cmd->add_flag("--no-end-to-end", o.no_end_to_end, "Skip substituted forward passes (no KL)");
+  cmd->add_option("--backend", o.backend, "reference | cpu")->capture_default_str();
+  cmd->add_option("--threads", o.threads, "Worker threads (0 = all)");
+  cmd->add_option("--width", o.width, "Figure width in pixels at --dpi")->capture_default_str();
+  cmd->add_option("--height", o.height, "Figure height in pixels at --dpi")->capture_default_str();
+  cmd->add_option("--dpi", o.dpi, "Figure resolution")->capture_default_str();
+  cmd->add_flag("--quiet", o.quiet, "No progress bar");
+  cmd->add_flag("--json", o.json, "Also print the table's rows as JSON on stdout");
+  cmd->callback([&action] { action = [] { return sweep(o); }; });
+}
+
+}  // namespace attn::cli

@@ -1,0 +1,66 @@
+// Publication figures: each view of FigureData (app/workbench/figure_data.h) painted with
+// QPainter in points (1/72 inch) onto PNG (QImage at a chosen size and DPI), SVG (QSvgGenerator:
+// text stays text, heatmap cells are rectangles, or one embedded full-resolution image for
+// very large maps) or PDF (QPdfWriter: one page of the requested size).
+//
+//   FigureData d = collect_figure(wb, View::Variants);
+//   export_figure(d, "fig.pdf", {2100, 1350, 300});           // 7 x 4.5 in
+//   write_sidecar(wb.session(), "s.attnscope.json", "fig.pdf", View::Variants, size);
+//
+// Painting needs a QGuiApplication; ensure_gui_app() makes an offscreen one when none exists.
+#pragma once
+#include <QImage>
+#include <QPainter>
+#include <string>
+
+#include "app/session/session.h"
+#include "app/workbench/figure_data.h"
+
+namespace attn {
+
+// Typography and line weights shared by every preset.
+struct FigureStyle {
+  QString family = "DejaVu Sans";
+  double title_pt = 9.5;           // figure title
+  double label_pt = 8;             // axis titles, panel captions
+  double tick_pt = 6.5;            // tick and token labels
+  double line_pt = 0.5;            // axis and tick lines
+  double margin_pt = 6;            // outer margin
+  int max_rect_cells = 128 * 128;  // above this a heatmap is drawn as one embedded image
+};
+
+enum class FigureFormat { Png, Svg, Pdf };
+// From the file extension (.png, .svg, .pdf; case-insensitive); throws Error(InvalidArgument).
+FigureFormat figure_format(const std::string& path);
+
+// Paints `d` into the rectangle [0, w_pt] x [0, h_pt] of the painter's current coordinates;
+// returns the height its content needed (points, bottom margin included).
+double paint_figure(QPainter& p, const FigureData& d, double w_pt, double h_pt,
+                    const FigureStyle& style = {});
+
+// `size` with height 0 replaced by the height the content needs at that width (heatmaps, grids,
+// images and tokens are as tall as their panels; sinks and trade-off plots get a 2:1 shape).
+FigureSize fit_height(const FigureData& d, FigureSize size, const FigureStyle& style = {});
+
+// The figure as a QImage of size.width x size.height pixels, with size.dpi as its resolution
+// (height 0: fit_height()).
+QImage render_figure_image(const FigureData& d, const FigureSize& size,
+                           const FigureStyle& style = {});
+
+// Writes PNG, SVG or PDF (by extension) of physical size width/dpi x height/dpi inches.
+// Throws Error(Io) naming the file when it cannot be written.
+void export_figure(const FigureData& d, const std::string& path, const FigureSize& size,
+                   const FigureStyle& style = {});
+
+// Path of the sidecar of a figure: "<figure path>.attnscope.json".
+std::string sidecar_path(const std::string& figure_path);
+// Writes the session that regenerates the figure (with its view and size) as the sidecar;
+// relative paths of `s` (read from `session_path`) are rewritten relative to the sidecar.
+void write_sidecar(const Session& s, const std::string& session_path,
+                   const std::string& figure_path, View view, const FigureSize& size);
+
+// Creates a QGuiApplication on the offscreen platform when none exists (CLI, tests). Safe to
+// call many times; the application lives until the process exits.
+void ensure_gui_app();
+
+}  // namespace attn

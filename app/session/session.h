@@ -1,0 +1,108 @@
+// A session: everything needed to reproduce what the workbench shows and what a figure draws —
+// the input, the model (with file hashes), the variants, the selection and the view settings.
+// Stored as versioned JSON (`.attnscope.json`), written atomically (temp file + rename).
+//
+//   Session s = load_session("paper.attnscope.json");   // throws attn::Error on a bad file
+//   s.layer = 2;  save_session(s, "paper.attnscope.json");
+//
+// Relative paths inside a session (image, model folder) are relative to the session file's folder.
+#pragma once
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+constexpr int kSessionVersion = 1;  // bump on an incompatible schema change
+constexpr const char* kSessionFormat = "attnscope-session";
+constexpr const char* kSessionSuffix = ".attnscope.json";
+
+struct SessionInput {
+  std::string kind = "text";  // "text" | "image"
+  std::string text;           // kind "text": the input text (UTF-8)
+  std::string image;          // kind "image": path of the image file
+  std::string image_sha256;   // hex digest of the image file; checked on open when not empty
+};
+
+struct SessionModel {
+  std::string id = "default-text";            // "default-text", "default-vision" or a folder
+  std::map<std::string, std::string> sha256;  // file name in the folder -> hex digest
+};
+
+// Settings of the views (the GUI's panels and the figure presets share them).
+struct ViewSettings {
+  std::string view = "heatmap";          // heatmap | grid | sinks | image | tradeoff | tokens
+  std::string colormap = "viridis";      // viridis | magma | gray
+  bool log_scale = false;                // log10 colour scale for probabilities
+  double vmax = 0;                       // colour scale maximum; 0 = automatic
+  int query = -1;                        // tokens view: query row (-1 = last token)
+  std::string grid_metric = "entropy";   // grid: entropy | sink_mass | output_error | mass_recall
+  std::string tradeoff_x = "density";    // tradeoff: density | seconds
+  std::string tradeoff_y = "rel_error";  // tradeoff: rel_error | mass_recall | next_token_kl
+  std::string title;                     // figure title; empty = generated
+};
+
+// Size of an exported figure: width x height pixels at `dpi` (PDF/SVG: width/dpi inches wide).
+struct FigureSize {
+  int width = 2100;   // pixels
+  int height = 1350;  // pixels; 0 = as tall as the content needs at this width
+  double dpi = 300;
+};
+
+struct Session {
+  int version = kSessionVersion;
+  SessionInput input;
+  SessionModel model;
+  std::vector<std::string> variants;   // variant specs shown beside dense softmax
+  int layer = 0;                       // selected layer
+  int head = 0;                        // selected query head
+  std::string backend = "cpu";         // compute backend: reference | cpu | vulkan
+  std::vector<int> substitute_layers;  // end-to-end substitution: layers (empty = all)
+  std::vector<int> substitute_heads;   // end-to-end substitution: heads (empty = all)
+  ViewSettings view;
+  FigureSize figure;
+  nlohmann::json extra = nlohmann::json::object();  // client-owned state kept verbatim (GUI)
+};
+
+// ---- JSON ----------------------------------------------------------------------------------
+// The session as JSON (always the current version).
+nlohmann::json session_to_json(const Session& s);
+// Parses a session; `source` names it in messages. Throws Error(Format) naming the key for a
+// missing/mistyped field, and for a version this build cannot read.
+Session session_from_json(const nlohmann::json& j, const std::string& source = "session");
+
+// ---- files ---------------------------------------------------------------------------------
+// Reads and parses a session file. Throws Error(Io) when unreadable, Error(Format) for invalid
+// JSON (with line/column), a wrong format tag or version, or bad fields. Relative paths stay
+// as written; use resolve_session_path() to locate them.
+Session load_session(const std::string& path);
+// Writes `s` atomically: `path`.tmp-<pid> then rename over `path`. Throws Error(Io).
+void save_session(const Session& s, const std::string& path);
+// Writes text to `path` atomically (temp file + rename). Throws Error(Io).
+void write_file_atomic(const std::string& path, const std::string& text);
+
+// Autosave next to a session (`x.attnscope.json` -> `x.attnscope.json.autosave`).
+std::string autosave_path(const std::string& session_path);
+// True when an autosave newer than the session file exists (offer recovery).
+bool has_newer_autosave(const std::string& session_path);
+
+// `p` when absolute or empty; else `p` relative to the folder of `session_path`.
+std::string resolve_session_path(const std::string& session_path, const std::string& p);
+
+// ---- reproducibility -----------------------------------------------------------------------
+// Files of a model folder that define its behaviour (config, weights, tokenizer, preprocessor).
+std::vector<std::string> model_files(const std::string& dir);
+// Fills s.model.sha256 from the resolved model folder and s.input.image_sha256 from the image.
+void fill_hashes(Session& s, const std::string& session_path = "");
+// Checks that the model folder and image exist and match the recorded hashes. Throws Error(Io)
+// naming the missing model/image (and where it was looked for) or Error(Format) naming the file
+// whose hash differs. `session_path` locates relative paths.
+void check_session_files(const Session& s, const std::string& session_path = "");
+
+// SHA-256 of a file's bytes as 64 hex digits. Throws Error(Io) when unreadable.
+std::string sha256_file(const std::string& path);
+// SHA-256 of bytes as 64 hex digits.
+std::string sha256_hex(const std::string& bytes);
+
+}  // namespace attn

@@ -1,0 +1,48 @@
+// What a figure preset shows, gathered from an open workbench (no drawing, no Qt): the GUI and
+// the CLI collect it here, and app/figures/ paints it.
+//
+// Views (presets): heatmap (one head), variants (dense and each variant side by side), grid
+// (a metric per layer x head), sinks (mass received per token, per layer), image (CLS attention
+// over patches), tradeoff (cost vs error of each variant), tokens (one query's attention as
+// coloured text).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "app/session/session.h"
+#include "app/workbench/views.h"
+
+namespace attn {
+
+class Workbench;
+
+enum class View { Heatmap, Variants, Grid, Sinks, Image, Tradeoff, Tokens };
+
+// "heatmap", "variants", ...; view_from_name throws Error(InvalidArgument) listing the names.
+const char* view_name(View v);
+View view_from_name(const std::string& name);
+const std::vector<std::string>& view_names();
+
+struct FigureData {
+  View view = View::Heatmap;
+  std::string title;                    // main title (the session's view.title, or generated)
+  std::string subtitle;                 // model, input, layer/head
+  ViewSettings settings;                // colour map, scale, chosen metrics
+  std::vector<HeatmapData> heatmaps;    // heatmap: 1; variants: dense then each variant
+  std::vector<HeadGrid> grids;          // grid: one per variant shown
+  SinkData sinks;                       // sinks
+  std::vector<ImageAttention> images;   // image: dense then each variant
+  std::vector<TradeoffPoint> tradeoff;  // tradeoff: dense then each variant
+  std::vector<TokensData> tokens;       // tokens: dense then each variant
+};
+
+// Gathers the data of `view` for the workbench's session (its layer, head, variants and view
+// settings). Throws Error(InvalidArgument) when the view does not fit the input (image view on
+// text). `max_cells` bounds heatmap cells per side.
+FigureData collect_figure(Workbench& wb, View view, int max_cells = 512);
+
+// Trade-off figure data straight from sweep rows (no workbench), for `sweep --figure`.
+FigureData tradeoff_figure(const std::vector<TradeoffPoint>& points, const std::string& title,
+                           const std::string& subtitle);
+
+}  // namespace attn

@@ -1,0 +1,95 @@
+// Plain data behind every view and figure preset: what the GUI panels draw and what the figure
+// layouts paint. No drawing here and no Qt; every struct is filled by Workbench (workbench.h).
+#pragma once
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "models/arch/image.h"
+
+namespace attn {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// One head's attention probabilities, pooled (max) to at most max_cells x max_cells cells.
+struct HeatmapData {
+  std::string spec;     // canonical variant spec ("dense" for the reference)
+  std::string caption;  // display name with parameters, for captions
+  int layer = 0, head = 0;
+  int n_q = 0, n_k = 0;               // size of the full matrix
+  int rows = 0, cols = 0;             // cells drawn (rows <= n_q, cols <= n_k)
+  std::vector<float> cells;           // f32 [rows, cols]: max probability within each cell
+  std::vector<std::string> q_labels;  // [n_q] query token labels
+  std::vector<std::string> k_labels;  // [n_k] key token labels
+  bool causal = true;
+  double density = 1;      // kept / visible entries of this head
+  double rel_error = 0;    // ||O - O_dense|| / ||O_dense|| of this head
+  double mass_recall = 1;  // dense mass inside the kept set, mean over rows
+  double row_kl = 0;       // KL(p_variant || p_dense), mean over rows (NaN: not a
+                           // distribution)
+};
+
+// Mass each token receives (mean over heads and queries), per layer: where the sinks are.
+struct SinkData {
+  std::string spec;                 // variant the masses come from ("dense" usually)
+  int n_layers = 0, n = 0;          // layers, tokens
+  std::vector<std::string> labels;  // [n]
+  std::vector<float> received;      // f32 [n_layers, n]
+  std::vector<int> sinks;           // tokens whose received mass exceeds the threshold somewhere
+  double threshold = 0.3;
+};
+
+// One value per (layer, head) of a variant, for the head overview.
+struct HeadGrid {
+  std::string spec;
+  int n_layers = 0, n_heads = 0;
+  std::vector<float> entropy;       // f32 [L, H]: mean row entropy, nats
+  std::vector<float> sink_mass;     // f32 [L, H]: mean mass on the most-attended key
+  std::vector<float> output_error;  // f32 [L, H]: relative output error vs dense
+  std::vector<float> mass_recall;   // f32 [L, H]: dense mass kept
+  // One of the matrices above by name (entropy | sink_mass | output_error | mass_recall);
+  // throws Error(InvalidArgument) listing the names.
+  const std::vector<float>& metric(const std::string& name) const;
+};
+
+// Names of the HeadGrid metrics and their display titles.
+const std::vector<std::string>& head_grid_metrics();
+std::string head_grid_metric_title(const std::string& name);
+
+// Cost against accuracy of one variant over every layer of the input (one trade-off point).
+struct TradeoffPoint {
+  std::string spec;
+  std::string pattern;           // pattern id ("window", "block_topk", "dense") for grouping
+  double density = 1;            // kept / visible entries, mean over layers
+  double flops = 0;              // counted flops, summed over layers
+  double kernel_seconds = 0;     // attention kernels, summed over layers
+  double rel_error = 0;          // relative output error, mean over layers
+  double mass_recall = 1;        // mean over layers
+  double row_kl = kNaN;          // attention-row KL, mean over layers
+  double next_token_kl = kNaN;   // end to end: mean KL(dense || variant) of next-token logits
+  double top1_agreement = kNaN;  // end to end: argmax agreement
+  double perplexity = kNaN;      // end to end: perplexity of the input under the variant
+  double cls_cosine = kNaN;      // end to end (encoders): cosine of CLS embeddings
+};
+
+// CLS attention over image patches, for the overlay.
+struct ImageAttention {
+  std::string spec;
+  int layer = 0, head = 0;     // head -1: mean over heads
+  Image8 image;                // the input as decoded from the file
+  int grid_h = 0, grid_w = 0;  // patches per column / row
+  std::vector<float> cls;      // f32 [grid_h, grid_w]: attention of CLS to each patch
+  std::string predicted;       // class predicted by the dense model ("" when none)
+};
+
+// Attention of one query over the tokens, for the text view.
+struct TokensData {
+  std::string spec;
+  std::string caption;
+  int layer = 0, head = 0, query = 0;
+  std::vector<std::string> labels;  // [n] token text
+  std::vector<float> weight;        // f32 [n]: probability query -> token (0 after the query)
+};
+
+}  // namespace attn

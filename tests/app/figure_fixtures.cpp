@@ -1,0 +1,144 @@
+#include "tests/app/figure_fixtures.h"
+
+#include <cmath>
+
+namespace attn::test {
+namespace {
+
+const char* kWords[] = {"The",  "cat", "sat", "on",  "the", "mat",   ".",     "It",   "was",
+                        "warm", ",",   "and", "the", "cat", "slept", "until", "noon", "."};
+constexpr int kN = 18;
+
+std::vector<std::string> words() {
+  return std::vector<std::string>(kWords, kWords + kN);
+}
+
+// Row i: mass on token 0 (a sink), on the previous token and spread over the rest; `window`
+// > 0 keeps only the last `window` keys (renormalised).
+HeatmapData heatmap(const std::string& spec, int window) {
+  HeatmapData h;
+  h.spec = spec;
+  h.caption = spec;
+  h.layer = 1;
+  h.head = 2;
+  h.n_q = h.n_k = h.rows = h.cols = kN;
+  h.q_labels = h.k_labels = words();
+  h.cells.assign(size_t(kN * kN), 0.0f);
+  for (int i = 0; i < kN; ++i) {
+    double z = 0;
+    std::vector<double> w(size_t(kN), 0.0);
+    for (int j = 0; j <= i; ++j) {
+      if (window > 0 && j <= i - window) continue;
+      w[size_t(j)] = (j == 0 ? 4.0 : 0.3) + (j == i - 1 ? 3.0 : 0.0) + 0.2 * std::sin(i * 1.7 + j);
+      z += w[size_t(j)];
+    }
+    for (int j = 0; j < kN; ++j) h.cells[size_t(i * kN + j)] = float(w[size_t(j)] / z);
+  }
+  h.density = window > 0 ? 0.4 : 1.0;
+  h.rel_error = window > 0 ? 0.31 : 0.0;
+  h.mass_recall = window > 0 ? 0.62 : 1.0;
+  h.row_kl = window > 0 ? 0.45 : 0.0;
+  return h;
+}
+
+HeadGrid grid(const std::string& spec, double shift) {
+  HeadGrid g;
+  g.spec = spec;
+  g.n_layers = 4;
+  g.n_heads = 6;
+  for (int l = 0; l < 4; ++l)
+    for (int h = 0; h < 6; ++h) {
+      g.entropy.push_back(float(0.4 + 0.35 * l + 0.1 * h - shift));
+      g.sink_mass.push_back(float(0.1 + 0.15 * l));
+      g.output_error.push_back(float(shift * (0.1 + 0.05 * h)));
+      g.mass_recall.push_back(float(1 - shift * 0.1 * l));
+    }
+  return g;
+}
+
+}  // namespace
+
+FigureData synthetic_figure(View view) {
+  FigureData f;
+  f.view = view;
+  f.title = std::string("Synthetic ") + view_name(view);
+  f.subtitle = "test data \u00b7 18 tokens";
+  switch (view) {
+    case View::Heatmap:
+      f.heatmaps = {heatmap("dense", 0)};
+      break;
+    case View::Variants:
+      f.heatmaps = {heatmap("dense", 0), heatmap("window(size=4)", 4),
+                    heatmap("sinks_window(sinks=1,window=4)", 4)};
+      break;
+    case View::Grid:
+      f.grids = {grid("dense", 0), grid("window(size=4)", 0.3)};
+      break;
+    case View::Sinks: {
+      SinkData& s = f.sinks;
+      s.spec = "dense";
+      s.n_layers = 3;
+      s.n = kN;
+      s.labels = words();
+      for (int l = 0; l < 3; ++l)
+        for (int j = 0; j < kN; ++j)
+          s.received.push_back(float(j == 0 ? 0.2 + 0.2 * l : 0.8 / kN * (1 + 0.3 * std::cos(j))));
+      s.sinks = {0};
+      break;
+    }
+    case View::Image: {
+      for (const char* spec : {"dense", "window(size=8)"}) {
+        ImageAttention a;
+        a.spec = spec;
+        a.layer = 3;
+        a.image.height = a.image.width = 28;
+        a.image.channels = 1;
+        for (int y = 0; y < 28; ++y)
+          for (int x = 0; x < 28; ++x)
+            a.image.data.push_back(
+                uint8_t((x - 14) * (x - 14) + (y - 14) * (y - 14) < 100 ? 220 : 20));
+        a.grid_h = a.grid_w = 7;
+        for (int i = 0; i < 49; ++i)
+          a.cls.push_back(float(std::exp(-0.3 * std::abs(i / 7 - 3) - 0.3 * std::abs(i % 7 - 3)) /
+                                (a.spec == "dense" ? 12.0 : 6.0)));
+        a.predicted = "Bag";
+        f.images.push_back(a);
+      }
+      break;
+    }
+    case View::Tradeoff: {
+      for (int k = 0; k < 6; ++k) {
+        TradeoffPoint p;
+        p.spec = "window(size=" + std::to_string(4 << k) + ")";
+        p.pattern = "window";
+        p.density = std::min(1.0, 0.05 * (1 << k));
+        p.rel_error = 0.8 / (1 << k);
+        p.next_token_kl = 0.5 / (1 << (2 * k));
+        f.tradeoff.push_back(p);
+        p.spec = "block_topk(block=16,k=" + std::to_string(k + 1) + ")";
+        p.pattern = "block_topk";
+        p.density = 0.08 * (k + 1);
+        p.rel_error = 0.3 / (k + 1);
+        p.next_token_kl = 0.1 / ((k + 1) * (k + 1));
+        f.tradeoff.push_back(p);
+      }
+      break;
+    }
+    case View::Tokens: {
+      const HeatmapData d = heatmap("dense", 0), w = heatmap("window(size=4)", 4);
+      for (const HeatmapData* h : {&d, &w}) {
+        TokensData t;
+        t.spec = h->spec;
+        t.caption = h->spec;
+        t.query = 14;
+        t.labels = words();
+        t.weight.assign(h->cells.begin() + 14 * kN, h->cells.begin() + 15 * kN);
+        f.tokens.push_back(t);
+      }
+      break;
+    }
+  }
+  return f;
+}
+
+}  // namespace attn::test

@@ -1,0 +1,274 @@
+// The render, sweep and analyze --session verbs end to end: files, sidecars that regenerate the
+// same figure, shard merging, exit codes (0 ok, 1 runtime error, 2 usage) and error messages.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "app/session/session.h"
+#include "compute/error.h"
+#include "models/arch/default_models.h"
+#include "models/formats/npy.h"
+#include "tests/app/image_compare.h"
+
+namespace attn {
+namespace {
+namespace fs = std::filesystem;
+using test::read_all;
+using test::run_command;
+
+bool have_model(const char* id) {
+  try {
+    resolve_model_dir(id);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+#define REQUIRE_MODEL(id) \
+  if (!have_model(id))    \
+  GTEST_SKIP() << id << " not found (set ATTNSCOPE_MODELS or add assets/models)"
+
+const std::string kCli = ATTN_CLI;
+
+int cli(const std::string& args, std::string* out = nullptr) {
+  return run_command(kCli + " " + args, out);
+}
+
+// A small text session in `dir`.
+std::string write_session(const std::string& dir) {
+  Session s;
+  s.input.text = "The cat sat on the mat. The dog sat on the log. The cat saw the dog.";
+  s.model.id = "default-text";
+  s.variants = {"window(size=4)", "block_topk(block=4,k=2)"};
+  s.layer = 1;
+  s.head = 1;
+  s.figure = {600, 400, 100};
+  const std::string path = dir + "/s.attnscope.json";
+  save_session(s, path);
+  return path;
+}
+
+TEST(CliRender, EveryTextViewWritesFigureAndSidecar) {
+  REQUIRE_MODEL("default-text");
+  const std::string dir = test::fresh_dir("cli_views");
+  const std::string s = write_session(dir);
+  for (const char* view : {"heatmap", "variants", "grid", "sinks", "tradeoff", "tokens"}) {
+    const std::string out = dir + "/" + view + ".png";
+    std::string log;
+    ASSERT_EQ(cli("render --session " + s + " --view " + view + " --out " + out, &log), 0) << log;
+    const QImage img(QString::fromStdString(out));
+    EXPECT_EQ(img.width(), 600) << view;
+    EXPECT_EQ(img.height(), 400) << view;
+    const Session side = load_session(out + ".attnscope.json");
+    EXPECT_EQ(side.view.view, view);
+    EXPECT_FALSE(side.model.sha256.empty()) << "the sidecar records the model's file hashes";
+    EXPECT_EQ(side.model.sha256.count("model.safetensors"), 1u);
+  }
+}
+
+TEST(CliRender, SidecarAndSavedSessionRegenerateIdenticalOutput) {
+  REQUIRE_MODEL("default-text");
+  const std::string dir = test::fresh_dir("cli_roundtrip");
+  const std::string s = write_session(dir);
+  std::string log;
+  ASSERT_EQ(cli("render --session " + s + " --view variants --out " + dir + "/a.png --out " + dir +
+                    "/a.svg",
+                &log),
+            0)
+      << log;
+  // From the sidecar (it records view and size).
+  ASSERT_EQ(cli("render --session " + dir + "/a.png.attnscope.json --out " + dir + "/b.png", &log),
+            0)
+      << log;
+  EXPECT_EQ(read_all(dir + "/a.png"), read_all(dir + "/b.png"));
+  // Open, save elsewhere, render again.
+  fs::create_directories(dir + "/copy");
+  save_session(load_session(s), dir + "/copy/c.attnscope.json");
+  ASSERT_EQ(cli("render --session " + dir + "/copy/c.attnscope.json --view variants --out " + dir +
+                    "/c.svg --no-sidecar",
+                &log),
+            0)
+      << log;
+  EXPECT_EQ(read_all(dir + "/a.svg"), read_all(dir + "/c.svg"));
+  EXPECT_FALSE(fs::exists(dir + "/c.svg.attnscope.json"));
+}
+
+TEST(CliRender, DataExportWritesTheMatrices) {
+  REQUIRE_MODEL("default-text");
+  const std::string dir = test::fresh_dir("cli_data");
+  const std::string s = write_session(dir);
+  std::string log;
+  ASSERT_EQ(
+      cli("render --session " + s + " --view heatmap --out " + dir + "/h.png --data csv --json",
+          &log),
+      0)
+      << log;
+  const nlohmann::json j = nlohmann::json::parse(log.substr(log.find('{')));
+  EXPECT_EQ(j["view"], "heatmap");
+  const std::string csv = read_all(dir + "/h_0.csv");
+  std::stringstream ss(csv);
+  std::string line;
+  int rows = 0;
+  while (std::getline(ss, line)) ++rows;
+  EXPECT_GT(rows, 10);  // header + one row per query token
+  ASSERT_EQ(cli("render --session " + s + " --view grid --out " + dir + "/g.png --data npy", &log),
+            0)
+      << log;
+  const NpyArray a = read_npy(dir + "/g_0_entropy.npy");
+  ASSERT_EQ(a.shape, (std::vector<int64_t>{4, 4}));  // layers x heads of default-text
+  ASSERT_EQ(cli("render --session " + s + " --view grid --out " + dir + "/g.png --data csv", &log),
+            0)
+      << log;
+  // The CSV holds the same numbers (to its 7 significant digits).
+  std::stringstream gs(read_all(dir + "/g_0_entropy.csv"));
+  const std::vector<float> v = a.to_f32();
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::string cell;
+    std::getline(gs, cell, i % 4 == 3 ? '\n' : ',');
+    EXPECT_NEAR(std::stof(cell), v[i], 1e-5f * std::max(1.0f, std::abs(v[i]))) << i;
+  }
+}
+
+TEST(CliRender, ImageViewOnTheVisionModel) {
+  REQUIRE_MODEL("default-vision");
+  const std::string src = std::string(ATTN_TEST_SOURCE_DIR) + "/assets/images/bag_1.png";
+  const std::string snap = resolve_model_dir("default-vision") + "/../images/bag_1.png";
+  const std::string img = fs::exists(src) ? src : snap;
+  if (!fs::exists(img)) GTEST_SKIP() << "no sample image";
+  const std::string dir = test::fresh_dir("cli_image");
+  fs::copy_file(img, dir + "/bag.png");
+  Session s;
+  s.model.id = "default-vision";
+  s.input.kind = "image";
+  s.input.image = "bag.png";  // relative to the session file
+  s.variants = {"window(size=8)"};
+  s.figure = {600, 300, 100};
+  save_session(s, dir + "/img.attnscope.json");
+  fs::create_directories(dir + "/out");
+  std::string log;
+  ASSERT_EQ(cli("render --session " + dir + "/img.attnscope.json --view image --out " + dir +
+                    "/out/i.pdf",
+                &log),
+            0)
+      << log;
+  // The sidecar lives elsewhere: its image path is rewritten relative to it, with its hash.
+  const Session side = load_session(dir + "/out/i.pdf.attnscope.json");
+  EXPECT_EQ(side.input.image, "../bag.png");
+  EXPECT_EQ(side.input.image_sha256, sha256_file(dir + "/bag.png"));
+  ASSERT_EQ(cli("render --session " + dir + "/out/i.pdf.attnscope.json --out " + dir + "/out/j.png",
+                &log),
+            0)
+      << log;
+  // A changed image is caught by its hash.
+  std::ofstream(dir + "/bag.png", std::ios::app) << "x";
+  EXPECT_EQ(cli("render --session " + dir + "/out/i.pdf.attnscope.json --out " + dir + "/out/k.png",
+                &log),
+            1);
+  EXPECT_NE(log.find("differs"), std::string::npos) << log;
+  // The image view of a text session is refused clearly.
+  const std::string text = write_session(dir);
+  EXPECT_EQ(cli("render --session " + text + " --view image --out " + dir + "/out/t.png", &log), 1);
+  EXPECT_NE(log.find("needs a vision model"), std::string::npos) << log;
+}
+
+TEST(CliRender, ExitCodesAndMessages) {
+  const std::string dir = test::fresh_dir("cli_errors");
+  std::string log;
+  EXPECT_EQ(cli("", &log), 2);
+  EXPECT_EQ(cli("render --help", &log), 0);
+  EXPECT_NE(log.find("--session"), std::string::npos);
+  EXPECT_EQ(cli("render --session x.attnscope.json", &log), 2) << log;  // no --out
+  EXPECT_EQ(cli("render --session x.attnscope.json --out a.png --view pie", &log), 2) << log;
+  EXPECT_EQ(cli("render --session " + dir + "/none.attnscope.json --out " + dir + "/a.png", &log),
+            1);
+  EXPECT_NE(log.find("cannot open session file"), std::string::npos) << log;
+  std::ofstream(dir + "/bad.json") << "{ not json";
+  EXPECT_EQ(cli("render --session " + dir + "/bad.json --out " + dir + "/a.png", &log), 1);
+  EXPECT_NE(log.find("invalid JSON"), std::string::npos) << log;
+  Session s;
+  s.input.text = "hello";
+  nlohmann::json j = session_to_json(s);
+  j["version"] = 7;
+  std::ofstream(dir + "/v7.json") << j.dump();
+  EXPECT_EQ(cli("render --session " + dir + "/v7.json --out " + dir + "/a.png", &log), 1);
+  EXPECT_NE(log.find("version 7 is not supported"), std::string::npos) << log;
+  s.model.id = "no_such_model_folder";
+  save_session(s, dir + "/nomodel.attnscope.json");
+  EXPECT_EQ(
+      cli("render --session " + dir + "/nomodel.attnscope.json --out " + dir + "/a.png", &log), 1);
+  EXPECT_NE(log.find("no_such_model_folder"), std::string::npos) << log;
+  EXPECT_EQ(
+      cli("render --session " + dir + "/nomodel.attnscope.json --out " + dir + "/a.jpg", &log), 1);
+  EXPECT_NE(log.find(".png, .svg or .pdf"), std::string::npos) << log;
+  EXPECT_EQ(cli("sweep --out x.csv --variant \"window(size=8..2:x2)\" --text hi", &log), 1);
+  EXPECT_NE(log.find("backwards"), std::string::npos) << log;
+  EXPECT_EQ(cli("sweep --out x.csv --variant dense --text hi --shard 3/2", &log), 1);
+  EXPECT_EQ(cli("sweep --variant dense --text hi", &log), 2);  // no --out
+}
+
+// Drops the kernel_seconds column (timings differ from run to run; everything else must not).
+std::string without_times(const std::string& csv) {
+  std::stringstream in(csv), out;
+  std::string line;
+  while (std::getline(in, line)) {
+    // Fields: index,"spec",pattern,density,flops,kernel_seconds,...; the spec is quoted.
+    const size_t spec_end = line.find('"', line.find('"') + 1);
+    size_t at = spec_end == std::string::npos ? 0 : spec_end;
+    for (int k = 0; k < 4; ++k) at = line.find(',', at + 1);
+    const size_t end = line.find(',', at + 1);
+    out << line.substr(0, at) << line.substr(end) << "\n";
+  }
+  return out.str();
+}
+
+TEST(CliSweep, ShardsMergeToTheSingleRunTable) {
+  REQUIRE_MODEL("default-text");
+  const std::string dir = test::fresh_dir("cli_sweep");
+  std::ofstream(dir + "/text.txt") << "The cat sat on the mat. The dog sat on the log.";
+  const std::string common = "sweep --model default-text --text-file " + dir +
+                             "/text.txt --variant \"window(size=2..16:x2)\" --variant "
+                             "\"block_topk(block=4,k=1..2:+1)\" --threads 1 --quiet";
+  std::string log;
+  ASSERT_EQ(cli(common + " --out " + dir + "/all.csv --figure " + dir + "/all.pdf", &log), 0)
+      << log;
+  ASSERT_EQ(cli(common + " --shard 0/2 --out " + dir + "/s0.csv", &log), 0) << log;
+  ASSERT_EQ(cli(common + " --shard 1/2 --out " + dir + "/s1.csv", &log), 0) << log;
+  ASSERT_EQ(cli("sweep --merge " + dir + "/s1.csv " + dir + "/s0.csv --out " + dir +
+                    "/merged.csv --quiet",
+                &log),
+            0)
+      << log;
+  const std::string all = read_all(dir + "/all.csv"), merged = read_all(dir + "/merged.csv");
+  EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 7);  // header + 4 windows + 2 top-k
+  EXPECT_EQ(without_times(all), without_times(merged));
+  EXPECT_NE(all.find("\"window(size=16)\""), std::string::npos);
+  EXPECT_NE(all.find("\"block_topk(block=4,k=2)\""), std::string::npos);
+  // A missing shard is an error, not a short table.
+  EXPECT_EQ(cli("sweep --merge " + dir + "/s0.csv --out " + dir + "/bad.csv --quiet", &log), 1);
+  EXPECT_NE(log.find("missing"), std::string::npos) << log;
+  if (test::have_tool("pdfinfo")) {
+    ASSERT_EQ(run_command("pdfinfo " + dir + "/all.pdf", &log), 0) << log;
+    EXPECT_TRUE(std::regex_search(log, std::regex("Pages:\\s+1\\b"))) << log;
+  }
+  EXPECT_TRUE(fs::exists(dir + "/all.pdf.attnscope.json"));
+}
+
+TEST(CliAnalyze, TakesItsInputFromASession) {
+  REQUIRE_MODEL("default-text");
+  const std::string dir = test::fresh_dir("cli_analyze");
+  const std::string s = write_session(dir);
+  std::string log;
+  ASSERT_EQ(cli("analyze --session " + s + " --json " + dir + "/a.json", &log), 0) << log;
+  const nlohmann::json j = nlohmann::json::parse(read_all(dir + "/a.json"));
+  ASSERT_EQ(j["variants"].size(), 2u);
+  EXPECT_EQ(j["variants"][0]["spec"], "window(size=4)");
+  EXPECT_GT(j["input"]["n_tokens"].get<int>(), 10);
+}
+
+}  // namespace
+}  // namespace attn

@@ -1,0 +1,161 @@
+// Sessions: JSON round trip, atomic save, and clear errors for bad files.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "app/session/session.h"
+#include "compute/error.h"
+
+namespace attn {
+namespace {
+namespace fs = std::filesystem;
+
+std::string work_dir() {
+  const fs::path d = fs::path(ATTN_TEST_WORK_DIR) / "session";
+  fs::create_directories(d);
+  return d.string();
+}
+
+void write(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// Expects load_session(path) to throw `code` with a message containing `needle`.
+void expect_error(const std::string& path, ErrorCode code, const std::string& needle) {
+  try {
+    load_session(path);
+    FAIL() << path << " loaded without error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+Session sample() {
+  Session s;
+  s.input.text = "The cat sat on the mat. \"Quoted\", and unicode: \u00e9\u4e2d.";
+  s.model.id = "default-text";
+  s.model.sha256["config.json"] = std::string(64, 'a');
+  s.variants = {"window(size=8)", "sinks_window(sinks=2,window=8)+softcap(cap=30)"};
+  s.layer = 2;
+  s.head = 3;
+  s.substitute_layers = {1, 2};
+  s.view.view = "grid";
+  s.view.log_scale = true;
+  s.view.vmax = 0.5;
+  s.figure = {1200, 800, 200};
+  s.extra = {{"gui", {{"dock", "left"}}}};
+  return s;
+}
+
+TEST(Session, JsonRoundTripIsExact) {
+  const Session s = sample();
+  const nlohmann::json j = session_to_json(s);
+  const Session r = session_from_json(j);
+  EXPECT_EQ(session_to_json(r), j);
+  EXPECT_EQ(r.input.text, s.input.text);
+  EXPECT_EQ(r.variants, s.variants);
+  EXPECT_EQ(r.layer, 2);
+  EXPECT_EQ(r.head, 3);
+  EXPECT_EQ(r.figure.dpi, 200);
+  EXPECT_EQ(r.extra["gui"]["dock"], "left");
+}
+
+TEST(Session, SaveIsAtomicAndReloads) {
+  const std::string path = work_dir() + "/a.attnscope.json";
+  save_session(sample(), path);
+  save_session(sample(), path);  // replacing an existing file
+  for (const auto& e : fs::directory_iterator(work_dir()))
+    EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << "temp file left behind";
+  EXPECT_EQ(session_to_json(load_session(path)), session_to_json(sample()));
+}
+
+TEST(Session, SaveIntoMissingFolderFails) {
+  EXPECT_THROW(save_session(sample(), work_dir() + "/no/such/dir/x.attnscope.json"), Error);
+}
+
+TEST(Session, BadFilesGiveClearErrors) {
+  const std::string d = work_dir();
+  expect_error(d + "/missing.attnscope.json", ErrorCode::Io, "cannot open");
+  write(d + "/invalid.json", "{\"format\": \"attnscope-session\", ");
+  expect_error(d + "/invalid.json", ErrorCode::Format, "invalid JSON");
+  nlohmann::json j = session_to_json(sample());
+  j["version"] = 99;
+  write(d + "/v99.json", j.dump());
+  expect_error(d + "/v99.json", ErrorCode::Format, "version 99 is not supported");
+  j = session_to_json(sample());
+  j["format"] = "something-else";
+  write(d + "/fmt.json", j.dump());
+  expect_error(d + "/fmt.json", ErrorCode::Format, "not an attnscope session");
+  j = session_to_json(sample());
+  j["selection"]["layer"] = "two";
+  write(d + "/type.json", j.dump());
+  expect_error(d + "/type.json", ErrorCode::Format, "selection.layer");
+  j = session_to_json(sample());
+  j.erase("input");
+  write(d + "/noinput.json", j.dump());
+  expect_error(d + "/noinput.json", ErrorCode::Format, "missing field 'input'");
+  write(d + "/array.json", "[1, 2]");
+  expect_error(d + "/array.json", ErrorCode::Format, "must be a JSON object");
+}
+
+TEST(Session, MissingModelAndChangedFilesAreNamed) {
+  Session s = sample();
+  s.model.id = "no/such/model";
+  s.model.sha256.clear();
+  try {
+    check_session_files(s, work_dir() + "/x.attnscope.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Io);
+    EXPECT_NE(std::string(e.what()).find("no/such/model"), std::string::npos) << e.what();
+  }
+  // A model folder whose file changed after the session recorded its hash.
+  const std::string m = work_dir() + "/model";
+  fs::create_directories(m);
+  write(m + "/config.json", "{}");
+  s.model.id = m;
+  fill_hashes(s);
+  ASSERT_EQ(s.model.sha256.count("config.json"), 1u);
+  EXPECT_NO_THROW(check_session_files(s));
+  write(m + "/config.json", "{ }");
+  try {
+    check_session_files(s);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Format);
+    EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Session, RelativePathsFollowTheSessionFile) {
+  EXPECT_EQ(resolve_session_path("/a/b/s.attnscope.json", "img.png"), "/a/b/img.png");
+  EXPECT_EQ(resolve_session_path("/a/b/s.attnscope.json", "../c/img.png"), "/a/c/img.png");
+  EXPECT_EQ(resolve_session_path("/a/b/s.attnscope.json", "/abs.png"), "/abs.png");
+  EXPECT_EQ(resolve_session_path("", "img.png"), "img.png");
+}
+
+TEST(Session, Sha256MatchesKnownDigests) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  std::string million(1000000, 'a');
+  EXPECT_EQ(sha256_hex(million),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  const std::string f = work_dir() + "/abc.txt";
+  write(f, "abc");
+  EXPECT_EQ(sha256_file(f), sha256_hex("abc"));
+}
+
+TEST(Session, AutosaveIsNewerAfterWrite) {
+  const std::string path = work_dir() + "/auto.attnscope.json";
+  save_session(sample(), path);
+  fs::last_write_time(path, fs::file_time_type::clock::now() - std::chrono::seconds(10));
+  fs::remove(autosave_path(path));
+  EXPECT_FALSE(has_newer_autosave(path));
+  save_session(sample(), autosave_path(path));
+  EXPECT_TRUE(has_newer_autosave(path));
+}
+
+}  // namespace
+}  // namespace attn

@@ -1,0 +1,76 @@
+// Sweep specs, shards and the trade-off table.
+#include <gtest/gtest.h>
+
+#include "app/workbench/sweep.h"
+#include "compute/error.h"
+
+namespace attn {
+namespace {
+
+TEST(Sweep, ExpandsGeometricArithmeticAndLists) {
+  EXPECT_EQ(expand_sweep("window(size=16..128:x2)"),
+            (std::vector<std::string>{"window(size=16)", "window(size=32)", "window(size=64)",
+                                      "window(size=128)"}));
+  EXPECT_EQ(expand_sweep("block_topk(block=16,k=2..6:+2)"),
+            (std::vector<std::string>{"block_topk(block=16,k=2)", "block_topk(block=16,k=4)",
+                                      "block_topk(block=16,k=6)"}));
+  EXPECT_EQ(
+      expand_sweep("top_p(p=0.5|0.9)+softcap(cap=10|30)"),
+      (std::vector<std::string>{"top_p(p=0.5)+softcap(cap=10)", "top_p(p=0.5)+softcap(cap=30)",
+                                "top_p(p=0.9)+softcap(cap=10)", "top_p(p=0.9)+softcap(cap=30)"}));
+  EXPECT_EQ(expand_sweep("dense"), (std::vector<std::string>{"dense"}));
+  EXPECT_EQ(expand_sweeps({"window(size=8..16:x2)", "window(size=16)", "dense"}),
+            (std::vector<std::string>{"window(size=8)", "window(size=16)", "dense"}));
+}
+
+TEST(Sweep, BadRangesAreNamed) {
+  for (const char* bad : {"window(size=16..8:x2)", "window(size=16..64)", "window(size=1..8:x1)",
+                          "window(size=a..8:x2)", "window(size=4..8:+0)", "window(size)",
+                          "window(size=8", "window(size=8||16)"}) {
+    try {
+      expand_sweep(bad);
+      ADD_FAILURE() << bad << " expanded";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << bad;
+    }
+  }
+}
+
+TEST(Sweep, ShardsPartitionTheItems) {
+  for (int n = 1; n <= 5; ++n) {
+    std::vector<int> seen(13, 0);
+    for (int i = 0; i < n; ++i)
+      for (int k : shard_items(13, {i, n})) ++seen[size_t(k)];
+    for (int c : seen) EXPECT_EQ(c, 1);
+  }
+  EXPECT_EQ(parse_shard("2/4").index, 2);
+  EXPECT_EQ(parse_shard("2/4").count, 4);
+  for (const char* bad : {"4/4", "-1/4", "1", "1/0", "a/b", "1/2x"})
+    EXPECT_THROW(parse_shard(bad), Error) << bad;
+}
+
+TEST(Sweep, CsvRoundTripAndMerge) {
+  std::vector<SweepRow> rows;
+  for (int i = 0; i < 5; ++i) {
+    SweepRow r;
+    r.index = i;
+    r.point.spec = "block_topk(block=16,k=" + std::to_string(i + 1) + ")";
+    r.point.pattern = "block_topk";
+    r.point.density = 0.1 * (i + 1);
+    r.point.rel_error = 1.0 / (i + 3);
+    r.point.next_token_kl = i == 2 ? kNaN : 0.01 * i;
+    rows.push_back(r);
+  }
+  const std::string csv = tradeoff_csv(rows);
+  const auto back = parse_tradeoff_csv(csv, "t.csv");
+  EXPECT_EQ(tradeoff_csv(back), csv);
+  std::vector<SweepRow> a = {rows[0], rows[2], rows[4]}, b = {rows[1], rows[3]};
+  EXPECT_EQ(tradeoff_csv(merge_sweep_rows({b, a})), csv);
+  EXPECT_THROW(merge_sweep_rows({a}), Error);                // a shard is missing
+  EXPECT_THROW(merge_sweep_rows({a, b, {rows[1]}}), Error);  // a row twice
+  EXPECT_THROW(parse_tradeoff_csv("x,y\n1,2\n", "bad.csv"), Error);
+  EXPECT_THROW(parse_tradeoff_csv(csv + "7,short\n", "bad.csv"), Error);
+}
+
+}  // namespace
+}  // namespace attn
