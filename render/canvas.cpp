@@ -17,7 +17,7 @@ namespace attn::render {
 struct Canvas::Panel {
   std::unique_ptr<SampledImage> image;
   VkDescriptorSet set = VK_NULL_HANDLE;
-  PanelTile tile;      // the latest cells (texels stay for the drop bars and scale)
+  PanelTile tile;  // the latest cells (texels stay for the drop bars and scale)
   bool has_tile = false;
   bool dirty = false;  // not yet uploaded
   ColorScale colored;  // scale the uploaded colours were made with
@@ -27,12 +27,18 @@ struct Canvas::Panel {
 
 const char* view_name(ViewKind v) {
   switch (v) {
-    case ViewKind::Heatmaps: return "Heatmaps";
-    case ViewKind::HeadGrid: return "Head grid";
-    case ViewKind::Sinks: return "Sinks";
-    case ViewKind::Tokens: return "Tokens";
-    case ViewKind::Image: return "Image";
-    case ViewKind::Tradeoff: return "Trade-off";
+    case ViewKind::Heatmaps:
+      return "Heatmaps";
+    case ViewKind::HeadGrid:
+      return "Head grid";
+    case ViewKind::Sinks:
+      return "Sinks";
+    case ViewKind::Tokens:
+      return "Tokens";
+    case ViewKind::Image:
+      return "Image";
+    case ViewKind::Tradeoff:
+      return "Trade-off";
   }
   return "?";
 }
@@ -155,16 +161,28 @@ void Canvas::build_frame(const FrameInput& in) {
   if (!doc_) {
     const char* msg = "Waiting for the first analysis...";
     const ImVec2 sz = ImGui::CalcTextSize(msg);
-    ImGui::GetWindowDrawList()->AddText(
-        ImVec2((x0 + x1 - sz.x) / 2, (y0 + y1 - sz.y) / 2), dim_text_color(), msg);
+    ImGui::GetWindowDrawList()->AddText(ImVec2((x0 + x1 - sz.x) / 2, (y0 + y1 - sz.y) / 2),
+                                        dim_text_color(), msg);
   } else {
     switch (settings_.view) {
-      case ViewKind::Heatmaps: build_heatmaps(x0, y0, x1, y1); break;
-      case ViewKind::HeadGrid: build_head_grid(x0, y0, x1, y1); break;
-      case ViewKind::Sinks: build_sinks(x0, y0, x1, y1); break;
-      case ViewKind::Tokens: build_tokens(x0, y0, x1, y1); break;
-      case ViewKind::Image: build_image(x0, y0, x1, y1); break;
-      case ViewKind::Tradeoff: build_tradeoff(x0, y0, x1, y1); break;
+      case ViewKind::Heatmaps:
+        build_heatmaps(x0, y0, x1, y1);
+        break;
+      case ViewKind::HeadGrid:
+        build_head_grid(x0, y0, x1, y1);
+        break;
+      case ViewKind::Sinks:
+        build_sinks(x0, y0, x1, y1);
+        break;
+      case ViewKind::Tokens:
+        build_tokens(x0, y0, x1, y1);
+        break;
+      case ViewKind::Image:
+        build_image(x0, y0, x1, y1);
+        break;
+      case ViewKind::Tradeoff:
+        build_tradeoff(x0, y0, x1, y1);
+        break;
     }
   }
   ImGui::End();
@@ -255,11 +273,12 @@ void Canvas::build_heatmaps(float x0, float y0, float x1, float y1) {
   if (n < rows * cols) {
     const int r = n / cols, c = n % cols;
     const float cx = x0 + float(c) * (cell_w + gap), cy = y0 + float(r) * (cell_h + gap);
-    draw_summary(cx, cy, cx + cell_w * float(rows * cols - n) + gap * float(rows * cols - n - 1), cy + cell_h);
+    draw_summary(cx, cy, cx + cell_w * float(rows * cols - n) + gap * float(rows * cols - n - 1),
+                 cy + cell_h);
   }
   handle_heat_input(x0, y0, x1, y1);
-  draw_colorbar(x1 - colorbar_w + 18, y0 + title_h + mt, x1 - 48, y0 + title_h + mt +
-                std::min(heat_px_h_, 320.f));
+  draw_colorbar(x1 - colorbar_w + 18, y0 + title_h + mt, x1 - 48,
+                y0 + title_h + mt + std::min(heat_px_h_, 320.f));
   update_want();
 }
 
@@ -282,13 +301,15 @@ void Canvas::draw_heat_panel(int p, float x0, float y0, float x1, float y1, bool
 
   // Axes: token labels when a row/column is at least one text line, else index ticks.
   dl->PushClipRect(ImVec2(x0 - 400, y0 - 1), ImVec2(x0, y1 + 1), false);
-  const int iq0 = std::max(0, int(std::floor(region_.q0))), iq1 = std::min(h.n_q, int(std::ceil(region_.q1)));
+  const int iq0 = std::max(0, int(std::floor(region_.q0))),
+            iq1 = std::min(h.n_q, int(std::ceil(region_.q1)));
   if (labels_rows) {
     for (int q = iq0; q < iq1; ++q) {
       const std::string s = clip_label(h.q_labels[size_t(q)], 10);
       const ImVec2 sz = ImGui::CalcTextSize(s.c_str());
       const float y = (sy(q) + sy(q + 1) - sz.y) / 2;
-      dl->AddText(ImVec2(x0 - 6 - sz.x, y), q == selected_q_ ? IM_COL32(255, 170, 40, 255) : text_color(), s.c_str());
+      dl->AddText(ImVec2(x0 - 6 - sz.x, y),
+                  q == selected_q_ ? IM_COL32(255, 170, 40, 255) : text_color(), s.c_str());
     }
   } else {
     const int step = nice_step(rq, std::max(2, int((y1 - y0) / (line * 2.5f))));
@@ -301,7 +322,8 @@ void Canvas::draw_heat_panel(int p, float x0, float y0, float x1, float y1, bool
     }
   }
   dl->PopClipRect();
-  const int ik0 = std::max(0, int(std::floor(region_.k0))), ik1 = std::min(h.n_k, int(std::ceil(region_.k1)));
+  const int ik0 = std::max(0, int(std::floor(region_.k0))),
+            ik1 = std::min(h.n_k, int(std::ceil(region_.k1)));
   std::vector<char> is_sink(size_t(h.n_k), 0);
   for (int s : h.sinks)
     if (s >= 0 && s < h.n_k) is_sink[size_t(s)] = 1;
@@ -309,7 +331,8 @@ void Canvas::draw_heat_panel(int p, float x0, float y0, float x1, float y1, bool
     for (int k = ik0; k < ik1; ++k) {
       const std::string s = clip_label(h.k_labels[size_t(k)], 9);
       const float x = (sx(k) + sx(k + 1) - line) / 2;
-      add_text_vertical(dl, ImVec2(x, y0 - 4), is_sink[size_t(k)] ? IM_COL32(255, 150, 30, 255) : text_color(), s.c_str());
+      add_text_vertical(dl, ImVec2(x, y0 - 4),
+                        is_sink[size_t(k)] ? IM_COL32(255, 150, 30, 255) : text_color(), s.c_str());
     }
   } else {
     const int step = nice_step(rk, std::max(2, int((x1 - x0) / (line * 4))));
@@ -363,7 +386,8 @@ void Canvas::draw_heat_panel(int p, float x0, float y0, float x1, float y1, bool
     };
     dl->AddRectFilled(ImVec2(x1 + 4, y0), ImVec2(x1 + 14, y1), IM_COL32(230, 40, 50, 25));
     for (int y = 0; y <= t.h; ++y) {
-      const int level = y < t.h ? int(std::lround(std::clamp(t.dropped_rows[size_t(y)], 0.f, 1.f) * 16)) : -2;
+      const int level =
+          y < t.h ? int(std::lround(std::clamp(t.dropped_rows[size_t(y)], 0.f, 1.f) * 16)) : -2;
       if (level != run_level) {
         flush(y);
         run_start = y;
@@ -375,13 +399,16 @@ void Canvas::draw_heat_panel(int p, float x0, float y0, float x1, float y1, bool
 
   // Synchronised hover: the hovered cell in every panel.
   if (hover_q_ >= 0 && hover_k_ >= 0) {
-    const float cx0 = sx(hover_k_), cx1 = sx(hover_k_ + 1), cy0 = sy(hover_q_), cy1 = sy(hover_q_ + 1);
+    const float cx0 = sx(hover_k_), cx1 = sx(hover_k_ + 1), cy0 = sy(hover_q_),
+                cy1 = sy(hover_q_ + 1);
     dl->PushClipRect(ImVec2(x0, y0), ImVec2(x1, y1), true);
     if (cx1 - cx0 >= 4) {
       dl->AddRect(ImVec2(cx0, cy0), ImVec2(cx1, cy1), IM_COL32(255, 255, 255, 230), 0, 0, 2);
     } else {
-      dl->AddLine(ImVec2(x0, (cy0 + cy1) / 2), ImVec2(x1, (cy0 + cy1) / 2), IM_COL32(255, 255, 255, 70));
-      dl->AddLine(ImVec2((cx0 + cx1) / 2, y0), ImVec2((cx0 + cx1) / 2, y1), IM_COL32(255, 255, 255, 70));
+      dl->AddLine(ImVec2(x0, (cy0 + cy1) / 2), ImVec2(x1, (cy0 + cy1) / 2),
+                  IM_COL32(255, 255, 255, 70));
+      dl->AddLine(ImVec2((cx0 + cx1) / 2, y0), ImVec2((cx0 + cx1) / 2, y1),
+                  IM_COL32(255, 255, 255, 70));
     }
     dl->PopClipRect();
   }
@@ -418,7 +445,8 @@ void Canvas::handle_heat_input(float ax0, float ay0, float ax1, float ay1) {
       zoom(region_.k0, region_.k1, fk, doc_->heat.n_k);
       zoom(region_.q0, region_.q1, fq, doc_->heat.n_q);
     }
-    if (ImGui::IsMouseDoubleClicked(0)) reset_view();
+    if (ImGui::IsMouseDoubleClicked(0))
+      reset_view();
     else if (ImGui::IsMouseClicked(0)) {
       dragging_ = true;
       drag_x_ = press_x_ = m.x;
@@ -449,8 +477,9 @@ void Canvas::draw_summary(float x0, float y0, float x1, float y1) {
   ImGui::SetCursorScreenPos(ImVec2(x0, y0));
   ImGui::BeginChild("##summary", ImVec2(x1 - x0, y1 - y0), false, ImGuiWindowFlags_NoBackground);
   ImGui::Text("Layer %d, all heads, vs dense", h.layer);
-  if (ImGui::BeginTable("##cmp", 5, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH |
-                                        ImGuiTableFlags_SizingStretchProp)) {
+  if (ImGui::BeginTable("##cmp", 5,
+                        ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH |
+                            ImGuiTableFlags_SizingStretchProp)) {
     ImGui::TableSetupColumn("variant", ImGuiTableColumnFlags_WidthStretch, 3.0f);
     ImGui::TableSetupColumn("recall", ImGuiTableColumnFlags_WidthStretch, 1.6f);
     ImGui::TableSetupColumn("err", ImGuiTableColumnFlags_WidthStretch, 1.0f);
@@ -476,9 +505,15 @@ void Canvas::draw_summary(float x0, float y0, float x1, float y1) {
         ImGui::TextDisabled("...");
       }
       ImGui::TableNextColumn();
-      if (p.measured) ImGui::Text("%.2g", p.rel_error); else ImGui::TextDisabled("...");
+      if (p.measured)
+        ImGui::Text("%.2g", p.rel_error);
+      else
+        ImGui::TextDisabled("...");
       ImGui::TableNextColumn();
-      if (p.measured && std::isfinite(p.kl)) ImGui::Text("%.2g", p.kl); else ImGui::TextDisabled("-");
+      if (p.measured && std::isfinite(p.kl))
+        ImGui::Text("%.2g", p.kl);
+      else
+        ImGui::TextDisabled("-");
       ImGui::TableNextColumn();
       ImGui::Text("%.2f", p.ms);
     }
@@ -486,10 +521,11 @@ void Canvas::draw_summary(float x0, float y0, float x1, float y1) {
   }
   ImGui::Spacing();
   ImGui::PushTextWrapPos(0);
-  ImGui::TextDisabled("recall: dense attention mass inside the kept set; err: relative output error; "
-                      "KL: next-token KL of the model with the variant in every layer. Red strips: "
-                      "mass each query row lost. Outlines: blocks the kernel computed. Wheel zooms, "
-                      "drag pans, double-click resets, click picks the query for the Tokens view.");
+  ImGui::TextDisabled(
+      "recall: dense attention mass inside the kept set; err: relative output error; "
+      "KL: next-token KL of the model with the variant in every layer. Red strips: "
+      "mass each query row lost. Outlines: blocks the kernel computed. Wheel zooms, "
+      "drag pans, double-click resets, click picks the query for the Tokens view.");
   ImGui::PopTextWrapPos();
   ImGui::EndChild();
 }
@@ -497,7 +533,8 @@ void Canvas::draw_summary(float x0, float y0, float x1, float y1) {
 void Canvas::draw_inspector() {
   if (hover_panel_ < 0 || hover_q_ < 0 || !doc_) return;
   const HeatmapDoc& h = doc_->heat;
-  if (hover_gen_ != doc_->generation || hover_cached_q_ != hover_q_ || hover_cached_k_ != hover_k_) {
+  if (hover_gen_ != doc_->generation || hover_cached_q_ != hover_q_ ||
+      hover_cached_k_ != hover_k_) {
     hover_cache_.assign(h.panels.size(), HoverInfo{});
     if (callbacks_.hover)
       for (size_t p = 0; p < h.panels.size(); ++p)
@@ -531,12 +568,17 @@ void Canvas::draw_inspector() {
       ImGui::TableNextColumn();
       ImGui::Text("%.4g", i.dense_prob);
       ImGui::TableNextColumn();
-      if (i.rank > 0) ImGui::Text("%d", i.rank);
-      else ImGui::TextDisabled("-");
+      if (i.rank > 0)
+        ImGui::Text("%d", i.rank);
+      else
+        ImGui::TextDisabled("-");
       ImGui::TableNextColumn();
-      if (!i.visible) ImGui::TextDisabled("causal");
-      else if (i.kept) ImGui::TextColored(ImVec4(0.4f, 0.85f, 0.4f, 1), "kept");
-      else ImGui::TextColored(ImVec4(0.95f, 0.35f, 0.35f, 1), "dropped");
+      if (!i.visible)
+        ImGui::TextDisabled("causal");
+      else if (i.kept)
+        ImGui::TextColored(ImVec4(0.4f, 0.85f, 0.4f, 1), "kept");
+      else
+        ImGui::TextColored(ImVec4(0.95f, 0.35f, 0.35f, 1), "dropped");
     }
     ImGui::EndTable();
   }
@@ -569,13 +611,16 @@ void Canvas::draw_colorbar(float x0, float y0, float x1, float y1) {
   } else if (settings_.log_scale) {
     const float hi = std::max(vmax, lo * 10);
     for (double d = std::ceil(std::log10(lo)); d <= std::log10(hi) + 1e-9; d += 1)
-      tick(float((d - std::log10(lo)) / (std::log10(hi) - std::log10(lo))), fmt_num(std::pow(10.0, d)));
+      tick(float((d - std::log10(lo)) / (std::log10(hi) - std::log10(lo))),
+           fmt_num(std::pow(10.0, d)));
   } else {
     tick(0, "0");
     tick(0.5f, fmt_num(vmax / 2));
     tick(1, fmt_num(vmax));
   }
-  const char* what = diff ? "variant - dense" : settings_.mode == DisplayMode::KeptSet ? "dense p (kept)" : "probability";
+  const char* what = diff                                     ? "variant - dense"
+                     : settings_.mode == DisplayMode::KeptSet ? "dense p (kept)"
+                                                              : "probability";
   dl->AddText(ImVec2(x0 - 14, y1 + 6), dim_text_color(), what);
 }
 

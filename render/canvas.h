@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "render/device.h"
 #include "render/cell_colors.h"
+#include "render/device.h"
 #include "render/document.h"
 #include "render/view_settings.h"
 
@@ -29,13 +29,13 @@ class SampledImage;
 class ImGuiLayer;
 
 struct FrameInput {
-  float width = 0, height = 0;  // logical pixels
-  float dpr = 1;                // device pixels per logical pixel
-  float dt = 1.f / 60;          // seconds since the last frame
+  float width = 0, height = 0;               // logical pixels
+  float dpr = 1;                             // device pixels per logical pixel
+  float dt = 1.f / 60;                       // seconds since the last frame
   float mouse_x = -1e30f, mouse_y = -1e30f;  // logical pixels; far away when outside
   bool mouse_down[3] = {false, false, false};
-  float wheel = 0;                  // notches, positive = away from the user
-  std::vector<unsigned> chars;      // typed characters (UTF-32)
+  float wheel = 0;              // notches, positive = away from the user
+  std::vector<unsigned> chars;  // typed characters (UTF-32)
   bool ctrl = false, shift = false;
 };
 

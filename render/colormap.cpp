@@ -19,18 +19,21 @@ constexpr uint32_t kSamples[kColormapCount][10] = {
 };
 
 Rgb unpack(uint32_t c) {
-  return {float((c >> 16) & 0xff) / 255.f, float((c >> 8) & 0xff) / 255.f,
-          float(c & 0xff) / 255.f};
+  return {float((c >> 16) & 0xff) / 255.f, float((c >> 8) & 0xff) / 255.f, float(c & 0xff) / 255.f};
 }
 
 }  // namespace
 
 const char* colormap_name(Colormap c) {
   switch (c) {
-    case Colormap::Viridis: return "viridis";
-    case Colormap::Magma: return "magma";
-    case Colormap::Cividis: return "cividis";
-    case Colormap::Diverging: return "diverging";
+    case Colormap::Viridis:
+      return "viridis";
+    case Colormap::Magma:
+      return "magma";
+    case Colormap::Cividis:
+      return "cividis";
+    case Colormap::Diverging:
+      return "diverging";
   }
   return "?";
 }

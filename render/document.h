@@ -54,8 +54,8 @@ struct SinksDoc {
   std::vector<float> received;    // f32 [layers, n]: mean over heads and queries
   std::vector<float> resid_norm;  // f32 [layers, n]: L2 norm of the residual after each layer
   std::vector<std::string> labels;
-  std::vector<int> sinks;          // token positions flagged as sinks in any layer
-  std::vector<int> massive_tokens; // tokens holding a massive activation
+  std::vector<int> sinks;           // token positions flagged as sinks in any layer
+  std::vector<int> massive_tokens;  // tokens holding a massive activation
 };
 
 // A vision model's input image and per-patch attention of the CLS token.
@@ -65,7 +65,7 @@ struct ImageDoc {
   std::vector<uint8_t> pixels;  // u8 [height, width, channels] as shown (the model's input size)
   int grid_h = 0, grid_w = 0;   // patch grid
   int heads = 0;
-  std::string predicted;        // dense prediction
+  std::string predicted;  // dense prediction
   std::vector<std::string> panel_titles;
   std::vector<std::vector<float>> cls_attn;  // [panel] f32 [heads, grid_h * grid_w]
   std::vector<std::vector<float>> kept;      // [panel] f32 [heads, grid]: 1 kept, 0 dropped

@@ -34,9 +34,12 @@ std::string fmt_num(double v) {
   char b[32];
   const double a = std::fabs(v);
   if (v == 0) return "0";
-  if (a >= 1000 || a < 1e-3) std::snprintf(b, sizeof b, "%.2g", v);
-  else if (a >= 10) std::snprintf(b, sizeof b, "%.0f", v);
-  else std::snprintf(b, sizeof b, "%.3g", v);
+  if (a >= 1000 || a < 1e-3)
+    std::snprintf(b, sizeof b, "%.2g", v);
+  else if (a >= 10)
+    std::snprintf(b, sizeof b, "%.0f", v);
+  else
+    std::snprintf(b, sizeof b, "%.3g", v);
   return b;
 }
 
@@ -48,8 +51,14 @@ int nice_step(double span, int target_ticks) {
   return std::max(1, int(std::lround(step * p)));
 }
 
-ImU32 text_color() { return ImGui::GetColorU32(ImGuiCol_Text); }
-ImU32 dim_text_color() { return ImGui::GetColorU32(ImGuiCol_TextDisabled); }
-ImU32 frame_color() { return ImGui::GetColorU32(ImGuiCol_Border); }
+ImU32 text_color() {
+  return ImGui::GetColorU32(ImGuiCol_Text);
+}
+ImU32 dim_text_color() {
+  return ImGui::GetColorU32(ImGuiCol_TextDisabled);
+}
+ImU32 frame_color() {
+  return ImGui::GetColorU32(ImGuiCol_Border);
+}
 
 }  // namespace attn::render

@@ -36,7 +36,8 @@ void Canvas::build_head_grid(float x0, float y0, float x1, float y1) {
   if (!(hi > lo)) hi = lo + 1;
   const float line = ImGui::GetTextLineHeight();
   const float top = y0 + line * 2.5f, left = x0 + 70;
-  const float cell = std::min((x1 - left - 120) / float(g.heads), (y1 - top - line * 2) / float(g.layers));
+  const float cell =
+      std::min((x1 - left - 120) / float(g.heads), (y1 - top - line * 2) / float(g.layers));
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 m = ImGui::GetIO().MousePos;
   for (int l = 0; l < g.layers; ++l) {
@@ -49,14 +50,17 @@ void Canvas::build_head_grid(float x0, float y0, float x1, float y1) {
       dl->AddRectFilled(ImVec2(cx + 1, cy + 1), ImVec2(cx + cell - 1, cy + cell - 1),
                         colormap_u32(settings_.colormap, t));
       const bool sel = doc_->heat.layer == l && doc_->heat.head == h;
-      if (sel) dl->AddRect(ImVec2(cx, cy), ImVec2(cx + cell, cy + cell), IM_COL32(255, 170, 40, 255), 0, 0, 3);
+      if (sel)
+        dl->AddRect(ImVec2(cx, cy), ImVec2(cx + cell, cy + cell), IM_COL32(255, 170, 40, 255), 0, 0,
+                    3);
       if (cell > line * 3) {
         const std::string n = fmt_num(x);
         const ImVec2 sz = ImGui::CalcTextSize(n.c_str());
         dl->AddText(ImVec2(cx + (cell - sz.x) / 2, cy + (cell - sz.y) / 2),
                     t > 0.6f ? IM_COL32(0, 0, 0, 255) : IM_COL32(255, 255, 255, 255), n.c_str());
       }
-      if (m.x >= cx && m.x < cx + cell && m.y >= cy && m.y < cy + cell && !ImGui::IsAnyItemHovered()) {
+      if (m.x >= cx && m.x < cx + cell && m.y >= cy && m.y < cy + cell &&
+          !ImGui::IsAnyItemHovered()) {
         ImGui::SetTooltip("layer %d, head %d\n%s = %s\nclick to open this head", l, h,
                           g.metrics[size_t(settings_.grid_metric)].c_str(), fmt_num(x).c_str());
         if (ImGui::IsMouseClicked(0) && callbacks_.select_head) callbacks_.select_head(l, h);
@@ -66,13 +70,16 @@ void Canvas::build_head_grid(float x0, float y0, float x1, float y1) {
   for (int h = 0; h < g.heads; ++h) {
     const std::string s = "head " + std::to_string(h);
     const ImVec2 sz = ImGui::CalcTextSize(s.c_str());
-    dl->AddText(ImVec2(left + (float(h) + 0.5f) * cell - sz.x / 2, top - line - 2), text_color(), s.c_str());
+    dl->AddText(ImVec2(left + (float(h) + 0.5f) * cell - sz.x / 2, top - line - 2), text_color(),
+                s.c_str());
   }
   // Scale.
-  const float bx = left + float(g.heads) * cell + 24, by0 = top, by1 = top + std::min(cell * float(g.layers), 300.f);
+  const float bx = left + float(g.heads) * cell + 24, by0 = top,
+              by1 = top + std::min(cell * float(g.layers), 300.f);
   for (int i = 0; i < 64; ++i) {
     const float t = 1 - (float(i) + 0.5f) / 64;
-    dl->AddRectFilled(ImVec2(bx, by0 + (by1 - by0) * float(i) / 64), ImVec2(bx + 16, by0 + (by1 - by0) * float(i + 1) / 64 + 0.5f),
+    dl->AddRectFilled(ImVec2(bx, by0 + (by1 - by0) * float(i) / 64),
+                      ImVec2(bx + 16, by0 + (by1 - by0) * float(i + 1) / 64 + 0.5f),
                       colormap_u32(settings_.colormap, t));
   }
   dl->AddText(ImVec2(bx + 20, by0 - line / 2), text_color(), fmt_num(hi).c_str());

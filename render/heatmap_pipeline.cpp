@@ -64,11 +64,12 @@ HeatmapPipeline::HeatmapPipeline(const RenderTarget& t) : t_(t) {
   VkShaderModule vs = make_module(t.device, kVertSpv, sizeof(kVertSpv));
   VkShaderModule fs = make_module(t.device, kFragSpv, sizeof(kFragSpv));
   VkPipelineShaderStageCreateInfo st[2] = {
-      {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, nullptr, 0,
-       VK_SHADER_STAGE_VERTEX_BIT, vs, "main", nullptr},
+      {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, nullptr, 0, VK_SHADER_STAGE_VERTEX_BIT,
+       vs, "main", nullptr},
       {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, nullptr, 0,
        VK_SHADER_STAGE_FRAGMENT_BIT, fs, "main", nullptr}};
-  VkPipelineVertexInputStateCreateInfo vi{VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO};
+  VkPipelineVertexInputStateCreateInfo vi{
+      VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO};
   VkPipelineInputAssemblyStateCreateInfo ia{
       VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO};
   ia.topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_STRIP;
@@ -108,7 +109,8 @@ HeatmapPipeline::HeatmapPipeline(const RenderTarget& t) : t_(t) {
   gp.layout = layout_;
   gp.renderPass = t.render_pass;
   gp.subpass = 0;
-  const VkResult r = vkCreateGraphicsPipelines(t.device, VK_NULL_HANDLE, 1, &gp, nullptr, &pipeline_);
+  const VkResult r =
+      vkCreateGraphicsPipelines(t.device, VK_NULL_HANDLE, 1, &gp, nullptr, &pipeline_);
   vkDestroyShaderModule(t.device, vs, nullptr);
   vkDestroyShaderModule(t.device, fs, nullptr);
   ATTN_RENDER_VK(r);

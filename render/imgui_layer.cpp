@@ -14,7 +14,8 @@ namespace attn::render {
 namespace {
 
 void imgui_vk_result(VkResult r) {
-  if (r != VK_SUCCESS) std::fprintf(stderr, "attnscope: ImGui Vulkan backend: VkResult %d\n", int(r));
+  if (r != VK_SUCCESS)
+    std::fprintf(stderr, "attnscope: ImGui Vulkan backend: VkResult %d\n", int(r));
 }
 
 }  // namespace
@@ -101,8 +102,10 @@ void ImGuiLayer::apply_theme(bool dark, bool presentation) {
   if (theme == theme_) return;
   theme_ = theme;
   ImGuiStyle style;
-  if (dark) ImGui::StyleColorsDark(&style);
-  else ImGui::StyleColorsLight(&style);
+  if (dark)
+    ImGui::StyleColorsDark(&style);
+  else
+    ImGui::StyleColorsLight(&style);
   style.WindowRounding = 4;
   style.FrameRounding = 3;
   style.GrabRounding = 3;

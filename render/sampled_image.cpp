@@ -9,7 +9,11 @@
 namespace attn::render {
 
 SampledImage::SampledImage(const RenderTarget& t, VkFormat format, int texel_bytes, bool exact)
-    : t_(t), format_(format), texel_bytes_(texel_bytes), exact_(exact), staging_(size_t(t.frames_in_flight)) {}
+    : t_(t),
+      format_(format),
+      texel_bytes_(texel_bytes),
+      exact_(exact),
+      staging_(size_t(t.frames_in_flight)) {}
 
 SampledImage::~SampledImage() {
   destroy_image();
@@ -109,7 +113,8 @@ bool SampledImage::upload(VkCommandBuffer cb, int slot, const void* texels, int 
   b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
   b.image = image_;
   b.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT | VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+  vkCmdPipelineBarrier(cb,
+                       VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT | VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
                        VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, nullptr, 0, nullptr, 1, &b);
   VkBufferImageCopy r{};
   r.bufferRowLength = uint32_t(w);

@@ -24,13 +24,16 @@ void Canvas::build_tradeoff(float x0, float y0, float x1, float y1) {
   ImGui::TextUnformatted("y:");
   for (int i = 0; i < 3; ++i) {
     ImGui::SameLine();
-    if (ImGui::RadioButton((std::string(ys[i]) + "##y").c_str(), settings_.tradeoff_y == i)) settings_.tradeoff_y = i;
+    if (ImGui::RadioButton((std::string(ys[i]) + "##y").c_str(), settings_.tradeoff_y == i))
+      settings_.tradeoff_y = i;
   }
   if (t.points.empty()) {
     ImGui::TextDisabled("Measuring the variants...");
     return;
   }
-  auto X = [&](const TradeoffPoint& p) { return settings_.tradeoff_x == 0 ? p.density : p.seconds * 1e3; };
+  auto X = [&](const TradeoffPoint& p) {
+    return settings_.tradeoff_x == 0 ? p.density : p.seconds * 1e3;
+  };
   auto Y = [&](const TradeoffPoint& p) {
     return settings_.tradeoff_y == 0 ? p.rel_error : settings_.tradeoff_y == 1 ? p.recall : p.kl;
   };
@@ -38,7 +41,8 @@ void Canvas::build_tradeoff(float x0, float y0, float x1, float y1) {
   double xl = INFINITY, xh = -INFINITY, yl = INFINITY, yh = -INFINITY;
   for (const auto& p : t.points) {
     if (!std::isfinite(X(p)) || !std::isfinite(Y(p))) continue;
-    xl = std::min(xl, X(p)), xh = std::max(xh, X(p)), yl = std::min(yl, Y(p)), yh = std::max(yh, Y(p));
+    xl = std::min(xl, X(p)), xh = std::max(xh, X(p)), yl = std::min(yl, Y(p)),
+    yh = std::max(yh, Y(p));
   }
   if (!std::isfinite(xl)) return;
   xl = std::min(xl, 0.0);
@@ -56,8 +60,10 @@ void Canvas::build_tradeoff(float x0, float y0, float x1, float y1) {
   for (int i = 0; i <= 4; ++i) {
     const double vx = xl + (xh - xl) * i / 4, vy = yl + (yh - yl) * i / 4;
     const std::string a = fmt_num(vx), b = fmt_num(vy);
-    dl->AddText(ImVec2(sx(vx) - ImGui::CalcTextSize(a.c_str()).x / 2, B + 4), dim_text_color(), a.c_str());
-    dl->AddText(ImVec2(L - 6 - ImGui::CalcTextSize(b.c_str()).x, sy(vy) - line / 2), dim_text_color(), b.c_str());
+    dl->AddText(ImVec2(sx(vx) - ImGui::CalcTextSize(a.c_str()).x / 2, B + 4), dim_text_color(),
+                a.c_str());
+    dl->AddText(ImVec2(L - 6 - ImGui::CalcTextSize(b.c_str()).x, sy(vy) - line / 2),
+                dim_text_color(), b.c_str());
     dl->AddLine(ImVec2(L, sy(vy)), ImVec2(R, sy(vy)), IM_COL32(128, 128, 128, 40));
   }
   dl->AddText(ImVec2((L + R) / 2 - 30, B + line + 8), text_color(), xs[settings_.tradeoff_x]);
@@ -76,13 +82,16 @@ void Canvas::build_tradeoff(float x0, float y0, float x1, float y1) {
       front.push_back(ImVec2(sx(X(*p)), sy(y)));
     }
   }
-  if (front.size() > 1) dl->AddPolyline(front.data(), int(front.size()), IM_COL32(255, 150, 30, 200), 0, 2);
+  if (front.size() > 1)
+    dl->AddPolyline(front.data(), int(front.size()), IM_COL32(255, 150, 30, 200), 0, 2);
   const ImVec2 m = ImGui::GetIO().MousePos;
   const TradeoffPoint* hov = nullptr;
   for (auto* p : pts) {
     const ImVec2 c(sx(X(*p)), sy(Y(*p)));
-    dl->AddCircleFilled(c, p->shown ? 6.f : 4.f, p->shown ? IM_COL32(90, 170, 255, 255) : IM_COL32(160, 160, 170, 220));
-    if (p->shown) dl->AddText(ImVec2(c.x + 8, c.y - line / 2), text_color(), clip_label(p->label, 28).c_str());
+    dl->AddCircleFilled(c, p->shown ? 6.f : 4.f,
+                        p->shown ? IM_COL32(90, 170, 255, 255) : IM_COL32(160, 160, 170, 220));
+    if (p->shown)
+      dl->AddText(ImVec2(c.x + 8, c.y - line / 2), text_color(), clip_label(p->label, 28).c_str());
     if (std::hypot(m.x - c.x, m.y - c.y) < 8) hov = p;
   }
   if (hov) {

@@ -39,8 +39,8 @@ std::string fmt(const char* f, double v) {
 
 std::string AnalysisRequest::heavy_key() const {
   std::string k = model + "\x1f" + text + "\x1f" + image + "\x1f" + tensors + "\x1f" +
-                   std::to_string(synthetic_tokens) + "\x1f" + backend + "\x1f" +
-                   (show_dense ? "1" : "0");
+                  std::to_string(synthetic_tokens) + "\x1f" + backend + "\x1f" +
+                  (show_dense ? "1" : "0");
   for (const auto& v : variants) k += "\x1f" + v;
   return k;
 }
@@ -109,12 +109,14 @@ std::shared_ptr<Analysis> run_analysis(const AnalysisRequest& r, ModelCache& mod
   if (!r.tensors.empty()) {
     a->problems.push_back(load_problem_dir(r.tensors));
     const Problem& p = a->problems[0];
-    a->model_summary = "tensors " + r.tensors + " · " + std::to_string(p.n_heads) + " heads · d=" +
-                       std::to_string(p.d) + " · " + std::to_string(p.n_k) + " tokens";
+    a->model_summary = "tensors " + r.tensors + " · " + std::to_string(p.n_heads) +
+                       " heads · d=" + std::to_string(p.d) + " · " + std::to_string(p.n_k) +
+                       " tokens";
   } else if (r.model == "synthetic") {
     require(r.synthetic_tokens >= 2 && r.synthetic_tokens <= 65536, ErrorCode::InvalidArgument,
             "synthetic problem: tokens must be in [2, 65536]");
-    a->problems.push_back(random_problem(4, 4, r.synthetic_tokens, r.synthetic_tokens, 64, true, 7, 1.6f));
+    a->problems.push_back(
+        random_problem(4, 4, r.synthetic_tokens, r.synthetic_tokens, 64, true, 7, 1.6f));
     a->model_summary = "synthetic random Q/K/V · 4 heads · d=64 · " +
                        std::to_string(r.synthetic_tokens) + " tokens";
   } else {
@@ -122,8 +124,8 @@ std::shared_ptr<Analysis> run_analysis(const AnalysisRequest& r, ModelCache& mod
     const ModelInfo& info = model->info();
     a->info = info;
     a->model_summary = info.model_type + " · " + std::to_string(info.n_layers) + " layers · " +
-                       std::to_string(info.n_heads) + " heads · d=" +
-                       std::to_string(info.head_dim) +
+                       std::to_string(info.n_heads) +
+                       " heads · d=" + std::to_string(info.head_dim) +
                        (info.max_tokens ? " · context " + std::to_string(info.max_tokens) : "");
     if (info.vision) {
       require(!r.image.empty(), ErrorCode::InvalidArgument,
@@ -145,28 +147,34 @@ std::shared_ptr<Analysis> run_analysis(const AnalysisRequest& r, ModelCache& mod
       in.ids = ti.ids;
       in.labels = ti.labels;
     }
-    Capture cap(HookSelection::parse("blocks.*.attn.q,blocks.*.attn.k,blocks.*.attn.v,blocks.*.resid"));
+    Capture cap(
+        HookSelection::parse("blocks.*.attn.q,blocks.*.attn.k,blocks.*.attn.v,blocks.*.resid"));
     ForwardOptions fo;
     fo.capture = &cap;
     const ModelOutput out = model->forward(in, fo);
     check_cancel(cancel);
     for (int l = 0; l < info.n_layers; ++l) {
       a->problems.push_back(*cap.problem(l));
-      const ResidualStats rs = residual_stats(cap.layers[size_t(l)].resid, out.n_tokens, info.hidden);
+      const ResidualStats rs =
+          residual_stats(cap.layers[size_t(l)].resid, out.n_tokens, info.hidden);
       a->resid_norm.push_back(rs.token_norm);
       for (const auto& m : rs.massive)
-        if (std::find(a->massive_tokens.begin(), a->massive_tokens.end(), m.token) == a->massive_tokens.end())
+        if (std::find(a->massive_tokens.begin(), a->massive_tokens.end(), m.token) ==
+            a->massive_tokens.end())
           a->massive_tokens.push_back(m.token);
     }
     if (info.vision) {
-      const int prefix = out.n_tokens - int(std::lround(std::floor(std::sqrt(double(out.n_tokens)))) *
-                                            int(std::lround(std::floor(std::sqrt(double(out.n_tokens))))));
+      const int prefix =
+          out.n_tokens - int(std::lround(std::floor(std::sqrt(double(out.n_tokens)))) *
+                             int(std::lround(std::floor(std::sqrt(double(out.n_tokens))))));
       const int grid = int(std::floor(std::sqrt(double(out.n_tokens - std::max(1, prefix)))));
       a->image.grid_h = a->image.grid_w = grid;
       a->image.heads = info.n_heads;
       if (!out.logits.empty()) {
-        const int c = int(std::max_element(out.logits.begin(), out.logits.end()) - out.logits.begin());
-        a->image.predicted = c < int(info.class_names.size()) ? info.class_names[size_t(c)] : "class " + std::to_string(c);
+        const int c =
+            int(std::max_element(out.logits.begin(), out.logits.end()) - out.logits.begin());
+        a->image.predicted = c < int(info.class_names.size()) ? info.class_names[size_t(c)]
+                                                              : "class " + std::to_string(c);
       }
     }
     // Dense end-to-end reference for substitutions below.
@@ -187,9 +195,10 @@ std::shared_ptr<Analysis> run_analysis(const AnalysisRequest& r, ModelCache& mod
   const Problem& p0 = a->problems[0];
   a->labels.resize(size_t(p0.n_k));
   for (int j = 0; j < p0.n_k; ++j)
-    a->labels[size_t(j)] = j < int(p0.labels.size()) && !p0.labels[size_t(j)].empty()
-                               ? display_label(p0.labels[size_t(j)])
-                               : (a->image.present ? (j == 0 ? "CLS" : "p" + std::to_string(j)) : std::to_string(j));
+    a->labels[size_t(j)] =
+        j < int(p0.labels.size()) && !p0.labels[size_t(j)].empty()
+            ? display_label(p0.labels[size_t(j)])
+            : (a->image.present ? (j == 0 ? "CLS" : "p" + std::to_string(j)) : std::to_string(j));
   if (!a->forward_seconds) a->forward_seconds = since(t0);
 
   // Dense reference and each variant on every layer; metrics follow in add_metrics() so that
@@ -304,7 +313,8 @@ render::Document build_document(const Analysis& a) {
   d.generation = a.generation;
   const int L = a.n_layers(), H = a.n_heads(), N = a.n_tokens();
   const int l = std::clamp(a.request.layer, 0, L - 1), h = std::clamp(a.request.head, 0, H - 1);
-  d.title = a.model_summary + " · " + std::to_string(N) + " tokens" + (a.notice.empty() ? "" : " (truncated)");
+  d.title = a.model_summary + " · " + std::to_string(N) + " tokens" +
+            (a.notice.empty() ? "" : " (truncated)");
 
   render::HeatmapDoc& hd = d.heat;
   const Problem& p = a.problems[size_t(l)];
@@ -348,8 +358,10 @@ render::Document build_document(const Analysis& a) {
                  " · recall " + fmt("%.3f", mh.mass_recall) + " · " +
                  fmt("%.2f ms", 1e3 * (r.stats.kernel_seconds + r.stats.select_seconds));
       if (a.e2e[v] && a.e2e[v]->has_tokens)
-        pd.stats += " · KL " + fmt("%.2e", a.e2e[v]->mean_kl) + " · top1 " + fmt("%.2f", a.e2e[v]->top1_agreement);
-      if (a.e2e[v] && a.e2e[v]->has_class) pd.stats += a.e2e[v]->class_agree ? " · class kept" : " · class CHANGED";
+        pd.stats += " · KL " + fmt("%.2e", a.e2e[v]->mean_kl) + " · top1 " +
+                    fmt("%.2f", a.e2e[v]->top1_agreement);
+      if (a.e2e[v] && a.e2e[v]->has_class)
+        pd.stats += a.e2e[v]->class_agree ? " · class kept" : " · class CHANGED";
     }
     if (r.layout.kind == Layout::Kind::Blocks) {
       const BlockLayout& b = r.layout.block(h);
@@ -370,7 +382,8 @@ render::Document build_document(const Analysis& a) {
     const int prefix = N - grid;
     std::vector<double> row;
     for (size_t v = 0; v < a.variants.size(); ++v) {
-      d.image.panel_titles.push_back(v == 0 && a.specs[v] == "dense" ? "dense (reference)" : a.specs[v]);
+      d.image.panel_titles.push_back(v == 0 && a.specs[v] == "dense" ? "dense (reference)"
+                                                                     : a.specs[v]);
       std::vector<float> att(size_t(H * grid)), kept(size_t(H * grid));
       const Result& r = a.results[v][size_t(l)];
       for (int hh = 0; hh < H; ++hh) {
@@ -391,7 +404,8 @@ render::Document build_document(const Analysis& a) {
       for (int li = 0; li < L; ++li) {
         std::vector<double> A(size_t(N) * N, 0.0);
         for (int hh = 0; hh < H; ++hh) {
-          probability_block(dense, a.problems[size_t(li)], a.dense[size_t(li)], hh, 0, N, 0, N, blk);
+          probability_block(dense, a.problems[size_t(li)], a.dense[size_t(li)], hh, 0, N, 0, N,
+                            blk);
           for (size_t e = 0; e < A.size(); ++e) A[e] += 0.5 * blk[e] / H;
         }
         for (int i = 0; i < N; ++i) A[size_t(i) * N + i] += 0.5;
@@ -429,7 +443,8 @@ render::Document build_document(const Analysis& a) {
     }
   }
   for (size_t v = 0; v < a.variants.size(); ++v) {
-    if (a.specs[v] == "dense" || a.head_metrics[v].empty() || a.head_metrics[v][0].empty()) continue;
+    if (a.specs[v] == "dense" || a.head_metrics[v].empty() || a.head_metrics[v][0].empty())
+      continue;
     g.variant = a.specs[v];
     g.metrics.push_back("output error");
     g.metrics.push_back("mass recall");
@@ -455,7 +470,8 @@ render::Document build_document(const Analysis& a) {
     for (int t : m.sinks)
       if (std::find(s.sinks.begin(), s.sinks.end(), t) == s.sinks.end()) s.sinks.push_back(t);
     if (size_t(li) < a.resid_norm.size())
-      s.resid_norm.insert(s.resid_norm.end(), a.resid_norm[size_t(li)].begin(), a.resid_norm[size_t(li)].end());
+      s.resid_norm.insert(s.resid_norm.end(), a.resid_norm[size_t(li)].begin(),
+                          a.resid_norm[size_t(li)].end());
   }
   if (s.resid_norm.size() != size_t(L * N)) s.resid_norm.clear();
   s.massive_tokens = a.massive_tokens;
@@ -504,9 +520,11 @@ std::vector<render::PanelTile> build_tiles(const Analysis& a, int q0, int q1, in
   std::vector<int> col_cell(static_cast<size_t>(K)), row_cell(static_cast<size_t>(Q));
   std::vector<int> col_count(size_t(W), 0), row_count(size_t(Hc), 0);
   for (int x = 0; x < W; ++x)
-    for (int j = int(int64_t(x) * K / W); j < int(int64_t(x + 1) * K / W); ++j) col_cell[size_t(j)] = x, ++col_count[size_t(x)];
+    for (int j = int(int64_t(x) * K / W); j < int(int64_t(x + 1) * K / W); ++j)
+      col_cell[size_t(j)] = x, ++col_count[size_t(x)];
   for (int y = 0; y < Hc; ++y)
-    for (int i = int(int64_t(y) * Q / Hc); i < int(int64_t(y + 1) * Q / Hc); ++i) row_cell[size_t(i)] = y, ++row_count[size_t(y)];
+    for (int i = int(int64_t(y) * Q / Hc); i < int(int64_t(y + 1) * Q / Hc); ++i)
+      row_cell[size_t(i)] = y, ++row_count[size_t(y)];
   // Dense rows sampled once per cell row (its middle row) for the dropped-mass strip.
   std::vector<std::vector<double>> dense_rows(static_cast<size_t>(Hc));
   bool any_sparse = false;
@@ -514,7 +532,8 @@ std::vector<render::PanelTile> build_tiles(const Analysis& a, int q0, int q1, in
   if (any_sparse)
     parallel_for(Hc, [&](int y) {
       const int i = q0 + int((int64_t(y) * Q / Hc + int64_t(y + 1) * Q / Hc) / 2);
-      probability_row(dense, p, a.dense[size_t(l)], head, std::min(i, q1 - 1), 0, p.n_k, dense_rows[size_t(y)]);
+      probability_row(dense, p, a.dense[size_t(l)], head, std::min(i, q1 - 1), 0, p.n_k,
+                      dense_rows[size_t(y)]);
     });
 
   std::vector<render::PanelTile> out;
@@ -580,13 +599,17 @@ render::HoverInfo hover_info(const Analysis& a, int panel, int q, int k) {
   const Problem& p = a.problems[size_t(l)];
   if (q < 0 || q >= p.n_q || k < 0 || k >= p.n_k) return h;
   std::vector<double> row, drow;
-  probability_row(a.variants[size_t(panel)], p, a.results[size_t(panel)][size_t(l)], head, q, 0, p.n_k, row);
+  probability_row(a.variants[size_t(panel)], p, a.results[size_t(panel)][size_t(l)], head, q, 0,
+                  p.n_k, row);
   probability_row(make_variant("dense"), p, a.dense[size_t(l)], head, q, 0, p.n_k, drow);
   h.valid = true;
   h.prob = row[size_t(k)];
   h.dense_prob = drow[size_t(k)];
   // Rank among the keys the variant gives weight to (0 when it gives this key none).
-  h.rank = h.prob > 0 ? 1 + int(std::count_if(row.begin(), row.end(), [&](double x) { return x > h.prob; })) : 0;
+  h.rank =
+      h.prob > 0
+          ? 1 + int(std::count_if(row.begin(), row.end(), [&](double x) { return x > h.prob; }))
+          : 0;
   h.kept = layout_keeps(a.results[size_t(panel)][size_t(l)].layout, p, head, q, k);
   h.visible = p.visible(q, k);
   return h;
@@ -598,7 +621,8 @@ std::vector<float> probability_row_of(const Analysis& a, int panel, int q) {
   const Problem& p = a.problems[size_t(l)];
   if (panel < 0 || panel >= int(a.variants.size()) || q < 0 || q >= p.n_q) return {};
   std::vector<double> row;
-  probability_row(a.variants[size_t(panel)], p, a.results[size_t(panel)][size_t(l)], head, q, 0, p.n_k, row);
+  probability_row(a.variants[size_t(panel)], p, a.results[size_t(panel)][size_t(l)], head, q, 0,
+                  p.n_k, row);
   return std::vector<float>(row.begin(), row.end());
 }
 

@@ -27,8 +27,8 @@ struct AnalysisRequest {
   std::vector<std::string> variants;   // variant specs shown beside the dense reference
   bool show_dense = true;              // the dense reference gets a panel of its own
   std::string backend = "cpu";
-  int layer = 0, head = 0;             // selection (cheap to change)
-  bool sweep = true;                   // trade-off sweeps after the main results
+  int layer = 0, head = 0;  // selection (cheap to change)
+  bool sweep = true;        // trade-off sweeps after the main results
 
   // Everything but the selection: a change here means the model must run again.
   std::string heavy_key() const;
@@ -37,24 +37,24 @@ struct AnalysisRequest {
 struct Analysis {
   uint64_t generation = 0;
   AnalysisRequest request;
-  std::string model_summary;           // "gpt2 · 4 layers · 4 heads · d=32 · context 256"
-  std::optional<ModelInfo> info;       // absent for synthetic problems and raw tensors
-  std::vector<Token> tokens;           // text input with byte spans
-  std::vector<std::string> labels;     // [N] display labels
-  std::string notice;                  // truncation notice
-  std::vector<Problem> problems;       // [layers] all heads
-  std::vector<Result> dense;           // [layers] dense softmax
-  std::vector<std::string> specs;      // [panels]; "dense" first when shown
-  std::vector<Variant> variants;       // [panels]
-  std::vector<std::vector<Result>> results;        // [panels][layers]
-  std::vector<std::vector<Metrics>> layer_metrics; // [panels][layers] all heads
+  std::string model_summary;                 // "gpt2 · 4 layers · 4 heads · d=32 · context 256"
+  std::optional<ModelInfo> info;             // absent for synthetic problems and raw tensors
+  std::vector<Token> tokens;                 // text input with byte spans
+  std::vector<std::string> labels;           // [N] display labels
+  std::string notice;                        // truncation notice
+  std::vector<Problem> problems;             // [layers] all heads
+  std::vector<Result> dense;                 // [layers] dense softmax
+  std::vector<std::string> specs;            // [panels]; "dense" first when shown
+  std::vector<Variant> variants;             // [panels]
+  std::vector<std::vector<Result>> results;  // [panels][layers]
+  std::vector<std::vector<Metrics>> layer_metrics;              // [panels][layers] all heads
   std::vector<std::vector<std::vector<Metrics>>> head_metrics;  // [panels][layers][heads]
-  std::vector<Metrics> dense_metrics;  // [layers] dense vs dense (entropy, received, sinks)
+  std::vector<Metrics> dense_metrics;          // [layers] dense vs dense (entropy, received, sinks)
   std::vector<std::vector<float>> resid_norm;  // [layers] f32 [N]
   std::vector<int> massive_tokens;
-  std::vector<std::optional<EndToEnd>> e2e;    // [panels]
-  render::ImageDoc image;              // vision input (per-panel CLS maps filled per selection)
-  std::vector<render::TradeoffPoint> sweep;    // extra trade-off points
+  std::vector<std::optional<EndToEnd>> e2e;  // [panels]
+  render::ImageDoc image;  // vision input (per-panel CLS maps filled per selection)
+  std::vector<render::TradeoffPoint> sweep;  // extra trade-off points
   double forward_seconds = 0, variants_seconds = 0, metrics_seconds = 0;
   bool has_metrics() const { return !layer_metrics.empty(); }
   int n_layers() const { return int(problems.size()); }
@@ -93,8 +93,8 @@ std::optional<render::TradeoffPoint> sweep_point(const Analysis& a, const std::s
 render::Document build_document(const Analysis& a);
 
 // Pooled cells of every panel for one region (selected layer and head).
-std::vector<render::PanelTile> build_tiles(const Analysis& a, int q0, int q1, int k0, int k1,
-                                           int w, int h, const std::atomic<bool>* cancel);
+std::vector<render::PanelTile> build_tiles(const Analysis& a, int q0, int q1, int k0, int k1, int w,
+                                           int h, const std::atomic<bool>* cancel);
 
 // Exact values of one entry for the hover inspector, and one row for the token view.
 render::HoverInfo hover_info(const Analysis& a, int panel, int q, int k);

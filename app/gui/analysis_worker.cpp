@@ -94,7 +94,8 @@ void AnalysisWorker::loop() {
           sweep_done_.clear();
         }
       } else if (tj && current_ && tj->generation == current_->generation) {
-        auto tiles = build_tiles(*current_, tj->q0, tj->q1, tj->k0, tj->k1, tj->w, tj->h, &cancel_tiles_);
+        auto tiles =
+            build_tiles(*current_, tj->q0, tj->q1, tj->k0, tj->k1, tj->w, tj->h, &cancel_tiles_);
         const double s = std::chrono::duration<double>(Clock::now() - t0).count();
         if (handlers_.tiles) handlers_.tiles(tj->generation, std::move(tiles), s);
       } else if (!tj && metrics_todo_ && current_) {
@@ -111,7 +112,8 @@ void AnalysisWorker::loop() {
         if (handlers_.analysis) handlers_.analysis(b, -1);
       } else if (!tj && !sweep_todo_.empty() && current_ && current_->has_metrics()) {
         if (handlers_.progress)
-          handlers_.progress("trade-off sweep: " + std::to_string(sweep_todo_.size()) + " settings left");
+          handlers_.progress("trade-off sweep: " + std::to_string(sweep_todo_.size()) +
+                             " settings left");
         const std::string spec = sweep_todo_.front();
         sweep_todo_.erase(sweep_todo_.begin());
         if (auto pt = sweep_point(*current_, spec, &cancel_analysis_)) sweep_done_.push_back(*pt);

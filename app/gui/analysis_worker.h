@@ -60,7 +60,7 @@ class AnalysisWorker {
   bool metrics_todo_ = false;
   std::vector<std::string> sweep_todo_;
   std::vector<render::TradeoffPoint> sweep_done_;
-  ModelCache models_;                        // worker thread only
+  ModelCache models_;  // worker thread only
   uint64_t generation_ = 0;
   std::chrono::steady_clock::time_point posted_at_;
   std::thread thread_;

@@ -2,10 +2,10 @@
 
 #include <QApplication>
 #include <QVulkanInstance>
-
-#include "app/gui/vulkan_view.h"
 #include <cstdio>
 #include <sstream>
+
+#include "app/gui/vulkan_view.h"
 
 namespace attn::gui {
 
@@ -15,7 +15,8 @@ int run_gui(int argc, char** argv, const GuiOptions& options) {
   QApplication::setApplicationVersion("0.1.0");
   QApplication app(argc, argv);
   QVulkanInstance inst;
-  if (qEnvironmentVariableIsSet("ATTNSCOPE_VK_VALIDATION")) inst.setLayers({"VK_LAYER_KHRONOS_validation"});
+  if (qEnvironmentVariableIsSet("ATTNSCOPE_VK_VALIDATION"))
+    inst.setLayers({"VK_LAYER_KHRONOS_validation"});
   if (!inst.create()) {
     std::fprintf(stderr,
                  "attnscope: cannot create a Vulkan instance (error %d); install a Vulkan driver "
@@ -39,7 +40,8 @@ void add_gui_command(CLI::App& app, std::function<int()>& action, int argc, char
   cmd->add_option("--text-file", o.text_file, "File holding the initial text (UTF-8)");
   cmd->add_option("--image", o.image, "Initial image (vision models)");
   cmd->add_option("--tensors", o.tensors, "Folder of q.npy, k.npy, v.npy instead of a model");
-  cmd->add_option("--tokens", o.synthetic_tokens, "Tokens of the synthetic problem")->capture_default_str();
+  cmd->add_option("--tokens", o.synthetic_tokens, "Tokens of the synthetic problem")
+      ->capture_default_str();
   cmd->add_option("--layer", o.layer, "Layer shown first")->capture_default_str();
   cmd->add_option("--head", o.head, "Head shown first")->capture_default_str();
   cmd->add_option("--variants", variants, "Up to four variant specs separated by ';'");

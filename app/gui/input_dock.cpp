@@ -47,9 +47,13 @@ InputDock::InputDock(QWidget* parent) : QDockWidget("Input", parent) {
   connect(open_image, &QPushButton::clicked, this, &InputDock::open_image_requested);
 }
 
-std::string InputDock::text() const { return editor_->toPlainText().toStdString(); }
+std::string InputDock::text() const {
+  return editor_->toPlainText().toStdString();
+}
 
-void InputDock::set_text(const QString& text) { editor_->setPlainText(text); }
+void InputDock::set_text(const QString& text) {
+  editor_->setPlainText(text);
+}
 
 void InputDock::set_image(const QString& path) {
   if (path.isEmpty()) {
@@ -78,16 +82,18 @@ void InputDock::set_tokens(const std::string& analysed_text, std::vector<Token> 
   for (size_t b = 0; b < analysed_.size();) {
     const unsigned char c = static_cast<unsigned char>(analysed_[b]);
     const int len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    for (int i = 0; i < len && b + size_t(i) < analysed_.size(); ++i) char_of_byte_[b + size_t(i)] = ch;
+    for (int i = 0; i < len && b + size_t(i) < analysed_.size(); ++i)
+      char_of_byte_[b + size_t(i)] = ch;
     b += size_t(len);
     ch += len == 4 ? 2 : 1;
   }
   char_of_byte_[analysed_.size()] = ch;
-  info_->setText(tokens_.empty() ? notice
-                                 : QString("%1 tokens. Hover a token for its id and the attention it "
-                                           "receives; sinks are orange. %2")
-                                       .arg(tokens_.size())
-                                       .arg(notice));
+  info_->setText(tokens_.empty()
+                     ? notice
+                     : QString("%1 tokens. Hover a token for its id and the attention it "
+                               "receives; sinks are orange. %2")
+                           .arg(tokens_.size())
+                           .arg(notice));
   apply_highlights();
 }
 
@@ -132,14 +138,15 @@ bool InputDock::eventFilter(QObject* o, QEvent* e) {
     const int t = editor_->toPlainText().toStdString() == analysed_ ? token_at_char(pos) : -1;
     if (t >= 0) {
       const Token& tok = tokens_[size_t(t)];
-      QToolTip::showText(he->globalPos(),
-                         QString("token %1  id %2  '%3'\nreceived mass %4 (mean over heads and "
-                                 "queries, selected layer)")
-                             .arg(t)
-                             .arg(tok.id)
-                             .arg(QString::fromStdString(tok.piece).toHtmlEscaped())
-                             .arg(size_t(t) < received_.size() ? received_[size_t(t)] : 0.f, 0, 'g', 4),
-                         editor_);
+      QToolTip::showText(
+          he->globalPos(),
+          QString("token %1  id %2  '%3'\nreceived mass %4 (mean over heads and "
+                  "queries, selected layer)")
+              .arg(t)
+              .arg(tok.id)
+              .arg(QString::fromStdString(tok.piece).toHtmlEscaped())
+              .arg(size_t(t) < received_.size() ? received_[size_t(t)] : 0.f, 0, 'g', 4),
+          editor_);
     } else {
       QToolTip::hideText();
     }

@@ -80,28 +80,35 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   // Worker -> GUI thread.
   AnalysisWorker::Handlers h;
   h.analysis = [this](std::shared_ptr<const Analysis> a, double s) {
-    QMetaObject::invokeMethod(this, [this, a, s] { on_analysis(a, s); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, a, s] { on_analysis(a, s); }, Qt::QueuedConnection);
   };
   h.tiles = [this](uint64_t g, std::vector<render::PanelTile> t, double s) {
     auto shared = std::make_shared<std::vector<render::PanelTile>>(std::move(t));
-    QMetaObject::invokeMethod(this, [this, g, shared, s] { on_tiles(g, std::move(*shared), s); },
-                              Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, g, shared, s] { on_tiles(g, std::move(*shared), s); }, Qt::QueuedConnection);
   };
   h.error = [this](const std::string& m) {
     const QString msg = QString::fromStdString(m);
-    QMetaObject::invokeMethod(this, [this, msg] {
-      last_error_ = msg;
-      analysis_pending_ = tiles_pending_ = false;
-      stage_label_->setText("<span style='color:#e05050'>" + msg.toHtmlEscaped() + "</span>");
-      busy_->hide();
-    }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this,
+        [this, msg] {
+          last_error_ = msg;
+          analysis_pending_ = tiles_pending_ = false;
+          stage_label_->setText("<span style='color:#e05050'>" + msg.toHtmlEscaped() + "</span>");
+          busy_->hide();
+        },
+        Qt::QueuedConnection);
   };
   h.progress = [this](const std::string& s) {
     const QString msg = QString::fromStdString(s);
-    QMetaObject::invokeMethod(this, [this, msg] {
-      stage_ = msg;
-      update_status();
-    }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this,
+        [this, msg] {
+          stage_ = msg;
+          update_status();
+        },
+        Qt::QueuedConnection);
   };
   worker_ = std::make_unique<AnalysisWorker>(std::move(h));
 
@@ -143,11 +150,13 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
     if (!analysis_ || !analysis_->info || !analysis_->info->vision) schedule_analysis(250);
   });
   connect(input_, &InputDock::open_text_requested, this, [this] {
-    const QString f = QFileDialog::getOpenFileName(this, "Open text", {}, "Text (*.txt *.md);;All files (*)");
+    const QString f =
+        QFileDialog::getOpenFileName(this, "Open text", {}, "Text (*.txt *.md);;All files (*)");
     if (!f.isEmpty()) open_text_file(f);
   });
   connect(input_, &InputDock::open_image_requested, this, [this] {
-    const QString f = QFileDialog::getOpenFileName(this, "Open image", {}, "Images (*.png *.jpg *.jpeg *.bmp *.gif *.pgm *.ppm)");
+    const QString f = QFileDialog::getOpenFileName(
+        this, "Open image", {}, "Images (*.png *.jpg *.jpeg *.bmp *.gif *.pgm *.ppm)");
     if (!f.isEmpty()) open_image(f);
   });
   connect(model_, &ModelDock::model_changed, this, [this] { schedule_analysis(50); });
@@ -157,7 +166,8 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
     if (!d.isEmpty()) open_model_folder(d);
   });
   connect(model_, &ModelDock::open_tensors_requested, this, [this] {
-    const QString d = QFileDialog::getExistingDirectory(this, "Open tensors folder (q.npy, k.npy, v.npy)");
+    const QString d =
+        QFileDialog::getExistingDirectory(this, "Open tensors folder (q.npy, k.npy, v.npy)");
     if (!d.isEmpty()) model_->set_tensors(d);
   });
   connect(variants_, &VariantsDock::changed, this, [this] { schedule_analysis(150); });
@@ -167,7 +177,8 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   // Initial state: settings first, then the command line wins.
   if (options_.use_settings) {
     QSettings s;
-    if (!restoreGeometry(s.value("window/geometry").toByteArray())) resize(options_.width, options_.height);
+    if (!restoreGeometry(s.value("window/geometry").toByteArray()))
+      resize(options_.width, options_.height);
     restoreState(s.value("window/state").toByteArray());
     dark_ = s.value("view/dark", true).toBool();
   } else {
@@ -180,19 +191,24 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   model_->set_synthetic_tokens(options_.synthetic_tokens);
   model_->show_info(std::nullopt, "Loading...", 64, 64);  // bounds until the model is known
   model_->set_selection(options_.layer, options_.head);
-  if (!options_.tensors.empty()) model_->set_tensors(QString::fromStdString(options_.tensors));
-  else model_->set_model(QString::fromStdString(options_.model));
+  if (!options_.tensors.empty())
+    model_->set_tensors(QString::fromStdString(options_.tensors));
+  else
+    model_->set_model(QString::fromStdString(options_.model));
   try {
     variants_->set_specs(options_.variants);
   } catch (const Error& e) {
     last_error_ = e.what();
     stage_label_->setText(last_error_);
   }
-  if (!options_.text.empty()) input_->set_text(QString::fromStdString(options_.text));
+  if (!options_.text.empty())
+    input_->set_text(QString::fromStdString(options_.text));
   else if (!options_.text_file.empty()) {
     QFile f(QString::fromStdString(options_.text_file));
-    if (f.open(QIODevice::ReadOnly)) input_->set_text(QString::fromUtf8(f.readAll()));
-    else last_error_ = "cannot open " + QString::fromStdString(options_.text_file);
+    if (f.open(QIODevice::ReadOnly))
+      input_->set_text(QString::fromUtf8(f.readAll()));
+    else
+      last_error_ = "cannot open " + QString::fromStdString(options_.text_file);
   } else {
     input_->set_text(bundled_sample());
   }
@@ -204,24 +220,30 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   submit_now();
 }
 
-MainWindow::~MainWindow() { worker_.reset(); }
+MainWindow::~MainWindow() {
+  worker_.reset();
+}
 
 void MainWindow::build_menus() {
   QMenu* file = menuBar()->addMenu("&File");
   file->addAction("&Open text...", QKeySequence::Open, this, [this] {
-    const QString f = QFileDialog::getOpenFileName(this, "Open text", {}, "Text (*.txt *.md);;All files (*)");
+    const QString f =
+        QFileDialog::getOpenFileName(this, "Open text", {}, "Text (*.txt *.md);;All files (*)");
     if (!f.isEmpty()) open_text_file(f);
   });
   file->addAction("Open &image...", QKeySequence(Qt::CTRL | Qt::Key_I), this, [this] {
-    const QString f = QFileDialog::getOpenFileName(this, "Open image", {}, "Images (*.png *.jpg *.jpeg *.bmp *.gif *.pgm *.ppm)");
+    const QString f = QFileDialog::getOpenFileName(
+        this, "Open image", {}, "Images (*.png *.jpg *.jpeg *.bmp *.gif *.pgm *.ppm)");
     if (!f.isEmpty()) open_image(f);
   });
-  file->addAction("Open &model folder...", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), this, [this] {
-    const QString d = QFileDialog::getExistingDirectory(this, "Open model folder");
-    if (!d.isEmpty()) open_model_folder(d);
-  });
+  file->addAction("Open &model folder...", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), this,
+                  [this] {
+                    const QString d = QFileDialog::getExistingDirectory(this, "Open model folder");
+                    if (!d.isEmpty()) open_model_folder(d);
+                  });
   file->addAction("Open &tensors...", this, [this] {
-    const QString d = QFileDialog::getExistingDirectory(this, "Open tensors folder (q.npy, k.npy, v.npy)");
+    const QString d =
+        QFileDialog::getExistingDirectory(this, "Open tensors folder (q.npy, k.npy, v.npy)");
     if (!d.isEmpty()) model_->set_tensors(d);
   });
   recent_menu_ = file->addMenu("&Recent files");
@@ -234,7 +256,8 @@ void MainWindow::build_menus() {
   QMenu* view = menuBar()->addMenu("&View");
   auto* group = new QActionGroup(this);
   for (int v = 0; v < render::kViewCount; ++v) {
-    QAction* a = view->addAction(render::view_name(render::ViewKind(v)), QKeySequence(Qt::CTRL | (Qt::Key_1 + v)), this,
+    QAction* a = view->addAction(render::view_name(render::ViewKind(v)),
+                                 QKeySequence(Qt::CTRL | (Qt::Key_1 + v)), this,
                                  [this, v] { set_view(render::ViewKind(v)); });
     a->setCheckable(true);
     a->setChecked(v == 0);
@@ -245,14 +268,15 @@ void MainWindow::build_menus() {
     if (view_->canvas()) view_->canvas()->reset_view();
     view_->redraw();
   });
-  QAction* dark = view->addAction("&Dark theme", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D), this, [this](bool on) { set_dark(on); });
+  QAction* dark = view->addAction("&Dark theme", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D),
+                                  this, [this](bool on) { set_dark(on); });
   dark->setCheckable(true);
   dark->setChecked(dark_);
-  QAction* pres = view->addAction("&Presentation mode", QKeySequence(Qt::Key_F5), this, [this](bool on) { set_presentation(on); });
+  QAction* pres = view->addAction("&Presentation mode", QKeySequence(Qt::Key_F5), this,
+                                  [this](bool on) { set_presentation(on); });
   pres->setCheckable(true);
-  view->addAction("&Full screen", QKeySequence::FullScreen, this, [this] {
-    isFullScreen() ? showNormal() : showFullScreen();
-  });
+  view->addAction("&Full screen", QKeySequence::FullScreen, this,
+                  [this] { isFullScreen() ? showNormal() : showFullScreen(); });
   view->addSeparator();
   view->addAction(input_->toggleViewAction());
   view->addAction(model_->toggleViewAction());
@@ -263,7 +287,9 @@ void MainWindow::build_menus() {
   help->addAction("About &Qt", qApp, &QApplication::aboutQt);
 }
 
-void MainWindow::schedule_analysis(int delay_ms) { analysis_timer_.start(delay_ms); }
+void MainWindow::schedule_analysis(int delay_ms) {
+  analysis_timer_.start(delay_ms);
+}
 
 void MainWindow::submit_now() {
   analysis_timer_.stop();
@@ -304,7 +330,8 @@ void MainWindow::on_analysis(std::shared_ptr<const Analysis> a, double seconds) 
   update_status();
 }
 
-void MainWindow::on_tiles(uint64_t generation, std::vector<render::PanelTile> tiles, double seconds) {
+void MainWindow::on_tiles(uint64_t generation, std::vector<render::PanelTile> tiles,
+                          double seconds) {
   if (!analysis_ || generation != analysis_->generation) return;
   if (generation == requested_gen_) tiles_pending_ = false;
   shown_gen_ = generation;
@@ -321,7 +348,8 @@ void MainWindow::on_frame() {
   if (!c || !analysis_ || analysis_pending_) return;
   const render::TileWant w = c->wanted_tiles();
   if (w.w <= 0) return;
-  if ((w.serial != requested_serial_ || analysis_->generation != requested_gen_) && !tile_timer_.isActive())
+  if ((w.serial != requested_serial_ || analysis_->generation != requested_gen_) &&
+      !tile_timer_.isActive())
     tile_timer_.start(25);
   static int n = 0;
   if (++n % 10 == 0) update_status();
@@ -335,13 +363,17 @@ bool MainWindow::settled() const {
   return shown_gen_ == analysis_->generation && shown_serial_ == c->wanted_tiles().serial;
 }
 
-bool MainWindow::worker_idle() const { return worker_->idle() && !analysis_pending_ && !tiles_pending_; }
+bool MainWindow::worker_idle() const {
+  return worker_->idle() && !analysis_pending_ && !tiles_pending_;
+}
 
 void MainWindow::update_status() {
   const bool busy = analysis_pending_ || tiles_pending_ || !stage_.isEmpty();
   busy_->setVisible(busy);
   if (last_error_.isEmpty())
-    stage_label_->setText(!stage_.isEmpty() ? stage_ : analysis_ ? QString::fromStdString(doc_ ? doc_->title : "") : "starting...");
+    stage_label_->setText(!stage_.isEmpty() ? stage_
+                          : analysis_       ? QString::fromStdString(doc_ ? doc_->title : "")
+                                            : "starting...");
   QString t;
   if (analysis_) {
     t = QString("forward %1 ms · variants %2 ms · update %3 ms · tiles %4 ms")
@@ -374,7 +406,8 @@ void MainWindow::open_text_file(const QString& path) {
 void MainWindow::open_image(const QString& path) {
   image_path_ = path.toStdString();
   input_->set_image(path);
-  if (model_->model() != "default-vision" && !(analysis_ && analysis_->info && analysis_->info->vision))
+  if (model_->model() != "default-vision" &&
+      !(analysis_ && analysis_->info && analysis_->info->vision))
     model_->set_model("default-vision");
   schedule_analysis(0);
   add_recent(path);
@@ -412,8 +445,10 @@ void MainWindow::set_dark(bool dark) {
   }
   qApp->setPalette(p);
   if (view_->canvas()) view_->canvas()->settings().dark = dark;
-  input_->set_tokens(analysis_ ? analysis_->request.text : "", analysis_ ? analysis_->tokens : std::vector<Token>{},
-                     analysis_ ? received_mass(*analysis_) : std::vector<float>{}, doc_ ? doc_->heat.sinks : std::vector<int>{},
+  input_->set_tokens(analysis_ ? analysis_->request.text : "",
+                     analysis_ ? analysis_->tokens : std::vector<Token>{},
+                     analysis_ ? received_mass(*analysis_) : std::vector<float>{},
+                     doc_ ? doc_->heat.sinks : std::vector<int>{},
                      analysis_ ? QString::fromStdString(analysis_->notice) : QString());
   view_->redraw();
 }
@@ -440,18 +475,23 @@ void MainWindow::add_recent(const QString& path) {
 
 void MainWindow::rebuild_recent() {
   recent_menu_->clear();
-  const QStringList r = options_.use_settings ? QSettings().value("recent").toStringList() : QStringList();
+  const QStringList r =
+      options_.use_settings ? QSettings().value("recent").toStringList() : QStringList();
   for (const QString& p : r)
     recent_menu_->addAction(p, this, [this, p] {
-      if (QFileInfo(p).isDir()) open_model_folder(p);
-      else if (is_image_file(p)) open_image(p);
-      else open_text_file(p);
+      if (QFileInfo(p).isDir())
+        open_model_folder(p);
+      else if (is_image_file(p))
+        open_image(p);
+      else
+        open_text_file(p);
     });
   recent_menu_->setEnabled(!r.isEmpty());
 }
 
 void MainWindow::save_png() {
-  const QString f = QFileDialog::getSaveFileName(this, "Save view as PNG", "attnscope.png", "PNG (*.png)");
+  const QString f =
+      QFileDialog::getSaveFileName(this, "Save view as PNG", "attnscope.png", "PNG (*.png)");
   if (f.isEmpty()) return;
   if (!view_->grab_rgba().save(f)) QMessageBox::warning(this, "Save", "Could not write " + f);
 }
@@ -485,9 +525,12 @@ void MainWindow::dropEvent(QDropEvent* e) {
   for (const QUrl& u : e->mimeData()->urls()) {
     const QString p = u.toLocalFile();
     if (p.isEmpty()) continue;
-    if (QFileInfo(p).isDir()) open_model_folder(p);
-    else if (is_image_file(p)) open_image(p);
-    else open_text_file(p);
+    if (QFileInfo(p).isDir())
+      open_model_folder(p);
+    else if (is_image_file(p))
+      open_image(p);
+    else
+      open_text_file(p);
     break;
   }
 }

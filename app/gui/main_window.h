@@ -25,15 +25,15 @@ class VulkanView;
 
 struct GuiOptions {
   std::string model = "default-text";
-  std::string text;       // initial text (else text_file, else the bundled sample)
+  std::string text;  // initial text (else text_file, else the bundled sample)
   std::string text_file;
-  std::string image;      // initial image (vision models)
-  std::string tensors;    // raw q/k/v folder
+  std::string image;    // initial image (vision models)
+  std::string tensors;  // raw q/k/v folder
   // Initial variant specs (at most 4): a static/dynamic comparison sized for the default model.
   std::vector<std::string> variants = {"window(size=32)", "sinks_window(sinks=4,window=32)",
                                        "block_topk(block=16,k=4)", "top_p(block=16,p=0.9)"};
   int synthetic_tokens = 4096;
-  int layer = 0, head = 0;  // initial selection
+  int layer = 0, head = 0;   // initial selection
   bool use_settings = true;  // read and write QSettings (tests turn this off)
   int width = 1600, height = 1000;
 };

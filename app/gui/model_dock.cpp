@@ -67,7 +67,9 @@ ModelDock::ModelDock(QWidget* parent) : QDockWidget("Model", parent) {
   connect(tensors, &QPushButton::clicked, this, &ModelDock::open_tensors_requested);
 }
 
-std::string ModelDock::model() const { return model_->currentData().toString().toStdString(); }
+std::string ModelDock::model() const {
+  return model_->currentData().toString().toStdString();
+}
 
 void ModelDock::set_model(const QString& name) {
   int i = model_->findData(name);
@@ -86,19 +88,31 @@ void ModelDock::set_tensors(const QString& dir) {
     i = model_->count() - 1;
   }
   model_->setItemText(i, "tensors: " + dir);
-  if (model_->currentIndex() == i) emit model_changed();
-  else model_->setCurrentIndex(i);
+  if (model_->currentIndex() == i)
+    emit model_changed();
+  else
+    model_->setCurrentIndex(i);
 }
 
-int ModelDock::layer() const { return layer_->value(); }
-int ModelDock::head() const { return head_->value(); }
+int ModelDock::layer() const {
+  return layer_->value();
+}
+int ModelDock::head() const {
+  return head_->value();
+}
 void ModelDock::set_selection(int layer, int head) {
   layer_->setValue(layer);
   head_->setValue(head);
 }
-std::string ModelDock::backend() const { return backend_->currentText().toStdString(); }
-int ModelDock::synthetic_tokens() const { return tokens_->value(); }
-void ModelDock::set_synthetic_tokens(int n) { tokens_->setValue(n); }
+std::string ModelDock::backend() const {
+  return backend_->currentText().toStdString();
+}
+int ModelDock::synthetic_tokens() const {
+  return tokens_->value();
+}
+void ModelDock::set_synthetic_tokens(int n) {
+  tokens_->setValue(n);
+}
 
 void ModelDock::show_info(const std::optional<ModelInfo>& info, const QString& summary, int layers,
                           int heads) {

@@ -29,7 +29,8 @@ class ModelDock : public QDockWidget {
   int synthetic_tokens() const;
   void set_synthetic_tokens(int n);
   // Shows what was loaded, and bounds the layer and head pickers.
-  void show_info(const std::optional<ModelInfo>& info, const QString& summary, int layers, int heads);
+  void show_info(const std::optional<ModelInfo>& info, const QString& summary, int layers,
+                 int heads);
 
  signals:
   void model_changed();

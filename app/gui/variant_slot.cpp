@@ -48,7 +48,8 @@ std::vector<ParsedPiece> parse_canonical(const std::string& spec) {
         if (c == std::string::npos) c = body.size();
         const std::string kv = body.substr(s, c - s);
         const size_t eq = kv.find('=');
-        if (eq != std::string::npos) p.params.push_back({kv.substr(0, eq), std::stod(kv.substr(eq + 1))});
+        if (eq != std::string::npos)
+          p.params.push_back({kv.substr(0, eq), std::stod(kv.substr(eq + 1))});
         s = c + 1;
       }
       i = close + 1;
@@ -99,7 +100,8 @@ VariantSlot::VariantSlot(const QString& title, QWidget* parent) : QGroupBox(titl
   connect(this, &QGroupBox::toggled, this, [this] {
     if (!quiet_) emit changed();
   });
-  connect(this, &VariantSlot::changed, this, [this] { spec_label_->setText(QString::fromStdString(spec())); });
+  connect(this, &VariantSlot::changed, this,
+          [this] { spec_label_->setText(QString::fromStdString(spec())); });
   rebuild_params(pattern_);
   rebuild_params(norm_);
   spec_label_->setText(QString::fromStdString(spec()));
@@ -118,7 +120,9 @@ void VariantSlot::rebuild_params(Piece& piece) {
       s->setRange(int(ps.min), int(std::min(ps.max, 1e9)));
       s->setValue(int(ps.def));
       s->setKeyboardTracking(false);
-      connect(s, &QSpinBox::valueChanged, this, [this] { if (!quiet_) emit changed(); });
+      connect(s, &QSpinBox::valueChanged, this, [this] {
+        if (!quiet_) emit changed();
+      });
       ed = s;
     } else if (ps.type == ParamSpec::Type::Float) {
       auto* s = new QDoubleSpinBox;
@@ -127,12 +131,16 @@ void VariantSlot::rebuild_params(Piece& piece) {
       s->setSingleStep(std::max(1e-3, (ps.max - ps.min) / 100));
       s->setValue(ps.def);
       s->setKeyboardTracking(false);
-      connect(s, &QDoubleSpinBox::valueChanged, this, [this] { if (!quiet_) emit changed(); });
+      connect(s, &QDoubleSpinBox::valueChanged, this, [this] {
+        if (!quiet_) emit changed();
+      });
       ed = s;
     } else {
       auto* c = new QCheckBox;
       c->setChecked(ps.def != 0);
-      connect(c, &QCheckBox::toggled, this, [this] { if (!quiet_) emit changed(); });
+      connect(c, &QCheckBox::toggled, this, [this] {
+        if (!quiet_) emit changed();
+      });
       ed = c;
     }
     ed->setObjectName(QString::fromStdString(ps.name));
@@ -150,9 +158,12 @@ std::string VariantSlot::piece_spec(const Piece& piece) const {
   for (size_t i = 0; i < info.info.params.size() && i < piece.editors.size(); ++i) {
     const ParamSpec& ps = info.info.params[i];
     double v = 0;
-    if (auto* a = qobject_cast<QSpinBox*>(piece.editors[i])) v = a->value();
-    else if (auto* b = qobject_cast<QDoubleSpinBox*>(piece.editors[i])) v = b->value();
-    else if (auto* c = qobject_cast<QCheckBox*>(piece.editors[i])) v = c->isChecked() ? 1 : 0;
+    if (auto* a = qobject_cast<QSpinBox*>(piece.editors[i]))
+      v = a->value();
+    else if (auto* b = qobject_cast<QDoubleSpinBox*>(piece.editors[i]))
+      v = b->value();
+    else if (auto* c = qobject_cast<QCheckBox*>(piece.editors[i]))
+      v = c->isChecked() ? 1 : 0;
     s += (i ? "," : "") + ps.name + "=" + number(v, ps.type != ParamSpec::Type::Float);
   }
   return s + ")";
@@ -172,7 +183,9 @@ void VariantSlot::set_spec(const std::string& spec) {
   bool has_norm = false;
   for (const ParsedPiece& p : pieces) {
     const PieceInfo& info = registry_piece(p.id);
-    Piece* target = is_pattern(info.kind) ? &pattern_ : info.kind == PieceKind::Normaliser ? &norm_ : nullptr;
+    Piece* target = is_pattern(info.kind)                ? &pattern_
+                    : info.kind == PieceKind::Normaliser ? &norm_
+                                                         : nullptr;
     if (!target) continue;  // score modifiers are not offered in slots
     has_norm |= target == &norm_;
     target->combo->setCurrentIndex(target->combo->findData(QString::fromStdString(p.id)));
@@ -180,9 +193,12 @@ void VariantSlot::set_spec(const std::string& spec) {
     for (const auto& [name, value] : p.params)
       for (QWidget* ed : target->editors) {
         if (ed->objectName().toStdString() != name) continue;
-        if (auto* a = qobject_cast<QSpinBox*>(ed)) a->setValue(int(std::lround(value)));
-        else if (auto* b = qobject_cast<QDoubleSpinBox*>(ed)) b->setValue(value);
-        else if (auto* c = qobject_cast<QCheckBox*>(ed)) c->setChecked(value != 0);
+        if (auto* a = qobject_cast<QSpinBox*>(ed))
+          a->setValue(int(std::lround(value)));
+        else if (auto* b = qobject_cast<QDoubleSpinBox*>(ed))
+          b->setValue(value);
+        else if (auto* c = qobject_cast<QCheckBox*>(ed))
+          c->setChecked(value != 0);
       }
   }
   if (!has_norm) {

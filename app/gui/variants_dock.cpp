@@ -76,13 +76,17 @@ void VariantsDock::set_specs(const std::vector<std::string>& specs) {
           "at most 4 variants (got " + std::to_string(specs.size()) + ")");
   blockSignals(true);
   for (size_t i = 0; i < slots_.size(); ++i) {
-    if (i < specs.size()) slots_[i]->set_spec(specs[i]);
-    else slots_[i]->setChecked(false);
+    if (i < specs.size())
+      slots_[i]->set_spec(specs[i]);
+    else
+      slots_[i]->setChecked(false);
   }
   blockSignals(false);
   emit changed();
 }
 
-bool VariantsDock::show_dense() const { return dense_->isChecked(); }
+bool VariantsDock::show_dense() const {
+  return dense_->isChecked();
+}
 
 }  // namespace attn::gui

@@ -108,7 +108,9 @@ VulkanView::VulkanView() {
   setPreferredColorFormats({VK_FORMAT_B8G8R8A8_UNORM, VK_FORMAT_R8G8B8A8_UNORM});
 }
 
-QVulkanWindowRenderer* VulkanView::createRenderer() { return new ViewRenderer(this); }
+QVulkanWindowRenderer* VulkanView::createRenderer() {
+  return new ViewRenderer(this);
+}
 
 void VulkanView::set_continuous(bool on) {
   continuous_ = on;
@@ -127,7 +129,8 @@ void VulkanView::push_buttons(QMouseEvent* e) {
   mx_ = float(e->position().x());
   my_ = float(e->position().y());
   const auto b = e->buttons();
-  buttons_.push_back({bool(b & Qt::LeftButton), bool(b & Qt::RightButton), bool(b & Qt::MiddleButton)});
+  buttons_.push_back(
+      {bool(b & Qt::LeftButton), bool(b & Qt::RightButton), bool(b & Qt::MiddleButton)});
   requestUpdate();
 }
 
@@ -136,8 +139,12 @@ void VulkanView::mouseMoveEvent(QMouseEvent* e) {
   my_ = float(e->position().y());
   requestUpdate();
 }
-void VulkanView::mousePressEvent(QMouseEvent* e) { push_buttons(e); }
-void VulkanView::mouseReleaseEvent(QMouseEvent* e) { push_buttons(e); }
+void VulkanView::mousePressEvent(QMouseEvent* e) {
+  push_buttons(e);
+}
+void VulkanView::mouseReleaseEvent(QMouseEvent* e) {
+  push_buttons(e);
+}
 void VulkanView::mouseDoubleClickEvent(QMouseEvent* e) {
   // Qt folds the second press into a double-click event: replay it as press + release.
   push_buttons(e);

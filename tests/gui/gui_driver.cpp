@@ -23,13 +23,16 @@ bool wait_until(const std::function<bool()>& done, int timeout_ms) {
 }
 
 bool wait_settled(MainWindow& w, int timeout_ms, int frames) {
-  if (!wait_until([&] { return w.settled() || !w.last_error().isEmpty(); }, timeout_ms)) return false;
+  if (!wait_until([&] { return w.settled() || !w.last_error().isEmpty(); }, timeout_ms))
+    return false;
   if (!w.last_error().isEmpty()) return false;
   const int target = w.view()->frames_drawn() + frames;
-  return wait_until([&] {
-    w.view()->redraw();
-    return w.view()->frames_drawn() >= target;
-  }, timeout_ms);
+  return wait_until(
+      [&] {
+        w.view()->redraw();
+        return w.view()->frames_drawn() >= target;
+      },
+      timeout_ms);
 }
 
 int distinct_colors(const QImage& img, const std::array<float, 4>& r) {
@@ -48,7 +51,10 @@ double changed_fraction(const QImage& a, const QImage& b, const std::array<float
     for (int x = std::max(0, int(r[0])); x < std::min(a.width(), int(r[2])); ++x) {
       ++total;
       const QRgb p = a.pixel(x, y), q = b.pixel(x, y);
-      if (std::abs(qRed(p) - qRed(q)) + std::abs(qGreen(p) - qGreen(q)) + std::abs(qBlue(p) - qBlue(q)) > 6) ++changed;
+      if (std::abs(qRed(p) - qRed(q)) + std::abs(qGreen(p) - qGreen(q)) +
+              std::abs(qBlue(p) - qBlue(q)) >
+          6)
+        ++changed;
     }
   return total ? double(changed) / double(total) : 0.0;
 }
