@@ -10,6 +10,14 @@
 namespace attn::gui {
 
 int run_gui(int argc, char** argv, const GuiOptions& options) {
+  // Without a display Qt would abort; say what to do instead.
+  if (qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") &&
+      qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+    std::fprintf(stderr,
+                 "attnscope: no display for the desktop app (DISPLAY and WAYLAND_DISPLAY are "
+                 "unset); use a verb for the command line, see attnscope --help\n");
+    return 2;
+  }
   QApplication::setApplicationName("attnscope");
   QApplication::setOrganizationName("attnscope");
   QApplication::setApplicationVersion("0.1.0");

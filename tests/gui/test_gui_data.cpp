@@ -2,6 +2,7 @@
 // values and cell colours, checked against brute-force computations on an odd-sized problem.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 
@@ -168,6 +169,38 @@ TEST(GuiData, ColoursFollowTheScale) {
   s.mode = render::DisplayMode::KeptSet;
   render::colorize(t, s, rgba);
   EXPECT_GT(rgba[8 + 0], rgba[8 + 2]);  // dropped cell with dense mass: red
+}
+
+}  // namespace
+}  // namespace attn::gui
+
+namespace attn::gui {
+namespace {
+
+// The Model dock's backend choice reaches the core: the Vulkan backend (lavapipe in CI) gives
+// the same panels as the CPU one.
+TEST(GuiData, VulkanBackendMatchesCpu) {
+  const auto names = backend_names();
+  if (std::find(names.begin(), names.end(), "vulkan") == names.end())
+    GTEST_SKIP() << "built without the Vulkan backend";
+  AnalysisRequest r;
+  r.model = "synthetic";
+  r.synthetic_tokens = 203;
+  r.variants = {"block_topk(block=16,k=3)", "sinks_window(sinks=2,window=40)"};
+  r.sweep = false;
+  ModelCache cache;
+  std::shared_ptr<Analysis> cpu, vk;
+  cpu = run_analysis(r, cache, nullptr, nullptr);
+  r.backend = "vulkan";
+  try {
+    vk = run_analysis(r, cache, nullptr, nullptr);
+  } catch (const Error& e) {
+    GTEST_SKIP() << "no usable Vulkan device: " << e.what();
+  }
+  ASSERT_EQ(cpu->results.size(), vk->results.size());
+  for (size_t v = 0; v < cpu->results.size(); ++v) {
+    EXPECT_LT(relative_error(vk->results[v][0].o, cpu->results[v][0].o), 1e-4) << cpu->specs[v];
+  }
 }
 
 }  // namespace
