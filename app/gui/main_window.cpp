@@ -25,7 +25,10 @@
 #include "app/gui/model_dock.h"
 #include "app/gui/variants_dock.h"
 #include "app/gui/vulkan_view.h"
+#include "app/session/session.h"
 #include "compute/error.h"
+#include "models/arch/default_models.h"
+#include "render/canvas.h"
 
 namespace attn::gui {
 namespace {
@@ -217,6 +220,7 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   model_->blockSignals(false);
   variants_->blockSignals(false);
   input_->blockSignals(false);
+  if (!options_.session.empty()) open_session(QString::fromStdString(options_.session));
   submit_now();
 }
 
@@ -245,6 +249,19 @@ void MainWindow::build_menus() {
     const QString d =
         QFileDialog::getExistingDirectory(this, "Open tensors folder (q.npy, k.npy, v.npy)");
     if (!d.isEmpty()) model_->set_tensors(d);
+  });
+  file->addSeparator();
+  file->addAction("Open &session...", QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_O), this, [this] {
+    const QString f = QFileDialog::getOpenFileName(this, "Open session", {},
+                                                   "Sessions (*.attnscope.json);;JSON (*.json)");
+    if (!f.isEmpty()) open_session(f);
+  });
+  file->addAction("Save session &as...", QKeySequence::SaveAs, this, [this] {
+    QString f = QFileDialog::getSaveFileName(this, "Save session", "attnscope.attnscope.json",
+                                             "Sessions (*.attnscope.json)");
+    if (f.isEmpty()) return;
+    if (!f.endsWith(".json")) f += kSessionSuffix;
+    save_session_as(f);
   });
   recent_menu_ = file->addMenu("&Recent files");
   rebuild_recent();
@@ -416,6 +433,82 @@ void MainWindow::open_image(const QString& path) {
 void MainWindow::open_model_folder(const QString& dir) {
   model_->set_model(dir);
   add_recent(dir);
+}
+
+namespace {
+const char* kSessionViews[] = {"heatmap", "grid", "sinks", "tokens", "image", "tradeoff"};
+}
+
+void MainWindow::open_session(const QString& path) {
+  try {
+    const Session s = load_session(path.toStdString());
+    try {
+      check_session_files(s, path.toStdString());
+    } catch (const Error& e) {
+      QMessageBox::warning(this, "Session", QString("The session opens, but: ") + e.what());
+    }
+    model_->blockSignals(true);
+    variants_->blockSignals(true);
+    input_->blockSignals(true);
+    const std::string model = s.model.id;
+    model_->set_model(QString::fromStdString(
+        is_default_model_name(model) ? model : resolve_session_path(path.toStdString(), model)));
+    model_->set_backend(QString::fromStdString(s.backend));
+    if (s.input.kind == "image") {
+      image_path_ = resolve_session_path(path.toStdString(), s.input.image);
+      input_->set_image(QString::fromStdString(image_path_));
+    } else {
+      input_->set_text(QString::fromStdString(s.input.text));
+    }
+    variants_->set_specs(std::vector<std::string>(
+        s.variants.begin(), s.variants.begin() + std::min<size_t>(4, s.variants.size())));
+    model_->show_info(std::nullopt, "Loading...", 64, 64);
+    model_->set_selection(s.layer, s.head);
+    model_->blockSignals(false);
+    variants_->blockSignals(false);
+    input_->blockSignals(false);
+    for (int v = 0; v < render::kViewCount; ++v)
+      if (s.view.view == kSessionViews[v]) set_view(render::ViewKind(v));
+    if (render::Canvas* c = view_->canvas()) {
+      c->settings().log_scale = s.view.log_scale;
+      if (s.view.colormap == "magma") c->settings().colormap = render::Colormap::Magma;
+      if (s.view.colormap == "viridis") c->settings().colormap = render::Colormap::Viridis;
+    }
+    add_recent(path);
+    submit_now();
+  } catch (const Error& e) {
+    QMessageBox::warning(this, "Open session", e.what());
+  }
+}
+
+void MainWindow::save_session_as(const QString& path) {
+  Session s;
+  if (analysis_ && analysis_->image.present) {
+    s.input.kind = "image";
+    s.input.image = image_path_;
+  } else {
+    s.input.text = input_->text();
+  }
+  s.model.id = model_->model();
+  s.variants = variants_->specs();
+  s.layer = model_->layer();
+  s.head = model_->head();
+  s.backend = model_->backend();
+  if (render::Canvas* c = view_->canvas()) {
+    s.view.view = kSessionViews[int(c->settings().view)];
+    s.view.log_scale = c->settings().log_scale;
+    s.view.colormap = render::colormap_name(c->settings().colormap);
+    s.extra["gui"] = {{"display_mode", int(c->settings().mode)},
+                      {"show_dense", variants_->show_dense()}};
+  }
+  try {
+    if (s.model.id != "synthetic" && s.model.id != "tensors") fill_hashes(s, path.toStdString());
+    save_session(s, path.toStdString());
+    add_recent(path);
+    stage_label_->setText("saved " + path);
+  } catch (const Error& e) {
+    QMessageBox::warning(this, "Save session", e.what());
+  }
 }
 
 void MainWindow::set_view(render::ViewKind v) {

@@ -29,6 +29,7 @@ struct GuiOptions {
   std::string text_file;
   std::string image;    // initial image (vision models)
   std::string tensors;  // raw q/k/v folder
+  std::string session;  // a .attnscope.json session to open (overrides the above)
   // Initial variant specs (at most 4): a static/dynamic comparison sized for the default model.
   std::vector<std::string> variants = {"window(size=32)", "sinks_window(sinks=4,window=32)",
                                        "block_topk(block=16,k=4)", "top_p(block=16,p=0.9)"};
@@ -60,6 +61,9 @@ class MainWindow : public QMainWindow {
   void open_text_file(const QString& path);
   void open_image(const QString& path);
   void open_model_folder(const QString& dir);
+  // Sessions (app/session): the input, model, variants, selection and view settings.
+  void open_session(const QString& path);
+  void save_session_as(const QString& path);
   void set_view(render::ViewKind v);
   void set_dark(bool dark);
   void set_presentation(bool on);

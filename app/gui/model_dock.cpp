@@ -141,3 +141,11 @@ void ModelDock::show_info(const std::optional<ModelInfo>& info, const QString& s
 }
 
 }  // namespace attn::gui
+
+namespace attn::gui {
+
+void ModelDock::set_backend(const QString& name) {
+  if (backend_->findText(name) >= 0) backend_->setCurrentText(name);
+}
+
+}  // namespace attn::gui

@@ -26,6 +26,7 @@ class ModelDock : public QDockWidget {
   int head() const;
   void set_selection(int layer, int head);
   std::string backend() const;
+  void set_backend(const QString& name);
   int synthetic_tokens() const;
   void set_synthetic_tokens(int n);
   // Shows what was loaded, and bounds the layer and head pickers.

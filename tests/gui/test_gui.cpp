@@ -21,6 +21,7 @@
 #include "app/gui/variant_slot.h"
 #include "app/gui/variants_dock.h"
 #include "app/gui/vulkan_view.h"
+#include "app/session/session.h"
 #include "compute/error.h"
 #include "gui_driver.h"
 #include "models/arch/default_models.h"
@@ -190,6 +191,40 @@ TEST(Gui, TextModelPanelsDrawAndReactToParameters) {
     EXPECT_GT(distinct_colors(img, all), 20) << render::view_name(v);
     img.save(screenshot_path(QString("view_%1.png").arg(int(v))));
   }
+}
+
+TEST(Gui, SessionRoundTrip) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  GuiOptions o = base_options();
+  o.variants = {"window(size=8)", "top_p(block=16,p=0.7)"};
+  o.layer = 1;
+  o.head = 2;
+  const std::string path = QDir::temp().filePath("attnscope-gui-test.attnscope.json").toStdString();
+  std::vector<std::string> specs;
+  {
+    MainWindow w(o);
+    show_and_time(w);
+    ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
+    specs = w.analysis()->specs;
+    w.save_session_as(QString::fromStdString(path));
+  }
+  const Session s = load_session(path);
+  EXPECT_EQ(s.variants, o.variants);
+  EXPECT_EQ(s.layer, 1);
+  EXPECT_EQ(s.head, 2);
+  EXPECT_FALSE(s.model.sha256.empty());
+  GuiOptions o2 = base_options();
+  o2.text = "A different text.";
+  o2.variants = {};
+  o2.session = path;
+  MainWindow w2(o2);
+  show_and_time(w2);
+  ASSERT_TRUE(wait_settled(w2, 60000)) << w2.last_error().toStdString();
+  EXPECT_EQ(w2.analysis()->specs, specs);
+  EXPECT_EQ(w2.analysis()->request.layer, 1);
+  EXPECT_EQ(w2.analysis()->request.head, 2);
+  EXPECT_EQ(w2.analysis()->request.text, s.input.text);
+  std::filesystem::remove(path);
 }
 
 TEST(Gui, VisionModelShowsImageAttention) {
