@@ -42,7 +42,9 @@ Result run_one(const Variant& v, const Problem& p, Backend& backend, const RunOp
     throw Error(ErrorCode::Unsupported,
                 backend.name() + " cannot run " + v.spec() + (why.empty() ? "" : ": " + why));
   SelectStats sel;
-  Layout layout = v.select(p, &sel, seq);
+  Layout layout;
+  // A pattern carrying sequence state (seq non-null) always selects itself.
+  if (seq || !backend.select(v, p, &layout, &sel)) layout = v.select(p, &sel, seq);
   Result r = backend.execute(v, p, layout, opt);
   int64_t kept = 0;
   for (int h = 0; h < p.n_heads; ++h) kept += layout_kept_entries(r.layout, p, h);

@@ -22,6 +22,15 @@ class Backend {
   virtual std::string name() const = 0;
   // True when this backend can execute `v` on `p`; otherwise `why` says what is missing.
   virtual bool supports(const Variant& v, const Problem& p, std::string* why) const = 0;
+  // Builds the kept set of `v` on `p` itself (e.g. scores and selection on the GPU) when it
+  // accelerates v's selector (Pattern::describe), filling `stats` (flops as the pattern counts
+  // them; seconds of the backend's own timing). Returns false to leave selection to v.select().
+  // The layout equals v.select()'s up to float rounding of near-ties. Not called when the
+  // run carries sequence state (see run_layers).
+  virtual bool select(const Variant& v, const Problem& p, Layout* layout, SelectStats* stats) {
+    (void)v, (void)p, (void)layout, (void)stats;
+    return false;
+  }
   // Executes `v` over an already-selected layout. Fills o, row_stat, counted cost, kernel time.
   virtual Result execute(const Variant& v, const Problem& p, const Layout& layout,
                          const RunOptions& opt) = 0;
@@ -31,7 +40,8 @@ class Backend {
 std::unique_ptr<Backend> make_backend(const std::string& name);
 std::vector<std::string> backend_names();
 
-// validate(p), select the layout, execute, and fill every stat (predicted cost, density, times).
+// validate(p), select the layout (backend.select(), else v.select()), execute, and fill every
+// stat (predicted cost, density, times).
 Result run(const Variant& v, const Problem& p, Backend& backend, const RunOptions& opt = {});
 
 // run() for one layer of a forward pass that a model drives itself: `seq` is the state that

@@ -37,6 +37,19 @@ void FallbackBackend::note(const std::string& why) {
   notes_.push_back(why);
 }
 
+bool FallbackBackend::select(const Variant& v, const Problem& p, Layout* layout,
+                             SelectStats* stats) {
+  if (!preferred_->supports(v, p, nullptr)) return fallback_->select(v, p, layout, stats);
+  try {
+    return preferred_->select(v, p, layout, stats);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::Device) throw;
+    note(preferred_->name() + " could not select for " + v.spec() + " (" + e.what() +
+         "); selected on the CPU");
+    return false;
+  }
+}
+
 Result FallbackBackend::execute(const Variant& v, const Problem& p, const Layout& layout,
                                 const RunOptions& opt) {
   std::string why;

@@ -25,6 +25,9 @@ class FallbackBackend : public Backend {
   FallbackBackend(std::unique_ptr<Backend> preferred, std::unique_ptr<Backend> fallback);
   std::string name() const override { return preferred_->name(); }
   bool supports(const Variant& v, const Problem& p, std::string* why) const override;
+  // The preferred backend's selection when it supports v (false on a device failure: the
+  // fallback then selects and, via execute(), runs).
+  bool select(const Variant& v, const Problem& p, Layout* layout, SelectStats* stats) override;
   Result execute(const Variant& v, const Problem& p, const Layout& layout,
                  const RunOptions& opt) override;
   const std::vector<std::string>& notes() const { return notes_; }

@@ -31,7 +31,17 @@ struct Cost {
 // Selector-side bookkeeping filled while building a layout.
 struct SelectStats {
   double flops = 0;    // work spent deciding what to keep (pooling, sketches, estimates)
-  double seconds = 0;  // wall time of the selection
+  double seconds = 0;  // wall time of the selection (GPU time when a backend selected)
+};
+
+// Typed identity of a pattern with its parameters, so that a backend can run the selectors it
+// accelerates itself (Backend::select) without parsing specs. Patterns no backend accelerates
+// keep Kind::Other.
+struct PatternDescription {
+  enum class Kind { Other, Topk, BlockTopk };
+  Kind kind = Kind::Other;
+  int k = 0;      // Topk: keys kept per query; BlockTopk: key blocks kept besides the current one
+  int block = 0;  // BlockTopk: block length (queries and keys)
 };
 
 // State carried across the layers of one forward pass (Sketch&Walk accumulates its walk here).
@@ -55,6 +65,8 @@ class Pattern {
   // The mask of a static pattern (null for dynamic ones).
   virtual std::shared_ptr<const Mask> mask() const { return nullptr; }
   virtual std::unique_ptr<SequenceState> new_sequence_state() const { return nullptr; }
+  // Kind and parameters for backends that select on their own (see Backend::select).
+  virtual PatternDescription describe() const { return {}; }
 };
 
 class Variant {

@@ -62,6 +62,10 @@ class BlockTopkPattern final : public Pattern {
     return detail::pooled_scoring_flops(p, block_, p.d);
   }
 
+  PatternDescription describe() const override {
+    return {PatternDescription::Kind::BlockTopk, k_, block_};
+  }
+
  private:
   int block_, k_;
 };

@@ -79,6 +79,10 @@ class TopkPattern final : public Pattern {
     return l;
   }
 
+  PatternDescription describe() const override {
+    return {PatternDescription::Kind::Topk, k_, 0};
+  }
+
   double predicted_density(const Problem& p) const override {
     int64_t kept = 0, visible = 0;
     for (int i = 0; i < p.n_q; ++i) {

@@ -21,6 +21,18 @@ const uint32_t kAttentionIndicesLooped[] =
 const uint32_t kTileProbabilities[] =
 #include "tile_probabilities.inc"
     ;
+const uint32_t kTopkScores[] =
+#include "topk_scores.inc"
+    ;
+const uint32_t kTopkSelect[] =
+#include "topk_select.inc"
+    ;
+const uint32_t kBlockPool[] =
+#include "block_pool.inc"
+    ;
+const uint32_t kBlockScores[] =
+#include "block_scores.inc"
+    ;
 
 }  // namespace
 
@@ -38,5 +50,10 @@ ShaderCode attention_indices_shader(bool unrolled) {
 ShaderCode tile_probabilities_shader() {
   return {"tile_probabilities", kTileProbabilities, sizeof kTileProbabilities};
 }
+
+ShaderCode topk_scores_shader() { return {"topk_scores", kTopkScores, sizeof kTopkScores}; }
+ShaderCode topk_select_shader() { return {"topk_select", kTopkSelect, sizeof kTopkSelect}; }
+ShaderCode block_pool_shader() { return {"block_pool", kBlockPool, sizeof kBlockPool}; }
+ShaderCode block_scores_shader() { return {"block_scores", kBlockScores, sizeof kBlockScores}; }
 
 }  // namespace attn::vk

@@ -9,5 +9,10 @@ ShaderCode attention_ranges_shader(bool unrolled);
 // Index-sparse attention (per-query key lists).
 ShaderCode attention_indices_shader(bool unrolled);
 ShaderCode tile_probabilities_shader();  // pooled probabilities of a tile
+// Selector helpers (selectors.h).
+ShaderCode topk_scores_shader();   // raw q.k scores of a chunk of rows as ordered bits
+ShaderCode topk_select_shader();   // per-row radix select and ordered compaction
+ShaderCode block_pool_shader();    // mean pooling of row blocks
+ShaderCode block_scores_shader();  // pooled query blocks x pooled key blocks
 
 }  // namespace attn::vk

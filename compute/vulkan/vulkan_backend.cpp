@@ -5,6 +5,7 @@
 #include "compute/error.h"
 #include "compute/vulkan/attention_kernels.h"
 #include "compute/vulkan/context.h"
+#include "compute/vulkan/selectors.h"
 
 namespace attn {
 
@@ -27,6 +28,28 @@ class VulkanBackend final : public Backend {
     }
     if (why) *why = reason;
     return reason.empty();
+  }
+
+  // Exact top-k and block top-k select on the GPU (selectors.h); other patterns, and shapes
+  // the selector kernels do not fit, select on the CPU.
+  bool select(const Variant& v, const Problem& p, Layout* layout, SelectStats* stats) override {
+    if (!v.pattern() || v.selective()) return false;
+    const PatternDescription d = v.pattern()->describe();
+    if (d.kind == PatternDescription::Kind::Other) return false;
+    std::shared_ptr<vk::Context> ctx = context(nullptr);
+    if (!ctx) return false;
+    SelectStats local;
+    if (d.kind == PatternDescription::Kind::Topk) {
+      if (!vk::topk_select_unsupported(*ctx, p, d.k).empty()) return false;
+      *layout = vk::select_topk(*ctx, p, d.k, &local);
+    } else if (d.kind == PatternDescription::Kind::BlockTopk) {
+      if (!vk::block_topk_select_unsupported(*ctx, p, d.block).empty()) return false;
+      *layout = vk::select_block_topk(*ctx, p, d.block, d.k, &local);
+    } else {
+      return false;
+    }
+    if (stats) *stats = local;
+    return true;
   }
 
   Result execute(const Variant& v, const Problem& p, const Layout& layout,

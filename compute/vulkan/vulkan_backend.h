@@ -1,7 +1,8 @@
 // The "vulkan" backend: every variant whose pattern is a layout (dense, static masks, block and
-// index selectors) with any score modifiers and normaliser runs on the GPU. Selective attention
-// (sequential along queries) is not supported: supports() says so and callers use the CPU (see
-// fallback.h). Without a usable device, or after a lost one, supports() is false with the reason.
+// index selectors) with any score modifiers and normaliser runs on the GPU. select() builds the
+// layouts of topk and block_topk on the GPU too (selectors.h); other selectors run on the CPU.
+// Selective attention (sequential along queries) is not supported: supports() says so and
+// callers use the CPU (see fallback.h). Without a usable device, or after a lost one, supports() is false with the reason.
 #pragma once
 #include <memory>
 

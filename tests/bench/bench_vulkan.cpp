@@ -1,5 +1,6 @@
 // Vulkan rows of attn_bench (BM_Vulkan*): the vulkan backend's execute() on the shapes of the cpu
-// rows (H=12, d=64, causal), dense, block-sparse, window and top-k, plus the GPU tile query.
+// rows (H=12, d=64, causal), dense, block-sparse, window and top-k, the GPU tile query, and
+// the top-k / block top-k selection on the GPU beside the CPU selectors (same process).
 // Time is the GPU timestamp time of the kernels (manual time); `wall_seconds` adds uploads and
 // read-back. On lavapipe (a CPU device) the rows measure CPU speed, not a GPU: their labels say
 // so and only the small sizes run. BM_VulkanGpu* (N = 4096/16384/65536 or GPU_BENCH_SIZES, 32
@@ -141,6 +142,42 @@ void attention_case(benchmark::State& st, int heads, int n, int d, const std::st
   st.SetLabel(what + " | " + device_label());
 }
 
+// Times building the layout of a dynamic selector: on the GPU through the vulkan backend's
+// select() (GPU timestamps of the score and select dispatches; `wall_seconds` adds uploads and
+// the read-back of the kept lists), or by the CPU selector in this process (wall time).
+void select_case(benchmark::State& st, int heads, int n, int d, const std::string& spec,
+                 bool on_gpu, const std::string& what) {
+  auto backend = make_backend("vulkan");
+  const Problem& p = problem(heads, n, d);
+  const Variant v = make_variant(spec);
+  double flops = 0, wall = 0;
+  for (auto _ : st) {
+    SelectStats s;
+    Layout l;
+    auto t0 = std::chrono::steady_clock::now();
+    if (on_gpu) {
+      if (!backend->select(v, p, &l, &s)) {
+        st.SkipWithError("the vulkan backend does not select this on the GPU");
+        return;
+      }
+    } else {
+      l = v.select(p, &s);
+    }
+    wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    st.SetIterationTime(on_gpu ? s.seconds : wall);
+    flops = s.flops;
+    benchmark::DoNotOptimize(l.indices.data());
+  }
+  st.counters["n"] = n;
+  st.counters["heads"] = heads;
+  st.counters["d"] = d;
+  st.counters["density"] = 1.0;
+  st.counters["useful_flops"] = flops;  // the selector's scoring work
+  st.counters["wall_seconds"] = wall;
+  st.SetLabel(what + " | " +
+              (on_gpu ? device_label() : std::string("CPU selector, same process, 1 thread")));
+}
+
 void tile_case(benchmark::State& st, int n, int cells) {
   std::string why;
   auto ctx = vk::shared_context(&why);
@@ -204,6 +241,20 @@ int register_vulkan_benchmarks() {
   add("BM_VulkanTopk/n:" + std::to_string(topk_n) + "/k:64", 3, [topk_n](benchmark::State& s) {
     attention_case(s, 12, topk_n, 64, "topk(k=64)", nullptr, "exact top-64 keys (index lists)");
   });
+  // Dynamic selection itself, on the GPU (vulkan backend's select()) and by the CPU selector.
+  for (bool on_gpu : {true, false}) {
+    const std::string where = on_gpu ? "gpu" : "cpu";
+    add("BM_VulkanTopkSelect/n:" + std::to_string(topk_n) + "/k:64/select:" + where, 3,
+        [=](benchmark::State& s) {
+          select_case(s, 12, topk_n, 64, "topk(k=64)", on_gpu,
+                      std::string("topk select ") + (on_gpu ? "GPU" : "CPU"));
+        });
+    add("BM_VulkanBlockTopkSelect/n:" + std::to_string(sparse_n) + "/block:64/k:8/select:" + where,
+        3, [=](benchmark::State& s) {
+          select_case(s, 12, sparse_n, 64, "block_topk(block=64,k=8)", on_gpu,
+                      std::string("blk-topk select ") + (on_gpu ? "GPU" : "CPU"));
+        });
+  }
   add("BM_VulkanTile/n:" + std::to_string(cpu ? 1024 : 4096) + "/cells:512", 3,
       [cpu](benchmark::State& s) { tile_case(s, cpu ? 1024 : 4096, 512); });
   const char* allow_cpu = std::getenv("GPU_BENCH_ALLOW_CPU");
