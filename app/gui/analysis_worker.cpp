@@ -1,13 +1,25 @@
 #include "app/gui/analysis_worker.h"
 
 #include <chrono>
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "compute/error.h"
 
 namespace attn::gui {
 
 AnalysisWorker::AnalysisWorker(Handlers h) : handlers_(std::move(h)) {
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+#ifdef __linux__
+    // Below the GUI and the software rasteriser: frames keep coming while the core computes.
+    // Linux gives each thread its own nice value, inherited by the threads it starts.
+    setpriority(PRIO_PROCESS, pid_t(syscall(SYS_gettid)), 10);
+#endif
+    loop();
+  });
 }
 
 AnalysisWorker::~AnalysisWorker() {
