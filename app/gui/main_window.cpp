@@ -6,6 +6,7 @@
 #include <QCloseEvent>
 #include <QDragEnterEvent>
 #include <QDropEvent>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -19,6 +20,7 @@
 #include <QStatusBar>
 #include <QStyle>
 #include <QStyleFactory>
+#include <cstdio>
 
 #include "app/gui/analysis_worker.h"
 #include "app/gui/input_dock.h"
@@ -328,6 +330,8 @@ void MainWindow::submit_now() {
 }
 
 void MainWindow::on_analysis(std::shared_ptr<const Analysis> a, double seconds) {
+  QElapsedTimer trace;
+  trace.start();
   const bool sweep_update = seconds < 0;
   analysis_ = a;
   if (!sweep_update) {
@@ -345,6 +349,8 @@ void MainWindow::on_analysis(std::shared_ptr<const Analysis> a, double seconds) 
   if (!sweep_update) tile_timer_.start(0);
   view_->redraw();
   update_status();
+  if (qEnvironmentVariableIsSet("ATTNSCOPE_GUI_TRACE"))
+    std::fprintf(stderr, "[trace] on_analysis %.1f ms\n", trace.nsecsElapsed() / 1e6);
 }
 
 void MainWindow::on_tiles(uint64_t generation, std::vector<render::PanelTile> tiles,

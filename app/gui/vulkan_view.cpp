@@ -93,6 +93,8 @@ class ViewRenderer : public QVulkanWindowRenderer {
     w.canvas_->record_draw(cb, uint32_t(sz.width()), uint32_t(sz.height()));
     df->vkCmdEndRenderPass(cb);
     w.cpu_ms_.push_back(w.clock_.nsecsElapsed() / 1e6 - now);
+    if (w.cpu_ms_.back() > 30 && qEnvironmentVariableIsSet("ATTNSCOPE_GUI_TRACE"))
+      std::fprintf(stderr, "[trace] frame build+record %.1f ms\n", w.cpu_ms_.back());
     w.frameReady();
     ++w.frames_;
     if (w.on_frame) w.on_frame();

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
 #include "app/gui/analysis.h"
 #include "app/gui/main_window.h"
@@ -304,15 +305,23 @@ TEST(Gui, FourLongPanelsFrameTimes) {
   shot.save(screenshot_path("heatmaps_4096.png"));
   for (size_t p = 0; p < rects.size(); ++p)
     EXPECT_GT(distinct_colors(shot, rects[p]), 8) << "panel " << p;
-  // Target: 33 ms. When the machine is so loaded that even an empty frame takes over 15 ms (shared
-  // CI cores), the heatmaps may add at most 33 ms to that empty frame instead.
+  // Target: 33 ms on a machine of our own. Where other work shares the cores (load average above
+  // the core count, or an empty frame already over 15 ms), the heatmaps may add at most 33 ms to
+  // the empty frame instead; the log says which budget applied.
+  double load = 0;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1) load = 0;
+    std::fclose(f);
+  }
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   double budget = qEnvironmentVariableIsSet("ATTN_GUI_FRAME_BUDGET_MS")
                       ? qEnvironmentVariable("ATTN_GUI_FRAME_BUDGET_MS").toDouble()
                       : 33.0;
-  if (baseline > 15 && !qEnvironmentVariableIsSet("ATTN_GUI_FRAME_BUDGET_MS")) {
+  if ((baseline > 15 || load > cores) && !qEnvironmentVariableIsSet("ATTN_GUI_FRAME_BUDGET_MS")) {
     budget = baseline + 33.0;
-    std::printf("[gui] loaded machine (empty frame %.1f ms): budget relaxed to %.1f ms\n", baseline,
-                budget);
+    std::printf(
+        "[gui] shared machine (load %.1f on %u cores, empty frame %.1f ms): budget %.1f ms\n", load,
+        cores, baseline, budget);
   }
   EXPECT_LT(median, budget) << "median frame time over budget";
 
