@@ -300,7 +300,7 @@ void Canvas::draw_heat_panel(int p, float x0, float y0, float x1, float y1, bool
   dl->AddRect(ImVec2(x0 - 1, y0 - 1), ImVec2(x1 + 1, y1 + 1), frame_color());
 
   // Axes: token labels when a row/column is at least one text line, else index ticks.
-  dl->PushClipRect(ImVec2(x0 - 400, y0 - 1), ImVec2(x0, y1 + 1), false);
+  dl->PushClipRect(ImVec2(x0 - 400, y0 - line), ImVec2(x0, y1 + line), false);
   const int iq0 = std::max(0, int(std::floor(region_.q0))),
             iq1 = std::min(h.n_q, int(std::ceil(region_.q1)));
   if (labels_rows) {
