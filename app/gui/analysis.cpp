@@ -42,6 +42,7 @@ std::string AnalysisRequest::heavy_key() const {
                   std::to_string(synthetic_tokens) + "\x1f" + backend + "\x1f" +
                   (show_dense ? "1" : "0");
   for (const auto& v : variants) k += "\x1f" + v;
+  for (const auto& b : variant_backends) k += "\x1e" + b;
   return k;
 }
 
@@ -102,6 +103,20 @@ std::shared_ptr<Analysis> run_analysis(const AnalysisRequest& r, ModelCache& mod
   if (r.show_dense) variants.push_back(make_variant("dense"));
   for (const auto& s : r.variants) variants.push_back(make_variant(s));
   auto backend = make_backend(r.backend);
+  // Each variant's backend (the request's default where none is chosen).
+  std::vector<std::unique_ptr<Backend>> backends;
+  {
+    size_t slot = 0;
+    for (size_t v = 0; v < variants.size(); ++v) {
+      const bool user = !(r.show_dense && v == 0);
+      const std::string name =
+          user && slot < r.variant_backends.size() && !r.variant_backends[slot].empty()
+              ? r.variant_backends[slot]
+              : r.backend;
+      if (user) ++slot;
+      backends.push_back(make_backend(name));
+    }
+  }
 
   const auto t0 = Clock::now();
   const Model* model = nullptr;
@@ -184,7 +199,7 @@ std::shared_ptr<Analysis> run_analysis(const AnalysisRequest& r, ModelCache& mod
     for (size_t p = 0; p < variants.size(); ++p) {
       if (variants[p].dense_pattern() && variants[p].spec() == "dense") continue;
       check_cancel(cancel);
-      Substitution sub{&variants[p], backend.get(), {}, {}, ro};
+      Substitution sub{&variants[p], backends[p].get(), {}, {}, ro};
       ForwardOptions so;
       so.substitution = &sub;
       a->e2e[p] = end_to_end(info, in, out, model->forward(in, so));
@@ -213,7 +228,8 @@ std::shared_ptr<Analysis> run_analysis(const AnalysisRequest& r, ModelCache& mod
     check_cancel(cancel);
     a->specs.push_back(variants[v].spec());
     const bool is_dense = variants[v].spec() == "dense";
-    a->results.push_back(is_dense ? a->dense : run_layers(variants[v], a->problems, *backend, ro));
+    a->results.push_back(is_dense ? a->dense
+                                  : run_layers(variants[v], a->problems, *backends[v], ro));
   }
   a->variants = std::move(variants);
   a->variants_seconds += since(t2);

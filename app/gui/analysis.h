@@ -27,8 +27,9 @@ struct AnalysisRequest {
   std::vector<std::string> variants;   // variant specs shown beside the dense reference
   bool show_dense = true;              // the dense reference gets a panel of its own
   std::string backend = "cpu";
-  int layer = 0, head = 0;  // selection (cheap to change)
-  bool sweep = true;        // trade-off sweeps after the main results
+  std::vector<std::string> variant_backends;  // per variant; empty entry = `backend`
+  int layer = 0, head = 0;                    // selection (cheap to change)
+  bool sweep = true;                          // trade-off sweeps after the main results
 
   // Everything but the selection: a change here means the model must run again.
   std::string heavy_key() const;

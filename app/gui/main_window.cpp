@@ -25,6 +25,7 @@
 #include "app/gui/analysis_worker.h"
 #include "app/gui/input_dock.h"
 #include "app/gui/model_dock.h"
+#include "app/gui/variant_slot.h"
 #include "app/gui/variants_dock.h"
 #include "app/gui/vulkan_view.h"
 #include "app/session/session.h"
@@ -321,6 +322,7 @@ void MainWindow::submit_now() {
   r.variants = variants_->specs();
   r.show_dense = variants_->show_dense() || r.variants.empty();
   r.backend = model_->backend();
+  r.variant_backends = variants_->backends();
   r.layer = model_->layer();
   r.head = model_->head();
   analysis_pending_ = true;
@@ -468,6 +470,11 @@ void MainWindow::open_session(const QString& path) {
     }
     variants_->set_specs(std::vector<std::string>(
         s.variants.begin(), s.variants.begin() + std::min<size_t>(4, s.variants.size())));
+    if (s.extra.contains("gui") && s.extra["gui"].contains("variant_backends")) {
+      const auto b = s.extra["gui"]["variant_backends"].get<std::vector<std::string>>();
+      for (size_t i = 0; i < b.size() && i < size_t(VariantsDock::kSlots); ++i)
+        variants_->slot(int(i))->set_backend(b[i]);
+    }
     model_->show_info(std::nullopt, "Loading...", 64, 64);
     model_->set_selection(s.layer, s.head);
     model_->blockSignals(false);
@@ -505,7 +512,8 @@ void MainWindow::save_session_as(const QString& path) {
     s.view.log_scale = c->settings().log_scale;
     s.view.colormap = render::colormap_name(c->settings().colormap);
     s.extra["gui"] = {{"display_mode", int(c->settings().mode)},
-                      {"show_dense", variants_->show_dense()}};
+                      {"show_dense", variants_->show_dense()},
+                      {"variant_backends", variants_->backends()}};
   }
   try {
     if (s.model.id != "synthetic" && s.model.id != "tensors") fill_hashes(s, path.toStdString());

@@ -9,6 +9,7 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "compute/backend.h"
 #include "compute/error.h"
 #include "compute/registry.h"
 
@@ -92,6 +93,15 @@ VariantSlot::VariantSlot(const QString& title, QWidget* parent) : QGroupBox(titl
       if (!quiet_) emit changed();
     });
   }
+  backend_ = new QComboBox;
+  backend_->addItem("backend: as the Model dock", "");
+  for (const std::string& b : backend_names())
+    backend_->addItem(QString::fromStdString("backend: " + b), QString::fromStdString(b));
+  backend_->setToolTip("Which compute backend runs this variant");
+  lay->addWidget(backend_);
+  connect(backend_, &QComboBox::currentIndexChanged, this, [this] {
+    if (!quiet_) emit changed();
+  });
   spec_label_ = new QLabel;
   spec_label_->setWordWrap(true);
   spec_label_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -209,6 +219,19 @@ void VariantSlot::set_spec(const std::string& spec) {
   quiet_ = false;
   spec_label_->setText(QString::fromStdString(this->spec()));
   emit changed();
+}
+
+}  // namespace attn::gui
+
+namespace attn::gui {
+
+std::string VariantSlot::backend() const {
+  return backend_->currentData().toString().toStdString();
+}
+
+void VariantSlot::set_backend(const std::string& name) {
+  const int i = backend_->findData(QString::fromStdString(name));
+  backend_->setCurrentIndex(i < 0 ? 0 : i);
 }
 
 }  // namespace attn::gui

@@ -18,6 +18,9 @@ class VariantSlot : public QGroupBox {
   explicit VariantSlot(const QString& title, QWidget* parent = nullptr);
   // The spec of the chosen pieces and values, e.g. "window(size=64)+sigmoid(bias_offset=0)".
   std::string spec() const;
+  // Backend for this variant; empty = the Model dock's.
+  std::string backend() const;
+  void set_backend(const std::string& name);
   // Sets pattern, normaliser and parameters from a spec (throws attn::Error on a bad one).
   void set_spec(const std::string& spec);
   bool enabled() const { return isChecked(); }
@@ -37,6 +40,7 @@ class VariantSlot : public QGroupBox {
 
   Piece pattern_, norm_;
   QLabel* spec_label_ = nullptr;
+  QComboBox* backend_ = nullptr;
   bool quiet_ = false;
 };
 

@@ -90,3 +90,14 @@ bool VariantsDock::show_dense() const {
 }
 
 }  // namespace attn::gui
+
+namespace attn::gui {
+
+std::vector<std::string> VariantsDock::backends() const {
+  std::vector<std::string> out;
+  for (VariantSlot* s : slots_)
+    if (s->enabled()) out.push_back(s->backend());
+  return out;
+}
+
+}  // namespace attn::gui

@@ -198,6 +198,12 @@ TEST(GuiData, VulkanBackendMatchesCpu) {
     GTEST_SKIP() << "no usable Vulkan device: " << e.what();
   }
   ASSERT_EQ(cpu->results.size(), vk->results.size());
+  // Per-variant choice: the first variant on Vulkan, the second on the Model dock's CPU.
+  r.backend = "cpu";
+  r.variant_backends = {"vulkan", ""};
+  const auto mixed = run_analysis(r, cache, nullptr, nullptr);
+  EXPECT_EQ(mixed->results[1][0].stats.backend, "vulkan");
+  EXPECT_EQ(mixed->results[2][0].stats.backend, "cpu");
   for (size_t v = 0; v < cpu->results.size(); ++v) {
     EXPECT_LT(relative_error(vk->results[v][0].o, cpu->results[v][0].o), 1e-4) << cpu->specs[v];
   }
