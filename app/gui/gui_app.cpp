@@ -10,12 +10,16 @@
 namespace attn::gui {
 
 int run_gui(int argc, char** argv, const GuiOptions& options) {
-  // Without a display Qt would abort; say what to do instead.
-  if (qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") &&
-      qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+  // Without a display Qt would abort, and the offscreen platforms cannot show a Vulkan window:
+  // say what to do instead (exit 2, as for any usage error).
+  const QString platform = qEnvironmentVariable("QT_QPA_PLATFORM");
+  const bool headless_platform = platform.startsWith("offscreen") || platform.startsWith("minimal");
+  if (headless_platform || (qEnvironmentVariableIsEmpty("DISPLAY") &&
+                            qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") && platform.isEmpty())) {
     std::fprintf(stderr,
-                 "attnscope: no display for the desktop app (DISPLAY and WAYLAND_DISPLAY are "
-                 "unset); use a verb for the command line, see attnscope --help\n");
+                 "attnscope: the desktop app needs a display (DISPLAY or WAYLAND_DISPLAY, not "
+                 "QT_QPA_PLATFORM=offscreen); for the command line give a verb, see attnscope "
+                 "--help\n");
     return 2;
   }
   QApplication::setApplicationName("attnscope");
