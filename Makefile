@@ -2,7 +2,7 @@
 PRESET ?= release
 JOBS ?= 2
 
-.PHONY: deps configure build run test test-asan bench format clean
+.PHONY: deps configure build run demo test test-asan bench format clean
 
 deps:
 	bash packaging/deps.sh
@@ -13,7 +13,13 @@ configure: deps
 build: configure
 	cmake --build --preset $(PRESET) -j$(JOBS)
 
+# The desktop app on the embedded text model, a sample text and four variants side by side.
+RUN_VARIANTS ?= window(size=32);sinks_window(sinks=4,window=32);block_topk(block=16,k=4);top_p(block=16,p=0.9)
 run: build
+	./build/$(PRESET)/app/attnscope gui --model default-text \
+	  --text-file assets/samples/lighthouse.txt --variants '$(RUN_VARIANTS)'
+
+demo: build
 	./build/$(PRESET)/app/attnscope demo
 
 test: build

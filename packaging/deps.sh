@@ -21,7 +21,7 @@ PKGS=(
   # Vulkan compute and rendering (lavapipe is the CPU device used in CI)
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   # GUI
-  qt6-base-dev qt6-svg-dev libimgui-dev
+  qt6-base-dev qt6-svg-dev libimgui-dev fonts-dejavu-core
   # GUI tests, screenshots, figure checks
   xvfb xauth imagemagick ghostscript poppler-utils libxml2-utils
   # one font for every figure (text metrics and golden images depend on it)

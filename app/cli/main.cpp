@@ -3,8 +3,14 @@
 
 #include "app/cli/commands.h"
 #include "compute/error.h"
+#ifdef ATTN_HAVE_GUI
+#include "app/gui/gui_app.h"
+#endif
 
 int main(int argc, char** argv) {
+#ifdef ATTN_HAVE_GUI
+  if (argc == 1) return attn::gui::run_gui(argc, argv, {});
+#endif
   CLI::App app{"attnscope: run, compare and measure attention variants"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "attnscope 0.1.0");
@@ -15,6 +21,9 @@ int main(int argc, char** argv) {
   attn::cli::add_analyze_command(app, action);
   attn::cli::add_render_command(app, action);
   attn::cli::add_sweep_command(app, action);
+#ifdef ATTN_HAVE_GUI
+  attn::gui::add_gui_command(app, action, argc, argv);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

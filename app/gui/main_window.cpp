@@ -1,0 +1,645 @@
+#include "app/gui/main_window.h"
+
+#include <QAction>
+#include <QActionGroup>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QSettings>
+#include <QStatusBar>
+#include <QStyle>
+#include <QStyleFactory>
+#include <cstdio>
+
+#include "app/gui/analysis_worker.h"
+#include "app/gui/input_dock.h"
+#include "app/gui/model_dock.h"
+#include "app/gui/variant_slot.h"
+#include "app/gui/variants_dock.h"
+#include "app/gui/vulkan_view.h"
+#include "app/session/session.h"
+#include "compute/error.h"
+#include "models/arch/default_models.h"
+#include "render/canvas.h"
+
+namespace attn::gui {
+namespace {
+
+QString bundled_sample() {
+#ifdef ATTNSCOPE_SOURCE_DIR
+  QFile f(QString(ATTNSCOPE_SOURCE_DIR) + "/assets/samples/lighthouse.txt");
+  if (f.open(QIODevice::ReadOnly)) return QString::fromUtf8(f.readAll());
+#endif
+  return "The keeper of the lighthouse wrote every evening in a small book.";
+}
+
+bool is_image_file(const QString& path) {
+  const QString s = QFileInfo(path).suffix().toLower();
+  return s == "png" || s == "jpg" || s == "jpeg" || s == "bmp" || s == "gif" || s == "pgm" ||
+         s == "ppm" || s == "tga";
+}
+
+}  // namespace
+
+MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
+  setWindowTitle("attnscope");
+  setAcceptDrops(true);
+  setDockOptions(AnimatedDocks | AllowTabbedDocks);
+  view_ = new VulkanView;
+  QWidget* container = QWidget::createWindowContainer(view_);
+  container->setMinimumSize(480, 320);
+  container->setFocusPolicy(Qt::StrongFocus);
+  setCentralWidget(container);
+
+  input_ = new InputDock(this);
+  model_ = new ModelDock(this);
+  variants_ = new VariantsDock(this);
+  addDockWidget(Qt::LeftDockWidgetArea, model_);
+  addDockWidget(Qt::LeftDockWidgetArea, input_);
+  addDockWidget(Qt::RightDockWidgetArea, variants_);
+  resizeDocks({model_, variants_}, {300, 300}, Qt::Horizontal);
+  resizeDocks({model_, input_}, {260, 640}, Qt::Vertical);
+  variants_->setMinimumWidth(270);
+  model_->setMinimumWidth(260);
+
+  stage_label_ = new QLabel;
+  busy_ = new QProgressBar;
+  busy_->setMaximumWidth(120);
+  busy_->setRange(0, 0);
+  busy_->hide();
+  timing_label_ = new QLabel;
+  statusBar()->addWidget(stage_label_, 1);
+  statusBar()->addPermanentWidget(busy_);
+  statusBar()->addPermanentWidget(timing_label_);
+
+  // Worker -> GUI thread.
+  AnalysisWorker::Handlers h;
+  h.analysis = [this](std::shared_ptr<const Analysis> a, double s) {
+    QMetaObject::invokeMethod(
+        this, [this, a, s] { on_analysis(a, s); }, Qt::QueuedConnection);
+  };
+  h.tiles = [this](uint64_t g, std::vector<render::PanelTile> t, double s) {
+    auto shared = std::make_shared<std::vector<render::PanelTile>>(std::move(t));
+    QMetaObject::invokeMethod(
+        this, [this, g, shared, s] { on_tiles(g, std::move(*shared), s); }, Qt::QueuedConnection);
+  };
+  h.error = [this](const std::string& m) {
+    const QString msg = QString::fromStdString(m);
+    QMetaObject::invokeMethod(
+        this,
+        [this, msg] {
+          last_error_ = msg;
+          analysis_pending_ = tiles_pending_ = false;
+          stage_label_->setText("<span style='color:#e05050'>" + msg.toHtmlEscaped() + "</span>");
+          busy_->hide();
+        },
+        Qt::QueuedConnection);
+  };
+  h.progress = [this](const std::string& s) {
+    const QString msg = QString::fromStdString(s);
+    QMetaObject::invokeMethod(
+        this,
+        [this, msg] {
+          stage_ = msg;
+          update_status();
+        },
+        Qt::QueuedConnection);
+  };
+  worker_ = std::make_unique<AnalysisWorker>(std::move(h));
+
+  analysis_timer_.setSingleShot(true);
+  tile_timer_.setSingleShot(true);
+  connect(&analysis_timer_, &QTimer::timeout, this, &MainWindow::submit_now);
+  connect(&tile_timer_, &QTimer::timeout, this, [this] {
+    render::Canvas* c = view_->canvas();
+    if (!c || !analysis_) return;
+    const render::TileWant w = c->wanted_tiles();
+    if (w.w <= 0 || w.h <= 0) return;
+    TileJob j{analysis_->generation, w.q0, w.q1, w.k0, w.k1, w.w, w.h};
+    requested_serial_ = w.serial;
+    requested_gen_ = analysis_->generation;
+    tiles_pending_ = true;
+    worker_->request_tiles(j);
+  });
+  view_->on_canvas_ready = [this] {
+    render::Canvas* c = view_->canvas();
+    c->settings().dark = dark_;
+    c->settings().presentation = presentation_;
+    render::Callbacks cb;
+    cb.hover = [this](int p, int q, int k) {
+      return analysis_ ? hover_info(*analysis_, p, q, k) : render::HoverInfo{};
+    };
+    cb.row = [this](int p, int q) {
+      return analysis_ ? probability_row_of(*analysis_, p, q) : std::vector<float>{};
+    };
+    cb.select_head = [this](int l, int hd) {
+      model_->set_selection(l, hd);
+      set_view(render::ViewKind::Heatmaps);
+    };
+    c->set_callbacks(cb);
+    if (doc_) c->set_document(doc_);
+  };
+  view_->on_frame = [this] { on_frame(); };
+
+  connect(input_, &InputDock::text_changed, this, [this] {
+    if (!analysis_ || !analysis_->info || !analysis_->info->vision) schedule_analysis(250);
+  });
+  connect(input_, &InputDock::open_text_requested, this, [this] {
+    const QString f =
+        QFileDialog::getOpenFileName(this, "Open text", {}, "Text (*.txt *.md);;All files (*)");
+    if (!f.isEmpty()) open_text_file(f);
+  });
+  connect(input_, &InputDock::open_image_requested, this, [this] {
+    const QString f = QFileDialog::getOpenFileName(
+        this, "Open image", {}, "Images (*.png *.jpg *.jpeg *.bmp *.gif *.pgm *.ppm)");
+    if (!f.isEmpty()) open_image(f);
+  });
+  connect(model_, &ModelDock::model_changed, this, [this] { schedule_analysis(50); });
+  connect(model_, &ModelDock::selection_changed, this, [this] { schedule_analysis(0); });
+  connect(model_, &ModelDock::open_folder_requested, this, [this] {
+    const QString d = QFileDialog::getExistingDirectory(this, "Open model folder");
+    if (!d.isEmpty()) open_model_folder(d);
+  });
+  connect(model_, &ModelDock::open_tensors_requested, this, [this] {
+    const QString d =
+        QFileDialog::getExistingDirectory(this, "Open tensors folder (q.npy, k.npy, v.npy)");
+    if (!d.isEmpty()) model_->set_tensors(d);
+  });
+  connect(variants_, &VariantsDock::changed, this, [this] { schedule_analysis(150); });
+
+  build_menus();
+
+  // Initial state: settings first, then the command line wins.
+  if (options_.use_settings) {
+    QSettings s;
+    if (!restoreGeometry(s.value("window/geometry").toByteArray()))
+      resize(options_.width, options_.height);
+    restoreState(s.value("window/state").toByteArray());
+    dark_ = s.value("view/dark", true).toBool();
+  } else {
+    resize(options_.width, options_.height);
+  }
+  set_dark(dark_);
+  model_->blockSignals(true);
+  variants_->blockSignals(true);
+  input_->blockSignals(true);
+  model_->set_synthetic_tokens(options_.synthetic_tokens);
+  model_->show_info(std::nullopt, "Loading...", 64, 64);  // bounds until the model is known
+  model_->set_selection(options_.layer, options_.head);
+  if (!options_.tensors.empty())
+    model_->set_tensors(QString::fromStdString(options_.tensors));
+  else
+    model_->set_model(QString::fromStdString(options_.model));
+  try {
+    variants_->set_specs(options_.variants);
+  } catch (const Error& e) {
+    last_error_ = e.what();
+    stage_label_->setText(last_error_);
+  }
+  if (!options_.text.empty())
+    input_->set_text(QString::fromStdString(options_.text));
+  else if (!options_.text_file.empty()) {
+    QFile f(QString::fromStdString(options_.text_file));
+    if (f.open(QIODevice::ReadOnly))
+      input_->set_text(QString::fromUtf8(f.readAll()));
+    else
+      last_error_ = "cannot open " + QString::fromStdString(options_.text_file);
+  } else {
+    input_->set_text(bundled_sample());
+  }
+  image_path_ = options_.image;
+  input_->set_image(QString::fromStdString(image_path_));
+  model_->blockSignals(false);
+  variants_->blockSignals(false);
+  input_->blockSignals(false);
+  if (!options_.session.empty()) open_session(QString::fromStdString(options_.session));
+  submit_now();
+}
+
+MainWindow::~MainWindow() {
+  worker_.reset();
+}
+
+void MainWindow::build_menus() {
+  QMenu* file = menuBar()->addMenu("&File");
+  file->addAction("&Open text...", QKeySequence::Open, this, [this] {
+    const QString f =
+        QFileDialog::getOpenFileName(this, "Open text", {}, "Text (*.txt *.md);;All files (*)");
+    if (!f.isEmpty()) open_text_file(f);
+  });
+  file->addAction("Open &image...", QKeySequence(Qt::CTRL | Qt::Key_I), this, [this] {
+    const QString f = QFileDialog::getOpenFileName(
+        this, "Open image", {}, "Images (*.png *.jpg *.jpeg *.bmp *.gif *.pgm *.ppm)");
+    if (!f.isEmpty()) open_image(f);
+  });
+  file->addAction("Open &model folder...", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), this,
+                  [this] {
+                    const QString d = QFileDialog::getExistingDirectory(this, "Open model folder");
+                    if (!d.isEmpty()) open_model_folder(d);
+                  });
+  file->addAction("Open &tensors...", this, [this] {
+    const QString d =
+        QFileDialog::getExistingDirectory(this, "Open tensors folder (q.npy, k.npy, v.npy)");
+    if (!d.isEmpty()) model_->set_tensors(d);
+  });
+  file->addSeparator();
+  file->addAction("Open &session...", QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_O), this, [this] {
+    const QString f = QFileDialog::getOpenFileName(this, "Open session", {},
+                                                   "Sessions (*.attnscope.json);;JSON (*.json)");
+    if (!f.isEmpty()) open_session(f);
+  });
+  file->addAction("Save session &as...", QKeySequence::SaveAs, this, [this] {
+    QString f = QFileDialog::getSaveFileName(this, "Save session", "attnscope.attnscope.json",
+                                             "Sessions (*.attnscope.json)");
+    if (f.isEmpty()) return;
+    if (!f.endsWith(".json")) f += kSessionSuffix;
+    save_session_as(f);
+  });
+  recent_menu_ = file->addMenu("&Recent files");
+  rebuild_recent();
+  file->addSeparator();
+  file->addAction("&Save view as PNG...", QKeySequence::Save, this, &MainWindow::save_png);
+  file->addSeparator();
+  file->addAction("&Quit", QKeySequence::Quit, this, &QWidget::close);
+
+  QMenu* view = menuBar()->addMenu("&View");
+  auto* group = new QActionGroup(this);
+  for (int v = 0; v < render::kViewCount; ++v) {
+    QAction* a = view->addAction(render::view_name(render::ViewKind(v)),
+                                 QKeySequence(Qt::CTRL | (Qt::Key_1 + v)), this,
+                                 [this, v] { set_view(render::ViewKind(v)); });
+    a->setCheckable(true);
+    a->setChecked(v == 0);
+    group->addAction(a);
+  }
+  view->addSeparator();
+  view->addAction("Reset &zoom", QKeySequence(Qt::CTRL | Qt::Key_0), this, [this] {
+    if (view_->canvas()) view_->canvas()->reset_view();
+    view_->redraw();
+  });
+  QAction* dark = view->addAction("&Dark theme", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D),
+                                  this, [this](bool on) { set_dark(on); });
+  dark->setCheckable(true);
+  dark->setChecked(dark_);
+  QAction* pres = view->addAction("&Presentation mode", QKeySequence(Qt::Key_F5), this,
+                                  [this](bool on) { set_presentation(on); });
+  pres->setCheckable(true);
+  view->addAction("&Full screen", QKeySequence::FullScreen, this,
+                  [this] { isFullScreen() ? showNormal() : showFullScreen(); });
+  view->addSeparator();
+  view->addAction(input_->toggleViewAction());
+  view->addAction(model_->toggleViewAction());
+  view->addAction(variants_->toggleViewAction());
+
+  QMenu* help = menuBar()->addMenu("&Help");
+  help->addAction("&About attnscope", this, &MainWindow::about);
+  help->addAction("About &Qt", qApp, &QApplication::aboutQt);
+}
+
+void MainWindow::schedule_analysis(int delay_ms) {
+  analysis_timer_.start(delay_ms);
+}
+
+void MainWindow::submit_now() {
+  analysis_timer_.stop();
+  AnalysisRequest r;
+  r.model = model_->model();
+  r.tensors = r.model == "tensors" ? model_->tensors() : "";
+  r.text = input_->text();
+  r.image = image_path_;
+  r.synthetic_tokens = model_->synthetic_tokens();
+  r.variants = variants_->specs();
+  r.show_dense = variants_->show_dense() || r.variants.empty();
+  r.backend = model_->backend();
+  r.variant_backends = variants_->backends();
+  r.layer = model_->layer();
+  r.head = model_->head();
+  analysis_pending_ = true;
+  last_error_.clear();
+  worker_->request_analysis(r);
+  update_status();
+}
+
+void MainWindow::on_analysis(std::shared_ptr<const Analysis> a, double seconds) {
+  QElapsedTimer trace;
+  trace.start();
+  const bool sweep_update = seconds < 0;
+  analysis_ = a;
+  if (!sweep_update) {
+    analysis_pending_ = false;
+    analysis_s_ = seconds;
+  }
+  doc_ = std::make_shared<render::Document>(build_document(*a));
+  if (view_->canvas()) view_->canvas()->set_document(doc_);
+  model_->show_info(a->info, QString::fromStdString(a->model_summary), a->n_layers(), a->n_heads());
+  if (!a->tokens.empty() || a->image.present)
+    input_->set_tokens(a->request.text, a->tokens, received_mass(*a), doc_->heat.sinks,
+                       QString::fromStdString(a->notice));
+  else
+    input_->set_tokens({}, {}, {}, {}, QString::fromStdString(a->model_summary));
+  if (!sweep_update) tile_timer_.start(0);
+  view_->redraw();
+  update_status();
+  if (qEnvironmentVariableIsSet("ATTNSCOPE_GUI_TRACE"))
+    std::fprintf(stderr, "[trace] on_analysis %.1f ms\n", trace.nsecsElapsed() / 1e6);
+}
+
+void MainWindow::on_tiles(uint64_t generation, std::vector<render::PanelTile> tiles,
+                          double seconds) {
+  if (!analysis_ || generation != analysis_->generation) return;
+  if (generation == requested_gen_) tiles_pending_ = false;
+  shown_gen_ = generation;
+  shown_serial_ = requested_serial_;
+  tiles_s_ = seconds;
+  ++tiles_received_;
+  if (view_->canvas()) view_->canvas()->set_tiles(generation, std::move(tiles));
+  view_->redraw();
+  update_status();
+}
+
+void MainWindow::on_frame() {
+  render::Canvas* c = view_->canvas();
+  if (!c || !analysis_ || analysis_pending_) return;
+  const render::TileWant w = c->wanted_tiles();
+  if (w.w <= 0) return;
+  if ((w.serial != requested_serial_ || analysis_->generation != requested_gen_) &&
+      !tile_timer_.isActive())
+    tile_timer_.start(25);
+  static int n = 0;
+  if (++n % 10 == 0) update_status();
+}
+
+bool MainWindow::settled() const {
+  render::Canvas* c = view_->canvas();
+  if (!c || !analysis_ || analysis_pending_ || tiles_pending_ || analysis_timer_.isActive() ||
+      tile_timer_.isActive())
+    return false;
+  return shown_gen_ == analysis_->generation && shown_serial_ == c->wanted_tiles().serial;
+}
+
+bool MainWindow::worker_idle() const {
+  return worker_->idle() && !analysis_pending_ && !tiles_pending_;
+}
+
+void MainWindow::update_status() {
+  const bool busy = analysis_pending_ || tiles_pending_ || !stage_.isEmpty();
+  busy_->setVisible(busy);
+  if (last_error_.isEmpty())
+    stage_label_->setText(!stage_.isEmpty() ? stage_
+                          : analysis_       ? QString::fromStdString(doc_ ? doc_->title : "")
+                                            : "starting...");
+  QString t;
+  if (analysis_) {
+    t = QString("forward %1 ms · variants %2 ms · update %3 ms · tiles %4 ms")
+            .arg(analysis_->forward_seconds * 1e3, 0, 'f', 1)
+            .arg(analysis_->variants_seconds * 1e3, 0, 'f', 1)
+            .arg(analysis_s_ * 1e3, 0, 'f', 0)
+            .arg(tiles_s_ * 1e3, 0, 'f', 0);
+  }
+  const auto& iv = view_->frame_intervals();
+  if (!iv.empty()) {
+    const size_t n = std::min<size_t>(iv.size(), 30);
+    std::vector<double> last(iv.end() - ptrdiff_t(n), iv.end());
+    std::nth_element(last.begin(), last.begin() + ptrdiff_t(n / 2), last.end());
+    t += QString(" · frame %1 ms").arg(last[n / 2], 0, 'f', 1);
+  }
+  timing_label_->setText(t);
+}
+
+void MainWindow::open_text_file(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) {
+    QMessageBox::warning(this, "Open text", "Cannot open " + path);
+    return;
+  }
+  if (analysis_ && analysis_->info && analysis_->info->vision) model_->set_model("default-text");
+  input_->set_text(QString::fromUtf8(f.readAll()));
+  add_recent(path);
+}
+
+void MainWindow::open_image(const QString& path) {
+  image_path_ = path.toStdString();
+  input_->set_image(path);
+  if (model_->model() != "default-vision" &&
+      !(analysis_ && analysis_->info && analysis_->info->vision))
+    model_->set_model("default-vision");
+  schedule_analysis(0);
+  add_recent(path);
+}
+
+void MainWindow::open_model_folder(const QString& dir) {
+  model_->set_model(dir);
+  add_recent(dir);
+}
+
+namespace {
+const char* kSessionViews[] = {"heatmap", "grid", "sinks", "tokens", "image", "tradeoff"};
+}
+
+void MainWindow::open_session(const QString& path) {
+  try {
+    const Session s = load_session(path.toStdString());
+    try {
+      check_session_files(s, path.toStdString());
+    } catch (const Error& e) {
+      QMessageBox::warning(this, "Session", QString("The session opens, but: ") + e.what());
+    }
+    model_->blockSignals(true);
+    variants_->blockSignals(true);
+    input_->blockSignals(true);
+    const std::string model = s.model.id;
+    model_->set_model(QString::fromStdString(
+        is_default_model_name(model) ? model : resolve_session_path(path.toStdString(), model)));
+    model_->set_backend(QString::fromStdString(s.backend));
+    if (s.input.kind == "image") {
+      image_path_ = resolve_session_path(path.toStdString(), s.input.image);
+      input_->set_image(QString::fromStdString(image_path_));
+    } else {
+      input_->set_text(QString::fromStdString(s.input.text));
+    }
+    variants_->set_specs(std::vector<std::string>(
+        s.variants.begin(), s.variants.begin() + std::min<size_t>(4, s.variants.size())));
+    if (s.extra.contains("gui") && s.extra["gui"].contains("variant_backends")) {
+      const auto b = s.extra["gui"]["variant_backends"].get<std::vector<std::string>>();
+      for (size_t i = 0; i < b.size() && i < size_t(VariantsDock::kSlots); ++i)
+        variants_->slot(int(i))->set_backend(b[i]);
+    }
+    model_->show_info(std::nullopt, "Loading...", 64, 64);
+    model_->set_selection(s.layer, s.head);
+    model_->blockSignals(false);
+    variants_->blockSignals(false);
+    input_->blockSignals(false);
+    for (int v = 0; v < render::kViewCount; ++v)
+      if (s.view.view == kSessionViews[v]) set_view(render::ViewKind(v));
+    if (render::Canvas* c = view_->canvas()) {
+      c->settings().log_scale = s.view.log_scale;
+      if (s.view.colormap == "magma") c->settings().colormap = render::Colormap::Magma;
+      if (s.view.colormap == "viridis") c->settings().colormap = render::Colormap::Viridis;
+    }
+    add_recent(path);
+    submit_now();
+  } catch (const Error& e) {
+    QMessageBox::warning(this, "Open session", e.what());
+  }
+}
+
+void MainWindow::save_session_as(const QString& path) {
+  Session s;
+  if (analysis_ && analysis_->image.present) {
+    s.input.kind = "image";
+    s.input.image = image_path_;
+  } else {
+    s.input.text = input_->text();
+  }
+  s.model.id = model_->model();
+  s.variants = variants_->specs();
+  s.layer = model_->layer();
+  s.head = model_->head();
+  s.backend = model_->backend();
+  if (render::Canvas* c = view_->canvas()) {
+    s.view.view = kSessionViews[int(c->settings().view)];
+    s.view.log_scale = c->settings().log_scale;
+    s.view.colormap = render::colormap_name(c->settings().colormap);
+    s.extra["gui"] = {{"display_mode", int(c->settings().mode)},
+                      {"show_dense", variants_->show_dense()},
+                      {"variant_backends", variants_->backends()}};
+  }
+  try {
+    if (s.model.id != "synthetic" && s.model.id != "tensors") fill_hashes(s, path.toStdString());
+    save_session(s, path.toStdString());
+    add_recent(path);
+    stage_label_->setText("saved " + path);
+  } catch (const Error& e) {
+    QMessageBox::warning(this, "Save session", e.what());
+  }
+}
+
+void MainWindow::set_view(render::ViewKind v) {
+  if (view_->canvas()) view_->canvas()->settings().view = v;
+  view_->redraw();
+}
+
+void MainWindow::set_dark(bool dark) {
+  dark_ = dark;
+  qApp->setStyle(QStyleFactory::create("Fusion"));
+  QPalette p = qApp->style()->standardPalette();
+  if (dark) {
+    p.setColor(QPalette::Window, QColor(37, 38, 41));
+    p.setColor(QPalette::WindowText, QColor(225, 225, 225));
+    p.setColor(QPalette::Base, QColor(27, 28, 30));
+    p.setColor(QPalette::AlternateBase, QColor(45, 46, 50));
+    p.setColor(QPalette::Text, QColor(225, 225, 225));
+    p.setColor(QPalette::Button, QColor(48, 49, 53));
+    p.setColor(QPalette::ButtonText, QColor(225, 225, 225));
+    p.setColor(QPalette::Highlight, QColor(66, 133, 244));
+    p.setColor(QPalette::HighlightedText, Qt::white);
+    p.setColor(QPalette::ToolTipBase, QColor(45, 46, 50));
+    p.setColor(QPalette::ToolTipText, QColor(225, 225, 225));
+    p.setColor(QPalette::Mid, QColor(140, 140, 145));
+    p.setColor(QPalette::Disabled, QPalette::Text, QColor(120, 120, 120));
+    p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(120, 120, 120));
+  }
+  qApp->setPalette(p);
+  if (view_->canvas()) view_->canvas()->settings().dark = dark;
+  input_->set_tokens(analysis_ ? analysis_->request.text : "",
+                     analysis_ ? analysis_->tokens : std::vector<Token>{},
+                     analysis_ ? received_mass(*analysis_) : std::vector<float>{},
+                     doc_ ? doc_->heat.sinks : std::vector<int>{},
+                     analysis_ ? QString::fromStdString(analysis_->notice) : QString());
+  view_->redraw();
+}
+
+void MainWindow::set_presentation(bool on) {
+  presentation_ = on;
+  QFont f = qApp->font();
+  f.setPointSizeF(on ? 15 : 10);
+  qApp->setFont(f);
+  if (view_->canvas()) view_->canvas()->settings().presentation = on;
+  view_->redraw();
+}
+
+void MainWindow::add_recent(const QString& path) {
+  if (!options_.use_settings) return;
+  QSettings s;
+  QStringList r = s.value("recent").toStringList();
+  r.removeAll(path);
+  r.prepend(path);
+  while (r.size() > 10) r.removeLast();
+  s.setValue("recent", r);
+  rebuild_recent();
+}
+
+void MainWindow::rebuild_recent() {
+  recent_menu_->clear();
+  const QStringList r =
+      options_.use_settings ? QSettings().value("recent").toStringList() : QStringList();
+  for (const QString& p : r)
+    recent_menu_->addAction(p, this, [this, p] {
+      if (QFileInfo(p).isDir())
+        open_model_folder(p);
+      else if (is_image_file(p))
+        open_image(p);
+      else
+        open_text_file(p);
+    });
+  recent_menu_->setEnabled(!r.isEmpty());
+}
+
+void MainWindow::save_png() {
+  const QString f =
+      QFileDialog::getSaveFileName(this, "Save view as PNG", "attnscope.png", "PNG (*.png)");
+  if (f.isEmpty()) return;
+  if (!view_->grab_rgba().save(f)) QMessageBox::warning(this, "Save", "Could not write " + f);
+}
+
+void MainWindow::about() {
+  QMessageBox::about(
+      this, "About attnscope",
+      "<h3>attnscope 0.1.0</h3>"
+      "<p>Runs attention variants live inside real transformer models and shows, side by side, "
+      "what each variant attends to, what it drops, where the sinks are, and what it costs.</p>"
+      "<p>Licences of the libraries it uses: Qt 6 (LGPL-3.0), Dear ImGui (MIT), Vulkan loader "
+      "(Apache-2.0), Eigen (MPL-2.0), nlohmann/json (MIT), stb (public domain / MIT), PCRE2 "
+      "(BSD), SentencePiece (Apache-2.0), CLI11 (BSD-3-Clause), DejaVu fonts (free licence).</p>");
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  if (options_.use_settings) {
+    QSettings s;
+    s.setValue("window/geometry", saveGeometry());
+    s.setValue("window/state", saveState());
+    s.setValue("view/dark", dark_);
+  }
+  QMainWindow::closeEvent(e);
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
+  if (e->mimeData()->hasUrls()) e->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* e) {
+  for (const QUrl& u : e->mimeData()->urls()) {
+    const QString p = u.toLocalFile();
+    if (p.isEmpty()) continue;
+    if (QFileInfo(p).isDir())
+      open_model_folder(p);
+    else if (is_image_file(p))
+      open_image(p);
+    else
+      open_text_file(p);
+    break;
+  }
+}
+
+}  // namespace attn::gui

@@ -1,0 +1,113 @@
+// The attnscope main window: docks (Input, Model, Variants) around the Vulkan view, menus with
+// standard shortcuts, persisted layout, themes, and the live loop: every edit is debounced, sent
+// to the worker thread (stale work cancelled), and the results flow back into the canvas.
+#pragma once
+#include <QMainWindow>
+#include <QTimer>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/gui/analysis.h"
+#include "render/view_settings.h"
+
+class QLabel;
+class QMenu;
+class QProgressBar;
+
+namespace attn::gui {
+
+class AnalysisWorker;
+class InputDock;
+class ModelDock;
+class VariantsDock;
+class VulkanView;
+
+struct GuiOptions {
+  std::string model = "default-text";
+  std::string text;  // initial text (else text_file, else the bundled sample)
+  std::string text_file;
+  std::string image;    // initial image (vision models)
+  std::string tensors;  // raw q/k/v folder
+  std::string session;  // a .attnscope.json session to open (overrides the above)
+  // Initial variant specs (at most 4): a static/dynamic comparison sized for the default model.
+  std::vector<std::string> variants = {"window(size=32)", "sinks_window(sinks=4,window=32)",
+                                       "block_topk(block=16,k=4)", "top_p(block=16,p=0.9)"};
+  int synthetic_tokens = 4096;
+  int layer = 0, head = 0;   // initial selection
+  bool use_settings = true;  // read and write QSettings (tests turn this off)
+  int width = 1600, height = 1000;
+};
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(const GuiOptions& options);
+  ~MainWindow() override;
+
+  VulkanView* view() const { return view_; }
+  InputDock* input_dock() const { return input_; }
+  ModelDock* model_dock() const { return model_; }
+  VariantsDock* variants_dock() const { return variants_; }
+  std::shared_ptr<const Analysis> analysis() const { return analysis_; }
+  // Tile sets received for the current analysis (tests wait on it).
+  int tiles_received() const { return tiles_received_; }
+  // No analysis or tiles pending, and the shown tiles match what the view wants.
+  bool settled() const;
+  QString last_error() const { return last_error_; }
+  // The worker has nothing running or queued (the trade-off sweep included).
+  bool worker_idle() const;
+
+  void open_text_file(const QString& path);
+  void open_image(const QString& path);
+  void open_model_folder(const QString& dir);
+  // Sessions (app/session): the input, model, variants, selection and view settings.
+  void open_session(const QString& path);
+  void save_session_as(const QString& path);
+  void set_view(render::ViewKind v);
+  void set_dark(bool dark);
+  void set_presentation(bool on);
+  // Sends the current inputs to the worker now (skipping the debounce).
+  void submit_now();
+
+ protected:
+  void closeEvent(QCloseEvent* e) override;
+  void dragEnterEvent(QDragEnterEvent* e) override;
+  void dropEvent(QDropEvent* e) override;
+
+ private:
+  void build_menus();
+  void schedule_analysis(int delay_ms = 200);
+  void on_analysis(std::shared_ptr<const Analysis> a, double seconds);
+  void on_tiles(uint64_t generation, std::vector<render::PanelTile> tiles, double seconds);
+  void on_frame();
+  void update_status();
+  void add_recent(const QString& path);
+  void rebuild_recent();
+  void save_png();
+  void about();
+
+  GuiOptions options_;
+  VulkanView* view_ = nullptr;
+  InputDock* input_ = nullptr;
+  ModelDock* model_ = nullptr;
+  VariantsDock* variants_ = nullptr;
+  std::unique_ptr<AnalysisWorker> worker_;
+  std::shared_ptr<const Analysis> analysis_;
+  std::shared_ptr<const render::Document> doc_;
+  std::string image_path_;
+  QTimer analysis_timer_, tile_timer_;
+  bool analysis_pending_ = false;
+  bool tiles_pending_ = false;
+  uint64_t requested_serial_ = 0, requested_gen_ = 0, shown_serial_ = 0, shown_gen_ = 0;
+  int tiles_received_ = 0;
+  double analysis_s_ = 0, tiles_s_ = 0;
+  QString stage_, last_error_;
+  QLabel* stage_label_ = nullptr;
+  QLabel* timing_label_ = nullptr;
+  QProgressBar* busy_ = nullptr;
+  QMenu* recent_menu_ = nullptr;
+  bool dark_ = true, presentation_ = false;
+};
+
+}  // namespace attn::gui

@@ -1,0 +1,237 @@
+#include "app/gui/variant_slot.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QSpinBox>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "compute/backend.h"
+#include "compute/error.h"
+#include "compute/registry.h"
+
+namespace attn::gui {
+namespace {
+
+bool is_pattern(PieceKind k) {
+  return k == PieceKind::Pattern || k == PieceKind::Dense || k == PieceKind::Selective;
+}
+
+std::string number(double v, bool integral) {
+  if (integral) return std::to_string(int64_t(std::llround(v)));
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
+}
+
+// "id(a=1,b=2)" pieces of a canonical spec.
+struct ParsedPiece {
+  std::string id;
+  std::vector<std::pair<std::string, double>> params;
+};
+std::vector<ParsedPiece> parse_canonical(const std::string& spec) {
+  std::vector<ParsedPiece> out;
+  size_t i = 0;
+  while (i < spec.size()) {
+    ParsedPiece p;
+    size_t j = spec.find_first_of("(+", i);
+    p.id = spec.substr(i, j == std::string::npos ? std::string::npos : j - i);
+    i = j;
+    if (i != std::string::npos && spec[i] == '(') {
+      const size_t close = spec.find(')', i);
+      std::string body = spec.substr(i + 1, close - i - 1);
+      size_t s = 0;
+      while (s < body.size()) {
+        size_t c = body.find(',', s);
+        if (c == std::string::npos) c = body.size();
+        const std::string kv = body.substr(s, c - s);
+        const size_t eq = kv.find('=');
+        if (eq != std::string::npos)
+          p.params.push_back({kv.substr(0, eq), std::stod(kv.substr(eq + 1))});
+        s = c + 1;
+      }
+      i = close + 1;
+    }
+    out.push_back(p);
+    if (i == std::string::npos || i >= spec.size()) break;
+    if (spec[i] == '+') ++i;
+  }
+  return out;
+}
+
+}  // namespace
+
+VariantSlot::VariantSlot(const QString& title, QWidget* parent) : QGroupBox(title, parent) {
+  setCheckable(true);
+  auto* lay = new QVBoxLayout(this);
+  lay->setContentsMargins(6, 6, 6, 6);
+  pattern_.combo = new QComboBox;
+  norm_.combo = new QComboBox;
+  for (const PieceInfo& p : registry_pieces()) {
+    const QString label = QString::fromStdString(p.info.display_name);
+    const QString id = QString::fromStdString(p.info.id);
+    const QString tip = QString::fromStdString(p.info.description + "\n" + p.info.source);
+    if (is_pattern(p.kind)) {
+      pattern_.combo->addItem(label, id);
+      pattern_.combo->setItemData(pattern_.combo->count() - 1, tip, Qt::ToolTipRole);
+    } else if (p.kind == PieceKind::Normaliser) {
+      norm_.combo->addItem(label, id);
+      norm_.combo->setItemData(norm_.combo->count() - 1, tip, Qt::ToolTipRole);
+    }
+  }
+  for (Piece* piece : {&pattern_, &norm_}) {
+    piece->params = new QWidget;
+    piece->form = new QFormLayout(piece->params);
+    piece->form->setContentsMargins(12, 0, 0, 0);
+    lay->addWidget(piece->combo);
+    lay->addWidget(piece->params);
+    connect(piece->combo, &QComboBox::currentIndexChanged, this, [this, piece] {
+      rebuild_params(*piece);
+      if (!quiet_) emit changed();
+    });
+  }
+  backend_ = new QComboBox;
+  backend_->addItem("backend: as the Model dock", "");
+  for (const std::string& b : backend_names())
+    backend_->addItem(QString::fromStdString("backend: " + b), QString::fromStdString(b));
+  backend_->setToolTip("Which compute backend runs this variant");
+  lay->addWidget(backend_);
+  connect(backend_, &QComboBox::currentIndexChanged, this, [this] {
+    if (!quiet_) emit changed();
+  });
+  spec_label_ = new QLabel;
+  spec_label_->setWordWrap(true);
+  spec_label_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  spec_label_->setStyleSheet("color: palette(mid); font-family: monospace;");
+  lay->addWidget(spec_label_);
+  connect(this, &QGroupBox::toggled, this, [this] {
+    if (!quiet_) emit changed();
+  });
+  connect(this, &VariantSlot::changed, this,
+          [this] { spec_label_->setText(QString::fromStdString(spec())); });
+  rebuild_params(pattern_);
+  rebuild_params(norm_);
+  spec_label_->setText(QString::fromStdString(spec()));
+}
+
+void VariantSlot::rebuild_params(Piece& piece) {
+  while (piece.form->rowCount() > 0) piece.form->removeRow(0);
+  piece.editors.clear();
+  const std::string id = piece.combo->currentData().toString().toStdString();
+  if (id.empty()) return;
+  const PieceInfo& info = registry_piece(id);
+  for (const ParamSpec& ps : info.info.params) {
+    QWidget* ed = nullptr;
+    if (ps.type == ParamSpec::Type::Int) {
+      auto* s = new QSpinBox;
+      s->setRange(int(ps.min), int(std::min(ps.max, 1e9)));
+      s->setValue(int(ps.def));
+      s->setKeyboardTracking(false);
+      connect(s, &QSpinBox::valueChanged, this, [this] {
+        if (!quiet_) emit changed();
+      });
+      ed = s;
+    } else if (ps.type == ParamSpec::Type::Float) {
+      auto* s = new QDoubleSpinBox;
+      s->setDecimals(4);
+      s->setRange(ps.min, ps.max);
+      s->setSingleStep(std::max(1e-3, (ps.max - ps.min) / 100));
+      s->setValue(ps.def);
+      s->setKeyboardTracking(false);
+      connect(s, &QDoubleSpinBox::valueChanged, this, [this] {
+        if (!quiet_) emit changed();
+      });
+      ed = s;
+    } else {
+      auto* c = new QCheckBox;
+      c->setChecked(ps.def != 0);
+      connect(c, &QCheckBox::toggled, this, [this] {
+        if (!quiet_) emit changed();
+      });
+      ed = c;
+    }
+    ed->setObjectName(QString::fromStdString(ps.name));
+    ed->setToolTip(QString::fromStdString(ps.help));
+    piece.form->addRow(QString::fromStdString(ps.name), ed);
+    piece.editors.push_back(ed);
+  }
+}
+
+std::string VariantSlot::piece_spec(const Piece& piece) const {
+  const std::string id = piece.combo->currentData().toString().toStdString();
+  const PieceInfo& info = registry_piece(id);
+  if (info.info.params.empty()) return id;
+  std::string s = id + "(";
+  for (size_t i = 0; i < info.info.params.size() && i < piece.editors.size(); ++i) {
+    const ParamSpec& ps = info.info.params[i];
+    double v = 0;
+    if (auto* a = qobject_cast<QSpinBox*>(piece.editors[i]))
+      v = a->value();
+    else if (auto* b = qobject_cast<QDoubleSpinBox*>(piece.editors[i]))
+      v = b->value();
+    else if (auto* c = qobject_cast<QCheckBox*>(piece.editors[i]))
+      v = c->isChecked() ? 1 : 0;
+    s += (i ? "," : "") + ps.name + "=" + number(v, ps.type != ParamSpec::Type::Float);
+  }
+  return s + ")";
+}
+
+std::string VariantSlot::spec() const {
+  std::string s = piece_spec(pattern_);
+  const std::string n = norm_.combo->currentData().toString().toStdString();
+  if (n != "softmax") s += "+" + piece_spec(norm_);
+  return s;
+}
+
+void VariantSlot::set_spec(const std::string& spec) {
+  const Variant v = make_variant(spec);  // validates; canonical form below
+  quiet_ = true;
+  const auto pieces = parse_canonical(v.spec());
+  bool has_norm = false;
+  for (const ParsedPiece& p : pieces) {
+    const PieceInfo& info = registry_piece(p.id);
+    Piece* target = is_pattern(info.kind)                ? &pattern_
+                    : info.kind == PieceKind::Normaliser ? &norm_
+                                                         : nullptr;
+    if (!target) continue;  // score modifiers are not offered in slots
+    has_norm |= target == &norm_;
+    target->combo->setCurrentIndex(target->combo->findData(QString::fromStdString(p.id)));
+    rebuild_params(*target);
+    for (const auto& [name, value] : p.params)
+      for (QWidget* ed : target->editors) {
+        if (ed->objectName().toStdString() != name) continue;
+        if (auto* a = qobject_cast<QSpinBox*>(ed))
+          a->setValue(int(std::lround(value)));
+        else if (auto* b = qobject_cast<QDoubleSpinBox*>(ed))
+          b->setValue(value);
+        else if (auto* c = qobject_cast<QCheckBox*>(ed))
+          c->setChecked(value != 0);
+      }
+  }
+  if (!has_norm) {
+    norm_.combo->setCurrentIndex(norm_.combo->findData("softmax"));
+    rebuild_params(norm_);
+  }
+  setChecked(true);
+  quiet_ = false;
+  spec_label_->setText(QString::fromStdString(this->spec()));
+  emit changed();
+}
+
+}  // namespace attn::gui
+
+namespace attn::gui {
+
+std::string VariantSlot::backend() const {
+  return backend_->currentData().toString().toStdString();
+}
+
+void VariantSlot::set_backend(const std::string& name) {
+  const int i = backend_->findData(QString::fromStdString(name));
+  backend_->setCurrentIndex(i < 0 ? 0 : i);
+}
+
+}  // namespace attn::gui

@@ -1,0 +1,691 @@
+#include "render/canvas.h"
+
+#include <backends/imgui_impl_vulkan.h>
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "render/colormap.h"
+#include "render/draw_util.h"
+#include "render/heatmap_pipeline.h"
+#include "render/imgui_layer.h"
+#include "render/sampled_image.h"
+
+namespace attn::render {
+
+struct Canvas::Panel {
+  std::unique_ptr<SampledImage> image;
+  VkDescriptorSet set = VK_NULL_HANDLE;
+  PanelTile tile;  // the latest cells (texels stay for the drop bars and scale)
+  bool has_tile = false;
+  bool dirty = false;  // not yet uploaded
+  ColorScale colored;  // scale the uploaded colours were made with
+  std::vector<uint8_t> rgba;
+  float x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // heatmap rectangle this frame, logical px
+};
+
+const char* view_name(ViewKind v) {
+  switch (v) {
+    case ViewKind::Heatmaps:
+      return "Heatmaps";
+    case ViewKind::HeadGrid:
+      return "Head grid";
+    case ViewKind::Sinks:
+      return "Sinks";
+    case ViewKind::Tokens:
+      return "Tokens";
+    case ViewKind::Image:
+      return "Image";
+    case ViewKind::Tradeoff:
+      return "Trade-off";
+  }
+  return "?";
+}
+
+Canvas::Canvas(const RenderTarget& target, const FontSpec& fonts) : target_(target) {
+  imgui_ = std::make_unique<ImGuiLayer>(target, fonts.path, fonts.size, fonts.presentation_size);
+  pipeline_ = std::make_unique<HeatmapPipeline>(target);
+}
+
+Canvas::~Canvas() {
+  vkDeviceWaitIdle(target_.device);
+  for (auto& p : panels_) pipeline_->free_set(p->set);
+  panels_.clear();
+}
+
+void Canvas::set_document(std::shared_ptr<const Document> doc) {
+  const bool reshaped =
+      !doc_ || !doc || doc_->heat.n_q != doc->heat.n_q || doc_->heat.n_k != doc->heat.n_k;
+  doc_ = std::move(doc);
+  const size_t n = doc_ ? doc_->heat.panels.size() : 0;
+  while (panels_.size() < n) {
+    auto p = std::make_unique<Panel>();
+    p->image = std::make_unique<SampledImage>(target_, VK_FORMAT_R8G8B8A8_UNORM, 4);
+    panels_.push_back(std::move(p));
+  }
+  // Extra panels keep their textures (cheap) but are not drawn.
+  for (size_t i = n; i < panels_.size(); ++i) panels_[i]->has_tile = false;
+  if (reshaped) reset_view();
+  hover_gen_ = row_gen_ = ~0ull;
+  redraw_frames_ = 3;
+}
+
+void Canvas::set_tiles(uint64_t generation, std::vector<PanelTile> tiles) {
+  if (!doc_ || generation != doc_->generation) return;
+  for (size_t i = 0; i < tiles.size() && i < panels_.size(); ++i) {
+    panels_[i]->tile = std::move(tiles[i]);
+    panels_[i]->has_tile = panels_[i]->tile.w > 0 && panels_[i]->tile.h > 0;
+    panels_[i]->dirty = panels_[i]->has_tile;
+  }
+  redraw_frames_ = 3;
+}
+
+void Canvas::reset_view() {
+  region_ = {};
+  if (doc_) {
+    region_.q1 = doc_->heat.n_q;
+    region_.k1 = doc_->heat.n_k;
+  }
+  update_want();
+}
+
+void Canvas::clear_color(float out[4]) const {
+  const float v = settings_.dark ? 0.11f : 0.94f;
+  out[0] = v;
+  out[1] = v;
+  out[2] = v + (settings_.dark ? 0.01f : 0.0f);
+  out[3] = 1;
+}
+
+std::vector<std::array<float, 4>> Canvas::panel_rects() const {
+  std::vector<std::array<float, 4>> out;
+  if (!doc_) return out;
+  for (size_t i = 0; i < doc_->heat.panels.size() && i < panels_.size(); ++i)
+    out.push_back({panels_[i]->x0, panels_[i]->y0, panels_[i]->x1, panels_[i]->y1});
+  return out;
+}
+
+void Canvas::update_want() {
+  TileWant w;
+  if (doc_ && doc_->heat.n_q > 0) {
+    w.q0 = std::clamp(int(std::floor(region_.q0)), 0, doc_->heat.n_q - 1);
+    w.q1 = std::clamp(int(std::ceil(region_.q1)), w.q0 + 1, doc_->heat.n_q);
+    w.k0 = std::clamp(int(std::floor(region_.k0)), 0, doc_->heat.n_k - 1);
+    w.k1 = std::clamp(int(std::ceil(region_.k1)), w.k0 + 1, doc_->heat.n_k);
+    const float s = std::max(1.f, fb_scale_);
+    w.w = std::clamp(int(heat_px_w_ * s), 1, 2048);
+    w.h = std::clamp(int(heat_px_h_ * s), 1, 2048);
+    w.w = std::min(w.w, w.k1 - w.k0);
+    w.h = std::min(w.h, w.q1 - w.q0);
+  }
+  if (w.q0 != want_.q0 || w.q1 != want_.q1 || w.k0 != want_.k0 || w.k1 != want_.k1 ||
+      w.w != want_.w || w.h != want_.h) {
+    w.serial = want_.serial + 1;
+    want_ = w;
+  }
+}
+
+void Canvas::build_frame(const FrameInput& in) {
+  ImGuiIO& io = ImGui::GetIO();
+  width_ = in.width;
+  height_ = in.height;
+  fb_scale_ = in.dpr;
+  io.DisplaySize = ImVec2(in.width, in.height);
+  io.DisplayFramebufferScale = ImVec2(in.dpr, in.dpr);
+  io.DeltaTime = std::max(1e-4f, in.dt);
+  io.MousePos = ImVec2(in.mouse_x, in.mouse_y);
+  for (int i = 0; i < 3; ++i) io.MouseDown[i] = in.mouse_down[i];
+  io.MouseWheel += in.wheel;
+  io.KeyCtrl = in.ctrl;
+  io.KeyShift = in.shift;
+  for (unsigned c : in.chars) io.AddInputCharacter(c);
+  imgui_->apply_theme(settings_.dark, settings_.presentation);
+
+  ImGui_ImplVulkan_NewFrame();
+  ImGui::NewFrame();
+  ImGui::SetNextWindowPos(ImVec2(0, 0));
+  ImGui::SetNextWindowSize(io.DisplaySize);
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowBorderSize, 0);
+  ImGui::Begin("##canvas", nullptr,
+               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoBackground |
+                   ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
+                   ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoScrollWithMouse);
+  ImGui::PopStyleVar();
+  build_toolbar();
+  const float top = ImGui::GetCursorScreenPos().y + 2;
+  const float pad = 8;
+  const float x0 = pad, y0 = top, x1 = in.width - pad, y1 = in.height - pad;
+  for (auto& p : panels_) p->x0 = p->x1 = p->y0 = p->y1 = 0;
+  hover_panel_ = -1;
+  if (!doc_) {
+    const char* msg = "Waiting for the first analysis...";
+    const ImVec2 sz = ImGui::CalcTextSize(msg);
+    ImGui::GetWindowDrawList()->AddText(ImVec2((x0 + x1 - sz.x) / 2, (y0 + y1 - sz.y) / 2),
+                                        dim_text_color(), msg);
+  } else {
+    switch (settings_.view) {
+      case ViewKind::Heatmaps:
+        build_heatmaps(x0, y0, x1, y1);
+        break;
+      case ViewKind::HeadGrid:
+        build_head_grid(x0, y0, x1, y1);
+        break;
+      case ViewKind::Sinks:
+        build_sinks(x0, y0, x1, y1);
+        break;
+      case ViewKind::Tokens:
+        build_tokens(x0, y0, x1, y1);
+        break;
+      case ViewKind::Image:
+        build_image(x0, y0, x1, y1);
+        break;
+      case ViewKind::Tradeoff:
+        build_tradeoff(x0, y0, x1, y1);
+        break;
+    }
+  }
+  ImGui::End();
+  if (settings_.view == ViewKind::Heatmaps) draw_inspector();
+  ImGui::Render();
+  ++frames_;
+  if (redraw_frames_ > 0) --redraw_frames_;
+  if (io.MouseDown[0] || io.MouseWheel != 0 || ImGui::IsAnyItemActive()) redraw_frames_ = 2;
+}
+
+void Canvas::build_toolbar() {
+  ImGui::SetCursorScreenPos(ImVec2(8, 6));
+  for (int v = 0; v < kViewCount; ++v) {
+    if (v) ImGui::SameLine(0, 2);
+    const bool on = int(settings_.view) == v;
+    if (on) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetColorU32(ImGuiCol_ButtonActive));
+    if (ImGui::Button(view_name(ViewKind(v)))) settings_.view = ViewKind(v);
+    if (on) ImGui::PopStyleColor();
+  }
+  const float em = ImGui::GetFontSize();
+  ImGui::SameLine(0, 16);
+  if (settings_.view == ViewKind::Heatmaps) {
+    static const char* modes[] = {"Probabilities", "Kept set on dense", "Difference vs dense"};
+    int mode = int(settings_.mode);
+    ImGui::SetNextItemWidth(em * 11);
+    if (ImGui::Combo("##mode", &mode, modes, 3)) settings_.mode = DisplayMode(mode);
+    ImGui::SameLine();
+  }
+  int cm = int(settings_.colormap);
+  static const char* cmaps[] = {"viridis", "magma", "cividis"};
+  ImGui::SetNextItemWidth(em * 6.5f);
+  if (ImGui::Combo("##cmap", &cm, cmaps, 3)) settings_.colormap = Colormap(cm);
+  ImGui::SameLine();
+  ImGui::Checkbox("log", &settings_.log_scale);
+  if (settings_.view == ViewKind::Heatmaps) {
+    ImGui::SameLine();
+    ImGui::Checkbox("outlines", &settings_.outlines);
+    ImGui::SameLine();
+    if (ImGui::Button("Reset zoom")) reset_view();
+  }
+  if (doc_) {
+    ImGui::SameLine(0, 16);
+    ImGui::TextDisabled("%s", doc_->title.c_str());
+  }
+}
+
+void Canvas::build_heatmaps(float x0, float y0, float x1, float y1) {
+  const HeatmapDoc& h = doc_->heat;
+  const int n = int(h.panels.size());
+  if (n == 0 || h.n_q == 0) return;
+  const float colorbar_w = 78;
+  const int cols = n <= 3 ? n : n == 4 ? 2 : 3;
+  const int rows = (n + cols - 1) / cols;
+  const float line = ImGui::GetTextLineHeight();
+  const float gap = 14;
+  const float cell_w = (x1 - x0 - colorbar_w - gap * float(cols - 1)) / float(cols);
+  const float cell_h = (y1 - y0 - gap * float(rows - 1)) / float(rows);
+
+  // Do the labels fit? Judged on last frame's heatmap size (it settles in one frame).
+  const double rq = std::max(1e-9, region_.q1 - region_.q0);
+  const double rk = std::max(1e-9, region_.k1 - region_.k0);
+  const bool row_labels = heat_px_h_ / rq >= line * 0.95 && !h.q_labels.empty();
+  const bool col_labels = heat_px_w_ / rk >= line * 0.95 && !h.k_labels.empty();
+  const float ml = row_labels ? ImGui::CalcTextSize("mmmmmmmmmm").x + 30 : 46;
+  const float mt = col_labels ? ImGui::CalcTextSize("mmmmmmmmm").x + 8 : line + 6;
+  const float title_h = 2 * line + 6;
+  const float drop_w = 14;
+
+  heat_px_w_ = std::max(8.f, cell_w - ml - drop_w - 4);
+  heat_px_h_ = std::max(8.f, cell_h - title_h - mt);
+  for (int p = 0; p < n; ++p) {
+    const int r = p / cols, c = p % cols;
+    const float cx = x0 + float(c) * (cell_w + gap), cy = y0 + float(r) * (cell_h + gap);
+    Panel& pan = *panels_[size_t(p)];
+    pan.x0 = cx + ml;
+    pan.y0 = cy + title_h + mt;
+    pan.x1 = pan.x0 + heat_px_w_;
+    pan.y1 = pan.y0 + heat_px_h_;
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const PanelDesc& d = h.panels[size_t(p)];
+    dl->AddText(ImVec2(cx, cy), text_color(),
+                clip_label(d.title, int(cell_w / (line * 0.5f))).c_str());
+    dl->AddText(ImVec2(cx, cy + line + 2), dim_text_color(),
+                clip_label(d.stats, int(cell_w / (line * 0.45f))).c_str());
+    draw_heat_panel(p, pan.x0, pan.y0, pan.x1, pan.y1, row_labels, col_labels);
+  }
+  // A spare grid cell holds the comparison table.
+  if (n < rows * cols) {
+    const int r = n / cols, c = n % cols;
+    const float cx = x0 + float(c) * (cell_w + gap), cy = y0 + float(r) * (cell_h + gap);
+    draw_summary(cx, cy, cx + cell_w * float(rows * cols - n) + gap * float(rows * cols - n - 1),
+                 cy + cell_h);
+  }
+  handle_heat_input(x0, y0, x1, y1);
+  draw_colorbar(x1 - colorbar_w + 18, y0 + title_h + mt, x1 - 48,
+                y0 + title_h + mt + std::min(heat_px_h_, 320.f));
+  update_want();
+}
+
+void Canvas::draw_heat_panel(int p, float x0, float y0, float x1, float y1, bool labels_rows,
+                             bool labels_cols) {
+  const HeatmapDoc& h = doc_->heat;
+  const Panel& pan = *panels_[size_t(p)];
+  const PanelDesc& d = h.panels[size_t(p)];
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const double rq = region_.q1 - region_.q0, rk = region_.k1 - region_.k0;
+  auto sx = [&](double k) { return float(x0 + (k - region_.k0) / rk * (x1 - x0)); };
+  auto sy = [&](double q) { return float(y0 + (q - region_.q0) / rq * (y1 - y0)); };
+  const float line = ImGui::GetTextLineHeight();
+
+  if (!pan.has_tile) {
+    dl->AddRectFilled(ImVec2(x0, y0), ImVec2(x1, y1), ImGui::GetColorU32(ImGuiCol_FrameBg));
+    dl->AddText(ImVec2(x0 + 8, y0 + 8), dim_text_color(), "computing...");
+  }
+  dl->AddRect(ImVec2(x0 - 1, y0 - 1), ImVec2(x1 + 1, y1 + 1), frame_color());
+
+  // Axes: token labels when a row/column is at least one text line, else index ticks.
+  dl->PushClipRect(ImVec2(x0 - 400, y0 - line), ImVec2(x0, y1 + line), false);
+  const int iq0 = std::max(0, int(std::floor(region_.q0))),
+            iq1 = std::min(h.n_q, int(std::ceil(region_.q1)));
+  if (labels_rows) {
+    for (int q = iq0; q < iq1; ++q) {
+      const std::string s = clip_label(h.q_labels[size_t(q)], 10);
+      const ImVec2 sz = ImGui::CalcTextSize(s.c_str());
+      const float y = (sy(q) + sy(q + 1) - sz.y) / 2;
+      dl->AddText(ImVec2(x0 - 6 - sz.x, y),
+                  q == selected_q_ ? IM_COL32(255, 170, 40, 255) : text_color(), s.c_str());
+    }
+  } else {
+    const int step = nice_step(rq, std::max(2, int((y1 - y0) / (line * 2.5f))));
+    for (int q = (iq0 + step - 1) / step * step; q < iq1; q += step) {
+      const std::string s = std::to_string(q);
+      const ImVec2 sz = ImGui::CalcTextSize(s.c_str());
+      const float y = sy(q + 0.5);
+      dl->AddLine(ImVec2(x0 - 4, y), ImVec2(x0, y), dim_text_color());
+      dl->AddText(ImVec2(x0 - 6 - sz.x, y - sz.y / 2), dim_text_color(), s.c_str());
+    }
+  }
+  dl->PopClipRect();
+  const int ik0 = std::max(0, int(std::floor(region_.k0))),
+            ik1 = std::min(h.n_k, int(std::ceil(region_.k1)));
+  std::vector<char> is_sink(size_t(h.n_k), 0);
+  for (int s : h.sinks)
+    if (s >= 0 && s < h.n_k) is_sink[size_t(s)] = 1;
+  if (labels_cols) {
+    for (int k = ik0; k < ik1; ++k) {
+      const std::string s = clip_label(h.k_labels[size_t(k)], 9);
+      const float x = (sx(k) + sx(k + 1) - line) / 2;
+      add_text_vertical(dl, ImVec2(x, y0 - 4),
+                        is_sink[size_t(k)] ? IM_COL32(255, 150, 30, 255) : text_color(), s.c_str());
+    }
+  } else {
+    const int step = nice_step(rk, std::max(2, int((x1 - x0) / (line * 4))));
+    dl->PushClipRect(ImVec2(x0 - 20, y0 - line - 8), ImVec2(x1 + 20, y0), false);
+    for (int k = (ik0 + step - 1) / step * step; k < ik1; k += step) {
+      const std::string s = std::to_string(k);
+      const ImVec2 sz = ImGui::CalcTextSize(s.c_str());
+      const float x = sx(k + 0.5);
+      dl->AddLine(ImVec2(x, y0 - 4), ImVec2(x, y0), dim_text_color());
+      dl->AddText(ImVec2(x - sz.x / 2, y0 - 4 - sz.y), dim_text_color(), s.c_str());
+    }
+    dl->PopClipRect();
+    // Sinks as orange marks on the key axis.
+    for (int s : h.sinks)
+      if (s >= ik0 && s < ik1)
+        dl->AddTriangleFilled(ImVec2(sx(s + 0.5) - 4, y0 - 7), ImVec2(sx(s + 0.5) + 4, y0 - 7),
+                              ImVec2(sx(s + 0.5), y0 - 1), IM_COL32(255, 150, 30, 255));
+  }
+
+  dl->PushClipRect(ImVec2(x0, y0), ImVec2(x1 + 20, y1), true);
+  // Kept blocks of block-sparse variants, outlined where they are big enough to see.
+  // Many small outlines cost software rasterisers dearly and say little: above a few hundred
+  // visible blocks the kept-set mode shows the structure instead.
+  if (settings_.outlines && !d.reference && settings_.mode != DisplayMode::Difference) {
+    std::vector<ImVec4> boxes;
+    for (const BlockRect& b : d.kept_blocks) {
+      if (b.q1 <= region_.q0 || b.q0 >= region_.q1 || b.k1 <= region_.k0 || b.k0 >= region_.k1)
+        continue;
+      const float bx0 = sx(b.k0), bx1 = sx(b.k1), by0 = sy(b.q0), by1 = sy(b.q1);
+      if (bx1 - bx0 < 6 || by1 - by0 < 6) continue;
+      boxes.push_back(ImVec4(bx0, by0, bx1, by1));
+      if (boxes.size() > 400) break;
+    }
+    if (boxes.size() <= 400)
+      for (const ImVec4& b : boxes)
+        dl->AddRect(ImVec2(b.x, b.y), ImVec2(b.z, b.w), IM_COL32(255, 255, 255, 150));
+  }
+  // Dense mass dropped per query row, as a red strip to the right.
+  if (!d.reference && pan.has_tile && !pan.tile.dropped_rows.empty()) {
+    const PanelTile& t = pan.tile;
+    // Runs of rows with the same shade become one rectangle.
+    int run_start = 0, run_level = -1;
+    auto flush = [&](int end) {
+      if (run_level <= 0) return;
+      const double qa = t.q0 + double(run_start) * (t.q1 - t.q0) / t.h;
+      const double qb = t.q0 + double(end) * (t.q1 - t.q0) / t.h;
+      const float ya = std::max(y0, sy(qa)), yb = std::min(y1, sy(qb));
+      if (yb > ya)
+        dl->AddRectFilled(ImVec2(x1 + 4, ya), ImVec2(x1 + 14, std::max(yb, ya + 1)),
+                          IM_COL32(230, 40, 50, 40 + 215 * run_level / 16));
+    };
+    dl->AddRectFilled(ImVec2(x1 + 4, y0), ImVec2(x1 + 14, y1), IM_COL32(230, 40, 50, 25));
+    for (int y = 0; y <= t.h; ++y) {
+      const int level =
+          y < t.h ? int(std::lround(std::clamp(t.dropped_rows[size_t(y)], 0.f, 1.f) * 16)) : -2;
+      if (level != run_level) {
+        flush(y);
+        run_start = y;
+        run_level = level;
+      }
+    }
+  }
+  dl->PopClipRect();
+
+  // Synchronised hover: the hovered cell in every panel.
+  if (hover_q_ >= 0 && hover_k_ >= 0) {
+    const float cx0 = sx(hover_k_), cx1 = sx(hover_k_ + 1), cy0 = sy(hover_q_),
+                cy1 = sy(hover_q_ + 1);
+    dl->PushClipRect(ImVec2(x0, y0), ImVec2(x1, y1), true);
+    if (cx1 - cx0 >= 4) {
+      dl->AddRect(ImVec2(cx0, cy0), ImVec2(cx1, cy1), IM_COL32(255, 255, 255, 230), 0, 0, 2);
+    } else {
+      dl->AddLine(ImVec2(x0, (cy0 + cy1) / 2), ImVec2(x1, (cy0 + cy1) / 2),
+                  IM_COL32(255, 255, 255, 70));
+      dl->AddLine(ImVec2((cx0 + cx1) / 2, y0), ImVec2((cx0 + cx1) / 2, y1),
+                  IM_COL32(255, 255, 255, 70));
+    }
+    dl->PopClipRect();
+  }
+}
+
+void Canvas::handle_heat_input(float ax0, float ay0, float ax1, float ay1) {
+  ImGuiIO& io = ImGui::GetIO();
+  const ImVec2 m = io.MousePos;
+  int hp = -1;
+  for (size_t p = 0; p < doc_->heat.panels.size(); ++p) {
+    const Panel& pan = *panels_[p];
+    if (m.x >= pan.x0 && m.x < pan.x1 && m.y >= pan.y0 && m.y < pan.y1) hp = int(p);
+  }
+  const bool ui_busy = ImGui::IsAnyItemActive() || ImGui::IsAnyItemHovered();
+  hover_q_ = hover_k_ = -1;
+  if (hp >= 0 && !ui_busy) {
+    const Panel& pan = *panels_[size_t(hp)];
+    const double fk = region_.k0 + (m.x - pan.x0) / (pan.x1 - pan.x0) * (region_.k1 - region_.k0);
+    const double fq = region_.q0 + (m.y - pan.y0) / (pan.y1 - pan.y0) * (region_.q1 - region_.q0);
+    hover_panel_ = hp;
+    hover_q_ = std::clamp(int(fq), 0, doc_->heat.n_q - 1);
+    hover_k_ = std::clamp(int(fk), 0, doc_->heat.n_k - 1);
+    redraw_frames_ = std::max(redraw_frames_, 1);
+    if (io.MouseWheel != 0) {
+      const double f = std::pow(0.85, double(io.MouseWheel));
+      auto zoom = [&](double& a, double& b, double at, double n) {
+        const double min_span = std::min(n, 8.0);
+        double span = std::clamp((b - a) * f, min_span, n);
+        double na = at - (at - a) * span / (b - a);
+        na = std::clamp(na, 0.0, n - span);
+        a = na;
+        b = na + span;
+      };
+      zoom(region_.k0, region_.k1, fk, doc_->heat.n_k);
+      zoom(region_.q0, region_.q1, fq, doc_->heat.n_q);
+    }
+    if (ImGui::IsMouseDoubleClicked(0))
+      reset_view();
+    else if (ImGui::IsMouseClicked(0)) {
+      dragging_ = true;
+      drag_x_ = press_x_ = m.x;
+      drag_y_ = press_y_ = m.y;
+    }
+  }
+  if (dragging_) {
+    if (!io.MouseDown[0]) {
+      dragging_ = false;
+      if (std::abs(m.x - press_x_) < 3 && std::abs(m.y - press_y_) < 3 && hover_q_ >= 0)
+        selected_q_ = hover_q_;
+    } else if (heat_px_w_ > 0) {
+      const double dk = -(m.x - drag_x_) / heat_px_w_ * (region_.k1 - region_.k0);
+      const double dq = -(m.y - drag_y_) / heat_px_h_ * (region_.q1 - region_.q0);
+      const double sk = region_.k1 - region_.k0, sq = region_.q1 - region_.q0;
+      region_.k0 = std::clamp(region_.k0 + dk, 0.0, doc_->heat.n_k - sk);
+      region_.k1 = region_.k0 + sk;
+      region_.q0 = std::clamp(region_.q0 + dq, 0.0, doc_->heat.n_q - sq);
+      region_.q1 = region_.q0 + sq;
+      drag_x_ = m.x;
+      drag_y_ = m.y;
+    }
+  }
+}
+
+void Canvas::draw_summary(float x0, float y0, float x1, float y1) {
+  const HeatmapDoc& h = doc_->heat;
+  ImGui::SetCursorScreenPos(ImVec2(x0, y0));
+  ImGui::BeginChild("##summary", ImVec2(x1 - x0, y1 - y0), false, ImGuiWindowFlags_NoBackground);
+  ImGui::Text("Layer %d, all heads, vs dense", h.layer);
+  if (ImGui::BeginTable("##cmp", 5,
+                        ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH |
+                            ImGuiTableFlags_SizingStretchProp)) {
+    ImGui::TableSetupColumn("variant", ImGuiTableColumnFlags_WidthStretch, 3.0f);
+    ImGui::TableSetupColumn("recall", ImGuiTableColumnFlags_WidthStretch, 1.6f);
+    ImGui::TableSetupColumn("err", ImGuiTableColumnFlags_WidthStretch, 1.0f);
+    ImGui::TableSetupColumn("KL", ImGuiTableColumnFlags_WidthStretch, 1.0f);
+    ImGui::TableSetupColumn("ms", ImGuiTableColumnFlags_WidthStretch, 0.8f);
+    ImGui::TableHeadersRow();
+    for (const PanelDesc& p : h.panels) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(clip_label(p.title, 22).c_str());
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", p.title.c_str());
+      ImGui::TableNextColumn();
+      if (p.measured) {
+        // Recall as a bar: the share of dense attention mass the variant kept.
+        const ImVec2 a = ImGui::GetCursorScreenPos();
+        const float w = ImGui::GetContentRegionAvail().x, hh = ImGui::GetTextLineHeight();
+        ImDrawList* dl = ImGui::GetWindowDrawList();
+        dl->AddRectFilled(a, ImVec2(a.x + w, a.y + hh), IM_COL32(128, 128, 128, 50));
+        dl->AddRectFilled(a, ImVec2(a.x + w * float(std::clamp(p.recall, 0.0, 1.0)), a.y + hh),
+                          IM_COL32(70, 170, 120, 200));
+        ImGui::Text(" %.3f", p.recall);
+      } else {
+        ImGui::TextDisabled("...");
+      }
+      ImGui::TableNextColumn();
+      if (p.measured)
+        ImGui::Text("%.2g", p.rel_error);
+      else
+        ImGui::TextDisabled("...");
+      ImGui::TableNextColumn();
+      if (p.measured && std::isfinite(p.kl))
+        ImGui::Text("%.2g", p.kl);
+      else
+        ImGui::TextDisabled("-");
+      ImGui::TableNextColumn();
+      ImGui::Text("%.2f", p.ms);
+    }
+    ImGui::EndTable();
+  }
+  ImGui::Spacing();
+  ImGui::PushTextWrapPos(0);
+  ImGui::TextDisabled(
+      "recall: dense attention mass inside the kept set; err: relative output error; "
+      "KL: next-token KL of the model with the variant in every layer. Red strips: "
+      "mass each query row lost. Outlines: blocks the kernel computed. Wheel zooms, "
+      "drag pans, double-click resets, click picks the query for the Tokens view.");
+  ImGui::PopTextWrapPos();
+  ImGui::EndChild();
+}
+
+void Canvas::draw_inspector() {
+  if (hover_panel_ < 0 || hover_q_ < 0 || !doc_) return;
+  const HeatmapDoc& h = doc_->heat;
+  if (hover_gen_ != doc_->generation || hover_cached_q_ != hover_q_ ||
+      hover_cached_k_ != hover_k_) {
+    hover_cache_.assign(h.panels.size(), HoverInfo{});
+    if (callbacks_.hover)
+      for (size_t p = 0; p < h.panels.size(); ++p)
+        hover_cache_[p] = callbacks_.hover(int(p), hover_q_, hover_k_);
+    hover_gen_ = doc_->generation;
+    hover_cached_q_ = hover_q_;
+    hover_cached_k_ = hover_k_;
+  }
+  auto label = [](const std::vector<std::string>& v, int i) {
+    return i < int(v.size()) ? clip_label(v[size_t(i)], 16) : std::string();
+  };
+  ImGui::BeginTooltip();
+  ImGui::Text("query %d  %s", hover_q_, label(h.q_labels, hover_q_).c_str());
+  ImGui::Text("key   %d  %s", hover_k_, label(h.k_labels, hover_k_).c_str());
+  ImGui::TextDisabled("layer %d, head %d", h.layer, h.head);
+  if (ImGui::BeginTable("##insp", 5, ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
+    ImGui::TableSetupColumn("variant");
+    ImGui::TableSetupColumn("prob");
+    ImGui::TableSetupColumn("dense");
+    ImGui::TableSetupColumn("rank");
+    ImGui::TableSetupColumn("kept");
+    ImGui::TableHeadersRow();
+    for (size_t p = 0; p < h.panels.size(); ++p) {
+      const HoverInfo& i = hover_cache_[p];
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(clip_label(h.panels[p].title, 30).c_str());
+      if (!i.valid) continue;
+      ImGui::TableNextColumn();
+      ImGui::Text("%.4g", i.prob);
+      ImGui::TableNextColumn();
+      ImGui::Text("%.4g", i.dense_prob);
+      ImGui::TableNextColumn();
+      if (i.rank > 0)
+        ImGui::Text("%d", i.rank);
+      else
+        ImGui::TextDisabled("-");
+      ImGui::TableNextColumn();
+      if (!i.visible)
+        ImGui::TextDisabled("causal");
+      else if (i.kept)
+        ImGui::TextColored(ImVec4(0.4f, 0.85f, 0.4f, 1), "kept");
+      else
+        ImGui::TextColored(ImVec4(0.95f, 0.35f, 0.35f, 1), "dropped");
+    }
+    ImGui::EndTable();
+  }
+  ImGui::EndTooltip();
+}
+
+void Canvas::draw_colorbar(float x0, float y0, float x1, float y1) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const bool diff = settings_.mode == DisplayMode::Difference;
+  const ColorScale cs = scale();
+  const float vmax = cs.vmax, dmax = cs.dmax;
+  const Colormap cm = diff ? Colormap::Diverging : settings_.colormap;
+  const int steps = 96;
+  for (int i = 0; i < steps; ++i) {
+    const float t = 1.f - (float(i) + 0.5f) / steps;
+    const float ya = y0 + (y1 - y0) * float(i) / steps, yb = y0 + (y1 - y0) * float(i + 1) / steps;
+    dl->AddRectFilled(ImVec2(x0, ya), ImVec2(x1, yb + 0.5f), colormap_u32(cm, t));
+  }
+  dl->AddRect(ImVec2(x0, y0), ImVec2(x1, y1), frame_color());
+  auto tick = [&](float t, const std::string& s) {
+    const float y = y1 - (y1 - y0) * t;
+    dl->AddLine(ImVec2(x1, y), ImVec2(x1 + 4, y), text_color());
+    dl->AddText(ImVec2(x1 + 6, y - ImGui::GetTextLineHeight() / 2), text_color(), s.c_str());
+  };
+  const float lo = settings_.log_floor;
+  if (diff) {
+    tick(0, "-" + fmt_num(dmax));
+    tick(0.5f, "0");
+    tick(1, "+" + fmt_num(dmax));
+  } else if (settings_.log_scale) {
+    const float hi = std::max(vmax, lo * 10);
+    for (double d = std::ceil(std::log10(lo)); d <= std::log10(hi) + 1e-9; d += 1)
+      tick(float((d - std::log10(lo)) / (std::log10(hi) - std::log10(lo))),
+           fmt_num(std::pow(10.0, d)));
+  } else {
+    tick(0, "0");
+    tick(0.5f, fmt_num(vmax / 2));
+    tick(1, fmt_num(vmax));
+  }
+  const char* what = diff                                     ? "variant - dense"
+                     : settings_.mode == DisplayMode::KeptSet ? "dense p (kept)"
+                                                              : "probability";
+  dl->AddText(ImVec2(x0 - 14, y1 + 6), dim_text_color(), what);
+}
+
+ColorScale Canvas::scale() const {
+  ColorScale c;
+  c.mode = settings_.mode;
+  c.colormap = settings_.colormap;
+  c.log_scale = settings_.log_scale;
+  c.log_floor = settings_.log_floor;
+  c.vmax = c.dmax = 0;
+  if (doc_)
+    for (size_t p = 0; p < doc_->heat.panels.size() && p < panels_.size(); ++p)
+      if (panels_[p]->has_tile) {
+        c.vmax = std::max(c.vmax, panels_[p]->tile.vmax);
+        c.dmax = std::max(c.dmax, panels_[p]->tile.dmax);
+      }
+  c.vmax = std::max(c.vmax, 1e-9f);
+  c.dmax = std::max(c.dmax, 1e-9f);
+  return c;
+}
+
+void Canvas::record_uploads(VkCommandBuffer cb, int slot) {
+  if (!doc_) return;
+  const ColorScale s = scale();
+  for (size_t i = 0; i < doc_->heat.panels.size() && i < panels_.size(); ++i) {
+    Panel& p = *panels_[i];
+    if (!p.has_tile || (!p.dirty && p.colored == s)) continue;
+    colorize(p.tile, s, p.rgba);
+    const bool recreated = p.image->upload(cb, slot, p.rgba.data(), p.tile.w, p.tile.h);
+    const bool fresh = !p.set;
+    if (fresh) p.set = pipeline_->allocate_set();
+    if (recreated || fresh) pipeline_->write_set(p.set, p.image->view());
+    p.dirty = false;
+    p.colored = s;
+  }
+}
+
+void Canvas::record_draw(VkCommandBuffer cb, uint32_t fb_w, uint32_t fb_h) {
+  if (doc_ && settings_.view == ViewKind::Heatmaps) {
+    const double rq = region_.q1 - region_.q0, rk = region_.k1 - region_.k0;
+    for (size_t p = 0; p < doc_->heat.panels.size() && p < panels_.size(); ++p) {
+      const Panel& pan = *panels_[p];
+      if (!pan.has_tile || !pan.image->has_content() || !pan.set || pan.x1 <= pan.x0) continue;
+      const PanelTile& t = pan.tile;
+      // Visible part of the tile's region, on screen and in the texture.
+      const double k0 = std::max<double>(t.k0, region_.k0), k1 = std::min<double>(t.k1, region_.k1);
+      const double q0 = std::max<double>(t.q0, region_.q0), q1 = std::min<double>(t.q1, region_.q1);
+      if (k1 <= k0 || q1 <= q0) continue;
+      auto px = [&](double k) { return pan.x0 + (k - region_.k0) / rk * (pan.x1 - pan.x0); };
+      auto py = [&](double q) { return pan.y0 + (q - region_.q0) / rq * (pan.y1 - pan.y0); };
+      const double sx = fb_scale_ / fb_w * 2, sy = fb_scale_ / fb_h * 2;
+      const double cw = pan.image->capacity_w(), ch = pan.image->capacity_h();
+      HeatmapPush pc{};
+      pc.rect[0] = float(px(k0) * sx - 1);
+      pc.rect[1] = float(py(q0) * sy - 1);
+      pc.rect[2] = float(px(k1) * sx - 1);
+      pc.rect[3] = float(py(q1) * sy - 1);
+      pc.uv[0] = float((k0 - t.k0) / (t.k1 - t.k0) * t.w / cw);
+      pc.uv[1] = float((q0 - t.q0) / (t.q1 - t.q0) * t.h / ch);
+      pc.uv[2] = float((k1 - t.k0) / (t.k1 - t.k0) * t.w / cw);
+      pc.uv[3] = float((q1 - t.q0) / (t.q1 - t.q0) * t.h / ch);
+      pipeline_->draw(cb, pan.set, pc, fb_w, fb_h);
+    }
+  }
+  ImGui_ImplVulkan_RenderDrawData(ImGui::GetDrawData(), cb);
+}
+
+}  // namespace attn::render

@@ -1,0 +1,139 @@
+// The renderer's entry point: every view of attnscope drawn with Vulkan (heatmap quads) and Dear
+// ImGui (axes, labels, overlays, the hover inspector) into a render pass the host owns.
+//
+//   Canvas c(target);                      // once the device and render pass exist
+//   c.set_document(doc);                   // when the analysis changes
+//   c.set_tiles(doc->generation, tiles);   // when pooled cells for the visible region arrive
+//   each frame: c.build_frame(input); [host: command buffer] c.record_uploads(cb, slot);
+//               [host: begin render pass] c.record_draw(cb, w, h); [host: end render pass]
+//
+// The host asks wanted_tiles() what region and resolution to compute next.
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "render/cell_colors.h"
+#include "render/device.h"
+#include "render/document.h"
+#include "render/view_settings.h"
+
+namespace attn::render {
+
+class HeatmapPipeline;
+class SampledImage;
+class ImGuiLayer;
+
+struct FrameInput {
+  float width = 0, height = 0;               // logical pixels
+  float dpr = 1;                             // device pixels per logical pixel
+  float dt = 1.f / 60;                       // seconds since the last frame
+  float mouse_x = -1e30f, mouse_y = -1e30f;  // logical pixels; far away when outside
+  bool mouse_down[3] = {false, false, false};
+  float wheel = 0;              // notches, positive = away from the user
+  std::vector<unsigned> chars;  // typed characters (UTF-32)
+  bool ctrl = false, shift = false;
+};
+
+struct Callbacks {
+  std::function<HoverInfo(int panel, int q, int k)> hover;
+  // Probabilities of query q over every key, for the token view.
+  std::function<std::vector<float>(int panel, int q)> row;
+  std::function<void(int layer, int head)> select_head;
+};
+
+// The region and resolution the heatmap panels want next; `serial` changes with any of it.
+struct TileWant {
+  int q0 = 0, q1 = 0, k0 = 0, k1 = 0;
+  int w = 0, h = 0;
+  uint64_t serial = 0;
+};
+
+struct FontSpec {
+  std::string path;  // a TTF file (e.g. DejaVu Sans); empty or missing = ImGui's built-in font
+  float size = 15, presentation_size = 24;
+};
+
+class Canvas {
+ public:
+  explicit Canvas(const RenderTarget& target, const FontSpec& fonts = {});
+  ~Canvas();
+  Canvas(const Canvas&) = delete;
+  Canvas& operator=(const Canvas&) = delete;
+
+  void set_document(std::shared_ptr<const Document> doc);
+  // Tiles for panels 0..n-1 of the document of `generation` (ignored for another generation).
+  void set_tiles(uint64_t generation, std::vector<PanelTile> tiles);
+  void set_callbacks(Callbacks cb) { callbacks_ = std::move(cb); }
+  ViewSettings& settings() { return settings_; }
+
+  void build_frame(const FrameInput& in);
+  void record_uploads(VkCommandBuffer cb, int slot);
+  void record_draw(VkCommandBuffer cb, uint32_t fb_w, uint32_t fb_h);
+
+  TileWant wanted_tiles() const { return want_; }
+  // The clear colour that matches the theme (RGBA 0..1).
+  void clear_color(float out[4]) const;
+  // True while something animates or the mouse interacts (the host should schedule a frame).
+  bool wants_redraw() const { return redraw_frames_ > 0; }
+  int frames() const { return frames_; }
+  // Resets zoom to the whole matrix.
+  void reset_view();
+  // Screen rectangles (logical px: x0, y0, x1, y1) of the heatmap panels drawn last frame.
+  std::vector<std::array<float, 4>> panel_rects() const;
+
+  struct Region {
+    double q0 = 0, q1 = 0, k0 = 0, k1 = 0;
+  };
+
+ private:
+  struct Panel;
+  void build_toolbar();
+  void build_heatmaps(float x0, float y0, float x1, float y1);
+  void draw_heat_panel(int p, float x0, float y0, float x1, float y1, bool labels_rows,
+                       bool labels_cols);
+  void handle_heat_input(float x0, float y0, float x1, float y1);
+  void draw_inspector();
+  void draw_summary(float x0, float y0, float x1, float y1);
+  void draw_colorbar(float x0, float y0, float x1, float y1);
+  void build_head_grid(float x0, float y0, float x1, float y1);
+  void build_sinks(float x0, float y0, float x1, float y1);
+  void build_tokens(float x0, float y0, float x1, float y1);
+  void build_image(float x0, float y0, float x1, float y1);
+  void build_tradeoff(float x0, float y0, float x1, float y1);
+  void update_want();
+  // The colour scale shared by the panels this frame (ranges over every panel's tile).
+  ColorScale scale() const;
+
+  RenderTarget target_;
+  std::unique_ptr<ImGuiLayer> imgui_;
+  std::unique_ptr<HeatmapPipeline> pipeline_;
+  std::vector<std::unique_ptr<Panel>> panels_;
+  std::shared_ptr<const Document> doc_;
+  ViewSettings settings_;
+  Callbacks callbacks_;
+  Region region_;
+  TileWant want_;
+  float heat_px_w_ = 0, heat_px_h_ = 0;  // size of one panel's heatmap area
+  float fb_scale_ = 1, width_ = 0, height_ = 0;
+  int hover_panel_ = -1, hover_q_ = -1, hover_k_ = -1;
+  int selected_q_ = -1;
+  bool dragging_ = false;
+  float drag_x_ = 0, drag_y_ = 0, press_x_ = 0, press_y_ = 0;
+  int redraw_frames_ = 2;
+  int frames_ = 0;
+  // Hover cache: (generation, q, k) -> per panel.
+  uint64_t hover_gen_ = ~0ull;
+  int hover_cached_q_ = -1, hover_cached_k_ = -1;
+  std::vector<HoverInfo> hover_cache_;
+  // Token view cache: (generation, q) -> per panel rows.
+  uint64_t row_gen_ = ~0ull;
+  int row_q_ = -1;
+  std::vector<std::vector<float>> row_cache_;
+};
+
+}  // namespace attn::render

@@ -1,0 +1,105 @@
+// What the host hands the renderer to show: plain numbers and strings, no compute objects.
+// The host (app/gui) fills these from the compute core's results; the renderer only draws them.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attn::render {
+
+// Pooled cells of one panel over a token region (the host computes them for the visible region
+// only, at about one cell per pixel, never N x N).
+struct PanelTile {
+  int q0 = 0, q1 = 0, k0 = 0, k1 = 0;  // token region [q0, q1) x [k0, k1)
+  int w = 0, h = 0;                    // cells
+  std::vector<float> texels;           // f32 [h, w, 4]: variant prob, dense prob, kept fraction, 0
+  std::vector<float> dropped_rows;     // f32 [h]: dense mass the variant dropped, per cell row
+  float vmax = 0;                      // largest variant probability in the tile
+  float dmax = 0;                      // largest |variant - dense| in the tile
+};
+
+struct BlockRect {
+  int q0 = 0, q1 = 0, k0 = 0, k1 = 0;  // kept block [q0, q1) x [k0, k1) in token indices
+};
+
+struct PanelDesc {
+  std::string title;  // variant spec
+  std::string stats;  // one line: density, error, recall, time
+  bool reference = false;
+  std::vector<BlockRect> kept_blocks;  // block-sparse layouts of the shown head (for outlines)
+  // Layer-wide figures for the comparison table (NaN when not measured yet).
+  double density = 1, rel_error = 0, recall = 1, kl = 0, ms = 0;
+  bool measured = false;
+};
+
+struct HeatmapDoc {
+  int n_q = 0, n_k = 0;
+  int layer = 0, head = 0;
+  std::vector<std::string> q_labels, k_labels;  // [n_q], [n_k]
+  std::vector<int> sinks;                       // key indices that are sinks (dense)
+  std::vector<PanelDesc> panels;                // [0] is the dense reference when shown
+};
+
+// Layers x heads, coloured by a chosen metric.
+struct HeadGridDoc {
+  int layers = 0, heads = 0;
+  std::vector<std::string> metrics;        // metric names
+  std::vector<std::vector<float>> values;  // [metric] f32 [layers, heads]
+  std::string variant;                     // the variant whose error / recall is shown
+};
+
+// Received attention mass per token position per layer, and residual-stream norms.
+struct SinksDoc {
+  int layers = 0, n = 0;
+  std::vector<float> received;    // f32 [layers, n]: mean over heads and queries
+  std::vector<float> resid_norm;  // f32 [layers, n]: L2 norm of the residual after each layer
+  std::vector<std::string> labels;
+  std::vector<int> sinks;           // token positions flagged as sinks in any layer
+  std::vector<int> massive_tokens;  // tokens holding a massive activation
+};
+
+// A vision model's input image and per-patch attention of the CLS token.
+struct ImageDoc {
+  bool present = false;
+  int height = 0, width = 0, channels = 0;
+  std::vector<uint8_t> pixels;  // u8 [height, width, channels] as shown (the model's input size)
+  int grid_h = 0, grid_w = 0;   // patch grid
+  int heads = 0;
+  std::string predicted;  // dense prediction
+  std::vector<std::string> panel_titles;
+  std::vector<std::vector<float>> cls_attn;  // [panel] f32 [heads, grid_h * grid_w]
+  std::vector<std::vector<float>> kept;      // [panel] f32 [heads, grid]: 1 kept, 0 dropped
+  std::vector<float> rollout;                // f32 [grid]: attention rollout of the dense model
+};
+
+struct TradeoffPoint {
+  std::string label;
+  double density = 1, seconds = 0, rel_error = 0, recall = 1, kl = 0;
+  bool shown = false;  // one of the panels
+};
+
+struct TradeoffDoc {
+  std::vector<TradeoffPoint> points;
+};
+
+// Exact values behind a hovered cell, computed by the host (the renderer knows only pooled cells).
+struct HoverInfo {
+  bool valid = false;
+  double prob = 0;        // the variant's probability of (query, key)
+  double dense_prob = 0;  // the dense reference's
+  int rank = 0;           // 1-based rank of the key in the query's row (by the variant)
+  bool kept = true;       // whether the variant computed this entry
+  bool visible = true;    // false where the causal rule hides the key from the query
+};
+
+struct Document {
+  uint64_t generation = 0;  // tiles carry the generation they were computed for
+  std::string title;        // model and input, one line
+  HeatmapDoc heat;
+  HeadGridDoc grid;
+  SinksDoc sinks;
+  ImageDoc image;
+  TradeoffDoc tradeoff;
+};
+
+}  // namespace attn::render

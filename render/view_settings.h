@@ -1,0 +1,28 @@
+// How the views are shown: what the toolbar and the host's menus change.
+#pragma once
+#include "render/colormap.h"
+
+namespace attn::render {
+
+enum class ViewKind { Heatmaps, HeadGrid, Sinks, Tokens, Image, Tradeoff };
+constexpr int kViewCount = 6;
+const char* view_name(ViewKind v);
+
+enum class DisplayMode { Probabilities = 0, KeptSet = 1, Difference = 2 };
+
+struct ViewSettings {
+  ViewKind view = ViewKind::Heatmaps;
+  DisplayMode mode = DisplayMode::Probabilities;
+  Colormap colormap = Colormap::Viridis;
+  bool log_scale = true;
+  float log_floor = 1e-4f;  // smallest probability the log scale shows
+  bool outlines = true;     // kept blocks outlined
+  int grid_metric = 0;      // index into HeadGridDoc::metrics
+  int image_mode = 1;       // 0: per head, 1: mean over heads, 2: rollout
+  int tradeoff_x = 0;       // 0: density, 1: time
+  int tradeoff_y = 0;       // 0: output error, 1: mass recall, 2: next-token KL
+  bool dark = true;
+  bool presentation = false;  // large fonts
+};
+
+}  // namespace attn::render

@@ -1,0 +1,26 @@
+// Test helpers that drive the real main window: wait for conditions while the Qt event loop runs,
+// grab frames, and measure pixels of screen rectangles.
+#pragma once
+#include <QImage>
+#include <QString>
+#include <array>
+#include <functional>
+
+namespace attn::gui {
+class MainWindow;
+}
+
+namespace attn::gui::test {
+
+// Processes events until `done` holds or `timeout_ms` passes; returns whether it held.
+bool wait_until(const std::function<bool()>& done, int timeout_ms);
+// Waits until the window is settled (results and tiles shown) and `frames` more frames are drawn.
+bool wait_settled(MainWindow& w, int timeout_ms, int frames = 3);
+// Distinct colours inside a rectangle (x0, y0, x1, y1) of an image.
+int distinct_colors(const QImage& img, const std::array<float, 4>& r);
+// Fraction of pixels inside `r` that differ between two images of the same size.
+double changed_fraction(const QImage& a, const QImage& b, const std::array<float, 4>& r);
+// Where screenshots go: $ATTNSCOPE_SCREENSHOT_DIR, else the working directory.
+QString screenshot_path(const QString& name);
+
+}  // namespace attn::gui::test

@@ -1,0 +1,359 @@
+// GUI tests of the real application: Qt main window, Vulkan view on lavapipe under Xvfb, the real
+// default models and compute core. Nothing is mocked: pixels come from the swapchain.
+#include <gtest/gtest.h>
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QDir>
+#include <QDockWidget>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QMouseEvent>
+#include <QVulkanInstance>
+#include <QWheelEvent>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "app/gui/analysis.h"
+#include "app/gui/main_window.h"
+#include "app/gui/model_dock.h"
+#include "app/gui/variant_slot.h"
+#include "app/gui/variants_dock.h"
+#include "app/gui/vulkan_view.h"
+#include "app/session/session.h"
+#include "compute/error.h"
+#include "gui_driver.h"
+#include "models/arch/default_models.h"
+
+namespace attn::gui::test {
+namespace {
+
+QVulkanInstance* g_instance = nullptr;
+
+bool have_model(const std::string& name) {
+  try {
+    resolve_model_dir(name);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+std::string sample_image() {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> dirs = {fs::path(ATTNSCOPE_SOURCE_DIR) / "assets" / "images"};
+  if (const char* m = std::getenv("ATTNSCOPE_MODELS")) dirs.push_back(fs::path(m) / "images");
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    if (fs::exists(d / "sneaker_1.png", ec)) return (d / "sneaker_1.png").string();
+    if (fs::is_directory(d, ec))
+      for (const auto& e : fs::directory_iterator(d))
+        if (e.path().extension() == ".png") return e.path().string();
+  }
+  return {};
+}
+
+GuiOptions base_options() {
+  GuiOptions o;
+  o.use_settings = false;
+  o.width = 1600;
+  o.height = 1000;
+  o.text_file = std::string(ATTNSCOPE_SOURCE_DIR) + "/assets/samples/lighthouse.txt";
+  return o;
+}
+
+// Shows the window and returns milliseconds until the first frame and until the first frame
+// that carries heatmap tiles.
+std::pair<double, double> show_and_time(MainWindow& w) {
+  QElapsedTimer t;
+  t.start();
+  w.view()->setVulkanInstance(g_instance);
+  w.show();
+  double first = -1;
+  wait_until(
+      [&] {
+        if (first < 0 && w.view()->frames_drawn() > 0) first = double(t.nsecsElapsed()) / 1e6;
+        return w.view()->frames_drawn() > 0;
+      },
+      20000);
+  int frames_at_tiles = -1;
+  double with_data = -1;
+  wait_until(
+      [&] {
+        if (frames_at_tiles < 0 && w.tiles_received() > 0)
+          frames_at_tiles = w.view()->frames_drawn();
+        if (frames_at_tiles >= 0 && w.view()->frames_drawn() > frames_at_tiles) {
+          with_data = double(t.nsecsElapsed()) / 1e6;
+          return true;
+        }
+        return !w.last_error().isEmpty();
+      },
+      60000);
+  return {first, with_data};
+}
+
+TEST(Gui, TextModelPanelsDrawAndReactToParameters) {
+  if (!have_model("default-text"))
+    GTEST_SKIP() << "default-text model not found (set ATTNSCOPE_MODELS)";
+  MainWindow w(base_options());
+  const auto [first, with_data] = show_and_time(w);
+  ASSERT_TRUE(w.last_error().isEmpty()) << w.last_error().toStdString();
+  std::printf("[gui] text model: first frame %.0f ms, first frame with heatmaps %.0f ms\n", first,
+              with_data);
+  EXPECT_GT(first, 0);
+  EXPECT_LT(first, 3000) << "first frame later than 3 s";
+  ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
+
+  const auto a = w.analysis();
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->variants.size(), 5u);  // dense + four variants
+  const auto rects = w.view()->canvas()->panel_rects();
+  ASSERT_EQ(rects.size(), 5u);
+  const QImage before = w.view()->grab_rgba();
+  ASSERT_FALSE(before.isNull());
+  before.save(screenshot_path("heatmaps_text.png"));
+  for (size_t p = 0; p < rects.size(); ++p) {
+    EXPECT_GT(rects[p][2] - rects[p][0], 50) << "panel " << p << " too small";
+    EXPECT_GT(distinct_colors(before, rects[p]), 8) << "panel " << p << " looks uniform";
+  }
+
+  // Change the first variant's window programmatically: its panel must change, dense must not.
+  w.variants_dock()->slot(0)->set_spec("window(size=4)");
+  w.submit_now();
+  ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
+  EXPECT_EQ(w.analysis()->specs[1], "window(size=4)");
+  const QImage after = w.view()->grab_rgba();
+  const double changed = changed_fraction(before, after, rects[1]);
+  const double dense_changed = changed_fraction(before, after, rects[0]);
+  std::printf("[gui] window 32 -> 4: %.1f%% of the variant panel changed, %.2f%% of dense\n",
+              100 * changed, 100 * dense_changed);
+  EXPECT_GT(changed, 0.02);
+  EXPECT_LT(dense_changed, 0.01);
+
+  // Display modes recolour the variant panels.
+  for (auto mode : {render::DisplayMode::KeptSet, render::DisplayMode::Difference}) {
+    w.view()->canvas()->settings().mode = mode;
+    ASSERT_TRUE(wait_settled(w, 30000, 3));
+    const QImage m = w.view()->grab_rgba();
+    m.save(screenshot_path(QString("mode_%1.png").arg(int(mode))));
+    EXPECT_GT(changed_fraction(after, m, rects[2]), 0.05) << "mode " << int(mode);
+  }
+  w.view()->canvas()->settings().mode = render::DisplayMode::Probabilities;
+
+  // Zoom with the wheel over the dense panel: the view asks for a smaller region, labels appear.
+  const int n = w.analysis()->n_tokens();
+  const QPointF centre((rects[0][0] + rects[0][2]) / 2, (rects[0][1] + rects[0][3]) / 2);
+  for (int i = 0; i < 10; ++i) {
+    QWheelEvent we(centre, w.view()->mapToGlobal(centre), QPoint(), QPoint(0, 120), Qt::NoButton,
+                   Qt::NoModifier, Qt::NoScrollPhase, false);
+    QCoreApplication::sendEvent(w.view(), &we);
+    wait_settled(w, 5000, 1);
+  }
+  ASSERT_TRUE(wait_settled(w, 30000, 3));
+  const render::TileWant want = w.view()->canvas()->wanted_tiles();
+  std::printf("[gui] zoomed to queries [%d, %d) x keys [%d, %d) of %d\n", want.q0, want.q1, want.k0,
+              want.k1, n);
+  EXPECT_LT(want.q1 - want.q0, n / 2);
+  EXPECT_LT(want.k1 - want.k0, n / 2);
+  // Hover: the inspector opens over the panels.
+  const QPointF hover(rects[1][0] + (rects[1][2] - rects[1][0]) * 0.4,
+                      rects[1][1] + (rects[1][3] - rects[1][1]) * 0.6);
+  QMouseEvent mv(QEvent::MouseMove, hover, w.view()->mapToGlobal(hover), Qt::NoButton, Qt::NoButton,
+                 Qt::NoModifier);
+  QCoreApplication::sendEvent(w.view(), &mv);
+  ASSERT_TRUE(wait_settled(w, 30000, 4));
+  const QImage zoomed = w.view()->grab_rgba();
+  zoomed.save(screenshot_path("zoomed_inspector.png"));
+  w.view()->canvas()->reset_view();
+
+  // Light theme and presentation mode.
+  w.set_dark(false);
+  ASSERT_TRUE(wait_settled(w, 30000, 3));
+  const QImage light = w.view()->grab_rgba();
+  light.save(screenshot_path("light.png"));
+  EXPECT_GT(qGray(light.pixel(light.width() - 5, light.height() - 5)), 180)
+      << "light theme background";
+  w.set_presentation(true);
+  ASSERT_TRUE(wait_settled(w, 30000, 3));
+  w.view()->grab_rgba().save(screenshot_path("presentation.png"));
+  w.set_presentation(false);
+  w.set_dark(true);
+
+  // Other views draw something (once metrics and the trade-off sweep are in).
+  ASSERT_TRUE(wait_until([&] { return w.worker_idle(); }, 120000));
+  for (auto v : {render::ViewKind::HeadGrid, render::ViewKind::Sinks, render::ViewKind::Tokens,
+                 render::ViewKind::Tradeoff}) {
+    w.set_view(v);
+    ASSERT_TRUE(wait_settled(w, 30000, 3));
+    const QImage img = w.view()->grab_rgba();
+    const std::array<float, 4> all = {0, 40, float(img.width()), float(img.height())};
+    EXPECT_GT(distinct_colors(img, all), 20) << render::view_name(v);
+    img.save(screenshot_path(QString("view_%1.png").arg(int(v))));
+  }
+}
+
+TEST(Gui, SessionRoundTrip) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  GuiOptions o = base_options();
+  o.variants = {"window(size=8)", "top_p(block=16,p=0.7)"};
+  o.layer = 1;
+  o.head = 2;
+  const std::string path = QDir::temp().filePath("attnscope-gui-test.attnscope.json").toStdString();
+  std::vector<std::string> specs;
+  {
+    MainWindow w(o);
+    show_and_time(w);
+    ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
+    specs = w.analysis()->specs;
+    w.save_session_as(QString::fromStdString(path));
+  }
+  const Session s = load_session(path);
+  EXPECT_EQ(s.variants, o.variants);
+  EXPECT_EQ(s.layer, 1);
+  EXPECT_EQ(s.head, 2);
+  EXPECT_FALSE(s.model.sha256.empty());
+  GuiOptions o2 = base_options();
+  o2.text = "A different text.";
+  o2.variants = {};
+  o2.session = path;
+  MainWindow w2(o2);
+  show_and_time(w2);
+  ASSERT_TRUE(wait_settled(w2, 60000)) << w2.last_error().toStdString();
+  EXPECT_EQ(w2.analysis()->specs, specs);
+  EXPECT_EQ(w2.analysis()->request.layer, 1);
+  EXPECT_EQ(w2.analysis()->request.head, 2);
+  EXPECT_EQ(w2.analysis()->request.text, s.input.text);
+  std::filesystem::remove(path);
+}
+
+TEST(Gui, VisionModelShowsImageAttention) {
+  if (!have_model("default-vision"))
+    GTEST_SKIP() << "default-vision model not found (set ATTNSCOPE_MODELS)";
+  const std::string img = sample_image();
+  if (img.empty()) GTEST_SKIP() << "no sample image (assets/images or $ATTNSCOPE_MODELS/images)";
+  GuiOptions o = base_options();
+  o.model = "default-vision";
+  o.image = img;
+  o.variants = {"window(size=8)", "block_topk(block=8,k=2)"};
+  MainWindow w(o);
+  show_and_time(w);
+  ASSERT_TRUE(w.last_error().isEmpty()) << w.last_error().toStdString();
+  ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
+  ASSERT_TRUE(w.analysis()->image.present);
+  EXPECT_GT(w.analysis()->image.grid_h, 1);
+  w.set_view(render::ViewKind::Image);
+  ASSERT_TRUE(wait_settled(w, 30000, 3));
+  const QImage shot = w.view()->grab_rgba();
+  shot.save(screenshot_path("image_vision.png"));
+  const std::array<float, 4> area = {0, 60, float(shot.width()), float(shot.height())};
+  EXPECT_GT(distinct_colors(shot, area), 50);
+}
+
+TEST(Gui, FourLongPanelsFrameTimes) {
+  GuiOptions o = base_options();
+  o.model = "synthetic";
+  o.synthetic_tokens = 4096;
+  o.variants = {"window(size=512)", "sinks_window(sinks=4,window=512)", "block_topk(block=64,k=8)",
+                "top_p(block=64,p=0.9)"};
+  MainWindow w(o);
+  // The view gets the whole window: no docks.
+  for (QDockWidget* d : w.findChildren<QDockWidget*>()) d->hide();
+  const auto [first, with_data] = show_and_time(w);
+  ASSERT_TRUE(w.last_error().isEmpty()) << w.last_error().toStdString();
+  std::printf("[gui] 4096 tokens: first frame %.0f ms, first frame with heatmaps %.0f ms\n", first,
+              with_data);
+  EXPECT_LT(first, 3000) << "first frame later than 3 s";
+  ASSERT_TRUE(wait_settled(w, 120000)) << w.last_error().toStdString();
+  const auto rects = w.view()->canvas()->panel_rects();
+  ASSERT_EQ(rects.size(), 5u);
+  // Frame times with the worker idle (the trade-off sweep finished) measure drawing alone.
+  ASSERT_TRUE(wait_until([&] { return w.worker_idle(); }, 240000));
+  w.view()->clear_frame_times();
+  w.view()->set_continuous(true);
+  ASSERT_TRUE(wait_until([&] { return w.view()->frame_intervals().size() >= 100; }, 60000));
+  w.view()->set_continuous(false);
+  std::vector<double> iv = w.view()->frame_intervals();
+  std::sort(iv.begin(), iv.end());
+  std::vector<double> cpu = w.view()->frame_cpu_times();
+  std::sort(cpu.begin(), cpu.end());
+  std::printf("[gui] CPU time to build and record a frame: median %.1f ms\n", cpu[cpu.size() / 2]);
+  const double median = iv[iv.size() / 2];
+  const QSize sz = w.view()->swapChainImageSize();
+  std::printf(
+      "[gui] 4096 tokens, %d panels, view %dx%d: median frame %.1f ms over %zu frames (p90 %.1f "
+      "ms)\n",
+      int(rects.size()), sz.width(), sz.height(), median, iv.size(), iv[iv.size() * 9 / 10]);
+  // Baseline: the same window showing a nearly empty view (clear, present, a line of text).
+  double baseline = 0;
+  {
+    w.set_view(render::ViewKind::Image);
+    wait_until([&] { return false; }, 300);
+    w.view()->clear_frame_times();
+    w.view()->set_continuous(true);
+    wait_until([&] { return w.view()->frame_intervals().size() >= 60; }, 60000);
+    w.view()->set_continuous(false);
+    std::vector<double> b = w.view()->frame_intervals();
+    std::sort(b.begin(), b.end());
+    baseline = b[b.size() / 2];
+    std::printf("[gui] baseline (empty view, same window): median frame %.1f ms\n", baseline);
+    w.set_view(render::ViewKind::Heatmaps);
+    ASSERT_TRUE(wait_settled(w, 60000, 3));
+  }
+  const QImage shot = w.view()->grab_rgba();
+  shot.save(screenshot_path("heatmaps_4096.png"));
+  for (size_t p = 0; p < rects.size(); ++p)
+    EXPECT_GT(distinct_colors(shot, rects[p]), 8) << "panel " << p;
+  // Target: 33 ms on a machine of our own. Where other work shares the cores (load average above
+  // the core count, or an empty frame already over 15 ms), the heatmaps may add at most 33 ms to
+  // the empty frame instead; the log says which budget applied.
+  double load = 0;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1) load = 0;
+    std::fclose(f);
+  }
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  double budget = qEnvironmentVariableIsSet("ATTN_GUI_FRAME_BUDGET_MS")
+                      ? qEnvironmentVariable("ATTN_GUI_FRAME_BUDGET_MS").toDouble()
+                      : 33.0;
+  if ((baseline > 15 || load > cores) && !qEnvironmentVariableIsSet("ATTN_GUI_FRAME_BUDGET_MS")) {
+    budget = baseline + 33.0;
+    std::printf(
+        "[gui] shared machine (load %.1f on %u cores, empty frame %.1f ms): budget %.1f ms\n", load,
+        cores, baseline, budget);
+  }
+  EXPECT_LT(median, budget) << "median frame time over budget";
+
+  // Live: a parameter change recomputes on the worker thread while frames keep coming.
+  w.view()->clear_frame_times();
+  w.view()->set_continuous(true);
+  w.variants_dock()->slot(0)->set_spec("window(size=256)");
+  w.submit_now();
+  ASSERT_TRUE(wait_settled(w, 120000, 1)) << w.last_error().toStdString();
+  w.view()->set_continuous(false);
+  std::vector<double> live = w.view()->frame_intervals();
+  ASSERT_GT(live.size(), 3u);
+  std::sort(live.begin(), live.end());
+  const double live_median = live[live.size() / 2];
+  std::printf(
+      "[gui] during recompute (4096 tokens, %zu frames): median frame %.1f ms, max %.1f ms\n",
+      live.size(), live_median, live.back());
+  EXPECT_LT(live_median, std::max(50.0, baseline + 50.0)) << "the view stalls during compute";
+}
+
+}  // namespace
+}  // namespace attn::gui::test
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  QApplication::setApplicationName("attnscope-test");
+  QApplication app(argc, argv);
+  QVulkanInstance inst;
+  if (!inst.create()) {
+    std::fprintf(stderr, "test_gui: no Vulkan instance (error %d)\n", int(inst.errorCode()));
+    return 1;
+  }
+  attn::gui::test::g_instance = &inst;
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,213 @@
+// The GUI's data layer (no display needed): pooled tiles, kept fractions, dropped mass, hover
+// values and cell colours, checked against brute-force computations on an odd-sized problem.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+
+#include "app/gui/analysis.h"
+#include "compute/error.h"
+#include "compute/layout.h"
+#include "compute/probabilities.h"
+#include "compute/registry.h"
+#include "render/cell_colors.h"
+
+namespace attn::gui {
+namespace {
+
+std::shared_ptr<Analysis> synthetic(int n, std::vector<std::string> variants, int head = 1) {
+  AnalysisRequest r;
+  r.model = "synthetic";
+  r.synthetic_tokens = n;
+  r.variants = std::move(variants);
+  r.head = head;
+  ModelCache cache;
+  auto a = run_analysis(r, cache, nullptr, nullptr);
+  add_metrics(*a, nullptr);
+  return a;
+}
+
+// Cell boundaries of tile_probabilities: cell y covers [q0 + y*Q/h, q0 + (y+1)*Q/h).
+int lo(int a, int span, int cells, int c) {
+  return a + int(int64_t(c) * span / cells);
+}
+
+TEST(GuiData, TilesMatchBruteForce) {
+  auto a = synthetic(301, {"block_topk(block=16,k=3)", "top_p(block=16,p=0.8)", "window(size=37)"});
+  ASSERT_EQ(a->variants.size(), 4u);
+  const int q0 = 13, q1 = 290, k0 = 5, k1 = 280, W = 50, H = 40, head = 1;
+  const auto tiles = build_tiles(*a, q0, q1, k0, k1, W, H, nullptr);
+  ASSERT_EQ(tiles.size(), 4u);
+  const Problem& p = a->problems[0];
+  const Variant dense = make_variant("dense");
+  TileRequest req{head, q0, q1, k0, k1, W, H, Pool::Max};
+  const Tile dt = tile_probabilities(dense, p, a->dense[0], req);
+  std::vector<double> drow;
+  for (size_t v = 0; v < tiles.size(); ++v) {
+    const render::PanelTile& t = tiles[v];
+    ASSERT_EQ(t.w, W);
+    ASSERT_EQ(t.h, H);
+    const Result& r = a->results[v][0];
+    const Tile vt = tile_probabilities(a->variants[v], p, r, req);
+    float vmax = 0;
+    for (int y = 0; y < H; ++y) {
+      for (int x = 0; x < W; ++x) {
+        const size_t c = size_t(y) * W + x;
+        EXPECT_EQ(t.texels[c * 4 + 0], vt.cells[c]);
+        EXPECT_EQ(t.texels[c * 4 + 1], dt.cells[c]);
+        vmax = std::max(vmax, vt.cells[c]);
+        int kept = 0, total = 0;
+        for (int i = lo(q0, q1 - q0, H, y); i < lo(q0, q1 - q0, H, y + 1); ++i)
+          for (int j = lo(k0, k1 - k0, W, x); j < lo(k0, k1 - k0, W, x + 1); ++j) {
+            ++total;
+            kept += layout_keeps(r.layout, p, head, i, j);
+          }
+        ASSERT_NEAR(t.texels[c * 4 + 2], float(kept) / float(total), 1e-6)
+            << "variant " << v << " cell " << y << "," << x;
+      }
+      if (a->specs[v] == "dense") continue;
+      // Dropped dense mass of the cell row's middle query, over all keys.
+      const int i = q0 + int((int64_t(y) * (q1 - q0) / H + int64_t(y + 1) * (q1 - q0) / H) / 2);
+      probability_row(dense, p, a->dense[0], head, i, 0, p.n_k, drow);
+      double kept_mass = 0;
+      for (int j = 0; j < p.n_k; ++j)
+        if (layout_keeps(r.layout, p, head, i, j)) kept_mass += drow[size_t(j)];
+      EXPECT_NEAR(t.dropped_rows[size_t(y)], std::clamp(1.0 - kept_mass, 0.0, 1.0), 1e-5)
+          << "row " << y;
+    }
+    EXPECT_EQ(t.vmax, vmax);
+  }
+  EXPECT_TRUE(tiles[0].dropped_rows.empty());  // the dense reference drops nothing
+}
+
+TEST(GuiData, HoverMatchesRows) {
+  auto a = synthetic(97, {"window(size=9)", "dense+sigmoid(bias_offset=0)"}, 2);
+  const Problem& p = a->problems[0];
+  std::vector<double> row;
+  for (int panel = 0; panel < 3; ++panel)
+    for (auto [q, k] :
+         {std::pair{50, 45}, std::pair{50, 3}, std::pair{96, 96}, std::pair{10, 60}}) {
+      const render::HoverInfo h = hover_info(*a, panel, q, k);
+      ASSERT_TRUE(h.valid);
+      probability_row(a->variants[size_t(panel)], p, a->results[size_t(panel)][0], 2, q, 0, p.n_k,
+                      row);
+      EXPECT_DOUBLE_EQ(h.prob, row[size_t(k)]);
+      EXPECT_EQ(h.visible, k <= q);
+      EXPECT_EQ(h.kept, layout_keeps(a->results[size_t(panel)][0].layout, p, 2, q, k));
+      if (h.prob > 0) {
+        int greater = 0;
+        for (double x : row) greater += x > h.prob;
+        EXPECT_EQ(h.rank, greater + 1);
+      } else {
+        EXPECT_EQ(h.rank, 0);
+      }
+    }
+  EXPECT_FALSE(hover_info(*a, 1, 50, 3).kept);  // outside the window of 9
+  EXPECT_FALSE(hover_info(*a, 7, 1, 1).valid);  // no such panel
+}
+
+TEST(GuiData, DocumentDescribesPanelsAndBlocks) {
+  auto a = synthetic(130, {"block_topk(block=16,k=2)"});
+  const render::Document d = build_document(*a);
+  ASSERT_EQ(d.heat.panels.size(), 2u);
+  EXPECT_TRUE(d.heat.panels[0].reference);
+  EXPECT_EQ(d.heat.panels[1].title, "block_topk(block=16,k=2)");
+  const Layout& l = a->results[1][0].layout;
+  ASSERT_EQ(l.kind, Layout::Kind::Blocks);
+  EXPECT_EQ(int64_t(d.heat.panels[1].kept_blocks.size()), l.block(0).nnz());
+  EXPECT_EQ(d.grid.layers, 1);
+  EXPECT_EQ(d.grid.heads, 4);
+  EXPECT_TRUE(d.heat.panels[1].measured);
+  EXPECT_NEAR(d.heat.panels[1].recall, a->layer_metrics[1][0].mass_recall, 1e-12);
+}
+
+TEST(GuiData, BadRequestsFailClearly) {
+  ModelCache cache;
+  AnalysisRequest r;
+  r.model = "synthetic";
+  r.synthetic_tokens = 64;
+  r.variants = {"window(size=4)", "window(size=5)", "window(size=6)", "window(size=7)", "dense"};
+  EXPECT_THROW(run_analysis(r, cache, nullptr, nullptr), Error);
+  r.variants = {"no_such_variant"};
+  try {
+    run_analysis(r, cache, nullptr, nullptr);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::UnknownVariant);
+  }
+  r.variants = {"window(size=4)"};
+  std::atomic<bool> cancel{true};
+  try {
+    run_analysis(r, cache, &cancel, nullptr);
+    FAIL() << "expected cancellation";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Cancelled);
+  }
+}
+
+TEST(GuiData, ColoursFollowTheScale) {
+  render::PanelTile t;
+  t.w = 3;
+  t.h = 1;
+  t.texels = {1e-6f, 1e-6f, 1, 0, 0.5f, 0.5f, 1, 0, 0.2f, 0.6f, 0, 0};
+  render::ColorScale s;
+  s.vmax = 0.5f;
+  s.log_floor = 1e-4f;
+  std::vector<uint8_t> rgba;
+  render::colorize(t, s, rgba);
+  const auto lut = render::colormap_lut_rgba8();
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(rgba[size_t(c)], lut[size_t(c)]);  // below the floor
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(rgba[4 + size_t(c)], lut[255 * 4 + size_t(c)]);  // at vmax
+  s.mode = render::DisplayMode::Difference;
+  s.dmax = 0.4f;
+  render::colorize(t, s, rgba);
+  const size_t div = size_t(render::Colormap::Diverging) * 256 * 4;
+  for (int c = 0; c < 3; ++c)
+    EXPECT_EQ(rgba[4 + size_t(c)], lut[div + 128 * 4 + size_t(c)]);  // equal
+  EXPECT_LT(rgba[8 + 0], rgba[8 + 2]);  // variant below dense: the blue side
+  s.mode = render::DisplayMode::KeptSet;
+  render::colorize(t, s, rgba);
+  EXPECT_GT(rgba[8 + 0], rgba[8 + 2]);  // dropped cell with dense mass: red
+}
+
+}  // namespace
+}  // namespace attn::gui
+
+namespace attn::gui {
+namespace {
+
+// The Model dock's backend choice reaches the core: the Vulkan backend (lavapipe in CI) gives
+// the same panels as the CPU one.
+TEST(GuiData, VulkanBackendMatchesCpu) {
+  const auto names = backend_names();
+  if (std::find(names.begin(), names.end(), "vulkan") == names.end())
+    GTEST_SKIP() << "built without the Vulkan backend";
+  AnalysisRequest r;
+  r.model = "synthetic";
+  r.synthetic_tokens = 203;
+  r.variants = {"block_topk(block=16,k=3)", "sinks_window(sinks=2,window=40)"};
+  r.sweep = false;
+  ModelCache cache;
+  std::shared_ptr<Analysis> cpu, vk;
+  cpu = run_analysis(r, cache, nullptr, nullptr);
+  r.backend = "vulkan";
+  try {
+    vk = run_analysis(r, cache, nullptr, nullptr);
+  } catch (const Error& e) {
+    GTEST_SKIP() << "no usable Vulkan device: " << e.what();
+  }
+  ASSERT_EQ(cpu->results.size(), vk->results.size());
+  // Per-variant choice: the first variant on Vulkan, the second on the Model dock's CPU.
+  r.backend = "cpu";
+  r.variant_backends = {"vulkan", ""};
+  const auto mixed = run_analysis(r, cache, nullptr, nullptr);
+  EXPECT_EQ(mixed->results[1][0].stats.backend, "vulkan");
+  EXPECT_EQ(mixed->results[2][0].stats.backend, "cpu");
+  for (size_t v = 0; v < cpu->results.size(); ++v) {
+    EXPECT_LT(relative_error(vk->results[v][0].o, cpu->results[v][0].o), 1e-4) << cpu->specs[v];
+  }
+}
+
+}  // namespace
+}  // namespace attn::gui
