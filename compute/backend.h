@@ -34,6 +34,11 @@ std::vector<std::string> backend_names();
 // validate(p), select the layout, execute, and fill every stat (predicted cost, density, times).
 Result run(const Variant& v, const Problem& p, Backend& backend, const RunOptions& opt = {});
 
+// run() for one layer of a forward pass that a model drives itself: `seq` is the state that
+// v.pattern()->new_sequence_state() made for the pass (null when the pattern keeps none).
+Result run(const Variant& v, const Problem& p, Backend& backend, SequenceState* seq,
+           const RunOptions& opt = {});
+
 // Runs the layers of one forward pass in order, sharing the pattern's sequence state
 // (Sketch&Walk's walk accumulates across layers). problems[l] is layer l.
 std::vector<Result> run_layers(const Variant& v, const std::vector<Problem>& problems,

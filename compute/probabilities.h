@@ -12,6 +12,11 @@ namespace attn {
 void probability_row(const Variant& v, const Problem& p, const Result& r, int h, int i, int k0,
                      int k1, std::vector<double>& out);
 
+// Probabilities of queries [i0, i1) over keys [k0, k1): out is f64 [(i1 - i0), (k1 - k0)].
+// Scores come from one float GEMM per block; normalisation is in double.
+void probability_block(const Variant& v, const Problem& p, const Result& r, int h, int i0, int i1,
+                       int k0, int k1, std::vector<double>& out);
+
 enum class Pool { Max, Mean };
 
 struct TileRequest {

@@ -50,6 +50,8 @@ class Pattern {
   virtual Layout select(const Problem& p, SelectStats* stats, SequenceState* seq) const = 0;
   // Closed-form density (kept / visible entries) for static patterns; < 0 when not known ahead.
   virtual double predicted_density(const Problem& p) const { (void)p; return -1; }
+  // Predicted flops of select() itself (pooling, sketches, estimates); 0 for static patterns.
+  virtual double predicted_select_flops(const Problem& p) const { (void)p; return 0; }
   // The mask of a static pattern (null for dynamic ones).
   virtual std::shared_ptr<const Mask> mask() const { return nullptr; }
   virtual std::unique_ptr<SequenceState> new_sequence_state() const { return nullptr; }

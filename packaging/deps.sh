@@ -7,12 +7,17 @@ PKGS=(
   # toolchain
   build-essential cmake ninja-build pkg-config clang-format git
   # compute core
-  libeigen3-dev nlohmann-json3-dev
+  libeigen3-dev nlohmann-json3-dev libcli11-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy libopenblas0-pthread
   # models: formats, tokenizers, images
-  libpcre2-dev libsentencepiece-dev libstb-dev
+  libpcre2-dev libsentencepiece-dev libstb-dev libzip-dev libicu-dev
+  # model-file tests: SentencePiece reference (npm, for fetching real vocabularies, is added below)
+  python3-sentencepiece
+  # architecture goldens (tests/ref/make_goldens.py, not run by CI) and the forward-pass bench
+  # against PyTorch (tests/bench/forward_vs_torch.py)
+  python3-torch python3-pil
   # Vulkan compute and rendering (lavapipe is the CPU device used in CI)
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   # GUI
@@ -20,6 +25,10 @@ PKGS=(
   # GUI tests, screenshots, figure checks
   xvfb xauth imagemagick ghostscript poppler-utils libxml2-utils
 )
+
+# Machines that carry Node.js from another source already have npm, and Debian's npm conflicts
+# with it: ask apt for npm only where no npm exists.
+command -v npm >/dev/null 2>&1 || PKGS+=(npm)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,0 +1,79 @@
+#include "compute/backend.h"
+
+#include <chrono>
+
+#include "compute/error.h"
+#include "compute/reference/reference_backend.h"
+#include "compute/cpu/cpu_backend.h"
+#ifdef ATTN_HAVE_VULKAN
+#include "compute/vulkan/vulkan_backend.h"
+#endif
+
+namespace attn {
+
+std::vector<std::string> backend_names() {
+#ifdef ATTN_HAVE_VULKAN
+  return {"reference", "cpu", "vulkan"};
+#else
+  return {"reference", "cpu"};
+#endif
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& name) {
+  if (name == "reference") return make_reference_backend();
+  if (name == "cpu") return make_cpu_backend();
+#ifdef ATTN_HAVE_VULKAN
+  if (name == "vulkan") return make_vulkan_backend();
+#endif
+  std::string known;
+  for (const auto& n : backend_names()) known += (known.empty() ? "" : ", ") + n;
+  throw Error(ErrorCode::InvalidArgument, "unknown backend '" + name + "' (known: " + known + ")");
+}
+
+namespace {
+
+Result run_one(const Variant& v, const Problem& p, Backend& backend, const RunOptions& opt,
+               SequenceState* seq) {
+  using clock = std::chrono::steady_clock;
+  auto t0 = clock::now();
+  validate(p);
+  std::string why;
+  if (!backend.supports(v, p, &why))
+    throw Error(ErrorCode::Unsupported,
+                backend.name() + " cannot run " + v.spec() + (why.empty() ? "" : ": " + why));
+  SelectStats sel;
+  Layout layout = v.select(p, &sel, seq);
+  Result r = backend.execute(v, p, layout, opt);
+  int64_t kept = 0;
+  for (int h = 0; h < p.n_heads; ++h) kept += layout_kept_entries(r.layout, p, h);
+  int64_t visible = visible_entries(p) * p.n_heads;
+  r.stats.kept_entries = kept;
+  r.stats.density = visible > 0 ? double(kept) / double(visible) : 0.0;
+  r.stats.predicted = v.predict(p, v.pattern() && v.pattern()->dynamic() ? r.stats.density : -1);
+  r.stats.counted.flops += sel.flops;
+  r.stats.select_seconds = sel.seconds;
+  r.stats.wall_seconds = std::chrono::duration<double>(clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace
+
+Result run(const Variant& v, const Problem& p, Backend& backend, const RunOptions& opt) {
+  return run_one(v, p, backend, opt, nullptr);
+}
+
+Result run(const Variant& v, const Problem& p, Backend& backend, SequenceState* seq,
+           const RunOptions& opt) {
+  return run_one(v, p, backend, opt, seq);
+}
+
+std::vector<Result> run_layers(const Variant& v, const std::vector<Problem>& problems,
+                               Backend& backend, const RunOptions& opt) {
+  std::unique_ptr<SequenceState> seq = v.pattern() ? v.pattern()->new_sequence_state() : nullptr;
+  std::vector<Result> out;
+  out.reserve(problems.size());
+  for (const Problem& p : problems) out.push_back(run_one(v, p, backend, opt, seq.get()));
+  return out;
+}
+
+}  // namespace attn

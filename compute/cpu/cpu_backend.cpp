@@ -1,0 +1,79 @@
+#include "compute/cpu/cpu_backend.h"
+
+#include <chrono>
+
+#include "compute/cpu/thread_pool.h"
+#include "compute/error.h"
+
+namespace attn {
+
+std::unique_ptr<Backend> make_cpu_backend() {
+  return std::make_unique<cpu::CpuBackend>();
+}
+
+namespace cpu {
+
+CpuBackend::CpuBackend(const KernelSet* kernels) : kernels_(kernels ? kernels : &best_kernels()) {}
+CpuBackend::~CpuBackend() = default;
+
+bool CpuBackend::supports(const Variant& v, const Problem& p, std::string* why) const {
+  // Every pattern, modifier and normaliser composition runs here; only shapes can be wrong.
+  if (p.d <= 0 || p.n_q <= 0 || p.n_k <= 0 || p.n_heads <= 0 || p.n_kv_heads <= 0 ||
+      p.n_heads % p.n_kv_heads != 0) {
+    if (why) *why = "cpu backend: invalid problem shape";
+    return false;
+  }
+  (void)v;
+  return true;
+}
+
+Result CpuBackend::execute(const Variant& v, const Problem& p, const Layout& layout,
+                           const RunOptions& opt) {
+  KernelSpec spec;
+  spec.mods = v.mods();
+  spec.norm = v.normaliser();
+  spec.selective = v.selective();
+  return execute_spec(spec, p, layout, opt);
+}
+
+Result CpuBackend::execute_spec(const KernelSpec& spec, const Problem& p, const Layout& layout,
+                                const RunOptions& opt) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string why;
+  require(p.d > 0 && p.n_q > 0 && p.n_k > 0 && p.n_heads > 0 && p.n_kv_heads > 0 &&
+              p.n_heads % p.n_kv_heads == 0 && p.q.size() == size_t(p.n_heads) * p.n_q * p.d &&
+              p.k.size() == size_t(p.n_kv_heads) * p.n_k * p.d &&
+              p.v.size() == size_t(p.n_kv_heads) * p.n_k * p.d,
+          ErrorCode::InvalidArgument,
+          "cpu backend: problem shapes are inconsistent (call validate(problem) for details)");
+  check_layout(layout, p);
+  const int threads = resolve_threads(opt.threads);
+  if (!pool_ || pool_->size() != threads) pool_ = std::make_unique<ThreadPool>(threads);
+
+  Result r;
+  r.n_heads = p.n_heads;
+  r.n_q = p.n_q;
+  r.d = p.d;
+  r.o.assign(size_t(p.n_heads) * p.n_q * p.d, 0.0f);
+  r.row_stat.assign(size_t(p.n_heads) * p.n_q, 0.0f);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  KernelContext c(p, layout, spec, kernels_->width, r.o.data(), r.row_stat.data());
+  if (spec.selective)
+    kernels_->selective(c, *pool_, opt.cancel);
+  else if (layout.kind == Layout::Kind::Indices)
+    kernels_->gather(c, *pool_, opt.cancel);
+  else
+    kernels_->flash(c, *pool_, opt.cancel);
+  const auto t1 = std::chrono::steady_clock::now();
+
+  r.layout = layout;
+  r.stats.backend = "cpu";
+  r.stats.kernel_seconds = std::chrono::duration<double>(t1 - t0).count();
+  r.stats.counted.flops = 2.0 * p.d * double(c.qk_entries.load() + c.pv_entries.load());
+  r.stats.counted.bytes = double(c.bytes.load());
+  return r;
+}
+
+}  // namespace cpu
+}  // namespace attn

@@ -1,0 +1,142 @@
+#include "compute/cpu/flash_kernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "compute/cpu/score_tile.h"
+#include "compute/cpu/tile_kernels.h"
+#include "compute/cpu/tile_plan.h"
+
+namespace attn::cpu::ATTN_CPU_NS {
+
+namespace {
+
+struct FlashScratch {
+  QueryTile tile;
+  std::vector<Chunk> chunks;
+  std::vector<float> st;  // f32 [rows of all buffered chunks, kBQ]
+  std::vector<float> o;   // f32 [kBQ, dv]
+  alignas(64) float m[kBQ], l[kBQ], alpha[kBQ];
+  alignas(64) float stat[kBQ], inv[kBQ];
+  EntmaxScratch es;  // entmax candidates
+};
+
+// Online softmax over one key chunk (base 2): new running max per query, the chunk's
+// probabilities in place, the running sum, and alpha = the factor rescaling earlier output.
+// `masked`: the chunk may hold -inf entries (which must give exactly 0).
+void softmax_step(FlashScratch& s, int nj, int cols, int lds, bool masked) {
+  for (int v = 0; v < cols / kVW; ++v) {
+    const vf m_old = loadu(s.m + v * kVW);
+    vf mx = m_old;
+    for (int j = 0; j < nj; ++j) mx = vmax(mx, loadu(s.st.data() + size_t(j) * lds + v * kVW));
+    const vf m_use = select(mx == splat(kNegInf), splat(0.0f), mx);
+    const vf alpha = exp2v(m_old - m_use);
+    vf sum = vf{};
+    for (int j = 0; j < nj; ++j) {
+      float* p = s.st.data() + size_t(j) * lds + v * kVW;
+      vf e = masked ? exp2v(loadu(p) - m_use) : exp2v_nonpos(loadu(p) - m_use);
+      storeu(p, e);
+      sum += e;
+    }
+    storeu(s.l + v * kVW, fmadd(loadu(s.l + v * kVW), alpha, sum));
+    storeu(s.alpha + v * kVW, alpha);
+    storeu(s.m + v * kVW, mx);
+  }
+}
+
+void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
+  using K = Normaliser::Kind;
+  const Normaliser& norm = c.spec.norm;
+  const bool softmax = norm.kind == K::Softmax;
+  const bool entmax = norm.kind == K::Entmax15;
+  QueryTile& t = s.tile;
+  t.pack(c, it.h, it.q0, it.rows, c.scale * (c.base2_softmax() ? kLog2e : 1.0f));
+  build_chunks(c, it, t, s.chunks);
+  const int cols = t.cols;
+  s.o.resize(size_t(kBQ) * c.dv);
+  bool first = true;  // the first V product initialises O (no zero fill per tile)
+  std::fill(s.m, s.m + kBQ, kNegInf);
+  std::fill(s.l, s.l + kBQ, 0.0f);
+
+  int64_t entries = 0, pv_entries = 0;  // scores computed, probabilities applied to V
+  if (entmax) {
+    size_t total = 0;
+    for (const Chunk& ch : s.chunks) total += ch.nj;
+    if (s.st.size() < total * kBQ) s.st.resize(total * kBQ);
+    size_t off = 0;
+    for (const Chunk& ch : s.chunks) {
+      score_chunk(c, t, ch, false, s.st.data() + off * kBQ, kBQ);
+      off += ch.nj;
+      entries += int64_t(ch.nj) * it.rows;
+    }
+    normalise_buffered(norm, c.n_k, s.st.data(), total, it.rows, cols, s.stat, s.inv, s.es);
+    off = 0;
+    for (const Chunk& ch : s.chunks) {
+      const float* p = s.st.data() + off * kBQ;
+      off += ch.nj;
+      if (!any_nonzero(p, ch.nj, cols, kBQ)) continue;  // entmax rows are mostly zero
+      pv_tile(p, kBQ, ch.nj, it.rows, c.v_row(it.h, ch.j0), c.v_ld(), c.dv, s.o.data(), c.dv,
+              nullptr, first);
+      first = false;
+      pv_entries += int64_t(ch.nj) * it.rows;
+    }
+  } else {
+    if (s.st.size() < size_t(kBK) * kBQ) s.st.resize(size_t(kBK) * kBQ);
+    for (const Chunk& ch : s.chunks) {
+      score_chunk(c, t, ch, softmax, s.st.data(), kBQ);
+      if (softmax) {
+        softmax_step(s, ch.nj, cols, kBQ, ch.causal || ch.partial || cols != it.rows);
+      } else {
+        elementwise_probs(norm, c.n_k, s.st.data(), ch.nj, cols, kBQ);
+        if (norm.kind == K::SoftplusL1) add_column_sums(s.st.data(), ch.nj, cols, kBQ, s.l);
+      }
+      pv_tile(s.st.data(), kBQ, ch.nj, it.rows, c.v_row(it.h, ch.j0), c.v_ld(), c.dv, s.o.data(),
+              c.dv, softmax ? s.alpha : nullptr, first);
+      first = false;
+      entries += int64_t(ch.nj) * it.rows;
+      pv_entries += int64_t(ch.nj) * it.rows;
+    }
+  }
+
+  if (first) std::fill(s.o.begin(), s.o.end(), 0.0f);  // nothing kept at all
+  // Normalise and write out. Rows with no kept key get O = 0 and row stat 0.
+  if (!entmax) {
+    for (int i = 0; i < it.rows; ++i) {
+      s.stat[i] = 0.0f;
+      s.inv[i] = 1.0f;
+      if (softmax || norm.kind == K::SoftplusL1) {
+        const bool any = s.l[i] > 0.0f;
+        s.inv[i] = any ? 1.0f / s.l[i] : 0.0f;
+        // Softmax runs in base 2: lse = (m2 + log2 l) ln 2.
+        if (any) s.stat[i] = softmax ? (s.m[i] + std::log2(s.l[i])) * kLn2 : std::log(s.l[i]);
+      }
+    }
+  }
+  for (int i = 0; i < it.rows; ++i) {
+    float* out = c.o + (size_t(it.h) * c.n_q + it.q0 + i) * c.d;
+    const float* acc = s.o.data() + size_t(i) * c.dv;
+    for (int k = 0; k < c.d; ++k) out[k] = acc[k] * s.inv[i];
+    c.row_stat[size_t(it.h) * c.n_q + it.q0 + i] = s.stat[i];
+  }
+  c.qk_entries += entries;
+  c.pv_entries += pv_entries;
+  c.bytes += entries / std::max(1, it.rows) * int64_t(c.d) * 8 + int64_t(it.rows) * (c.d * 8 + 4);
+}
+
+}  // namespace
+
+void run_flash(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* cancel) {
+  const std::vector<TileItem> items = make_items(c, true);
+  std::vector<std::unique_ptr<FlashScratch>> scratch(pool.size());
+  pool.parallel_for(
+      int64_t(items.size()),
+      [&](int64_t k, int w) {
+        if (!scratch[w]) scratch[w] = std::make_unique<FlashScratch>();
+        flash_tile(c, items[k], *scratch[w]);
+      },
+      cancel);
+}
+
+}  // namespace attn::cpu::ATTN_CPU_NS

@@ -1,0 +1,106 @@
+#include "compute/cpu/kernel_context.h"
+
+#include <algorithm>
+#include <string>
+
+#include "compute/error.h"
+
+namespace attn::cpu {
+
+KernelContext::KernelContext(const Problem& p_, const Layout& layout_, const KernelSpec& spec_,
+                             int width, float* o_, float* row_stat_)
+    : p(p_), layout(layout_), spec(spec_), o(o_), row_stat(row_stat_) {
+  H = p.n_heads;
+  n_q = p.n_q;
+  n_k = p.n_k;
+  d = p.d;
+  dv = (d + width - 1) / width * width;
+  scale = p.effective_scale();
+  qpos.resize(n_q);
+  kpos.resize(n_k);
+  for (int i = 0; i < n_q; ++i) qpos[i] = p.qpos(i);
+  for (int j = 0; j < n_k; ++j) kpos[j] = p.kpos(j);
+  // Positions increase, so the keys a query sees causally form a prefix; walk both lists once.
+  lim.resize(n_q);
+  int j = 0;
+  for (int i = 0; i < n_q; ++i) {
+    if (!p.causal) {
+      lim[i] = n_k;
+      continue;
+    }
+    while (j < n_k && kpos[j] <= qpos[i]) ++j;
+    lim[i] = j;
+  }
+  if (dv == d) {
+    v_base_ = p.v.data();
+    v_ld_ = size_t(d);
+  } else {
+    v_pad_.assign(size_t(p.n_kv_heads) * n_k * dv, 0.0f);
+    for (size_t r = 0; r < size_t(p.n_kv_heads) * n_k; ++r)
+      std::copy_n(p.v.data() + r * d, d, v_pad_.data() + r * dv);
+    v_base_ = v_pad_.data();
+    v_ld_ = size_t(dv);
+    bytes += int64_t(v_pad_.size() + p.v.size()) * 4;
+  }
+}
+
+bool KernelContext::base2_softmax() const {
+  return spec.mods.empty() && !spec.selective && spec.norm.kind == Normaliser::Kind::Softmax;
+}
+
+void check_layout(const Layout& l, const Problem& p) {
+  auto fail = [](const std::string& m) { throw Error(ErrorCode::InvalidArgument, "layout: " + m); };
+  auto count_ok = [&](size_t n) { return n == 1 || n == size_t(p.n_heads); };
+  if (l.kind == Layout::Kind::Blocks) {
+    if (!count_ok(l.blocks.size()))
+      fail("block layout has " + std::to_string(l.blocks.size()) +
+           " entries, expected 1 or n_heads = " + std::to_string(p.n_heads));
+    for (size_t h = 0; h < l.blocks.size(); ++h) {
+      const BlockLayout& b = l.blocks[h];
+      const std::string at = "block layout " + std::to_string(h) + ": ";
+      if (b.bq <= 0 || b.bk <= 0) fail(at + "block sizes must be positive");
+      if (b.n_qb != (p.n_q + b.bq - 1) / b.bq || b.n_kb != (p.n_k + b.bk - 1) / b.bk)
+        fail(at + "n_qb/n_kb (" + std::to_string(b.n_qb) + "/" + std::to_string(b.n_kb) +
+             ") do not match n_q/n_k with bq/bk = " + std::to_string(b.bq) + "/" +
+             std::to_string(b.bk));
+      if (b.row_ptr.size() != size_t(b.n_qb) + 1 || b.row_ptr.front() != 0 ||
+          b.row_ptr.back() != int32_t(b.col.size()) || b.full.size() != b.col.size())
+        fail(at + "row_ptr/col/full sizes are inconsistent");
+      for (int r = 0; r < b.n_qb; ++r) {
+        if (b.row_ptr[r + 1] < b.row_ptr[r])
+          fail(at + "row_ptr decreases at row " + std::to_string(r));
+        for (int e = b.row_ptr[r]; e < b.row_ptr[r + 1]; ++e) {
+          if (b.col[e] < 0 || b.col[e] >= b.n_kb)
+            fail(at + "key block " + std::to_string(b.col[e]) + " out of range in row " +
+                 std::to_string(r));
+          if (e > b.row_ptr[r] && b.col[e] <= b.col[e - 1])
+            fail(at + "key blocks not ascending in row " + std::to_string(r));
+        }
+      }
+    }
+  } else if (l.kind == Layout::Kind::Indices) {
+    if (!count_ok(l.indices.size()))
+      fail("index layout has " + std::to_string(l.indices.size()) +
+           " entries, expected 1 or n_heads = " + std::to_string(p.n_heads));
+    for (size_t h = 0; h < l.indices.size(); ++h) {
+      const IndexLayout& x = l.indices[h];
+      const std::string at = "index layout " + std::to_string(h) + ": ";
+      if (x.row_ptr.size() != size_t(p.n_q) + 1 || x.row_ptr.front() != 0 ||
+          x.row_ptr.back() != int64_t(x.col.size()))
+        fail(at + "row_ptr must have n_q + 1 entries from 0 to nnz");
+      for (int i = 0; i < p.n_q; ++i) {
+        if (x.row_ptr[i + 1] < x.row_ptr[i])
+          fail(at + "row_ptr decreases at query " + std::to_string(i));
+        for (int64_t e = x.row_ptr[i]; e < x.row_ptr[i + 1]; ++e) {
+          if (x.col[e] < 0 || x.col[e] >= p.n_k)
+            fail(at + "key " + std::to_string(x.col[e]) + " out of range for query " +
+                 std::to_string(i));
+          if (e > x.row_ptr[i] && x.col[e] <= x.col[e - 1])
+            fail(at + "keys not ascending for query " + std::to_string(i));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace attn::cpu

@@ -1,0 +1,61 @@
+#include "compute/fallback.h"
+
+#include "compute/error.h"
+
+namespace attn {
+
+Result run_with_fallback(const Variant& v, const Problem& p, Backend& preferred, Backend& fallback,
+                         const RunOptions& opt, std::string* note) {
+  std::string why;
+  if (preferred.supports(v, p, &why)) {
+    try {
+      Result r = run(v, p, preferred, opt);
+      if (note) note->clear();
+      return r;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::Device) throw;
+      why = e.what();
+    }
+  }
+  if (note)
+    *note = preferred.name() + " could not run " + v.spec() + " (" + why + "); ran on " +
+            fallback.name();
+  return run(v, p, fallback, opt);
+}
+
+FallbackBackend::FallbackBackend(std::unique_ptr<Backend> preferred,
+                                 std::unique_ptr<Backend> fallback)
+    : preferred_(std::move(preferred)), fallback_(std::move(fallback)) {}
+
+bool FallbackBackend::supports(const Variant& v, const Problem& p, std::string* why) const {
+  return preferred_->supports(v, p, nullptr) || fallback_->supports(v, p, why);
+}
+
+void FallbackBackend::note(const std::string& why) {
+  for (const auto& n : notes_)
+    if (n == why) return;
+  notes_.push_back(why);
+}
+
+Result FallbackBackend::execute(const Variant& v, const Problem& p, const Layout& layout,
+                                const RunOptions& opt) {
+  std::string why;
+  if (preferred_->supports(v, p, &why)) {
+    try {
+      return preferred_->execute(v, p, layout, opt);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::Device) throw;
+      why = e.what();
+    }
+  }
+  note(preferred_->name() + " could not run " + v.spec() + " (" + why + "); ran on " +
+       fallback_->name());
+  return fallback_->execute(v, p, layout, opt);
+}
+
+std::unique_ptr<Backend> make_backend_with_fallback(const std::string& name) {
+  if (name == "cpu" || name == "reference") return make_backend(name);
+  return std::make_unique<FallbackBackend>(make_backend(name), make_backend("cpu"));
+}
+
+}  // namespace attn

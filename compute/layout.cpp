@@ -1,0 +1,153 @@
+#include "compute/layout.h"
+
+#include <algorithm>
+
+#include "compute/error.h"
+#include "compute/problem.h"
+
+namespace attn {
+
+namespace {
+
+// Number of keys in [j0, j1) visible from query i (key positions increase, so a binary search).
+int visible_in_range(const Problem& p, int i, int j0, int j1) {
+  if (!p.causal) return j1 - j0;
+  int32_t qp = p.qpos(i);
+  int lo = j0, hi = j1;  // first j in [j0, j1) with kpos(j) > qp
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (p.kpos(mid) <= qp) lo = mid + 1; else hi = mid;
+  }
+  return lo - j0;
+}
+
+// Index of key block c in row r of a block layout, or -1.
+int64_t find_block(const BlockLayout& b, int r, int c) {
+  auto first = b.col.begin() + b.row_ptr[r], last = b.col.begin() + b.row_ptr[r + 1];
+  auto it = std::lower_bound(first, last, c);
+  return (it != last && *it == c) ? int64_t(it - b.col.begin()) : -1;
+}
+
+}  // namespace
+
+int64_t visible_entries(const Problem& p) {
+  int64_t total = 0;
+  for (int i = 0; i < p.n_q; ++i) total += visible_in_range(p, i, 0, p.n_k);
+  return total;
+}
+
+bool layout_keeps(const Layout& l, const Problem& p, int h, int i, int j) {
+  if (!p.visible(i, j)) return false;
+  switch (l.kind) {
+    case Layout::Kind::Dense:
+      return true;
+    case Layout::Kind::Blocks: {
+      const BlockLayout& b = l.block(h);
+      int64_t e = find_block(b, i / b.bq, j / b.bk);
+      if (e < 0) return false;
+      return b.full[e] || !l.mask || l.mask->keep(p.qpos(i), p.kpos(j));
+    }
+    case Layout::Kind::Indices: {
+      const IndexLayout& x = l.index(h);
+      auto first = x.col.begin() + x.row_ptr[i], last = x.col.begin() + x.row_ptr[i + 1];
+      return std::binary_search(first, last, j);
+    }
+  }
+  return false;
+}
+
+void layout_row_keys(const Layout& l, const Problem& p, int h, int i, std::vector<int32_t>& out) {
+  out.clear();
+  switch (l.kind) {
+    case Layout::Kind::Dense: {
+      int n = visible_in_range(p, i, 0, p.n_k);
+      for (int j = 0; j < n; ++j) out.push_back(j);
+      break;
+    }
+    case Layout::Kind::Blocks: {
+      const BlockLayout& b = l.block(h);
+      int r = i / b.bq;
+      int32_t qp = p.qpos(i);
+      for (int32_t e = b.row_ptr[r]; e < b.row_ptr[r + 1]; ++e) {
+        int j0 = b.col[e] * b.bk, j1 = std::min(j0 + b.bk, p.n_k);
+        int jv = j0 + visible_in_range(p, i, j0, j1);
+        for (int j = j0; j < jv; ++j)
+          if (b.full[e] || !l.mask || l.mask->keep(qp, p.kpos(j))) out.push_back(j);
+      }
+      break;
+    }
+    case Layout::Kind::Indices: {
+      const IndexLayout& x = l.index(h);
+      for (int64_t e = x.row_ptr[i]; e < x.row_ptr[i + 1]; ++e)
+        if (p.visible(i, x.col[e])) out.push_back(x.col[e]);
+      break;
+    }
+  }
+}
+
+int64_t layout_kept_entries(const Layout& l, const Problem& p, int h) {
+  if (l.kind == Layout::Kind::Dense) return visible_entries(p);
+  int64_t total = 0;
+  if (l.kind == Layout::Kind::Blocks) {
+    const BlockLayout& b = l.block(h);
+    for (int r = 0; r < b.n_qb; ++r) {
+      int i0 = r * b.bq, i1 = std::min(i0 + b.bq, p.n_q);
+      for (int32_t e = b.row_ptr[r]; e < b.row_ptr[r + 1]; ++e) {
+        int j0 = b.col[e] * b.bk, j1 = std::min(j0 + b.bk, p.n_k);
+        for (int i = i0; i < i1; ++i) {
+          int jv = j0 + visible_in_range(p, i, j0, j1);
+          if (b.full[e] || !l.mask) {
+            total += jv - j0;
+          } else {
+            int32_t qp = p.qpos(i);
+            for (int j = j0; j < jv; ++j) total += l.mask->keep(qp, p.kpos(j));
+          }
+        }
+      }
+    }
+    return total;
+  }
+  std::vector<int32_t> keys;
+  for (int i = 0; i < p.n_q; ++i) {
+    layout_row_keys(l, p, h, i, keys);
+    total += int64_t(keys.size());
+  }
+  return total;
+}
+
+IndexLayout to_index_layout(const Layout& l, const Problem& p, int h) {
+  IndexLayout x;
+  x.row_ptr.assign(size_t(p.n_q) + 1, 0);
+  std::vector<int32_t> keys;
+  for (int i = 0; i < p.n_q; ++i) {
+    layout_row_keys(l, p, h, i, keys);
+    x.col.insert(x.col.end(), keys.begin(), keys.end());
+    x.row_ptr[i + 1] = int64_t(x.col.size());
+  }
+  return x;
+}
+
+BlockLayout block_layout_from_mask(const Mask& m, const Problem& p, int bq, int bk) {
+  require(bq > 0 && bk > 0, ErrorCode::InvalidArgument, "block sizes must be positive");
+  BlockLayout b;
+  b.bq = bq;
+  b.bk = bk;
+  b.n_qb = (p.n_q + bq - 1) / bq;
+  b.n_kb = (p.n_k + bk - 1) / bk;
+  b.row_ptr.assign(size_t(b.n_qb) + 1, 0);
+  for (int r = 0; r < b.n_qb; ++r) {
+    int32_t q_lo = p.qpos(r * bq), q_hi = p.qpos(std::min((r + 1) * bq, p.n_q) - 1);
+    for (int c = 0; c < b.n_kb; ++c) {
+      int32_t k_lo = p.kpos(c * bk), k_hi = p.kpos(std::min((c + 1) * bk, p.n_k) - 1);
+      if (p.causal && k_lo > q_hi) break;  // this and every later key block is in the future
+      BlockClass cls = m.classify(q_lo, q_hi, k_lo, k_hi);
+      if (cls == BlockClass::Empty) continue;
+      b.col.push_back(c);
+      b.full.push_back(cls == BlockClass::Full ? 1 : 0);
+    }
+    b.row_ptr[r + 1] = int32_t(b.col.size());
+  }
+  return b;
+}
+
+}  // namespace attn

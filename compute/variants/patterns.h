@@ -1,0 +1,40 @@
+// Factories of every pattern (static masks and dynamic selectors), one file each in this folder.
+// `info()` gives the id, source and parameter schema; `make(params)` expects parameters already
+// resolved by resolve_params (defaults filled, ranges checked) and checks cross-parameter rules.
+#pragma once
+#include <memory>
+
+#include "compute/variant.h"
+
+namespace attn {
+
+struct PatternFactory {
+  VariantInfo (*info)();
+  std::shared_ptr<const Pattern> (*make)(const Params& params);
+};
+
+// Static patterns.
+extern const PatternFactory kWindowPattern;       // window(size)
+extern const PatternFactory kSinksWindowPattern;  // sinks_window(sinks, window)
+extern const PatternFactory kStridedPattern;      // strided(stride)
+extern const PatternFactory kFixedPattern;        // fixed(block, summary)
+extern const PatternFactory kDilatedPattern;      // dilated(local, base)
+extern const PatternFactory kBigBirdPattern;      // bigbird(block, global, window, random, seed)
+// Dynamic selectors.
+extern const PatternFactory kBlockTopkPattern;      // block_topk(block, k)
+extern const PatternFactory kTopkPattern;           // topk(k)
+extern const PatternFactory kTopPPattern;           // top_p(block, p)
+extern const PatternFactory kVerticalSlashPattern;  // vertical_slash(last_q, vertical, slash)
+extern const PatternFactory kH2oPattern;            // h2o(heavy, recent)
+extern const PatternFactory kSketchWalkPattern;     // sketch_walk(block, density, sketch_dim, seed)
+
+// Shorthand for parameter schemas.
+inline ParamSpec int_param(const char* name, double min, double max, double def, const char* help) {
+  return {name, ParamSpec::Type::Int, min, max, def, help};
+}
+inline ParamSpec float_param(const char* name, double min, double max, double def,
+                             const char* help) {
+  return {name, ParamSpec::Type::Float, min, max, def, help};
+}
+
+}  // namespace attn

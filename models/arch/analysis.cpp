@@ -1,0 +1,91 @@
+#include "models/arch/analysis.h"
+
+#include <algorithm>
+
+#include "compute/error.h"
+#include "compute/parallel.h"
+#include "compute/registry.h"
+
+namespace attn {
+
+Problem head_problem(const Problem& p, int h) {
+  Problem s;
+  s.n_heads = s.n_kv_heads = 1;
+  s.n_q = p.n_q;
+  s.n_k = p.n_k;
+  s.d = p.d;
+  s.causal = p.causal;
+  s.scale = p.scale;
+  s.q_pos = p.q_pos;
+  s.k_pos = p.k_pos;
+  s.labels = p.labels;
+  const size_t qs = size_t(p.n_q) * p.d, ks = size_t(p.n_k) * p.d;
+  const size_t kv = size_t(p.kv_head(h));
+  s.q.assign(p.q.begin() + ptrdiff_t(size_t(h) * qs), p.q.begin() + ptrdiff_t(size_t(h + 1) * qs));
+  s.k.assign(p.k.begin() + ptrdiff_t(kv * ks), p.k.begin() + ptrdiff_t((kv + 1) * ks));
+  s.v.assign(p.v.begin() + ptrdiff_t(kv * ks), p.v.begin() + ptrdiff_t((kv + 1) * ks));
+  return s;
+}
+
+Result head_result(const Result& r, const Problem& p, int h) {
+  Result s;
+  s.n_heads = 1;
+  s.n_q = r.n_q;
+  s.d = r.d;
+  const size_t os = size_t(r.n_q) * r.d;
+  s.o.assign(r.o.begin() + ptrdiff_t(size_t(h) * os), r.o.begin() + ptrdiff_t(size_t(h + 1) * os));
+  if (!r.row_stat.empty()) {
+    s.row_stat.assign(r.row_stat.begin() + ptrdiff_t(size_t(h) * r.n_q),
+                      r.row_stat.begin() + ptrdiff_t(size_t(h + 1) * r.n_q));
+  }
+  s.layout.kind = r.layout.kind;
+  s.layout.mask = r.layout.mask;
+  if (r.layout.kind == Layout::Kind::Blocks) s.layout.blocks = {r.layout.block(h)};
+  if (r.layout.kind == Layout::Kind::Indices) s.layout.indices = {r.layout.index(h)};
+  s.stats = r.stats;
+  const Problem one = head_problem(p, h);
+  const int64_t kept = layout_kept_entries(s.layout, one, 0);
+  const int64_t visible = visible_entries(one);
+  s.stats.kept_entries = kept;
+  s.stats.density = visible > 0 ? double(kept) / double(visible) : 0.0;
+  return s;
+}
+
+std::vector<Result> dense_layers(const std::vector<const Problem*>& problems, Backend& backend,
+                                 const RunOptions& opt) {
+  const Variant dense = make_variant("dense");
+  std::vector<Result> out;
+  out.reserve(problems.size());
+  for (const Problem* p : problems) out.push_back(run(dense, *p, backend, opt));
+  return out;
+}
+
+std::vector<LayerAnalysis> analyze_layers(const Variant& v,
+                                          const std::vector<const Problem*>& problems,
+                                          const std::vector<int>& layers,
+                                          const std::vector<Result>& dense, Backend& backend,
+                                          const RunOptions& opt) {
+  require(problems.size() == dense.size() && problems.size() == layers.size(),
+          ErrorCode::InvalidArgument, "analyze_layers: problems, layers and dense results differ");
+  std::unique_ptr<SequenceState> seq = v.pattern() ? v.pattern()->new_sequence_state() : nullptr;
+  std::vector<LayerAnalysis> out;
+  for (size_t l = 0; l < problems.size(); ++l) {
+    const Problem& p = *problems[l];
+    const Result r = run(v, p, backend, seq.get(), opt);
+    LayerAnalysis a;
+    a.layer = layers[l];
+    a.all = compare(v, p, r, dense[l]);
+    a.heads.resize(size_t(p.n_heads));
+    parallel_for(
+        p.n_heads,
+        [&](int h) {
+          const Problem ph = head_problem(p, h);
+          a.heads[size_t(h)] = compare(v, ph, head_result(r, p, h), head_result(dense[l], p, h));
+        },
+        opt.threads);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+}  // namespace attn

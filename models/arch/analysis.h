@@ -1,0 +1,33 @@
+// Attention-level analysis of a variant on the layers a forward pass captured: the variant and
+// dense softmax run on each layer's Q/K/V (in layer order, sharing the variant's sequence state),
+// compared per layer (all heads) and per head with compute/metrics.h compare().
+#pragma once
+#include <vector>
+
+#include "compute/backend.h"
+#include "compute/metrics.h"
+
+namespace attn {
+
+struct LayerAnalysis {
+  int layer = 0;
+  Metrics all;                 // every head of the layer together
+  std::vector<Metrics> heads;  // [H], one head each
+};
+
+// Dense softmax results of each problem (the reference every comparison uses).
+std::vector<Result> dense_layers(const std::vector<const Problem*>& problems, Backend& backend,
+                                 const RunOptions& opt = {});
+
+// `dense[l]` must be dense_layers()' result for problems[l]. `layers[l]` names problem l's layer.
+std::vector<LayerAnalysis> analyze_layers(const Variant& v,
+                                          const std::vector<const Problem*>& problems,
+                                          const std::vector<int>& layers,
+                                          const std::vector<Result>& dense, Backend& backend,
+                                          const RunOptions& opt = {});
+
+// Head h of a problem (with its key/value head) and of a result of it, as one-head objects.
+Problem head_problem(const Problem& p, int h);
+Result head_result(const Result& r, const Problem& p, int h);
+
+}  // namespace attn

@@ -1,0 +1,209 @@
+#include "models/arch/attention.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "compute/backend.h"
+#include "compute/error.h"
+#include "compute/parallel.h"
+#include "compute/probabilities.h"
+#include "models/arch/substitution.h"
+
+namespace attn {
+namespace {
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Strided = Eigen::Map<RowMat, 0, Eigen::OuterStride<>>;
+
+constexpr int kQueryBlock = 64;
+
+// The problem restricted to `heads`, each with its own copy of its K/V head.
+Problem select_heads(const Problem& p, const std::vector<int>& heads) {
+  Problem s;
+  s.n_heads = s.n_kv_heads = int(heads.size());
+  s.n_q = p.n_q;
+  s.n_k = p.n_k;
+  s.d = p.d;
+  s.causal = p.causal;
+  s.scale = p.scale;
+  s.q_pos = p.q_pos;
+  s.k_pos = p.k_pos;
+  s.labels = p.labels;
+  const size_t qs = size_t(p.n_q) * p.d, ks = size_t(p.n_k) * p.d;
+  s.q.resize(heads.size() * qs);
+  s.k.resize(heads.size() * ks);
+  s.v.resize(heads.size() * ks);
+  for (size_t i = 0; i < heads.size(); ++i) {
+    const int h = heads[i];
+    std::copy_n(p.q.data() + size_t(h) * qs, qs, s.q.data() + i * qs);
+    std::copy_n(p.k.data() + size_t(p.kv_head(h)) * ks, ks, s.k.data() + i * ks);
+    std::copy_n(p.v.data() + size_t(p.kv_head(h)) * ks, ks, s.v.data() + i * ks);
+  }
+  return s;
+}
+
+}  // namespace
+
+Problem layer_problem(int n_heads, int n_kv_heads, int n, int d, bool causal) {
+  Problem p;
+  p.n_heads = n_heads;
+  p.n_kv_heads = n_kv_heads;
+  p.n_q = p.n_k = n;
+  p.d = d;
+  p.causal = causal;
+  p.scale = float(1.0 / std::sqrt(double(d)));
+  p.q.assign(size_t(n_heads) * n * d, 0.0f);
+  p.k.assign(size_t(n_kv_heads) * n * d, 0.0f);
+  p.v.assign(size_t(n_kv_heads) * n * d, 0.0f);
+  return p;
+}
+
+void split_heads(const float* src, int n, int src_stride, int col0, int heads, int d, float* dst) {
+  for (int h = 0; h < heads; ++h) {
+    for (int t = 0; t < n; ++t) {
+      std::copy_n(src + size_t(t) * src_stride + col0 + size_t(h) * d, d,
+                  dst + (size_t(h) * n + t) * d);
+    }
+  }
+}
+
+void dense_attention(const Problem& p, const std::vector<int>& heads, float* out, float* scores,
+                     float* pattern, float* head_out, int threads) {
+  const int n = p.n_q, nk = p.n_k, d = p.d, hd = p.n_heads * d;
+  require(n == nk, ErrorCode::InvalidArgument, "dense_attention: n_q must equal n_k");
+  const float scale = p.effective_scale();
+  const int blocks = (n + kQueryBlock - 1) / kQueryBlock;
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  parallel_for(
+      int(heads.size()) * blocks,
+      [&](int task) {
+        const int h = heads[size_t(task / blocks)];
+        const int i0 = (task % blocks) * kQueryBlock, i1 = std::min(n, i0 + kQueryBlock);
+        const int rows = i1 - i0;
+        const int kend = p.causal ? i1 : nk;  // keys any row of the block may see
+        Eigen::Map<const RowMat> Q(p.q_row(h, i0), rows, d);
+        Eigen::Map<const RowMat> K(p.k_row(h, 0), kend, d);
+        Eigen::Map<const RowMat> V(p.v_row(h, 0), kend, d);
+        RowMat S(rows, kend);
+        S.noalias() = (Q * K.transpose()) * scale;
+        for (int r = 0; r < rows; ++r) {
+          const int i = i0 + r;
+          const int lim = p.causal ? i + 1 : kend;
+          float* s = S.row(r).data();
+          if (scores) {
+            float* dst = scores + (size_t(h) * n + i) * nk;
+            std::copy_n(s, lim, dst);
+            std::fill(dst + lim, dst + nk, neg_inf);
+          }
+          Eigen::Map<Eigen::ArrayXf> row(s, lim);
+          const float mx = row.maxCoeff();
+          row = (row - mx).exp();
+          row /= row.sum();
+          std::fill(s + lim, s + kend, 0.0f);
+          if (pattern) {
+            float* dst = pattern + (size_t(h) * n + i) * nk;
+            std::copy_n(s, kend, dst);
+            std::fill(dst + kend, dst + nk, 0.0f);
+          }
+        }
+        Strided O(out + size_t(i0) * hd + size_t(h) * d, rows, d, Eigen::OuterStride<>(hd));
+        O.noalias() = S * V;
+        if (head_out) {
+          Eigen::Map<RowMat>(head_out + (size_t(h) * n + i0) * d, rows, d) = O;
+        }
+      },
+      threads);
+}
+
+ForwardContext::ForwardContext(const ModelInfo& info, const ForwardOptions& opt, int n,
+                               const std::vector<std::string>* labels)
+    : info(info), opt(opt), threads(thread_count(opt.threads)), n(n), labels_(labels) {
+  if (opt.capture) {
+    opt.capture->selection().check(info.n_layers);
+    opt.capture->layers.assign(size_t(info.n_layers), LayerCapture{});
+    opt.capture->n_tokens = n;
+    opt.capture->hidden = info.hidden;
+  }
+  if (const Substitution* s = opt.substitution) {
+    s->check(info);
+    if (s->variant->pattern()) seq_ = s->variant->pattern()->new_sequence_state();
+  }
+}
+
+bool ForwardContext::wants(int layer, const char* what) const {
+  return opt.capture && opt.capture->selection().wants(layer, what);
+}
+
+void ForwardContext::capture_resid(int layer, const float* x) {
+  if (!wants(layer, "resid")) return;
+  auto& r = opt.capture->layers[size_t(layer)].resid;
+  r.assign(x, x + size_t(n) * info.hidden);
+}
+
+void ForwardContext::attention(int layer, Problem& p, float* out) {
+  const int H = p.n_heads;
+  LayerCapture* cap = opt.capture ? &opt.capture->layers[size_t(layer)] : nullptr;
+  if (labels_ && labels_->size() == size_t(p.n_k)) p.labels = *labels_;
+  if (cap) {
+    cap->n_heads = H;
+    cap->d = p.d;
+    if (wants(layer, "attn.q") || wants(layer, "attn.k") || wants(layer, "attn.v")) {
+      cap->problem = p;
+      cap->has_problem = true;
+    }
+    const size_t nn = size_t(H) * n * n;
+    if (wants(layer, "attn.scores")) cap->scores.assign(nn, 0.0f);
+    if (wants(layer, "attn.pattern")) cap->pattern.assign(nn, 0.0f);
+    if (wants(layer, "attn.out")) cap->out.assign(size_t(H) * n * p.d, 0.0f);
+  }
+  float* scores = cap && !cap->scores.empty() ? cap->scores.data() : nullptr;
+  float* pattern = cap && !cap->pattern.empty() ? cap->pattern.data() : nullptr;
+  float* head_out = cap && !cap->out.empty() ? cap->out.data() : nullptr;
+
+  const Substitution* sub = opt.substitution;
+  std::vector<int> var_heads;
+  if (sub && sub->applies(layer)) var_heads = sub->heads_of(H);
+  std::vector<int> dense_heads;
+  for (int h = 0; h < H; ++h) {
+    const bool var = std::binary_search(var_heads.begin(), var_heads.end(), h);
+    // Scores are Q.K scaled, before any variant: the dense kernel provides them for every head.
+    if (!var || scores) dense_heads.push_back(h);
+  }
+  if (!dense_heads.empty())
+    dense_attention(p, dense_heads, out, scores, pattern, head_out, threads);
+  if (var_heads.empty()) return;
+
+  const bool all = int(var_heads.size()) == H;
+  Problem selected;
+  if (!all) selected = select_heads(p, var_heads);
+  const Problem& vp = all ? p : selected;
+  RunOptions ro = sub->run;
+  if (ro.threads == 0) ro.threads = threads;
+  Result r = run(*sub->variant, vp, *sub->backend, seq_.get(), ro);
+  const int d = p.d, hd = H * d;
+  for (size_t i = 0; i < var_heads.size(); ++i) {
+    const int h = var_heads[i];
+    for (int t = 0; t < n; ++t) {
+      const float* src = r.o_row(int(i), t);
+      std::copy_n(src, d, out + size_t(t) * hd + size_t(h) * d);
+      if (head_out) std::copy_n(src, d, head_out + (size_t(h) * n + t) * d);
+    }
+  }
+  if (pattern) {
+    // What the substituted heads actually attended to.
+    parallel_for(
+        int(var_heads.size()),
+        [&](int i) {
+          std::vector<double> block;
+          probability_block(*sub->variant, vp, r, i, 0, n, 0, n, block);
+          float* dst = pattern + size_t(var_heads[size_t(i)]) * n * n;
+          for (size_t e = 0; e < size_t(n) * n; ++e) dst[e] = float(block[e]);
+        },
+        threads);
+  }
+  substituted.push_back({layer, var_heads, r.stats});
+}
+
+}  // namespace attn

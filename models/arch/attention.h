@@ -1,0 +1,61 @@
+// The attention of one layer inside a forward pass, shared by every architecture: a dense
+// softmax kernel of its own (which also yields scores and probabilities for hooks), or a
+// compute-core variant in the substituted heads, plus the per-pass state (hooks, substitution,
+// the variant's sequence state across layers).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compute/problem.h"
+#include "compute/variant.h"
+#include "models/arch/model.h"
+
+namespace attn {
+
+// State of one forward pass, shared by its layers.
+class ForwardContext {
+ public:
+  // Checks the hook selection and the substitution against the model, sizes the capture and
+  // starts the variant's sequence state. `n` is the number of tokens.
+  ForwardContext(const ModelInfo& info, const ForwardOptions& opt, int n,
+                 const std::vector<std::string>* labels);
+
+  const ModelInfo& info;
+  const ForwardOptions& opt;
+  const int threads;
+  const int n;  // tokens in this pass
+
+  // True when hook blocks.{layer}.{what} is wanted.
+  bool wants(int layer, const char* what) const;
+  // Stores x f32 [n, hidden] as blocks.{layer}.resid when wanted.
+  void capture_resid(int layer, const float* x);
+
+  // Runs layer `layer`'s attention. `p` holds Q f32 [H, N, d], K, V f32 [H_kv, N, d] (after
+  // RoPE), causal flag and scale; `out` receives f32 [N, H*d], heads concatenated per token
+  // (the input of the output projection).
+  void attention(int layer, Problem& p, float* out);
+
+  // Layers that ran the substituted variant, in order.
+  std::vector<SubstitutedLayer> substituted;
+
+ private:
+  const std::vector<std::string>* labels_;
+  std::unique_ptr<SequenceState> seq_;
+};
+
+// An empty problem for one layer: H query heads over H_kv key/value heads, n tokens, head
+// dimension d, scale 1/sqrt(d); q, k, v sized and zeroed.
+Problem layer_problem(int n_heads, int n_kv_heads, int n, int d, bool causal);
+
+// Copies heads out of token-major activations: src f32 [n, src_stride], head h's features at
+// columns [col0 + h*d, col0 + (h+1)*d), into dst f32 [heads, n, d].
+void split_heads(const float* src, int n, int src_stride, int col0, int heads, int d, float* dst);
+
+// Dense softmax attention of the listed heads of `p` (the oracle-checked path of every model):
+// writes out f32 [N, H*d] for those heads and, when non-null, scores f32 [H, N, N] (masked
+// entries -inf), pattern f32 [H, N, N] and per-head outputs head_out f32 [H, N, d].
+void dense_attention(const Problem& p, const std::vector<int>& heads, float* out, float* scores,
+                     float* pattern, float* head_out, int threads);
+
+}  // namespace attn

@@ -1,0 +1,156 @@
+// BERT family (bert-base-uncased, MiniLM, ...): word + position + token-type embeddings with
+// LayerNorm, post-LN encoder blocks (bidirectional attention, exact GELU), last hidden state, and
+// the masked-LM head (transform + LayerNorm + decoder tied to the embeddings) when present.
+#include <chrono>
+
+#include "compute/error.h"
+#include "models/arch/architectures.h"
+#include "models/arch/attention.h"
+#include "models/arch/layers.h"
+#include "models/arch/weights.h"
+
+namespace attn {
+namespace {
+
+class Bert : public Model {
+ public:
+  Bert(const std::string& dir, const HfConfig& c) : ws_(dir) {
+    config_ = c;
+    fill_text_info(info_, dir, c, Family::Bert);
+    ws_.set_prefixes({"bert."});
+    const int C = info_.hidden, V = config_int(c, c.vocab_size, "vocab_size");
+    const int P = info_.max_tokens, T = config_int(c, c.type_vocab_size, "type_vocab_size");
+    require(info_.n_heads * info_.head_dim == C, ErrorCode::Format,
+            c.source + ": BERT needs hidden_size = num_attention_heads * head_dim");
+    inter_ = config_int(c, c.intermediate_size, "intermediate_size");
+    act_ = activation_from_name(c.hidden_act, c.source);
+    eps_ = float(c.norm_eps);
+    vocab_rows_ = V;
+    types_ = T;
+    word_ = ws_.get("embeddings.word_embeddings.weight", {V, C}, "[vocab_size, hidden_size]");
+    pos_ = ws_.get("embeddings.position_embeddings.weight", {P, C},
+                   "[max_position_embeddings, hidden_size]");
+    type_ = T > 0 ? ws_.get("embeddings.token_type_embeddings.weight", {T, C},
+                            "[type_vocab_size, hidden_size]")
+                  : nullptr;
+    emb_ln_g_ = ws_.get("embeddings.LayerNorm.weight", {C});
+    emb_ln_b_ = ws_.get("embeddings.LayerNorm.bias", {C});
+    for (int l = 0; l < info_.n_layers; ++l) {
+      const std::string b = "encoder.layer." + std::to_string(l) + ".";
+      Layer L;
+      L.q = load_linear(ws_, b + "attention.self.query", C, C, true);
+      L.k = load_linear(ws_, b + "attention.self.key", C, C, true);
+      L.v = load_linear(ws_, b + "attention.self.value", C, C, true);
+      L.o = load_linear(ws_, b + "attention.output.dense", C, C, true);
+      L.ln1_g = ws_.get(b + "attention.output.LayerNorm.weight", {C});
+      L.ln1_b = ws_.get(b + "attention.output.LayerNorm.bias", {C});
+      L.inter = load_linear(ws_, b + "intermediate.dense", C, inter_, true);
+      L.out = load_linear(ws_, b + "output.dense", inter_, C, true);
+      L.ln2_g = ws_.get(b + "output.LayerNorm.weight", {C});
+      L.ln2_b = ws_.get(b + "output.LayerNorm.bias", {C});
+      layers_.push_back(L);
+    }
+    // Masked-LM head (BertForMaskedLM / BertForPreTraining), when the checkpoint has one.
+    if (ws_.has("cls.predictions.transform.dense.weight")) {
+      has_mlm_ = true;
+      mlm_dense_ = load_linear(ws_, "cls.predictions.transform.dense", C, C, true);
+      mlm_ln_g_ = ws_.get("cls.predictions.transform.LayerNorm.weight", {C});
+      mlm_ln_b_ = ws_.get("cls.predictions.transform.LayerNorm.bias", {C});
+      decoder_.in = C;
+      decoder_.out = V;
+      decoder_.w = ws_.get_optional("cls.predictions.decoder.weight", {V, C});
+      if (!decoder_.w) decoder_.w = word_;  // tied
+      decoder_.b = ws_.get_optional("cls.predictions.bias", {V});
+      if (!decoder_.b) decoder_.b = ws_.get_optional("cls.predictions.decoder.bias", {V});
+      info_.vocab = V;
+    }
+    tokenizer_ = load_tokenizer_if_present(dir);
+  }
+
+  ModelOutput forward(const ModelInput& in, const ForwardOptions& opt) const override {
+    const auto t0 = std::chrono::steady_clock::now();
+    check_token_ids(info_, in, vocab_rows_);
+    const int N = int(in.ids.size()), C = info_.hidden, H = info_.n_heads, d = info_.head_dim;
+    for (size_t i = 0; i < in.token_types.size(); ++i) {
+      require(in.token_types[i] >= 0 && in.token_types[i] < std::max(types_, 1),
+              ErrorCode::InvalidArgument,
+              "token type " + std::to_string(in.token_types[i]) + " at position " +
+                  std::to_string(i) + " is outside [0, " + std::to_string(types_) + ")");
+    }
+    ForwardContext ctx(info_, opt, N, in.labels.empty() ? nullptr : &in.labels);
+    const int th = ctx.threads;
+    std::vector<float> x(size_t(N) * C), q(x.size()), k(x.size()), v(x.size()), att(x.size());
+    std::vector<float> tmp(x.size()), mlp(size_t(N) * inter_);
+    for (int t = 0; t < N; ++t) {
+      const float* w = word_ + size_t(in.ids[size_t(t)]) * C;
+      const float* p = pos_ + size_t(t) * C;
+      const int tt = in.token_types.empty() ? 0 : in.token_types[size_t(t)];
+      for (int j = 0; j < C; ++j) {
+        x[size_t(t) * C + j] = w[j] + p[j] + (type_ ? type_[size_t(tt) * C + j] : 0.0f);
+      }
+    }
+    layer_norm(x.data(), N, C, emb_ln_g_, emb_ln_b_, eps_, x.data(), th);
+    for (int l = 0; l < info_.n_layers; ++l) {
+      const Layer& L = layers_[size_t(l)];
+      linear(x.data(), N, L.q, q.data(), th);
+      linear(x.data(), N, L.k, k.data(), th);
+      linear(x.data(), N, L.v, v.data(), th);
+      Problem p = layer_problem(H, H, N, d, false);
+      split_heads(q.data(), N, C, 0, H, d, p.q.data());
+      split_heads(k.data(), N, C, 0, H, d, p.k.data());
+      split_heads(v.data(), N, C, 0, H, d, p.v.data());
+      ctx.attention(l, p, att.data());
+      linear(att.data(), N, L.o, tmp.data(), th);
+      add_inplace(x.data(), tmp.data(), x.size());
+      layer_norm(x.data(), N, C, L.ln1_g, L.ln1_b, eps_, x.data(), th);
+      linear(x.data(), N, L.inter, mlp.data(), th);
+      activate(act_, mlp.data(), mlp.size(), th);
+      linear(mlp.data(), N, L.out, tmp.data(), th);
+      add_inplace(x.data(), tmp.data(), x.size());
+      layer_norm(x.data(), N, C, L.ln2_g, L.ln2_b, eps_, x.data(), th);
+      ctx.capture_resid(l, x.data());
+    }
+    ModelOutput out;
+    out.n_tokens = N;
+    out.hidden = C;
+    out.hidden_state = x;
+    if (has_mlm_) {
+      linear(x.data(), N, mlm_dense_, tmp.data(), th);
+      activate(act_, tmp.data(), tmp.size(), th);
+      layer_norm(tmp.data(), N, C, mlm_ln_g_, mlm_ln_b_, eps_, tmp.data(), th);
+      out.n_logits = decoder_.out;
+      out.logits.resize(size_t(N) * decoder_.out);
+      linear(tmp.data(), N, decoder_, out.logits.data(), th);
+    }
+    out.substituted = std::move(ctx.substituted);
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+  }
+
+ private:
+  struct Layer {
+    Linear q, k, v, o, inter, out;               // nn.Linear [out, in]
+    const float *ln1_g, *ln1_b, *ln2_g, *ln2_b;  // f32 [C]
+  };
+  WeightStore ws_;
+  int inter_ = 0, vocab_rows_ = 0, types_ = 0;
+  Activation act_ = Activation::GeluErf;
+  float eps_ = 1e-12f;
+  const float* word_ = nullptr;  // f32 [V, C]
+  const float* pos_ = nullptr;   // f32 [P, C]
+  const float* type_ = nullptr;  // f32 [T, C]
+  const float *emb_ln_g_ = nullptr, *emb_ln_b_ = nullptr;
+  std::vector<Layer> layers_;
+  bool has_mlm_ = false;
+  Linear mlm_dense_;
+  const float *mlm_ln_g_ = nullptr, *mlm_ln_b_ = nullptr;
+  Linear decoder_;  // f32 [V, C] + bias [V]
+};
+
+}  // namespace
+
+std::unique_ptr<Model> make_bert(const std::string& dir, const HfConfig& config) {
+  return std::make_unique<Bert>(dir, config);
+}
+
+}  // namespace attn

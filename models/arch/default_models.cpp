@@ -1,0 +1,46 @@
+#include "models/arch/default_models.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+
+#include "compute/error.h"
+
+#ifndef ATTN_SOURCE_DIR
+#define ATTN_SOURCE_DIR ""
+#endif
+
+namespace attn {
+namespace fs = std::filesystem;
+
+bool is_default_model_name(const std::string& name) {
+  return name == "default-text" || name == "default-vision";
+}
+
+std::string resolve_model_dir(const std::string& name) {
+  if (!is_default_model_name(name)) return name;
+  std::vector<fs::path> candidates;
+  if (const char* env = std::getenv("ATTNSCOPE_MODELS"); env && *env) {
+    candidates.push_back(fs::path(env) / name);
+  }
+  if (std::string(ATTN_SOURCE_DIR) != "") {
+    candidates.push_back(fs::path(ATTN_SOURCE_DIR) / "assets" / "models" / name);
+  }
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    // <prefix>/bin/attnscope -> <prefix>/share/attnscope/models/<name>
+    candidates.push_back(exe.parent_path().parent_path() / "share" / "attnscope" / "models" / name);
+  }
+  std::string looked;
+  for (const fs::path& c : candidates) {
+    if (fs::exists(c / "config.json", ec)) return c.string();
+    looked += "\n  " + c.string();
+  }
+  throw Error(ErrorCode::Io, "the embedded model '" + name + "' was not found; looked in:" +
+                                 looked + "\nTrain it with models/train/train_" +
+                                 (name == "default-text" ? "text" : "vision") +
+                                 ".py, set ATTNSCOPE_MODELS, or pass --model DIR");
+}
+
+}  // namespace attn

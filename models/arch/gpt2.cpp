@@ -1,0 +1,119 @@
+// GPT-2 (gpt2, distilgpt2, ...): learned positions, pre-LN blocks, fused QKV in Conv1D layout
+// ([in, out]), gelu_new MLP, final LayerNorm, lm_head tied to the token embeddings.
+#include <chrono>
+
+#include "compute/error.h"
+#include "models/arch/architectures.h"
+#include "models/arch/attention.h"
+#include "models/arch/layers.h"
+#include "models/arch/weights.h"
+
+namespace attn {
+namespace {
+
+class Gpt2 : public Model {
+ public:
+  Gpt2(const std::string& dir, const HfConfig& c) : ws_(dir) {
+    config_ = c;
+    fill_text_info(info_, dir, c, Family::Gpt2);
+    ws_.set_prefixes({"transformer."});
+    const int C = info_.hidden, V = config_int(c, c.vocab_size, "vocab_size");
+    const int P = info_.max_tokens, I = config_int(c, c.intermediate_size, "n_inner");
+    require(info_.n_heads * info_.head_dim == C, ErrorCode::Format,
+            c.source + ": GPT-2 needs n_embd = n_head * head_dim");
+    inter_ = I;
+    act_ = activation_from_name(c.hidden_act, c.source);
+    eps_ = float(c.norm_eps);
+    wte_ = ws_.get("wte.weight", {V, C}, "token embeddings [vocab_size, n_embd]");
+    wpe_ = ws_.get("wpe.weight", {P, C}, "position embeddings [n_positions, n_embd]");
+    for (int l = 0; l < info_.n_layers; ++l) {
+      const std::string b = "h." + std::to_string(l) + ".";
+      Layer L;
+      L.ln1_g = ws_.get(b + "ln_1.weight", {C});
+      L.ln1_b = ws_.get(b + "ln_1.bias", {C});
+      L.ln2_g = ws_.get(b + "ln_2.weight", {C});
+      L.ln2_b = ws_.get(b + "ln_2.bias", {C});
+      L.qkv = load_linear(ws_, b + "attn.c_attn", C, 3 * C, true, true);
+      L.proj = load_linear(ws_, b + "attn.c_proj", C, C, true, true);
+      L.fc = load_linear(ws_, b + "mlp.c_fc", C, I, true, true);
+      L.fc_proj = load_linear(ws_, b + "mlp.c_proj", I, C, true, true);
+      layers_.push_back(L);
+    }
+    lnf_g_ = ws_.get("ln_f.weight", {C});
+    lnf_b_ = ws_.get("ln_f.bias", {C});
+    // lm_head is tied to wte unless the checkpoint stores its own.
+    lm_head_.in = C;
+    lm_head_.out = V;
+    lm_head_.w = ws_.get_optional("lm_head.weight", {V, C});
+    if (!lm_head_.w || c.tie_word_embeddings) lm_head_.w = wte_;
+    info_.vocab = V;
+    tokenizer_ = load_tokenizer_if_present(dir);
+  }
+
+  ModelOutput forward(const ModelInput& in, const ForwardOptions& opt) const override {
+    const auto t0 = std::chrono::steady_clock::now();
+    check_token_ids(info_, in, lm_head_.out);
+    const int N = int(in.ids.size()), C = info_.hidden, H = info_.n_heads, d = info_.head_dim;
+    ForwardContext ctx(info_, opt, N, in.labels.empty() ? nullptr : &in.labels);
+    const int th = ctx.threads;
+    std::vector<float> x(size_t(N) * C), h(x.size()), att(x.size()), tmp(x.size());
+    std::vector<float> qkv(size_t(N) * 3 * C), mlp(size_t(N) * inter_);
+    for (int t = 0; t < N; ++t) {
+      const float* e = wte_ + size_t(in.ids[size_t(t)]) * C;
+      const float* p = wpe_ + size_t(t) * C;
+      for (int j = 0; j < C; ++j) x[size_t(t) * C + j] = e[j] + p[j];
+    }
+    for (int l = 0; l < info_.n_layers; ++l) {
+      const Layer& L = layers_[size_t(l)];
+      layer_norm(x.data(), N, C, L.ln1_g, L.ln1_b, eps_, h.data(), th);
+      linear(h.data(), N, L.qkv, qkv.data(), th);
+      Problem p = layer_problem(H, H, N, d, true);
+      split_heads(qkv.data(), N, 3 * C, 0, H, d, p.q.data());
+      split_heads(qkv.data(), N, 3 * C, C, H, d, p.k.data());
+      split_heads(qkv.data(), N, 3 * C, 2 * C, H, d, p.v.data());
+      ctx.attention(l, p, att.data());
+      linear(att.data(), N, L.proj, tmp.data(), th);
+      add_inplace(x.data(), tmp.data(), x.size());
+      layer_norm(x.data(), N, C, L.ln2_g, L.ln2_b, eps_, h.data(), th);
+      linear(h.data(), N, L.fc, mlp.data(), th);
+      activate(act_, mlp.data(), mlp.size(), th);
+      linear(mlp.data(), N, L.fc_proj, tmp.data(), th);
+      add_inplace(x.data(), tmp.data(), x.size());
+      ctx.capture_resid(l, x.data());
+    }
+    ModelOutput out;
+    out.n_tokens = N;
+    out.hidden = C;
+    out.hidden_state.resize(x.size());
+    layer_norm(x.data(), N, C, lnf_g_, lnf_b_, eps_, out.hidden_state.data(), th);
+    out.n_logits = lm_head_.out;
+    out.logits.resize(size_t(N) * lm_head_.out);
+    linear(out.hidden_state.data(), N, lm_head_, out.logits.data(), th);
+    out.substituted = std::move(ctx.substituted);
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+  }
+
+ private:
+  struct Layer {
+    const float *ln1_g, *ln1_b, *ln2_g, *ln2_b;  // f32 [C]
+    Linear qkv, proj, fc, fc_proj;               // Conv1D [in, out]
+  };
+  WeightStore ws_;
+  int inter_ = 0;
+  Activation act_ = Activation::GeluTanh;
+  float eps_ = 1e-5f;
+  const float* wte_ = nullptr;  // f32 [V, C]
+  const float* wpe_ = nullptr;  // f32 [P, C]
+  const float *lnf_g_ = nullptr, *lnf_b_ = nullptr;
+  Linear lm_head_;  // f32 [V, C] (nn.Linear layout; tied to wte)
+  std::vector<Layer> layers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> make_gpt2(const std::string& dir, const HfConfig& config) {
+  return std::make_unique<Gpt2>(dir, config);
+}
+
+}  // namespace attn

@@ -1,0 +1,154 @@
+#include "models/arch/layers.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <unsupported/Eigen/SpecialFunctions>
+
+#include "compute/error.h"
+#include "compute/parallel.h"
+#include "models/arch/weights.h"
+
+namespace attn {
+namespace {
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using RowVec = Eigen::Matrix<float, 1, Eigen::Dynamic>;
+using ArrMap = Eigen::Map<Eigen::ArrayXf>;
+
+// Splits [0, count) into pieces of at least `min_piece` (a multiple of 16) for `threads`.
+int piece_size(size_t count, int threads, size_t min_piece) {
+  size_t per = (count + size_t(threads) * 4 - 1) / (size_t(threads) * 4);
+  per = std::max(min_piece, (per + 15) / 16 * 16);
+  return int(std::min(per, std::max<size_t>(count, 1)));
+}
+
+// Calls fn(begin, end) over [0, count) in pieces on `threads` threads.
+template <typename Fn>
+void parallel_ranges(size_t count, int threads, size_t min_piece, Fn fn) {
+  if (count == 0) return;
+  const int piece = piece_size(count, std::max(1, threads), min_piece);
+  const int pieces = int((count + size_t(piece) - 1) / size_t(piece));
+  parallel_for(
+      pieces,
+      [&](int i) {
+        const size_t b = size_t(i) * size_t(piece);
+        fn(b, std::min(count, b + size_t(piece)));
+      },
+      threads);
+}
+
+}  // namespace
+
+Linear load_linear(const WeightStore& ws, const std::string& name, int in, int out, bool bias,
+                   bool conv1d) {
+  Linear l;
+  l.in = in;
+  l.out = out;
+  l.in_out = conv1d;
+  const std::vector<int64_t> shape =
+      conv1d ? std::vector<int64_t>{in, out} : std::vector<int64_t>{out, in};
+  l.w = ws.get(name + ".weight", shape, conv1d ? "Conv1D [in, out]" : "Linear [out, in]");
+  l.b = bias ? ws.get(name + ".bias", {out}) : ws.get_optional(name + ".bias", {out});
+  return l;
+}
+
+void linear(const float* x, int n, const Linear& l, float* y, int threads) {
+  threads = thread_count(threads);
+  Eigen::Map<const RowMat> X(x, n, l.in);
+  Eigen::Map<RowMat> Y(y, n, l.out);
+  // Split output columns: each thread streams its own slice of W once.
+  parallel_ranges(size_t(l.out), threads, 64, [&](size_t b, size_t e) {
+    const Eigen::Index c0 = Eigen::Index(b), nc = Eigen::Index(e - b);
+    if (l.in_out) {
+      Eigen::Map<const RowMat> W(l.w, l.in, l.out);
+      Y.middleCols(c0, nc).noalias() = X * W.middleCols(c0, nc);
+    } else {
+      Eigen::Map<const RowMat> W(l.w, l.out, l.in);
+      Y.middleCols(c0, nc).noalias() = X * W.middleRows(c0, nc).transpose();
+    }
+    if (l.b) Y.middleCols(c0, nc).rowwise() += Eigen::Map<const RowVec>(l.b + c0, nc);
+  });
+}
+
+void layer_norm(const float* x, int n, int c, const float* gamma, const float* beta, float eps,
+                float* y, int threads) {
+  parallel_ranges(size_t(n), thread_count(threads), 16, [&](size_t b, size_t e) {
+    for (size_t t = b; t < e; ++t) {
+      Eigen::Map<const Eigen::ArrayXf> xr(x + t * size_t(c), c);
+      Eigen::Map<Eigen::ArrayXf> yr(y + t * size_t(c), c);
+      const double mean = xr.cast<double>().mean();
+      const double var = (xr.cast<double>() - mean).square().mean();
+      const float inv = float(1.0 / std::sqrt(var + double(eps)));
+      yr = (xr - float(mean)) * inv * Eigen::Map<const Eigen::ArrayXf>(gamma, c);
+      if (beta) yr += Eigen::Map<const Eigen::ArrayXf>(beta, c);
+    }
+  });
+}
+
+void rms_norm(const float* x, int n, int c, const float* gamma, float eps, float* y, int threads) {
+  parallel_ranges(size_t(n), thread_count(threads), 16, [&](size_t b, size_t e) {
+    for (size_t t = b; t < e; ++t) {
+      Eigen::Map<const Eigen::ArrayXf> xr(x + t * size_t(c), c);
+      Eigen::Map<Eigen::ArrayXf> yr(y + t * size_t(c), c);
+      const double ms = xr.cast<double>().square().mean();
+      const float inv = float(1.0 / std::sqrt(ms + double(eps)));
+      yr = xr * inv * Eigen::Map<const Eigen::ArrayXf>(gamma, c);
+    }
+  });
+}
+
+Activation activation_from_name(const std::string& name, const std::string& source) {
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") {
+    return Activation::GeluTanh;
+  }
+  if (name == "gelu") return Activation::GeluErf;
+  if (name == "silu" || name == "swish") return Activation::Silu;
+  if (name == "relu") return Activation::Relu;
+  throw Error(ErrorCode::Unsupported, source + ": activation '" + name +
+                                          "' is not supported (gelu, gelu_new, "
+                                          "gelu_pytorch_tanh, silu, relu)");
+}
+
+namespace {
+
+void activate_range(Activation act, float* x, size_t count) {
+  ArrMap a(x, Eigen::Index(count));
+  switch (act) {
+    case Activation::GeluTanh: {
+      const float k = 0.7978845608028654f;  // sqrt(2 / pi)
+      a = 0.5f * a * (1.0f + (k * (a + 0.044715f * a.cube())).tanh());
+      break;
+    }
+    case Activation::GeluErf:
+      a = 0.5f * a * (1.0f + (a * 0.7071067811865476f).erf());
+      break;
+    case Activation::Silu:
+      a = a / (1.0f + (-a).exp());
+      break;
+    case Activation::Relu:
+      a = a.max(0.0f);
+      break;
+  }
+}
+
+}  // namespace
+
+void activate(Activation act, float* x, size_t count, int threads) {
+  parallel_ranges(count, thread_count(threads), 4096,
+                  [&](size_t b, size_t e) { activate_range(act, x + b, e - b); });
+}
+
+void gated_activate(Activation act, float* gate, const float* up, size_t count, int threads) {
+  parallel_ranges(count, thread_count(threads), 4096, [&](size_t b, size_t e) {
+    activate_range(act, gate + b, e - b);
+    ArrMap(gate + b, Eigen::Index(e - b)) *=
+        Eigen::Map<const Eigen::ArrayXf>(up + b, Eigen::Index(e - b));
+  });
+}
+
+void add_inplace(float* x, const float* y, size_t count) {
+  ArrMap(x, Eigen::Index(count)) += Eigen::Map<const Eigen::ArrayXf>(y, Eigen::Index(count));
+}
+
+}  // namespace attn

@@ -1,0 +1,46 @@
+// The building blocks of the forward passes (one function per layer, llm.c style), f32 on the
+// CPU with Eigen. Activations are row-major [tokens, features]. Threads split independent work
+// (output columns of a GEMM, rows of a norm); each piece runs a single-threaded Eigen kernel.
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace attn {
+
+class WeightStore;
+
+// A dense layer as stored in the checkpoint: nn.Linear keeps W as [out, in], GPT-2's Conv1D as
+// [in, out]. Both compute y = x W^T (resp. x W) + b without copying W.
+struct Linear {
+  const float* w = nullptr;  // f32 [out, in] (nn.Linear) or [in, out] (Conv1D)
+  const float* b = nullptr;  // f32 [out], or null
+  int in = 0, out = 0;
+  bool in_out = false;  // Conv1D layout
+};
+
+// Looks up `{name}.weight` (and `{name}.bias`: required when `bias` is true, else optional)
+// with the shape [out, in] (or [in, out] for Conv1D).
+Linear load_linear(const WeightStore& ws, const std::string& name, int in, int out, bool bias,
+                   bool conv1d = false);
+
+// y f32 [n, out] = x f32 [n, in] W (+ b).
+void linear(const float* x, int n, const Linear& l, float* y, int threads);
+
+// y f32 [n, c] = LayerNorm(x f32 [n, c]) * gamma + beta (beta may be null). y may alias x.
+void layer_norm(const float* x, int n, int c, const float* gamma, const float* beta, float eps,
+                float* y, int threads);
+// y f32 [n, c] = x / sqrt(mean(x^2) + eps) * gamma. y may alias x.
+void rms_norm(const float* x, int n, int c, const float* gamma, float eps, float* y, int threads);
+
+enum class Activation { GeluTanh, GeluErf, Silu, Relu };
+// Maps config.json's hidden_act / activation_function; throws Error(Unsupported) naming it.
+Activation activation_from_name(const std::string& name, const std::string& source);
+// x f32 [count] = act(x), in place.
+void activate(Activation act, float* x, size_t count, int threads);
+// gate f32 [count] = act(gate) * up (SwiGLU when act is Silu).
+void gated_activate(Activation act, float* gate, const float* up, size_t count, int threads);
+
+// x f32 [count] += y f32 [count].
+void add_inplace(float* x, const float* y, size_t count);
+
+}  // namespace attn

@@ -1,0 +1,133 @@
+// Llama family (Llama 2/3, SmolLM, TinyLlama, Qwen2): RMSNorm pre-norm blocks, rotary
+// embeddings (with rope_scaling) on Q and K, grouped-query attention, SwiGLU MLP, optional
+// q/k/v biases (Qwen2), lm_head tied to the embeddings when tie_word_embeddings says so.
+#include <chrono>
+
+#include "compute/error.h"
+#include "models/arch/architectures.h"
+#include "models/arch/attention.h"
+#include "models/arch/layers.h"
+#include "models/arch/rope.h"
+#include "models/arch/weights.h"
+
+namespace attn {
+namespace {
+
+class Llama : public Model {
+ public:
+  Llama(const std::string& dir, const HfConfig& c)
+      : ws_(dir),
+        rope_(config_int(c, c.head_dim, "head_dim"), c.rope_theta, c.rope_scaling,
+              c.max_position_embeddings, c.source) {
+    config_ = c;
+    fill_text_info(info_, dir, c, Family::Llama);
+    if (c.raw.value("use_sliding_window", false)) {
+      throw Error(ErrorCode::Unsupported,
+                  c.source +
+                      ": use_sliding_window is true; sliding-window layers are not "
+                      "supported (only full attention)");
+    }
+    ws_.set_prefixes({"model."});
+    const int C = info_.hidden, V = config_int(c, c.vocab_size, "vocab_size");
+    const int H = info_.n_heads, Hkv = info_.n_kv_heads, d = info_.head_dim;
+    inter_ = config_int(c, c.intermediate_size, "intermediate_size");
+    act_ = activation_from_name(c.hidden_act, c.source);
+    eps_ = float(c.norm_eps);
+    embed_ = ws_.get("embed_tokens.weight", {V, C}, "token embeddings [vocab_size, hidden_size]");
+    for (int l = 0; l < info_.n_layers; ++l) {
+      const std::string b = "layers." + std::to_string(l) + ".";
+      Layer L;
+      L.ln1 = ws_.get(b + "input_layernorm.weight", {C});
+      L.ln2 = ws_.get(b + "post_attention_layernorm.weight", {C});
+      const bool qkv_bias = c.attention_bias;
+      L.q = load_linear(ws_, b + "self_attn.q_proj", C, H * d, qkv_bias);
+      L.k = load_linear(ws_, b + "self_attn.k_proj", C, Hkv * d, qkv_bias);
+      L.v = load_linear(ws_, b + "self_attn.v_proj", C, Hkv * d, qkv_bias);
+      L.o = load_linear(ws_, b + "self_attn.o_proj", H * d, C, false);
+      L.gate = load_linear(ws_, b + "mlp.gate_proj", C, inter_, false);
+      L.up = load_linear(ws_, b + "mlp.up_proj", C, inter_, false);
+      L.down = load_linear(ws_, b + "mlp.down_proj", inter_, C, false);
+      layers_.push_back(L);
+    }
+    norm_ = ws_.get("norm.weight", {C});
+    lm_head_.in = C;
+    lm_head_.out = V;
+    lm_head_.w = c.tie_word_embeddings ? ws_.get_optional("lm_head.weight", {V, C})
+                                       : ws_.get("lm_head.weight", {V, C}, "untied lm_head");
+    if (!lm_head_.w) lm_head_.w = embed_;
+    info_.vocab = V;
+    tokenizer_ = load_tokenizer_if_present(dir);
+  }
+
+  ModelOutput forward(const ModelInput& in, const ForwardOptions& opt) const override {
+    const auto t0 = std::chrono::steady_clock::now();
+    check_token_ids(info_, in, lm_head_.out);
+    const int N = int(in.ids.size()), C = info_.hidden;
+    const int H = info_.n_heads, Hkv = info_.n_kv_heads, d = info_.head_dim;
+    ForwardContext ctx(info_, opt, N, in.labels.empty() ? nullptr : &in.labels);
+    const int th = ctx.threads;
+    std::vector<float> x(size_t(N) * C), h(x.size()), tmp(x.size());
+    std::vector<float> q(size_t(N) * H * d), k(size_t(N) * Hkv * d), v(k.size()), att(q.size());
+    std::vector<float> gate(size_t(N) * inter_), up(gate.size());
+    for (int t = 0; t < N; ++t) {
+      std::copy_n(embed_ + size_t(in.ids[size_t(t)]) * C, C, x.data() + size_t(t) * C);
+    }
+    for (int l = 0; l < info_.n_layers; ++l) {
+      const Layer& L = layers_[size_t(l)];
+      rms_norm(x.data(), N, C, L.ln1, eps_, h.data(), th);
+      linear(h.data(), N, L.q, q.data(), th);
+      linear(h.data(), N, L.k, k.data(), th);
+      linear(h.data(), N, L.v, v.data(), th);
+      Problem p = layer_problem(H, Hkv, N, d, true);
+      split_heads(q.data(), N, H * d, 0, H, d, p.q.data());
+      split_heads(k.data(), N, Hkv * d, 0, Hkv, d, p.k.data());
+      split_heads(v.data(), N, Hkv * d, 0, Hkv, d, p.v.data());
+      rope_.apply(p.q.data(), H, N, th);
+      rope_.apply(p.k.data(), Hkv, N, th);
+      ctx.attention(l, p, att.data());
+      linear(att.data(), N, L.o, tmp.data(), th);
+      add_inplace(x.data(), tmp.data(), x.size());
+      rms_norm(x.data(), N, C, L.ln2, eps_, h.data(), th);
+      linear(h.data(), N, L.gate, gate.data(), th);
+      linear(h.data(), N, L.up, up.data(), th);
+      gated_activate(act_, gate.data(), up.data(), gate.size(), th);
+      linear(gate.data(), N, L.down, tmp.data(), th);
+      add_inplace(x.data(), tmp.data(), x.size());
+      ctx.capture_resid(l, x.data());
+    }
+    ModelOutput out;
+    out.n_tokens = N;
+    out.hidden = C;
+    out.hidden_state.resize(x.size());
+    rms_norm(x.data(), N, C, norm_, eps_, out.hidden_state.data(), th);
+    out.n_logits = lm_head_.out;
+    out.logits.resize(size_t(N) * lm_head_.out);
+    linear(out.hidden_state.data(), N, lm_head_, out.logits.data(), th);
+    out.substituted = std::move(ctx.substituted);
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+  }
+
+ private:
+  struct Layer {
+    const float *ln1, *ln2;             // f32 [C]
+    Linear q, k, v, o, gate, up, down;  // nn.Linear [out, in]
+  };
+  WeightStore ws_;
+  Rope rope_;
+  int inter_ = 0;
+  Activation act_ = Activation::Silu;
+  float eps_ = 1e-6f;
+  const float* embed_ = nullptr;  // f32 [V, C]
+  const float* norm_ = nullptr;   // f32 [C]
+  Linear lm_head_;                // f32 [V, C]
+  std::vector<Layer> layers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> make_llama(const std::string& dir, const HfConfig& config) {
+  return std::make_unique<Llama>(dir, config);
+}
+
+}  // namespace attn

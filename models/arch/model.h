@@ -1,0 +1,105 @@
+// A transformer loaded from a Hugging Face model folder (config.json + *.safetensors + tokenizer
+// or preprocessor files), run on the CPU with hooks and attention substitution.
+//
+//   auto model = load_model("path/to/gpt2");
+//   ModelInput in;  in.ids = encode_for_model(*model, "Hello world").ids;
+//   Capture cap(HookSelection::parse("blocks.*.attn.pattern"));
+//   ModelOutput out = model->forward(in, {.capture = &cap});
+//
+// Architectures: GPT-2, Llama family (Llama, SmolLM, TinyLlama, Qwen2), BERT family (BERT,
+// MiniLM), ViT family (ViT, DeiT, DINO). Every one is one file in this folder.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compute/result.h"
+#include "models/arch/hooks.h"
+#include "models/arch/image.h"
+#include "models/formats/hf_config.h"
+#include "models/tokenizers/tokenizer.h"
+
+namespace attn {
+
+struct Substitution;
+
+enum class Family { Gpt2, Llama, Bert, Vit };
+const char* family_name(Family f);  // "gpt2", "llama", "bert", "vit"
+
+struct ModelInfo {
+  std::string dir;  // folder it was loaded from
+  Family family = Family::Gpt2;
+  std::string model_type;    // config.json model_type: "gpt2", "qwen2", "deit", ...
+  std::string architecture;  // first of config.json architectures, or ""
+  int n_layers = 0;
+  int n_heads = 0;     // query heads
+  int n_kv_heads = 0;  // key/value heads (GQA when < n_heads)
+  int head_dim = 0;
+  int hidden = 0;
+  int vocab = 0;       // columns of the token logits (0 when the model has no LM/MLM head)
+  int n_classes = 0;   // columns of the image logits (0 without a classifier)
+  int max_tokens = 0;  // longest input the position embeddings allow (0 = no limit)
+  bool causal = true;  // causal self-attention (decoders) or bidirectional (encoders)
+  bool vision = false;
+  std::vector<std::string> class_names;  // [n_classes] from id2label, when given
+};
+
+struct ModelInput {
+  std::vector<int32_t> ids;          // i32 [N] token ids (text models)
+  std::vector<int32_t> token_types;  // i32 [N] BERT segment ids; empty = all 0
+  Image image;                       // preprocessed pixels (vision models)
+  std::vector<std::string> labels;   // optional token labels [N] for captured problems
+};
+
+// One layer that ran a substituted variant.
+struct SubstitutedLayer {
+  int layer = 0;
+  std::vector<int> heads;  // query heads that used the variant
+  Stats stats;             // the compute core's stats for those heads
+};
+
+struct ModelOutput {
+  int n_tokens = 0;  // N: tokens, or CLS (+ distillation) + patches for ViT
+  int hidden = 0;
+  std::vector<float> hidden_state;  // f32 [N, hidden]: last hidden state (after the final norm)
+  int n_logits = 0;                 // vocab (text) or classes (vision)
+  std::vector<float> logits;        // f32 [N, vocab] (LM / MLM head) or f32 [n_classes]
+                                    // (image classifier); empty without a head
+  std::vector<SubstitutedLayer> substituted;
+  double seconds = 0;  // wall time of the forward pass
+};
+
+struct ForwardOptions {
+  Capture* capture = nullptr;                  // hooks to fill (null: capture nothing)
+  const Substitution* substitution = nullptr;  // variant in chosen layers/heads (null: dense)
+  int threads = 0;                             // 0 = all hardware threads (or ATTNSCOPE_THREADS)
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  const ModelInfo& info() const { return info_; }
+  const HfConfig& config() const { return config_; }
+  // The tokenizer of the folder (null for vision models or when the folder has none).
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  // How images are prepared for this model (vision models).
+  const ImagePreprocessor& preprocessor() const { return preprocessor_; }
+
+  // Runs the model. Throws Error(InvalidArgument) naming the problem for empty input, ids
+  // outside the vocabulary, too many tokens, or an image the model cannot take.
+  virtual ModelOutput forward(const ModelInput& in, const ForwardOptions& opt = {}) const = 0;
+
+ protected:
+  ModelInfo info_;
+  HfConfig config_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  ImagePreprocessor preprocessor_;
+};
+
+// Loads a model folder. The architecture comes from config.json's model_type (and
+// architectures); an unsupported one throws Error(Unsupported) naming it and what is supported.
+// Missing or mis-shaped tensors throw Error(Format) naming the tensor and the file.
+std::unique_ptr<Model> load_model(const std::string& dir);
+
+}  // namespace attn

@@ -1,0 +1,116 @@
+// Picks the architecture of a model folder from config.json and loads it.
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "compute/error.h"
+#include "models/arch/architectures.h"
+#include "models/tokenizers/factory.h"
+
+namespace attn {
+namespace fs = std::filesystem;
+
+const char* family_name(Family f) {
+  switch (f) {
+    case Family::Gpt2:
+      return "gpt2";
+    case Family::Llama:
+      return "llama";
+    case Family::Bert:
+      return "bert";
+    case Family::Vit:
+      return "vit";
+  }
+  return "?";
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer_if_present(const std::string& dir) {
+  for (const char* f : {"tokenizer.json", "vocab.json", "vocab.txt", "tokenizer.model"}) {
+    if (fs::exists(fs::path(dir) / f)) return load_tokenizer(dir);
+  }
+  return nullptr;
+}
+
+int config_int(const HfConfig& c, int64_t value, const char* key) {
+  require(value >= 0 && value <= (int64_t(1) << 30), ErrorCode::Format,
+          c.source + ": '" + key + "' = " + std::to_string(value) + " is out of range");
+  return int(value);
+}
+
+void fill_text_info(ModelInfo& info, const std::string& dir, const HfConfig& c, Family family) {
+  info.dir = dir;
+  info.family = family;
+  info.model_type = c.model_type;
+  info.architecture = c.architectures.empty() ? "" : c.architectures[0];
+  info.n_layers = config_int(c, c.num_hidden_layers, "num_hidden_layers");
+  info.n_heads = config_int(c, c.num_attention_heads, "num_attention_heads");
+  info.n_kv_heads = config_int(c, c.num_key_value_heads, "num_key_value_heads");
+  info.head_dim = config_int(c, c.head_dim, "head_dim");
+  info.hidden = config_int(c, c.hidden_size, "hidden_size");
+  info.max_tokens = config_int(c, c.max_position_embeddings, "max_position_embeddings");
+  info.causal = family == Family::Gpt2 || family == Family::Llama;
+  info.vision = false;
+}
+
+void check_token_ids(const ModelInfo& info, const ModelInput& in, int rows) {
+  require(!in.ids.empty(), ErrorCode::InvalidArgument, "no input tokens: nothing to run");
+  if (info.max_tokens > 0) {
+    require(int64_t(in.ids.size()) <= info.max_tokens, ErrorCode::InvalidArgument,
+            std::to_string(in.ids.size()) + " tokens exceed the model's context of " +
+                std::to_string(info.max_tokens) + " (truncate the input first)");
+  }
+  for (size_t i = 0; i < in.ids.size(); ++i) {
+    require(in.ids[i] >= 0 && in.ids[i] < rows, ErrorCode::InvalidArgument,
+            "token id " + std::to_string(in.ids[i]) + " at position " + std::to_string(i) +
+                " is outside the vocabulary [0, " + std::to_string(rows) + ")");
+  }
+  require(in.token_types.empty() || in.token_types.size() == in.ids.size(),
+          ErrorCode::InvalidArgument,
+          "token_types has " + std::to_string(in.token_types.size()) + " entries for " +
+              std::to_string(in.ids.size()) + " tokens");
+}
+
+std::unique_ptr<Model> load_model(const std::string& dir) {
+  std::error_code ec;
+  require(fs::is_directory(dir, ec), ErrorCode::Io, dir + ": not a model folder");
+  require(fs::exists(fs::path(dir) / "config.json", ec), ErrorCode::Io,
+          dir +
+              ": no config.json (a model folder holds config.json, model.safetensors and "
+              "tokenizer or preprocessor files)");
+  // The architecture is checked first, so an unsupported model is named as such rather than
+  // by the first config key its family spells differently.
+  const std::string file = (fs::path(dir) / "config.json").string();
+  std::ifstream in(file);
+  nlohmann::json raw;
+  try {
+    raw = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorCode::Format, file + ": not valid JSON: " + e.what());
+  }
+  require(raw.is_object(), ErrorCode::Format, file + ": not a JSON object");
+  require(raw.contains("model_type") && raw["model_type"].is_string(), ErrorCode::Format,
+          file + ": missing required key 'model_type' (a string naming the architecture)");
+  const std::string t = raw["model_type"].get<std::string>();
+  std::string arch_list;
+  if (raw.contains("architectures") && raw["architectures"].is_array()) {
+    for (const auto& a : raw["architectures"]) {
+      if (a.is_string()) arch_list += (arch_list.empty() ? "" : ", ") + a.get<std::string>();
+    }
+  }
+  const bool known =
+      t == "gpt2" || t == "llama" || t == "qwen2" || t == "bert" || t == "vit" || t == "deit";
+  if (!known) {
+    throw Error(ErrorCode::Unsupported,
+                file + ": model_type '" + t + "'" +
+                    (arch_list.empty() ? "" : " (architectures: " + arch_list + ")") +
+                    " is not supported; supported model types: gpt2, llama, qwen2, bert, vit, "
+                    "deit");
+  }
+  const HfConfig c = parse_hf_config(raw, file);
+  if (t == "gpt2") return make_gpt2(dir, c);
+  if (t == "llama" || t == "qwen2") return make_llama(dir, c);
+  if (t == "bert") return make_bert(dir, c);
+  return make_vit(dir, c);
+}
+
+}  // namespace attn

@@ -1,0 +1,35 @@
+// Rotary position embeddings as the Llama family applies them (HF's rotate_half convention:
+// dimension i pairs with i + d/2), with the rope_scaling types "linear", "dynamic" (NTK) and
+// "llama3". Frequencies and angles are computed in f32, as transformers does.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/formats/hf_config.h"
+
+namespace attn {
+
+class Rope {
+ public:
+  // Throws Error(Unsupported) naming `source` for a scaling type other than the above, and
+  // Error(Format) for an odd head dimension.
+  Rope(int head_dim, double theta, const std::optional<RopeScaling>& scaling, int64_t max_positions,
+       const std::string& source);
+
+  // Inverse frequencies f32 [d/2] used for a sequence of `n` tokens ("dynamic" grows the base
+  // once n exceeds max_position_embeddings).
+  std::vector<float> inv_freq(int n) const;
+  // Rotates x f32 [heads, n, d] in place for positions 0 .. n-1.
+  void apply(float* x, int heads, int n, int threads) const;
+
+ private:
+  int d_ = 0;
+  double theta_ = 10000.0;
+  std::string type_;  // "" (plain), "linear", "dynamic", "llama3"
+  double factor_ = 1.0;
+  int64_t max_positions_ = 0;
+  std::vector<float> base_inv_freq_;  // f32 [d/2], after static scaling
+};
+
+}  // namespace attn

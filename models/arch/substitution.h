@@ -1,0 +1,52 @@
+// Substitution: a compute-core variant replaces the model's attention in chosen layers and heads
+// (dense softmax elsewhere); the forward pass runs on to logits, and end_to_end() measures the
+// effect against the dense run of the same input.
+#pragma once
+#include <limits>
+#include <vector>
+
+#include "compute/backend.h"
+#include "compute/variant.h"
+#include "models/arch/model.h"
+
+namespace attn {
+
+struct Substitution {
+  const Variant* variant = nullptr;  // what runs in the chosen heads
+  Backend* backend = nullptr;        // which backend runs it
+  std::vector<int> layers;           // layers to substitute; empty = every layer
+  std::vector<int> heads;            // query heads to substitute; empty = every head
+  RunOptions run;                    // threads, cancellation
+
+  bool applies(int layer) const;
+  // Substituted query heads of a layer with `n_heads` heads, ascending.
+  std::vector<int> heads_of(int n_heads) const;
+  // Throws Error(InvalidArgument) naming a layer or head the model does not have.
+  void check(const ModelInfo& info) const;
+};
+
+// End-to-end effect of a substitution: the variant's forward pass against the dense one.
+struct EndToEnd {
+  // Token logits (LM: next-token distributions; BERT MLM: per-position token distributions).
+  bool has_tokens = false;
+  std::vector<float> kl;  // f32 [N]: KL(p_dense || p_variant) per position, nats
+  double mean_kl = 0, max_kl = 0;
+  double top1_agreement = 1;  // fraction of positions whose argmax token agrees
+  // Perplexity of the input text under each run (causal LMs: positions 0..N-2 predict
+  // ids 1..N-1); NaN when not defined (encoders, a single token).
+  double ppl_dense = std::numeric_limits<double>::quiet_NaN();
+  double ppl_variant = std::numeric_limits<double>::quiet_NaN();
+  // Image classifiers.
+  bool has_class = false;
+  int class_dense = -1, class_variant = -1;
+  bool class_agree = true;
+  // Cosine of the CLS embeddings (first token's last hidden state) of encoders (ViT, BERT); NaN
+  // for causal LMs, whose first position never changes.
+  double cls_cosine = std::numeric_limits<double>::quiet_NaN();
+};
+
+// Throws Error(InvalidArgument) when the two outputs do not come from the same model and input.
+EndToEnd end_to_end(const ModelInfo& info, const ModelInput& in, const ModelOutput& dense,
+                    const ModelOutput& variant);
+
+}  // namespace attn

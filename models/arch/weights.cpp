@@ -1,0 +1,105 @@
+#include "models/arch/weights.h"
+
+#include <filesystem>
+
+#include "compute/error.h"
+
+namespace attn {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string open_path(const std::string& dir) {
+  const fs::path d(dir);
+  for (const char* f : {"model.safetensors.index.json", "model.safetensors"}) {
+    if (fs::exists(d / f)) return (d / f).string();
+  }
+  std::string found;
+  for (const char* f : {"pytorch_model.bin", "model.pt", "tf_model.h5", "flax_model.msgpack"}) {
+    if (fs::exists(d / f)) found = f;
+  }
+  throw Error(ErrorCode::Io,
+              dir + ": no model.safetensors or model.safetensors.index.json" +
+                  (found.empty() ? std::string()
+                                 : " (found " + found +
+                                       "; only safetensors checkpoints are read: re-save "
+                                       "with save_pretrained(..., safe_serialization=True))"));
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+WeightStore::WeightStore(const std::string& dir)
+    : ckpt_(SafetensorsCheckpoint::open(open_path(dir))) {}
+
+std::string WeightStore::resolve(const std::string& name) const {
+  std::vector<std::string> spellings = {name};
+  // Checkpoints converted from old TF BERT keep LayerNorm.gamma / LayerNorm.beta.
+  if (ends_with(name, "LayerNorm.weight")) {
+    spellings.push_back(name.substr(0, name.size() - 6) + "gamma");
+  } else if (ends_with(name, "LayerNorm.bias")) {
+    spellings.push_back(name.substr(0, name.size() - 4) + "beta");
+  }
+  for (const std::string& p : prefixes_) {
+    for (const std::string& s : spellings) {
+      if (ckpt_.contains(p + s)) return p + s;
+    }
+  }
+  for (const std::string& s : spellings) {
+    if (ckpt_.contains(s)) return s;
+  }
+  return "";
+}
+
+const float* WeightStore::get_optional(const std::string& name, const std::vector<int64_t>& shape,
+                                       const std::string& what) const {
+  const std::string stored = resolve(name);
+  if (stored.empty()) return nullptr;
+  const TensorView& t = ckpt_.tensor(stored);
+  if (t.shape != shape) {
+    throw Error(ErrorCode::Format, t.file + ": tensor '" + stored + "' has shape " +
+                                       shape_string(t.shape) + " but the config implies " +
+                                       shape_string(shape) +
+                                       (what.empty() ? std::string() : " (" + what + ")"));
+  }
+  if (!dtype_is_float(t.dtype)) {
+    throw Error(ErrorCode::Format, t.file + ": tensor '" + stored + "' has dtype " +
+                                       dtype_name(t.dtype) + ", expected a floating-point type");
+  }
+  if (t.dtype == DType::F32 && reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0) {
+    return t.f32().data();  // in place, inside the memory map
+  }
+  converted_.emplace_back(t.to_f32());
+  converted_bytes_ += converted_.back().size() * sizeof(float);
+  return converted_.back().data();
+}
+
+std::vector<int64_t> WeightStore::shape_of(const std::string& name) const {
+  const std::string stored = resolve(name);
+  return stored.empty() ? std::vector<int64_t>{} : ckpt_.tensor(stored).shape;
+}
+
+const float* WeightStore::get(const std::string& name, const std::vector<int64_t>& shape,
+                              const std::string& what) const {
+  const float* p = get_optional(name, shape, what);
+  if (!p) {
+    std::string tried;
+    for (const std::string& pre : prefixes_) tried += "'" + pre + name + "', ";
+    throw Error(ErrorCode::Format, ckpt_.path() + ": missing tensor " +
+                                       (tried.empty() ? "" : tried + "or ") + "'" + name + "'" +
+                                       (what.empty() ? std::string() : " (" + what + ")"));
+  }
+  return p;
+}
+
+}  // namespace attn

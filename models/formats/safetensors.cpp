@@ -1,0 +1,285 @@
+#include "models/formats/safetensors.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "compute/error.h"
+
+namespace attn {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // the reference reader's limit
+
+[[noreturn]] void fail(ErrorCode code, const std::string& file, const std::string& what) {
+  throw Error(code, file + ": " + what);
+}
+
+// Dtypes that safetensors defines but this library does not hold.
+bool is_known_unsupported(const std::string& name) {
+  return name == "U16" || name == "U32" || name == "U64" || name.rfind("F8_", 0) == 0 ||
+         name.rfind("F6_", 0) == 0 || name.rfind("F4", 0) == 0;
+}
+
+bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out) {
+  return __builtin_mul_overflow(a, b, out);
+}
+
+}  // namespace
+
+size_t TensorView::numel() const {
+  size_t n = 1;
+  for (int64_t d : shape) n *= static_cast<size_t>(d);
+  return n;
+}
+
+std::vector<float> TensorView::to_f32() const {
+  std::vector<float> out(numel());
+  to_f32(out);
+  return out;
+}
+
+void TensorView::to_f32(std::span<float> dst) const {
+  require(dst.size() == numel(), ErrorCode::InvalidArgument,
+          file + ": tensor '" + name + "': destination holds " + std::to_string(dst.size()) +
+              " floats, tensor has " + std::to_string(numel()));
+  convert_to_f32(dtype, data, numel(), dst.data());
+}
+
+void TensorView::check_view(bool fits, size_t align, const char* what) const {
+  require(fits, ErrorCode::Format,
+          file + ": tensor '" + name + "' is " + dtype_name(dtype) + "; the requested " + what +
+              " does not fit it (to_f32() converts any dtype)");
+  require(reinterpret_cast<uintptr_t>(data) % align == 0, ErrorCode::Format,
+          file + ": tensor '" + name + "' data is not aligned for a zero-copy " + what +
+              "; use to_f32()");
+}
+
+SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
+  const size_t size = file_.size();
+  if (size < 8) {
+    fail(ErrorCode::Format, path,
+         "truncated: " + std::to_string(size) + " bytes, too short for the 8-byte header length");
+  }
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | file_.data()[i];
+  if (header_len > size - 8) {
+    fail(ErrorCode::Format, path,
+         "header length " + std::to_string(header_len) + " runs past the end of the file (" +
+             std::to_string(size) + " bytes)");
+  }
+  if (header_len > kMaxHeaderBytes) {
+    fail(ErrorCode::Format, path,
+         "header length " + std::to_string(header_len) + " exceeds 100 MiB");
+  }
+  const char* header_begin = reinterpret_cast<const char*>(file_.data() + 8);
+  if (header_len == 0 || header_begin[0] != '{') {
+    fail(ErrorCode::Format, path, "header is not a JSON object");
+  }
+  json header;
+  try {
+    header = json::parse(header_begin, header_begin + header_len);
+  } catch (const json::exception& e) {
+    fail(ErrorCode::Format, path, std::string("header is not valid JSON: ") + e.what());
+  }
+  if (!header.is_object()) fail(ErrorCode::Format, path, "header is not a JSON object");
+
+  const uint8_t* data = file_.data() + 8 + header_len;
+  const uint64_t data_size = size - 8 - header_len;
+
+  struct Span {
+    uint64_t begin, end;
+    std::string name;
+  };
+  std::vector<Span> spans;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    const std::string& name = it.key();
+    const json& entry = it.value();
+    if (name == "__metadata__") {
+      if (!entry.is_object()) fail(ErrorCode::Format, path, "__metadata__ is not an object");
+      for (auto m = entry.begin(); m != entry.end(); ++m) {
+        if (!m.value().is_string()) {
+          fail(ErrorCode::Format, path, "__metadata__ value '" + m.key() + "' is not a string");
+        }
+        metadata_[m.key()] = m.value().get<std::string>();
+      }
+      continue;
+    }
+    const std::string where = "tensor '" + name + "': ";
+    if (!entry.is_object()) fail(ErrorCode::Format, path, where + "entry is not an object");
+    auto dt = entry.find("dtype");
+    if (dt == entry.end() || !dt->is_string()) {
+      fail(ErrorCode::Format, path, where + "missing string 'dtype'");
+    }
+    TensorView view;
+    view.name = name;
+    view.file = path;
+    const std::string dname = dt->get<std::string>();
+    if (!dtype_from_name(dname, &view.dtype)) {
+      if (is_known_unsupported(dname)) {
+        fail(ErrorCode::Unsupported, path, where + "dtype " + dname + " is not supported");
+      }
+      fail(ErrorCode::Format, path, where + "unknown dtype '" + dname + "'");
+    }
+    auto sh = entry.find("shape");
+    if (sh == entry.end() || !sh->is_array()) {
+      fail(ErrorCode::Format, path, where + "missing array 'shape'");
+    }
+    uint64_t numel = 1;
+    for (const json& d : *sh) {
+      if (!d.is_number_unsigned()) {
+        fail(ErrorCode::Format, path, where + "shape entries must be non-negative integers");
+      }
+      const uint64_t dim = d.get<uint64_t>();
+      if (mul_overflows(numel, dim, &numel)) {
+        fail(ErrorCode::Format, path, where + "shape overflows");
+      }
+      view.shape.push_back(static_cast<int64_t>(dim));
+    }
+    uint64_t expected_bytes = 0;
+    if (mul_overflows(numel, dtype_size(view.dtype), &expected_bytes)) {
+      fail(ErrorCode::Format, path, where + "shape overflows");
+    }
+    auto off = entry.find("data_offsets");
+    if (off == entry.end() || !off->is_array() || off->size() != 2 ||
+        !(*off)[0].is_number_unsigned() || !(*off)[1].is_number_unsigned()) {
+      fail(ErrorCode::Format, path, where + "'data_offsets' must be [begin, end] (non-negative)");
+    }
+    const uint64_t begin = (*off)[0].get<uint64_t>();
+    const uint64_t end = (*off)[1].get<uint64_t>();
+    const std::string range = "[" + std::to_string(begin) + ", " + std::to_string(end) + ")";
+    if (begin > end)
+      fail(ErrorCode::Format, path, where + "data_offsets " + range + " are reversed");
+    if (end > data_size) {
+      fail(ErrorCode::Format, path,
+           where + "data_offsets " + range + " out of range: the data section has " +
+               std::to_string(data_size) + " bytes (file truncated?)");
+    }
+    if (end - begin != expected_bytes) {
+      fail(ErrorCode::Format, path,
+           where + "data_offsets " + range + " hold " + std::to_string(end - begin) +
+               " bytes but shape x " + dname + " needs " + std::to_string(expected_bytes));
+    }
+    view.data = data + begin;
+    view.nbytes = end - begin;
+    spans.push_back({begin, end, name});
+    tensors_.emplace(name, std::move(view));
+  }
+
+  // Tensors must tile the data section: no overlap, no hole, no trailing bytes.
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t covered = 0;
+  const Span* prev = nullptr;
+  for (const Span& s : spans) {
+    if (s.begin < covered) {
+      fail(ErrorCode::Format, path,
+           "tensor '" + s.name + "': data_offsets overlap those of tensor '" + prev->name + "'");
+    }
+    if (s.begin > covered) {
+      fail(ErrorCode::Format, path,
+           "tensor '" + s.name + "': data starts at byte " + std::to_string(s.begin) +
+               ", leaving a hole after byte " + std::to_string(covered));
+    }
+    covered = s.end;
+    prev = &s;
+    names_.push_back(s.name);
+  }
+  if (covered != data_size) {
+    fail(ErrorCode::Format, path,
+         "tensors cover " + std::to_string(covered) + " bytes but the data section has " +
+             std::to_string(data_size));
+  }
+}
+
+const TensorView& SafetensorsFile::tensor(const std::string& name) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) fail(ErrorCode::Format, path(), "missing tensor '" + name + "'");
+  return it->second;
+}
+
+SafetensorsCheckpoint SafetensorsCheckpoint::open(const std::string& path) {
+  fs::path p(path);
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) {
+    if (fs::exists(p / "model.safetensors.index.json")) {
+      p /= "model.safetensors.index.json";
+    } else if (fs::exists(p / "model.safetensors")) {
+      p /= "model.safetensors";
+    } else {
+      throw Error(ErrorCode::Io, path +
+                                     ": no model.safetensors or model.safetensors.index.json in "
+                                     "this folder");
+    }
+  }
+  SafetensorsCheckpoint ck;
+  ck.path_ = p.string();
+  const std::string fname = p.filename().string();
+  const bool is_index = fname.size() > 5 && fname.ends_with(".json");
+  if (!is_index) {
+    ck.files_.push_back(std::make_unique<SafetensorsFile>(ck.path_));
+    for (const auto& n : ck.files_[0]->names()) ck.where_[n] = ck.files_[0].get();
+    return ck;
+  }
+
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw Error(ErrorCode::Io, ck.path_ + ": cannot open");
+  json index;
+  try {
+    index = json::parse(in);
+  } catch (const json::exception& e) {
+    throw Error(ErrorCode::Format, ck.path_ + ": not valid JSON: " + e.what());
+  }
+  auto wm = index.find("weight_map");
+  if (!index.is_object() || wm == index.end() || !wm->is_object()) {
+    throw Error(ErrorCode::Format, ck.path_ + ": missing object 'weight_map'");
+  }
+  std::map<std::string, const SafetensorsFile*> by_shard;
+  for (auto it = wm->begin(); it != wm->end(); ++it) {
+    if (!it.value().is_string()) {
+      throw Error(ErrorCode::Format,
+                  ck.path_ + ": weight_map entry for tensor '" + it.key() + "' is not a string");
+    }
+    const std::string shard = it.value().get<std::string>();
+    const fs::path rel(shard);
+    if (shard.empty() || rel.is_absolute() ||
+        std::any_of(rel.begin(), rel.end(), [](const fs::path& c) { return c == ".."; })) {
+      throw Error(ErrorCode::Format, ck.path_ + ": tensor '" + it.key() + "': shard path '" +
+                                         shard + "' must be relative and stay in the folder");
+    }
+    auto found = by_shard.find(shard);
+    if (found == by_shard.end()) {
+      ck.files_.push_back(std::make_unique<SafetensorsFile>((p.parent_path() / rel).string()));
+      found = by_shard.emplace(shard, ck.files_.back().get()).first;
+    }
+    if (!found->second->contains(it.key())) {
+      throw Error(ErrorCode::Format, ck.path_ + ": tensor '" + it.key() + "' is mapped to shard '" +
+                                         shard + "' but that file does not contain it");
+    }
+    ck.where_[it.key()] = found->second;
+  }
+  return ck;
+}
+
+std::vector<std::string> SafetensorsCheckpoint::names() const {
+  std::vector<std::string> out;
+  out.reserve(where_.size());
+  for (const auto& [name, file] : where_) out.push_back(name);
+  return out;
+}
+
+const TensorView& SafetensorsCheckpoint::tensor(const std::string& name) const {
+  auto it = where_.find(name);
+  if (it == where_.end()) {
+    throw Error(ErrorCode::Format, path_ + ": missing tensor '" + name + "'");
+  }
+  return it->second->tensor(name);
+}
+
+}  // namespace attn

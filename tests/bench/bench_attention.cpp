@@ -1,0 +1,287 @@
+// attn_bench: the compute core's performance claims, measured. Driven by run_bench.py, which
+// adds the NumPy + OpenBLAS baselines and prints the table; every case here is one
+// Google Benchmark entry with its metadata in counters:
+//   dense causal attention (H=12, d=64) on the cpu and reference backends,
+//   block-sparse causal attention at a given fraction of the causal 64x64 blocks,
+//   an fp32 GEMM ceiling (Eigen, 2048^3, column blocks over the kernels' thread pool), and the
+//   same per core (one thread, CPU time),
+// and, for every attention case, the peak heap memory the backend allocated beyond its output
+// (a counting allocator wraps operator new for the whole binary).
+#include <benchmark/benchmark.h>
+#include <malloc.h>
+
+// GCC 12 warns inside Eigen's AVX-512 packet code (a known false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <Eigen/Dense>
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <new>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compute/backend.h"
+#include "compute/cpu/cpu_backend.h"
+#include "compute/cpu/thread_pool.h"
+#include "compute/layout.h"
+#include "compute/problem.h"
+#include "compute/registry.h"
+
+// ---- counting allocator -------------------------------------------------------------------------
+
+namespace {
+
+std::atomic<int64_t> g_live{0}, g_peak{0};
+
+void* note_alloc(void* p) {
+  if (!p) throw std::bad_alloc();
+  const int64_t now = g_live += int64_t(malloc_usable_size(p));
+  int64_t peak = g_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
+  }
+  return p;
+}
+void note_free(void* p) {
+  if (p) g_live -= int64_t(malloc_usable_size(p));
+  std::free(p);
+}
+void* aligned(std::size_t n, std::align_val_t a) {
+  void* p = nullptr;
+  if (posix_memalign(&p, std::max(sizeof(void*), std::size_t(a)), n ? n : 1) != 0) p = nullptr;
+  return note_alloc(p);
+}
+
+}  // namespace
+
+void* operator new(std::size_t n) {
+  return note_alloc(std::malloc(n ? n : 1));
+}
+void* operator new[](std::size_t n) {
+  return note_alloc(std::malloc(n ? n : 1));
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  return aligned(n, a);
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return aligned(n, a);
+}
+void operator delete(void* p) noexcept {
+  note_free(p);
+}
+void operator delete[](void* p) noexcept {
+  note_free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  note_free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  note_free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  note_free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  note_free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  note_free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  note_free(p);
+}
+
+namespace {
+
+using namespace attn;
+
+constexpr int kHeads = 12, kDim = 64;
+
+const Problem& problem(int n) {
+  static std::map<int, std::unique_ptr<Problem>> cache;
+  auto& slot = cache[n];
+  if (!slot)
+    slot = std::make_unique<Problem>(random_problem(kHeads, kHeads, n, n, kDim, true, 7 + n));
+  return *slot;
+}
+
+// Exactly round(fraction x causal blocks) of the causal 64x64 blocks: the diagonal always, the
+// rest drawn uniformly from the blocks below it.
+const Layout& block_layout(int n, double fraction) {
+  static std::map<std::pair<int, int>, std::unique_ptr<Layout>> cache;
+  auto& slot = cache[{n, int(fraction * 1000 + 0.5)}];
+  if (slot) return *slot;
+  const int bs = 64, nb = (n + bs - 1) / bs;
+  const int64_t causal_blocks = int64_t(nb) * (nb + 1) / 2;
+  const int64_t want = std::max<int64_t>(nb, std::llround(fraction * double(causal_blocks)));
+  std::vector<std::pair<int, int>> below;
+  for (int r = 0; r < nb; ++r)
+    for (int c = 0; c < r; ++c) below.push_back({r, c});
+  std::mt19937_64 rng(1234);
+  std::shuffle(below.begin(), below.end(), rng);
+  below.resize(size_t(want - nb));
+  for (int r = 0; r < nb; ++r) below.push_back({r, r});
+  std::sort(below.begin(), below.end());
+  BlockLayout b;
+  b.bq = b.bk = bs;
+  b.n_qb = b.n_kb = nb;
+  b.row_ptr.assign(nb + 1, 0);
+  for (auto [r, c] : below) {
+    b.col.push_back(c);
+    b.full.push_back(1);  // no element mask: only the causal rule applies (on the diagonal)
+    ++b.row_ptr[r + 1];
+  }
+  for (int r = 0; r < nb; ++r) b.row_ptr[r + 1] += b.row_ptr[r];
+  slot = std::make_unique<Layout>();
+  slot->kind = Layout::Kind::Blocks;
+  slot->blocks = {std::move(b)};
+  return *slot;
+}
+
+// Per query: every visible key up to `k`, else k - 1 random earlier keys and itself (a top-k
+// shaped index layout for the gather kernel).
+const Layout& index_layout(int n, int k) {
+  static std::map<std::pair<int, int>, std::unique_ptr<Layout>> cache;
+  auto& slot = cache[{n, k}];
+  if (slot) return *slot;
+  IndexLayout x;
+  x.row_ptr.push_back(0);
+  std::mt19937_64 rng(99);
+  std::vector<int32_t> keys(n);
+  for (int i = 0; i < n; ++i) {
+    const int visible = i + 1;
+    keys.resize(visible);
+    for (int j = 0; j < visible; ++j) keys[j] = j;
+    if (visible > k) {
+      std::shuffle(keys.begin(), keys.end() - 1, rng);
+      std::swap(keys[k - 1], keys[visible - 1]);
+      keys.resize(k);
+    }
+    std::sort(keys.begin(), keys.end());
+    x.col.insert(x.col.end(), keys.begin(), keys.end());
+    x.row_ptr.push_back(int64_t(x.col.size()));
+  }
+  slot = std::make_unique<Layout>();
+  slot->kind = Layout::Kind::Indices;
+  slot->indices = {std::move(x)};
+  return *slot;
+}
+
+// One attention case: times execute() only (the layout is built beforehand); `threads` 0 = all.
+// `fraction` < 1 runs a block layout with that fraction of the causal blocks; `topk` > 0 an index
+// layout with that many keys per query; `spec` names the variant (its normaliser and modifiers).
+void attention_case(benchmark::State& st, const std::string& backend_name, int n, double fraction,
+                    int threads = 0, const std::string& spec = "dense", int topk = 0) {
+  const Problem& p = problem(n);
+  const Variant v = make_variant(spec);
+  const Layout dense;
+  const Layout& layout =
+      topk > 0 ? index_layout(n, topk) : (fraction < 1.0 ? block_layout(n, fraction) : dense);
+  auto backend = make_backend(backend_name);
+  int64_t kept = 0;
+  for (int h = 0; h < p.n_heads; ++h) kept += layout_kept_entries(layout, p, h);
+  const double visible = double(visible_entries(p)) * p.n_heads;
+  double extra = 0, counted = 0;
+  for (auto _ : st) {
+    const int64_t base = g_live.load();
+    g_peak = base;
+    RunOptions opt;
+    opt.threads = threads;
+    Result r = backend->execute(v, p, layout, opt);
+    const double out_bytes = double(r.o.capacity() + r.row_stat.capacity()) * sizeof(float);
+    extra = std::max(extra, double(g_peak.load() - base) - out_bytes);
+    counted = r.stats.counted.flops;
+    benchmark::DoNotOptimize(r.o.data());
+  }
+  st.counters["n"] = n;
+  st.counters["heads"] = p.n_heads;
+  st.counters["d"] = p.d;
+  st.counters["block_fraction"] = fraction;
+  st.counters["density"] = double(kept) / visible;  // kept / causally visible entries
+  st.counters["useful_flops"] = 4.0 * p.d * double(kept);
+  st.counters["counted_flops"] = counted;
+  st.counters["peak_extra_bytes"] = extra;
+  const auto* cpu = dynamic_cast<const cpu::CpuBackend*>(backend.get());
+  st.counters["topk"] = topk;
+  st.SetLabel(backend_name + " " + spec + (fraction < 1.0 ? " block_sparse" : "") +
+              (topk > 0 ? " indices" : "") +
+              (cpu ? std::string(" isa=") + cpu->isa() : std::string()));
+}
+
+// fp32 GEMM C = A B at n^3: column blocks of C handed out dynamically over `threads` threads
+// (the kernels' own pool and scheduling, so both sides see the machine alike).
+void gemm_case(benchmark::State& st, int n, int threads) {
+  cpu::ThreadPool pool(threads);
+  Eigen::MatrixXf a = Eigen::MatrixXf::Random(n, n), b = Eigen::MatrixXf::Random(n, n);
+  Eigen::MatrixXf c(n, n);
+  const int block = 256, blocks = (n + block - 1) / block;
+  for (auto _ : st) {
+    pool.parallel_for(blocks, [&](int64_t k, int) {
+      const int c0 = int(k) * block, w = std::min(block, n - c0);
+      c.middleCols(c0, w).noalias() = a * b.middleCols(c0, w);
+    });
+    benchmark::DoNotOptimize(c.data());
+  }
+  st.counters["n"] = n;
+  st.counters["gemm_threads"] = threads;
+  st.counters["useful_flops"] = 2.0 * double(n) * n * n;
+  st.SetLabel("eigen sgemm");
+}
+
+void register_all() {
+  const bool quick = std::getenv("ATTN_BENCH_QUICK") != nullptr;
+  // ATTN_BENCH_REPS overrides every case's repetitions (run_bench.py's paired rounds use 1).
+  const char* reps_env = std::getenv("ATTN_BENCH_REPS");
+  const int reps_override = reps_env ? std::max(1, std::atoi(reps_env)) : 0;
+  auto add = [reps_override](const std::string& name, int reps, auto fn) {
+    if (reps_override) reps = reps_override;
+    benchmark::RegisterBenchmark(name.c_str(), fn)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime()
+        ->Iterations(1)
+        ->Repetitions(reps)
+        ->ReportAggregatesOnly(true);
+  };
+  const int threads = cpu::resolve_threads(0);
+  add("gemm_eigen/n:2048", 7, [threads](benchmark::State& s) { gemm_case(s, 2048, threads); });
+  // Per core: one thread each, compared by CPU time (steadier than wall time on a busy machine).
+  add("gemm_eigen_1t/n:2048", 5, [](benchmark::State& s) { gemm_case(s, 2048, 1); });
+  add("cpu_dense_1t/n:4096", 5,
+      [](benchmark::State& s) { attention_case(s, "cpu", 4096, 1.0, 1); });
+  for (int n : quick ? std::vector<int>{1024, 4096} : std::vector<int>{1024, 4096, 16384}) {
+    const int reps = n >= 16384 ? 3 : (n >= 4096 ? 7 : 11);
+    add("cpu_dense/n:" + std::to_string(n), reps,
+        [n](benchmark::State& s) { attention_case(s, "cpu", n, 1.0); });
+  }
+  add("reference_dense/n:1024", 3,
+      [](benchmark::State& s) { attention_case(s, "reference", 1024, 1.0); });
+  const int sparse_n = quick ? 4096 : 16384;
+  for (double f : {0.1, 0.2, 0.5})
+    add("cpu_block_sparse/n:" + std::to_string(sparse_n) +
+            "/fraction:" + std::to_string(f).substr(0, 3),
+        quick ? 3 : 5,
+        [f, sparse_n](benchmark::State& s) { attention_case(s, "cpu", sparse_n, f); });
+  // The other kernels, for their time and extra memory: the buffered normaliser (entmax), the
+  // sequential selective kernel, and the gather kernel on a top-256 index layout.
+  add("cpu_entmax/n:4096", 3,
+      [](benchmark::State& s) { attention_case(s, "cpu", 4096, 1.0, 0, "dense+entmax15"); });
+  add("cpu_selective/n:4096", 3,
+      [](benchmark::State& s) { attention_case(s, "cpu", 4096, 1.0, 0, "selective"); });
+  add("cpu_gather_top256/n:4096", 3,
+      [](benchmark::State& s) { attention_case(s, "cpu", 4096, 1.0, 0, "dense", 256); });
+  add("gemm_eigen_after/n:2048", 7,
+      [threads](benchmark::State& s) { gemm_case(s, 2048, threads); });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,182 @@
+// Substitution: a compute-core variant computes the attention of chosen layers/heads inside the
+// forward pass, and end_to_end() measures the effect on logits.
+#include <cmath>
+
+#include "arch_test_util.h"
+#include "compute/backend.h"
+#include "compute/metrics.h"
+#include "compute/registry.h"
+#include "models/arch/model.h"
+#include "models/arch/substitution.h"
+#include "test_util.h"
+
+namespace attn {
+namespace {
+
+using test::golden_dir;
+using test::golden_ints;
+using test::max_rel_error;
+
+ModelInput gpt2_input() {
+  ModelInput in;
+  in.ids = golden_ints("gpt2", "golden_ids");
+  return in;
+}
+
+TEST(ArchSubstitution, DenseVariantReproducesTheModel) {
+  for (const char* name : {"gpt2", "llama", "bert"}) {
+    auto model = load_model(golden_dir(name));
+    ModelInput in;
+    in.ids = golden_ints(name, "golden_ids");
+    const ModelOutput base = model->forward(in);
+    const Variant v = make_variant("dense");
+    auto backend = make_backend("cpu");
+    Substitution sub{&v, backend.get()};
+    const ModelOutput out = model->forward(in, {.substitution = &sub});
+    EXPECT_LE(max_rel_error(out.logits, base.logits), 1e-5) << name;
+    ASSERT_EQ(int(out.substituted.size()), model->info().n_layers);
+    EXPECT_EQ(int(out.substituted[0].heads.size()), model->info().n_heads);
+    EXPECT_DOUBLE_EQ(out.substituted[0].stats.density, 1.0);
+    const EndToEnd e = end_to_end(model->info(), in, base, out);
+    EXPECT_TRUE(e.has_tokens);
+    EXPECT_LT(e.mean_kl, 1e-9);
+    EXPECT_DOUBLE_EQ(e.top1_agreement, 1.0);
+    if (model->info().causal) {
+      EXPECT_TRUE(std::isnan(e.cls_cosine));  // position 0 never changes in a causal LM
+    } else {
+      EXPECT_NEAR(e.cls_cosine, 1.0, 1e-9);
+    }
+  }
+}
+
+TEST(ArchSubstitution, WindowInOneHeadChangesOnlyThatHead) {
+  auto model = load_model(golden_dir("gpt2"));
+  const ModelInput in = gpt2_input();
+  const int n = int(in.ids.size());
+  Capture base_cap(HookSelection::parse("blocks.0.attn.out,blocks.0.attn.q"));
+  const ModelOutput base = model->forward(in, {.capture = &base_cap});
+
+  const Variant v = make_variant("window(size=2)");
+  auto backend = make_backend("reference");
+  Substitution sub{&v, backend.get(), {0}, {1}};
+  Capture cap(HookSelection::parse("blocks.0.attn.out,blocks.0.attn.pattern"));
+  const ModelOutput out = model->forward(in, {.capture = &cap, .substitution = &sub});
+  ASSERT_EQ(out.substituted.size(), 1u);
+  EXPECT_EQ(out.substituted[0].layer, 0);
+  EXPECT_EQ(out.substituted[0].heads, std::vector<int>{1});
+  EXPECT_LT(out.substituted[0].stats.density, 1.0);
+
+  const int d = model->info().head_dim;
+  const auto& o0 = base_cap.layers[0].out;
+  const auto& o1 = cap.layers[0].out;
+  // Head 0 is untouched; head 1 is exactly the variant run on that head of the captured problem.
+  for (size_t i = 0; i < size_t(n) * d; ++i) EXPECT_FLOAT_EQ(o1[i], o0[i]);
+  Problem head1 = *base_cap.problem(0);
+  head1.n_heads = head1.n_kv_heads = 1;
+  head1.q.assign(head1.q.begin() + n * d, head1.q.begin() + 2 * n * d);
+  head1.k.assign(base_cap.problem(0)->k.begin() + n * d,
+                 base_cap.problem(0)->k.begin() + 2 * n * d);
+  head1.v.assign(base_cap.problem(0)->v.begin() + n * d,
+                 base_cap.problem(0)->v.begin() + 2 * n * d);
+  const Result r = run(v, head1, *backend);
+  const std::vector<float> got(o1.begin() + n * d, o1.begin() + 2 * n * d);
+  EXPECT_LE(relative_error(got, r.o), 1e-6);
+  EXPECT_GT(relative_error(got, std::vector<float>(o0.begin() + n * d, o0.begin() + 2 * n * d)),
+            1e-3);
+  // The captured pattern of the substituted head is the variant's: zero outside the window.
+  const auto& pat = cap.layers[0].pattern;
+  for (int i = 0; i < n; ++i) {
+    double sum = 0;
+    for (int j = 0; j < n; ++j) {
+      const float p = pat[(size_t(1) * n + i) * n + j];
+      if (j < i - 1 || j > i) {
+        EXPECT_EQ(p, 0.0f) << i << "," << j;
+      }
+      sum += p;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+  }
+
+  const EndToEnd e = end_to_end(model->info(), in, base, out);
+  EXPECT_GT(e.mean_kl, 0.0);
+  EXPECT_EQ(e.kl[0], 0.0f);  // the first token sees only itself either way
+  EXPECT_GE(e.max_kl, e.mean_kl);
+  EXPECT_TRUE(std::isfinite(e.ppl_dense));
+  EXPECT_TRUE(std::isfinite(e.ppl_variant));
+}
+
+TEST(ArchSubstitution, EndToEndMetricsByHand) {
+  ModelInfo info;
+  info.causal = true;
+  ModelInput in;
+  in.ids = {0, 1, 2};
+  ModelOutput a, b;
+  a.n_tokens = b.n_tokens = 3;
+  a.n_logits = b.n_logits = 3;
+  a.logits = {0, 0, 0, /**/ 1, 2, 3, /**/ 5, 0, 0};
+  b.logits = {0, 0, 0, /**/ 3, 2, 1, /**/ 5, 0, 0};
+  const EndToEnd e = end_to_end(info, in, a, b);
+  // Row 1: p = softmax(1,2,3), q = softmax(3,2,1); KL(p||q) = sum p (log p - log q).
+  const double z = std::exp(1) + std::exp(2) + std::exp(3);
+  const double p[3] = {std::exp(1) / z, std::exp(2) / z, std::exp(3) / z};
+  const double kl1 = p[0] * (1 - 3) + p[1] * 0 + p[2] * (3 - 1);
+  EXPECT_NEAR(e.kl[1], kl1, 1e-6);
+  EXPECT_NEAR(e.kl[0], 0, 1e-12);
+  EXPECT_NEAR(e.mean_kl, kl1 / 3, 1e-6);
+  EXPECT_NEAR(e.top1_agreement, 2.0 / 3.0, 1e-12);
+  // Perplexity: position 0 predicts id 1 (uniform: log 3), position 1 predicts id 2.
+  const double nll_a = std::log(3.0) + (std::log(z) - 3);
+  const double nll_b = std::log(3.0) + (std::log(z) - 1);
+  EXPECT_NEAR(e.ppl_dense, std::exp(nll_a / 2), 1e-9);
+  EXPECT_NEAR(e.ppl_variant, std::exp(nll_b / 2), 1e-9);
+  ModelOutput c = a;
+  c.n_tokens = 2;
+  EXPECT_ATTN_ERROR(end_to_end(info, in, a, c), ErrorCode::InvalidArgument, "differ");
+}
+
+TEST(ArchSubstitution, VitClassAgreementAndClsCosine) {
+  auto model = load_model(golden_dir("vit"));
+  ModelInput in;
+  const auto& pp = model->preprocessor();
+  in.image = pp(load_image(golden_dir("vit") + "/image.png", pp.channels));
+  const ModelOutput base = model->forward(in);
+  const Variant v = make_variant("window(size=1)");  // bidirectional window: each patch alone
+  auto backend = make_backend("cpu");
+  Substitution sub{&v, backend.get()};
+  const ModelOutput out = model->forward(in, {.substitution = &sub});
+  const EndToEnd e = end_to_end(model->info(), in, base, out);
+  EXPECT_TRUE(e.has_class);
+  EXPECT_FALSE(e.has_tokens);
+  EXPECT_GE(e.class_dense, 0);
+  EXPECT_EQ(e.class_agree, e.class_dense == e.class_variant);
+  EXPECT_LT(e.cls_cosine, 0.9999);
+  EXPECT_GT(e.cls_cosine, -1.0);
+}
+
+TEST(ArchSubstitution, SequenceStateAcrossLayers) {
+  // Sketch&Walk carries its walk across the layers of one pass.
+  auto model = load_model(golden_dir("llama"));
+  ModelInput in;
+  in.ids = golden_ints("llama", "golden_ids");
+  const Variant v = make_variant("sketch_walk(block=4,density=0.5)");
+  auto backend = make_backend("cpu");
+  Substitution sub{&v, backend.get()};
+  const ModelOutput out = model->forward(in, {.substitution = &sub});
+  ASSERT_EQ(out.substituted.size(), 2u);
+  for (float x : out.logits) ASSERT_TRUE(std::isfinite(x));
+}
+
+TEST(ArchSubstitution, BadLayerOrHead) {
+  auto model = load_model(golden_dir("gpt2"));
+  const Variant v = make_variant("dense");
+  auto backend = make_backend("cpu");
+  Substitution bad_layer{&v, backend.get(), {2}};
+  EXPECT_ATTN_ERROR(model->forward(gpt2_input(), {.substitution = &bad_layer}),
+                    ErrorCode::InvalidArgument, "layer 2", "2 layers");
+  Substitution bad_head{&v, backend.get(), {}, {5}};
+  EXPECT_ATTN_ERROR(model->forward(gpt2_input(), {.substitution = &bad_head}),
+                    ErrorCode::InvalidArgument, "head 5", "2 heads");
+}
+
+}  // namespace
+}  // namespace attn
