@@ -21,8 +21,37 @@ def minutes(seconds):
     return f"{seconds / 60:.0f} min"
 
 
+def stage(t):
+    return (f"{t['epochs']} epochs ({t['steps']} steps) of AdamW, lr {t['lr']} (warmup "
+            f"{t.get('warmup_steps', 300)} steps, then cosine to 0), weight decay "
+            f"{t['weight_decay']}, batch {t['batch']}, horizontal flips "
+            f"{'on' if t.get('flip') else 'off'}, seed {t['seed']}")
+
+
+def stages(t):
+    c = t.get("continued_from")
+    if not c:
+        return stage(t)
+    return (f"{stage(c)} (test accuracy {100 * c['test_accuracy']:.2f}%); then, from those "
+            f"weights, {stage(t)}")
+
+
+def reproduce(t):
+    def cmd(t, extra=""):
+        return (f"`/usr/bin/python3 models/train/train_vision.py --epochs {t['epochs']} "
+                f"--lr {t['lr']} --warmup-steps {t.get('warmup_steps', 300)}"
+                + (" --flip" if t.get("flip") else "") + extra + "`")
+    c = t.get("continued_from")
+    if not c:
+        return cmd(t) + "."
+    return cmd(c, " --out /tmp/stage1") + ", then " + cmd(t, " --init /tmp/stage1") + "."
+
+
 def vision_card(folder, cfg, ph):
     t = ph["training"]
+    c = t.get("continued_from") or {}
+    wall = t["wall_seconds"] + c.get("wall_seconds", 0)
+    cpu = t.get("cpu_seconds", 0) + c.get("cpu_seconds", 0) if "cpu_seconds" in t else 0
     fg = ph["cls_foreground"]
     per_layer = fg.get("fg_greater_than_bg_per_layer_mean_over_heads")
     per_head = fg.get("fg_greater_than_bg_per_layer_per_head")
@@ -42,13 +71,10 @@ def vision_card(folder, cfg, ph):
         f"| parameters | {ph['parameters']:,} |",
         "| data | Fashion-MNIST (Debian `dataset-fashion-mnist`): 60,000 training images, "
         "10,000 test images, 10 classes |",
-        f"| training | AdamW, lr {t['lr']}, weight decay {t['weight_decay']}, batch {t['batch']}, "
-        f"{t['epochs']} epochs ({t['steps']} steps), warmup {t.get('warmup_steps', '?')} steps then "
-        f"cosine; horizontal flips: {'yes' if t.get('flip') else 'no'}; seed {t['seed']}; "
-        f"{t['threads']} thread |",
-        f"| time | {minutes(t['wall_seconds'])} wall"
-        + (f", {minutes(t['cpu_seconds'])} CPU" if "cpu_seconds" in t else "")
-        + f" (PyTorch {t['torch']}, shared 2-core machine) |",
+        f"| training | {stages(t)} |",
+        f"| time | {minutes(wall)} wall"
+        + (f", {minutes(cpu)} CPU" if cpu else "")
+        + f" (PyTorch {t['torch']}, one thread on a shared, loaded 2-core machine) |",
         f"| **test accuracy** | **{100 * ph['test_accuracy']:.2f}%** on all "
         f"{ph['test_images']:,} test images |",
         f"| bundled sample images | {100 * ph['sample_images_accuracy']:.2f}% "
@@ -81,9 +107,7 @@ def vision_card(folder, cfg, ph):
         f"`{ph['golden']['image']}`.",
         "- Checked by `tests/models/test_default_models.cpp` (C++ forward pass vs these values).",
         "",
-        "Reproduce: `nice -n 19 /usr/bin/python3 models/train/train_vision.py` "
-        f"(add `--epochs {t['epochs']}`"
-        + (" --flip" if t.get("flip") else "") + ").",
+        "Reproduce: " + reproduce(t),
         "",
     ]
     return "\n".join(lines)

@@ -37,6 +37,9 @@ def parse_args():
     p.add_argument("--warmup-steps", type=int, default=300)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--flip", action="store_true", help="random horizontal flips (off by default)")
+    p.add_argument("--init", default=None,
+                   help="start from the checkpoint in this folder (its phenomena.json's training "
+                        "settings are kept in the new one as 'continued_from')")
     p.add_argument("--measure-only", action="store_true",
                    help="skip training: re-measure the checkpoint already in --out")
     p.add_argument("--threads", type=int, default=1)
@@ -214,6 +217,17 @@ def main():
     model = vit.ViTForImageClassification(cfg)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"parameters {n_params}  mean {mean} std {std}", flush=True)
+    continued_from = None
+    if args.init and not args.measure_only:
+        init_state, _ = safetensors_io.load_file(os.path.join(args.init, "model.safetensors"))
+        model.load_state_dict({k: torch.from_numpy(v) for k, v in init_state.items()}, strict=True)
+        with open(os.path.join(args.init, "phenomena.json")) as f:
+            prev = json.load(f)
+        continued_from = dict(prev["training"])
+        # Runs before the --flip option always flipped.
+        continued_from.setdefault("flip", True)
+        continued_from["test_accuracy"] = prev["test_accuracy"]
+        print(f"starting from {args.init} (test accuracy {prev['test_accuracy']:.4f})", flush=True)
 
     if args.measure_only:
         with open(os.path.join(args.out, "phenomena.json")) as f:
@@ -227,6 +241,8 @@ def main():
                     "batch": args.batch, "lr": args.lr, "weight_decay": args.weight_decay,
                     "warmup_steps": args.warmup_steps, "wall_seconds": round(wall),
                     "cpu_seconds": cpu, "threads": args.threads, "torch": torch.__version__}
+        if continued_from:
+            training["continued_from"] = continued_from
         model.eval()
         test_acc = evaluate(model, x_te, y_te)
         print(f"test accuracy {test_acc:.4f}  wall {wall:.0f}s", flush=True)
