@@ -62,6 +62,10 @@ def parse_args():
                    help="init std of the query/key columns of c_attn (HF uses 0.02 everywhere); "
                         "larger Q/K make attention non-uniform from the start, which shortens "
                         "the plateau before heads specialise")
+    p.add_argument("--pos-init", choices=["normal", "sinusoidal"], default="sinusoidal",
+                   help="initial position embeddings: HF's N(0, 0.02), or sinusoids (Vaswani et "
+                        "al. 2017) of the same row norm, whose relative-position structure lets "
+                        "previous-token heads form early (they are still learned)")
     p.add_argument("--mix", default="text=0.4,copy=0.15,repeat=0.25,backcopy=0.2",
                    help="fractions of training windows of each kind")
     p.add_argument("--eval-every", type=int, default=200)
@@ -187,6 +191,13 @@ def main():
     with torch.no_grad():
         for block in model.transformer.h:
             block.attn.c_attn.weight[:, :2 * args.embd].normal_(0.0, args.qk_init_std)
+        if args.pos_init == "sinusoidal":
+            pos = torch.arange(args.context, dtype=torch.float64)[:, None]
+            freq = 10000.0 ** (-torch.arange(0, args.embd, 2, dtype=torch.float64) / args.embd)
+            pe = torch.zeros(args.context, args.embd, dtype=torch.float64)
+            pe[:, 0::2], pe[:, 1::2] = torch.sin(pos * freq), torch.cos(pos * freq)
+            # Row norm sqrt(embd/2) scaled to that of an N(0, 0.02) row, 0.02 sqrt(embd).
+            model.transformer.wpe.weight.copy_((pe * 0.02 * math.sqrt(2.0)).float())
     n_params = sum(p.numel() for p in model.parameters())
     print(f"parameters {n_params}", flush=True)
 
@@ -236,7 +247,8 @@ def main():
         "seed": args.seed, "steps": args.steps, "batch": args.batch, "context": args.context,
         "tokens_seen": args.steps * args.batch * args.context, "lr": args.lr,
         "min_lr_ratio": args.min_lr_ratio, "warmup_steps": args.warmup_steps,
-        "weight_decay": args.weight_decay, "qk_init_std": args.qk_init_std, "mix": fractions,
+        "weight_decay": args.weight_decay, "qk_init_std": args.qk_init_std, "pos_init": args.pos_init,
+        "mix": fractions,
         "threads": args.threads, "wall_seconds_training": round(wall),
         "cpu_seconds_training": round(cpu), "corpus_train_tokens": int(len(train_ids)),
         "corpus_heldout_tokens": int(len(heldout_ids)), "torch": torch.__version__,
