@@ -62,6 +62,9 @@ def parse_args():
                    help="init std of the query/key columns of c_attn (HF uses 0.02 everywhere); "
                         "larger Q/K make attention non-uniform from the start, which shortens "
                         "the plateau before heads specialise")
+    p.add_argument("--max-minutes", type=float, default=0,
+                   help="stop training after this many wall-clock minutes (0 = no limit); the "
+                        "steps actually taken are recorded")
     p.add_argument("--pos-init", choices=["normal", "sinusoidal"], default="sinusoidal",
                    help="initial position embeddings: HF's N(0, 0.02), or sinusoids (Vaswani et "
                         "al. 2017) of the same row norm, whose relative-position structure lets "
@@ -217,7 +220,12 @@ def main():
     history = []
     t_train, cpu0 = time.time(), time.process_time()
     loss_avg = None
+    steps_done = 0
     for step in range(args.steps):
+        if args.max_minutes and time.time() - t_train > 60 * args.max_minutes:
+            print(f"time limit: stopping after {step} of {args.steps} steps", flush=True)
+            break
+        steps_done = step + 1
         x, y = mix.batch(args.batch)
         for g in opt.param_groups:
             g["lr"] = lr_at(step)
@@ -244,8 +252,9 @@ def main():
     save_checkpoint(model, tok, args.out)
     result = measure_text.measure(args.out, heldout_ids, pool)
     result["training"] = {
-        "seed": args.seed, "steps": args.steps, "batch": args.batch, "context": args.context,
-        "tokens_seen": args.steps * args.batch * args.context, "lr": args.lr,
+        "seed": args.seed, "steps": steps_done, "steps_scheduled": args.steps,
+        "batch": args.batch, "context": args.context,
+        "tokens_seen": steps_done * args.batch * args.context, "lr": args.lr,
         "min_lr_ratio": args.min_lr_ratio, "warmup_steps": args.warmup_steps,
         "weight_decay": args.weight_decay, "qk_init_std": args.qk_init_std, "pos_init": args.pos_init,
         "mix": fractions,
