@@ -141,7 +141,10 @@ def text_card(folder, cfg, ph):
         f"| training mix | {mix} (see below) |",
         f"| optimisation | AdamW, lr {t['lr']} (warmup {t['warmup_steps']}, cosine to "
         f"{t['min_lr_ratio']}x), weight decay {t['weight_decay']}, batch {t['batch']} x "
-        f"{t['context']} tokens, {t['steps']} steps ({t['tokens_seen']:,} tokens), Q/K init std "
+        f"{t['context']} tokens, {t['steps']} steps"
+        + (f" (stopped at a time limit; the schedule was for {t['steps_scheduled']})"
+           if t.get("steps_scheduled", t["steps"]) != t["steps"] else "")
+        + f" ({t['tokens_seen']:,} tokens), Q/K init std "
         f"{t.get('qk_init_std', 0.02)}, position embeddings initialised "
         f"{t.get('pos_init', 'normal')}, seed {t['seed']}, {t['threads']} thread |",
         f"| time | {minutes(t['wall_seconds_training'])} wall"
