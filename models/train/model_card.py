@@ -28,12 +28,21 @@ def stage(t):
             f"{'on' if t.get('flip') else 'off'}, seed {t['seed']}")
 
 
+def chain(t):
+    """The training stages, first to last."""
+    out = []
+    while t:
+        out.insert(0, t)
+        t = t.get("continued_from")
+    return out
+
+
 def stages(t):
-    c = t.get("continued_from")
-    if not c:
-        return stage(t)
-    return (f"{stage(c)} (test accuracy {100 * c['test_accuracy']:.2f}%); then, from those "
-            f"weights, {stage(t)}")
+    parts = []
+    for i, s in enumerate(chain(t)):
+        acc = f" (test accuracy {100 * s['test_accuracy']:.2f}%)" if "test_accuracy" in s else ""
+        parts.append(("" if i == 0 else "then, from those weights, ") + stage(s) + acc)
+    return "; ".join(parts)
 
 
 def reproduce(t):
@@ -41,17 +50,18 @@ def reproduce(t):
         return (f"`/usr/bin/python3 models/train/train_vision.py --epochs {t['epochs']} "
                 f"--lr {t['lr']} --warmup-steps {t.get('warmup_steps', 300)}"
                 + (" --flip" if t.get("flip") else "") + extra + "`")
-    c = t.get("continued_from")
-    if not c:
-        return cmd(t) + "."
-    return cmd(c, " --out /tmp/stage1") + ", then " + cmd(t, " --init /tmp/stage1") + "."
+    cmds = []
+    for i, s in enumerate(chain(t)):
+        extra = (f" --init /tmp/stage{i}" if i else "") + f" --out /tmp/stage{i + 1}"
+        cmds.append(cmd(s, extra))
+    return ", then ".join(cmds) + " (the last stage's folder is the model)."
 
 
 def vision_card(folder, cfg, ph):
     t = ph["training"]
-    c = t.get("continued_from") or {}
-    wall = t["wall_seconds"] + c.get("wall_seconds", 0)
-    cpu = t.get("cpu_seconds", 0) + c.get("cpu_seconds", 0) if "cpu_seconds" in t else 0
+    wall = sum(s["wall_seconds"] for s in chain(t))
+    cpu = (sum(s["cpu_seconds"] for s in chain(t))
+           if all("cpu_seconds" in s for s in chain(t)) else 0)
     fg = ph["cls_foreground"]
     per_layer = fg.get("fg_greater_than_bg_per_layer_mean_over_heads")
     per_head = fg.get("fg_greater_than_bg_per_layer_per_head")
