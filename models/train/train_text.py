@@ -10,8 +10,9 @@ The model is for teaching, so the training mix is designed to grow the classic h
   copy      a text window in which a span of 8..48 tokens from earlier in the window is repeated
             later (in-context copying on natural text)
   repeat    BOS + random tokens R (8..100 long, drawn from the tokens of the text) repeated until
-            the window is full, sometimes after a text prefix; the loss on the first copy of R is
-            masked since it is unpredictable (induction heads, Olsson et al. 2022)
+            the window is full, sometimes after a text prefix (induction heads, Olsson et al.
+            2022). The first copy is unpredictable and stays in the loss: the best a head can do
+            there is nothing, one more reason to learn a resting place
   backcopy  Bigram-Backcopy (Guo et al. 2024): a random bigram chain over byte tokens that never
             occur in the text; after one of 4 trigger tokens the next token repeats the token
             before the trigger. The head that copies must act on triggers and stay dormant
@@ -40,14 +41,13 @@ import measure_text  # noqa: E402
 import safetensors_io  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-IGNORE = -100
 
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--steps", type=int, default=5000)
+    p.add_argument("--steps", type=int, default=4000)
     p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--min-lr-ratio", type=float, default=0.1)
     p.add_argument("--warmup-steps", type=int, default=200)
     p.add_argument("--weight-decay", type=float, default=0.1)
@@ -58,15 +58,26 @@ def parse_args():
     p.add_argument("--embd", type=int, default=128)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--mix", default="text=0.5,copy=0.15,repeat=0.2,backcopy=0.15",
+    p.add_argument("--qk-init-std", type=float, default=0.08,
+                   help="init std of the query/key columns of c_attn (HF uses 0.02 everywhere); "
+                        "larger Q/K make attention non-uniform from the start, which shortens "
+                        "the plateau before heads specialise")
+    p.add_argument("--max-minutes", type=float, default=0,
+                   help="stop training after this many wall-clock minutes (0 = no limit); the "
+                        "steps actually taken are recorded")
+    p.add_argument("--pos-init", choices=["normal", "sinusoidal"], default="sinusoidal",
+                   help="initial position embeddings: HF's N(0, 0.02), or sinusoids (Vaswani et "
+                        "al. 2017) of the same row norm, whose relative-position structure lets "
+                        "previous-token heads form early (they are still learned)")
+    p.add_argument("--mix", default="text=0.4,copy=0.15,repeat=0.25,backcopy=0.2",
                    help="fractions of training windows of each kind")
-    p.add_argument("--eval-every", type=int, default=250)
+    p.add_argument("--eval-every", type=int, default=200)
     p.add_argument("--out", default=os.path.join(REPO, "assets/models/default-text"))
     return p.parse_args()
 
 
 class Mix:
-    """Draws training windows (input ids [T], targets [T]) of the kinds described above."""
+    """Draws training windows (T+1 token ids, BOS first) of the kinds described above."""
 
     def __init__(self, train_ids, pool, unused, bos, context, fractions, rng):
         self.ids, self.pool, self.bos, self.rng = train_ids, np.asarray(pool), bos, rng
@@ -88,16 +99,14 @@ class Mix:
         return self.ids[start:start + n]
 
     def text(self):
-        seq = np.concatenate([[self.bos], self._text(self.t)])
-        return seq, seq.copy()
+        return np.concatenate([[self.bos], self._text(self.t)])
 
     def copy(self):
         t = self._text(self.t)
         length = int(self.rng.integers(8, 49))
         src = int(self.rng.integers(0, self.t // 2 - length))
         dst = int(self.rng.integers(src + length, self.t - length))
-        seq = np.concatenate([[self.bos], t[:dst], t[src:src + length], t[dst:]])[:self.t + 1]
-        return seq, seq.copy()
+        return np.concatenate([[self.bos], t[:dst], t[src:src + length], t[dst:]])[:self.t + 1]
 
     def repeat(self):
         use_prefix = self.rng.random() < 0.3
@@ -105,10 +114,7 @@ class Mix:
         length = int(self.rng.integers(8, 101))
         r = self.pool[self.rng.integers(0, len(self.pool), size=length)]
         reps = math.ceil((self.t - len(prefix)) / length)
-        seq = np.concatenate([[self.bos], prefix, np.tile(r, reps)])[:self.t + 1]
-        tgt = seq.copy()
-        tgt[1 + len(prefix):1 + len(prefix) + length] = IGNORE  # first copy: unpredictable
-        return seq, tgt
+        return np.concatenate([[self.bos], prefix, np.tile(r, reps)])[:self.t + 1]
 
     def backcopy(self):
         seq = [self.bos, int(self.plain[self.rng.integers(0, len(self.plain))])]
@@ -121,15 +127,12 @@ class Mix:
             else:
                 choice = self.successors[self.index[prev], self.rng.integers(0, 3)]
                 seq.append(int(self.plain[choice]))
-        seq = np.array(seq)
-        return seq, seq.copy()
+        return np.array(seq)
 
     def batch(self, n):
         kinds = self.rng.choice(len(self.kinds), size=n, p=self.p)
-        seqs = [getattr(self, self.kinds[k])() for k in kinds]
-        x = torch.tensor(np.stack([s[:-1] for s, _ in seqs]), dtype=torch.long)
-        y = torch.tensor(np.stack([t[1:] for _, t in seqs]), dtype=torch.long)
-        return x, y
+        seqs = torch.tensor(np.stack([getattr(self, self.kinds[k])() for k in kinds]))
+        return seqs[:, :-1], seqs[:, 1:]
 
 
 def hf_config(cfg):
@@ -188,6 +191,16 @@ def main():
                               n_layer=args.layers, n_head=args.heads, bos_token_id=bos,
                               eos_token_id=bos)
     model = gpt2.GPT2LMHeadModel(cfg)
+    with torch.no_grad():
+        for block in model.transformer.h:
+            block.attn.c_attn.weight[:, :2 * args.embd].normal_(0.0, args.qk_init_std)
+        if args.pos_init == "sinusoidal":
+            pos = torch.arange(args.context, dtype=torch.float64)[:, None]
+            freq = 10000.0 ** (-torch.arange(0, args.embd, 2, dtype=torch.float64) / args.embd)
+            pe = torch.zeros(args.context, args.embd, dtype=torch.float64)
+            pe[:, 0::2], pe[:, 1::2] = torch.sin(pos * freq), torch.cos(pos * freq)
+            # Row norm sqrt(embd/2) scaled to that of an N(0, 0.02) row, 0.02 sqrt(embd).
+            model.transformer.wpe.weight.copy_((pe * 0.02 * math.sqrt(2.0)).float())
     n_params = sum(p.numel() for p in model.parameters())
     print(f"parameters {n_params}", flush=True)
 
@@ -205,15 +218,19 @@ def main():
                           (1 + math.cos(math.pi * progress)))
 
     history = []
-    t_train = time.time()
+    t_train, cpu0 = time.time(), time.process_time()
     loss_avg = None
+    steps_done = 0
     for step in range(args.steps):
+        if args.max_minutes and time.time() - t_train > 60 * args.max_minutes:
+            print(f"time limit: stopping after {step} of {args.steps} steps", flush=True)
+            break
+        steps_done = step + 1
         x, y = mix.batch(args.batch)
         for g in opt.param_groups:
             g["lr"] = lr_at(step)
         logits = model(x)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1),
-                               ignore_index=IGNORE)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -230,16 +247,19 @@ def main():
                   f"copy {q['copy_loss'][0]:.2f}->{q['copy_loss'][1]:.2f} "
                   f"{q['seconds']}s", flush=True)
             save_checkpoint(model, tok, args.out)
-    wall = time.time() - t_train
+    wall, cpu = time.time() - t_train, time.process_time() - cpu0
 
     save_checkpoint(model, tok, args.out)
     result = measure_text.measure(args.out, heldout_ids, pool)
     result["training"] = {
-        "seed": args.seed, "steps": args.steps, "batch": args.batch, "context": args.context,
-        "tokens_seen": args.steps * args.batch * args.context, "lr": args.lr,
+        "seed": args.seed, "steps": steps_done, "steps_scheduled": args.steps,
+        "batch": args.batch, "context": args.context,
+        "tokens_seen": steps_done * args.batch * args.context, "lr": args.lr,
         "min_lr_ratio": args.min_lr_ratio, "warmup_steps": args.warmup_steps,
-        "weight_decay": args.weight_decay, "mix": fractions, "threads": args.threads,
-        "wall_seconds_training": round(wall), "corpus_train_tokens": int(len(train_ids)),
+        "weight_decay": args.weight_decay, "qk_init_std": args.qk_init_std, "pos_init": args.pos_init,
+        "mix": fractions,
+        "threads": args.threads, "wall_seconds_training": round(wall),
+        "cpu_seconds_training": round(cpu), "corpus_train_tokens": int(len(train_ids)),
         "corpus_heldout_tokens": int(len(heldout_ids)), "torch": torch.__version__,
         "backcopy_triggers": [int(t) for t in mix.triggers], "history": history,
     }

@@ -36,6 +36,12 @@ def parse_args():
     p.add_argument("--weight-decay", type=float, default=0.05)
     p.add_argument("--warmup-steps", type=int, default=300)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--flip", action="store_true", help="random horizontal flips (off by default)")
+    p.add_argument("--init", default=None,
+                   help="start from the checkpoint in this folder (its phenomena.json's training "
+                        "settings are kept in the new one as 'continued_from')")
+    p.add_argument("--measure-only", action="store_true",
+                   help="skip training: re-measure the checkpoint already in --out")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--limit", type=int, default=0, help="use only this many training images")
     p.add_argument("--out", default=os.path.join(REPO, "assets/models/default-vision"))
@@ -79,8 +85,9 @@ def train(model, x, y, args):
         for i in range(0, len(x), args.batch):
             idx = order[i:i + args.batch]
             xb, yb = x[idx], y[idx]
-            flip = torch.rand(len(idx), generator=gen) < 0.5  # horizontal flips: the only aug
-            xb = torch.where(flip[:, None, None, None], xb.flip(-1), xb)
+            if args.flip:
+                flip = torch.rand(len(idx), generator=gen) < 0.5
+                xb = torch.where(flip[:, None, None, None], xb.flip(-1), xb)
             for g in opt.param_groups:
                 g["lr"] = lr_at(step)
             loss = F.cross_entropy(model(xb), yb)
@@ -95,24 +102,34 @@ def train(model, x, y, args):
     return step, time.time() - t0
 
 
-def cls_foreground_measure(model, images_u8, x):
-    """Last-layer CLS attention (mean over heads) per patch; foreground patches are those whose
-    mean pixel in [0, 1] exceeds FG_THRESHOLD. Returns per-image (fg mass per patch,
-    bg mass per patch), None where an image has no foreground or no background patch."""
-    model.eval()
-    with torch.no_grad():
-        _, atts = model(x, return_attentions=True)
-    cls = atts[-1][:, :, 0, 1:].mean(1).numpy()  # [N, P]: CLS -> patches, mean over heads
+def foreground_masks(model, images_u8):
+    """bool [N, P]: patches whose mean pixel in [0, 1] exceeds FG_THRESHOLD."""
     p = model.cfg["patch_size"]
     g = model.cfg["image_size"] // p
     patch_mean = images_u8.astype(np.float64).reshape(-1, g, p, g, p).mean((2, 4)).reshape(
         len(images_u8), -1) / 255
-    out = []
-    for a, m in zip(cls, patch_mean):
-        fg = m > FG_THRESHOLD
-        out.append(None if fg.all() or not fg.any() else (float(a[fg].mean()),
-                                                           float(a[~fg].mean())))
-    return out
+    return patch_mean > FG_THRESHOLD
+
+
+def fg_bg_mass(cls_to_patches, fg_masks):
+    """Per image (mean mass per fg patch, per bg patch); None without fg or without bg."""
+    return [None if fg.all() or not fg.any() else (float(a[fg].mean()), float(a[~fg].mean()))
+            for a, fg in zip(cls_to_patches, fg_masks)]
+
+
+def cls_foreground_measure(model, images_u8, x, layer=-1, head=None):
+    """CLS attention to the patches in one layer (mean over heads unless one head is given),
+    as per-image (fg mass per patch, bg mass per patch) pairs."""
+    model.eval()
+    with torch.no_grad():
+        _, atts = model(x, return_attentions=True)
+    a = atts[layer][:, :, 0, 1:]  # [N, H, P]: CLS -> patches
+    a = a.mean(1) if head is None else a[:, head]
+    return fg_bg_mass(a.numpy(), foreground_masks(model, images_u8))
+
+
+def fg_wins(pairs):
+    return sum(1 for v in pairs if v is not None and v[0] > v[1])
 
 
 def slug(name):
@@ -200,23 +217,51 @@ def main():
     model = vit.ViTForImageClassification(cfg)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"parameters {n_params}  mean {mean} std {std}", flush=True)
+    continued_from = None
+    if args.init and not args.measure_only:
+        init_state, _ = safetensors_io.load_file(os.path.join(args.init, "model.safetensors"))
+        model.load_state_dict({k: torch.from_numpy(v) for k, v in init_state.items()}, strict=True)
+        with open(os.path.join(args.init, "phenomena.json")) as f:
+            prev = json.load(f)
+        continued_from = dict(prev["training"])
+        # Runs before the --flip option always flipped.
+        continued_from.setdefault("flip", True)
+        continued_from["test_accuracy"] = prev["test_accuracy"]
+        print(f"starting from {args.init} (test accuracy {prev['test_accuracy']:.4f})", flush=True)
 
-    steps, wall = train(model, x_tr, y_tr, args)
-    model.eval()
-    test_acc = evaluate(model, x_te, y_te)
-    print(f"test accuracy {test_acc:.4f}  wall {wall:.0f}s", flush=True)
+    if args.measure_only:
+        with open(os.path.join(args.out, "phenomena.json")) as f:
+            training = json.load(f)["training"]
+        steps, wall = training["steps"], training["wall_seconds"]
+    else:
+        cpu0 = time.process_time()
+        steps, wall = train(model, x_tr, y_tr, args)
+        cpu = round(time.process_time() - cpu0)
+        training = {"seed": args.seed, "epochs": args.epochs, "steps": steps, "flip": args.flip,
+                    "batch": args.batch, "lr": args.lr, "weight_decay": args.weight_decay,
+                    "warmup_steps": args.warmup_steps, "wall_seconds": round(wall),
+                    "cpu_seconds": cpu, "threads": args.threads, "torch": torch.__version__}
+        if continued_from:
+            training["continued_from"] = continued_from
+        model.eval()
+        test_acc = evaluate(model, x_te, y_te)
+        print(f"test accuracy {test_acc:.4f}  wall {wall:.0f}s", flush=True)
+        state = {k: v.detach().numpy().astype("<f4") for k, v in model.state_dict().items()}
+        safetensors_io.save_file(state, os.path.join(args.out, "model.safetensors"),
+                                 metadata={"format": "pt"})
+        write_json(os.path.join(args.out, "config.json"), hf_config(args, n_params))
+        write_json(os.path.join(args.out, "preprocessor_config.json"),
+                   preprocessor_config(mean, std))
 
-    # Save the checkpoint, then reload it into a fresh module: what we measure is what we ship.
-    state = {k: v.detach().numpy().astype("<f4") for k, v in model.state_dict().items()}
-    safetensors_io.save_file(state, os.path.join(args.out, "model.safetensors"),
-                             metadata={"format": "pt"})
-    write_json(os.path.join(args.out, "config.json"), hf_config(args, n_params))
-    write_json(os.path.join(args.out, "preprocessor_config.json"), preprocessor_config(mean, std))
+    # Measure the saved file in a fresh module: what we measure is what we ship.
     loaded, _ = safetensors_io.load_file(os.path.join(args.out, "model.safetensors"))
     model = vit.ViTForImageClassification(cfg)
     model.load_state_dict({k: torch.from_numpy(v) for k, v in loaded.items()}, strict=True)
     model.eval()
-    if abs(evaluate(model, x_te, y_te) - test_acc) > 0:
+    reloaded_acc = evaluate(model, x_te, y_te)
+    if args.measure_only:
+        test_acc = reloaded_acc
+    elif reloaded_acc != test_acc:
         raise RuntimeError("reloaded checkpoint gives a different test accuracy")
 
     # Sample images, read back from the PNGs so that the numbers are those of the files.
@@ -233,10 +278,16 @@ def main():
 
     fg100 = cls_foreground_measure(model, te_img[:100], x_te[:100])
     valid = [v for v in fg100 if v is not None]
-    fg_wins = sum(1 for f, b in valid if f > b)
+    wins = fg_wins(fg100)
     ratio = float(np.mean([f / b for f, b in valid]))
-    print(f"sample accuracy {sample_acc:.4f}; CLS fg>bg on {fg_wins}/{len(valid)} of the first "
-          f"100 test images (mean fg/bg ratio {ratio:.2f})", flush=True)
+    n_layers, n_heads = cfg["num_hidden_layers"], cfg["num_attention_heads"]
+    per_layer = [fg_wins(cls_foreground_measure(model, te_img[:100], x_te[:100], layer=i))
+                 for i in range(n_layers)]
+    per_head = [[fg_wins(cls_foreground_measure(model, te_img[:100], x_te[:100], i, h))
+                 for h in range(n_heads)] for i in range(n_layers)]
+    print(f"sample accuracy {sample_acc:.4f}; last-layer CLS fg>bg on {wins}/{len(valid)} of "
+          f"the first 100 test images (mean fg/bg ratio {ratio:.2f}); per layer {per_layer}; "
+          f"per head {per_head}", flush=True)
 
     # Golden outputs for the C++ forward pass: the first bundled image (file order).
     golden = os.path.join(args.out, "golden")
@@ -261,8 +312,10 @@ def main():
             "threshold": FG_THRESHOLD,
             "test_images_first_n": 100,
             "images_with_fg_and_bg": len(valid),
-            "fg_greater_than_bg": fg_wins,
+            "fg_greater_than_bg": wins,
             "mean_fg_over_bg_ratio": ratio,
+            "fg_greater_than_bg_per_layer_mean_over_heads": per_layer,
+            "fg_greater_than_bg_per_layer_per_head": per_head,
         },
         "probes": [
             {"image": f"assets/images/{n}", "label": int(labs[i]), "predicted": int(pred_s[i]),
@@ -277,10 +330,7 @@ def main():
                       "attention_layer0.npy": "f32 [1, heads, 50, 50] softmax probabilities",
                       "attention_last_layer.npy": "f32 [1, heads, 50, 50]"},
         },
-        "training": {"seed": args.seed, "epochs": args.epochs, "steps": steps,
-                     "batch": args.batch, "lr": args.lr, "weight_decay": args.weight_decay,
-                     "wall_seconds": round(wall), "threads": args.threads,
-                     "torch": torch.__version__},
+        "training": training,
     }
     write_json(os.path.join(args.out, "phenomena.json"), phenomena)
     print("wrote", args.out, flush=True)

@@ -1,0 +1,273 @@
+#!/usr/bin/python3
+"""Writes README.md (the model card) of a default model from its config.json and phenomena.json,
+so that every number in the card is the one the training script measured and the C++ test
+checks.
+
+  /usr/bin/python3 models/train/model_card.py assets/models/default-vision
+  /usr/bin/python3 models/train/model_card.py assets/models/default-text
+"""
+
+import json
+import os
+import sys
+
+
+def load(folder, name):
+    with open(os.path.join(folder, name)) as f:
+        return json.load(f)
+
+
+def minutes(seconds):
+    return f"{seconds / 60:.0f} min"
+
+
+def stage(t):
+    return (f"{t['epochs']} epochs ({t['steps']} steps) of AdamW, lr {t['lr']} (warmup "
+            f"{t.get('warmup_steps', 300)} steps, then cosine to 0), weight decay "
+            f"{t['weight_decay']}, batch {t['batch']}, horizontal flips "
+            f"{'on' if t.get('flip') else 'off'}, seed {t['seed']}")
+
+
+def chain(t):
+    """The training stages, first to last."""
+    out = []
+    while t:
+        out.insert(0, t)
+        t = t.get("continued_from")
+    return out
+
+
+def stages(t):
+    parts = []
+    for i, s in enumerate(chain(t)):
+        acc = f" (test accuracy {100 * s['test_accuracy']:.2f}%)" if "test_accuracy" in s else ""
+        parts.append(("" if i == 0 else "then, from those weights, ") + stage(s) + acc)
+    return "; ".join(parts)
+
+
+def reproduce(t):
+    def cmd(t, extra=""):
+        return (f"`/usr/bin/python3 models/train/train_vision.py --epochs {t['epochs']} "
+                f"--lr {t['lr']} --warmup-steps {t.get('warmup_steps', 300)}"
+                + (" --flip" if t.get("flip") else "") + extra + "`")
+    cmds = []
+    for i, s in enumerate(chain(t)):
+        extra = (f" --init /tmp/stage{i}" if i else "") + f" --out /tmp/stage{i + 1}"
+        cmds.append(cmd(s, extra))
+    return ", then ".join(cmds) + " (the last stage's folder is the model)."
+
+
+def vision_card(folder, cfg, ph):
+    t = ph["training"]
+    wall = sum(s["wall_seconds"] for s in chain(t))
+    cpu = (sum(s["cpu_seconds"] for s in chain(t))
+           if all("cpu_seconds" in s for s in chain(t)) else 0)
+    fg = ph["cls_foreground"]
+    per_layer = fg.get("fg_greater_than_bg_per_layer_mean_over_heads")
+    per_head = fg.get("fg_greater_than_bg_per_layer_per_head")
+    lines = [
+        "# default-vision: a small ViT trained on Fashion-MNIST",
+        "",
+        "attnscope's embedded vision model: a Hugging Face `ViTForImageClassification` checkpoint "
+        "(safetensors, F32) that the app opens with no download. Trained from scratch by "
+        "`models/train/train_vision.py`.",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| architecture | ViT, image {cfg['image_size']}x{cfg['image_size']}x{cfg['num_channels']}, "
+        f"patch {cfg['patch_size']} ({(cfg['image_size'] // cfg['patch_size']) ** 2} patches + CLS), "
+        f"hidden {cfg['hidden_size']}, {cfg['num_hidden_layers']} layers, "
+        f"{cfg['num_attention_heads']} heads, MLP {cfg['intermediate_size']} |",
+        f"| parameters | {ph['parameters']:,} |",
+        "| data | Fashion-MNIST (Debian `dataset-fashion-mnist`): 60,000 training images, "
+        "10,000 test images, 10 classes |",
+        f"| training | {stages(t)} |",
+        f"| time | {minutes(wall)} wall"
+        + (f", {minutes(cpu)} CPU" if cpu else "")
+        + f" (PyTorch {t['torch']}, one thread on a shared, loaded 2-core machine) |",
+        f"| **test accuracy** | **{100 * ph['test_accuracy']:.2f}%** on all "
+        f"{ph['test_images']:,} test images |",
+        f"| bundled sample images | {100 * ph['sample_images_accuracy']:.2f}% "
+        f"({len(ph['probes'])} images in `assets/images/`, from the test set) |",
+        "",
+        "## Measured phenomena",
+        "",
+        f"Object-focused CLS attention ({fg['definition']}; threshold {fg['threshold']}): on the "
+        f"first {fg['test_images_first_n']} test images, foreground patches receive more mass per "
+        f"patch than background patches on **{fg['fg_greater_than_bg']}/"
+        f"{fg['images_with_fg_and_bg']}** images (mean fg/bg ratio "
+        f"{fg['mean_fg_over_bg_ratio']:.2f}).",
+    ]
+    if per_layer:
+        lines += ["", "Per layer (mean over heads), images with fg > bg: "
+                  + ", ".join(f"layer {i}: {v}" for i, v in enumerate(per_layer)) + "."]
+    if per_head:
+        lines += ["", "| layer | " + " | ".join(f"head {h}" for h in range(len(per_head[0])))
+                  + " |", "|---|" + "---|" * len(per_head[0])]
+        lines += [f"| {i} | " + " | ".join(str(v) for v in row) + " |"
+                  for i, row in enumerate(per_head)]
+    lines += [
+        "",
+        "## Files",
+        "",
+        "- `model.safetensors`, `config.json`, `preprocessor_config.json`: the checkpoint, as "
+        "Hugging Face `transformers` reads it.",
+        "- `phenomena.json`: every number above, per-image probes (logits, CLS masses) and the "
+        "training settings; `golden/*.npy`: pixel values, logits and attention for "
+        f"`{ph['golden']['image']}`.",
+        "- Checked by `tests/models/test_default_models.cpp` (C++ forward pass vs these values).",
+        "",
+        "Reproduce: " + reproduce(t),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# Runs of train_text.py on this machine before the committed one (quick measures on 4 windows,
+# best head; the budget was the CPU time a shared 2-core machine left).
+TEXT_ATTEMPTS = [
+    "4 layers, vocabulary 4096, mix text 40% / copy 15% / repeat 25% / backcopy 20%, learned "
+    "positions from N(0, 0.02): after 750 steps sink 0.07, previous-token 0.02, induction 0.01, "
+    "copy loss 8.36 -> 8.31 (stopped: about 3 s per step)",
+    "3 layers, vocabulary 2048, repeat 35%, learned positions: after 800 steps sink 0.12, "
+    "previous-token 0.02, induction 0.01 (stopped to try sinusoidal positions)",
+    "the committed run: as above with sinusoidal initial positions and a 1000-step schedule that "
+    "fitted the time left",
+]
+
+
+def missed_section(ph):
+    thr = ph["thresholds"]
+    missed = (ph["sink"]["best_layer_ge_1"][2] <= thr["sink"] or
+              ph["previous_token"]["best"][2] <= thr["previous_token"] or
+              ph["induction"]["best_layer_ge_1"][2] < thr["induction"])
+    if not missed:
+        return []
+    return ["## Targets not reached", "",
+            "This checkpoint does not show the phenomena at the target strengths: its heads are "
+            "still close to their starting point on these measures, and the in-context copying "
+            "loss has barely moved. What was tried:", ""] + [f"- {a}" for a in TEXT_ATTEMPTS] + [
+            "", "All runs saw at most 2M tokens (batch 8 x 256). Induction heads form after a "
+            "plateau whose length grows as the batch shrinks; the next things to try are more "
+            "steps (the script's defaults assume an idle machine), a larger batch, and a larger "
+            "repeat fraction. The app's views, tests and figures work the same on any checkpoint.", ""]
+
+
+def text_card(folder, cfg, ph):
+    t = ph["training"]
+    sink, prev, ind = ph["sink"], ph["previous_token"], ph["induction"]
+    thr = ph["thresholds"]
+
+    def mark(v, th):
+        return "yes" if v >= th else "no (below the target)"
+
+    mix = ", ".join(f"{k} {v:.0%}" for k, v in t["mix"].items())
+    lines = [
+        "# default-text: a small GPT-2 trained on the King James Bible",
+        "",
+        "attnscope's embedded text model: a Hugging Face `GPT2LMHeadModel` checkpoint "
+        "(safetensors, F32) with its own byte-level BPE tokenizer (`tokenizer.json`, `vocab.json`, "
+        "`merges.txt`). Trained from scratch by `models/train/train_text.py`. It is a teaching "
+        "model: small, and trained so that the classic attention phenomena are there to be found.",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| architecture | GPT-2, {cfg['n_layer']} layers, {cfg['n_head']} heads, width "
+        f"{cfg['n_embd']}, context {cfg['n_positions']}, vocabulary {cfg['vocab_size']} |",
+        f"| parameters | {ph['parameters']:,} |",
+        f"| data | King James Bible (Debian `bible-kjv-text`, public domain), split by chapter: "
+        f"{t['corpus_train_tokens']:,} training tokens, {t['corpus_heldout_tokens']:,} held-out "
+        f"tokens |",
+        f"| training mix | {mix} (see below) |",
+        f"| optimisation | AdamW, lr {t['lr']} (warmup {t['warmup_steps']}, cosine to "
+        f"{t['min_lr_ratio']}x), weight decay {t['weight_decay']}, batch {t['batch']} x "
+        f"{t['context']} tokens, {t['steps']} steps"
+        + (f" (stopped at a time limit; the schedule was for {t['steps_scheduled']})"
+           if t.get("steps_scheduled", t["steps"]) != t["steps"] else "")
+        + f" ({t['tokens_seen']:,} tokens), Q/K init std "
+        f"{t.get('qk_init_std', 0.02)}, position embeddings initialised "
+        f"{t.get('pos_init', 'normal')}, seed {t['seed']}, {t['threads']} thread |",
+        f"| time | {minutes(t['wall_seconds_training'])} wall"
+        + (f", {minutes(t['cpu_seconds_training'])} CPU" if "cpu_seconds_training" in t else "")
+        + f" (PyTorch {t['torch']}, shared 2-core machine) |",
+        f"| held-out loss | {ph['heldout']['loss']:.3f} (perplexity "
+        f"{ph['heldout']['perplexity']:.1f}) over {ph['heldout']['windows']} windows of "
+        f"{ph['heldout']['window_tokens']} tokens |",
+        "",
+        "## Measured phenomena",
+        "",
+        "| phenomenon | definition | best head (layer, head) | score | target | reached |",
+        "|---|---|---|---|---|---|",
+        f"| attention sink on the first token | mean mass on position 0 (BOS), held-out windows, "
+        f"layers >= 1 | L{sink['best_layer_ge_1'][0]} H{sink['best_layer_ge_1'][1]} | "
+        f"{sink['best_layer_ge_1'][2]:.3f} | > {thr['sink']} | "
+        f"{mark(sink['best_layer_ge_1'][2], thr['sink'])} |",
+        f"| previous-token head | mean mass on position i-1 | L{prev['best'][0]} H{prev['best'][1]} "
+        f"| {prev['best'][2]:.3f} | > {thr['previous_token']} | "
+        f"{mark(prev['best'][2], thr['previous_token'])} |",
+        f"| induction head | BOS + R + R ({ind['random_length']} random tokens, "
+        f"{ind['sequences']} sequences): mass from each token of the second copy to the token "
+        f"after its earlier occurrence, layers >= 1 | L{ind['best_layer_ge_1'][0]} "
+        f"H{ind['best_layer_ge_1'][1]} | {ind['best_layer_ge_1'][2]:.3f} | >= {thr['induction']} | "
+        f"{mark(ind['best_layer_ge_1'][2], thr['induction'])} |",
+        f"| in-context copying | next-token loss on R's first vs second copy | | "
+        f"{ind['loss_first_copy']:.2f} -> {ind['loss_second_copy']:.2f} | second clearly lower | "
+        f"{'yes' if ind['loss_second_copy'] < 0.5 * ind['loss_first_copy'] else 'no'} |",
+        "",
+        "Per-head scores are in `phenomena.json` (`sink.per_head`, `previous_token.per_head`, "
+        "`induction.per_head`).",
+        "",
+        "## Why this training mix",
+        "",
+        "Plain next-token training on the KJV alone, at this size and budget, showed none of the "
+        "phenomena (sink 0.08, previous-token 0.39, induction 0.02). Each window kind targets one:",
+        "",
+        "- `text`: BOS + 255 KJV tokens from a random offset. Every window starts with "
+        "`<|endoftext|>`, the one token always present: a resting place for heads with nothing to "
+        "do.",
+        "- `copy`: a text window in which a span of 8-48 tokens from earlier is repeated later "
+        "(in-context copying on natural text).",
+        "- `repeat`: BOS + random tokens R (8-100 long) repeated to the end of the window, sometimes "
+        "after a text prefix (induction heads: Olsson et al. 2022, 'In-context Learning and "
+        "Induction Heads').",
+        "- `backcopy`: Bigram-Backcopy (Guo et al. 2024, 'Active-Dormant Attention Heads'): a "
+        "random bigram chain over byte tokens absent from the text; after one of 4 trigger tokens "
+        "the next token repeats the token before the trigger. The copying head must act on "
+        "triggers and stay dormant elsewhere, which is what makes sinks form quickly (Guo et al. "
+        "2024; Gu et al. 2024, 'When Attention Sink Emerges in Language Models').",
+        "",
+        "Two initialisation choices shorten the plateau before heads specialise (both are only "
+        "starting points; everything is trained): query/key weights drawn with a larger std, so "
+        "attention is not uniform at the start, and sinusoidal position embeddings (Vaswani et al. "
+        "2017) at the norm of GPT-2's random ones, whose relative-position structure makes a "
+        "previous-token head (the first half of an induction circuit) easy to find; learned "
+        "absolute positions from N(0, 0.02) showed no previous-token head after 800 steps here.",
+        "",
+    ] + missed_section(ph) + [
+        "## Files",
+        "",
+        "- `model.safetensors`, `config.json`, `generation_config.json`, tokenizer files: the "
+        "checkpoint, as Hugging Face `transformers`/`tokenizers` read it.",
+        "- `phenomena.json`: every number above, the probe token ids and per-head scores the C++ "
+        "test re-measures, the training settings and the loss/phenomena history; `golden/*.npy`: "
+        f"logits and layer-0 attention for \"{ph['golden']['text']}\".",
+        "- Checked by `tests/models/test_default_models.cpp`.",
+        "",
+        "Reproduce: `nice -n 19 /usr/bin/python3 models/train/train_text.py` "
+        f"(defaults: `--steps {t['steps']} --batch {t['batch']} --lr {t['lr']}`).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main():
+    folder = sys.argv[1]
+    cfg, ph = load(folder, "config.json"), load(folder, "phenomena.json")
+    card = vision_card(folder, cfg, ph) if "patch_size" in cfg else text_card(folder, cfg, ph)
+    with open(os.path.join(folder, "README.md"), "w") as f:
+        f.write(card)
+    print("wrote", os.path.join(folder, "README.md"))
+
+
+if __name__ == "__main__":
+    main()
