@@ -17,10 +17,12 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QSettings>
+#include <QStandardPaths>
 #include <QStatusBar>
 #include <QStyle>
 #include <QStyleFactory>
 #include <cstdio>
+#include <filesystem>
 
 #include "app/gui/analysis_worker.h"
 #include "app/gui/input_dock.h"
@@ -224,7 +226,40 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   variants_->blockSignals(false);
   input_->blockSignals(false);
   if (!options_.session.empty()) open_session(QString::fromStdString(options_.session));
+  // Autosave: a few seconds after the last edit (submit_now runs on every edit).
+  autosave_path_ = QString::fromStdString(options_.autosave_path);
+  if (autosave_path_.isEmpty() && options_.use_settings) {
+    const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+    if (!dir.isEmpty()) autosave_path_ = dir + "/autosave.attnscope.json";
+  }
+  autosave_timer_.setSingleShot(true);
+  connect(&autosave_timer_, &QTimer::timeout, this, [this] { autosave_now(); });
+  if (!autosave_path_.isEmpty() && options_.session.empty() && QFileInfo::exists(autosave_path_))
+    offer_recovery();
   submit_now();
+}
+
+void MainWindow::offer_recovery() {
+  const bool yes =
+      options_.recover_without_asking ||
+      QMessageBox::question(this, "Recover unsaved work",
+                            "attnscope did not close cleanly last time. Restore the text, model, "
+                            "variants and view it was showing?\n\n" +
+                                autosave_path_) == QMessageBox::Yes;
+  if (yes) open_session(autosave_path_);
+}
+
+QString MainWindow::autosave_now() {
+  if (autosave_path_.isEmpty()) return {};
+  try {
+    std::filesystem::create_directories(
+        std::filesystem::path(autosave_path_.toStdString()).parent_path());
+    save_session(current_session(), autosave_path_.toStdString());
+    return autosave_path_;
+  } catch (const std::exception& e) {
+    stage_label_->setText(QString("autosave failed: ") + e.what());
+    return {};
+  }
 }
 
 MainWindow::~MainWindow() {
@@ -313,6 +348,7 @@ void MainWindow::schedule_analysis(int delay_ms) {
 
 void MainWindow::submit_now() {
   analysis_timer_.stop();
+  if (!autosave_path_.isEmpty()) autosave_timer_.start(3000);
   AnalysisRequest r;
   r.model = model_->model();
   r.tensors = r.model == "tensors" ? model_->tensors() : "";
@@ -494,7 +530,7 @@ void MainWindow::open_session(const QString& path) {
   }
 }
 
-void MainWindow::save_session_as(const QString& path) {
+Session MainWindow::current_session() const {
   Session s;
   if (analysis_ && analysis_->image.present) {
     s.input.kind = "image";
@@ -515,6 +551,11 @@ void MainWindow::save_session_as(const QString& path) {
                       {"show_dense", variants_->show_dense()},
                       {"variant_backends", variants_->backends()}};
   }
+  return s;
+}
+
+void MainWindow::save_session_as(const QString& path) {
+  Session s = current_session();
   try {
     if (s.model.id != "synthetic" && s.model.id != "tensors") fill_hashes(s, path.toStdString());
     save_session(s, path.toStdString());
@@ -615,6 +656,9 @@ void MainWindow::about() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
+  // A clean close: nothing to recover next time.
+  autosave_timer_.stop();
+  if (!autosave_path_.isEmpty()) QFile::remove(autosave_path_);
   if (options_.use_settings) {
     QSettings s;
     s.setValue("window/geometry", saveGeometry());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "app/gui/analysis.h"
+#include "app/session/session.h"
 #include "render/view_settings.h"
 
 class QLabel;
@@ -36,6 +37,11 @@ struct GuiOptions {
   int synthetic_tokens = 4096;
   int layer = 0, head = 0;   // initial selection
   bool use_settings = true;  // read and write QSettings (tests turn this off)
+  // Where unsaved work is autosaved (a few seconds after each edit; removed on a clean close).
+  // Empty: <app data>/autosave.attnscope.json when use_settings, else no autosave. An autosave
+  // left by a crash is offered for recovery at start (recover_without_asking: no dialog).
+  std::string autosave_path;
+  bool recover_without_asking = false;
   int width = 1600, height = 1000;
 };
 
@@ -64,6 +70,8 @@ class MainWindow : public QMainWindow {
   // Sessions (app/session): the input, model, variants, selection and view settings.
   void open_session(const QString& path);
   void save_session_as(const QString& path);
+  // Writes the autosave file now (no file hashes: quick); the path written, or "" when off.
+  QString autosave_now();
   void set_view(render::ViewKind v);
   void set_dark(bool dark);
   void set_presentation(bool on);
@@ -77,6 +85,8 @@ class MainWindow : public QMainWindow {
 
  private:
   void build_menus();
+  Session current_session() const;
+  void offer_recovery();
   void schedule_analysis(int delay_ms = 200);
   void on_analysis(std::shared_ptr<const Analysis> a, double seconds);
   void on_tiles(uint64_t generation, std::vector<render::PanelTile> tiles, double seconds);
@@ -96,7 +106,8 @@ class MainWindow : public QMainWindow {
   std::shared_ptr<const Analysis> analysis_;
   std::shared_ptr<const render::Document> doc_;
   std::string image_path_;
-  QTimer analysis_timer_, tile_timer_;
+  QTimer analysis_timer_, tile_timer_, autosave_timer_;
+  QString autosave_path_;
   bool analysis_pending_ = false;
   bool tiles_pending_ = false;
   uint64_t requested_serial_ = 0, requested_gen_ = 0, shown_serial_ = 0, shown_gen_ = 0;

@@ -143,7 +143,10 @@ TEST(CliRender, DataExportWritesTheMatrices) {
             0)
       << log;
   const NpyArray a = read_npy(dir + "/g_0_entropy.npy");
-  ASSERT_EQ(a.shape, (std::vector<int64_t>{4, 4}));  // layers x heads of default-text
+  std::ifstream cfg_file(resolve_model_dir("default-text") + "/config.json");
+  const nlohmann::json cfg = nlohmann::json::parse(cfg_file);
+  const int64_t layers = cfg["n_layer"], heads = cfg["n_head"];
+  ASSERT_EQ(a.shape, (std::vector<int64_t>{layers, heads}));  // layers x heads of default-text
   ASSERT_EQ(cli("render --session " + s + " --view grid --out " + dir + "/g.png --data csv", &log),
             0)
       << log;
@@ -152,7 +155,7 @@ TEST(CliRender, DataExportWritesTheMatrices) {
   const std::vector<float> v = a.to_f32();
   for (size_t i = 0; i < v.size(); ++i) {
     std::string cell;
-    std::getline(gs, cell, i % 4 == 3 ? '\n' : ',');
+    std::getline(gs, cell, int64_t(i) % heads == heads - 1 ? '\n' : ',');
     EXPECT_NEAR(std::stof(cell), v[i], 1e-5f * std::max(1.0f, std::abs(v[i]))) << i;
   }
 }

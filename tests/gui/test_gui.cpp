@@ -228,6 +228,43 @@ TEST(Gui, SessionRoundTrip) {
   std::filesystem::remove(path);
 }
 
+TEST(Gui, AutosaveRecoversUnsavedWork) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  const std::string path =
+      QDir::temp().filePath("attnscope-gui-test-autosave.attnscope.json").toStdString();
+  std::filesystem::remove(path);
+  GuiOptions o = base_options();
+  o.autosave_path = path;
+  o.text = "Unsaved words that must survive a crash.";
+  o.variants = {"window(size=4)"};
+  std::vector<std::string> specs;
+  {
+    MainWindow w(o);
+    show_and_time(w);
+    ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
+    specs = w.analysis()->specs;
+    ASSERT_EQ(w.autosave_now().toStdString(), path);
+    const Session s = load_session(path);
+    EXPECT_EQ(s.input.text, o.text);
+    EXPECT_EQ(s.variants, o.variants);
+    // No clean close (the window is destroyed without closeEvent): the file stays, as after
+    // a crash.
+  }
+  ASSERT_TRUE(std::filesystem::exists(path));
+  GuiOptions o2 = base_options();
+  o2.autosave_path = path;
+  o2.recover_without_asking = true;
+  o2.text = "Something else.";
+  o2.variants = {};
+  MainWindow w2(o2);
+  show_and_time(w2);
+  ASSERT_TRUE(wait_settled(w2, 60000)) << w2.last_error().toStdString();
+  EXPECT_EQ(w2.analysis()->request.text, o.text);
+  EXPECT_EQ(w2.analysis()->specs, specs);
+  w2.close();  // a clean close removes the autosave
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
 TEST(Gui, VisionModelShowsImageAttention) {
   if (!have_model("default-vision"))
     GTEST_SKIP() << "default-vision model not found (set ATTNSCOPE_MODELS)";
