@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "app/workbench/workbench.h"
 #include "compute/error.h"
 #include "compute/parallel.h"
 #include "compute/probabilities.h"
@@ -48,9 +49,9 @@ std::string AnalysisRequest::heavy_key() const {
 
 const Model* ModelCache::get(const std::string& name) {
   if (name != name_ || !model_) {
-    model_.reset();
+    model_.reset();  // the old model goes as soon as nothing else holds it
     name_.clear();
-    model_ = load_model(resolve_model_dir(name));
+    model_ = cached_model(name);
     name_ = name;
   }
   return model_.get();

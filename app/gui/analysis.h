@@ -63,14 +63,15 @@ struct Analysis {
   int n_tokens() const { return problems.empty() ? 0 : problems[0].n_k; }
 };
 
-// Holds the loaded model between requests (loading is the slow part of a model change).
+// Keeps the current model alive between requests (loading is the slow part of a model change);
+// loading goes through the workbench's process-wide cache, shared with sessions and figures.
 class ModelCache {
  public:
   const Model* get(const std::string& name);
 
  private:
   std::string name_;
-  std::unique_ptr<Model> model_;
+  std::shared_ptr<const Model> model_;
 };
 
 // Runs the model (or builds the problem) and every variant. Checks `cancel` between steps and
