@@ -60,13 +60,17 @@ Problem layer_problem(int n_heads, int n_kv_heads, int n, int d, bool causal) {
   return p;
 }
 
-void split_heads(const float* src, int n, int src_stride, int col0, int heads, int d, float* dst) {
-  for (int h = 0; h < heads; ++h) {
-    for (int t = 0; t < n; ++t) {
-      std::copy_n(src + size_t(t) * src_stride + col0 + size_t(h) * d, d,
-                  dst + (size_t(h) * n + t) * d);
-    }
-  }
+void split_heads(const float* src, int n, int src_stride, int col0, int heads, int d, float* dst,
+                 int threads) {
+  parallel_for(
+      heads,
+      [&](int h) {
+        for (int t = 0; t < n; ++t) {
+          std::copy_n(src + size_t(t) * src_stride + col0 + size_t(h) * d, d,
+                      dst + (size_t(h) * n + t) * d);
+        }
+      },
+      threads);
 }
 
 void dense_attention(const Problem& p, const std::vector<int>& heads, float* out, float* scores,
@@ -154,9 +158,10 @@ void ForwardContext::attention(int layer, Problem& p, float* out) {
       cap->has_problem = true;
     }
     const size_t nn = size_t(H) * n * n;
-    if (wants(layer, "attn.scores")) cap->scores.assign(nn, 0.0f);
-    if (wants(layer, "attn.pattern")) cap->pattern.assign(nn, 0.0f);
-    if (wants(layer, "attn.out")) cap->out.assign(size_t(H) * n * p.d, 0.0f);
+    // Not zeroed: the kernels below write every element, in parallel (first touch).
+    if (wants(layer, "attn.scores")) cap->scores.resize(nn);
+    if (wants(layer, "attn.pattern")) cap->pattern.resize(nn);
+    if (wants(layer, "attn.out")) cap->out.resize(size_t(H) * n * p.d);
   }
   float* scores = cap && !cap->scores.empty() ? cap->scores.data() : nullptr;
   float* pattern = cap && !cap->pattern.empty() ? cap->pattern.data() : nullptr;

@@ -50,7 +50,8 @@ Problem layer_problem(int n_heads, int n_kv_heads, int n, int d, bool causal);
 
 // Copies heads out of token-major activations: src f32 [n, src_stride], head h's features at
 // columns [col0 + h*d, col0 + (h+1)*d), into dst f32 [heads, n, d].
-void split_heads(const float* src, int n, int src_stride, int col0, int heads, int d, float* dst);
+void split_heads(const float* src, int n, int src_stride, int col0, int heads, int d, float* dst,
+                 int threads = 1);
 
 // Dense softmax attention of the listed heads of `p` (the oracle-checked path of every model):
 // writes out f32 [N, H*d] for those heads and, when non-null, scores f32 [H, N, N] (masked

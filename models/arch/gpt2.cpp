@@ -68,9 +68,9 @@ class Gpt2 : public Model {
       layer_norm(x.data(), N, C, L.ln1_g, L.ln1_b, eps_, h.data(), th);
       linear(h.data(), N, L.qkv, qkv.data(), th);
       Problem p = layer_problem(H, H, N, d, true);
-      split_heads(qkv.data(), N, 3 * C, 0, H, d, p.q.data());
-      split_heads(qkv.data(), N, 3 * C, C, H, d, p.k.data());
-      split_heads(qkv.data(), N, 3 * C, 2 * C, H, d, p.v.data());
+      split_heads(qkv.data(), N, 3 * C, 0, H, d, p.q.data(), th);
+      split_heads(qkv.data(), N, 3 * C, C, H, d, p.k.data(), th);
+      split_heads(qkv.data(), N, 3 * C, 2 * C, H, d, p.v.data(), th);
       ctx.attention(l, p, att.data());
       linear(att.data(), N, L.proj, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());

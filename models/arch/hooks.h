@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/host_buffer.h"
 #include "compute/problem.h"
 
 namespace attn {
@@ -49,9 +50,9 @@ struct LayerCapture {
   int n_heads = 0, d = 0;  // query heads and head dimension of this layer
   bool has_problem = false;
   Problem problem;             // Q f32 [H, N, d], K and V f32 [H_kv, N, d] (after RoPE)
-  std::vector<float> scores;   // f32 [H, N, N]
-  std::vector<float> pattern;  // f32 [H, N, N]
-  std::vector<float> out;      // f32 [H, N, d]
+  FloatBuffer scores;          // f32 [H, N, N]
+  FloatBuffer pattern;         // f32 [H, N, N]
+  FloatBuffer out;             // f32 [H, N, d]
   std::vector<float> resid;    // f32 [N, hidden]
 };
 

@@ -79,9 +79,9 @@ class Llama : public Model {
       linear(h.data(), N, L.k, k.data(), th);
       linear(h.data(), N, L.v, v.data(), th);
       Problem p = layer_problem(H, Hkv, N, d, true);
-      split_heads(q.data(), N, H * d, 0, H, d, p.q.data());
-      split_heads(k.data(), N, Hkv * d, 0, Hkv, d, p.k.data());
-      split_heads(v.data(), N, Hkv * d, 0, Hkv, d, p.v.data());
+      split_heads(q.data(), N, H * d, 0, H, d, p.q.data(), th);
+      split_heads(k.data(), N, Hkv * d, 0, Hkv, d, p.k.data(), th);
+      split_heads(v.data(), N, Hkv * d, 0, Hkv, d, p.v.data(), th);
       rope_.apply(p.q.data(), H, N, th);
       rope_.apply(p.k.data(), Hkv, N, th);
       ctx.attention(l, p, att.data());

@@ -64,7 +64,7 @@ struct ModelOutput {
   int hidden = 0;
   std::vector<float> hidden_state;  // f32 [N, hidden]: last hidden state (after the final norm)
   int n_logits = 0;                 // vocab (text) or classes (vision)
-  std::vector<float> logits;        // f32 [N, vocab] (LM / MLM head) or f32 [n_classes]
+  FloatBuffer logits;               // f32 [N, vocab] (LM / MLM head) or f32 [n_classes]
                                     // (image classifier); empty without a head
   std::vector<SubstitutedLayer> substituted;
   double seconds = 0;  // wall time of the forward pass

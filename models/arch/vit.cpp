@@ -153,9 +153,9 @@ class Vit : public Model {
       linear(h.data(), N, L.k, k.data(), th);
       linear(h.data(), N, L.v, v.data(), th);
       Problem p = layer_problem(H, H, N, d, false);
-      split_heads(q.data(), N, C, 0, H, d, p.q.data());
-      split_heads(k.data(), N, C, 0, H, d, p.k.data());
-      split_heads(v.data(), N, C, 0, H, d, p.v.data());
+      split_heads(q.data(), N, C, 0, H, d, p.q.data(), th);
+      split_heads(k.data(), N, C, 0, H, d, p.k.data(), th);
+      split_heads(v.data(), N, C, 0, H, d, p.v.data(), th);
       ctx.attention(l, p, att.data());
       linear(att.data(), N, L.o, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());

@@ -23,7 +23,7 @@ std::vector<int32_t> golden_ints(const std::string& name, const std::string& fil
   return out;
 }
 
-double max_rel_error(const std::vector<float>& got, const std::vector<float>& want) {
+double max_rel_error(std::span<const float> got, std::span<const float> want) {
   if (got.size() != want.size() || want.empty()) return INFINITY;
   double err = 0, scale = 0;
   for (size_t i = 0; i < got.size(); ++i) {

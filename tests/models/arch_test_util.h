@@ -1,6 +1,7 @@
 // Helpers for the architecture tests: the committed golden folders (tests/ref/goldens, made by
 // tests/ref/make_goldens.py) and error measures against them.
 #pragma once
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,7 @@ NpyArray golden(const std::string& name, const std::string& file);
 std::vector<int32_t> golden_ints(const std::string& name, const std::string& file);
 
 // max |got - want| / max |want| (the tests' "relative" error of a whole tensor).
-double max_rel_error(const std::vector<float>& got, const std::vector<float>& want);
+double max_rel_error(std::span<const float> got, std::span<const float> want);
 
 // Copies a model folder into a scratch folder (for tests that damage files).
 std::string copy_model(const std::string& name);

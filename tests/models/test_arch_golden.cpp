@@ -22,7 +22,7 @@ using test::max_rel_error;
 constexpr double kTol = 1e-4;
 
 // Checks one output against its golden and prints the error (the report quotes these).
-void expect_close(const std::string& model, const std::string& what, const std::vector<float>& got,
+void expect_close(const std::string& model, const std::string& what, std::span<const float> got,
                   const NpyArray& want, double tol = kTol) {
   const double err = max_rel_error(got, want.to_f32());
   std::printf("[golden] %-6s %-18s max rel error %.3g\n", model.c_str(), what.c_str(), err);

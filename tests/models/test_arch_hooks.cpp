@@ -90,7 +90,7 @@ void check_all_hooks(const std::string& name) {
     }
     // The captured problem, run by the compute core's reference, gives the captured outputs.
     Result r = run(dense, *p, *reference);
-    EXPECT_LE(relative_error(c.out, r.o), 1e-5) << name << " layer " << l;
+    EXPECT_LE(relative_error(std::vector<float>(c.out.begin(), c.out.end()), r.o), 1e-5) << name << " layer " << l;
     // Residual stats: norms per token.
     ResidualStats rs = residual_stats(c.resid, n, info.hidden);
     for (int t = 0; t < n; ++t) {

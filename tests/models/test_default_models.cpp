@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <span>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -28,7 +29,7 @@ json read_json(const fs::path& path) {
 }
 
 // Largest |a - b| / (1 + |b|).
-double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+double max_rel_diff(std::span<const float> a, std::span<const float> b) {
   EXPECT_EQ(a.size(), b.size());
   double worst = 0;
   for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
@@ -44,7 +45,7 @@ std::vector<std::vector<float>> patterns(const Model& m, const std::vector<int32
   in.ids = ids;
   ModelOutput out = m.forward(in, {.capture = &cap});
   std::vector<std::vector<float>> p;
-  for (const auto& l : cap.layers) p.push_back(l.pattern);
+  for (const auto& l : cap.layers) p.emplace_back(l.pattern.begin(), l.pattern.end());
   if (out_logits) *out_logits = std::move(out);
   return p;
 }
@@ -222,7 +223,7 @@ TEST_F(DefaultVisionModel, BundledImagesAccuracyAndClsForegroundAsRecorded) {
     const Image8 raw =
         load_image((assets_ / fs::path(name).lexically_relative("assets")).string(), 1);
     const int n = out.n_tokens, patch = int(model_->config().patch_size), g = raw.width / patch;
-    const std::vector<float>& a = cap.layers.back().pattern;
+    const auto& a = cap.layers.back().pattern;
     double fg = 0, bg = 0;
     int n_fg = 0, n_bg = 0;
     for (int py = 0; py < g; ++py) {
