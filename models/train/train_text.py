@@ -13,6 +13,11 @@ The model is for teaching, so the training mix is designed to grow the classic h
             the window is full, sometimes after a text prefix (induction heads, Olsson et al.
             2022). The first copy is unpredictable and stays in the loss: the best a head can do
             there is nothing, one more reason to learn a resting place
+  skip      random tokens where, 70% of the time, token t+1 is a fixed function f of token t-1
+            (a random permutation of the text's tokens). Only a head that reads the previous
+            token can predict it, so a previous-token head pays off on its own, before any
+            induction head exists (the first half of the induction circuit, which otherwise
+            has to wait for the second: Olsson et al. 2022)
   backcopy  Bigram-Backcopy (Guo et al. 2024): a random bigram chain over byte tokens that never
             occur in the text; after one of 4 trigger tokens the next token repeats the token
             before the trigger. The head that copies must act on triggers and stay dormant
@@ -69,7 +74,7 @@ def parse_args():
                    help="initial position embeddings: HF's N(0, 0.02), or sinusoids (Vaswani et "
                         "al. 2017) of the same row norm, whose relative-position structure lets "
                         "previous-token heads form early (they are still learned)")
-    p.add_argument("--mix", default="text=0.4,copy=0.15,repeat=0.25,backcopy=0.2",
+    p.add_argument("--mix", default="text=0.3,copy=0.1,skip=0.15,repeat=0.25,backcopy=0.2",
                    help="fractions of training windows of each kind")
     p.add_argument("--eval-every", type=int, default=200)
     p.add_argument("--out", default=os.path.join(REPO, "assets/models/default-text"))
@@ -93,6 +98,7 @@ class Mix:
         n = len(self.plain)
         self.successors = rng.integers(0, n, size=(len(unused), 3))  # 3 likely successors each
         self.index = {int(t): i for i, t in enumerate(unused)}
+        self.skip_map = dict(zip(self.pool.tolist(), rng.permutation(self.pool).tolist()))
 
     def _text(self, n):
         start = self.rng.integers(0, len(self.ids) - n)
@@ -115,6 +121,15 @@ class Mix:
         r = self.pool[self.rng.integers(0, len(self.pool), size=length)]
         reps = math.ceil((self.t - len(prefix)) / length)
         return np.concatenate([[self.bos], prefix, np.tile(r, reps)])[:self.t + 1]
+
+    def skip(self):
+        seq = [self.bos] + self.pool[self.rng.integers(0, len(self.pool), size=2)].tolist()
+        while len(seq) < self.t + 1:
+            if self.rng.random() < 0.7:
+                seq.append(self.skip_map[seq[-2]])
+            else:
+                seq.append(int(self.pool[self.rng.integers(0, len(self.pool))]))
+        return np.array(seq)
 
     def backcopy(self):
         seq = [self.bos, int(self.plain[self.rng.integers(0, len(self.plain))])]
@@ -214,6 +229,9 @@ def main():
         if step < args.warmup_steps:
             return args.lr * (step + 1) / args.warmup_steps
         progress = (step - args.warmup_steps) / max(1, args.steps - args.warmup_steps)
+        if args.max_minutes:  # the cosine follows the clock when time is the limit
+            progress = max(progress, (time.time() - t_train) / (60 * args.max_minutes))
+        progress = min(1.0, progress)
         return args.lr * (args.min_lr_ratio + (1 - args.min_lr_ratio) * 0.5 *
                           (1 + math.cos(math.pi * progress)))
 
