@@ -5,6 +5,7 @@
 #include <cmath>
 #include <unsupported/Eigen/SpecialFunctions>
 
+#include "compute/cpu/gemm.h"
 #include "compute/error.h"
 #include "compute/parallel.h"
 #include "models/arch/weights.h"
@@ -55,6 +56,19 @@ Linear load_linear(const WeightStore& ws, const std::string& name, int in, int o
 
 void linear(const float* x, int n, const Linear& l, float* y, int threads) {
   threads = thread_count(threads);
+  cpu::GemmArgs g;
+  g.m = n;
+  g.n = l.out;
+  g.k = l.in;
+  g.a = x;
+  g.lda = l.in;
+  g.b = l.w;
+  g.ldb = l.in_out ? l.out : l.in;
+  g.b_nk = !l.in_out;
+  g.bias = l.b;
+  g.c = y;
+  g.ldc = l.out;
+  if (cpu::sgemm(g, threads)) return;
   Eigen::Map<const RowMat> X(x, n, l.in);
   Eigen::Map<RowMat> Y(y, n, l.out);
   // Split output columns: each thread streams its own slice of W once.
