@@ -275,7 +275,7 @@ def main():
         "tokens_seen": steps_done * args.batch * args.context, "lr": args.lr,
         "min_lr_ratio": args.min_lr_ratio, "warmup_steps": args.warmup_steps,
         "weight_decay": args.weight_decay, "qk_init_std": args.qk_init_std, "pos_init": args.pos_init,
-        "mix": fractions,
+        "mix": fractions, "max_minutes": args.max_minutes,
         "threads": args.threads, "wall_seconds_training": round(wall),
         "cpu_seconds_training": round(cpu), "corpus_train_tokens": int(len(train_ids)),
         "corpus_heldout_tokens": int(len(heldout_ids)), "torch": torch.__version__,
