@@ -42,6 +42,31 @@ Buf alloc(size_t n) {
   return Buf(static_cast<float*>(std::aligned_alloc(64, (n * 4 + 63) / 64 * 64)));
 }
 
+// In-register transpose: r[i][j] -> r[j][i].
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16], u[16], v[16];
+  for (int i = 0; i < 8; ++i) {  // interleave pairs of rows
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {  // 4-float groups
+    u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
+    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int i = 0; i < 2; ++i) {  // 128-bit lanes within 8-row halves
+    for (int j = 0; j < 4; ++j) {
+      v[8 * i + j] = _mm512_shuffle_f32x4(u[8 * i + j], u[8 * i + 4 + j], 0x88);
+      v[8 * i + 4 + j] = _mm512_shuffle_f32x4(u[8 * i + j], u[8 * i + 4 + j], 0xDD);
+    }
+  }
+  for (int j = 0; j < 8; ++j) {  // 128-bit lanes across the halves
+    r[j] = _mm512_shuffle_f32x4(v[j], v[8 + j], 0x88);
+    r[8 + j] = _mm512_shuffle_f32x4(v[j], v[8 + j], 0xDD);
+  }
+}
+
 // B rows [p0, p0+kc) x columns [j0, j0+nc) -> micro-panels [nc/NR][kc][NR], zero padded.
 void pack_b(const GemmArgs& g, int p0, int kc, int j0, int nc, float* dst) {
   for (int jp = 0; jp < nc; jp += NR) {
@@ -59,13 +84,23 @@ void pack_b(const GemmArgs& g, int p0, int kc, int j0, int nc, float* dst) {
         }
       }
     } else {
-      // B is [n, k]: column j of the panel is row j0+jp+j of the stored matrix.
-      for (int j = 0; j < NR; ++j) {
-        if (j < w) {
+      // B is [n, k]: column j of the panel is row j0+jp+j of the stored matrix. Whole 16 x 16
+      // blocks go through registers; the ragged rest element by element.
+      for (int half = 0; half < 2; ++half) {
+        const int r0 = half * 16, rows = std::clamp(w - r0, 0, 16);
+        int p = 0;
+        if (rows == 16) {
+          for (; p + 16 <= kc; p += 16) {
+            __m512 r[16];
+            for (int i = 0; i < 16; ++i)
+              r[i] = _mm512_loadu_ps(g.b + size_t(j0 + jp + r0 + i) * g.ldb + p0 + p);
+            transpose16(r);
+            for (int q = 0; q < 16; ++q) _mm512_store_ps(d + size_t(p + q) * NR + r0, r[q]);
+          }
+        }
+        for (int j = r0; j < r0 + 16; ++j) {
           const float* s = g.b + size_t(j0 + jp + j) * g.ldb + p0;
-          for (int p = 0; p < kc; ++p) d[size_t(p) * NR + j] = s[p];
-        } else {
-          for (int p = 0; p < kc; ++p) d[size_t(p) * NR + j] = 0.0f;
+          for (int pp = p; pp < kc; ++pp) d[size_t(pp) * NR + j] = j < w ? s[pp] : 0.0f;
         }
       }
     }
