@@ -161,6 +161,20 @@ def missed_section(ph):
     return lines
 
 
+def text_command(cfg, t, i):
+    """The train_text.py command of training stage i (0 = from scratch)."""
+    shape = (f"--layers {cfg['n_layer']} --heads {cfg['n_head']} --embd {cfg['n_embd']} "
+             f"--vocab {cfg['vocab_size']} " if i == 0 else f"--init /tmp/stage{i} ")
+    return ("`nice -n 19 /usr/bin/python3 models/train/train_text.py " + shape
+            + f"--batch {t['batch']} --lr {t['lr']} --warmup-steps {t['warmup_steps']} "
+            f"--seed {t['seed']}"
+            + (f" --data-seed {t['data_seed']}" if t.get("data_seed") is not None else "")
+            + " --mix " + ",".join(f"{k}={v:g}" for k, v in t["mix"].items())
+            + (f" --steps {t['steps_scheduled']} --max-minutes {t['max_minutes']:g}"
+               if t.get("max_minutes") else f" --steps {t['steps']}")
+            + f" --out /tmp/stage{i + 1}`")
+
+
 def text_card(folder, cfg, ph):
     t = ph["training"]
     sink, prev, ind = ph["sink"], ph["previous_token"], ph["induction"]
@@ -170,6 +184,7 @@ def text_card(folder, cfg, ph):
         return "yes" if v >= th else "no (below the target)"
 
     mix = ", ".join(f"{k} {v:.0%}" for k, v in t["mix"].items())
+    runs = chain(t)
     lines = [
         "# default-text: a small GPT-2 trained on the King James Bible",
         "",
@@ -198,6 +213,12 @@ def text_card(folder, cfg, ph):
         f"| time | {minutes(t['wall_seconds_training'])} wall"
         + (f", {minutes(t['cpu_seconds_training'])} CPU" if "cpu_seconds_training" in t else "")
         + f" (PyTorch {t['torch']}, shared 2-core machine) |",
+    ] + ([
+        "| training stages | " + "; then, from those weights, ".join(
+            f"{r['steps']} steps, lr {r['lr']}, mix "
+            + ", ".join(f"{k} {v:.0%}" for k, v in r["mix"].items())
+            + f" ({minutes(r['wall_seconds_training'])})" for r in runs)
+        + " (the rows above describe the last stage) |"] if len(runs) > 1 else []) + [
         f"| held-out loss | {ph['heldout']['loss']:.3f} (perplexity "
         f"{ph['heldout']['perplexity']:.1f}) over {ph['heldout']['windows']} windows of "
         f"{ph['heldout']['window_tokens']} tokens |",
@@ -265,13 +286,7 @@ def text_card(folder, cfg, ph):
         f"logits and layer-0 attention for \"{ph['golden']['text']}\".",
         "- Checked by `tests/models/test_default_models.cpp`.",
         "",
-        "Reproduce: `nice -n 19 /usr/bin/python3 models/train/train_text.py "
-        f"--layers {cfg['n_layer']} --heads {cfg['n_head']} --embd {cfg['n_embd']} "
-        f"--vocab {cfg['vocab_size']} --batch {t['batch']} --lr {t['lr']} "
-        f"--warmup-steps {t['warmup_steps']} --seed {t['seed']} --mix "
-        + ",".join(f"{k}={v:g}" for k, v in t["mix"].items())
-        + (f" --steps {t['steps_scheduled']} --max-minutes {t['max_minutes']:g}`"
-           if t.get("max_minutes") else f" --steps {t['steps']}`")
+        "Reproduce: " + ", then ".join(text_command(cfg, r, i) for i, r in enumerate(runs))
         + " (with a time limit, the steps reached depend on the machine).",
         "",
     ]

@@ -77,6 +77,12 @@ def parse_args():
     p.add_argument("--mix", default="text=0.3,copy=0.1,skip=0.15,repeat=0.25,backcopy=0.2",
                    help="fractions of training windows of each kind")
     p.add_argument("--eval-every", type=int, default=200)
+    p.add_argument("--init", default=None,
+                   help="continue training this checkpoint folder (its tokenizer and shape; give "
+                        "the same --seed so the skip/backcopy tables are the same)")
+    p.add_argument("--data-seed", type=int, default=None,
+                   help="seed of the stream of windows (default --seed; a continuation wants "
+                        "its own)")
     p.add_argument("--out", default=os.path.join(REPO, "assets/models/default-text"))
     return p.parse_args()
 
@@ -150,6 +156,20 @@ class Mix:
         return seqs[:, :-1], seqs[:, 1:]
 
 
+def init_attention(model, args):
+    """The two initialisation choices described in --qk-init-std and --pos-init."""
+    with torch.no_grad():
+        for block in model.transformer.h:
+            block.attn.c_attn.weight[:, :2 * args.embd].normal_(0.0, args.qk_init_std)
+        if args.pos_init == "sinusoidal":
+            pos = torch.arange(args.context, dtype=torch.float64)[:, None]
+            freq = 10000.0 ** (-torch.arange(0, args.embd, 2, dtype=torch.float64) / args.embd)
+            pe = torch.zeros(args.context, args.embd, dtype=torch.float64)
+            pe[:, 0::2], pe[:, 1::2] = torch.sin(pos * freq), torch.cos(pos * freq)
+            # Row norm sqrt(embd/2) scaled to that of an N(0, 0.02) row, 0.02 sqrt(embd).
+            model.transformer.wpe.weight.copy_((pe * 0.02 * math.sqrt(2.0)).float())
+
+
 def hf_config(cfg):
     return {
         "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
@@ -189,8 +209,19 @@ def main():
     t_start = time.time()
 
     train_text, heldout_text = kjv.split_text()
-    vocab, merges = bpe.train([train_text], args.vocab)
-    tok = bpe.Tokenizer(vocab, merges)
+    previous = None
+    if args.init:
+        tok = bpe.Tokenizer.load(args.init)
+        with open(os.path.join(args.init, "config.json")) as f:
+            hf = json.load(f)
+        args.layers, args.heads, args.embd = hf["n_layer"], hf["n_head"], hf["n_embd"]
+        args.context = hf["n_positions"]
+        with open(os.path.join(args.init, "phenomena.json")) as f:
+            previous = json.load(f).get("training")
+    else:
+        vocab, merges = bpe.train([train_text], args.vocab)
+        tok = bpe.Tokenizer(vocab, merges)
+    vocab = tok.vocab
     bos = tok.vocab[bpe.ENDOFTEXT]
     train_ids = np.array(tok.encode(train_text), dtype=np.int64)
     heldout_ids = np.array(tok.encode(heldout_text), dtype=np.int64)
@@ -202,20 +233,18 @@ def main():
 
     fractions = {k: float(v) for k, v in (kv.split("=") for kv in args.mix.split(","))}
     mix = Mix(train_ids, pool, rng.permutation(unused), bos, args.context, fractions, rng)
+    if args.data_seed is not None:
+        mix.rng = np.random.default_rng(args.data_seed)
     cfg = gpt2.default_config(vocab_size=len(vocab), n_positions=args.context, n_embd=args.embd,
                               n_layer=args.layers, n_head=args.heads, bos_token_id=bos,
                               eos_token_id=bos)
-    model = gpt2.GPT2LMHeadModel(cfg)
-    with torch.no_grad():
-        for block in model.transformer.h:
-            block.attn.c_attn.weight[:, :2 * args.embd].normal_(0.0, args.qk_init_std)
-        if args.pos_init == "sinusoidal":
-            pos = torch.arange(args.context, dtype=torch.float64)[:, None]
-            freq = 10000.0 ** (-torch.arange(0, args.embd, 2, dtype=torch.float64) / args.embd)
-            pe = torch.zeros(args.context, args.embd, dtype=torch.float64)
-            pe[:, 0::2], pe[:, 1::2] = torch.sin(pos * freq), torch.cos(pos * freq)
-            # Row norm sqrt(embd/2) scaled to that of an N(0, 0.02) row, 0.02 sqrt(embd).
-            model.transformer.wpe.weight.copy_((pe * 0.02 * math.sqrt(2.0)).float())
+    if args.init:
+        model, _ = measure_text.load_checkpoint(args.init)
+        model.train()
+        print(f"starting from {args.init}", flush=True)
+    else:
+        model = gpt2.GPT2LMHeadModel(cfg)
+        init_attention(model, args)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"parameters {n_params}", flush=True)
 
@@ -275,11 +304,12 @@ def main():
         "tokens_seen": steps_done * args.batch * args.context, "lr": args.lr,
         "min_lr_ratio": args.min_lr_ratio, "warmup_steps": args.warmup_steps,
         "weight_decay": args.weight_decay, "qk_init_std": args.qk_init_std, "pos_init": args.pos_init,
-        "mix": fractions, "max_minutes": args.max_minutes,
+        "mix": fractions, "max_minutes": args.max_minutes, "data_seed": args.data_seed,
         "threads": args.threads, "wall_seconds_training": round(wall),
         "cpu_seconds_training": round(cpu), "corpus_train_tokens": int(len(train_ids)),
         "corpus_heldout_tokens": int(len(heldout_ids)), "torch": torch.__version__,
         "backcopy_triggers": [int(t) for t in mix.triggers], "history": history,
+        "continued_from": previous,
     }
     with open(os.path.join(args.out, "phenomena.json"), "w") as f:
         json.dump(result, f, indent=2)

@@ -106,12 +106,12 @@ TEST(ExportView, WorkbenchExportAndSidecarReopenToTheSameImage) {
   const std::string s = write_session(dir);
   Workbench wb;
   wb.open(load_session(s), s);
-  wb.select(2, 3);
+  wb.select(1, 3);
   const FigureSize size = export_view(wb, View::Variants, dir + "/v.png", {700, 0, 100}, s);
   EXPECT_EQ(size.width, 700);
   EXPECT_GT(size.height, 100);
   const Session side = load_session(dir + "/v.png.attnscope.json");
-  EXPECT_EQ(side.layer, 2);
+  EXPECT_EQ(side.layer, 1);
   EXPECT_EQ(side.head, 3);
   EXPECT_EQ(side.figure.height, size.height);
   Workbench again;
