@@ -172,7 +172,8 @@ def text_command(cfg, t, i):
             + " --mix " + ",".join(f"{k}={v:g}" for k, v in t["mix"].items())
             + (f" --steps {t['steps_scheduled']} --max-minutes {t['max_minutes']:g}"
                if t.get("max_minutes") else f" --steps {t['steps']}")
-            + f" --out /tmp/stage{i + 1}`")
+            + f" --out /tmp/stage{i + 1}`"
+            + (f" (stopped by hand at step {t['steps']})" if t.get("stopped_by_hand") else ""))
 
 
 def text_card(folder, cfg, ph):
@@ -217,7 +218,9 @@ def text_card(folder, cfg, ph):
         "| training stages | " + "; then, from those weights, ".join(
             f"{r['steps']} steps, lr {r['lr']}, mix "
             + ", ".join(f"{k} {v:.0%}" for k, v in r["mix"].items())
-            + f" ({minutes(r['wall_seconds_training'])})" for r in runs)
+            + f" ({minutes(r['wall_seconds_training'])}"
+            + (f"; stopped by hand {r['stopped_by_hand']}" if r.get("stopped_by_hand") else "")
+            + ")" for r in runs)
         + " (the rows above describe the last stage) |"] if len(runs) > 1 else []) + [
         f"| held-out loss | {ph['heldout']['loss']:.3f} (perplexity "
         f"{ph['heldout']['perplexity']:.1f}) over {ph['heldout']['windows']} windows of "
