@@ -217,7 +217,9 @@ void run(const GemmArgs& g, int threads) {
         const int n0 = (t % col_tasks) * cols_step, n1 = std::min(g.n, n0 + cols_step);
         const int m0 = (t / col_tasks) * rows_step, m1 = std::min(g.m, m0 + rows_step);
         if (n0 >= n1 || m0 >= m1) return;
-        Buf bp = alloc(size_t(KC) * NC), ap = alloc(size_t(MC) * KC);
+        // Packing buffers live as long as the pool thread: a forward pass makes ~50 calls, and
+        // fresh 2 MiB blocks would be page-faulted in every time.
+        thread_local Buf bp = alloc(size_t(KC) * NC), ap = alloc(size_t(MC) * KC);
         gemm_block(g, m0, m1, n0, n1, bp.get(), ap.get());
       },
       threads);
