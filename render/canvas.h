@@ -69,7 +69,7 @@ class Canvas {
   // Tiles for panels 0..n-1 of the document of `generation` (ignored for another generation).
   void set_tiles(uint64_t generation, std::vector<PanelTile> tiles);
   void set_callbacks(Callbacks cb) { callbacks_ = std::move(cb); }
-  ViewSettings& settings() { return settings_; }
+  DisplaySettings& settings() { return settings_; }
 
   void build_frame(const FrameInput& in);
   void record_uploads(VkCommandBuffer cb, int slot);
@@ -114,7 +114,7 @@ class Canvas {
   std::unique_ptr<HeatmapPipeline> pipeline_;
   std::vector<std::unique_ptr<Panel>> panels_;
   std::shared_ptr<const Document> doc_;
-  ViewSettings settings_;
+  DisplaySettings settings_;
   Callbacks callbacks_;
   Region region_;
   TileWant want_;

@@ -43,7 +43,8 @@ struct HeatmapDoc {
 // Layers x heads, coloured by a chosen metric.
 struct HeadGridDoc {
   int layers = 0, heads = 0;
-  std::vector<std::string> metrics;        // metric names
+  std::vector<std::string> metrics;        // metric titles
+  std::vector<std::string> names;          // metric ids (core head_metrics names)
   std::vector<std::vector<float>> values;  // [metric] f32 [layers, heads]
   std::string variant;                     // the variant whose error / recall is shown
 };
@@ -72,14 +73,14 @@ struct ImageDoc {
   std::vector<float> rollout;                // f32 [grid]: attention rollout of the dense model
 };
 
-struct TradeoffPoint {
+struct TradeoffMark {
   std::string label;
   double density = 1, seconds = 0, rel_error = 0, recall = 1, kl = 0;
   bool shown = false;  // one of the panels
 };
 
 struct TradeoffDoc {
-  std::vector<TradeoffPoint> points;
+  std::vector<TradeoffMark> points;
 };
 
 // Exact values behind a hovered cell, computed by the host (the renderer knows only pooled cells).

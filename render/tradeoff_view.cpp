@@ -31,10 +31,10 @@ void Canvas::build_tradeoff(float x0, float y0, float x1, float y1) {
     ImGui::TextDisabled("Measuring the variants...");
     return;
   }
-  auto X = [&](const TradeoffPoint& p) {
+  auto X = [&](const TradeoffMark& p) {
     return settings_.tradeoff_x == 0 ? p.density : p.seconds * 1e3;
   };
-  auto Y = [&](const TradeoffPoint& p) {
+  auto Y = [&](const TradeoffMark& p) {
     return settings_.tradeoff_y == 0 ? p.rel_error : settings_.tradeoff_y == 1 ? p.recall : p.kl;
   };
   const bool higher_better = settings_.tradeoff_y == 1;
@@ -69,7 +69,7 @@ void Canvas::build_tradeoff(float x0, float y0, float x1, float y1) {
   dl->AddText(ImVec2((L + R) / 2 - 30, B + line + 8), text_color(), xs[settings_.tradeoff_x]);
   dl->AddText(ImVec2(L, T - line - 4), text_color(), ys[settings_.tradeoff_y]);
   // Pareto front: sorted by x, keep points that improve y.
-  std::vector<const TradeoffPoint*> pts;
+  std::vector<const TradeoffMark*> pts;
   for (const auto& p : t.points)
     if (std::isfinite(X(p)) && std::isfinite(Y(p))) pts.push_back(&p);
   std::sort(pts.begin(), pts.end(), [&](auto* a, auto* b) { return X(*a) < X(*b); });
@@ -85,7 +85,7 @@ void Canvas::build_tradeoff(float x0, float y0, float x1, float y1) {
   if (front.size() > 1)
     dl->AddPolyline(front.data(), int(front.size()), IM_COL32(255, 150, 30, 200), 0, 2);
   const ImVec2 m = ImGui::GetIO().MousePos;
-  const TradeoffPoint* hov = nullptr;
+  const TradeoffMark* hov = nullptr;
   for (auto* p : pts) {
     const ImVec2 c(sx(X(*p)), sy(Y(*p)));
     dl->AddCircleFilled(c, p->shown ? 6.f : 4.f,

@@ -10,7 +10,7 @@ const char* view_name(ViewKind v);
 
 enum class DisplayMode { Probabilities = 0, KeptSet = 1, Difference = 2 };
 
-struct ViewSettings {
+struct DisplaySettings {
   ViewKind view = ViewKind::Heatmaps;
   DisplayMode mode = DisplayMode::Probabilities;
   Colormap colormap = Colormap::Viridis;

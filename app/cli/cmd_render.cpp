@@ -6,8 +6,8 @@
 
 #include "app/cli/commands.h"
 #include "app/figures/figure.h"
-#include "app/workbench/data_export.h"
-#include "app/workbench/workbench.h"
+#include "app/core/analysis.h"
+#include "app/core/data_export.h"
 #include "compute/error.h"
 
 // LeakSanitizer (asan preset): Qt's font database and fontconfig keep allocations until exit.
@@ -16,6 +16,7 @@ extern "C" const char* __lsan_default_suppressions() {
 }
 
 namespace attn::cli {
+using namespace core;  // the verb is a thin client of the core
 namespace {
 
 struct RenderOptions {
@@ -63,14 +64,14 @@ int render(const RenderOptions& o) {
   if (o.height >= 0) size.height = o.height;
   if (o.dpi > 0) size.dpi = o.dpi;
 
-  WorkbenchOptions wo;
-  wo.threads = o.threads;
-  wo.verify_hashes = !o.no_verify;
-  Workbench wb(wo);
-  wb.open(s, o.session);
-  const FigureData fig = collect_figure(wb, view, o.max_cells);
+  Options co;
+  co.threads = o.threads;
+  co.verify_hashes = !o.no_verify;
+  co.end_to_end = view == View::Tradeoff;  // the only view that shows substituted passes
+  const auto a = core::analyze(s, o.session, co);
+  const FigureData fig = collect_figure(*a, view, o.max_cells);
   size = fit_height(fig, size);
-  Session record = wb.session();
+  Session record = a->session;
   if (!o.no_sidecar) fill_hashes(record, o.session);
   nlohmann::json report = {{"view", view_name(view)},
                            {"width", size.width},

@@ -10,13 +10,15 @@
 
 #include "app/cli/commands.h"
 #include "app/figures/figure.h"
-#include "app/workbench/data_export.h"
-#include "app/workbench/sweep.h"
-#include "app/workbench/workbench.h"
+#include "app/core/data_export.h"
+#include "app/core/analysis.h"
+#include "app/core/evaluate.h"
+#include "app/core/sweep.h"
 #include "compute/error.h"
 #include "models/arch/default_models.h"
 
 namespace attn::cli {
+using namespace core;  // the verb is a thin client of the core
 namespace {
 
 struct SweepOptions {
@@ -135,21 +137,19 @@ int sweep(const SweepOptions& o) {
   s.substitute_layers = o.layers;
   s.substitute_heads = o.heads;
   s.view.view = "tradeoff";
-  WorkbenchOptions wo;
-  wo.threads = o.threads;
-  Workbench wb(wo);
-  wb.open(s);
+  Options co;
+  co.threads = o.threads;
+  const auto a = core::open(s, "", co);  // the dense reference, shared by every point
+  const std::string input = s.input.kind + ", " + std::to_string(a->n_tokens()) + " tokens";
   if (!o.quiet)
     std::fprintf(stderr, "sweep: %zu variants (%zu in shard %d/%d) on %s, %s\n", specs.size(),
-                 mine.size(), shard.index, shard.count, o.model.c_str(),
-                 wb.describe_input().c_str());
+                 mine.size(), shard.index, shard.count, o.model.c_str(), input.c_str());
   Progress progress(int(mine.size()), o.quiet);
   std::vector<SweepRow> rows;
   if (isatty(2)) progress.step(0, "");
   for (size_t i = 0; i < mine.size(); ++i) {
     const std::string& spec = specs[size_t(mine[i])];
-    rows.push_back({mine[i], wb.evaluate(spec, !o.no_end_to_end)});
-    wb.set_variants({});  // free the variant's results before the next one
+    rows.push_back({mine[i], core::evaluate(*a, spec, !o.no_end_to_end, co)});
     progress.step(int(i + 1), spec);
   }
   write_file_atomic(o.out, tradeoff_csv(rows));
@@ -160,7 +160,7 @@ int sweep(const SweepOptions& o) {
   Session record = s;
   record.variants = specs;
   fill_hashes(record);
-  write_figure(o, pts, o.model + " \u00b7 " + wb.describe_input(), &record);
+  write_figure(o, pts, o.model + " \u00b7 " + input, &record);
   return 0;
 }
 

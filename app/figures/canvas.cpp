@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "app/workbench/workbench.h"
+#include "app/core/labels.h"
 
 namespace attn::fig {
 
@@ -254,7 +254,7 @@ double caption_height(const Canvas& c) {
 void draw_caption(Canvas& c, QPointF at, double width, const std::string& spec,
                   const QString& fallback) {
   const FigureStyle& s = c.style();
-  const VariantLabel l = variant_label(spec);
+  const core::VariantLabel l = core::variant_label(spec);
   c.text(at, c.elide(qs(l.name), s.label_pt, width, true), s.label_pt, -1, -1, kText, true);
   const QString sub = l.params.empty() ? fallback : qs(l.params);
   c.text({at.x(), at.y() + c.line_height(s.label_pt) + 1}, c.elide(sub, s.tick_pt, width),

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "app/core/head_metrics.h"
 #include "app/figures/presets.h"
 
 namespace attn::fig {
@@ -72,7 +73,7 @@ double paint_head_grids(Canvas& c, const QRectF& area, const FigureData& d) {
     }
   }
   const QRectF cb(x0 + left + K * gw + (K - 1) * gap + 10, area.top() + top, 8, gh);
-  draw_colorbar(c, cb, cmap, vmax, false, qs(head_grid_metric_title(metric)));
+  draw_colorbar(c, cb, cmap, vmax, false, qs(core::head_metric_title(metric)));
   return area.top() + top + gh + bottom;
 }
 

@@ -10,7 +10,6 @@
 #include <filesystem>
 
 #include "app/figures/presets.h"
-#include "app/workbench/workbench.h"
 #include "compute/error.h"
 
 namespace attn {
@@ -131,7 +130,7 @@ void export_figure(const FigureData& d, const std::string& path, const FigureSiz
     svg.setSize(QSize(int(std::lround(w)), int(std::lround(h))));
     svg.setViewBox(QRectF(0, 0, w, h));
     svg.setTitle(QString::fromStdString(d.title));
-    svg.setDescription("attnscope figure: " + QString(view_name(d.view)));
+    svg.setDescription("attnscope figure: " + QString(core::view_name(d.view)));
     QPainter p;
     ok = p.begin(&svg);
     if (ok) {
@@ -166,7 +165,7 @@ void export_figure(const FigureData& d, const std::string& path, const FigureSiz
 }
 
 std::string sidecar_path(const std::string& figure_path) {
-  return figure_path + kSessionSuffix;
+  return figure_path + core::kSessionSuffix;
 }
 
 void write_sidecar(const Session& s, const std::string& session_path,
@@ -176,32 +175,34 @@ void write_sidecar(const Session& s, const std::string& session_path,
   const fs::path dir = fs::absolute(fs::path(figure_path)).parent_path();
   auto rebase = [&](std::string& p) {
     if (p.empty() || fs::path(p).is_absolute()) return;
-    const fs::path abs = fs::absolute(resolve_session_path(session_path, p)).lexically_normal();
+    const fs::path abs =
+        fs::absolute(core::resolve_session_path(session_path, p)).lexically_normal();
     p = abs.lexically_relative(dir).string();
   };
   if (copy.input.kind == "image") rebase(copy.input.image);
+  if (copy.input.kind == "tensors") rebase(copy.input.tensors);
   if (copy.model.id.rfind("default-", 0) != 0) rebase(copy.model.id);
-  copy.view.view = view_name(view);
+  copy.view.view = core::view_name(view);
   copy.figure = size;
   copy.extra["figure"] = {
       {"file", std::filesystem::path(figure_path).filename().string()},
-      {"view", view_name(view)},
+      {"view", core::view_name(view)},
       {"regenerate", "attnscope render --session " +
                          std::filesystem::path(sidecar_path(figure_path)).filename().string() +
-                         " --view " + view_name(view) + " --out " +
+                         " --view " + core::view_name(view) + " --out " +
                          std::filesystem::path(figure_path).filename().string()}};
-  save_session(copy, sidecar_path(figure_path));
+  core::save_session(copy, sidecar_path(figure_path));
 }
 
-FigureSize export_view(Workbench& wb, View view, const std::string& path, FigureSize size,
-                       const std::string& session_path) {
+FigureSize export_view(const core::Analysis& a, View view, const std::string& path,
+                       FigureSize size) {
   figure_format(path);  // a bad extension fails before any work
-  const FigureData d = collect_figure(wb, view);
+  const FigureData d = core::collect_figure(a, view);
   size = fit_height(d, size);
-  Session record = wb.session();
-  fill_hashes(record, session_path);
+  Session record = a.session;
+  core::fill_hashes(record, a.session_path);
   export_figure(d, path, size);
-  write_sidecar(record, session_path, path, view, size);
+  write_sidecar(record, a.session_path, path, view, size);
   return size;
 }
 

@@ -1,11 +1,11 @@
-// Publication figures: each view of FigureData (app/workbench/figure_data.h) painted with
+// Publication figures: each view of FigureData (app/core/figure_data.h) painted with
 // QPainter in points (1/72 inch) onto PNG (QImage at a chosen size and DPI), SVG (QSvgGenerator:
 // text stays text, heatmap cells are rectangles, or one embedded full-resolution image for
 // very large maps) or PDF (QPdfWriter: one page of the requested size).
 //
-//   FigureData d = collect_figure(wb, View::Variants);
+//   FigureData d = core::collect_figure(*analysis, View::Variants);
 //   export_figure(d, "fig.pdf", {2100, 1350, 300});           // 7 x 4.5 in
-//   write_sidecar(wb.session(), "s.attnscope.json", "fig.pdf", View::Variants, size);
+//   write_sidecar(analysis->session, "s.attnscope.json", "fig.pdf", View::Variants, size);
 //
 // Painting needs a QGuiApplication; ensure_gui_app() makes an offscreen one when none exists.
 #pragma once
@@ -13,10 +13,24 @@
 #include <QPainter>
 #include <string>
 
-#include "app/session/session.h"
-#include "app/workbench/figure_data.h"
+#include "app/core/analysis.h"
+#include "app/core/figure_data.h"
+#include "app/core/labels.h"
+#include "app/core/session.h"
 
 namespace attn {
+
+// The figures paint the core's plain view structs.
+using core::FigureData;
+using core::FigureSize;
+using core::HeadGrid;
+using core::HeatmapData;
+using core::ImageAttention;
+using core::Session;
+using core::SinkData;
+using core::TokensData;
+using core::TradeoffPoint;
+using core::View;
 
 // Typography and line weights shared by every preset.
 struct FigureStyle {
@@ -59,12 +73,11 @@ std::string sidecar_path(const std::string& figure_path);
 void write_sidecar(const Session& s, const std::string& session_path,
                    const std::string& figure_path, View view, const FigureSize& size);
 
-// File > Export figure in one call: collects `view` from the open workbench, writes the figure
-// and its sidecar (the workbench's session with file hashes). `session_path` locates the
-// session's relative paths ("" for an unsaved session). Returns the size written (height 0
-// resolved). Throws attn::Error.
-FigureSize export_view(Workbench& wb, View view, const std::string& path, FigureSize size,
-                       const std::string& session_path = "");
+// File > Export figure in one call: collects `view` from a finished analysis, writes the figure
+// and its sidecar (the analysis's session with file hashes). Returns the size written (height
+// 0 resolved). Throws attn::Error.
+FigureSize export_view(const core::Analysis& a, View view, const std::string& path,
+                       FigureSize size);
 
 // Creates a QGuiApplication on the offscreen platform when none exists (CLI, tests). Safe to
 // call many times; the application lives until the process exits.

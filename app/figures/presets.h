@@ -3,7 +3,7 @@
 // Internal to app/figures/; figure.cpp dispatches on the view.
 #pragma once
 #include "app/figures/canvas.h"
-#include "app/workbench/figure_data.h"
+#include "app/core/figure_data.h"
 
 namespace attn::fig {
 

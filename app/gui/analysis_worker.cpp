@@ -7,9 +7,20 @@
 #include <unistd.h>
 #endif
 
+#include "app/core/evaluate.h"
+#include "app/core/interactive.h"
 #include "compute/error.h"
 
 namespace attn::gui {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace
 
 AnalysisWorker::AnalysisWorker(Handlers h) : handlers_(std::move(h)) {
   thread_ = std::thread([this] {
@@ -33,10 +44,10 @@ AnalysisWorker::~AnalysisWorker() {
   thread_.join();
 }
 
-void AnalysisWorker::request_analysis(const AnalysisRequest& r) {
+void AnalysisWorker::request_analysis(const core::Session& s, const std::string& session_path) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    pending_analysis_ = r;
+    pending_analysis_ = std::make_pair(s, session_path);
     pending_tiles_.reset();
     cancel_analysis_ = true;
     cancel_tiles_ = true;
@@ -53,18 +64,61 @@ void AnalysisWorker::request_tiles(const TileJob& t) {
   cv_.notify_all();
 }
 
+int AnalysisWorker::background_count() const {
+  return int(sweep_todo_.size()) + (metrics_todo_ ? 1 : 0) + (e2e_todo_ ? 1 : 0);
+}
+
+void AnalysisWorker::background_step() {
+  core::Options o;
+  o.cancel = &cancel_analysis_;
+  o.per_head_max_tokens = kPerHeadMaxTokens;
+  if (metrics_todo_) {
+    if (handlers_.progress) handlers_.progress("comparing with the dense reference...");
+    metrics_todo_ = false;  // a failure is reported once, not retried forever
+    try {
+      current_ = core::add_metrics(*current_, o);
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::Cancelled) metrics_todo_ = true;
+      throw;
+    }
+    if (handlers_.analysis) handlers_.analysis(current_, -1);
+  } else if (e2e_todo_) {
+    if (handlers_.progress) handlers_.progress("substituting the variants into the model...");
+    e2e_todo_ = false;
+    try {
+      current_ = core::add_end_to_end(*current_, o);
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::Cancelled) e2e_todo_ = true;
+      throw;
+    }
+    if (handlers_.analysis) handlers_.analysis(current_, -1);
+  } else if (!sweep_todo_.empty()) {
+    if (handlers_.progress)
+      handlers_.progress("trade-off sweep: " + std::to_string(sweep_todo_.size()) +
+                         " settings left");
+    const std::string spec = sweep_todo_.front();
+    sweep_todo_.erase(sweep_todo_.begin());
+    try {
+      sweep_done_.push_back(core::evaluate(*current_, spec, current_->model != nullptr, o));
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::Cancelled) {
+        sweep_todo_.insert(sweep_todo_.begin(), spec);
+        throw;
+      }  // a setting this input cannot take is not a point
+    }
+    if (sweep_todo_.empty() && handlers_.sweep) handlers_.sweep(current_->generation, sweep_done_);
+  }
+}
+
 void AnalysisWorker::loop() {
-  using Clock = std::chrono::steady_clock;
   for (;;) {
-    std::optional<AnalysisRequest> ar;
+    std::optional<std::pair<core::Session, std::string>> ar;
     std::optional<TileJob> tj;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      // Background work (metrics, sweep) waits a moment after an analysis is posted, so that the
-      // GUI's first tile request for it goes first.
-      auto background = [&] {
-        return metrics_todo_ || (!sweep_todo_.empty() && current_ && current_->has_metrics());
-      };
+      // Background work waits a moment after an analysis is posted, so that the GUI's first
+      // tile request for it goes first.
+      auto background = [&] { return current_ && background_count() > 0; };
       while (!(stop_ || pending_analysis_ || pending_tiles_)) {
         if (!background()) {
           cv_.wait(lock);
@@ -88,60 +142,48 @@ void AnalysisWorker::loop() {
       }
     }
     busy_ = true;
-    sweep_left_ = int(sweep_todo_.size()) + (metrics_todo_ ? 1 : 0);
+    background_left_ = background_count();
     const auto t0 = Clock::now();
     try {
       if (ar) {
-        if (handlers_.progress) handlers_.progress("running model and variants...");
-        auto a = run_analysis(*ar, models_, &cancel_analysis_, current_);
-        const bool fresh = !current_ || current_->request.heavy_key() != ar->heavy_key();
-        a->generation = ++generation_;
-        current_ = a;
-        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-        if (handlers_.analysis) handlers_.analysis(a, s);
-        posted_at_ = Clock::now();
-        metrics_todo_ = !a->has_metrics();
-        if (fresh) {
-          sweep_todo_ = ar->sweep ? sweep_specs(*a) : std::vector<std::string>{};
+        const core::Session& s = ar->first;
+        if (current_ && core::heavy_key(current_->session) == core::heavy_key(s) &&
+            current_->variants_ran()) {
+          auto a = core::reselect(*current_, s);  // a new selection: nothing to recompute
+          a->session_path = ar->second;
+          a->generation = ++generation_;  // tiles of another head are other tiles
+          current_ = a;
+          if (handlers_.analysis) handlers_.analysis(current_, since(t0));
+        } else {
+          core::Options o;
+          o.cancel = &cancel_analysis_;
+          o.verify_hashes = false;  // the GUI warns about hashes when it opens a session
+          o.progress = handlers_.progress;
+          auto a = core::open(s, ar->second, o);
+          a = core::run_variants(*a, o);
+          a->generation = ++generation_;
+          current_ = a;
+          if (handlers_.analysis) handlers_.analysis(current_, since(t0));
+          metrics_todo_ = true;
+          e2e_todo_ = current_->model != nullptr && current_->panels.size() > 1;
+          // Long problems get fewer sweep points: each costs ~N^2 d per layer.
+          sweep_todo_ = core::auto_sweep_specs(*current_, current_->n_tokens() > 2048 ? 4 : 7);
           sweep_done_.clear();
         }
+        posted_at_ = Clock::now();
       } else if (tj && current_ && tj->generation == current_->generation) {
-        auto tiles =
-            build_tiles(*current_, tj->q0, tj->q1, tj->k0, tj->k1, tj->w, tj->h, &cancel_tiles_);
-        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-        if (handlers_.tiles) handlers_.tiles(tj->generation, std::move(tiles), s);
-      } else if (!tj && metrics_todo_ && current_) {
-        if (handlers_.progress) handlers_.progress("comparing with the dense reference...");
-        auto b = std::make_shared<Analysis>(*current_);
-        metrics_todo_ = false;  // a failure is reported once, not retried forever
-        try {
-          add_metrics(*b, &cancel_analysis_);
-        } catch (const Error& e) {
-          if (e.code() == ErrorCode::Cancelled) metrics_todo_ = true;
-          throw;
-        }
-        current_ = b;  // same generation: tiles stay valid
-        if (handlers_.analysis) handlers_.analysis(b, -1);
-      } else if (!tj && !sweep_todo_.empty() && current_ && current_->has_metrics()) {
-        if (handlers_.progress)
-          handlers_.progress("trade-off sweep: " + std::to_string(sweep_todo_.size()) +
-                             " settings left");
-        const std::string spec = sweep_todo_.front();
-        sweep_todo_.erase(sweep_todo_.begin());
-        if (auto pt = sweep_point(*current_, spec, &cancel_analysis_)) sweep_done_.push_back(*pt);
-        if (sweep_todo_.empty()) {
-          auto b = std::make_shared<Analysis>(*current_);
-          b->sweep = sweep_done_;
-          current_ = b;  // same generation: tiles stay valid
-          if (handlers_.analysis) handlers_.analysis(b, -1);
-        }
+        auto t = core::tiles(*current_, tj->q0, tj->q1, tj->k0, tj->k1, tj->w, tj->h,
+                             &cancel_tiles_);
+        if (handlers_.tiles) handlers_.tiles(tj->generation, std::move(t), since(t0));
+      } else if (!tj && current_ && background_count() > 0) {
+        background_step();
       }
     } catch (const Error& e) {
       if (e.code() != ErrorCode::Cancelled && handlers_.error) handlers_.error(e.what());
     } catch (const std::exception& e) {
       if (handlers_.error) handlers_.error(e.what());
     }
-    sweep_left_ = int(sweep_todo_.size()) + (metrics_todo_ ? 1 : 0);
+    background_left_ = background_count();
     busy_ = false;
     if (handlers_.progress) handlers_.progress("");
   }

@@ -1,7 +1,9 @@
-// One worker thread between the GUI and the compute core (RenderDoc's replay-thread pattern):
-// requests are tagged by kind, the newest replaces any queued one of its kind, and a new analysis
-// cancels the running one (compute's RunOptions::cancel). Handlers run on the worker thread;
-// the GUI marshals them to its own thread.
+// One worker thread between the GUI and the analysis core (RenderDoc's replay-thread pattern):
+// requests are tagged by kind, the newest replaces any queued one of its kind, and a new session
+// cancels the running work (core::Options::cancel). The core's stages are published one by one
+// (variants first, then comparisons, end to end and the trade-off sweep in the background,
+// each interruptible by tile requests). Handlers run on the worker thread; the GUI marshals them
+// to its own thread.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -13,7 +15,9 @@
 #include <string>
 #include <thread>
 
-#include "app/gui/analysis.h"
+#include "app/core/analysis.h"
+#include "app/core/views.h"
+#include "render/document.h"
 
 namespace attn::gui {
 
@@ -24,9 +28,16 @@ struct TileJob {
 
 class AnalysisWorker {
  public:
+  // Per-head comparisons above this many tokens are left out, to stay live on long inputs.
+  static constexpr int kPerHeadMaxTokens = 1024;
+
   struct Handlers {
-    std::function<void(std::shared_ptr<const Analysis>, double seconds)> analysis;
+    // A new or refined analysis; `seconds` is the time to the first heatmaps for a new
+    // generation, < 0 for a background refinement (same generation: tiles stay valid).
+    std::function<void(std::shared_ptr<const core::Analysis>, double seconds)> analysis;
     std::function<void(uint64_t generation, std::vector<render::PanelTile>, double seconds)> tiles;
+    // Trade-off points of the automatic sweep so far, for `generation`.
+    std::function<void(uint64_t generation, std::vector<core::TradeoffPoint>)> sweep;
     std::function<void(const std::string& message)> error;
     std::function<void(const std::string& stage)> progress;
   };
@@ -35,32 +46,34 @@ class AnalysisWorker {
   AnalysisWorker(const AnalysisWorker&) = delete;
   AnalysisWorker& operator=(const AnalysisWorker&) = delete;
 
-  // Replaces any queued analysis and cancels the running job.
-  void request_analysis(const AnalysisRequest& r);
+  // Replaces any queued session and cancels the running job.
+  void request_analysis(const core::Session& s, const std::string& session_path);
   // Replaces any queued tile job; cancels running tiles (between panels).
   void request_tiles(const TileJob& t);
   bool busy() const { return busy_.load(); }
-  // Nothing running or queued, the sweep included.
-  bool idle() const { return !busy_.load() && sweep_left_.load() == 0; }
+  // Nothing running or queued, the background stages included.
+  bool idle() const { return !busy_.load() && background_left_.load() == 0; }
 
  private:
   void loop();
+  // Runs one background step of current_ (comparisons, end to end, one sweep point).
+  void background_step();
+  int background_count() const;
 
   Handlers handlers_;
   std::mutex mutex_;
   std::condition_variable cv_;
-  std::optional<AnalysisRequest> pending_analysis_;
+  std::optional<std::pair<core::Session, std::string>> pending_analysis_;
   std::optional<TileJob> pending_tiles_;
   bool stop_ = false;
   std::atomic<bool> cancel_analysis_{false}, cancel_tiles_{false};
   std::atomic<bool> busy_{false};
-  std::atomic<int> sweep_left_{0};
-  std::shared_ptr<const Analysis> current_;  // worker thread only
-  // Trade-off sweep of current_, one point per loop turn after any analysis or tile job.
-  bool metrics_todo_ = false;
+  std::atomic<int> background_left_{0};
+  // Worker thread only.
+  std::shared_ptr<const core::Analysis> current_;
+  bool metrics_todo_ = false, e2e_todo_ = false;
   std::vector<std::string> sweep_todo_;
-  std::vector<render::TradeoffPoint> sweep_done_;
-  ModelCache models_;  // worker thread only
+  std::vector<core::TradeoffPoint> sweep_done_;
   uint64_t generation_ = 0;
   std::chrono::steady_clock::time_point posted_at_;
   std::thread thread_;

@@ -24,13 +24,13 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "app/core/interactive.h"
 #include "app/gui/analysis_worker.h"
 #include "app/gui/input_dock.h"
 #include "app/gui/model_dock.h"
 #include "app/gui/variant_slot.h"
 #include "app/gui/variants_dock.h"
 #include "app/gui/vulkan_view.h"
-#include "app/session/session.h"
 #include "compute/error.h"
 #include "models/arch/default_models.h"
 #include "render/canvas.h"
@@ -45,6 +45,9 @@ QString bundled_sample() {
 #endif
   return "The keeper of the lighthouse wrote every evening in a small book.";
 }
+
+// Session names of the views, in render::ViewKind order.
+const char* kSessionViews[] = {"heatmap", "grid", "sinks", "tokens", "image", "tradeoff"};
 
 bool is_image_file(const QString& path) {
   const QString s = QFileInfo(path).suffix().toLower();
@@ -87,7 +90,7 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
 
   // Worker -> GUI thread.
   AnalysisWorker::Handlers h;
-  h.analysis = [this](std::shared_ptr<const Analysis> a, double s) {
+  h.analysis = [this](std::shared_ptr<const core::Analysis> a, double s) {
     QMetaObject::invokeMethod(
         this, [this, a, s] { on_analysis(a, s); }, Qt::QueuedConnection);
   };
@@ -95,6 +98,17 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
     auto shared = std::make_shared<std::vector<render::PanelTile>>(std::move(t));
     QMetaObject::invokeMethod(
         this, [this, g, shared, s] { on_tiles(g, std::move(*shared), s); }, Qt::QueuedConnection);
+  };
+  h.sweep = [this](uint64_t g, std::vector<core::TradeoffPoint> pts) {
+    auto shared = std::make_shared<std::vector<core::TradeoffPoint>>(std::move(pts));
+    QMetaObject::invokeMethod(
+        this,
+        [this, g, shared] {
+          sweep_ = std::move(*shared);
+          sweep_gen_ = g;
+          if (analysis_ && analysis_->generation == g) publish_document();
+        },
+        Qt::QueuedConnection);
   };
   h.error = [this](const std::string& m) {
     const QString msg = QString::fromStdString(m);
@@ -140,10 +154,10 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
     c->settings().presentation = presentation_;
     render::Callbacks cb;
     cb.hover = [this](int p, int q, int k) {
-      return analysis_ ? hover_info(*analysis_, p, q, k) : render::HoverInfo{};
+      return analysis_ ? core::hover(*analysis_, p, q, k) : render::HoverInfo{};
     };
     cb.row = [this](int p, int q) {
-      return analysis_ ? probability_row_of(*analysis_, p, q) : std::vector<float>{};
+      return analysis_ ? core::probability_row(*analysis_, p, q) : std::vector<float>{};
     };
     cb.select_head = [this](int l, int hd) {
       model_->set_selection(l, hd);
@@ -155,7 +169,7 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   view_->on_frame = [this] { on_frame(); };
 
   connect(input_, &InputDock::text_changed, this, [this] {
-    if (!analysis_ || !analysis_->info || !analysis_->info->vision) schedule_analysis(250);
+    if (session_.input.kind != "image") schedule_analysis(250);
   });
   connect(input_, &InputDock::open_text_requested, this, [this] {
     const QString f =
@@ -220,8 +234,9 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   } else {
     input_->set_text(bundled_sample());
   }
-  image_path_ = options_.image;
-  input_->set_image(QString::fromStdString(image_path_));
+  input_->set_image(QString::fromStdString(options_.image));
+  session_.input.image = options_.image;
+  if (!options_.image.empty() && options_.model != "default-text") session_.input.kind = "image";
   model_->blockSignals(false);
   variants_->blockSignals(false);
   input_->blockSignals(false);
@@ -254,7 +269,7 @@ QString MainWindow::autosave_now() {
   try {
     std::filesystem::create_directories(
         std::filesystem::path(autosave_path_.toStdString()).parent_path());
-    save_session(current_session(), autosave_path_.toStdString());
+    core::save_session(current_session(), autosave_path_.toStdString());
     return autosave_path_;
   } catch (const std::exception& e) {
     stage_label_->setText(QString("autosave failed: ") + e.what());
@@ -298,7 +313,7 @@ void MainWindow::build_menus() {
     QString f = QFileDialog::getSaveFileName(this, "Save session", "attnscope.attnscope.json",
                                              "Sessions (*.attnscope.json)");
     if (f.isEmpty()) return;
-    if (!f.endsWith(".json")) f += kSessionSuffix;
+    if (!f.endsWith(".json")) f += core::kSessionSuffix;
     save_session_as(f);
   });
   recent_menu_ = file->addMenu("&Recent files");
@@ -349,42 +364,113 @@ void MainWindow::schedule_analysis(int delay_ms) {
 void MainWindow::submit_now() {
   analysis_timer_.stop();
   if (!autosave_path_.isEmpty()) autosave_timer_.start(3000);
-  AnalysisRequest r;
-  r.model = model_->model();
-  r.tensors = r.model == "tensors" ? model_->tensors() : "";
-  r.text = input_->text();
-  r.image = image_path_;
-  r.synthetic_tokens = model_->synthetic_tokens();
-  r.variants = variants_->specs();
-  r.show_dense = variants_->show_dense() || r.variants.empty();
-  r.backend = model_->backend();
-  r.variant_backends = variants_->backends();
-  r.layer = model_->layer();
-  r.head = model_->head();
+  sync_session();
   analysis_pending_ = true;
   last_error_.clear();
-  worker_->request_analysis(r);
+  worker_->request_analysis(session_, session_path_);
   update_status();
 }
 
-void MainWindow::on_analysis(std::shared_ptr<const Analysis> a, double seconds) {
+void MainWindow::sync_session() {
+  core::Session& s = session_;
+  const std::string model = model_->model();
+  if (model == "synthetic") {
+    s.input.kind = "synthetic";
+    s.input.synthetic_tokens = model_->synthetic_tokens();
+  } else if (model == "tensors") {
+    s.input.kind = "tensors";
+    s.input.tensors = model_->tensors();
+  } else {
+    s.model.id = model;
+    if (model == "default-vision" && !s.input.image.empty())
+      s.input.kind = "image";
+    else if (model == "default-text" || s.input.kind != "image")
+      s.input.kind = "text";
+  }
+  s.input.text = input_->text();
+  s.variants = variants_->specs();
+  s.variant_backends = variants_->backends();
+  s.view.show_dense = variants_->show_dense() || s.variants.empty();
+  s.backend = model_->backend();
+  s.layer = model_->layer();
+  s.head = model_->head();
+  if (render::Canvas* c = view_->canvas()) {
+    s.view.view = kSessionViews[int(c->settings().view)];
+    s.view.log_scale = c->settings().log_scale;
+    s.view.colormap = render::colormap_name(c->settings().colormap);
+    s.extra["gui"] = {{"display_mode", int(c->settings().mode)}};
+  }
+}
+
+void MainWindow::show_session() {
+  const core::Session& s = session_;
+  model_->blockSignals(true);
+  variants_->blockSignals(true);
+  input_->blockSignals(true);
+  if (s.input.kind == "synthetic") {
+    model_->set_synthetic_tokens(s.input.synthetic_tokens);
+    model_->set_model("synthetic");
+  } else if (s.input.kind == "tensors") {
+    model_->set_tensors(QString::fromStdString(
+        core::resolve_session_path(session_path_, s.input.tensors)));
+  } else {
+    model_->set_model(QString::fromStdString(
+        is_default_model_name(s.model.id) ? s.model.id
+                                          : core::resolve_session_path(session_path_, s.model.id)));
+  }
+  model_->set_backend(QString::fromStdString(s.backend));
+  if (s.input.kind == "image")
+    input_->set_image(
+        QString::fromStdString(core::resolve_session_path(session_path_, s.input.image)));
+  if (!s.input.text.empty()) input_->set_text(QString::fromStdString(s.input.text));
+  variants_->set_specs(std::vector<std::string>(
+      s.variants.begin(), s.variants.begin() + std::min<size_t>(4, s.variants.size())));
+  for (size_t i = 0; i < s.variant_backends.size() && i < size_t(VariantsDock::kSlots); ++i)
+    variants_->slot(int(i))->set_backend(s.variant_backends[i]);
+  variants_->set_show_dense(s.view.show_dense);
+  model_->show_info(std::nullopt, "Loading...", 64, 64);
+  model_->set_selection(s.layer, s.head);
+  model_->blockSignals(false);
+  variants_->blockSignals(false);
+  input_->blockSignals(false);
+  for (int v = 0; v < render::kViewCount; ++v)
+    if (s.view.view == kSessionViews[v]) set_view(render::ViewKind(v));
+  if (render::Canvas* c = view_->canvas()) {
+    c->settings().log_scale = s.view.log_scale;
+    for (int m = 0; m < render::kColormapCount; ++m)
+      if (s.view.colormap == render::colormap_name(render::Colormap(m)))
+        c->settings().colormap = render::Colormap(m);
+  }
+}
+
+void MainWindow::publish_document() {
+  doc_ = std::make_shared<render::Document>(core::document(
+      *analysis_,
+      sweep_gen_ == analysis_->generation ? sweep_ : std::vector<core::TradeoffPoint>{}));
+  if (view_->canvas()) view_->canvas()->set_document(doc_);
+  view_->redraw();
+}
+
+void MainWindow::on_analysis(std::shared_ptr<const core::Analysis> a, double seconds) {
   QElapsedTimer trace;
   trace.start();
-  const bool sweep_update = seconds < 0;
+  const bool refinement = seconds < 0;
+  if (analysis_ && core::heavy_key(analysis_->session) == core::heavy_key(a->session) &&
+      sweep_gen_ == analysis_->generation)
+    sweep_gen_ = a->generation;  // a new selection keeps the sweep of the same input
   analysis_ = a;
-  if (!sweep_update) {
+  if (!refinement) {
     analysis_pending_ = false;
     analysis_s_ = seconds;
   }
-  doc_ = std::make_shared<render::Document>(build_document(*a));
-  if (view_->canvas()) view_->canvas()->set_document(doc_);
+  publish_document();
   model_->show_info(a->info, QString::fromStdString(a->model_summary), a->n_layers(), a->n_heads());
-  if (!a->tokens.empty() || a->image.present)
-    input_->set_tokens(a->request.text, a->tokens, received_mass(*a), doc_->heat.sinks,
-                       QString::fromStdString(a->notice));
+  if (!a->tokens.empty() || a->vision())
+    input_->set_tokens(a->session.input.text, a->tokens, core::received_mass(*a),
+                       doc_->heat.sinks, QString::fromStdString(a->notice));
   else
     input_->set_tokens({}, {}, {}, {}, QString::fromStdString(a->model_summary));
-  if (!sweep_update) tile_timer_.start(0);
+  if (!refinement) tile_timer_.start(0);
   view_->redraw();
   update_status();
   if (qEnvironmentVariableIsSet("ATTNSCOPE_GUI_TRACE"))
@@ -459,16 +545,17 @@ void MainWindow::open_text_file(const QString& path) {
     QMessageBox::warning(this, "Open text", "Cannot open " + path);
     return;
   }
-  if (analysis_ && analysis_->info && analysis_->info->vision) model_->set_model("default-text");
+  session_.input.kind = "text";
+  if (model_->model() == "default-vision") model_->set_model("default-text");
   input_->set_text(QString::fromUtf8(f.readAll()));
   add_recent(path);
 }
 
 void MainWindow::open_image(const QString& path) {
-  image_path_ = path.toStdString();
+  session_.input.image = path.toStdString();
+  session_.input.kind = "image";
   input_->set_image(path);
-  if (model_->model() != "default-vision" &&
-      !(analysis_ && analysis_->info && analysis_->info->vision))
+  if (model_->model() != "default-vision" && !(analysis_ && analysis_->vision()))
     model_->set_model("default-vision");
   schedule_analysis(0);
   add_recent(path);
@@ -479,50 +566,18 @@ void MainWindow::open_model_folder(const QString& dir) {
   add_recent(dir);
 }
 
-namespace {
-const char* kSessionViews[] = {"heatmap", "grid", "sinks", "tokens", "image", "tradeoff"};
-}
 
 void MainWindow::open_session(const QString& path) {
   try {
-    const Session s = load_session(path.toStdString());
+    const core::Session s = core::load_session(path.toStdString());
     try {
-      check_session_files(s, path.toStdString());
+      core::check_session_files(s, path.toStdString());
     } catch (const Error& e) {
       QMessageBox::warning(this, "Session", QString("The session opens, but: ") + e.what());
     }
-    model_->blockSignals(true);
-    variants_->blockSignals(true);
-    input_->blockSignals(true);
-    const std::string model = s.model.id;
-    model_->set_model(QString::fromStdString(
-        is_default_model_name(model) ? model : resolve_session_path(path.toStdString(), model)));
-    model_->set_backend(QString::fromStdString(s.backend));
-    if (s.input.kind == "image") {
-      image_path_ = resolve_session_path(path.toStdString(), s.input.image);
-      input_->set_image(QString::fromStdString(image_path_));
-    } else {
-      input_->set_text(QString::fromStdString(s.input.text));
-    }
-    variants_->set_specs(std::vector<std::string>(
-        s.variants.begin(), s.variants.begin() + std::min<size_t>(4, s.variants.size())));
-    if (s.extra.contains("gui") && s.extra["gui"].contains("variant_backends")) {
-      const auto b = s.extra["gui"]["variant_backends"].get<std::vector<std::string>>();
-      for (size_t i = 0; i < b.size() && i < size_t(VariantsDock::kSlots); ++i)
-        variants_->slot(int(i))->set_backend(b[i]);
-    }
-    model_->show_info(std::nullopt, "Loading...", 64, 64);
-    model_->set_selection(s.layer, s.head);
-    model_->blockSignals(false);
-    variants_->blockSignals(false);
-    input_->blockSignals(false);
-    for (int v = 0; v < render::kViewCount; ++v)
-      if (s.view.view == kSessionViews[v]) set_view(render::ViewKind(v));
-    if (render::Canvas* c = view_->canvas()) {
-      c->settings().log_scale = s.view.log_scale;
-      if (s.view.colormap == "magma") c->settings().colormap = render::Colormap::Magma;
-      if (s.view.colormap == "viridis") c->settings().colormap = render::Colormap::Viridis;
-    }
+    session_ = s;
+    session_path_ = path.toStdString();
+    show_session();
     add_recent(path);
     submit_now();
   } catch (const Error& e) {
@@ -530,35 +585,26 @@ void MainWindow::open_session(const QString& path) {
   }
 }
 
-Session MainWindow::current_session() const {
-  Session s;
-  if (analysis_ && analysis_->image.present) {
-    s.input.kind = "image";
-    s.input.image = image_path_;
-  } else {
-    s.input.text = input_->text();
-  }
-  s.model.id = model_->model();
-  s.variants = variants_->specs();
-  s.layer = model_->layer();
-  s.head = model_->head();
-  s.backend = model_->backend();
-  if (render::Canvas* c = view_->canvas()) {
-    s.view.view = kSessionViews[int(c->settings().view)];
-    s.view.log_scale = c->settings().log_scale;
-    s.view.colormap = render::colormap_name(c->settings().colormap);
-    s.extra["gui"] = {{"display_mode", int(c->settings().mode)},
-                      {"show_dense", variants_->show_dense()},
-                      {"variant_backends", variants_->backends()}};
+core::Session MainWindow::current_session() const {
+  const_cast<MainWindow*>(this)->sync_session();
+  core::Session s = session_;
+  // Saved elsewhere, paths are made absolute (save_session_as makes them relative again).
+  if (!session_path_.empty()) {
+    if (s.input.kind == "image")
+      s.input.image = core::resolve_session_path(session_path_, s.input.image);
+    if (s.input.kind == "tensors")
+      s.input.tensors = core::resolve_session_path(session_path_, s.input.tensors);
+    if (!is_default_model_name(s.model.id))
+      s.model.id = core::resolve_session_path(session_path_, s.model.id);
   }
   return s;
 }
 
 void MainWindow::save_session_as(const QString& path) {
-  Session s = current_session();
+  core::Session s = current_session();
   try {
-    if (s.model.id != "synthetic" && s.model.id != "tensors") fill_hashes(s, path.toStdString());
-    save_session(s, path.toStdString());
+    core::fill_hashes(s, path.toStdString());
+    core::save_session(s, path.toStdString());
     add_recent(path);
     stage_label_->setText("saved " + path);
   } catch (const Error& e) {
@@ -593,9 +639,9 @@ void MainWindow::set_dark(bool dark) {
   }
   qApp->setPalette(p);
   if (view_->canvas()) view_->canvas()->settings().dark = dark;
-  input_->set_tokens(analysis_ ? analysis_->request.text : "",
+  input_->set_tokens(analysis_ ? analysis_->session.input.text : "",
                      analysis_ ? analysis_->tokens : std::vector<Token>{},
-                     analysis_ ? received_mass(*analysis_) : std::vector<float>{},
+                     analysis_ ? core::received_mass(*analysis_) : std::vector<float>{},
                      doc_ ? doc_->heat.sinks : std::vector<int>{},
                      analysis_ ? QString::fromStdString(analysis_->notice) : QString());
   view_->redraw();

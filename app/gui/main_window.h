@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "app/gui/analysis.h"
-#include "app/session/session.h"
+#include "app/core/analysis.h"
+#include "app/core/session.h"
+#include "app/core/views.h"
+#include "render/document.h"
 #include "render/view_settings.h"
 
 class QLabel;
@@ -55,7 +57,10 @@ class MainWindow : public QMainWindow {
   InputDock* input_dock() const { return input_; }
   ModelDock* model_dock() const { return model_; }
   VariantsDock* variants_dock() const { return variants_; }
-  std::shared_ptr<const Analysis> analysis() const { return analysis_; }
+  // The core's analysis the view shows (its session is the one shown).
+  std::shared_ptr<const core::Analysis> analysis() const { return analysis_; }
+  // The session the docks edit: the source of truth of everything shown.
+  const core::Session& session() const { return session_; }
   // Tile sets received for the current analysis (tests wait on it).
   int tiles_received() const { return tiles_received_; }
   // No analysis or tiles pending, and the shown tiles match what the view wants.
@@ -67,7 +72,7 @@ class MainWindow : public QMainWindow {
   void open_text_file(const QString& path);
   void open_image(const QString& path);
   void open_model_folder(const QString& dir);
-  // Sessions (app/session): the input, model, variants, selection and view settings.
+  // Sessions (app/core): the input, model, variants, selection and view settings.
   void open_session(const QString& path);
   void save_session_as(const QString& path);
   // Writes the autosave file now (no file hashes: quick); the path written, or "" when off.
@@ -85,10 +90,14 @@ class MainWindow : public QMainWindow {
 
  private:
   void build_menus();
-  Session current_session() const;
+  // Reads the docks into session_ (the one place widgets map to the session) and back.
+  void sync_session();
+  void show_session();
+  core::Session current_session() const;
   void offer_recovery();
   void schedule_analysis(int delay_ms = 200);
-  void on_analysis(std::shared_ptr<const Analysis> a, double seconds);
+  void on_analysis(std::shared_ptr<const core::Analysis> a, double seconds);
+  void publish_document();
   void on_tiles(uint64_t generation, std::vector<render::PanelTile> tiles, double seconds);
   void on_frame();
   void update_status();
@@ -103,9 +112,12 @@ class MainWindow : public QMainWindow {
   ModelDock* model_ = nullptr;
   VariantsDock* variants_ = nullptr;
   std::unique_ptr<AnalysisWorker> worker_;
-  std::shared_ptr<const Analysis> analysis_;
+  core::Session session_;
+  std::string session_path_;  // locates the session's relative paths ("" = unsaved)
+  std::shared_ptr<const core::Analysis> analysis_;
+  std::vector<core::TradeoffPoint> sweep_;  // automatic sweep of analysis_'s generation
+  uint64_t sweep_gen_ = 0;
   std::shared_ptr<const render::Document> doc_;
-  std::string image_path_;
   QTimer analysis_timer_, tile_timer_, autosave_timer_;
   QString autosave_path_;
   bool analysis_pending_ = false;

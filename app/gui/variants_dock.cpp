@@ -85,6 +85,10 @@ void VariantsDock::set_specs(const std::vector<std::string>& specs) {
   emit changed();
 }
 
+void VariantsDock::set_show_dense(bool on) {
+  dense_->setChecked(on);
+}
+
 bool VariantsDock::show_dense() const {
   return dense_->isChecked();
 }

@@ -21,6 +21,7 @@ class VariantsDock : public QDockWidget {
   // Fills slots from specs (the rest are disabled). Throws attn::Error on a bad spec.
   void set_specs(const std::vector<std::string>& specs);
   bool show_dense() const;
+  void set_show_dense(bool on);
   // Backend of each enabled slot, in order (empty = the Model dock's).
   std::vector<std::string> backends() const;
   VariantSlot* slot(int i) const { return slots_[size_t(i)]; }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 namespace attn::test {
+using namespace core;  // fixtures of the core's view structs
 namespace {
 
 const char* kWords[] = {"The",  "cat", "sat", "on",  "the", "mat",   ".",     "It",   "was",
@@ -46,12 +47,15 @@ HeadGrid grid(const std::string& spec, double shift) {
   g.spec = spec;
   g.n_layers = 4;
   g.n_heads = 6;
+  g.metrics = {"entropy", "sink_mass", "prev_token", "output_error", "mass_recall"};
+  g.values.assign(g.metrics.size(), {});
   for (int l = 0; l < 4; ++l)
     for (int h = 0; h < 6; ++h) {
-      g.entropy.push_back(float(0.4 + 0.35 * l + 0.1 * h - shift));
-      g.sink_mass.push_back(float(0.1 + 0.15 * l));
-      g.output_error.push_back(float(shift * (0.1 + 0.05 * h)));
-      g.mass_recall.push_back(float(1 - shift * 0.1 * l));
+      g.values[0].push_back(float(0.4 + 0.35 * l + 0.1 * h - shift));
+      g.values[1].push_back(float(0.1 + 0.15 * l));
+      g.values[2].push_back(float(0.05 + 0.1 * ((l + h) % 4)));
+      g.values[3].push_back(float(shift * (0.1 + 0.05 * h)));
+      g.values[4].push_back(float(1 - shift * 0.1 * l));
     }
   return g;
 }

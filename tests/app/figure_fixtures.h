@@ -1,9 +1,12 @@
 // Synthetic, deterministic data for every figure preset (no model needed), so golden images
 // test the drawing code alone.
 #pragma once
-#include "app/workbench/figure_data.h"
+#include "app/core/figure_data.h"
 
 namespace attn::test {
+
+using core::FigureData;
+using core::View;
 
 // A figure of `view` with plausible made-up values: causal heatmaps with a sink column and a
 // diagonal, a window variant, a head grid, sinks, an image with a patch grid, a trade-off sweep.

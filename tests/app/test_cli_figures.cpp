@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "app/figures/figure.h"
-#include "app/session/session.h"
-#include "app/workbench/workbench.h"
+#include "app/core/session.h"
+#include "app/core/analysis.h"
 #include "compute/error.h"
 #include "models/arch/default_models.h"
 #include "models/formats/npy.h"
@@ -18,6 +18,9 @@
 
 namespace attn {
 namespace {
+using core::load_session;
+using core::save_session;
+using core::sha256_file;
 namespace fs = std::filesystem;
 using test::read_all;
 using test::run_command;
@@ -100,25 +103,25 @@ TEST(CliRender, SidecarAndSavedSessionRegenerateIdenticalOutput) {
   EXPECT_FALSE(fs::exists(dir + "/c.svg.attnscope.json"));
 }
 
-TEST(ExportView, WorkbenchExportAndSidecarReopenToTheSameImage) {
+TEST(ExportView, ExportAndSidecarReopenToTheSameImage) {
   REQUIRE_MODEL("default-text");
   const std::string dir = test::fresh_dir("export_view");
   const std::string s = write_session(dir);
-  Workbench wb;
-  wb.open(load_session(s), s);
-  wb.select(1, 3);
-  const FigureSize size = export_view(wb, View::Variants, dir + "/v.png", {700, 0, 100}, s);
+  core::Session sel = load_session(s);
+  sel.layer = 1;
+  sel.head = 3;
+  const auto a = core::analyze(sel, s);
+  const FigureSize size = export_view(*a, View::Variants, dir + "/v.png", {700, 0, 100});
   EXPECT_EQ(size.width, 700);
   EXPECT_GT(size.height, 100);
   const Session side = load_session(dir + "/v.png.attnscope.json");
   EXPECT_EQ(side.layer, 1);
   EXPECT_EQ(side.head, 3);
   EXPECT_EQ(side.figure.height, size.height);
-  Workbench again;
-  again.open(side, dir + "/v.png.attnscope.json");
-  const QImage a(QString::fromStdString(dir + "/v.png"));
-  const QImage b = render_figure_image(collect_figure(again, View::Variants), side.figure);
-  EXPECT_EQ(a.convertToFormat(QImage::Format_RGB32), b);
+  const auto again = core::analyze(side, dir + "/v.png.attnscope.json");
+  const QImage ia(QString::fromStdString(dir + "/v.png"));
+  const QImage ib = render_figure_image(core::collect_figure(*again, View::Variants), side.figure);
+  EXPECT_EQ(ia.convertToFormat(QImage::Format_RGB32), ib);
 }
 
 TEST(CliRender, DataExportWritesTheMatrices) {

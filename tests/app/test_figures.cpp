@@ -184,7 +184,7 @@ TEST(Figures, BadOutputsGiveClearErrors) {
     EXPECT_NE(std::string(e.what()).find(".png, .svg or .pdf"), std::string::npos);
   }
   EXPECT_THROW(render_figure_image(f, {0, 100, 100}), Error);
-  EXPECT_THROW(view_from_name("pie"), Error);
+  EXPECT_THROW(core::view_from_name("pie"), Error);
 }
 
 }  // namespace

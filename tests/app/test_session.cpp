@@ -4,10 +4,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "app/session/session.h"
+#include "app/core/session.h"
 #include "compute/error.h"
 
-namespace attn {
+namespace attn::core {
 namespace {
 namespace fs = std::filesystem;
 
@@ -158,4 +158,4 @@ TEST(Session, AutosaveIsNewerAfterWrite) {
 }
 
 }  // namespace
-}  // namespace attn
+}  // namespace attn::core

@@ -1,10 +1,10 @@
 // Sweep specs, shards and the trade-off table.
 #include <gtest/gtest.h>
 
-#include "app/workbench/sweep.h"
+#include "app/core/sweep.h"
 #include "compute/error.h"
 
-namespace attn {
+namespace attn::core {
 namespace {
 
 TEST(Sweep, ExpandsGeometricArithmeticAndLists) {
@@ -73,4 +73,4 @@ TEST(Sweep, CsvRoundTripAndMerge) {
 }
 
 }  // namespace
-}  // namespace attn
+}  // namespace attn::core

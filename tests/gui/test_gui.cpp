@@ -16,19 +16,21 @@
 #include <filesystem>
 #include <thread>
 
-#include "app/gui/analysis.h"
+#include "app/core/analysis.h"
 #include "app/gui/main_window.h"
 #include "app/gui/model_dock.h"
 #include "app/gui/variant_slot.h"
 #include "app/gui/variants_dock.h"
 #include "app/gui/vulkan_view.h"
-#include "app/session/session.h"
+#include "app/core/session.h"
 #include "compute/error.h"
 #include "gui_driver.h"
 #include "models/arch/default_models.h"
 
 namespace attn::gui::test {
 namespace {
+using core::load_session;
+using core::Session;
 
 QVulkanInstance* g_instance = nullptr;
 
@@ -108,7 +110,7 @@ TEST(Gui, TextModelPanelsDrawAndReactToParameters) {
 
   const auto a = w.analysis();
   ASSERT_TRUE(a);
-  ASSERT_EQ(a->variants.size(), 5u);  // dense + four variants
+  ASSERT_EQ(a->panels.size(), 5u);  // dense + four variants
   const auto rects = w.view()->canvas()->panel_rects();
   ASSERT_EQ(rects.size(), 5u);
   const QImage before = w.view()->grab_rgba();
@@ -123,7 +125,7 @@ TEST(Gui, TextModelPanelsDrawAndReactToParameters) {
   w.variants_dock()->slot(0)->set_spec("window(size=4)");
   w.submit_now();
   ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
-  EXPECT_EQ(w.analysis()->specs[1], "window(size=4)");
+  EXPECT_EQ(w.analysis()->panels[1].spec, "window(size=4)");
   const QImage after = w.view()->grab_rgba();
   const double changed = changed_fraction(before, after, rects[1]);
   const double dense_changed = changed_fraction(before, after, rects[0]);
@@ -206,7 +208,7 @@ TEST(Gui, SessionRoundTrip) {
     MainWindow w(o);
     show_and_time(w);
     ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
-    specs = w.analysis()->specs;
+    specs = w.analysis()->session.variants;
     w.save_session_as(QString::fromStdString(path));
   }
   const Session s = load_session(path);
@@ -221,10 +223,10 @@ TEST(Gui, SessionRoundTrip) {
   MainWindow w2(o2);
   show_and_time(w2);
   ASSERT_TRUE(wait_settled(w2, 60000)) << w2.last_error().toStdString();
-  EXPECT_EQ(w2.analysis()->specs, specs);
-  EXPECT_EQ(w2.analysis()->request.layer, 1);
-  EXPECT_EQ(w2.analysis()->request.head, 2);
-  EXPECT_EQ(w2.analysis()->request.text, s.input.text);
+  EXPECT_EQ(w2.analysis()->session.variants, specs);
+  EXPECT_EQ(w2.analysis()->session.layer, 1);
+  EXPECT_EQ(w2.analysis()->session.head, 2);
+  EXPECT_EQ(w2.analysis()->session.input.text, s.input.text);
   std::filesystem::remove(path);
 }
 
@@ -242,7 +244,7 @@ TEST(Gui, AutosaveRecoversUnsavedWork) {
     MainWindow w(o);
     show_and_time(w);
     ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
-    specs = w.analysis()->specs;
+    specs = w.analysis()->session.variants;
     ASSERT_EQ(w.autosave_now().toStdString(), path);
     const Session s = load_session(path);
     EXPECT_EQ(s.input.text, o.text);
@@ -259,8 +261,8 @@ TEST(Gui, AutosaveRecoversUnsavedWork) {
   MainWindow w2(o2);
   show_and_time(w2);
   ASSERT_TRUE(wait_settled(w2, 60000)) << w2.last_error().toStdString();
-  EXPECT_EQ(w2.analysis()->request.text, o.text);
-  EXPECT_EQ(w2.analysis()->specs, specs);
+  EXPECT_EQ(w2.analysis()->session.input.text, o.text);
+  EXPECT_EQ(w2.analysis()->session.variants, specs);
   w2.close();  // a clean close removes the autosave
   EXPECT_FALSE(std::filesystem::exists(path));
 }
@@ -278,8 +280,8 @@ TEST(Gui, VisionModelShowsImageAttention) {
   show_and_time(w);
   ASSERT_TRUE(w.last_error().isEmpty()) << w.last_error().toStdString();
   ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
-  ASSERT_TRUE(w.analysis()->image.present);
-  EXPECT_GT(w.analysis()->image.grid_h, 1);
+  ASSERT_TRUE(w.analysis()->vision());
+  EXPECT_GT(w.analysis()->grid_h, 1);
   w.set_view(render::ViewKind::Image);
   ASSERT_TRUE(wait_settled(w, 30000, 3));
   const QImage shot = w.view()->grab_rgba();

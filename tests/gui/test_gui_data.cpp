@@ -1,12 +1,14 @@
-// The GUI's data layer (no display needed): pooled tiles, kept fractions, dropped mass, hover
-// values and cell colours, checked against brute-force computations on an odd-sized problem.
+// What the GUI asks of the analysis core (no display needed): pooled tiles, kept fractions,
+// dropped mass, hover values and cell colours, checked against brute-force computations on an
+// odd-sized problem.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 
-#include "app/gui/analysis.h"
+#include "app/core/analysis.h"
+#include "app/core/interactive.h"
 #include "compute/error.h"
 #include "compute/layout.h"
 #include "compute/probabilities.h"
@@ -16,16 +18,22 @@
 namespace attn::gui {
 namespace {
 
-std::shared_ptr<Analysis> synthetic(int n, std::vector<std::string> variants, int head = 1) {
-  AnalysisRequest r;
-  r.model = "synthetic";
-  r.synthetic_tokens = n;
-  r.variants = std::move(variants);
-  r.head = head;
-  ModelCache cache;
-  auto a = run_analysis(r, cache, nullptr, nullptr);
-  add_metrics(*a, nullptr);
-  return a;
+using core::Analysis;
+
+core::Session synthetic_session(int n, std::vector<std::string> variants, int head = 1) {
+  core::Session s;
+  s.input.kind = "synthetic";
+  s.input.synthetic_tokens = n;
+  s.variants = std::move(variants);
+  s.head = head;
+  return s;
+}
+
+std::shared_ptr<const Analysis> synthetic(int n, std::vector<std::string> variants,
+                                          int head = 1) {
+  core::Options o;
+  o.end_to_end = false;
+  return core::analyze(synthetic_session(n, std::move(variants), head), "", o);
 }
 
 // Cell boundaries of tile_probabilities: cell y covers [q0 + y*Q/h, q0 + (y+1)*Q/h).
@@ -35,21 +43,22 @@ int lo(int a, int span, int cells, int c) {
 
 TEST(GuiData, TilesMatchBruteForce) {
   auto a = synthetic(301, {"block_topk(block=16,k=3)", "top_p(block=16,p=0.8)", "window(size=37)"});
-  ASSERT_EQ(a->variants.size(), 4u);
+  ASSERT_EQ(a->panels.size(), 4u);
   const int q0 = 13, q1 = 290, k0 = 5, k1 = 280, W = 50, H = 40, head = 1;
-  const auto tiles = build_tiles(*a, q0, q1, k0, k1, W, H, nullptr);
+  const auto tiles = core::tiles(*a, q0, q1, k0, k1, W, H, nullptr);
   ASSERT_EQ(tiles.size(), 4u);
-  const Problem& p = a->problems[0];
+  const Problem& p = a->problem(0);
   const Variant dense = make_variant("dense");
+  const Result& dres = a->panels[0].result(0);
   TileRequest req{head, q0, q1, k0, k1, W, H, Pool::Max};
-  const Tile dt = tile_probabilities(dense, p, a->dense[0], req);
+  const Tile dt = tile_probabilities(dense, p, dres, req);
   std::vector<double> drow;
   for (size_t v = 0; v < tiles.size(); ++v) {
     const render::PanelTile& t = tiles[v];
     ASSERT_EQ(t.w, W);
     ASSERT_EQ(t.h, H);
-    const Result& r = a->results[v][0];
-    const Tile vt = tile_probabilities(a->variants[v], p, r, req);
+    const Result& r = a->panels[v].result(0);
+    const Tile vt = tile_probabilities(*a->panels[v].variant, p, r, req);
     float vmax = 0;
     for (int y = 0; y < H; ++y) {
       for (int x = 0; x < W; ++x) {
@@ -66,10 +75,10 @@ TEST(GuiData, TilesMatchBruteForce) {
         ASSERT_NEAR(t.texels[c * 4 + 2], float(kept) / float(total), 1e-6)
             << "variant " << v << " cell " << y << "," << x;
       }
-      if (a->specs[v] == "dense") continue;
+      if (v == 0) continue;
       // Dropped dense mass of the cell row's middle query, over all keys.
       const int i = q0 + int((int64_t(y) * (q1 - q0) / H + int64_t(y + 1) * (q1 - q0) / H) / 2);
-      probability_row(dense, p, a->dense[0], head, i, 0, p.n_k, drow);
+      probability_row(dense, p, dres, head, i, 0, p.n_k, drow);
       double kept_mass = 0;
       for (int j = 0; j < p.n_k; ++j)
         if (layout_keeps(r.layout, p, head, i, j)) kept_mass += drow[size_t(j)];
@@ -83,18 +92,21 @@ TEST(GuiData, TilesMatchBruteForce) {
 
 TEST(GuiData, HoverMatchesRows) {
   auto a = synthetic(97, {"window(size=9)", "dense+sigmoid(bias_offset=0)"}, 2);
-  const Problem& p = a->problems[0];
+  const Problem& p = a->problem(0);
   std::vector<double> row;
   for (int panel = 0; panel < 3; ++panel)
     for (auto [q, k] :
          {std::pair{50, 45}, std::pair{50, 3}, std::pair{96, 96}, std::pair{10, 60}}) {
-      const render::HoverInfo h = hover_info(*a, panel, q, k);
+      const render::HoverInfo h = core::hover(*a, panel, q, k);
       ASSERT_TRUE(h.valid);
-      probability_row(a->variants[size_t(panel)], p, a->results[size_t(panel)][0], 2, q, 0, p.n_k,
-                      row);
+      const core::Panel& pn = a->panels[size_t(panel)];
+      probability_row(*pn.variant, p, pn.result(0), 2, q, 0, p.n_k, row);
       EXPECT_DOUBLE_EQ(h.prob, row[size_t(k)]);
       EXPECT_EQ(h.visible, k <= q);
-      EXPECT_EQ(h.kept, layout_keeps(a->results[size_t(panel)][0].layout, p, 2, q, k));
+      EXPECT_EQ(h.kept, layout_keeps(pn.result(0).layout, p, 2, q, k));
+      const std::vector<float> r = core::probability_row(*a, panel, q);
+      ASSERT_EQ(r.size(), size_t(p.n_k));
+      EXPECT_EQ(r[size_t(k)], float(row[size_t(k)]));
       if (h.prob > 0) {
         int greater = 0;
         for (double x : row) greater += x > h.prob;
@@ -103,43 +115,50 @@ TEST(GuiData, HoverMatchesRows) {
         EXPECT_EQ(h.rank, 0);
       }
     }
-  EXPECT_FALSE(hover_info(*a, 1, 50, 3).kept);  // outside the window of 9
-  EXPECT_FALSE(hover_info(*a, 7, 1, 1).valid);  // no such panel
+  EXPECT_FALSE(core::hover(*a, 1, 50, 3).kept);  // outside the window of 9
+  EXPECT_FALSE(core::hover(*a, 7, 1, 1).valid);  // no such panel
+  // With the dense panel hidden, shown panel 0 is the first variant.
+  core::Session s = a->session;
+  s.view.show_dense = false;
+  const auto hidden = core::reselect(*a, s);
+  EXPECT_EQ(core::shown_panels(*hidden), (std::vector<int>{1, 2}));
+  EXPECT_FALSE(core::hover(*hidden, 0, 50, 3).kept);
 }
 
 TEST(GuiData, DocumentDescribesPanelsAndBlocks) {
   auto a = synthetic(130, {"block_topk(block=16,k=2)"});
-  const render::Document d = build_document(*a);
+  const render::Document d = core::document(*a);
   ASSERT_EQ(d.heat.panels.size(), 2u);
   EXPECT_TRUE(d.heat.panels[0].reference);
   EXPECT_EQ(d.heat.panels[1].title, "block_topk(block=16,k=2)");
-  const Layout& l = a->results[1][0].layout;
+  const Layout& l = a->panels[1].result(0).layout;
   ASSERT_EQ(l.kind, Layout::Kind::Blocks);
   EXPECT_EQ(int64_t(d.heat.panels[1].kept_blocks.size()), l.block(0).nnz());
   EXPECT_EQ(d.grid.layers, 1);
   EXPECT_EQ(d.grid.heads, 4);
   EXPECT_TRUE(d.heat.panels[1].measured);
-  EXPECT_NEAR(d.heat.panels[1].recall, a->layer_metrics[1][0].mass_recall, 1e-12);
+  EXPECT_NEAR(d.heat.panels[1].recall, a->panels[1].layer[0].mass_recall, 1e-12);
+  // The head grid lists every head metric of the core's table.
+  ASSERT_EQ(d.grid.names.size(), d.grid.values.size());
+  EXPECT_NE(std::find(d.grid.names.begin(), d.grid.names.end(), "prev_token"),
+            d.grid.names.end());
+  EXPECT_EQ(d.tradeoff.points.size(), 2u);
 }
 
 TEST(GuiData, BadRequestsFailClearly) {
-  ModelCache cache;
-  AnalysisRequest r;
-  r.model = "synthetic";
-  r.synthetic_tokens = 64;
-  r.variants = {"window(size=4)", "window(size=5)", "window(size=6)", "window(size=7)", "dense"};
-  EXPECT_THROW(run_analysis(r, cache, nullptr, nullptr), Error);
-  r.variants = {"no_such_variant"};
+  core::Session s = synthetic_session(64, {"no_such_variant"});
   try {
-    run_analysis(r, cache, nullptr, nullptr);
+    core::open(s, "");
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::UnknownVariant);
   }
-  r.variants = {"window(size=4)"};
+  s.variants = {"window(size=4)"};
   std::atomic<bool> cancel{true};
+  core::Options o;
+  o.cancel = &cancel;
   try {
-    run_analysis(r, cache, &cancel, nullptr);
+    core::analyze(s, "", o);
     FAIL() << "expected cancellation";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::Cancelled);
@@ -183,30 +202,30 @@ TEST(GuiData, VulkanBackendMatchesCpu) {
   const auto names = backend_names();
   if (std::find(names.begin(), names.end(), "vulkan") == names.end())
     GTEST_SKIP() << "built without the Vulkan backend";
-  AnalysisRequest r;
-  r.model = "synthetic";
-  r.synthetic_tokens = 203;
-  r.variants = {"block_topk(block=16,k=3)", "sinks_window(sinks=2,window=40)"};
-  r.sweep = false;
-  ModelCache cache;
-  std::shared_ptr<Analysis> cpu, vk;
-  cpu = run_analysis(r, cache, nullptr, nullptr);
-  r.backend = "vulkan";
+  core::Session s = synthetic_session(
+      203, {"block_topk(block=16,k=3)", "sinks_window(sinks=2,window=40)"});
+  core::Options o;
+  o.end_to_end = false;
+  const auto cpu = core::analyze(s, "", o);
+  s.backend = "vulkan";
+  std::shared_ptr<const Analysis> vk;
   try {
-    vk = run_analysis(r, cache, nullptr, nullptr);
+    vk = core::analyze(s, "", o);
   } catch (const Error& e) {
     GTEST_SKIP() << "no usable Vulkan device: " << e.what();
   }
-  ASSERT_EQ(cpu->results.size(), vk->results.size());
+  if (vk->panels[0].result(0).stats.backend != "vulkan")
+    GTEST_SKIP() << "no usable Vulkan device: " << vk->panels[0].notes.front();
+  ASSERT_EQ(cpu->panels.size(), vk->panels.size());
   // Per-variant choice: the first variant on Vulkan, the second on the Model dock's CPU.
-  r.backend = "cpu";
-  r.variant_backends = {"vulkan", ""};
-  const auto mixed = run_analysis(r, cache, nullptr, nullptr);
-  EXPECT_EQ(mixed->results[1][0].stats.backend, "vulkan");
-  EXPECT_EQ(mixed->results[2][0].stats.backend, "cpu");
-  for (size_t v = 0; v < cpu->results.size(); ++v) {
-    EXPECT_LT(relative_error(vk->results[v][0].o, cpu->results[v][0].o), 1e-4) << cpu->specs[v];
-  }
+  s.backend = "cpu";
+  s.variant_backends = {"vulkan", ""};
+  const auto mixed = core::analyze(s, "", o);
+  EXPECT_EQ(mixed->panels[1].result(0).stats.backend, "vulkan");
+  EXPECT_EQ(mixed->panels[2].result(0).stats.backend, "cpu");
+  for (size_t v = 0; v < cpu->panels.size(); ++v)
+    EXPECT_LT(relative_error(vk->panels[v].result(0).o, cpu->panels[v].result(0).o), 1e-4)
+        << cpu->panels[v].spec;
 }
 
 }  // namespace

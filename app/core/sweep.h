@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "app/workbench/views.h"
+#include "app/core/views.h"
 
-namespace attn {
+namespace attn::core {
 
 // Expands one sweep spec; throws Error(InvalidArgument) naming the malformed range.
 std::vector<std::string> expand_sweep(const std::string& sweep_spec);
@@ -42,4 +42,4 @@ std::vector<SweepRow> parse_tradeoff_csv(const std::string& text, const std::str
 // indices are not 0..n-1 (a missing shard).
 std::vector<SweepRow> merge_sweep_rows(const std::vector<std::vector<SweepRow>>& shards);
 
-}  // namespace attn
+}  // namespace attn::core

@@ -1,5 +1,5 @@
-// What a figure preset shows, gathered from an open workbench (no drawing, no Qt): the GUI and
-// the CLI collect it here, and app/figures/ paints it.
+// What a figure preset shows, gathered from an analysis (no drawing, no Qt): the GUI and the CLI
+// collect it here, and app/figures/ paints it.
 //
 // Views (presets): heatmap (one head), variants (dense and each variant side by side), grid
 // (a metric per layer x head), sinks (mass received per token, per layer), image (CLS attention
@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "app/session/session.h"
-#include "app/workbench/views.h"
+#include "app/core/session.h"
+#include "app/core/views.h"
 
-namespace attn {
+namespace attn::core {
 
-class Workbench;
+struct Analysis;
 
 enum class View { Heatmap, Variants, Grid, Sinks, Image, Tradeoff, Tokens };
 
@@ -36,13 +36,13 @@ struct FigureData {
   std::vector<TokensData> tokens;       // tokens: dense then each variant
 };
 
-// Gathers the data of `view` for the workbench's session (its layer, head, variants and view
-// settings). Throws Error(InvalidArgument) when the view does not fit the input (image view on
-// text). `max_cells` bounds heatmap cells per side.
-FigureData collect_figure(Workbench& wb, View view, int max_cells = 512);
+// Gathers the data of `view` for the analysis's session (its layer, head, variants and view
+// settings); needs every stage (core::analyze). Throws Error(InvalidArgument) when the view does
+// not fit the input (image view on text). `max_cells` bounds heatmap cells per side.
+FigureData collect_figure(const Analysis& a, View view, int max_cells = 512);
 
 // Trade-off figure data straight from sweep rows (no workbench), for `sweep --figure`.
 FigureData tradeoff_figure(const std::vector<TradeoffPoint>& points, const std::string& title,
                            const std::string& subtitle);
 
-}  // namespace attn
+}  // namespace attn::core

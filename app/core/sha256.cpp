@@ -5,10 +5,10 @@
 #include <fstream>
 #include <string>
 
-#include "app/session/session.h"
+#include "app/core/session.h"
 #include "compute/error.h"
 
-namespace attn {
+namespace attn::core {
 namespace {
 
 constexpr std::array<uint32_t, 64> kK = {
@@ -111,4 +111,4 @@ std::string sha256_file(const std::string& path) {
   return s.hex();
 }
 
-}  // namespace attn
+}  // namespace attn::core

@@ -1,4 +1,4 @@
-#include "app/session/session.h"
+#include "app/core/session.h"
 
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 #include "compute/error.h"
 #include "models/arch/default_models.h"
 
-namespace attn {
+namespace attn::core {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -57,6 +57,15 @@ json session_to_json(const Session& s) {
   if (s.input.kind == "image") {
     input["image"] = s.input.image;
     input["sha256"] = s.input.image_sha256;
+    if (s.input.image_size) input["image_size"] = s.input.image_size;
+  } else if (s.input.kind == "ids") {
+    input["ids"] = s.input.ids;
+  } else if (s.input.kind == "tensors") {
+    input["tensors"] = s.input.tensors;
+    input["layer"] = s.input.tensors_layer;
+    input["causal"] = s.input.causal;
+  } else if (s.input.kind == "synthetic") {
+    input["tokens"] = s.input.synthetic_tokens;
   } else {
     input["text"] = s.input.text;
   }
@@ -69,6 +78,7 @@ json session_to_json(const Session& s) {
       {"variants", s.variants},
       {"selection", {{"layer", s.layer}, {"head", s.head}}},
       {"backend", s.backend},
+      {"variant_backends", s.variant_backends},
       {"substitution", {{"layers", s.substitute_layers}, {"heads", s.substitute_heads}}},
       {"view",
        {{"view", v.view},
@@ -79,7 +89,8 @@ json session_to_json(const Session& s) {
         {"grid_metric", v.grid_metric},
         {"tradeoff_x", v.tradeoff_x},
         {"tradeoff_y", v.tradeoff_y},
-        {"title", v.title}}},
+        {"title", v.title},
+        {"show_dense", v.show_dense}}},
       {"figure", {{"width", s.figure.width}, {"height", s.figure.height}, {"dpi", s.figure.dpi}}},
       {"extra", s.extra}};
 }
@@ -104,9 +115,25 @@ Session session_from_json(const json& j, const std::string& source) {
   s.version = version;
   const json& in = object_field(j, "input", source, true);
   read_field(in, "kind", s.input.kind, "input.", source);
-  require(s.input.kind == "text" || s.input.kind == "image", ErrorCode::Format,
-          source + ": input.kind must be \"text\" or \"image\", not \"" + s.input.kind + "\"");
+  require(s.input.kind == "text" || s.input.kind == "ids" || s.input.kind == "image" ||
+              s.input.kind == "tensors" || s.input.kind == "synthetic",
+          ErrorCode::Format,
+          source + ": input.kind must be \"text\", \"ids\", \"image\", \"tensors\" or \"synthetic\", not \"" +
+              s.input.kind + "\"");
   read_field(in, "text", s.input.text, "input.", source);
+  read_field(in, "tensors", s.input.tensors, "input.", source);
+  read_field(in, "ids", s.input.ids, "input.", source);
+  read_field(in, "image_size", s.input.image_size, "input.", source);
+  read_field(in, "layer", s.input.tensors_layer, "input.", source);
+  read_field(in, "causal", s.input.causal, "input.", source);
+  require(s.input.kind != "ids" || !s.input.ids.empty(), ErrorCode::Format,
+          source + ": input.ids is empty");
+  read_field(in, "tokens", s.input.synthetic_tokens, "input.", source);
+  require(s.input.kind != "tensors" || !s.input.tensors.empty(), ErrorCode::Format,
+          source + ": input.tensors (the q/k/v folder) is empty");
+  require(s.input.kind != "synthetic" ||
+              (s.input.synthetic_tokens >= 2 && s.input.synthetic_tokens <= 65536),
+          ErrorCode::Format, source + ": input.tokens must be in [2, 65536]");
   read_field(in, "image", s.input.image, "input.", source);
   read_field(in, "sha256", s.input.image_sha256, "input.", source);
   require(s.input.kind != "text" || !s.input.text.empty(), ErrorCode::Format,
@@ -128,6 +155,7 @@ Session session_from_json(const json& j, const std::string& source) {
   require(s.layer >= 0 && s.head >= 0, ErrorCode::Format,
           source + ": selection.layer and selection.head must be >= 0");
   read_field(j, "backend", s.backend, "", source);
+  read_field(j, "variant_backends", s.variant_backends, "", source);
   const json& sub = object_field(j, "substitution", source, false);
   read_field(sub, "layers", s.substitute_layers, "substitution.", source);
   read_field(sub, "heads", s.substitute_heads, "substitution.", source);
@@ -143,6 +171,7 @@ Session session_from_json(const json& j, const std::string& source) {
   read_field(v, "tradeoff_x", vs.tradeoff_x, "view.", source);
   read_field(v, "tradeoff_y", vs.tradeoff_y, "view.", source);
   read_field(v, "title", vs.title, "view.", source);
+  read_field(v, "show_dense", vs.show_dense, "view.", source);
 
   const json& f = object_field(j, "figure", source, false);
   read_field(f, "width", s.figure.width, "figure.", source);
@@ -238,7 +267,13 @@ std::string model_dir_of(const Session& s, const std::string& session_path) {
 }
 }  // namespace
 
+// Inputs that need no model folder: raw tensors and synthetic problems.
+static bool model_free(const Session& s) {
+  return s.input.kind == "tensors" || s.input.kind == "synthetic";
+}
+
 void fill_hashes(Session& s, const std::string& session_path) {
+  if (model_free(s)) return;
   const std::string dir = model_dir_of(s, session_path);
   s.model.sha256.clear();
   for (const std::string& f : model_files(dir)) s.model.sha256[f] = sha256_file(dir + "/" + f);
@@ -247,6 +282,12 @@ void fill_hashes(Session& s, const std::string& session_path) {
 }
 
 void check_session_files(const Session& s, const std::string& session_path) {
+  if (s.input.kind == "tensors") {
+    const std::string d = resolve_session_path(session_path, s.input.tensors);
+    require(fs::is_directory(d), ErrorCode::Io,
+            "tensor folder '" + d + "' named by the session does not exist");
+  }
+  if (model_free(s)) return;
   const std::string dir = model_dir_of(s, session_path);
   for (const auto& [file, digest] : s.model.sha256) {
     const std::string p = dir + "/" + file;
@@ -265,4 +306,4 @@ void check_session_files(const Session& s, const std::string& session_path) {
   }
 }
 
-}  // namespace attn
+}  // namespace attn::core

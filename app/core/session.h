@@ -7,33 +7,41 @@
 //
 // Relative paths inside a session (image, model folder) are relative to the session file's folder.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-namespace attn {
+namespace attn::core {
 
 constexpr int kSessionVersion = 1;  // bump on an incompatible schema change
 constexpr const char* kSessionFormat = "attnscope-session";
 constexpr const char* kSessionSuffix = ".attnscope.json";
 
 struct SessionInput {
-  std::string kind = "text";  // "text" | "image"
-  std::string text;           // kind "text": the input text (UTF-8)
-  std::string image;          // kind "image": path of the image file
-  std::string image_sha256;   // hex digest of the image file; checked on open when not empty
+  std::string kind = "text";   // "text" | "ids" | "image" | "tensors" | "synthetic"
+  std::string text;            // kind "text": the input text (UTF-8)
+  std::vector<int32_t> ids;    // kind "ids": token ids
+  int image_size = 0;          // kind "image": resize to this square size (0 = preprocessor's)
+  int tensors_layer = -1;      // kind "tensors": read blocks.L.attn.{q,k,v}.npy of a dump
+  bool causal = true;          // kind "tensors": causal (else bidirectional)
+  std::string image;           // kind "image": path of the image file
+  std::string image_sha256;    // hex digest of the image file; checked on open when not empty
+  std::string tensors;         // kind "tensors": folder of q.npy, k.npy, v.npy [H, N, d]
+  int synthetic_tokens = 4096;  // kind "synthetic": random Q/K/V of this many tokens (2..65536)
 };
 
 struct SessionModel {
-  std::string id = "default-text";            // "default-text", "default-vision" or a folder
+  std::string id = "default-text";  // "default-text", "default-vision" or a folder (unused for
+                                    // tensors and synthetic inputs)
   std::map<std::string, std::string> sha256;  // file name in the folder -> hex digest
 };
 
 // Settings of the views (the GUI's panels and the figure presets share them).
 struct ViewSettings {
   std::string view = "heatmap";          // heatmap | grid | sinks | image | tradeoff | tokens
-  std::string colormap = "viridis";      // viridis | magma | gray
+  std::string colormap = "viridis";      // a name of render/colormap.h (viridis, magma, ...)
   bool log_scale = false;                // log10 colour scale for probabilities
   double vmax = 0;                       // colour scale maximum; 0 = automatic
   int query = -1;                        // tokens view: query row (-1 = last token)
@@ -41,6 +49,7 @@ struct ViewSettings {
   std::string tradeoff_x = "density";    // tradeoff: density | seconds
   std::string tradeoff_y = "rel_error";  // tradeoff: rel_error | mass_recall | next_token_kl
   std::string title;                     // figure title; empty = generated
+  bool show_dense = true;                // the dense reference has a heatmap panel of its own
 };
 
 // Size of an exported figure: width x height pixels at `dpi` (PDF/SVG: width/dpi inches wide).
@@ -58,6 +67,7 @@ struct Session {
   int layer = 0;                       // selected layer
   int head = 0;                        // selected query head
   std::string backend = "cpu";         // compute backend: reference | cpu | vulkan
+  std::vector<std::string> variant_backends;  // per variant; "" or missing = `backend`
   std::vector<int> substitute_layers;  // end-to-end substitution: layers (empty = all)
   std::vector<int> substitute_heads;   // end-to-end substitution: heads (empty = all)
   ViewSettings view;
@@ -105,4 +115,4 @@ std::string sha256_file(const std::string& path);
 // SHA-256 of bytes as 64 hex digits.
 std::string sha256_hex(const std::string& bytes);
 
-}  // namespace attn
+}  // namespace attn::core

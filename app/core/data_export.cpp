@@ -1,14 +1,14 @@
-#include "app/workbench/data_export.h"
+#include "app/core/data_export.h"
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 
-#include "app/session/session.h"
+#include "app/core/session.h"
 #include "compute/error.h"
 #include "models/formats/npy.h"
 
-namespace attn {
+namespace attn::core {
 using nlohmann::json;
 
 namespace {
@@ -90,17 +90,15 @@ json to_json(const SinkData& s) {
 }
 
 json to_json(const HeadGrid& g) {
-  return {{"spec", g.spec},
-          {"layers", g.n_layers},
-          {"heads", g.n_heads},
-          {"entropy", nums(g.entropy)},
-          {"sink_mass", nums(g.sink_mass)},
-          {"output_error", nums(g.output_error)},
-          {"mass_recall", nums(g.mass_recall)}};
+  json j = {{"spec", g.spec}, {"layers", g.n_layers}, {"heads", g.n_heads}};
+  for (size_t m = 0; m < g.metrics.size() && m < g.values.size(); ++m)
+    j[g.metrics[m]] = nums(g.values[m]);
+  return j;
 }
 
 json to_json(const TradeoffPoint& p) {
   return {{"spec", p.spec},
+          {"caption", p.caption},
           {"pattern", p.pattern},
           {"density", num(p.density)},
           {"flops", num(p.flops)},
@@ -157,7 +155,7 @@ std::vector<std::string> export_head_grid(const HeadGrid& g, const std::string& 
                                           const std::string& format) {
   if (format == "json") return export_matrix(stem, format, 0, 0, {}, {}, {}, to_json(g));
   std::vector<std::string> files;
-  for (const std::string& m : head_grid_metrics()) {
+  for (const std::string& m : g.metrics) {
     auto f = export_matrix(stem + "_" + m, format, g.n_layers, g.n_heads, g.metric(m), {}, {}, {});
     files.insert(files.end(), f.begin(), f.end());
   }
@@ -171,4 +169,4 @@ std::vector<std::string> export_sinks(const SinkData& s, const std::string& stem
   return export_matrix(stem, format, s.n_layers, s.n, s.received, rows, s.labels, to_json(s));
 }
 
-}  // namespace attn
+}  // namespace attn::core

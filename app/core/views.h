@@ -1,5 +1,6 @@
 // Plain data behind every view and figure preset: what the GUI panels draw and what the figure
-// layouts paint. No drawing here and no Qt; every struct is filled by Workbench (workbench.h).
+// layouts paint. No drawing here and no Qt; every struct is filled from an Analysis
+// (analysis.h) by the functions at the end of this file.
 #pragma once
 #include <cmath>
 #include <limits>
@@ -8,7 +9,9 @@
 
 #include "models/arch/image.h"
 
-namespace attn {
+namespace attn::core {
+
+struct Analysis;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -40,26 +43,21 @@ struct SinkData {
   double threshold = 0.3;
 };
 
-// One value per (layer, head) of a variant, for the head overview.
+// One value per (layer, head) of a variant for each head metric (head_metrics.h), for the head
+// overview.
 struct HeadGrid {
   std::string spec;
   int n_layers = 0, n_heads = 0;
-  std::vector<float> entropy;       // f32 [L, H]: mean row entropy, nats
-  std::vector<float> sink_mass;     // f32 [L, H]: mean mass on the most-attended key
-  std::vector<float> output_error;  // f32 [L, H]: relative output error vs dense
-  std::vector<float> mass_recall;   // f32 [L, H]: dense mass kept
-  // One of the matrices above by name (entropy | sink_mass | output_error | mass_recall);
-  // throws Error(InvalidArgument) listing the names.
+  std::vector<std::string> metrics;        // names, in head_metrics() order
+  std::vector<std::vector<float>> values;  // [metric] f32 [L, H]
+  // One metric's matrix by name; throws Error(InvalidArgument) listing the names.
   const std::vector<float>& metric(const std::string& name) const;
 };
-
-// Names of the HeadGrid metrics and their display titles.
-const std::vector<std::string>& head_grid_metrics();
-std::string head_grid_metric_title(const std::string& name);
 
 // Cost against accuracy of one variant over every layer of the input (one trade-off point).
 struct TradeoffPoint {
   std::string spec;
+  std::string caption;           // display name with parameters
   std::string pattern;           // pattern id ("window", "block_topk", "dense") for grouping
   double density = 1;            // kept / visible entries, mean over layers
   double flops = 0;              // counted flops, summed over layers
@@ -92,4 +90,27 @@ struct TokensData {
   std::vector<float> weight;        // f32 [n]: probability query -> token (0 after the query)
 };
 
-}  // namespace attn
+}  // namespace attn::core
+
+namespace attn::core {
+
+// ---- views of an analysis (const; any thread) -------------------------------------------------
+// One panel's probabilities at (layer, head), pooled (max) to at most max_cells per side. Needs
+// run_variants(); metrics fields are NaN before add_metrics() or when per-head metrics were
+// skipped.
+HeatmapData heatmap(const Analysis& a, int panel, int layer, int head, int max_cells = 256);
+// Every panel at the session's layer and head (dense first).
+std::vector<HeatmapData> heatmaps(const Analysis& a, int max_cells = 256);
+// Received mass per layer and token of a panel (needs add_metrics()).
+SinkData sinks(const Analysis& a, int panel = 0, double threshold = 0.3);
+// Per-(layer, head) metrics of a panel (needs per-head metrics).
+HeadGrid head_grid(const Analysis& a, int panel);
+// Cost against accuracy of a panel: layer means, end-to-end figures when they ran.
+TradeoffPoint tradeoff_point(const Analysis& a, int panel);
+std::vector<TradeoffPoint> tradeoff(const Analysis& a);
+// CLS attention over the patches (vision); head -1 = mean over heads.
+ImageAttention image_attention(const Analysis& a, int panel, int layer, int head);
+// Attention of `query` (-1 = last token) over the tokens.
+TokensData tokens(const Analysis& a, int panel, int layer, int head, int query = -1);
+
+}  // namespace attn::core

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "app/workbench/views.h"
+#include "app/core/views.h"
 
-namespace attn {
+namespace attn::core {
 
 // (.npy files are written with models/formats/npy.h.)
 // Matrix as CSV: optional header row of column labels and a first column of row labels.
@@ -32,4 +32,4 @@ std::vector<std::string> export_head_grid(const HeadGrid& g, const std::string& 
 std::vector<std::string> export_sinks(const SinkData& s, const std::string& stem,
                                       const std::string& format);
 
-}  // namespace attn
+}  // namespace attn::core

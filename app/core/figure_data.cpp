@@ -1,11 +1,12 @@
-#include "app/workbench/figure_data.h"
+#include "app/core/figure_data.h"
 
 #include <filesystem>
 
-#include "app/workbench/workbench.h"
+#include "app/core/analysis.h"
+#include "app/core/head_metrics.h"
 #include "compute/error.h"
 
-namespace attn {
+namespace attn::core {
 
 const std::vector<std::string>& view_names() {
   static const std::vector<std::string> names = {"heatmap", "variants", "grid",  "sinks",
@@ -27,59 +28,70 @@ View view_from_name(const std::string& name) {
 }
 
 namespace {
-std::string model_name(const Workbench& wb) {
-  const std::string& id = wb.session().model.id;
+
+std::string model_name(const Analysis& a) {
+  const Session& s = a.session;
+  if (s.input.kind == "tensors" || s.input.kind == "synthetic") return a.model_summary;
+  const std::string& id = s.model.id;
   return id.rfind("default-", 0) == 0 ? id : std::filesystem::path(id).filename().string();
 }
+
+// "text, 42 tokens" / "image coat_1.png, 28x28 px, 50 tokens".
+std::string describe_input(const Analysis& a) {
+  const Session& s = a.session;
+  if (s.input.kind == "image")
+    return "image " + std::filesystem::path(s.input.image).filename().string() + ", " +
+           std::to_string(a.image.width) + "x" + std::to_string(a.image.height) + " px, " +
+           std::to_string(a.n_tokens()) + " tokens";
+  return s.input.kind + ", " + std::to_string(a.n_tokens()) + " tokens";
+}
+
 }  // namespace
 
-FigureData collect_figure(Workbench& wb, View view, int max_cells) {
-  const Session& s = wb.session();
+FigureData collect_figure(const Analysis& a, View view, int max_cells) {
+  const Session& s = a.session;
   FigureData f;
   f.view = view;
   f.settings = s.view;
   const std::string where = "layer " + std::to_string(s.layer) + ", head " + std::to_string(s.head);
-  f.subtitle = model_name(wb) + " \u00b7 " + wb.describe_input();
-  std::vector<std::string> specs = {"dense"};
-  specs.insert(specs.end(), s.variants.begin(), s.variants.end());
+  f.subtitle = model_name(a) + " \u00b7 " + describe_input(a);
+  const int panels = int(a.panels.size());
   std::string title;
   switch (view) {
     case View::Heatmap:
-      f.heatmaps.push_back(wb.heatmap("dense", s.layer, s.head, max_cells));
+      f.heatmaps.push_back(heatmap(a, 0, a.layer(), a.head(), max_cells));
       title = "Attention of " + where;
       break;
     case View::Variants:
-      f.heatmaps = wb.heatmaps(max_cells);
+      f.heatmaps = heatmaps(a, max_cells);
       title = "Attention variants on " + where;
       break;
     case View::Grid: {
       const std::string& m = s.view.grid_metric;
-      const bool vs_dense = m == "output_error" || m == "mass_recall";
-      for (const std::string& spec : specs) {
-        if (vs_dense && spec == "dense" && specs.size() > 1) continue;
-        f.grids.push_back(wb.head_grid(spec));
-        if (f.grids.size() == 4) break;
+      const bool vs_dense = head_metrics()[size_t(head_metric_index(m))].vs_dense;
+      for (int v = 0; v < panels && f.grids.size() < 4; ++v) {
+        if (vs_dense && v == 0 && panels > 1) continue;
+        f.grids.push_back(head_grid(a, v));
       }
-      f.grids.front().metric(m);  // names a bad metric
-      title = head_grid_metric_title(m) + " per layer and head";
+      title = head_metric_title(m) + " per layer and head";
       break;
     }
     case View::Sinks:
-      f.sinks = wb.sinks("dense");
+      f.sinks = sinks(a, 0);
       title = "Attention received per token (sinks)";
       break;
     case View::Image:
-      for (const std::string& spec : specs)
-        f.images.push_back(wb.image_attention(spec, s.layer, s.head));
+      for (int v = 0; v < panels; ++v)
+        f.images.push_back(image_attention(a, v, a.layer(), a.head()));
       title = "CLS attention over patches, " + where;
       break;
     case View::Tradeoff:
-      f.tradeoff = wb.tradeoff(true);
+      f.tradeoff = tradeoff(a);
       title = "Cost vs accuracy of attention variants";
       break;
     case View::Tokens:
-      for (const std::string& spec : specs)
-        f.tokens.push_back(wb.tokens(spec, s.layer, s.head, s.view.query));
+      for (int v = 0; v < panels; ++v)
+        f.tokens.push_back(tokens(a, v, a.layer(), a.head(), s.view.query));
       title = "Attention from token \u201c" +
               f.tokens.front().labels[size_t(f.tokens.front().query)] + "\u201d, " + where;
       break;
@@ -98,4 +110,4 @@ FigureData tradeoff_figure(const std::vector<TradeoffPoint>& points, const std::
   return f;
 }
 
-}  // namespace attn
+}  // namespace attn::core

@@ -1,4 +1,4 @@
-#include "app/workbench/sweep.h"
+#include "app/core/sweep.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include "compute/error.h"
 
-namespace attn {
+namespace attn::core {
 namespace {
 
 std::string fmt(double x) {
@@ -280,4 +280,4 @@ std::vector<SweepRow> merge_sweep_rows(const std::vector<std::vector<SweepRow>>&
   return all;
 }
 
-}  // namespace attn
+}  // namespace attn::core

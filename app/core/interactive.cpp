@@ -1,0 +1,353 @@
+#include "app/core/interactive.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "app/core/head_metrics.h"
+#include "compute/error.h"
+#include "compute/parallel.h"
+#include "compute/probabilities.h"
+
+namespace attn::core {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+// Attention rollout (Abnar & Zuidema 2020): the product over layers of 0.5 mean_h(A) + 0.5 I,
+// row 0 (CLS). Materialises N x N per layer, so only for short inputs (images are ~50 tokens).
+std::vector<float> rollout_cls(const Analysis& a) {
+  const int N = a.n_tokens(), L = a.n_layers(), H = a.n_heads();
+  if (N > 1024) return {};
+  const Panel& dense = a.panels[0];
+  std::vector<double> roll(size_t(N) * N, 0.0), blk;
+  for (int i = 0; i < N; ++i) roll[size_t(i) * N + i] = 1;
+  for (int l = 0; l < L; ++l) {
+    std::vector<double> A(size_t(N) * N, 0.0);
+    for (int h = 0; h < H; ++h) {
+      probability_block(*dense.variant, a.problem(l), dense.result(l), h, 0, N, 0, N, blk);
+      for (size_t e = 0; e < A.size(); ++e) A[e] += 0.5 * blk[e] / H;
+    }
+    for (int i = 0; i < N; ++i) A[size_t(i) * N + i] += 0.5;
+    std::vector<double> next(size_t(N) * N, 0.0);
+    for (int i = 0; i < N; ++i)
+      for (int k = 0; k < N; ++k) {
+        const double aik = A[size_t(i) * N + k];
+        if (aik == 0) continue;
+        for (int j = 0; j < N; ++j) next[size_t(i) * N + j] += aik * roll[size_t(k) * N + j];
+      }
+    roll.swap(next);
+  }
+  const int grid = a.grid_h * a.grid_w, prefix = N - grid;
+  std::vector<float> out(static_cast<size_t>(grid));
+  for (int i = 0; i < grid; ++i) out[size_t(i)] = float(roll[size_t(prefix + i)]);
+  return out;
+}
+
+render::PanelDesc panel_desc(const Analysis& a, int v) {
+  const Panel& pn = a.panels[size_t(v)];
+  const int l = a.layer(), h = a.head();
+  const Problem& p = a.problem(l);
+  const Result& r = pn.result(l);
+  render::PanelDesc pd;
+  pd.reference = v == 0;
+  pd.title = pd.reference ? "dense (reference)" : pn.spec;
+  pd.ms = 1e3 * (r.stats.kernel_seconds + r.stats.select_seconds);
+  pd.density = r.stats.density;
+  const std::optional<EndToEnd>& e = pn.e2e;
+  if (!a.has_metrics()) {
+    pd.stats = fmt("%.2f ms", pd.ms) + " \u00b7 density " + fmt("%.3f", r.stats.density) +
+               " \u00b7 metrics...";
+  } else {
+    const Metrics& lm = pn.layer[size_t(l)];
+    pd.measured = true;
+    pd.rel_error = lm.rel_error;
+    pd.recall = lm.mass_recall;
+    pd.kl = e && e->has_tokens ? e->mean_kl : std::nan("");
+    if (pd.reference) {
+      pd.stats = "layer " + std::to_string(l) + " head " + std::to_string(h) + " \u00b7 " +
+                 fmt("%.2f ms", pd.ms) + " \u00b7 " + std::to_string(lm.sinks.size()) + " sinks";
+    } else {
+      const Metrics& mh = pn.heads.empty() ? lm : pn.heads[size_t(l)][size_t(h)];
+      pd.stats = "density " + fmt("%.3f", mh.density) + " \u00b7 err " +
+                 fmt("%.2e", mh.rel_error) + " \u00b7 recall " + fmt("%.3f", mh.mass_recall) +
+                 " \u00b7 " + fmt("%.2f ms", pd.ms);
+      if (e && e->has_tokens)
+        pd.stats += " \u00b7 KL " + fmt("%.2e", e->mean_kl) + " \u00b7 top1 " +
+                    fmt("%.2f", e->top1_agreement);
+      if (e && e->has_class) pd.stats += e->class_agree ? " \u00b7 class kept" : " \u00b7 class CHANGED";
+    }
+  }
+  if (!pn.notes.empty()) pd.stats += " \u00b7 " + pn.notes.front();
+  if (r.layout.kind == Layout::Kind::Blocks) {
+    const BlockLayout& b = r.layout.block(h);
+    for (int qb = 0; qb < b.n_qb; ++qb)
+      for (int32_t e2 = b.row_ptr[size_t(qb)]; e2 < b.row_ptr[size_t(qb) + 1]; ++e2) {
+        const int kb = b.col[size_t(e2)];
+        pd.kept_blocks.push_back({qb * b.bq, std::min((qb + 1) * b.bq, p.n_q), kb * b.bk,
+                                  std::min((kb + 1) * b.bk, p.n_k)});
+      }
+  }
+  return pd;
+}
+
+void fill_image(const Analysis& a, render::ImageDoc& d) {
+  d.present = true;
+  // The input as the model sees it (its preprocessing size), for the overlay.
+  const Image8 shown =
+      resize_image(a.image, a.input.image.height, a.input.image.width, Resample::Bilinear);
+  d.height = shown.height;
+  d.width = shown.width;
+  d.channels = shown.channels;
+  d.pixels = shown.data;
+  d.grid_h = a.grid_h;
+  d.grid_w = a.grid_w;
+  d.heads = a.n_heads();
+  const auto& logits = a.dense_out.logits;
+  if (!logits.empty()) {
+    const size_t c = size_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    d.predicted = c < a.info->class_names.size() ? a.info->class_names[c]
+                                                 : "class " + std::to_string(c);
+  }
+  const int l = a.layer(), H = a.n_heads(), N = a.n_tokens();
+  const int grid = a.grid_h * a.grid_w, prefix = N - grid;
+  const Problem& p = a.problem(l);
+  std::vector<double> row;
+  for (size_t v = 0; v < a.panels.size(); ++v) {
+    const Panel& pn = a.panels[v];
+    d.panel_titles.push_back(v == 0 ? "dense (reference)" : pn.spec);
+    std::vector<float> att(size_t(H * grid)), kept(size_t(H * grid));
+    for (int hh = 0; hh < H; ++hh) {
+      probability_row(*pn.variant, p, pn.result(l), hh, 0, 0, N, row);
+      for (int i = 0; i < grid; ++i) {
+        att[size_t(hh * grid + i)] = float(row[size_t(prefix + i)]);
+        kept[size_t(hh * grid + i)] =
+            layout_keeps(pn.result(l).layout, p, hh, 0, prefix + i) ? 1.f : 0.f;
+      }
+    }
+    d.cls_attn.push_back(std::move(att));
+    d.kept.push_back(v == 0 ? std::vector<float>{} : std::move(kept));
+  }
+  d.rollout = rollout_cls(a);
+}
+
+// Head grid: the dense reference's own metrics, then the first variant's comparisons.
+void fill_grid(const Analysis& a, render::HeadGridDoc& g) {
+  g.layers = a.n_layers();
+  g.heads = a.n_heads();
+  const auto& table = head_metrics();
+  for (size_t m = 0; m < table.size(); ++m)
+    if (!table[m].vs_dense) {
+      g.metrics.push_back(table[m].title + " (dense)");
+      g.names.push_back(table[m].name);
+      g.values.push_back(a.panels[0].head_values[m]);
+    }
+  if (a.panels.size() < 2) return;
+  g.variant = a.panels[1].spec;
+  for (size_t m = 0; m < table.size(); ++m)
+    if (table[m].vs_dense) {
+      g.metrics.push_back(table[m].title);
+      g.names.push_back(table[m].name);
+      g.values.push_back(a.panels[1].head_values[m]);
+    }
+}
+
+}  // namespace
+
+std::vector<int> shown_panels(const Analysis& a) {
+  std::vector<int> out;
+  for (size_t v = 0; v < a.panels.size(); ++v)
+    if (v > 0 || a.session.view.show_dense || a.panels.size() == 1) out.push_back(int(v));
+  return out;
+}
+
+render::Document document(const Analysis& a, const std::vector<TradeoffPoint>& sweep) {
+  render::Document d;
+  d.generation = a.generation;
+  const int l = a.layer(), h = a.head(), N = a.n_tokens();
+  d.title = a.model_summary + " \u00b7 " + std::to_string(N) + " tokens" +
+            (a.notice.empty() ? "" : " (truncated)");
+  if (!a.variants_ran()) return d;
+  render::HeatmapDoc& hd = d.heat;
+  const Problem& p = a.problem(l);
+  hd.n_q = p.n_q;
+  hd.n_k = p.n_k;
+  hd.layer = l;
+  hd.head = h;
+  hd.k_labels = a.labels;
+  hd.q_labels.assign(a.labels.end() - p.n_q, a.labels.end());
+  if (a.has_metrics()) hd.sinks = a.panels[0].layer[size_t(l)].sinks;
+  for (int v : shown_panels(a)) hd.panels.push_back(panel_desc(a, v));
+  if (a.vision()) fill_image(a, d.image);
+  if (!a.has_metrics()) return d;  // head grid, sinks and trade-off need the comparisons
+
+  fill_grid(a, d.grid);
+  render::SinksDoc& s = d.sinks;
+  const SinkData sd = sinks(a, 0);
+  s.layers = sd.n_layers;
+  s.n = sd.n;
+  s.labels = sd.labels;
+  s.received = sd.received;
+  s.sinks = sd.sinks;
+  for (const auto& r : a.resid)
+    s.resid_norm.insert(s.resid_norm.end(), r.token_norm.begin(), r.token_norm.end());
+  if (s.resid_norm.size() != size_t(s.layers) * size_t(s.n)) s.resid_norm.clear();
+  s.massive_tokens = a.massive_tokens;
+
+  auto mark = [](const TradeoffPoint& t, bool shown) {
+    render::TradeoffMark m;
+    m.label = t.spec;
+    m.density = t.density;
+    m.seconds = t.kernel_seconds;
+    m.rel_error = t.rel_error;
+    m.recall = t.mass_recall;
+    m.kl = std::isfinite(t.next_token_kl) ? t.next_token_kl : t.row_kl;
+    m.shown = shown;
+    return m;
+  };
+  for (const TradeoffPoint& t : tradeoff(a)) d.tradeoff.points.push_back(mark(t, true));
+  for (const TradeoffPoint& t : sweep) d.tradeoff.points.push_back(mark(t, false));
+  return d;
+}
+
+std::vector<render::PanelTile> tiles(const Analysis& a, int q0, int q1, int k0, int k1, int w,
+                                     int h, const std::atomic<bool>* cancel) {
+  require(a.variants_ran(), ErrorCode::InvalidArgument, "tiles: the variants have not run yet");
+  const int l = a.layer(), head = a.head();
+  const Problem& p = a.problem(l);
+  q0 = std::clamp(q0, 0, p.n_q - 1);
+  q1 = std::clamp(q1, q0 + 1, p.n_q);
+  k0 = std::clamp(k0, 0, p.n_k - 1);
+  k1 = std::clamp(k1, k0 + 1, p.n_k);
+  TileRequest req;
+  req.head = head;
+  req.q0 = q0;
+  req.q1 = q1;
+  req.k0 = k0;
+  req.k1 = k1;
+  req.w = std::max(1, w);
+  req.h = std::max(1, h);
+  req.pool = Pool::Max;
+  const Panel& dense = a.panels[0];
+  const Tile dt = tile_probabilities(*dense.variant, p, dense.result(l), req);
+  const int W = dt.w, Hc = dt.h;
+  const int Q = q1 - q0, K = k1 - k0;
+  // Cell of each key column and row (the tile's floor boundaries).
+  std::vector<int> col_cell(static_cast<size_t>(K)), row_count(size_t(Hc), 0),
+      col_count(size_t(W), 0);
+  for (int x = 0; x < W; ++x)
+    for (int j = int(int64_t(x) * K / W); j < int(int64_t(x + 1) * K / W); ++j)
+      col_cell[size_t(j)] = x, ++col_count[size_t(x)];
+  for (int y = 0; y < Hc; ++y)
+    row_count[size_t(y)] = int(int64_t(y + 1) * Q / Hc) - int(int64_t(y) * Q / Hc);
+  const std::vector<int> shown = shown_panels(a);
+  // Dense rows sampled once per cell row (its middle row) for the dropped-mass strip.
+  std::vector<std::vector<double>> dense_rows(static_cast<size_t>(Hc));
+  const bool any_sparse = a.panels.size() > 1;
+  if (any_sparse)
+    parallel_for(Hc, [&](int y) {
+      const int i = q0 + int((int64_t(y) * Q / Hc + int64_t(y + 1) * Q / Hc) / 2);
+      attn::probability_row(*dense.variant, p, dense.result(l), head, std::min(i, q1 - 1), 0,
+                            p.n_k, dense_rows[size_t(y)]);
+    });
+
+  std::vector<render::PanelTile> out;
+  for (int v : shown) {
+    if (cancel && cancel->load()) throw Error(ErrorCode::Cancelled, "tiles cancelled");
+    const Panel& pn = a.panels[size_t(v)];
+    const Result& r = pn.result(l);
+    const Tile vt = v == 0 ? dt : tile_probabilities(*pn.variant, p, r, req);
+    render::PanelTile t;
+    t.q0 = q0;
+    t.q1 = q1;
+    t.k0 = k0;
+    t.k1 = k1;
+    t.w = W;
+    t.h = Hc;
+    t.texels.assign(size_t(W) * Hc * 4, 0.f);
+    // Kept fraction per cell from the executed layout.
+    std::vector<float> kept(size_t(W) * Hc, 0.f);
+    std::vector<std::vector<int32_t>> keys_of(static_cast<size_t>(Hc));
+    parallel_for(Hc, [&](int y) {
+      std::vector<int32_t> keys;
+      const int ia = q0 + int(int64_t(y) * Q / Hc), ib = q0 + int(int64_t(y + 1) * Q / Hc);
+      const int mid = q0 + int((int64_t(y) * Q / Hc + int64_t(y + 1) * Q / Hc) / 2);
+      for (int i = ia; i < ib; ++i) {
+        layout_row_keys(r.layout, p, head, i, keys);
+        for (int32_t j : keys)
+          if (j >= k0 && j < k1) kept[size_t(y) * W + col_cell[size_t(j - k0)]] += 1.f;
+        if (i == std::min(mid, q1 - 1)) keys_of[size_t(y)] = keys;
+      }
+      for (int x = 0; x < W; ++x)
+        kept[size_t(y) * W + x] /= float(std::max(1, row_count[size_t(y)] * col_count[size_t(x)]));
+    });
+    for (int y = 0; y < Hc; ++y)
+      for (int x = 0; x < W; ++x) {
+        const size_t c = size_t(y) * W + x;
+        const float vp = vt.cells[c], dp = dt.cells[c];
+        t.texels[c * 4 + 0] = vp;
+        t.texels[c * 4 + 1] = dp;
+        t.texels[c * 4 + 2] = kept[c];
+        t.vmax = std::max(t.vmax, vp);
+        t.dmax = std::max(t.dmax, std::fabs(vp - dp));
+      }
+    if (v != 0) {
+      t.dropped_rows.assign(size_t(Hc), 0.f);
+      for (int y = 0; y < Hc; ++y) {
+        const std::vector<double>& dr = dense_rows[size_t(y)];
+        if (dr.empty()) continue;
+        double kept_mass = 0;
+        for (int32_t j : keys_of[size_t(y)]) kept_mass += dr[size_t(j)];
+        t.dropped_rows[size_t(y)] = float(std::clamp(1.0 - kept_mass, 0.0, 1.0));
+      }
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+render::HoverInfo hover(const Analysis& a, int shown_panel, int q, int k) {
+  render::HoverInfo hi;
+  const std::vector<int> shown = shown_panels(a);
+  if (!a.variants_ran() || shown_panel < 0 || shown_panel >= int(shown.size())) return hi;
+  const int l = a.layer(), head = a.head();
+  const Problem& p = a.problem(l);
+  if (q < 0 || q >= p.n_q || k < 0 || k >= p.n_k) return hi;
+  const Panel& pn = a.panels[size_t(shown[size_t(shown_panel)])];
+  const Panel& dense = a.panels[0];
+  std::vector<double> row, drow;
+  attn::probability_row(*pn.variant, p, pn.result(l), head, q, 0, p.n_k, row);
+  attn::probability_row(*dense.variant, p, dense.result(l), head, q, 0, p.n_k, drow);
+  hi.valid = true;
+  hi.prob = row[size_t(k)];
+  hi.dense_prob = drow[size_t(k)];
+  // Rank among the keys the variant gives weight to (0 when it gives this key none).
+  hi.rank = hi.prob > 0 ? 1 + int(std::count_if(row.begin(), row.end(),
+                                                [&](double x) { return x > hi.prob; }))
+                        : 0;
+  hi.kept = layout_keeps(pn.result(l).layout, p, head, q, k);
+  hi.visible = p.visible(q, k);
+  return hi;
+}
+
+std::vector<float> probability_row(const Analysis& a, int shown_panel, int q) {
+  const std::vector<int> shown = shown_panels(a);
+  if (!a.variants_ran() || shown_panel < 0 || shown_panel >= int(shown.size())) return {};
+  const int l = a.layer();
+  const Problem& p = a.problem(l);
+  if (q < 0 || q >= p.n_q) return {};
+  const Panel& pn = a.panels[size_t(shown[size_t(shown_panel)])];
+  std::vector<double> row;
+  attn::probability_row(*pn.variant, p, pn.result(l), a.head(), q, 0, p.n_k, row);
+  return std::vector<float>(row.begin(), row.end());
+}
+
+std::vector<float> received_mass(const Analysis& a) {
+  if (!a.has_metrics()) return {};
+  return a.panels[0].layer[size_t(a.layer())].sink_score;
+}
+
+}  // namespace attn::core

@@ -1,0 +1,290 @@
+// The analysis core on the default models: values checked against a direct softmax of the
+// captured Q/K, metrics against their definitions, and clear errors for bad sessions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "app/core/analysis.h"
+#include "app/core/evaluate.h"
+#include "app/core/head_metrics.h"
+#include "app/core/views.h"
+#include "compute/error.h"
+#include "models/arch/default_models.h"
+
+namespace attn::core {
+namespace {
+
+bool have_model(const char* id) {
+  try {
+    resolve_model_dir(id);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+#define REQUIRE_MODEL(id) \
+  if (!have_model(id))    \
+  GTEST_SKIP() << id << " not found (set ATTNSCOPE_MODELS or add assets/models)"
+
+Session text_session() {
+  Session s;
+  s.input.text =
+      "Once upon a time there was a small cat. The cat sat on the mat, and the cat slept.";
+  s.model.id = "default-text";
+  s.variants = {"window(size=4)", "sinks_window(sinks=1,window=4)"};
+  s.layer = 1;
+  s.head = 2;
+  return s;
+}
+
+TEST(Core, DenseHeatmapIsTheSoftmaxOfCapturedScores) {
+  REQUIRE_MODEL("default-text");
+  const auto a = analyze(text_session(), "");
+  const HeatmapData h = heatmap(*a, 0, 1, 2);
+  const Problem& p = a->problem(1);
+  ASSERT_EQ(h.rows, p.n_q);
+  ASSERT_EQ(h.cols, p.n_k);
+  ASSERT_EQ(int(h.k_labels.size()), p.n_k);
+  const double scale = 1.0 / std::sqrt(double(p.d));
+  for (int i = 0; i < p.n_q; i += 3) {
+    std::vector<double> s(size_t(i) + 1);
+    double mx = -1e300, z = 0;
+    for (int j = 0; j <= i; ++j) {
+      double dot = 0;
+      for (int c = 0; c < p.d; ++c) dot += double(p.q_row(2, i)[c]) * p.k_row(2, j)[c];
+      s[size_t(j)] = dot * scale;
+      mx = std::max(mx, s[size_t(j)]);
+    }
+    for (double& x : s) z += (x = std::exp(x - mx));
+    for (int j = 0; j < p.n_k; ++j) {
+      const double want = j <= i ? s[size_t(j)] / z : 0.0;
+      EXPECT_NEAR(h.cells[size_t(i) * size_t(h.cols) + size_t(j)], want, 1e-5) << i << "," << j;
+    }
+  }
+  EXPECT_EQ(h.rel_error, 0.0);
+  EXPECT_NEAR(h.mass_recall, 1.0, 1e-6);
+}
+
+TEST(Core, WindowHeatmapDropsFarKeysAndCostsAccuracy) {
+  REQUIRE_MODEL("default-text");
+  const auto a = analyze(text_session(), "");
+  const auto maps = heatmaps(*a);
+  ASSERT_EQ(maps.size(), 3u);
+  const HeatmapData& w = maps[1];
+  EXPECT_EQ(w.spec, "window(size=4)");
+  EXPECT_NE(w.caption.find("size=4"), std::string::npos) << w.caption;
+  for (int i = 0; i < w.rows; ++i) {
+    double sum = 0;
+    for (int j = 0; j < w.cols; ++j) {
+      const float v = w.cells[size_t(i) * size_t(w.cols) + size_t(j)];
+      if (j > i || j <= i - 4) EXPECT_EQ(v, 0.0f) << i << "," << j;
+      sum += v;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-4) << "row " << i;
+  }
+  EXPECT_GT(w.rel_error, 0.0);
+  EXPECT_LT(w.mass_recall, 1.0);
+  EXPECT_LT(w.density, 1.0);
+}
+
+TEST(Core, GridSinksTradeoffAndTokens) {
+  REQUIRE_MODEL("default-text");
+  const auto a = analyze(text_session(), "");
+  const ModelInfo& info = *a->info;
+  const HeadGrid g = head_grid(*a, a->panel_of("window(size=4)"));
+  ASSERT_EQ(g.n_layers, info.n_layers);
+  ASSERT_EQ(g.n_heads, info.n_heads);
+  const auto& entropy = g.metric("entropy");
+  const auto& output_error = g.metric("output_error");
+  const auto& mass_recall = g.metric("mass_recall");
+  const auto& sink_mass = g.metric("sink_mass");
+  ASSERT_EQ(entropy.size(), size_t(info.n_layers * info.n_heads));
+  for (size_t i = 0; i < entropy.size(); ++i) {
+    EXPECT_GE(entropy[i], 0.0f);
+    EXPECT_LE(entropy[i], std::log(4.0) + 1e-4);  // at most 4 keys per row
+    EXPECT_GT(output_error[i], 0.0f);
+    EXPECT_LE(mass_recall[i], 1.0f + 1e-6f);
+    EXPECT_GE(sink_mass[i], 1.0f / float(a->n_tokens()) - 1e-6f);  // masses sum to 1
+    EXPECT_LE(sink_mass[i], 1.0f + 1e-6f);
+  }
+  const HeadGrid dg = head_grid(*a, 0);
+  for (float e : dg.metric("output_error")) EXPECT_EQ(e, 0.0f);
+  EXPECT_THROW(dg.metric("no_such_metric"), Error);
+
+  const SinkData s = sinks(*a);
+  ASSERT_EQ(s.received.size(), size_t(info.n_layers) * size_t(a->n_tokens()));
+  for (int l = 0; l < s.n_layers; ++l) {
+    double total = 0;  // mean over queries of mass received, summed over keys, is 1
+    for (int j = 0; j < s.n; ++j) total += s.received[size_t(l) * size_t(s.n) + size_t(j)];
+    EXPECT_NEAR(total, 1.0, 1e-4);
+  }
+
+  const auto pts = tradeoff(*a);
+  ASSERT_EQ(pts.size(), 3u);
+  EXPECT_NEAR(pts[0].next_token_kl, 0.0, 1e-6);
+  EXPECT_NEAR(pts[0].top1_agreement, 1.0, 1e-12);
+  EXPECT_GT(pts[1].next_token_kl, 1e-6);
+  EXPECT_LT(pts[1].density, 1.0);
+  EXPECT_GT(pts[1].rel_error, 0.0);
+
+  // A sweep point of a panel's spec is the panel's own point.
+  const TradeoffPoint again = evaluate(*a, "window(size=4)", true);
+  EXPECT_NEAR(again.rel_error, pts[1].rel_error, 1e-12);
+  EXPECT_NEAR(again.next_token_kl, pts[1].next_token_kl, 1e-12);
+  EXPECT_NEAR(again.density, pts[1].density, 1e-12);
+
+  const TokensData t = tokens(*a, 0, 1, 2, 5);
+  double sum = 0;
+  for (size_t j = 0; j < t.weight.size(); ++j) {
+    if (j > 5) EXPECT_EQ(t.weight[j], 0.0f);
+    sum += t.weight[j];
+  }
+  EXPECT_NEAR(sum, 1.0, 1e-5);
+}
+
+TEST(Core, BadSessionsAreNamed) {
+  REQUIRE_MODEL("default-text");
+  Session s = text_session();
+  s.layer = 40;
+  try {
+    open(s, "");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 40"), std::string::npos) << e.what();
+  }
+  s = text_session();
+  s.variants = {"window(size=-3)"};
+  EXPECT_THROW(open(s, ""), Error);
+  s = text_session();
+  s.backend = "no_such_backend";
+  EXPECT_THROW(open(s, ""), Error);
+  s = text_session();
+  s.input.kind = "image";
+  s.input.image = "/no/such/image.png";
+  EXPECT_THROW(open(s, ""), Error);
+  const auto a = analyze(text_session(), "");
+  EXPECT_THROW(image_attention(*a, 0, 0, 0), Error);
+  EXPECT_THROW(heatmap(*a, 0, 0, 99), Error);
+  EXPECT_THROW(heatmap(*a, 7, 0, 0), Error);
+  Session other = text_session();
+  other.input.text = "another text";
+  EXPECT_THROW(reselect(*a, other), Error);
+  Session moved = text_session();
+  moved.layer = 0;
+  EXPECT_EQ(reselect(*a, moved)->layer(), 0);
+}
+
+TEST(Core, ImageClsAttentionCoversThePatches) {
+  REQUIRE_MODEL("default-vision");
+  const std::string img = resolve_model_dir("default-vision") + "/../images/coat_1.png";
+  const std::string alt = std::string(ATTN_TEST_SOURCE_DIR) + "/assets/images/coat_1.png";
+  Session s;
+  s.model.id = "default-vision";
+  s.input.kind = "image";
+  s.input.image = std::filesystem::exists(alt) ? alt : img;
+  if (!std::filesystem::exists(s.input.image)) GTEST_SKIP() << "no sample image";
+  s.variants = {"window(size=8)"};
+  const auto an = analyze(s, "");
+  const ImageAttention a = image_attention(*an, 0, 3, -1);
+  EXPECT_EQ(a.grid_h * a.grid_w + 1, an->n_tokens());
+  double sum = 0;
+  for (float x : a.cls) {
+    EXPECT_GE(x, 0.0f);
+    sum += x;
+  }
+  EXPECT_GT(sum, 0.0);
+  EXPECT_LE(sum, 1.0 + 1e-5);  // the rest went to CLS itself
+  EXPECT_FALSE(a.predicted.empty());
+  EXPECT_EQ(a.image.width, 28);
+}
+
+// The previous-token head metric against its definition, computed here from a direct softmax.
+TEST(Core, PreviousTokenMetricMatchesItsDefinition) {
+  REQUIRE_MODEL("default-text");
+  const auto a = analyze(text_session(), "");
+  const HeadGrid g = head_grid(*a, 0);
+  const auto& prev = g.metric("prev_token");
+  for (int l = 0; l < a->n_layers(); ++l) {
+    const Problem& p = a->problem(l);
+    const double scale = 1.0 / std::sqrt(double(p.d));
+    for (int h = 0; h < p.n_heads; ++h) {
+      double sum = 0;
+      for (int i = 1; i < p.n_q; ++i) {
+        double mx = -1e300, z = 0, prev_s = 0;
+        std::vector<double> s(size_t(i) + 1);
+        for (int j = 0; j <= i; ++j) {
+          double dot = 0;
+          for (int c = 0; c < p.d; ++c) dot += double(p.q_row(h, i)[c]) * p.k_row(h, j)[c];
+          s[size_t(j)] = dot * scale;
+          mx = std::max(mx, s[size_t(j)]);
+        }
+        for (double x : s) z += std::exp(x - mx);
+        prev_s = std::exp(s[size_t(i) - 1] - mx) / z;
+        sum += prev_s;
+      }
+      EXPECT_NEAR(prev[size_t(l * p.n_heads + h)], sum / (p.n_q - 1), 1e-5) << l << "," << h;
+    }
+  }
+  // The default model's card: layer 0 head 3 is a previous-token head.
+  EXPECT_GT(prev[3], 0.5);
+  EXPECT_EQ(head_metric_index("prev_token"), 2);
+  EXPECT_THROW(head_metric_index("nope"), Error);
+}
+
+// Staged results: views that need later stages say so instead of showing stale numbers.
+TEST(Core, StagesAndCancellation) {
+  REQUIRE_MODEL("default-text");
+  const auto a = open(text_session(), "");
+  EXPECT_TRUE(a->panels[0].ran());
+  EXPECT_FALSE(a->variants_ran());
+  EXPECT_THROW(heatmap(*a, 1, 0, 0), Error);
+  EXPECT_THROW(add_metrics(*a), Error);
+  const auto b = run_variants(*a);
+  EXPECT_FALSE(a->variants_ran());  // stages work on copies
+  EXPECT_TRUE(b->variants_ran());
+  EXPECT_THROW(sinks(*b), Error);
+  std::atomic<bool> cancel{true};
+  Options o;
+  o.cancel = &cancel;
+  try {
+    add_metrics(*b, o);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Cancelled);
+  }
+  Options quick;
+  quick.per_head_max_tokens = 4;  // long inputs: head values from the layer's rows
+  const auto c = add_metrics(*b, quick);
+  const HeadGrid g = head_grid(*c, 1);
+  EXPECT_TRUE(std::isnan(g.metric("output_error")[0]));
+  const auto full = add_metrics(*b);
+  EXPECT_NEAR(g.metric("entropy")[5], head_grid(*full, 1).metric("entropy")[5], 1e-6);
+  EXPECT_NEAR(g.metric("prev_token")[5], head_grid(*full, 1).metric("prev_token")[5], 1e-6);
+}
+
+// Raw tensors and synthetic problems go through the same core.
+TEST(Core, SyntheticAndTensorInputs) {
+  Session s;
+  s.input.kind = "synthetic";
+  s.input.synthetic_tokens = 300;
+  s.variants = {"window(size=32)", "block_topk(block=16,k=2)"};
+  const auto a = analyze(s, "");
+  EXPECT_EQ(a->n_tokens(), 300);
+  EXPECT_EQ(a->n_layers(), 1);
+  EXPECT_FALSE(a->model);
+  const auto pts = tradeoff(*a);
+  ASSERT_EQ(pts.size(), 3u);
+  EXPECT_NEAR(pts[0].rel_error, 0.0, 1e-12);
+  EXPECT_GT(pts[1].rel_error, 0.0);
+  EXPECT_TRUE(std::isnan(pts[1].next_token_kl));
+  s.input.synthetic_tokens = 1;
+  EXPECT_THROW(open(s, ""), Error);
+  s.input.kind = "tensors";
+  s.input.tensors = "/no/such/folder";
+  EXPECT_THROW(open(s, ""), Error);
+}
+
+}  // namespace
+}  // namespace attn::core
