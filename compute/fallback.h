@@ -1,6 +1,7 @@
 // Running a variant on a preferred backend (e.g. "vulkan") with a clean fallback (e.g. "cpu"):
 // used when the preferred one does not support the variant, has no device, or loses its device
-// mid-run. The result's stats.backend records which backend actually ran.
+// mid-run. The result's stats.backend records which backend actually ran. This is the one place
+// that decides: the CLI, the app and the analysis core all run through a FallbackBackend.
 #pragma once
 #include <memory>
 #include <string>
@@ -9,12 +10,6 @@
 #include "compute/backend.h"
 
 namespace attn {
-
-// run(v, p, preferred) when preferred.supports(v, p); else, or when that run throws
-// Error(Device), run(v, p, fallback). `note` (optional) receives why the fallback ran, or "".
-// Other errors (bad input, cancellation) propagate unchanged.
-Result run_with_fallback(const Variant& v, const Problem& p, Backend& preferred, Backend& fallback,
-                         const RunOptions& opt = {}, std::string* note = nullptr);
 
 // A backend that runs each variant on `preferred` when it can and on `fallback` otherwise (no
 // support, no device, device lost): what the CLI and the app hand out for "vulkan". name() is

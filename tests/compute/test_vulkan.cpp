@@ -135,7 +135,6 @@ TEST_F(VulkanBackendTest, MissingDeviceFallsBackToCpu) {
   setenv("ATTNSCOPE_VK_DEVICE", "nonexistent", 1);
   vk::reset_shared_context();
   auto gpu = make_backend("vulkan");  // constructing never throws for a missing device
-  auto cpu = make_backend("cpu");
   Variant v = make_variant("window(size=8)");
   Problem p = random_problem(2, 1, 40, 40, 16, true, 3);
   std::string why;
@@ -148,7 +147,7 @@ TEST_F(VulkanBackendTest, MissingDeviceFallsBackToCpu) {
     EXPECT_EQ(e.code(), ErrorCode::Device);
   }
   std::string note;
-  Result r = run_with_fallback(v, p, *gpu, *cpu, {}, &note);
+  Result r = run_falling_back(std::move(gpu), v, p, &note);
   EXPECT_EQ(r.stats.backend, "cpu");
   EXPECT_NE(note.find("nonexistent"), std::string::npos) << note;
   expect_matches_reference(v, p, r, "cpu fallback");
@@ -160,7 +159,6 @@ TEST_F(VulkanBackendTest, MissingDeviceFallsBackToCpu) {
 
 TEST_F(VulkanBackendTest, SelectiveIsUnsupportedAndFallsBack) {
   auto gpu = make_backend("vulkan");
-  auto cpu = make_backend("cpu");
   Variant v = make_variant("selective");
   Problem p = random_problem(1, 1, 30, 30, 16, true, 4);
   std::string why;
@@ -173,7 +171,7 @@ TEST_F(VulkanBackendTest, SelectiveIsUnsupportedAndFallsBack) {
     EXPECT_EQ(e.code(), ErrorCode::Unsupported);
   }
   std::string note;
-  Result r = run_with_fallback(v, p, *gpu, *cpu, {}, &note);
+  Result r = run_falling_back(std::move(gpu), v, p, &note);
   EXPECT_EQ(r.stats.backend, "cpu");
   EXPECT_FALSE(note.empty());
 }
@@ -207,7 +205,6 @@ TEST_F(VulkanBackendTest, LostDeviceFallsBackToCpu) {
   // A private device, marked lost the way a VK_ERROR_DEVICE_LOST from a submission marks it.
   auto own = vk::Context::create({"", 1});
   auto gpu = make_vulkan_backend(own);
-  auto cpu = make_backend("cpu");
   Variant v = make_variant("dense");
   Problem p = random_problem(1, 1, 20, 20, 16, true, 5);
   EXPECT_EQ(run(v, p, *gpu).stats.backend, "vulkan");
@@ -217,7 +214,7 @@ TEST_F(VulkanBackendTest, LostDeviceFallsBackToCpu) {
   EXPECT_NE(why.find("lost"), std::string::npos) << why;
   EXPECT_THROW(gpu->execute(v, p, v.select(p), {}), Error);
   std::string note;
-  Result r = run_with_fallback(v, p, *gpu, *cpu, {}, &note);
+  Result r = run_falling_back(std::move(gpu), v, p, &note);
   EXPECT_EQ(r.stats.backend, "cpu");
   EXPECT_NE(note.find("lost"), std::string::npos) << note;
   EXPECT_EQ(own->validation_errors(), 0) << own->validation_log();

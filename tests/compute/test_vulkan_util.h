@@ -8,7 +8,22 @@
 #include <memory>
 #include <string>
 
+#include "compute/fallback.h"
 #include "compute/vulkan/context.h"
+
+namespace attn {
+
+// Runs `v` on `p` the way the app does for a "vulkan" choice: through a FallbackBackend of
+// `preferred` and the cpu backend. `note` receives why the cpu ran ("" when it did not).
+inline Result run_falling_back(std::unique_ptr<Backend> preferred, const Variant& v,
+                               const Problem& p, std::string* note) {
+  FallbackBackend fb(std::move(preferred), make_backend("cpu"));
+  Result r = run(v, p, fb);
+  *note = fb.notes().empty() ? "" : fb.notes().front();
+  return r;
+}
+
+}  // namespace attn
 
 namespace attn::test {
 
