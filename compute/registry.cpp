@@ -1,11 +1,11 @@
 #include "compute/registry.h"
 
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 
 #include "compute/error.h"
+#include "compute/spec.h"
 #include "compute/variants/patterns.h"
 
 namespace attn {
@@ -124,97 +124,34 @@ std::string format_value(double v, ParamSpec::Type type) {
   return std::string(buf, res.ptr);
 }
 
-// One parsed piece: id and the parameters as given.
+// One piece with its values as numbers.
 struct PieceSpec {
   std::string id;
   Params given;
 };
 
-[[noreturn]] void malformed(const std::string& spec, size_t pos, const std::string& what) {
-  throw Error(ErrorCode::InvalidArgument,
-              "malformed variant spec '" + spec + "' at character " + std::to_string(pos + 1) +
-                  ": " + what + " (expected e.g. \"window(size=256)+softcap(cap=30)\")");
-}
-
-// piece ('+' piece)*,  piece := id [ '(' name '=' value (',' name '=' value)* ')' ]; blanks ok.
-std::vector<PieceSpec> parse(const std::string& s) {
+// Spec values as numbers: "true"/"false" are 1/0, anything else must read whole as a double.
+std::vector<PieceSpec> numeric_pieces(const std::string& spec) {
   std::vector<PieceSpec> out;
-  size_t i = 0;
-  auto blanks = [&] {
-    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-  };
-  auto word = [&] {
-    size_t start = i;
-    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
-    return s.substr(start, i - start);
-  };
-  blanks();
-  if (i == s.size()) malformed(s, i, "empty spec");
-  while (true) {
-    blanks();
-    PieceSpec piece;
-    piece.id = word();
-    if (piece.id.empty()) malformed(s, i, "expected a piece id");
-    blanks();
-    if (i < s.size() && s[i] == '(') {
-      ++i;
-      blanks();
-      if (i < s.size() && s[i] == ')') {
-        ++i;
+  for (const SpecPiece& sp : parse_spec(spec)) {
+    PieceSpec piece{sp.id, {}};
+    for (const auto& [name, text] : sp.params) {
+      double v;
+      if (text == "true") {
+        v = 1;
+      } else if (text == "false") {
+        v = 0;
       } else {
-        while (true) {
-          blanks();
-          std::string name = word();
-          if (name.empty()) malformed(s, i, "expected a parameter name in " + piece.id + "(...)");
-          blanks();
-          if (i >= s.size() || s[i] != '=') malformed(s, i, "expected '=' after '" + name + "'");
-          ++i;
-          blanks();
-          size_t start = i;
-          while (i < s.size() && s[i] != ',' && s[i] != ')' && s[i] != '+' &&
-                 !std::isspace(static_cast<unsigned char>(s[i])))
-            ++i;
-          // '+' may belong to an exponent (1e+3): take it when the text so far is a mantissa.
-          while (i < s.size() && s[i] == '+' && i > start && (s[i - 1] == 'e' || s[i - 1] == 'E')) {
-            ++i;
-            while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-          }
-          std::string text = s.substr(start, i - start);
-          double v;
-          if (text == "true") {
-            v = 1;
-          } else if (text == "false") {
-            v = 0;
-          } else {
-            char* end = nullptr;
-            v = text.empty() ? 0 : std::strtod(text.c_str(), &end);
-            if (text.empty() || end != text.c_str() + text.size())
-              malformed(s, start, "'" + text + "' is not a number (" + piece.id + "." + name + ")");
-          }
-          if (piece.given.count(name))
-            throw Error(ErrorCode::BadParameter,
-                        piece.id + ": parameter '" + name + "' given twice in '" + s + "'");
-          piece.given[name] = v;
-          blanks();
-          if (i < s.size() && s[i] == ',') {
-            ++i;
-            continue;
-          }
-          if (i < s.size() && s[i] == ')') {
-            ++i;
-            break;
-          }
-          malformed(s, i, "expected ',' or ')' in " + piece.id + "(...)");
-        }
+        char* end = nullptr;
+        v = std::strtod(text.c_str(), &end);
+        if (end != text.c_str() + text.size())
+          throw Error(ErrorCode::InvalidArgument,
+                      "malformed variant spec '" + spec + "' in piece '" + format_spec_piece(sp) +
+                          "': '" + text + "' is not a number (" + sp.id + "." + name + ")");
       }
-      blanks();
+      piece.given[name] = v;
     }
     out.push_back(std::move(piece));
-    if (i == s.size()) break;
-    if (s[i] != '+') malformed(s, i, "expected '+' between pieces");
-    ++i;
-    blanks();
-    if (i == s.size()) malformed(s, i, "a piece must follow '+'");
   }
   return out;
 }
@@ -312,11 +249,19 @@ const PieceInfo& registry_piece(const std::string& id) {
 }
 
 Variant make_variant(const std::string& spec) {
-  return build(parse(spec), spec);
+  return build(numeric_pieces(spec), spec);
 }
 
 Variant make_variant(const std::string& id, const Params& params) {
   return build({PieceSpec{id, params}}, id);
+}
+
+std::string spec_pattern_id(const std::string& spec) {
+  for (const SpecPiece& piece : parse_spec(spec)) {
+    const PieceKind kind = registry_piece(piece.id).kind;
+    if (kind == PieceKind::Pattern || kind == PieceKind::Dense) return piece.id;
+  }
+  return "dense";
 }
 
 }  // namespace attn
