@@ -109,6 +109,51 @@ TEST(Registry, PiecesBuildTheRightParts) {
             Layout::Kind::Dense);
 }
 
+TEST(Registry, ScoreModAndNormaliserTablesBuildTheirPieces) {
+  // Every normaliser piece builds the normaliser that names itself after it.
+  int normalisers = 0, mods = 0;
+  for (const PieceInfo& p : registry_pieces()) {
+    if (p.kind == PieceKind::Normaliser) {
+      ++normalisers;
+      EXPECT_EQ(make_variant(p.info.id).normaliser().name(), p.info.id);
+      EXPECT_EQ(p.info.family, "normaliser") << p.info.id;
+    }
+    if (p.kind == PieceKind::ScoreMod) {
+      ++mods;
+      EXPECT_EQ(make_variant(p.info.id).mods().size(), 1u) << p.info.id;
+      EXPECT_EQ(p.info.family, "score-mod") << p.info.id;
+    }
+  }
+  EXPECT_EQ(normalisers, 6);
+  EXPECT_EQ(mods, 3);
+  // Parameters reach the built pieces.
+  EXPECT_EQ(make_variant("temperature(t=0.25)").mods()[0].kind, ScoreMod::Kind::Temperature);
+  EXPECT_FLOAT_EQ(make_variant("temperature(t=0.25)").mods()[0].a, 0.25f);
+  EXPECT_FLOAT_EQ(make_variant("softcap(cap=7)").mods()[0].a, 7.0f);
+  EXPECT_EQ(make_variant("alibi").mods()[0].kind, ScoreMod::Kind::Alibi);
+  EXPECT_FLOAT_EQ(make_variant("alibi").mods()[0].a, 8.0f);
+  EXPECT_FLOAT_EQ(make_variant("sigmoid(bias_offset=-3)").normaliser().a, -3.0f);
+  // Display order: dense, patterns, score modifiers, normalisers, selective.
+  auto rank = [](PieceKind k) {
+    switch (k) {
+      case PieceKind::Dense:
+        return 0;
+      case PieceKind::Pattern:
+        return 1;
+      case PieceKind::ScoreMod:
+        return 2;
+      case PieceKind::Normaliser:
+        return 3;
+      case PieceKind::Selective:
+        return 4;
+    }
+    return -1;
+  };
+  const auto& all = registry_pieces();
+  for (size_t i = 1; i < all.size(); ++i)
+    EXPECT_LE(rank(all[i - 1].kind), rank(all[i].kind)) << all[i].info.id;
+}
+
 TEST(Registry, BadSpecsGiveTheDocumentedErrors) {
   std::string m = error_of([] { make_variant("windw(size=3)"); }, ErrorCode::UnknownVariant);
   EXPECT_TRUE(contains(m, "windw") && contains(m, "sinks_window") && contains(m, "h2o")) << m;
