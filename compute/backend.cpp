@@ -3,32 +3,8 @@
 #include <chrono>
 
 #include "compute/error.h"
-#include "compute/reference/reference_backend.h"
-#include "compute/cpu/cpu_backend.h"
-#ifdef ATTN_HAVE_VULKAN
-#include "compute/vulkan/vulkan_backend.h"
-#endif
 
 namespace attn {
-
-std::vector<std::string> backend_names() {
-#ifdef ATTN_HAVE_VULKAN
-  return {"reference", "cpu", "vulkan"};
-#else
-  return {"reference", "cpu"};
-#endif
-}
-
-std::unique_ptr<Backend> make_backend(const std::string& name) {
-  if (name == "reference") return make_reference_backend();
-  if (name == "cpu") return make_cpu_backend();
-#ifdef ATTN_HAVE_VULKAN
-  if (name == "vulkan") return make_vulkan_backend();
-#endif
-  std::string known;
-  for (const auto& n : backend_names()) known += (known.empty() ? "" : ", ") + n;
-  throw Error(ErrorCode::InvalidArgument, "unknown backend '" + name + "' (known: " + known + ")");
-}
 
 namespace {
 

@@ -36,8 +36,10 @@ class Backend {
                          const RunOptions& opt) = 0;
 };
 
+// Backends by name, from the table in backend_factory.cpp.
 // "reference" | "cpu" (| "vulkan" when built). Throws Error(InvalidArgument) listing known names.
 std::unique_ptr<Backend> make_backend(const std::string& name);
+// The names make_backend accepts, the reference first.
 std::vector<std::string> backend_names();
 
 // validate(p), select the layout (backend.select(), else v.select()), execute, and fill every

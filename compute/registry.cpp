@@ -1,24 +1,39 @@
 #include "compute/registry.h"
 
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 
 #include "compute/error.h"
+#include "compute/spec.h"
+#include "compute/variants/normalisers.h"
 #include "compute/variants/patterns.h"
+#include "compute/variants/score_mods.h"
 
 namespace attn {
 
 namespace {
 
+// The tables of pieces, in display order. A new piece is one file in compute/variants/ and one
+// entry here.
 const PatternFactory* const kPatterns[] = {
     &kWindowPattern,  &kSinksWindowPattern,   &kStridedPattern,   &kFixedPattern,
     &kDilatedPattern, &kBigBirdPattern,       &kBlockTopkPattern, &kTopkPattern,
     &kTopPPattern,    &kVerticalSlashPattern, &kH2oPattern,       &kSketchWalkPattern,
 };
+const ScoreModFactory* const kScoreMods[] = {&kTemperatureMod, &kAlibiMod, &kSoftcapMod};
+const NormaliserFactory* const kNormalisers[] = {
+    &kSoftmaxNormaliser, &kSigmoidNormaliser,  &kReluNormaliser,
+    &kRelu2Normaliser,   &kEntmax15Normaliser, &kSoftplusNormaliser,
+};
 
-const char* const kVaswani = "Vaswani et al. 2017, Attention Is All You Need";
+// The factory registered under `id` in one table (build() has checked the id's kind already).
+template <typename Factory, size_t N>
+const Factory& factory(const Factory* const (&table)[N], const std::string& id) {
+  for (const Factory* f : table)
+    if (f->info().id == id) return *f;
+  throw Error(ErrorCode::UnknownVariant, "no factory registered for piece '" + id + "'");
+}
 
 std::vector<PieceInfo> build_pieces() {
   std::vector<PieceInfo> out;
@@ -26,79 +41,12 @@ std::vector<PieceInfo> build_pieces() {
                  {"dense",
                   "Dense",
                   "dense",
-                  kVaswani,
+                  kVaswaniSource,
                   "Every visible key (the baseline every variant is compared with).",
                   {}}});
   for (const PatternFactory* f : kPatterns) out.push_back({PieceKind::Pattern, f->info()});
-  out.push_back({PieceKind::ScoreMod,
-                 {"temperature",
-                  "Temperature",
-                  "score-mod",
-                  kVaswani,
-                  "Divides the scaled scores by t (t < 1 sharpens, t > 1 flattens).",
-                  {float_param("t", 0.01, 100, 1, "temperature")}}});
-  out.push_back({PieceKind::ScoreMod,
-                 {"alibi",
-                  "ALiBi",
-                  "score-mod",
-                  "Press, Smith, Lewis 2022, Train Short, Test Long: Attention with Linear Biases "
-                  "Enables Input Length Extrapolation",
-                  "Subtracts a per-head slope times the distance qp - kp (slopes 2^(-8(h+1)/H)).",
-                  {}}});
-  out.push_back({PieceKind::ScoreMod,
-                 {"softcap",
-                  "Soft-capping",
-                  "score-mod",
-                  "Gemma Team 2024, Gemma 2: Improving Open Language Models at a Practical Size",
-                  "Squashes scores smoothly into (-cap, cap): cap * tanh(s / cap).",
-                  {float_param("cap", 0.1, 1000, 50, "cap on the absolute score")}}});
-  out.push_back({PieceKind::Normaliser,
-                 {"softmax",
-                  "Softmax",
-                  "normaliser",
-                  kVaswani,
-                  "exp(s) normalised over the kept keys (the default).",
-                  {}}});
-  out.push_back({PieceKind::Normaliser,
-                 {"sigmoid",
-                  "Sigmoid",
-                  "normaliser",
-                  "Ramapuram et al. 2024, Theory, Analysis, and Best Practices for Sigmoid "
-                  "Self-Attention",
-                  "Independent sigmoid(s + b) per entry, b = -log(n_k) + bias_offset; rows do not "
-                  "sum to one.",
-                  {float_param("bias_offset", -100, 100, 0, "added to the -log(n_k) bias")}}});
-  out.push_back({PieceKind::Normaliser,
-                 {"relu",
-                  "ReLU",
-                  "normaliser",
-                  "Wortsman, Lee, Gilmer, Kornblith 2023, Replacing softmax with ReLU in Vision "
-                  "Transformers",
-                  "max(s, 0) / n_k per entry; rows do not sum to one.",
-                  {}}});
-  out.push_back({PieceKind::Normaliser,
-                 {"relu2",
-                  "Squared ReLU",
-                  "normaliser",
-                  "Hua, Dai, Liu, Le 2022, Transformer Quality in Linear Time",
-                  "max(s, 0)^2 / n_k per entry; rows do not sum to one.",
-                  {}}});
-  out.push_back({PieceKind::Normaliser,
-                 {"entmax15",
-                  "1.5-entmax",
-                  "normaliser",
-                  "Peters, Niculae, Martins 2019, Sparse Sequence-to-Sequence Models",
-                  "Sparse normaliser: [s/2 - tau]_+^2 with tau making each row sum to one.",
-                  {}}});
-  out.push_back({PieceKind::Normaliser,
-                 {"softplus",
-                  "Softplus / L1",
-                  "normaliser",
-                  "Gao, Spratling 2025, Softplus Attention with Re-weighting Boosts Length "
-                  "Extrapolation in Large Language Models",
-                  "softplus(s) normalised by its row sum (an L1-normalised, non-exponential "
-                  "softmax).",
-                  {}}});
+  for (const ScoreModFactory* f : kScoreMods) out.push_back({PieceKind::ScoreMod, f->info()});
+  for (const NormaliserFactory* f : kNormalisers) out.push_back({PieceKind::Normaliser, f->info()});
   out.push_back({PieceKind::Selective,
                  {"selective",
                   "Selective attention",
@@ -124,122 +72,58 @@ std::string format_value(double v, ParamSpec::Type type) {
   return std::string(buf, res.ptr);
 }
 
-// One parsed piece: id and the parameters as given.
+// One piece with its values as numbers.
 struct PieceSpec {
   std::string id;
   Params given;
 };
 
-[[noreturn]] void malformed(const std::string& spec, size_t pos, const std::string& what) {
-  throw Error(ErrorCode::InvalidArgument,
-              "malformed variant spec '" + spec + "' at character " + std::to_string(pos + 1) +
-                  ": " + what + " (expected e.g. \"window(size=256)+softcap(cap=30)\")");
-}
-
-// piece ('+' piece)*,  piece := id [ '(' name '=' value (',' name '=' value)* ')' ]; blanks ok.
-std::vector<PieceSpec> parse(const std::string& s) {
+// Spec values as numbers: "true"/"false" are 1/0, anything else must read whole as a double.
+std::vector<PieceSpec> numeric_pieces(const std::string& spec) {
   std::vector<PieceSpec> out;
-  size_t i = 0;
-  auto blanks = [&] {
-    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-  };
-  auto word = [&] {
-    size_t start = i;
-    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
-    return s.substr(start, i - start);
-  };
-  blanks();
-  if (i == s.size()) malformed(s, i, "empty spec");
-  while (true) {
-    blanks();
-    PieceSpec piece;
-    piece.id = word();
-    if (piece.id.empty()) malformed(s, i, "expected a piece id");
-    blanks();
-    if (i < s.size() && s[i] == '(') {
-      ++i;
-      blanks();
-      if (i < s.size() && s[i] == ')') {
-        ++i;
+  for (const SpecPiece& sp : parse_spec(spec)) {
+    PieceSpec piece{sp.id, {}};
+    for (const auto& [name, text] : sp.params) {
+      double v;
+      if (text == "true") {
+        v = 1;
+      } else if (text == "false") {
+        v = 0;
       } else {
-        while (true) {
-          blanks();
-          std::string name = word();
-          if (name.empty()) malformed(s, i, "expected a parameter name in " + piece.id + "(...)");
-          blanks();
-          if (i >= s.size() || s[i] != '=') malformed(s, i, "expected '=' after '" + name + "'");
-          ++i;
-          blanks();
-          size_t start = i;
-          while (i < s.size() && s[i] != ',' && s[i] != ')' && s[i] != '+' &&
-                 !std::isspace(static_cast<unsigned char>(s[i])))
-            ++i;
-          // '+' may belong to an exponent (1e+3): take it when the text so far is a mantissa.
-          while (i < s.size() && s[i] == '+' && i > start && (s[i - 1] == 'e' || s[i - 1] == 'E')) {
-            ++i;
-            while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-          }
-          std::string text = s.substr(start, i - start);
-          double v;
-          if (text == "true") {
-            v = 1;
-          } else if (text == "false") {
-            v = 0;
-          } else {
-            char* end = nullptr;
-            v = text.empty() ? 0 : std::strtod(text.c_str(), &end);
-            if (text.empty() || end != text.c_str() + text.size())
-              malformed(s, start, "'" + text + "' is not a number (" + piece.id + "." + name + ")");
-          }
-          if (piece.given.count(name))
-            throw Error(ErrorCode::BadParameter,
-                        piece.id + ": parameter '" + name + "' given twice in '" + s + "'");
-          piece.given[name] = v;
-          blanks();
-          if (i < s.size() && s[i] == ',') {
-            ++i;
-            continue;
-          }
-          if (i < s.size() && s[i] == ')') {
-            ++i;
-            break;
-          }
-          malformed(s, i, "expected ',' or ')' in " + piece.id + "(...)");
-        }
+        char* end = nullptr;
+        v = std::strtod(text.c_str(), &end);
+        if (end != text.c_str() + text.size())
+          throw Error(ErrorCode::InvalidArgument,
+                      "malformed variant spec '" + spec + "' in piece '" + format_spec_piece(sp) +
+                          "': '" + text + "' is not a number (" + sp.id + "." + name + ")");
       }
-      blanks();
+      piece.given[name] = v;
     }
     out.push_back(std::move(piece));
-    if (i == s.size()) break;
-    if (s[i] != '+') malformed(s, i, "expected '+' between pieces");
-    ++i;
-    blanks();
-    if (i == s.size()) malformed(s, i, "a piece must follow '+'");
   }
   return out;
 }
 
-std::string piece_text(const VariantInfo& info, const Params& values) {
-  if (info.params.empty()) return info.id;
-  std::string s = info.id + "(";
-  for (size_t t = 0; t < info.params.size(); ++t) {
-    const ParamSpec& ps = info.params[t];
-    s += (t ? "," : "") + ps.name + "=" + format_value(values.at(ps.name), ps.type);
-  }
-  return s + ")";
+// Every parameter spelled out, in schema order.
+SpecPiece canonical_piece(const VariantInfo& info, const Params& values) {
+  SpecPiece out{info.id, {}};
+  for (const ParamSpec& ps : info.params)
+    out.params.emplace_back(ps.name, format_value(values.at(ps.name), ps.type));
+  return out;
 }
 
 Variant build(const std::vector<PieceSpec>& pieces, const std::string& original) {
   std::shared_ptr<const Pattern> pattern;
-  std::string pattern_id, pattern_text, norm_id, norm_text;
+  std::string pattern_id, norm_id;
+  SpecPiece pattern_piece, norm_piece;
   std::vector<ScoreMod> mods;
-  std::vector<std::string> mod_texts;
+  std::vector<SpecPiece> mod_pieces;
   Normaliser norm;
   bool selective = false;
   for (const PieceSpec& ps : pieces) {
     const PieceInfo& piece = registry_piece(ps.id);
     Params values = resolve_params(ps.id, piece.info.params, ps.given);
-    std::string text = piece_text(piece.info, values);
+    SpecPiece canon = canonical_piece(piece.info, values);
     switch (piece.kind) {
       case PieceKind::Dense:
       case PieceKind::Pattern:
@@ -248,33 +132,21 @@ Variant build(const std::vector<PieceSpec>& pieces, const std::string& original)
                       "variant spec '" + original + "' has two patterns ('" + pattern_id +
                           "' and '" + ps.id + "'); a variant has at most one");
         pattern_id = ps.id;
-        pattern_text = text;
-        if (piece.kind == PieceKind::Pattern)
-          for (const PatternFactory* f : kPatterns)
-            if (f->info().id == ps.id) pattern = f->make(values);
+        pattern_piece = canon;
+        if (piece.kind == PieceKind::Pattern) pattern = factory(kPatterns, ps.id).make(values);
         break;
-      case PieceKind::ScoreMod: {
-        ScoreMod m;
-        if (ps.id == "temperature") m = {ScoreMod::Kind::Temperature, float(values.at("t"))};
-        if (ps.id == "alibi") m = {ScoreMod::Kind::Alibi, 8.0f};
-        if (ps.id == "softcap") m = {ScoreMod::Kind::Softcap, float(values.at("cap"))};
-        mods.push_back(m);
-        mod_texts.push_back(text);
+      case PieceKind::ScoreMod:
+        mods.push_back(factory(kScoreMods, ps.id).make(values));
+        mod_pieces.push_back(canon);
         break;
-      }
       case PieceKind::Normaliser:
         if (!norm_id.empty())
           throw Error(ErrorCode::InvalidArgument,
                       "variant spec '" + original + "' has two normalisers ('" + norm_id +
                           "' and '" + ps.id + "'); a variant has at most one");
         norm_id = ps.id;
-        norm_text = text;
-        if (ps.id == "softmax") norm = {Normaliser::Kind::Softmax, 0.0f};
-        if (ps.id == "sigmoid") norm = {Normaliser::Kind::Sigmoid, float(values.at("bias_offset"))};
-        if (ps.id == "relu") norm = {Normaliser::Kind::Relu, 1.0f};
-        if (ps.id == "relu2") norm = {Normaliser::Kind::Relu, 2.0f};
-        if (ps.id == "entmax15") norm = {Normaliser::Kind::Entmax15, 0.0f};
-        if (ps.id == "softplus") norm = {Normaliser::Kind::SoftplusL1, 0.0f};
+        norm_piece = canon;
+        norm = factory(kNormalisers, ps.id).make(values);
         break;
       case PieceKind::Selective:
         if (selective)
@@ -286,15 +158,13 @@ Variant build(const std::vector<PieceSpec>& pieces, const std::string& original)
   }
   // Canonical: pattern, modifiers in order, normaliser unless softmax, selective; "dense" only
   // when nothing else is left.
-  std::vector<std::string> parts;
-  if (pattern) parts.push_back(pattern_text);
-  for (const auto& t : mod_texts) parts.push_back(t);
-  if (!norm_id.empty() && norm_id != "softmax") parts.push_back(norm_text);
-  if (selective) parts.push_back("selective");
-  if (parts.empty()) parts.push_back("dense");
-  std::string spec;
-  for (const auto& t : parts) spec += (spec.empty() ? "" : "+") + t;
-  return Variant(spec, pattern, mods, norm, selective);
+  std::vector<SpecPiece> parts;
+  if (pattern) parts.push_back(pattern_piece);
+  for (const SpecPiece& t : mod_pieces) parts.push_back(t);
+  if (!norm_id.empty() && norm_id != "softmax") parts.push_back(norm_piece);
+  if (selective) parts.push_back({"selective", {}});
+  if (parts.empty()) parts.push_back({"dense", {}});
+  return Variant(format_spec(parts), pattern, mods, norm, selective);
 }
 
 }  // namespace
@@ -312,11 +182,19 @@ const PieceInfo& registry_piece(const std::string& id) {
 }
 
 Variant make_variant(const std::string& spec) {
-  return build(parse(spec), spec);
+  return build(numeric_pieces(spec), spec);
 }
 
 Variant make_variant(const std::string& id, const Params& params) {
   return build({PieceSpec{id, params}}, id);
+}
+
+std::string spec_pattern_id(const std::string& spec) {
+  for (const SpecPiece& piece : parse_spec(spec)) {
+    const PieceKind kind = registry_piece(piece.id).kind;
+    if (kind == PieceKind::Pattern || kind == PieceKind::Dense) return piece.id;
+  }
+  return "dense";
 }
 
 }  // namespace attn

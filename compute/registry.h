@@ -1,8 +1,9 @@
 // The registry lists every variant piece (patterns, score modifiers, normalisers) with its
 // schema, and builds a Variant from a spec string. This is what the GUI and CLI use.
 //
-// Spec grammar:  piece ('+' piece)*      piece := id [ '(' name '=' value (',' name '=' value)* ')' ]
-// At most one pattern and one normaliser; modifiers apply in order. Examples:
+// Spec grammar (parsed by compute/spec.h):  piece ('+' piece)*      piece := id [ '(' name '='
+// value (',' name '=' value)* ')' ] At most one pattern and one normaliser; modifiers apply in
+// order. Examples:
 //   "dense"   "window(size=256)"   "sinks_window(sinks=4,window=256)+softcap(cap=30)"
 //   "block_topk(block=64,k=8)+sigmoid"   "selective"
 #pragma once
@@ -32,5 +33,10 @@ Variant make_variant(const std::string& spec);
 
 // Builds a variant from one piece id and a parameter map (the GUI's path).
 Variant make_variant(const std::string& id, const Params& params);
+
+// The id of the pattern piece of `spec` ("window" for "window(size=8)+softcap(cap=3)"), or
+// "dense" when it has none ("softcap(cap=3)", "selective"). Throws like make_variant on malformed
+// text or unknown piece ids. Reads the pieces with parse_spec (compute/spec.h).
+std::string spec_pattern_id(const std::string& spec);
 
 }  // namespace attn

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "compute/error.h"
+#include "compute/spec.h"
 
 namespace attn::core {
 namespace {
@@ -62,24 +63,6 @@ std::vector<std::string> expand_value(const std::string& v, const std::string& w
   return out;
 }
 
-// Splits at `sep` outside parentheses.
-std::vector<std::string> split_top(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  int depth = 0;
-  size_t start = 0;
-  for (size_t i = 0; i <= s.size(); ++i) {
-    if (i == s.size() || (s[i] == sep && depth == 0)) {
-      out.push_back(s.substr(start, i - start));
-      start = i + 1;
-    } else if (s[i] == '(') {
-      ++depth;
-    } else if (s[i] == ')') {
-      --depth;
-    }
-  }
-  return out;
-}
-
 std::vector<std::string> split_csv_line(const std::string& line) {
   std::vector<std::string> out;
   std::string cur;
@@ -122,54 +105,25 @@ const char* kHeader =
 
 std::vector<std::string> expand_sweep(const std::string& sweep_spec) {
   require(!sweep_spec.empty(), ErrorCode::InvalidArgument, "empty --variant");
-  // Each piece: id and a list of (name, values).
-  struct Piece {
-    std::string id;
-    std::vector<std::pair<std::string, std::vector<std::string>>> params;
-  };
-  std::vector<Piece> pieces;
-  for (const std::string& p : split_top(sweep_spec, '+')) {
-    Piece piece;
-    const size_t open = p.find('(');
-    piece.id = p.substr(0, open);
-    require(!piece.id.empty(), ErrorCode::InvalidArgument,
-            "sweep '" + sweep_spec + "': a piece has no id");
-    if (open != std::string::npos) {
-      require(p.back() == ')', ErrorCode::InvalidArgument,
-              "sweep '" + sweep_spec + "': '" + p + "' lacks a closing ')'");
-      const std::string inner = p.substr(open + 1, p.size() - open - 2);
-      for (const std::string& kv : split_top(inner, ',')) {
-        const size_t eq = kv.find('=');
-        require(eq != std::string::npos && eq > 0, ErrorCode::InvalidArgument,
-                "sweep '" + sweep_spec + "': '" + kv + "' is not name=value");
-        const std::string name = kv.substr(0, eq);
-        piece.params.push_back(
-            {name, expand_value(kv.substr(eq + 1), "sweep '" + sweep_spec + "' " + name)});
-      }
-    }
-    pieces.push_back(std::move(piece));
-  }
-  // Cartesian product, the first parameter slowest.
-  std::vector<std::vector<std::string>*> axes;
-  for (Piece& p : pieces)
-    for (auto& kv : p.params) axes.push_back(&kv.second);
+  // compute's parser keeps values as text, so ranges and lists ("2..8:+2", "4|8") come through.
+  std::vector<SpecPiece> pieces = parse_spec(sweep_spec);
+  // One axis per parameter, the first parameter slowest.
+  std::vector<std::vector<std::string>> axes;
+  for (const SpecPiece& p : pieces)
+    for (const auto& [name, value] : p.params)
+      axes.push_back(expand_value(value, "sweep '" + sweep_spec + "' " + name));
   std::vector<size_t> at(axes.size(), 0);
   std::vector<std::string> out;
   while (true) {
-    std::string spec;
     size_t a = 0;
-    for (const Piece& p : pieces) {
-      spec += (spec.empty() ? "" : "+") + p.id;
-      if (!p.params.empty()) {
-        spec += "(";
-        for (size_t k = 0; k < p.params.size(); ++k, ++a)
-          spec += (k ? "," : "") + p.params[k].first + "=" + (*axes[a])[at[a]];
-        spec += ")";
+    for (SpecPiece& p : pieces)
+      for (auto& kv : p.params) {
+        kv.second = axes[a][at[a]];
+        ++a;
       }
-    }
-    out.push_back(spec);
+    out.push_back(format_spec(pieces));
     int i = int(axes.size()) - 1;
-    while (i >= 0 && ++at[size_t(i)] == axes[size_t(i)]->size()) at[size_t(i--)] = 0;
+    while (i >= 0 && ++at[size_t(i)] == axes[size_t(i)].size()) at[size_t(i--)] = 0;
     if (i < 0) break;
     require(out.size() <= 100000, ErrorCode::InvalidArgument,
             "sweep '" + sweep_spec + "' expands to more than 100000 variants");

@@ -6,6 +6,8 @@
 #include <map>
 
 #include "app/figures/presets.h"
+#include "compute/error.h"
+#include "compute/spec.h"
 
 namespace attn::fig {
 namespace {
@@ -78,24 +80,15 @@ QString axis_title(const std::string& name) {
   return qs(name);
 }
 
-// Parameters of a spec in order: "block_topk(block=4,k=2)+softcap(cap=30)" ->
-// {block: 4, k: 2, cap: 30} (names of later pieces prefixed when they repeat).
+// Parameters of a spec in order, as compute's parser reads them:
+// "block_topk(block=4,k=2)+softcap(cap=30)" -> {block: 4, k: 2, cap: 30}. A spec that does not
+// parse (hand-edited CSV) has no parameters, so its point is drawn without a label.
 std::vector<std::pair<std::string, std::string>> spec_params(const std::string& spec) {
   std::vector<std::pair<std::string, std::string>> out;
-  size_t at = 0;
-  while ((at = spec.find('(', at)) != std::string::npos) {
-    const size_t close = spec.find(')', at);
-    if (close == std::string::npos) break;
-    const std::string inner = spec.substr(at + 1, close - at - 1);
-    size_t p = 0;
-    while (p < inner.size()) {
-      const size_t comma = std::min(inner.find(',', p), inner.size());
-      const std::string kv = inner.substr(p, comma - p);
-      const size_t eq = kv.find('=');
-      if (eq != std::string::npos) out.push_back({kv.substr(0, eq), kv.substr(eq + 1)});
-      p = comma + 1;
-    }
-    at = close;
+  try {
+    for (const SpecPiece& piece : parse_spec(spec))
+      out.insert(out.end(), piece.params.begin(), piece.params.end());
+  } catch (const Error&) {
   }
   return out;
 }

@@ -12,6 +12,7 @@
 #include "compute/backend.h"
 #include "compute/error.h"
 #include "compute/registry.h"
+#include "compute/spec.h"
 
 namespace attn::gui {
 namespace {
@@ -25,41 +26,6 @@ std::string number(double v, bool integral) {
   char b[32];
   std::snprintf(b, sizeof b, "%g", v);
   return b;
-}
-
-// "id(a=1,b=2)" pieces of a canonical spec.
-struct ParsedPiece {
-  std::string id;
-  std::vector<std::pair<std::string, double>> params;
-};
-std::vector<ParsedPiece> parse_canonical(const std::string& spec) {
-  std::vector<ParsedPiece> out;
-  size_t i = 0;
-  while (i < spec.size()) {
-    ParsedPiece p;
-    size_t j = spec.find_first_of("(+", i);
-    p.id = spec.substr(i, j == std::string::npos ? std::string::npos : j - i);
-    i = j;
-    if (i != std::string::npos && spec[i] == '(') {
-      const size_t close = spec.find(')', i);
-      std::string body = spec.substr(i + 1, close - i - 1);
-      size_t s = 0;
-      while (s < body.size()) {
-        size_t c = body.find(',', s);
-        if (c == std::string::npos) c = body.size();
-        const std::string kv = body.substr(s, c - s);
-        const size_t eq = kv.find('=');
-        if (eq != std::string::npos)
-          p.params.push_back({kv.substr(0, eq), std::stod(kv.substr(eq + 1))});
-        s = c + 1;
-      }
-      i = close + 1;
-    }
-    out.push_back(p);
-    if (i == std::string::npos || i >= spec.size()) break;
-    if (spec[i] == '+') ++i;
-  }
-  return out;
 }
 
 }  // namespace
@@ -189,9 +155,8 @@ std::string VariantSlot::spec() const {
 void VariantSlot::set_spec(const std::string& spec) {
   const Variant v = make_variant(spec);  // validates; canonical form below
   quiet_ = true;
-  const auto pieces = parse_canonical(v.spec());
   bool has_norm = false;
-  for (const ParsedPiece& p : pieces) {
+  for (const SpecPiece& p : parse_spec(v.spec())) {
     const PieceInfo& info = registry_piece(p.id);
     Piece* target = is_pattern(info.kind)                ? &pattern_
                     : info.kind == PieceKind::Normaliser ? &norm_
@@ -200,7 +165,8 @@ void VariantSlot::set_spec(const std::string& spec) {
     has_norm |= target == &norm_;
     target->combo->setCurrentIndex(target->combo->findData(QString::fromStdString(p.id)));
     rebuild_params(*target);
-    for (const auto& [name, value] : p.params)
+    for (const auto& [name, text] : p.params) {
+      const double value = std::stod(text);  // canonical specs spell plain numbers
       for (QWidget* ed : target->editors) {
         if (ed->objectName().toStdString() != name) continue;
         if (auto* a = qobject_cast<QSpinBox*>(ed))
@@ -210,6 +176,7 @@ void VariantSlot::set_spec(const std::string& spec) {
         else if (auto* c = qobject_cast<QCheckBox*>(ed))
           c->setChecked(value != 0);
       }
+    }
   }
   if (!has_norm) {
     norm_.combo->setCurrentIndex(norm_.combo->findData("softmax"));

@@ -28,6 +28,9 @@ extern const PatternFactory kVerticalSlashPattern;  // vertical_slash(last_q, ve
 extern const PatternFactory kH2oPattern;            // h2o(heavy, recent)
 extern const PatternFactory kSketchWalkPattern;     // sketch_walk(block, density, sketch_dim, seed)
 
+// The source of the pieces that are part of the original Transformer (dense, temperature, softmax).
+inline constexpr const char* kVaswaniSource = "Vaswani et al. 2017, Attention Is All You Need";
+
 // Shorthand for parameter schemas.
 inline ParamSpec int_param(const char* name, double min, double max, double def, const char* help) {
   return {name, ParamSpec::Type::Int, min, max, def, help};

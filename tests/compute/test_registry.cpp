@@ -7,6 +7,7 @@
 #include "compute/error.h"
 #include "compute/layout.h"
 #include "compute/registry.h"
+#include "compute/spec.h"
 
 using namespace attn;
 
@@ -108,6 +109,51 @@ TEST(Registry, PiecesBuildTheRightParts) {
             Layout::Kind::Dense);
 }
 
+TEST(Registry, ScoreModAndNormaliserTablesBuildTheirPieces) {
+  // Every normaliser piece builds the normaliser that names itself after it.
+  int normalisers = 0, mods = 0;
+  for (const PieceInfo& p : registry_pieces()) {
+    if (p.kind == PieceKind::Normaliser) {
+      ++normalisers;
+      EXPECT_EQ(make_variant(p.info.id).normaliser().name(), p.info.id);
+      EXPECT_EQ(p.info.family, "normaliser") << p.info.id;
+    }
+    if (p.kind == PieceKind::ScoreMod) {
+      ++mods;
+      EXPECT_EQ(make_variant(p.info.id).mods().size(), 1u) << p.info.id;
+      EXPECT_EQ(p.info.family, "score-mod") << p.info.id;
+    }
+  }
+  EXPECT_EQ(normalisers, 6);
+  EXPECT_EQ(mods, 3);
+  // Parameters reach the built pieces.
+  EXPECT_EQ(make_variant("temperature(t=0.25)").mods()[0].kind, ScoreMod::Kind::Temperature);
+  EXPECT_FLOAT_EQ(make_variant("temperature(t=0.25)").mods()[0].a, 0.25f);
+  EXPECT_FLOAT_EQ(make_variant("softcap(cap=7)").mods()[0].a, 7.0f);
+  EXPECT_EQ(make_variant("alibi").mods()[0].kind, ScoreMod::Kind::Alibi);
+  EXPECT_FLOAT_EQ(make_variant("alibi").mods()[0].a, 8.0f);
+  EXPECT_FLOAT_EQ(make_variant("sigmoid(bias_offset=-3)").normaliser().a, -3.0f);
+  // Display order: dense, patterns, score modifiers, normalisers, selective.
+  auto rank = [](PieceKind k) {
+    switch (k) {
+      case PieceKind::Dense:
+        return 0;
+      case PieceKind::Pattern:
+        return 1;
+      case PieceKind::ScoreMod:
+        return 2;
+      case PieceKind::Normaliser:
+        return 3;
+      case PieceKind::Selective:
+        return 4;
+    }
+    return -1;
+  };
+  const auto& all = registry_pieces();
+  for (size_t i = 1; i < all.size(); ++i)
+    EXPECT_LE(rank(all[i - 1].kind), rank(all[i].kind)) << all[i].info.id;
+}
+
 TEST(Registry, BadSpecsGiveTheDocumentedErrors) {
   std::string m = error_of([] { make_variant("windw(size=3)"); }, ErrorCode::UnknownVariant);
   EXPECT_TRUE(contains(m, "windw") && contains(m, "sinks_window") && contains(m, "h2o")) << m;
@@ -133,6 +179,86 @@ TEST(Registry, BadSpecsGiveTheDocumentedErrors) {
   m = error_of([] { make_variant("sigmoid+relu"); }, ErrorCode::InvalidArgument);
   EXPECT_TRUE(contains(m, "two normalisers")) << m;
   error_of([] { make_variant("selective+selective"); }, ErrorCode::InvalidArgument);
+}
+
+TEST(Spec, ParsesPiecesAndFormatsThemBack) {
+  const std::string text = "sinks_window(sinks=4,window=256)+softcap(cap=30)+sigmoid";
+  const std::vector<SpecPiece> pieces = parse_spec(text);
+  const std::vector<SpecPiece> want = {{"sinks_window", {{"sinks", "4"}, {"window", "256"}}},
+                                       {"softcap", {{"cap", "30"}}},
+                                       {"sigmoid", {}}};
+  EXPECT_EQ(pieces, want);
+  EXPECT_EQ(format_spec(pieces), text);
+  EXPECT_EQ(format_spec_piece(pieces[0]), "sinks_window(sinks=4,window=256)");
+  // Parameter order is kept as written (the registry, not the parser, orders by schema).
+  EXPECT_EQ(parse_spec("bigbird(seed=9,block=32)")[0].params,
+            (std::vector<std::pair<std::string, std::string>>{{"seed", "9"}, {"block", "32"}}));
+  // Every registered piece and every canonical spec round-trips.
+  for (const PieceInfo& p : registry_pieces()) {
+    const std::string canon = make_variant(p.info.id).spec();
+    EXPECT_EQ(format_spec(parse_spec(canon)), canon) << p.info.id;
+  }
+  for (const std::vector<SpecPiece>& ps :
+       {want, std::vector<SpecPiece>{{"x_1", {{"a_b", "-1.5e-3"}}}},
+        std::vector<SpecPiece>{{"a", {}}, {"b", {}}, {"c", {{"n", "0"}}}}})
+    EXPECT_EQ(parse_spec(format_spec(ps)), ps) << format_spec(ps);
+}
+
+TEST(Spec, BlanksAroundEveryTokenAreIgnored) {
+  const auto compact = parse_spec("window(size=8)+temperature(t=0.3)");
+  EXPECT_EQ(parse_spec(" window ( size = 8 ) + temperature( t=0.3 ) "), compact);
+  EXPECT_EQ(parse_spec("\twindow(\nsize=8\n)+\ttemperature(t=0.3)\n"), compact);
+  // Empty parentheses mean no parameters, and format back as the bare id.
+  EXPECT_EQ(parse_spec("window ( )"), (std::vector<SpecPiece>{{"window", {}}}));
+  EXPECT_EQ(format_spec(parse_spec("window()")), "window");
+  EXPECT_EQ(make_variant("window()").spec(), "window(size=256)");
+}
+
+TEST(Spec, OddValuesStayText) {
+  const auto params = [](const std::string& s) { return parse_spec(s).at(0).params.at(0).second; };
+  EXPECT_EQ(params("temperature(t=1e+1)"), "1e+1");  // '+' of an exponent is not a separator
+  EXPECT_EQ(params("temperature(t=-0.5)"), "-0.5");
+  EXPECT_EQ(params("temperature(t=.5)"), ".5");
+  EXPECT_EQ(params("h2o(heavy=true)"), "true");
+  EXPECT_EQ(params("block_topk(k=2..8:+2)"), "2..8:+2");  // sweep ranges and lists
+  EXPECT_EQ(params("window(size=16|32|64)"), "16|32|64");
+  EXPECT_EQ(parse_spec("temperature(t=1e+1)+alibi").size(), 2u);
+  EXPECT_EQ(make_variant("temperature(t=1E+1)+softcap(cap=2.5e1)").spec(),
+            "temperature(t=10)+softcap(cap=25)");
+  // A value the parser accepts but the registry cannot read as a number.
+  const std::string m = error_of([] { make_variant("window(size=8)+softcap(cap=1..3)"); },
+                                 ErrorCode::InvalidArgument);
+  EXPECT_TRUE(contains(m, "'1..3' is not a number") && contains(m, "softcap(cap=1..3)")) << m;
+}
+
+TEST(Spec, ErrorsNameThePositionAndThePiece) {
+  std::string m =
+      error_of([] { parse_spec("window(size=8)+softcap(cap=)"); }, ErrorCode::InvalidArgument);
+  EXPECT_TRUE(contains(m, "character 28") && contains(m, "piece 'softcap(cap='") &&
+              contains(m, "value for 'cap'"))
+      << m;
+  m = error_of([] { parse_spec("window(size 8)"); }, ErrorCode::InvalidArgument);
+  EXPECT_TRUE(contains(m, "piece 'window(size'") && contains(m, "'='")) << m;
+  m = error_of([] { parse_spec("dense+sigmoid(bias_offset=1 2)"); }, ErrorCode::InvalidArgument);
+  EXPECT_TRUE(contains(m, "piece 'sigmoid(bias_offset=1'") && contains(m, "',' or ')'")) << m;
+  m = error_of([] { parse_spec("window+"); }, ErrorCode::InvalidArgument);
+  EXPECT_TRUE(contains(m, "must follow '+'")) << m;
+  m = error_of([] { parse_spec("window(size=(8))"); }, ErrorCode::InvalidArgument);
+  EXPECT_TRUE(contains(m, "piece 'window(size='")) << m;
+  m = error_of([] { parse_spec("topk(k=1,k=2)"); }, ErrorCode::BadParameter);
+  EXPECT_TRUE(contains(m, "topk") && contains(m, "'k' given twice")) << m;
+  for (const char* bad : {"", " ", "(size=3)", "window(size=3", "window(size=3)(", "a++b", "a,b"})
+    error_of([&] { parse_spec(bad); }, ErrorCode::InvalidArgument);
+}
+
+TEST(Spec, PatternIdIsThePatternPieceOrDense) {
+  EXPECT_EQ(spec_pattern_id("window(size=8)+softcap(cap=3)"), "window");
+  EXPECT_EQ(spec_pattern_id("softcap(cap=3)+block_topk(block=16,k=2)"), "block_topk");
+  EXPECT_EQ(spec_pattern_id("dense+relu"), "dense");
+  EXPECT_EQ(spec_pattern_id("softcap(cap=3)"), "dense");
+  EXPECT_EQ(spec_pattern_id("selective"), "dense");
+  error_of([] { spec_pattern_id("windw"); }, ErrorCode::UnknownVariant);
+  error_of([] { spec_pattern_id("window("); }, ErrorCode::InvalidArgument);
 }
 
 TEST(Registry, PredictCountsKeptEntriesAndSelectorWork) {
