@@ -35,7 +35,7 @@ std::vector<std::string> auto_sweep_specs(const Analysis& a, int points) {
   if (a.n_layers() == 0 || points < 2) return out;
   const int n = a.problem(a.layer()).n_k;
   for (size_t v = 1; v < a.panels.size(); ++v) {
-    const std::string id = pattern_id(a.panels[v].spec);
+    const std::string id = spec_pattern_id(a.panels[v].spec);
     if (id == "dense") continue;
     const PieceInfo& piece = registry_piece(id);
     if (piece.info.params.empty()) continue;

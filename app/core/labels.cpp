@@ -74,9 +74,4 @@ std::string variant_caption(const std::string& spec) {
   return l.params.empty() ? l.name : l.name + " [" + l.params + "]";
 }
 
-std::string pattern_id(const std::string& spec) {
-  const Variant v = make_variant(spec);
-  return v.pattern() ? v.pattern()->info().id : "dense";
-}
-
 }  // namespace attn::core

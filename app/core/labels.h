@@ -25,7 +25,5 @@ struct VariantLabel {
 VariantLabel variant_label(const std::string& spec);
 // "Sliding window [size=16]"; "Dense softmax" for dense.
 std::string variant_caption(const std::string& spec);
-// The pattern's id ("window", "block_topk"), or "dense" for a spec without a pattern.
-std::string pattern_id(const std::string& spec);
 
 }  // namespace attn::core
