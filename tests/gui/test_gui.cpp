@@ -2,6 +2,8 @@
 // default models and compute core. Nothing is mocked: pixels come from the swapchain.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <QApplication>
 #include <QCheckBox>
 #include <QDir>
@@ -14,9 +16,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "app/core/analysis.h"
+#include "app/core/head_metrics.h"
+#include "app/core/interactive.h"
+#include "app/core/views.h"
 #include "app/gui/main_window.h"
 #include "app/gui/model_dock.h"
 #include "app/gui/variant_slot.h"
@@ -379,6 +386,166 @@ TEST(Gui, FourLongPanelsFrameTimes) {
       "[gui] during recompute (4096 tokens, %zu frames): median frame %.1f ms, max %.1f ms\n",
       live.size(), live_median, live.back());
   EXPECT_LT(live_median, std::max(50.0, baseline + 50.0)) << "the view stalls during compute";
+}
+
+
+// ---- one core, three clients ---------------------------------------------------------------
+// Each committed session opened three ways - the GUI's document, `attnscope analyze --session
+// --json` and `attnscope render --session --data json` - gives the same numbers.
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  EXPECT_TRUE(f.good()) << path;
+  return f.good() ? nlohmann::json::parse(f) : nlohmann::json();
+}
+
+int run_cli(const std::string& args, std::string* log) {
+  const std::string cmd = std::string(ATTN_CLI) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) log->append(buf, n);
+  const int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+// Cells, by index, within `tol` (null in JSON is NaN).
+void expect_values(const std::vector<float>& got, const nlohmann::json& want, double tol,
+                   const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (want[i].is_null()) {
+      EXPECT_TRUE(std::isnan(got[i])) << what << " [" << i << "]";
+      continue;
+    }
+    ASSERT_NEAR(got[i], want[i].get<double>(), tol) << what << " [" << i << "]";
+  }
+}
+
+void expect_point(const core::TradeoffPoint& p, const nlohmann::json& j, const std::string& who) {
+  EXPECT_EQ(p.spec, j["spec"].get<std::string>()) << who;
+  auto near = [&](double x, const char* key) {
+    const nlohmann::json& v = j[key];
+    if (v.is_null()) {
+      EXPECT_TRUE(std::isnan(x)) << who << " " << p.spec << " " << key;
+      return;
+    }
+    const double y = v.get<double>();
+    EXPECT_NEAR(x, y, 1e-6 * std::max(1.0, std::fabs(y))) << who << " " << p.spec << " " << key;
+  };
+  near(p.density, "density");
+  near(p.rel_error, "rel_error");
+  near(p.mass_recall, "mass_recall");
+  near(p.row_kl, "row_kl");
+  near(p.next_token_kl, "next_token_kl");
+  near(p.top1_agreement, "top1_agreement");
+  near(p.perplexity, "perplexity");
+  near(p.cls_cosine, "cls_cosine");
+}
+
+TEST(Gui, CommittedSessionsGiveTheSameNumbersInTheGuiAnalyzeAndRender) {
+  namespace fs = std::filesystem;
+  if (!have_model("default-text") || !have_model("default-vision"))
+    GTEST_SKIP() << "default models not found";
+  const fs::path dir = fs::path(ATTNSCOPE_SOURCE_DIR) / "docs" / "sessions";
+  const fs::path out = fs::temp_directory_path() / "attnscope-three-ways";
+  fs::remove_all(out);
+  fs::create_directories(out);
+  int checked = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string path = e.path().string();
+    if (path.size() < 15 || path.substr(path.size() - 15) != ".attnscope.json") continue;
+    SCOPED_TRACE(path);
+    const std::string stem = (out / e.path().stem().stem()).string();
+    std::string log;
+    ASSERT_EQ(run_cli("analyze --session " + path + " --json " + stem + "-analyze.json", &log), 0)
+        << log;
+    const nlohmann::json analyzed = read_json(stem + "-analyze.json");
+    // The GUI: its worker's analysis once every background stage is done.
+    GuiOptions o = base_options();
+    o.session = path;
+    MainWindow w(o);
+    show_and_time(w);
+    ASSERT_TRUE(wait_settled(w, 120000)) << w.last_error().toStdString();
+    ASSERT_TRUE(wait_until([&] { return w.worker_idle(); }, 180000));
+    const auto a = w.analysis();
+    ASSERT_TRUE(a && a->has_metrics() && a->has_head_metrics());
+    if (a->model) ASSERT_TRUE(a->has_end_to_end());
+    const core::Session& s = a->session;
+    EXPECT_EQ(s.variants, core::load_session(path).variants);
+
+    // Heatmap cells of the selected head, every panel.
+    const auto maps = core::heatmaps(*a, 512);
+    ASSERT_EQ(maps.size(), analyzed["heatmaps"].size());
+    for (size_t i = 0; i < maps.size(); ++i)
+      expect_values(maps[i].cells, analyzed["heatmaps"][i]["cells"], 1e-6,
+                    "analyze heatmap " + maps[i].spec);
+    // Per-head metrics: every head-grid metric of every panel.
+    for (size_t v = 0; v < a->panels.size(); ++v) {
+      const core::HeadGrid g = core::head_grid(*a, int(v));
+      const nlohmann::json& jg =
+          v == 0 ? analyzed["reference"]["head_grid"] : analyzed["variants"][v - 1]["head_grid"];
+      for (const std::string& m : g.metrics)
+        expect_values(g.metric(m), jg[m], 1e-6, "analyze " + g.spec + " " + m);
+    }
+    // Trade-off points.
+    const auto pts = core::tradeoff(*a);
+    ASSERT_EQ(pts.size(), analyzed["tradeoff"].size());
+    for (size_t i = 0; i < pts.size(); ++i) expect_point(pts[i], analyzed["tradeoff"][i], "analyze");
+
+    // render --data json: the variants, grid and trade-off views.
+    const std::string fig = stem + "-fig.png";
+    const std::string data_stem = stem + "-fig";
+    ASSERT_EQ(run_cli("render --session " + path + " --view variants --out " + fig +
+                          " --no-sidecar --data json",
+                      &log),
+              0)
+        << log;
+    for (size_t i = 0; i < maps.size(); ++i)
+      expect_values(maps[i].cells,
+                    read_json(data_stem + "_" + std::to_string(i) + ".json")["cells"], 1e-6,
+                    "render heatmap " + maps[i].spec);
+    ASSERT_EQ(run_cli("render --session " + path + " --view grid --out " + fig +
+                          " --no-sidecar --data json",
+                      &log),
+              0)
+        << log;
+    for (size_t v = 0; v < a->panels.size() && v < 4; ++v) {
+      const core::HeadGrid g = core::head_grid(*a, int(v));
+      const nlohmann::json jg = read_json(data_stem + "_" + std::to_string(v) + ".json");
+      EXPECT_EQ(jg["spec"], g.spec);
+      for (const std::string& m : g.metrics)
+        expect_values(g.metric(m), jg[m], 1e-6, "render " + g.spec + " " + m);
+    }
+    ASSERT_EQ(run_cli("render --session " + path + " --view tradeoff --out " + fig +
+                          " --no-sidecar --data json",
+                      &log),
+              0)
+        << log;
+    const nlohmann::json jt = read_json(data_stem + ".json");
+    ASSERT_EQ(pts.size(), jt.size());
+    for (size_t i = 0; i < pts.size(); ++i) expect_point(pts[i], jt[i], "render");
+    // What the GUI draws comes from the same analysis: its head grid and trade-off marks.
+    const render::Document d = core::document(*a);
+    for (size_t m = 0; m < d.grid.names.size(); ++m) {
+      // The dense reference's own metrics, then the first variant's comparisons with it.
+      const bool vs_dense =
+          core::head_metrics()[size_t(core::head_metric_index(d.grid.names[m]))].vs_dense;
+      const core::HeadGrid g = core::head_grid(*a, vs_dense ? 1 : 0);
+      const std::vector<float>& want = g.metric(d.grid.names[m]);
+      ASSERT_EQ(d.grid.values[m].size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i)
+        if (!std::isnan(want[i])) EXPECT_EQ(d.grid.values[m][i], want[i]);
+    }
+    for (size_t i = 0; i < pts.size(); ++i) {
+      EXPECT_EQ(d.tradeoff.points[i].label, pts[i].spec);
+      EXPECT_EQ(d.tradeoff.points[i].rel_error, pts[i].rel_error);
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 2) << "no committed sessions found in " << dir;
+  fs::remove_all(out);
 }
 
 }  // namespace
