@@ -7,10 +7,10 @@
 
 #include "app/workbench/workbench.h"
 #include "compute/error.h"
+#include "compute/layer_analysis.h"
 #include "compute/parallel.h"
 #include "compute/probabilities.h"
 #include "compute/registry.h"
-#include "models/arch/analysis.h"
 #include "models/arch/default_models.h"
 #include "models/arch/raw_tensors.h"
 #include "models/arch/text_input.h"

@@ -1,7 +1,7 @@
 // The GUI's data layer (no Qt): one request (model, input, variants) becomes an Analysis holding
 // every layer's problem, the dense reference and each variant's results and metrics, from which
 // the renderer's document, tiles and hover values are derived. Built on the same core calls as
-// `attnscope analyze` (models/arch/analysis.h, substitution.h).
+// `attnscope analyze` (compute/layer_analysis.h, substitution.h).
 #pragma once
 #include <atomic>
 #include <memory>

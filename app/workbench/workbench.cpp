@@ -6,9 +6,9 @@
 #include <mutex>
 
 #include "compute/error.h"
+#include "compute/layer_analysis.h"
 #include "compute/probabilities.h"
 #include "compute/registry.h"
-#include "models/arch/analysis.h"
 #include "models/arch/default_models.h"
 #include "models/arch/substitution.h"
 #include "models/arch/text_input.h"
