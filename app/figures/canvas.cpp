@@ -163,7 +163,7 @@ QString token_label(const std::string& s, int max_chars) {
   return out;
 }
 
-void draw_cells(Canvas& c, const QRectF& r, const CellSource& src, const Colormap& cmap,
+void draw_cells(Canvas& c, const QRectF& r, const CellSource& src, render::Colormap cmap,
                 double vmax, bool log_scale) {
   QPainter& p = c.painter();
   const int rows = src.rows, cols = src.cols;
@@ -172,7 +172,8 @@ void draw_cells(Canvas& c, const QRectF& r, const CellSource& src, const Colorma
   auto color = [&](int y, int x) {
     const size_t i = size_t(y) * size_t(cols) + size_t(x);
     if (!src.hidden.empty() && src.hidden[i]) return kHidden;
-    const Rgb k = cmap.at(color_position(v[i], vmax, log_scale));
+    const render::Rgb8 k =
+        render::colormap_rgb8(cmap, render::color_position(v[i], vmax, log_scale));
     return QColor(k.r, k.g, k.b);
   };
   p.save();
@@ -212,14 +213,16 @@ double colorbar_width(const Canvas& c) {
   return 8 + 3 + c.text_width("0.000", s.tick_pt) + 4 + c.line_height(s.label_pt);
 }
 
-double draw_colorbar(Canvas& c, const QRectF& r, const Colormap& cmap, double vmax, bool log_scale,
+double draw_colorbar(Canvas& c, const QRectF& r, render::Colormap cmap, double vmax, bool log_scale,
                      const QString& title) {
   const FigureStyle& s = c.style();
   QPainter& p = c.painter();
   QLinearGradient g(r.bottomLeft(), r.topLeft());
-  const int n = int(cmap.stops.size());
+  // The table's own anchors: the vector gradient matches the cells exactly.
+  const std::vector<render::Rgb8> stops = render::colormap_stops(cmap);
+  const int n = int(stops.size());
   for (int i = 0; i < n; ++i) {
-    const Rgb k = cmap.stops[size_t(i)];
+    const render::Rgb8 k = stops[size_t(i)];
     g.setColorAt(double(i) / (n - 1), QColor(k.r, k.g, k.b));
   }
   p.save();
@@ -235,7 +238,7 @@ double draw_colorbar(Canvas& c, const QRectF& r, const Colormap& cmap, double vm
   }
   double label_w = 0;
   for (double t : ticks) {
-    const double pos = color_position(t, vmax, log_scale);
+    const double pos = render::color_position(t, vmax, log_scale);
     const double y = r.bottom() - pos * r.height();
     c.line({r.right(), y}, {r.right() + 2.5, y});
     const QString lab = tick_label(t);

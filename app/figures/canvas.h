@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "app/figures/colormap.h"
 #include "app/figures/figure.h"
+#include "render/colormap.h"
 
 namespace attn::fig {
 
@@ -71,12 +71,12 @@ struct CellSource {
   const std::vector<float>* values = nullptr;
   std::vector<bool> hidden;  // [rows * cols] or empty
 };
-void draw_cells(Canvas& c, const QRectF& r, const CellSource& src, const Colormap& cmap,
+void draw_cells(Canvas& c, const QRectF& r, const CellSource& src, render::Colormap cmap,
                 double vmax, bool log_scale);
 
 // Vertical colour bar in `r` with ticks and labels on its right and a rotated title.
 // Returns the width used by the labels and title right of `r`.
-double draw_colorbar(Canvas& c, const QRectF& r, const Colormap& cmap, double vmax, bool log_scale,
+double draw_colorbar(Canvas& c, const QRectF& r, render::Colormap cmap, double vmax, bool log_scale,
                      const QString& title);
 // Width a colour bar with its labels and title needs (for layout).
 double colorbar_width(const Canvas& c);

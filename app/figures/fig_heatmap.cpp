@@ -59,7 +59,7 @@ double paint_heatmaps(Canvas& c, const QRectF& area, const FigureData& d) {
       for (float v : h.cells) vmax = std::max(vmax, double(v));
     if (!(vmax > 0)) vmax = 1;
   }
-  const Colormap& cmap = colormap(d.settings.colormap);
+  const render::Colormap cmap = render::colormap_from_name(d.settings.colormap);
 
   const double lh_tick = c.line_height(s.tick_pt);
   const double lh_label = c.line_height(s.label_pt);

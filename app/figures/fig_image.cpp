@@ -39,7 +39,7 @@ double paint_images(Canvas& c, const QRectF& area, const FigureData& d) {
   if (d.images.empty()) return area.top();
   const ImageAttention& a0 = d.images.front();
   const int K = int(d.images.size()) + 1;  // the plain input first
-  const Colormap& cmap = colormap(d.settings.colormap);
+  const render::Colormap cmap = render::colormap_from_name(d.settings.colormap);
   double vmax = d.settings.vmax;
   if (!(vmax > 0)) {
     for (const auto& a : d.images)
@@ -74,8 +74,9 @@ double paint_images(Canvas& c, const QRectF& area, const FigureData& d) {
       p.setRenderHint(QPainter::Antialiasing, false);
       for (int y = 0; y < a.grid_h; ++y)
         for (int x = 0; x < a.grid_w; ++x) {
-          const Rgb col =
-              cmap.at(color_position(a.cls[size_t(y) * a.grid_w + x], vmax, d.settings.log_scale));
+          const render::Rgb8 col = render::colormap_rgb8(
+              cmap,
+              render::color_position(a.cls[size_t(y) * a.grid_w + x], vmax, d.settings.log_scale));
           p.fillRect(QRectF(r.left() + x * cw, r.top() + y * ch, cw, ch),
                      QColor(col.r, col.g, col.b, 165));
         }
