@@ -6,7 +6,7 @@
 
 namespace attn::fig {
 
-double paint_head_grids(Canvas& c, const QRectF& area, const FigureData& d) {
+double paint_head_grids(FigurePainter& c, const QRectF& area, const FigureData& d) {
   const FigureStyle& s = c.style();
   if (d.grids.empty()) return area.top();
   const std::string& metric = d.settings.grid_metric;

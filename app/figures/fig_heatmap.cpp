@@ -34,7 +34,7 @@ std::vector<bool> hidden_cells(const HeatmapData& h) {
   return out;
 }
 
-double max_label_width(const Canvas& c, const std::vector<std::string>& labels,
+double max_label_width(const FigurePainter& c, const std::vector<std::string>& labels,
                        const std::vector<int>& shown, double pt) {
   double w = 0;
   for (int i : shown) w = std::max(w, c.text_width(token_label(labels[size_t(i)]), pt));
@@ -43,7 +43,7 @@ double max_label_width(const Canvas& c, const std::vector<std::string>& labels,
 
 }  // namespace
 
-double paint_heatmaps(Canvas& c, const QRectF& area, const FigureData& d) {
+double paint_heatmaps(FigurePainter& c, const QRectF& area, const FigureData& d) {
   const FigureStyle& s = c.style();
   const auto& maps = d.heatmaps;
   if (maps.empty()) return area.top();

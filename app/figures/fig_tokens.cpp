@@ -7,7 +7,7 @@
 
 namespace attn::fig {
 
-double paint_tokens(Canvas& c, const QRectF& area, const FigureData& d) {
+double paint_tokens(FigurePainter& c, const QRectF& area, const FigureData& d) {
   const FigureStyle& s = c.style();
   if (d.tokens.empty()) return area.top();
   // Text backgrounds need a light low end: the default viridis becomes blues here.

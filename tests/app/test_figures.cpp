@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <regex>
 
-#include "app/figures/canvas.h"
 #include "app/figures/figure.h"
+#include "app/figures/figure_painter.h"
 #include "compute/error.h"
 #include "render/colormap.h"
 #include "tests/app/figure_fixtures.h"
