@@ -219,7 +219,9 @@ void Canvas::build_toolbar() {
     return out;
   }();
   int cm = int(settings_.colormap);
-  ImGui::SetNextItemWidth(em * 6.5f);
+  float widest = 0;
+  for (const char* name : cmaps) widest = std::max(widest, ImGui::CalcTextSize(name).x);
+  ImGui::SetNextItemWidth(widest + ImGui::GetFrameHeight() + ImGui::GetStyle().FramePadding.x * 2);
   if (ImGui::Combo("##cmap", &cm, cmaps.data(), kColormapCount)) settings_.colormap = Colormap(cm);
   ImGui::SameLine();
   ImGui::Checkbox("log", &settings_.log_scale);
