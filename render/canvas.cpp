@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "render/colormap.h"
 #include "render/draw_util.h"
@@ -211,10 +212,17 @@ void Canvas::build_toolbar() {
     if (ImGui::Combo("##mode", &mode, modes, 3)) settings_.mode = DisplayMode(mode);
     ImGui::SameLine();
   }
+  // Every map of the shared table (render/colormap.h), in its order.
+  static const std::vector<const char*> cmaps = [] {
+    std::vector<const char*> out;
+    for (int i = 0; i < kColormapCount; ++i) out.push_back(colormap_name(Colormap(i)));
+    return out;
+  }();
   int cm = int(settings_.colormap);
-  static const char* cmaps[] = {"viridis", "magma", "cividis"};
-  ImGui::SetNextItemWidth(em * 6.5f);
-  if (ImGui::Combo("##cmap", &cm, cmaps, 3)) settings_.colormap = Colormap(cm);
+  float widest = 0;
+  for (const char* name : cmaps) widest = std::max(widest, ImGui::CalcTextSize(name).x);
+  ImGui::SetNextItemWidth(widest + ImGui::GetFrameHeight() + ImGui::GetStyle().FramePadding.x * 2);
+  if (ImGui::Combo("##cmap", &cm, cmaps.data(), kColormapCount)) settings_.colormap = Colormap(cm);
   ImGui::SameLine();
   ImGui::Checkbox("log", &settings_.log_scale);
   if (settings_.view == ViewKind::Heatmaps) {

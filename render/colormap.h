@@ -1,25 +1,57 @@
-// Perceptual colormaps (viridis, magma, cividis) and a diverging blue-white-red map, as
-// piecewise-linear fits through ten samples of each, shared by the shader's lookup texture and
-// by ImGui-drawn views (colorbars, head grid, sinks) so that every view agrees.
+// The one colour-map table of attnscope, shared by the renderer (lookup texture, ImGui views)
+// and the publication figures, so a map named in a session draws the same everywhere. No Vulkan,
+// ImGui or Qt here: the figures link it without the renderer (library attn_colormap).
+//
+// Maps are piecewise linear in sRGB between evenly spaced anchors, so a vector gradient with the
+// same stops (colour bars in SVG/PDF) reproduces them exactly. The perceptual maps are samples of
+// matplotlib's 256-entry tables (van der Walt & Smith; cividis: Nunez et al. 2018).
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace attn::render {
 
-enum class Colormap { Viridis = 0, Magma = 1, Cividis = 2, Diverging = 3 };
-constexpr int kColormapCount = 4;
-const char* colormap_name(Colormap c);
+// Table order; also the row of the lookup texture.
+enum class Colormap {
+  Viridis = 0,
+  Magma,
+  Inferno,
+  Plasma,
+  Cividis,
+  Gray,       // white (0) to black (1), for print
+  Blues,      // ColorBrewer Blues: near white to dark blue
+  Diverging,  // ColorBrewer RdBu reversed: blue (0), white (0.5), red (1); for differences
+};
+constexpr int kColormapCount = 8;
 
 struct Rgb {
   float r = 0, g = 0, b = 0;  // 0..1
 };
+struct Rgb8 {
+  uint8_t r = 0, g = 0, b = 0;
+  bool operator==(const Rgb8&) const = default;
+};
 
-// Colour at t in [0, 1] (clamped).
-Rgb colormap_rgb(Colormap c, float t);
+// Names in table order: "viridis", "magma", "inferno", "plasma", "cividis", "gray", "blues",
+// "diverging". These are what sessions (ViewSettings::colormap) and the CLI spell.
+const std::vector<std::string>& colormap_names();
+const char* colormap_name(Colormap c);
+// The map called `name` (a session's colormap string); throws Error(InvalidArgument) listing
+// every name.
+Colormap colormap_from_name(const std::string& name);
+
+// Colour at t in [0, 1] (clamped; NaN gives the colour at 0).
+Rgb colormap_rgb(Colormap c, double t);
+Rgb8 colormap_rgb8(Colormap c, double t);
 // ImGui-packed colour (IM_COL32 layout: 0xAABBGGRR) at t, with `alpha` 0..255.
-uint32_t colormap_u32(Colormap c, float t, int alpha = 255);
-// The lookup texture: u8 [kColormapCount, 256, 4] RGBA, one colormap per row.
+uint32_t colormap_u32(Colormap c, double t, int alpha = 255);
+// The anchors of a map, evenly spaced over [0, 1] (stops of a vector gradient).
+std::vector<Rgb8> colormap_stops(Colormap c);
+// The lookup texture: u8 [kColormapCount, 256, 4] RGBA, row = int(Colormap).
 std::vector<uint8_t> colormap_lut_rgba8();
+
+// Where value v falls on the colour scale [0, vmax]: linear, or log10 over [vmax * 1e-4, vmax].
+double color_position(double v, double vmax, bool log_scale);
 
 }  // namespace attn::render

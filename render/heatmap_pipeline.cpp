@@ -1,6 +1,6 @@
 #include "render/heatmap_pipeline.h"
 
-#include "render/vk_check.h"
+#include "compute/vulkan/vk_check.h"
 
 namespace attn::render {
 namespace {
@@ -17,7 +17,7 @@ VkShaderModule make_module(VkDevice dev, const uint32_t* code, size_t bytes) {
   ci.codeSize = bytes;
   ci.pCode = code;
   VkShaderModule m = VK_NULL_HANDLE;
-  ATTN_RENDER_VK(vkCreateShaderModule(dev, &ci, nullptr, &m));
+  ATTN_VK_CHECK(vkCreateShaderModule(dev, &ci, nullptr, &m));
   return m;
 }
 
@@ -28,7 +28,7 @@ VkSampler make_sampler(VkDevice dev, VkFilter filter) {
   sci.addressModeU = sci.addressModeV = sci.addressModeW = VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE;
   sci.maxLod = 0.f;
   VkSampler s = VK_NULL_HANDLE;
-  ATTN_RENDER_VK(vkCreateSampler(dev, &sci, nullptr, &s));
+  ATTN_VK_CHECK(vkCreateSampler(dev, &sci, nullptr, &s));
   return s;
 }
 
@@ -42,7 +42,7 @@ HeatmapPipeline::HeatmapPipeline(const RenderTarget& t) : t_(t) {
   VkDescriptorSetLayoutCreateInfo dlci{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   dlci.bindingCount = 1;
   dlci.pBindings = b;
-  ATTN_RENDER_VK(vkCreateDescriptorSetLayout(t.device, &dlci, nullptr, &dsl_));
+  ATTN_VK_CHECK(vkCreateDescriptorSetLayout(t.device, &dlci, nullptr, &dsl_));
 
   VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, 64};
   VkDescriptorPoolCreateInfo dpci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
@@ -50,7 +50,7 @@ HeatmapPipeline::HeatmapPipeline(const RenderTarget& t) : t_(t) {
   dpci.maxSets = 32;
   dpci.poolSizeCount = 1;
   dpci.pPoolSizes = &ps;
-  ATTN_RENDER_VK(vkCreateDescriptorPool(t.device, &dpci, nullptr, &pool_));
+  ATTN_VK_CHECK(vkCreateDescriptorPool(t.device, &dpci, nullptr, &pool_));
 
   VkPushConstantRange pcr{VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0,
                           sizeof(HeatmapPush)};
@@ -59,7 +59,7 @@ HeatmapPipeline::HeatmapPipeline(const RenderTarget& t) : t_(t) {
   plci.pSetLayouts = &dsl_;
   plci.pushConstantRangeCount = 1;
   plci.pPushConstantRanges = &pcr;
-  ATTN_RENDER_VK(vkCreatePipelineLayout(t.device, &plci, nullptr, &layout_));
+  ATTN_VK_CHECK(vkCreatePipelineLayout(t.device, &plci, nullptr, &layout_));
 
   VkShaderModule vs = make_module(t.device, kVertSpv, sizeof(kVertSpv));
   VkShaderModule fs = make_module(t.device, kFragSpv, sizeof(kFragSpv));
@@ -113,7 +113,7 @@ HeatmapPipeline::HeatmapPipeline(const RenderTarget& t) : t_(t) {
       vkCreateGraphicsPipelines(t.device, VK_NULL_HANDLE, 1, &gp, nullptr, &pipeline_);
   vkDestroyShaderModule(t.device, vs, nullptr);
   vkDestroyShaderModule(t.device, fs, nullptr);
-  ATTN_RENDER_VK(r);
+  ATTN_VK_CHECK(r);
 }
 
 HeatmapPipeline::~HeatmapPipeline() {
@@ -130,7 +130,7 @@ VkDescriptorSet HeatmapPipeline::allocate_set() {
   ai.descriptorSetCount = 1;
   ai.pSetLayouts = &dsl_;
   VkDescriptorSet s = VK_NULL_HANDLE;
-  ATTN_RENDER_VK(vkAllocateDescriptorSets(t_.device, &ai, &s));
+  ATTN_VK_CHECK(vkAllocateDescriptorSets(t_.device, &ai, &s));
   return s;
 }
 

@@ -8,14 +8,14 @@
 #include <filesystem>
 
 #include "compute/error.h"
-#include "render/vk_check.h"
+#include "compute/vulkan/vk_check.h"
 
 namespace attn::render {
 namespace {
 
 void imgui_vk_result(VkResult r) {
   if (r != VK_SUCCESS)
-    std::fprintf(stderr, "attnscope: ImGui Vulkan backend: VkResult %d\n", int(r));
+    std::fprintf(stderr, "attnscope: ImGui Vulkan backend: %s\n", vk::result_name(r));
 }
 
 }  // namespace
@@ -47,7 +47,7 @@ ImGuiLayer::ImGuiLayer(const RenderTarget& t, const std::string& font_path, floa
   pci.maxSets = 8;
   pci.poolSizeCount = 1;
   pci.pPoolSizes = &ps;
-  ATTN_RENDER_VK(vkCreateDescriptorPool(t.device, &pci, nullptr, &pool_));
+  ATTN_VK_CHECK(vkCreateDescriptorPool(t.device, &pci, nullptr, &pool_));
 
   ImGui_ImplVulkan_InitInfo ii{};
   ii.Instance = t.instance;
@@ -67,23 +67,23 @@ ImGuiLayer::ImGuiLayer(const RenderTarget& t, const std::string& font_path, floa
   // Upload the font atlas once with a command buffer of our own.
   VkCommandPoolCreateInfo cpci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   cpci.queueFamilyIndex = t.queue_family;
-  ATTN_RENDER_VK(vkCreateCommandPool(t.device, &cpci, nullptr, &cmd_pool_));
+  ATTN_VK_CHECK(vkCreateCommandPool(t.device, &cpci, nullptr, &cmd_pool_));
   VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   ai.commandPool = cmd_pool_;
   ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   ai.commandBufferCount = 1;
   VkCommandBuffer cb = VK_NULL_HANDLE;
-  ATTN_RENDER_VK(vkAllocateCommandBuffers(t.device, &ai, &cb));
+  ATTN_VK_CHECK(vkAllocateCommandBuffers(t.device, &ai, &cb));
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  ATTN_RENDER_VK(vkBeginCommandBuffer(cb, &bi));
+  ATTN_VK_CHECK(vkBeginCommandBuffer(cb, &bi));
   ImGui_ImplVulkan_CreateFontsTexture(cb);
-  ATTN_RENDER_VK(vkEndCommandBuffer(cb));
+  ATTN_VK_CHECK(vkEndCommandBuffer(cb));
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
   si.pCommandBuffers = &cb;
-  ATTN_RENDER_VK(vkQueueSubmit(t.queue, 1, &si, VK_NULL_HANDLE));
-  ATTN_RENDER_VK(vkQueueWaitIdle(t.queue));
+  ATTN_VK_CHECK(vkQueueSubmit(t.queue, 1, &si, VK_NULL_HANDLE));
+  ATTN_VK_CHECK(vkQueueWaitIdle(t.queue));
   vkFreeCommandBuffers(t.device, cmd_pool_, 1, &cb);
   ImGui_ImplVulkan_DestroyFontUploadObjects();
   apply_theme(true, false);

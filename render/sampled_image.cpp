@@ -2,11 +2,26 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "compute/error.h"
-#include "render/vk_check.h"
+#include "compute/vulkan/vk_check.h"
 
 namespace attn::render {
+namespace {
+
+// Memory type index with every flag in `want` among `type_bits`; throws Error(Device) if none.
+uint32_t find_memory_type(VkPhysicalDevice phys, uint32_t type_bits, VkMemoryPropertyFlags want) {
+  VkPhysicalDeviceMemoryProperties mp;
+  vkGetPhysicalDeviceMemoryProperties(phys, &mp);
+  for (uint32_t i = 0; i < mp.memoryTypeCount; ++i)
+    if ((type_bits & (1u << i)) && (mp.memoryTypes[i].propertyFlags & want) == want) return i;
+  throw Error(ErrorCode::Device, "renderer: no Vulkan memory type with flags " +
+                                     std::to_string(want) + " for type bits " +
+                                     std::to_string(type_bits));
+}
+
+}  // namespace
 
 SampledImage::SampledImage(const RenderTarget& t, VkFormat format, int texel_bytes, bool exact)
     : t_(t),
@@ -31,21 +46,21 @@ void SampledImage::create_image(int w, int h) {
   ici.tiling = VK_IMAGE_TILING_OPTIMAL;
   ici.usage = VK_IMAGE_USAGE_SAMPLED_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT;
   ici.initialLayout = VK_IMAGE_LAYOUT_UNDEFINED;
-  ATTN_RENDER_VK(vkCreateImage(t_.device, &ici, nullptr, &image_));
+  ATTN_VK_CHECK(vkCreateImage(t_.device, &ici, nullptr, &image_));
   VkMemoryRequirements req;
   vkGetImageMemoryRequirements(t_.device, image_, &req);
   VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   mai.allocationSize = req.size;
   mai.memoryTypeIndex =
       find_memory_type(t_.physical, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-  ATTN_RENDER_VK(vkAllocateMemory(t_.device, &mai, nullptr, &memory_));
-  ATTN_RENDER_VK(vkBindImageMemory(t_.device, image_, memory_, 0));
+  ATTN_VK_CHECK(vkAllocateMemory(t_.device, &mai, nullptr, &memory_));
+  ATTN_VK_CHECK(vkBindImageMemory(t_.device, image_, memory_, 0));
   VkImageViewCreateInfo vci{VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO};
   vci.image = image_;
   vci.viewType = VK_IMAGE_VIEW_TYPE_2D;
   vci.format = format_;
   vci.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-  ATTN_RENDER_VK(vkCreateImageView(t_.device, &vci, nullptr, &view_));
+  ATTN_VK_CHECK(vkCreateImageView(t_.device, &vci, nullptr, &view_));
   cap_w_ = w;
   cap_h_ = h;
   written_ = false;
@@ -67,7 +82,7 @@ void SampledImage::ensure_staging(Staging& s, size_t bytes) {
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bci.size = bytes;
   bci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT;
-  ATTN_RENDER_VK(vkCreateBuffer(t_.device, &bci, nullptr, &s.buffer));
+  ATTN_VK_CHECK(vkCreateBuffer(t_.device, &bci, nullptr, &s.buffer));
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(t_.device, s.buffer, &req);
   VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
@@ -75,9 +90,9 @@ void SampledImage::ensure_staging(Staging& s, size_t bytes) {
   mai.memoryTypeIndex =
       find_memory_type(t_.physical, req.memoryTypeBits,
                        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
-  ATTN_RENDER_VK(vkAllocateMemory(t_.device, &mai, nullptr, &s.memory));
-  ATTN_RENDER_VK(vkBindBufferMemory(t_.device, s.buffer, s.memory, 0));
-  ATTN_RENDER_VK(vkMapMemory(t_.device, s.memory, 0, VK_WHOLE_SIZE, 0, &s.mapped));
+  ATTN_VK_CHECK(vkAllocateMemory(t_.device, &mai, nullptr, &s.memory));
+  ATTN_VK_CHECK(vkBindBufferMemory(t_.device, s.buffer, s.memory, 0));
+  ATTN_VK_CHECK(vkMapMemory(t_.device, s.memory, 0, VK_WHOLE_SIZE, 0, &s.mapped));
   s.bytes = bytes;
 }
 

@@ -11,7 +11,7 @@
 #include "app/core/labels.h"
 #include "compute/error.h"
 #include "compute/fallback.h"
-#include "models/arch/analysis.h"
+#include "compute/layer_analysis.h"
 #include "compute/parallel.h"
 #include "compute/registry.h"
 #include "models/arch/default_models.h"

@@ -41,7 +41,8 @@ struct SessionModel {
 // Settings of the views (the GUI's panels and the figure presets share them).
 struct ViewSettings {
   std::string view = "heatmap";          // heatmap | grid | sinks | image | tradeoff | tokens
-  std::string colormap = "viridis";      // a name of render/colormap.h (viridis, magma, ...)
+  std::string colormap = "viridis";      // a render/colormap.h name: viridis | magma | inferno |
+                                         // plasma | cividis | gray | blues | diverging
   bool log_scale = false;                // log10 colour scale for probabilities
   double vmax = 0;                       // colour scale maximum; 0 = automatic
   int query = -1;                        // tokens view: query row (-1 = last token)

@@ -7,7 +7,7 @@
 
 namespace attn::fig {
 
-double paint_head_grids(Canvas& c, const QRectF& area, const FigureData& d) {
+double paint_head_grids(FigurePainter& c, const QRectF& area, const FigureData& d) {
   const FigureStyle& s = c.style();
   if (d.grids.empty()) return area.top();
   const std::string& metric = d.settings.grid_metric;
@@ -21,7 +21,7 @@ double paint_head_grids(Canvas& c, const QRectF& area, const FigureData& d) {
         if (std::isfinite(v)) vmax = std::max(vmax, double(v));
     if (!(vmax > 0)) vmax = 1;
   }
-  const Colormap& cmap = colormap(d.settings.colormap);
+  const render::Colormap cmap = render::colormap_from_name(d.settings.colormap);
   const double lh_tick = c.line_height(s.tick_pt), lh_label = c.line_height(s.label_pt);
   const double cbw = colorbar_width(c), gap = 14;
   const double left = lh_label + 4 + c.text_width("00", s.tick_pt) + 4;
@@ -49,7 +49,8 @@ double paint_head_grids(Canvas& c, const QRectF& area, const FigureData& d) {
       for (int l = 0; l < L; ++l)
         for (int h = 0; h < H; ++h) {
           const float x = v[size_t(l) * size_t(H) + size_t(h)];
-          const Rgb bg = cmap.at(color_position(x, vmax, false));
+          const render::Rgb8 bg =
+              render::colormap_rgb8(cmap, render::color_position(x, vmax, false));
           const double lum = 0.2126 * bg.r + 0.7152 * bg.g + 0.0722 * bg.b;
           c.text({r.left() + (h + 0.5) * cell, r.top() + (l + 0.5) * cell},
                  std::isfinite(x) ? QString::number(x, 'f', x < 10 ? 2 : 1) : "\u2013", value_pt, 0,

@@ -34,7 +34,7 @@ std::vector<bool> hidden_cells(const HeatmapData& h) {
   return out;
 }
 
-double max_label_width(const Canvas& c, const std::vector<std::string>& labels,
+double max_label_width(const FigurePainter& c, const std::vector<std::string>& labels,
                        const std::vector<int>& shown, double pt) {
   double w = 0;
   for (int i : shown) w = std::max(w, c.text_width(token_label(labels[size_t(i)]), pt));
@@ -43,7 +43,7 @@ double max_label_width(const Canvas& c, const std::vector<std::string>& labels,
 
 }  // namespace
 
-double paint_heatmaps(Canvas& c, const QRectF& area, const FigureData& d) {
+double paint_heatmaps(FigurePainter& c, const QRectF& area, const FigureData& d) {
   const FigureStyle& s = c.style();
   const auto& maps = d.heatmaps;
   if (maps.empty()) return area.top();
@@ -59,7 +59,7 @@ double paint_heatmaps(Canvas& c, const QRectF& area, const FigureData& d) {
       for (float v : h.cells) vmax = std::max(vmax, double(v));
     if (!(vmax > 0)) vmax = 1;
   }
-  const Colormap& cmap = colormap(d.settings.colormap);
+  const render::Colormap cmap = render::colormap_from_name(d.settings.colormap);
 
   const double lh_tick = c.line_height(s.tick_pt);
   const double lh_label = c.line_height(s.label_pt);

@@ -9,7 +9,7 @@ namespace attn::fig {
 namespace {
 
 // The image in grey or colour, as rectangles (vector) when small, else one embedded image.
-void draw_image(Canvas& c, const QRectF& r, const Image8& im) {
+void draw_image(FigurePainter& c, const QRectF& r, const Image8& im) {
   QImage q(im.width, im.height, QImage::Format_RGB32);
   for (int y = 0; y < im.height; ++y)
     for (int x = 0; x < im.width; ++x) {
@@ -34,12 +34,12 @@ void draw_image(Canvas& c, const QRectF& r, const Image8& im) {
 
 }  // namespace
 
-double paint_images(Canvas& c, const QRectF& area, const FigureData& d) {
+double paint_images(FigurePainter& c, const QRectF& area, const FigureData& d) {
   const FigureStyle& s = c.style();
   if (d.images.empty()) return area.top();
   const ImageAttention& a0 = d.images.front();
   const int K = int(d.images.size()) + 1;  // the plain input first
-  const Colormap& cmap = colormap(d.settings.colormap);
+  const render::Colormap cmap = render::colormap_from_name(d.settings.colormap);
   double vmax = d.settings.vmax;
   if (!(vmax > 0)) {
     for (const auto& a : d.images)
@@ -74,8 +74,9 @@ double paint_images(Canvas& c, const QRectF& area, const FigureData& d) {
       p.setRenderHint(QPainter::Antialiasing, false);
       for (int y = 0; y < a.grid_h; ++y)
         for (int x = 0; x < a.grid_w; ++x) {
-          const Rgb col =
-              cmap.at(color_position(a.cls[size_t(y) * a.grid_w + x], vmax, d.settings.log_scale));
+          const render::Rgb8 col = render::colormap_rgb8(
+              cmap,
+              render::color_position(a.cls[size_t(y) * a.grid_w + x], vmax, d.settings.log_scale));
           p.fillRect(QRectF(r.left() + x * cw, r.top() + y * ch, cw, ch),
                      QColor(col.r, col.g, col.b, 165));
         }

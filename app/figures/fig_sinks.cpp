@@ -7,7 +7,7 @@
 
 namespace attn::fig {
 
-double paint_sinks(Canvas& c, const QRectF& area, const FigureData& d) {
+double paint_sinks(FigurePainter& c, const QRectF& area, const FigureData& d) {
   const FigureStyle& s = c.style();
   const SinkData& k = d.sinks;
   if (k.n_layers == 0 || k.n == 0) return area.top();

@@ -7,10 +7,12 @@
 
 namespace attn::fig {
 
-double paint_tokens(Canvas& c, const QRectF& area, const FigureData& d) {
+double paint_tokens(FigurePainter& c, const QRectF& area, const FigureData& d) {
   const FigureStyle& s = c.style();
   if (d.tokens.empty()) return area.top();
-  const Colormap& cmap = colormap(d.settings.colormap == "viridis" ? "blues" : d.settings.colormap);
+  // Text backgrounds need a light low end: the default viridis becomes blues here.
+  const render::Colormap cmap =
+      render::colormap_from_name(d.settings.colormap == "viridis" ? "blues" : d.settings.colormap);
   double vmax = d.settings.vmax;
   if (!(vmax > 0)) {
     for (const auto& t : d.tokens)
@@ -66,7 +68,8 @@ double paint_tokens(Canvas& c, const QRectF& area, const FigureData& d) {
         break;
       }
       const double v = t.weight[j];
-      const Rgb bg = cmap.at(color_position(v, vmax, d.settings.log_scale));
+      const render::Rgb8 bg =
+          render::colormap_rgb8(cmap, render::color_position(v, vmax, d.settings.log_scale));
       const QRectF box(x, y, w, box_h);
       const bool future = int(j) > t.query;
       c.painter().fillRect(box, future ? QColor(Qt::white) : QColor(bg.r, bg.g, bg.b));

@@ -148,7 +148,7 @@ void draw_marker(QPainter& p, QPointF at, int shape, QColor col, double r) {
 
 }  // namespace
 
-double paint_tradeoff(Canvas& c, const QRectF& area, const FigureData& d) {
+double paint_tradeoff(FigurePainter& c, const QRectF& area, const FigureData& d) {
   const FigureStyle& s = c.style();
   const auto& pts = d.tradeoff;
   if (pts.empty()) return area.top();

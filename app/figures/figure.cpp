@@ -27,7 +27,7 @@ FigureFormat figure_format(const std::string& path) {
 
 double paint_figure(QPainter& p, const FigureData& d, double w_pt, double h_pt,
                     const FigureStyle& style) {
-  fig::Canvas c(p, style);
+  fig::FigurePainter c(p, style);
   p.save();
   p.setRenderHint(QPainter::Antialiasing, true);
   p.setRenderHint(QPainter::TextAntialiasing, true);

@@ -2,17 +2,17 @@
 // block and returns the lowest y it drew at (so a figure can be cropped to its content).
 // Internal to app/figures/; figure.cpp dispatches on the view.
 #pragma once
-#include "app/figures/canvas.h"
 #include "app/core/figure_data.h"
+#include "app/figures/figure_painter.h"
 
 namespace attn::fig {
 
-double paint_heatmaps(Canvas& c, const QRectF& area, const FigureData& d);
-double paint_head_grids(Canvas& c, const QRectF& area, const FigureData& d);
-double paint_sinks(Canvas& c, const QRectF& area, const FigureData& d);
-double paint_images(Canvas& c, const QRectF& area, const FigureData& d);
-double paint_tradeoff(Canvas& c, const QRectF& area, const FigureData& d);
-double paint_tokens(Canvas& c, const QRectF& area, const FigureData& d);
+double paint_heatmaps(FigurePainter& c, const QRectF& area, const FigureData& d);
+double paint_head_grids(FigurePainter& c, const QRectF& area, const FigureData& d);
+double paint_sinks(FigurePainter& c, const QRectF& area, const FigureData& d);
+double paint_images(FigurePainter& c, const QRectF& area, const FigureData& d);
+double paint_tradeoff(FigurePainter& c, const QRectF& area, const FigureData& d);
+double paint_tokens(FigurePainter& c, const QRectF& area, const FigureData& d);
 
 // "density 0.23", "output error 0.081", "recall 0.91" for a heatmap panel.
 std::vector<QString> metric_segments(const HeatmapData& h);

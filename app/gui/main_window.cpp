@@ -437,9 +437,11 @@ void MainWindow::show_session() {
     if (s.view.view == kSessionViews[v]) set_view(render::ViewKind(v));
   if (render::Canvas* c = view_->canvas()) {
     c->settings().log_scale = s.view.log_scale;
-    for (int m = 0; m < render::kColormapCount; ++m)
-      if (s.view.colormap == render::colormap_name(render::Colormap(m)))
-        c->settings().colormap = render::Colormap(m);
+    try {
+      c->settings().colormap = render::colormap_from_name(s.view.colormap);
+    } catch (const Error& e) {
+      stage_label_->setText(e.what());  // an unknown map: keep the one shown
+    }
   }
 }
 

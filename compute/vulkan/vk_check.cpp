@@ -48,9 +48,15 @@ const char* result_name(VkResult r) {
 }
 
 void throw_vk_error(VkResult r, const char* call, const char* file, int line) {
+  // The path inside the source tree: compute/vulkan/... or render/... (which checks with this too).
   std::string where = std::string(file);
-  auto slash = where.rfind("compute/");
-  if (slash != std::string::npos) where = where.substr(slash);
+  for (const char* top : {"/compute/", "/render/"}) {
+    const auto at = where.rfind(top);
+    if (at != std::string::npos) {
+      where = where.substr(at + 1);
+      break;
+    }
+  }
   std::string msg = std::string("Vulkan: ") + call + " failed with " + result_name(r) + " (" +
                     std::to_string(int(r)) + ") at " + where + ":" + std::to_string(line);
   if (r == VK_ERROR_DEVICE_LOST) msg += "; the device is lost, use the CPU backend";

@@ -1,5 +1,6 @@
 // Every Vulkan call is checked at its call site: a failure throws attn::Error(Device) naming the
-// call, the VkResult and the source line. Library code never exits on a Vulkan error.
+// call, the VkResult and the source line. Library code never exits on a Vulkan error. The
+// compute backend and the renderer (render/) both check with ATTN_VK_CHECK.
 #pragma once
 #include <vulkan/vulkan.h>
 

@@ -76,6 +76,35 @@ TEST(CliRender, EveryTextViewWritesFigureAndSidecar) {
   }
 }
 
+// A session saved by the app may name any colour map the renderer offers (it once refused
+// 'cividis'); an unknown name is refused with the list of names.
+TEST(CliRender, EveryColormapOfTheAppRenders) {
+  REQUIRE_MODEL("default-text");
+  const std::string dir = test::fresh_dir("cli_colormaps");
+  Session s = load_session(write_session(dir));
+  std::string log;
+  for (const std::string& name : {std::string("cividis"), std::string("inferno")}) {
+    s.view.colormap = name;
+    save_session(s, dir + "/" + name + ".attnscope.json");
+    const std::string out = dir + "/" + name + ".png";
+    ASSERT_EQ(
+        cli("render --session " + dir + "/" + name + ".attnscope.json --view heatmap --out " + out,
+            &log),
+        0)
+        << log;
+    EXPECT_EQ(QImage(QString::fromStdString(out)).width(), 600) << name;
+    EXPECT_EQ(load_session(out + ".attnscope.json").view.colormap, name);
+  }
+  s.view.colormap = "jet";
+  save_session(s, dir + "/jet.attnscope.json");
+  EXPECT_EQ(cli("render --session " + dir + "/jet.attnscope.json --view heatmap --out " + dir +
+                    "/jet.png",
+                &log),
+            1);
+  EXPECT_NE(log.find("unknown colour map 'jet'"), std::string::npos) << log;
+  EXPECT_NE(log.find("cividis"), std::string::npos) << log;
+}
+
 TEST(CliRender, SidecarAndSavedSessionRegenerateIdenticalOutput) {
   REQUIRE_MODEL("default-text");
   const std::string dir = test::fresh_dir("cli_roundtrip");

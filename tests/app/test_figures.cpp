@@ -3,13 +3,15 @@
 // Regenerate goldens with ATTN_UPDATE_GOLDENS=1 (then look at them before committing).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
 
-#include "app/figures/canvas.h"
 #include "app/figures/figure.h"
+#include "app/figures/figure_painter.h"
 #include "compute/error.h"
+#include "render/colormap.h"
 #include "tests/app/figure_fixtures.h"
 #include "tests/app/image_compare.h"
 
@@ -167,6 +169,50 @@ TEST(Figures, PdfIsOnePageOfRequestedSizeAndRendersLikeThePng) {
   EXPECT_TRUE(other.mean_abs > 3.5 || other.frac_far > 0.025);
 }
 
+// A session may name any map of the shared table: each renders, and each looks different.
+TEST(Figures, EveryColormapNameRendersAHeatmap) {
+  FigureData f = synthetic_figure(View::Heatmap);
+  std::vector<QImage> images;
+  for (const std::string& name : render::colormap_names()) {
+    f.settings.colormap = name;
+    const QImage img = render_figure_image(f, kGoldenSize).convertToFormat(QImage::Format_RGB32);
+    ASSERT_EQ(img.width(), kGoldenSize.width) << name;
+    // The largest cell and the top of the colour bar are painted in the map's colour at 1.
+    const render::Rgb8 top = render::colormap_rgb8(render::colormap_from_name(name), 1.0);
+    int64_t at_top = 0;
+    for (int y = 0; y < img.height(); ++y)
+      for (int x = 0; x < img.width(); ++x) {
+        const QRgb p = img.pixel(x, y);
+        at_top += qRed(p) == top.r && qGreen(p) == top.g && qBlue(p) == top.b;
+      }
+    EXPECT_GT(at_top, 20) << name;
+    images.push_back(img);
+  }
+  // Pixels that differ visibly (some channel by more than 8) between two maps' figures: magma
+  // and inferno share their dark end, so most low cells look alike, but not the rest.
+  auto differing = [](const QImage& a, const QImage& b) {
+    int64_t n = 0;
+    for (int y = 0; y < a.height(); ++y)
+      for (int x = 0; x < a.width(); ++x) {
+        const QRgb p = a.pixel(x, y), q = b.pixel(x, y);
+        n += std::max({std::abs(qRed(p) - qRed(q)), std::abs(qGreen(p) - qGreen(q)),
+                       std::abs(qBlue(p) - qBlue(q))}) > 8;
+      }
+    return double(n) / (double(a.width()) * a.height());
+  };
+  for (size_t a = 0; a < images.size(); ++a)
+    for (size_t b = a + 1; b < images.size(); ++b)
+      EXPECT_GT(differing(images[a], images[b]), 0.01)
+          << render::colormap_names()[a] << " vs " << render::colormap_names()[b];
+  f.settings.colormap = "jet";
+  try {
+    render_figure_image(f, kGoldenSize);
+    ADD_FAILURE() << "'jet' rendered";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cividis"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Figures, BadOutputsGiveClearErrors) {
   const FigureData f = synthetic_figure(View::Heatmap);
   try {
@@ -216,23 +262,103 @@ TEST(FigureAxes, NiceTicksLogTicksAndThinning) {
   EXPECT_EQ(tick_label(1e-4), QString::fromUtf8("10\u207b\u2074"));
 }
 
-TEST(FigureAxes, ColormapsAreMonotoneInLightness) {
-  for (const std::string& name : {"viridis", "magma", "blues"}) {
-    const Colormap& m = colormap(name);
+// The one colour-map table (render/colormap.h) that the figures and the renderer share.
+TEST(Colormaps, NamesLookUpBothWaysAndUnknownNamesListThemAll) {
+  EXPECT_EQ(render::colormap_names(),
+            (std::vector<std::string>{"viridis", "magma", "inferno", "plasma", "cividis", "gray",
+                                      "blues", "diverging"}));
+  ASSERT_EQ(int(render::colormap_names().size()), render::kColormapCount);
+  for (int i = 0; i < render::kColormapCount; ++i) {
+    const render::Colormap c = render::Colormap(i);
+    EXPECT_EQ(render::colormap_from_name(render::colormap_name(c)), c);
+    EXPECT_EQ(render::colormap_name(c), render::colormap_names()[size_t(i)]);
+  }
+  try {
+    render::colormap_from_name("jet");
+    ADD_FAILURE() << "no error for 'jet'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    const std::string m = e.what();
+    EXPECT_NE(m.find("'jet'"), std::string::npos) << m;
+    for (const std::string& n : render::colormap_names())
+      EXPECT_NE(m.find(n), std::string::npos) << n << " missing from: " << m;
+  }
+}
+
+TEST(Colormaps, EndpointsAndMidpointsMatchThePublishedMaps) {
+  // 0xRRGGBB at t = 0, 0.5, 1: matplotlib's viridis, magma, inferno, plasma, cividis (the middle
+  // is its entry 128, which the anchors straddle), ColorBrewer's Blues and RdBu (reversed).
+  struct Want {
+    const char* name;
+    uint32_t lo, mid, hi;
+    int mid_tol;
+  };
+  const Want want[] = {
+      {"viridis", 0x440154, 0x21918c, 0xfde725, 2}, {"magma", 0x000004, 0xb73779, 0xfcfdbf, 2},
+      {"inferno", 0x000004, 0xbc3754, 0xfcffa4, 2}, {"plasma", 0x0d0887, 0xcc4778, 0xf0f921, 2},
+      {"cividis", 0x00224e, 0x7d7c78, 0xfee838, 2}, {"gray", 0xffffff, 0x808080, 0x000000, 1},
+      {"blues", 0xf7fbff, 0x6baed6, 0x08306b, 0},   {"diverging", 0x053061, 0xf7f7f7, 0x67001f, 0},
+  };
+  auto rgb8 = [](uint32_t c) {
+    return render::Rgb8{uint8_t(c >> 16), uint8_t(c >> 8), uint8_t(c)};
+  };
+  for (const Want& w : want) {
+    const render::Colormap c = render::colormap_from_name(w.name);
+    EXPECT_EQ(render::colormap_rgb8(c, 0.0), rgb8(w.lo)) << w.name;
+    EXPECT_EQ(render::colormap_rgb8(c, 1.0), rgb8(w.hi)) << w.name;
+    const render::Rgb8 m = render::colormap_rgb8(c, 0.5), e = rgb8(w.mid);
+    EXPECT_NEAR(m.r, e.r, w.mid_tol) << w.name;
+    EXPECT_NEAR(m.g, e.g, w.mid_tol) << w.name;
+    EXPECT_NEAR(m.b, e.b, w.mid_tol) << w.name;
+    // Float colours agree with the u8 ones; t is clamped and NaN is the low end.
+    const render::Rgb f = render::colormap_rgb(c, 1.0);
+    EXPECT_NEAR(f.r * 255.f, float(rgb8(w.hi).r), 1e-3f) << w.name;
+    EXPECT_NEAR(f.g * 255.f, float(rgb8(w.hi).g), 1e-3f) << w.name;
+    EXPECT_NEAR(f.b * 255.f, float(rgb8(w.hi).b), 1e-3f) << w.name;
+    EXPECT_EQ(render::colormap_rgb8(c, 7.0), rgb8(w.hi)) << w.name;
+    EXPECT_EQ(render::colormap_rgb8(c, -1.0), rgb8(w.lo)) << w.name;
+    EXPECT_EQ(render::colormap_rgb8(c, std::nan("")), rgb8(w.lo)) << w.name;
+    // Vector gradients use the anchors: first and last are the endpoints.
+    const std::vector<render::Rgb8> stops = render::colormap_stops(c);
+    ASSERT_GE(stops.size(), 2u);
+    EXPECT_EQ(stops.front(), rgb8(w.lo));
+    EXPECT_EQ(stops.back(), rgb8(w.hi));
+  }
+  // ImGui packing 0xAABBGGRR.
+  EXPECT_EQ(render::colormap_u32(render::Colormap::Viridis, 1.0, 128), 0x8025e7fdu);
+}
+
+TEST(Colormaps, SequentialMapsAreMonotoneInLightness) {
+  for (const std::string& name : render::colormap_names()) {
+    if (name == "diverging") continue;
+    const render::Colormap m = render::colormap_from_name(name);
+    const bool falling = name == "gray" || name == "blues";  // light background at zero
     auto lum = [&](double t) {
-      const Rgb c = m.at(t);
+      const render::Rgb c = render::colormap_rgb(m, t);
       return 0.2126 * c.r + 0.7152 * c.g + 0.0722 * c.b;
     };
-    for (int i = 1; i <= 20; ++i)
-      if (name == "blues")
-        EXPECT_LT(lum(i / 20.0), lum((i - 1) / 20.0) + 1e-9) << name << " " << i;
+    for (int i = 1; i <= 50; ++i)
+      if (falling)
+        EXPECT_LT(lum(i / 50.0), lum((i - 1) / 50.0) + 1e-9) << name << " " << i;
       else
-        EXPECT_GT(lum(i / 20.0), lum((i - 1) / 20.0) - 1e-9) << name << " " << i;
+        EXPECT_GT(lum(i / 50.0), lum((i - 1) / 50.0) - 1e-9) << name << " " << i;
   }
-  EXPECT_THROW(colormap("jet"), Error);
-  EXPECT_DOUBLE_EQ(color_position(0.5, 1.0, false), 0.5);
-  EXPECT_DOUBLE_EQ(color_position(1e-2, 1.0, true), 0.5);
-  EXPECT_DOUBLE_EQ(color_position(0.0, 1.0, true), 0.0);
+}
+
+TEST(Colormaps, LookupTextureHasOneRowPerMap) {
+  const std::vector<uint8_t> lut = render::colormap_lut_rgba8();
+  ASSERT_EQ(lut.size(), size_t(render::kColormapCount) * 256 * 4);
+  for (int row = 0; row < render::kColormapCount; ++row)
+    for (int i : {0, 77, 128, 255}) {
+      const uint8_t* p = &lut[(size_t(row) * 256 + size_t(i)) * 4];
+      const render::Rgb8 want = render::colormap_rgb8(render::Colormap(row), i / 255.0);
+      EXPECT_EQ(render::Rgb8({p[0], p[1], p[2]}), want) << row << " " << i;
+      EXPECT_EQ(p[3], 255);
+    }
+  EXPECT_DOUBLE_EQ(render::color_position(0.5, 1.0, false), 0.5);
+  EXPECT_DOUBLE_EQ(render::color_position(1e-2, 1.0, true), 0.5);
+  EXPECT_DOUBLE_EQ(render::color_position(0.0, 1.0, true), 0.0);
+  EXPECT_DOUBLE_EQ(render::color_position(2.0, 1.0, false), 1.0);
 }
 
 }  // namespace

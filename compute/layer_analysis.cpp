@@ -1,4 +1,4 @@
-#include "models/arch/analysis.h"
+#include "compute/layer_analysis.h"
 
 #include <algorithm>
 

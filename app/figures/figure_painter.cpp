@@ -1,4 +1,4 @@
-#include "app/figures/canvas.h"
+#include "app/figures/figure_painter.h"
 
 #include <QFontMetricsF>
 #include <QImage>
@@ -22,7 +22,7 @@ QString qs(const std::string& s) {
   return QString::fromStdString(s);
 }
 
-QFont Canvas::font(double pt, bool bold) const {
+QFont FigurePainter::font(double pt, bool bold) const {
   QFont f(s_.family);
   // The painter's units are points; a device of D dpi turns a point size P into P * D / 72
   // device units before the painter's transform, so ask for pt * 72 / D.
@@ -34,17 +34,17 @@ QFont Canvas::font(double pt, bool bold) const {
   return f;
 }
 
-double Canvas::text_width(const QString& t, double pt, bool bold) const {
+double FigurePainter::text_width(const QString& t, double pt, bool bold) const {
   return QFontMetricsF(font(pt, bold), p_.device()).horizontalAdvance(t);
 }
 
-double Canvas::line_height(double pt) const {
+double FigurePainter::line_height(double pt) const {
   const QFontMetricsF m(font(pt), p_.device());
   return m.ascent() + m.descent();
 }
 
-void Canvas::text(QPointF at, const QString& t, double pt, int halign, int valign, QColor c,
-                  bool bold, double deg) {
+void FigurePainter::text(QPointF at, const QString& t, double pt, int halign, int valign, QColor c,
+                         bool bold, double deg) {
   const QFont f = font(pt, bold);
   const QFontMetricsF m(f, p_.device());
   const double w = m.horizontalAdvance(t);
@@ -61,11 +61,11 @@ void Canvas::text(QPointF at, const QString& t, double pt, int halign, int valig
   p_.restore();
 }
 
-QString Canvas::elide(const QString& t, double pt, double max_w, bool bold) const {
+QString FigurePainter::elide(const QString& t, double pt, double max_w, bool bold) const {
   return QFontMetricsF(font(pt, bold), p_.device()).elidedText(t, Qt::ElideRight, max_w);
 }
 
-void Canvas::line(QPointF a, QPointF b, QColor c, double w) {
+void FigurePainter::line(QPointF a, QPointF b, QColor c, double w) {
   p_.save();
   QPen pen(c, w < 0 ? s_.line_pt : w);
   pen.setCapStyle(Qt::FlatCap);
@@ -74,7 +74,7 @@ void Canvas::line(QPointF a, QPointF b, QColor c, double w) {
   p_.restore();
 }
 
-void Canvas::rect_outline(const QRectF& r, QColor c, double w) {
+void FigurePainter::rect_outline(const QRectF& r, QColor c, double w) {
   p_.save();
   QPen pen(c, w < 0 ? s_.line_pt : w);
   pen.setJoinStyle(Qt::MiterJoin);
@@ -163,7 +163,7 @@ QString token_label(const std::string& s, int max_chars) {
   return out;
 }
 
-void draw_cells(Canvas& c, const QRectF& r, const CellSource& src, const Colormap& cmap,
+void draw_cells(FigurePainter& c, const QRectF& r, const CellSource& src, render::Colormap cmap,
                 double vmax, bool log_scale) {
   QPainter& p = c.painter();
   const int rows = src.rows, cols = src.cols;
@@ -172,7 +172,8 @@ void draw_cells(Canvas& c, const QRectF& r, const CellSource& src, const Colorma
   auto color = [&](int y, int x) {
     const size_t i = size_t(y) * size_t(cols) + size_t(x);
     if (!src.hidden.empty() && src.hidden[i]) return kHidden;
-    const Rgb k = cmap.at(color_position(v[i], vmax, log_scale));
+    const render::Rgb8 k =
+        render::colormap_rgb8(cmap, render::color_position(v[i], vmax, log_scale));
     return QColor(k.r, k.g, k.b);
   };
   p.save();
@@ -207,19 +208,21 @@ void draw_cells(Canvas& c, const QRectF& r, const CellSource& src, const Colorma
   p.restore();
 }
 
-double colorbar_width(const Canvas& c) {
+double colorbar_width(const FigurePainter& c) {
   const FigureStyle& s = c.style();
   return 8 + 3 + c.text_width("0.000", s.tick_pt) + 4 + c.line_height(s.label_pt);
 }
 
-double draw_colorbar(Canvas& c, const QRectF& r, const Colormap& cmap, double vmax, bool log_scale,
-                     const QString& title) {
+double draw_colorbar(FigurePainter& c, const QRectF& r, render::Colormap cmap, double vmax,
+                     bool log_scale, const QString& title) {
   const FigureStyle& s = c.style();
   QPainter& p = c.painter();
   QLinearGradient g(r.bottomLeft(), r.topLeft());
-  const int n = int(cmap.stops.size());
+  // The table's own anchors: the vector gradient matches the cells exactly.
+  const std::vector<render::Rgb8> stops = render::colormap_stops(cmap);
+  const int n = int(stops.size());
   for (int i = 0; i < n; ++i) {
-    const Rgb k = cmap.stops[size_t(i)];
+    const render::Rgb8 k = stops[size_t(i)];
     g.setColorAt(double(i) / (n - 1), QColor(k.r, k.g, k.b));
   }
   p.save();
@@ -235,7 +238,7 @@ double draw_colorbar(Canvas& c, const QRectF& r, const Colormap& cmap, double vm
   }
   double label_w = 0;
   for (double t : ticks) {
-    const double pos = color_position(t, vmax, log_scale);
+    const double pos = render::color_position(t, vmax, log_scale);
     const double y = r.bottom() - pos * r.height();
     c.line({r.right(), y}, {r.right() + 2.5, y});
     const QString lab = tick_label(t);
@@ -247,11 +250,11 @@ double draw_colorbar(Canvas& c, const QRectF& r, const Colormap& cmap, double vm
   return tx + c.line_height(s.label_pt) - r.right();
 }
 
-double caption_height(const Canvas& c) {
+double caption_height(const FigurePainter& c) {
   return c.line_height(c.style().label_pt) + c.line_height(c.style().tick_pt) + 3;
 }
 
-void draw_caption(Canvas& c, QPointF at, double width, const std::string& spec,
+void draw_caption(FigurePainter& c, QPointF at, double width, const std::string& spec,
                   const QString& fallback) {
   const FigureStyle& s = c.style();
   const core::VariantLabel l = core::variant_label(spec);
@@ -261,8 +264,8 @@ void draw_caption(Canvas& c, QPointF at, double width, const std::string& spec,
          s.tick_pt, -1, -1, kMuted);
 }
 
-std::vector<QString> wrap_segments(const Canvas& c, const std::vector<QString>& segments, double pt,
-                                   double width, int max_lines) {
+std::vector<QString> wrap_segments(const FigurePainter& c, const std::vector<QString>& segments,
+                                   double pt, double width, int max_lines) {
   std::vector<QString> lines;
   QString cur;
   for (const QString& seg : segments) {
@@ -280,7 +283,7 @@ std::vector<QString> wrap_segments(const Canvas& c, const std::vector<QString>& 
   return lines;
 }
 
-double draw_title(Canvas& c, const QRectF& area, const std::string& title,
+double draw_title(FigurePainter& c, const QRectF& area, const std::string& title,
                   const std::string& subtitle) {
   const FigureStyle& s = c.style();
   double y = area.top();

@@ -1,6 +1,6 @@
-// Drawing helpers shared by the figure presets: fonts sized in points on any paint device, text
-// anchored at a point, nice axis ticks, thinned token labels, heatmap cells and colour bars.
-// Internal to app/figures/.
+// FigurePainter and the drawing helpers shared by the figure presets: fonts sized in points on any
+// paint device, text anchored at a point, nice axis ticks, thinned token labels, heatmap cells and
+// colour bars. Internal to app/figures/.
 #pragma once
 #include <QColor>
 #include <QFont>
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "app/figures/colormap.h"
 #include "app/figures/figure.h"
+#include "render/colormap.h"
 
 namespace attn::fig {
 
@@ -27,9 +27,11 @@ QColor series_color(int i);
 
 QString qs(const std::string& s);
 
-class Canvas {
+// A QPainter on an exported figure (PNG, SVG, PDF) with the figure's style: text sized in points,
+// lines and outlines. (The interactive view drawn with Vulkan is render::Canvas.)
+class FigurePainter {
  public:
-  Canvas(QPainter& p, const FigureStyle& s) : p_(p), s_(s) {}
+  FigurePainter(QPainter& p, const FigureStyle& s) : p_(p), s_(s) {}
   QPainter& painter() { return p_; }
   const FigureStyle& style() const { return s_; }
 
@@ -71,28 +73,28 @@ struct CellSource {
   const std::vector<float>* values = nullptr;
   std::vector<bool> hidden;  // [rows * cols] or empty
 };
-void draw_cells(Canvas& c, const QRectF& r, const CellSource& src, const Colormap& cmap,
+void draw_cells(FigurePainter& c, const QRectF& r, const CellSource& src, render::Colormap cmap,
                 double vmax, bool log_scale);
 
 // Vertical colour bar in `r` with ticks and labels on its right and a rotated title.
 // Returns the width used by the labels and title right of `r`.
-double draw_colorbar(Canvas& c, const QRectF& r, const Colormap& cmap, double vmax, bool log_scale,
-                     const QString& title);
+double draw_colorbar(FigurePainter& c, const QRectF& r, render::Colormap cmap, double vmax,
+                     bool log_scale, const QString& title);
 // Width a colour bar with its labels and title needs (for layout).
-double colorbar_width(const Canvas& c);
+double colorbar_width(const FigurePainter& c);
 
 // Panel caption above a panel: the variant's display name (bold) and its parameters (or
 // `fallback` when it has none) on a second, muted line, both elided to `width`. The text sits
 // in [top_left.y, top_left.y + caption_height()).
-void draw_caption(Canvas& c, QPointF top_left, double width, const std::string& spec,
+void draw_caption(FigurePainter& c, QPointF top_left, double width, const std::string& spec,
                   const QString& fallback = {});
-double caption_height(const Canvas& c);
+double caption_height(const FigurePainter& c);
 // Segments joined by " · " on at most `max_lines` lines of `width` points; returns the lines.
-std::vector<QString> wrap_segments(const Canvas& c, const std::vector<QString>& segments, double pt,
-                                   double width, int max_lines);
+std::vector<QString> wrap_segments(const FigurePainter& c, const std::vector<QString>& segments,
+                                   double pt, double width, int max_lines);
 
 // Title block: title and subtitle at the top of `area`; returns the height used.
-double draw_title(Canvas& c, const QRectF& area, const std::string& title,
+double draw_title(FigurePainter& c, const QRectF& area, const std::string& title,
                   const std::string& subtitle);
 
 }  // namespace attn::fig
