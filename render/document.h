@@ -16,6 +16,7 @@ struct PanelTile {
   std::vector<float> dropped_rows;     // f32 [h]: dense mass the variant dropped, per cell row
   float vmax = 0;                      // largest variant probability in the tile
   float dmax = 0;                      // largest |variant - dense| in the tile
+  bool gpu = false;                    // probabilities came from the Vulkan tile query
 };
 
 struct BlockRect {

@@ -7,6 +7,10 @@
 #include "compute/error.h"
 #include "compute/parallel.h"
 #include "compute/probabilities.h"
+#ifdef ATTN_HAVE_VULKAN
+#include "compute/vulkan/context.h"
+#include "compute/vulkan/tile_query.h"
+#endif
 
 namespace attn::core {
 namespace {
@@ -155,6 +159,30 @@ void fill_grid(const Analysis& a, render::HeadGridDoc& g) {
     }
 }
 
+// Pooled probabilities of one panel: the Vulkan tile query when the session computes on Vulkan
+// and a device serves this variant (the app's own, adopted), else the CPU tile query. `gpu`
+// says which ran.
+Tile panel_tile(const Analysis& a, const Panel& pn, const Problem& p, const Result& r,
+                const TileRequest& req, bool* gpu) {
+  *gpu = false;
+#ifdef ATTN_HAVE_VULKAN
+  if (a.session.backend == "vulkan") {
+    if (auto ctx = vk::shared_context(); ctx && !ctx->lost() &&
+                                         vk::tile_query_unsupported(*ctx, *pn.variant, p).empty()) {
+      try {
+        Tile t = vk::tile_probabilities_vulkan(ctx, *pn.variant, p, r, req);
+        *gpu = true;
+        return t;
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::Device) throw;  // a lost device: the CPU serves
+      }
+    }
+  }
+#endif
+  (void)a, (void)pn;
+  return tile_probabilities(*pn.variant, p, r, req);
+}
+
 }  // namespace
 
 std::vector<int> shown_panels(const Analysis& a) {
@@ -232,7 +260,8 @@ std::vector<render::PanelTile> tiles(const Analysis& a, int q0, int q1, int k0, 
   req.h = std::max(1, h);
   req.pool = Pool::Max;
   const Panel& dense = a.panels[0];
-  const Tile dt = tile_probabilities(*dense.variant, p, dense.result(l), req);
+  bool dense_gpu = false;
+  const Tile dt = panel_tile(a, dense, p, dense.result(l), req, &dense_gpu);
   const int W = dt.w, Hc = dt.h;
   const int Q = q1 - q0, K = k1 - k0;
   // Cell of each key column and row (the tile's floor boundaries).
@@ -259,8 +288,10 @@ std::vector<render::PanelTile> tiles(const Analysis& a, int q0, int q1, int k0, 
     if (cancel && cancel->load()) throw Error(ErrorCode::Cancelled, "tiles cancelled");
     const Panel& pn = a.panels[size_t(v)];
     const Result& r = pn.result(l);
-    const Tile vt = v == 0 ? dt : tile_probabilities(*pn.variant, p, r, req);
+    bool gpu = dense_gpu;
+    const Tile vt = v == 0 ? dt : panel_tile(a, pn, p, r, req, &gpu);
     render::PanelTile t;
+    t.gpu = gpu;
     t.q0 = q0;
     t.q1 = q1;
     t.k0 = k0;

@@ -1,6 +1,7 @@
 #include "app/gui/gui_app.h"
 
 #include <QApplication>
+#include <QVersionNumber>
 #include <QVulkanInstance>
 #include <cstdio>
 #include <sstream>
@@ -27,6 +28,7 @@ int run_gui(int argc, char** argv, const GuiOptions& options) {
   QApplication::setApplicationVersion("0.1.0");
   QApplication app(argc, argv);
   QVulkanInstance inst;
+  inst.setApiVersion(QVersionNumber(1, 1));  // compute shares the view's device (subgroups)
   if (qEnvironmentVariableIsSet("ATTNSCOPE_VK_VALIDATION"))
     inst.setLayers({"VK_LAYER_KHRONOS_validation"});
   if (!inst.create()) {

@@ -486,6 +486,7 @@ void MainWindow::on_tiles(uint64_t generation, std::vector<render::PanelTile> ti
   shown_gen_ = generation;
   shown_serial_ = requested_serial_;
   tiles_s_ = seconds;
+  tiles_gpu_ = !tiles.empty() && tiles.front().gpu;
   ++tiles_received_;
   if (view_->canvas()) view_->canvas()->set_tiles(generation, std::move(tiles));
   view_->redraw();
@@ -529,7 +530,8 @@ void MainWindow::update_status() {
             .arg(analysis_->forward_seconds * 1e3, 0, 'f', 1)
             .arg(analysis_->variants_seconds * 1e3, 0, 'f', 1)
             .arg(analysis_s_ * 1e3, 0, 'f', 0)
-            .arg(tiles_s_ * 1e3, 0, 'f', 0);
+            .arg(tiles_s_ * 1e3, 0, 'f', 0) +
+        (tiles_gpu_ ? " (gpu)" : "");
   }
   const auto& iv = view_->frame_intervals();
   if (!iv.empty()) {

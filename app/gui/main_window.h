@@ -63,6 +63,8 @@ class MainWindow : public QMainWindow {
   const core::Session& session() const { return session_; }
   // Tile sets received for the current analysis (tests wait on it).
   int tiles_received() const { return tiles_received_; }
+  // Whether the last tiles came from the Vulkan tile query on the view's own device.
+  bool tiles_on_gpu() const { return tiles_gpu_; }
   // No analysis or tiles pending, and the shown tiles match what the view wants.
   bool settled() const;
   QString last_error() const { return last_error_; }
@@ -124,6 +126,7 @@ class MainWindow : public QMainWindow {
   bool tiles_pending_ = false;
   uint64_t requested_serial_ = 0, requested_gen_ = 0, shown_serial_ = 0, shown_gen_ = 0;
   int tiles_received_ = 0;
+  bool tiles_gpu_ = false;
   double analysis_s_ = 0, tiles_s_ = 0;
   QString stage_, last_error_;
   QLabel* stage_label_ = nullptr;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "app/gui/shared_device.h"
 #include "compute/error.h"
 
 namespace attn::gui {
@@ -36,12 +37,27 @@ class ViewRenderer : public QVulkanWindowRenderer {
       }
     }
     w_->canvas_ = std::make_unique<render::Canvas>(t, fonts);
+    // Compute shares the renderer's device: one VkDevice, and tiles built on the GPU land where
+    // the renderer draws. The adopted context is the process-wide one the vulkan backend uses.
+    try {
+      w_->compute_ = share_with_compute(t, &w_->queue_mutex_);
+    } catch (const Error& e) {
+      std::fprintf(stderr,
+                   "attnscope: compute cannot share the view's device (%s); it uses its own\n",
+                   e.what());
+    }
     w_->clock_.start();
     if (w_->on_canvas_ready) w_->on_canvas_ready();
   }
   void initSwapChainResources() override {}
   void releaseSwapChainResources() override {}
-  void releaseResources() override { w_->canvas_.reset(); }
+  void releaseResources() override {
+    w_->canvas_.reset();
+    // The device goes away after this: compute must let go of it first (the app stops its
+    // worker before the view is destroyed, so nothing is running on it).
+    stop_sharing(w_->compute_);
+    w_->compute_.reset();
+  }
 
   void startNextFrame() override {
     VulkanView& w = *w_;
@@ -171,6 +187,9 @@ bool VulkanView::event(QEvent* e) {
     mx_ = my_ = -1e30f;
     requestUpdate();
   }
+  // Qt submits, presents and waits for the device inside its event handling (update requests,
+  // exposure, resizes): compute on the shared queue waits for it.
+  std::lock_guard<std::recursive_mutex> lock(queue_mutex_);
   return QVulkanWindow::event(e);
 }
 

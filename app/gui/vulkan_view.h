@@ -8,9 +8,14 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "render/canvas.h"
+
+namespace attn::vk {
+class Context;
+}
 
 namespace attn::gui {
 
@@ -36,6 +41,8 @@ class VulkanView : public QVulkanWindow {
     cpu_ms_.clear();
   }
   int frames_drawn() const { return frames_; }
+  // The compute context that shares this view's device (null before the first expose).
+  std::shared_ptr<vk::Context> compute_context() const { return compute_; }
   // The last frame as an RGBA image (the swapchain's BGRA order is fixed up).
   QImage grab_rgba();
 
@@ -53,6 +60,8 @@ class VulkanView : public QVulkanWindow {
   void push_buttons(QMouseEvent* e);
 
   std::unique_ptr<render::Canvas> canvas_;
+  std::shared_ptr<vk::Context> compute_;  // the view's device, adopted by compute
+  std::recursive_mutex queue_mutex_;      // held while Qt uses the queue; compute submits under it
   // ImGui 1.86 has no input queue: button states are applied one per frame so that a press and
   // release inside one frame are both seen.
   std::deque<std::array<bool, 3>> buttons_;

@@ -265,8 +265,8 @@ void Context::submit_and_wait(VkCommandBuffer cmd) {
   si.pCommandBuffers = &cmd;
   VkResult r;
   {
-    std::unique_lock<std::mutex> app_lock;
-    if (queue_mutex_) app_lock = std::unique_lock<std::mutex>(*queue_mutex_);
+    std::unique_lock<std::recursive_mutex> app_lock;
+    if (queue_mutex_) app_lock = std::unique_lock<std::recursive_mutex>(*queue_mutex_);
     std::lock_guard<std::mutex> lock(own_mutex_);
     r = vkQueueSubmit(queue_, 1, &si, fence.get());
   }

@@ -31,7 +31,9 @@ struct AdoptedDevice {
   VkDevice device = VK_NULL_HANDLE;
   VkQueue queue = VK_NULL_HANDLE;  // must support compute
   uint32_t queue_family = 0;
-  std::mutex* queue_mutex = nullptr;  // held around every submission when the app shares the queue
+  // Held around every submission when the app shares the queue. Recursive, because the app
+  // holds it across its own event handling, which may nest.
+  std::recursive_mutex* queue_mutex = nullptr;
 };
 
 class Context {
@@ -54,6 +56,8 @@ class Context {
   // Device-local memory is also host visible and coherent (CPU and integrated devices): buffers
   // are mapped directly and no staging copies are made.
   bool unified_memory() const { return unified_memory_; }
+  // True for a device adopted from the app (its renderer's), false for one created here.
+  bool adopted() const { return !owns_device_; }
   bool has_timestamps() const { return timestamp_bits_ > 0; }
   double timestamp_period_ns() const { return props_.limits.timestampPeriod; }
   uint64_t timestamp_mask() const {
@@ -101,7 +105,7 @@ class Context {
   std::string device_name_;
   VkPhysicalDeviceProperties props_{};
   VkPhysicalDeviceMemoryProperties memory_{};
-  std::mutex* queue_mutex_ = nullptr;  // the app's, when the queue is shared
+  std::recursive_mutex* queue_mutex_ = nullptr;  // the app's, when the queue is shared
   std::mutex own_mutex_;               // guards the command pool and our submissions
   UniqueCommandPool pool_;
   std::atomic<bool> lost_{false};

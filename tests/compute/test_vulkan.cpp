@@ -268,7 +268,7 @@ TEST_F(VulkanBackendTest, AdoptedDeviceRunsAndIsNotDestroyed) {
   ASSERT_EQ(vkCreateDevice(phys, &dci, nullptr, &device), VK_SUCCESS);
   VkQueue queue;
   vkGetDeviceQueue(device, family, 0, &queue);
-  std::mutex queue_mutex;
+  std::recursive_mutex queue_mutex;
   {
     auto ctx = vk::Context::adopt({instance, phys, device, queue, family, &queue_mutex});
     auto gpu = make_vulkan_backend(ctx);

@@ -11,6 +11,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QMouseEvent>
+#include <QVersionNumber>
 #include <QVulkanInstance>
 #include <QWheelEvent>
 #include <algorithm>
@@ -389,6 +390,36 @@ TEST(Gui, FourLongPanelsFrameTimes) {
 }
 
 
+// The vulkan compute backend runs on the view's own device (adopted, one VkDevice), and the
+// heatmap tiles come from the Vulkan tile query; back on cpu they come from the CPU query.
+TEST(Gui, VulkanBackendSharesTheViewsDevice) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  GuiOptions o = base_options();
+  o.variants = {"block_topk(block=16,k=4)", "window(size=32)"};
+  MainWindow w(o);
+  show_and_time(w);
+  ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
+  ASSERT_TRUE(w.view()->compute_context()) << "the view's device was not handed to compute";
+  EXPECT_FALSE(w.tiles_on_gpu());
+  w.model_dock()->set_backend("vulkan");
+  w.submit_now();
+  ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
+  const auto a = w.analysis();
+  EXPECT_EQ(a->session.backend, "vulkan");
+  for (const core::Panel& p : a->panels)
+    EXPECT_EQ(p.result(0).stats.backend, "vulkan") << p.spec;
+  EXPECT_TRUE(w.tiles_on_gpu());
+  const QImage shot = w.view()->grab_rgba();
+  const auto rects = w.view()->canvas()->panel_rects();
+  ASSERT_EQ(rects.size(), 3u);
+  for (size_t p = 0; p < rects.size(); ++p)
+    EXPECT_GT(distinct_colors(shot, rects[p]), 8) << "panel " << p;
+  w.model_dock()->set_backend("cpu");
+  w.submit_now();
+  ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
+  EXPECT_FALSE(w.tiles_on_gpu());
+}
+
 // ---- one core, three clients ---------------------------------------------------------------
 // Each committed session opened three ways - the GUI's document, `attnscope analyze --session
 // --json` and `attnscope render --session --data json` - gives the same numbers.
@@ -556,6 +587,7 @@ int main(int argc, char** argv) {
   QApplication::setApplicationName("attnscope-test");
   QApplication app(argc, argv);
   QVulkanInstance inst;
+  inst.setApiVersion(QVersionNumber(1, 1));
   if (!inst.create()) {
     std::fprintf(stderr, "test_gui: no Vulkan instance (error %d)\n", int(inst.errorCode()));
     return 1;

@@ -196,6 +196,39 @@ TEST(GuiData, ColoursFollowTheScale) {
 namespace attn::gui {
 namespace {
 
+// On the vulkan backend the heatmap tiles come from the Vulkan tile query, on cpu from the CPU
+// one, and both give the same tiles (lavapipe in CI; N past lavapipe's loop limit).
+TEST(GuiData, VulkanTilesMatchCpuTiles) {
+  const auto names = backend_names();
+  if (std::find(names.begin(), names.end(), "vulkan") == names.end())
+    GTEST_SKIP() << "built without the Vulkan backend";
+  core::Session s = synthetic_session(
+      4133, {"block_topk(block=64,k=4)", "sinks_window(sinks=4,window=300)", "top_p(block=64,p=0.9)"},
+      2);
+  core::Options o;
+  o.end_to_end = false;
+  o.head_grid = false;
+  const auto cpu = core::analyze(s, "", o);
+  // Same results, other tile engine: only the session's backend differs.
+  auto on_vk = std::make_shared<Analysis>(*cpu);
+  on_vk->session.backend = "vulkan";
+  const auto t_cpu = core::tiles(*cpu, 100, 4133, 0, 4000, 211, 173);
+  const auto t_vk = core::tiles(*on_vk, 100, 4133, 0, 4000, 211, 173);
+  if (!t_vk[0].gpu) GTEST_SKIP() << "no usable Vulkan device";
+  ASSERT_EQ(t_cpu.size(), t_vk.size());
+  for (size_t v = 0; v < t_cpu.size(); ++v) {
+    EXPECT_FALSE(t_cpu[v].gpu);
+    EXPECT_TRUE(t_vk[v].gpu) << "panel " << v;
+    ASSERT_EQ(t_cpu[v].texels.size(), t_vk[v].texels.size());
+    double worst = 0;
+    for (size_t i = 0; i < t_cpu[v].texels.size(); ++i)
+      worst = std::max(worst, double(std::fabs(t_cpu[v].texels[i] - t_vk[v].texels[i])));
+    EXPECT_LT(worst, 2e-5) << "panel " << v;
+    EXPECT_NEAR(t_cpu[v].vmax, t_vk[v].vmax, 2e-5);
+    EXPECT_EQ(t_cpu[v].dropped_rows, t_vk[v].dropped_rows);
+  }
+}
+
 // The Model dock's backend choice reaches the core: the Vulkan backend (lavapipe in CI) gives
 // the same panels as the CPU one.
 TEST(GuiData, VulkanBackendMatchesCpu) {
