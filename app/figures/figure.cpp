@@ -9,7 +9,9 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "app/core/head_metrics.h"
 #include "app/figures/presets.h"
+#include "render/colormap.h"
 #include "compute/error.h"
 
 namespace attn {
@@ -25,8 +27,28 @@ FigureFormat figure_format(const std::string& path) {
               path + ": unknown figure format '" + ext + "' (use .png, .svg or .pdf)");
 }
 
+void check_figure_settings(const FigureData& d) {
+  render::colormap_from_name(d.settings.colormap);
+  if (d.view == View::Grid) core::head_metric_index(d.settings.grid_metric);
+  if (d.view == View::Tradeoff) {
+    static const std::vector<std::string> x = {"density", "seconds", "flops"};
+    static const std::vector<std::string> y = {"rel_error", "mass_recall", "row_kl",
+                                               "next_token_kl", "top1_agreement"};
+    auto check = [](const std::string& v, const std::vector<std::string>& known, const char* key) {
+      if (v.empty() || std::find(known.begin(), known.end(), v) != known.end()) return;
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      throw Error(ErrorCode::InvalidArgument,
+                  std::string("unknown ") + key + " '" + v + "' (known: " + list + ")");
+    };
+    check(d.settings.tradeoff_x, x, "view.tradeoff_x");
+    check(d.settings.tradeoff_y, y, "view.tradeoff_y");
+  }
+}
+
 double paint_figure(QPainter& p, const FigureData& d, double w_pt, double h_pt,
                     const FigureStyle& style) {
+  check_figure_settings(d);  // before the painter saves any state: an error leaves it clean
   fig::FigurePainter c(p, style);
   p.save();
   p.setRenderHint(QPainter::Antialiasing, true);
@@ -110,6 +132,7 @@ QImage render_figure_image(const FigureData& d, const FigureSize& size0, const F
 
 void export_figure(const FigureData& d, const std::string& path, const FigureSize& size0,
                    const FigureStyle& style) {
+  check_figure_settings(d);  // no file is started for settings no figure knows
   const FigureSize size = fit_height(d, size0, style);
   check_size(size);
   const FigureFormat fmt = figure_format(path);

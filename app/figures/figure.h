@@ -47,6 +47,10 @@ enum class FigureFormat { Png, Svg, Pdf };
 // From the file extension (.png, .svg, .pdf; case-insensitive); throws Error(InvalidArgument).
 FigureFormat figure_format(const std::string& path);
 
+// Throws Error(InvalidArgument) naming a colour map, grid metric or trade-off axis of `d`'s
+// settings that no figure knows (paint_figure and the exports check this before painting).
+void check_figure_settings(const FigureData& d);
+
 // Paints `d` into the rectangle [0, w_pt] x [0, h_pt] of the painter's current coordinates;
 // returns the height its content needed (points, bottom margin included).
 double paint_figure(QPainter& p, const FigureData& d, double w_pt, double h_pt,

@@ -46,8 +46,9 @@ QString bundled_sample() {
   return "The keeper of the lighthouse wrote every evening in a small book.";
 }
 
-// Session names of the views, in render::ViewKind order.
-const char* kSessionViews[] = {"heatmap", "grid", "sinks", "tokens", "image", "tradeoff"};
+// Session names of the views, in render::ViewKind order: the heatmap view shows every variant
+// beside dense, which is the `variants` figure ("heatmap", one head of dense, opens there too).
+const char* kSessionViews[] = {"variants", "grid", "sinks", "tokens", "image", "tradeoff"};
 
 bool is_image_file(const QString& path) {
   const QString s = QFileInfo(path).suffix().toLower();
@@ -434,7 +435,8 @@ void MainWindow::show_session() {
   variants_->blockSignals(false);
   input_->blockSignals(false);
   for (int v = 0; v < render::kViewCount; ++v)
-    if (s.view.view == kSessionViews[v]) set_view(render::ViewKind(v));
+    if (s.view.view == kSessionViews[v] || (v == 0 && s.view.view == "heatmap"))
+      set_view(render::ViewKind(v));
   if (render::Canvas* c = view_->canvas()) {
     c->settings().log_scale = s.view.log_scale;
     try {

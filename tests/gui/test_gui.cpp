@@ -420,6 +420,59 @@ TEST(Gui, VulkanBackendSharesTheViewsDevice) {
   EXPECT_FALSE(w.tiles_on_gpu());
 }
 
+int run_cli(const std::string& args, std::string* log);
+
+// Every view and colour map the GUI can save renders headless from the saved session, with no
+// Qt warning on the way.
+TEST(Gui, EverySavedViewAndColourMapRendersHeadless) {
+  namespace fs = std::filesystem;
+  if (!have_model("default-text") || !have_model("default-vision"))
+    GTEST_SKIP() << "default models not found";
+  const fs::path out = fs::temp_directory_path() / "attnscope-saved-views";
+  fs::remove_all(out);
+  fs::create_directories(out);
+  int rendered = 0;
+  for (const bool vision : {false, true}) {
+    GuiOptions o = base_options();
+    o.variants = {"window(size=16)", "block_topk(block=8,k=2)"};
+    if (vision) {
+      o.model = "default-vision";
+      o.image = sample_image();
+      if (o.image.empty()) continue;
+    }
+    MainWindow w(o);
+    show_and_time(w);
+    ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
+    const std::vector<render::ViewKind> views =
+        vision ? std::vector<render::ViewKind>{render::ViewKind::Image}
+               : std::vector<render::ViewKind>{render::ViewKind::Heatmaps, render::ViewKind::HeadGrid,
+                                               render::ViewKind::Sinks, render::ViewKind::Tokens,
+                                               render::ViewKind::Tradeoff};
+    for (render::ViewKind v : views)
+      for (int m = 0; m < render::kColormapCount; ++m) {
+        w.set_view(v);
+        w.view()->canvas()->settings().colormap = render::Colormap(m);
+        const std::string name = "view" + std::to_string(int(v)) + "-" +
+                                 render::colormap_name(render::Colormap(m));
+        const std::string session = (out / (name + ".attnscope.json")).string();
+        w.save_session_as(QString::fromStdString(session));
+        const core::Session saved = core::load_session(session);
+        EXPECT_EQ(saved.view.colormap, render::colormap_name(render::Colormap(m)));
+        std::string log;
+        const std::string png = (out / (name + ".png")).string();
+        ASSERT_EQ(run_cli("render --session " + session + " --out " + png + " --width 600", &log),
+                  0)
+            << name << "\n" << log;
+        EXPECT_EQ(log.find("QPainter"), std::string::npos) << log;
+        EXPECT_EQ(log.find("Warning"), std::string::npos) << log;
+        EXPECT_TRUE(fs::file_size(png) > 1000) << png;
+        ++rendered;
+      }
+  }
+  EXPECT_EQ(rendered, 6 * render::kColormapCount);
+  fs::remove_all(out);
+}
+
 // ---- one core, three clients ---------------------------------------------------------------
 // Each committed session opened three ways - the GUI's document, `attnscope analyze --session
 // --json` and `attnscope render --session --data json` - gives the same numbers.
