@@ -3,7 +3,9 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
+#include "compute/cpu/gemm.h"
 #include "compute/error.h"
 #include "compute/parallel.h"
 
@@ -105,6 +107,165 @@ void probability_row(const Variant& v, const Problem& p, const Result& r, int h,
   probability_block(v, p, r, h, i, i + 1, k0, k1, out);
 }
 
+namespace {
+
+// Max pooling, the renderer's case: every normaliser is non-decreasing in the score for a fixed
+// row statistic, so the largest probability of a cell row is the normaliser of that row's largest
+// kept score. Scores are pooled per row and cell; one normalisation per row and cell follows.
+// Dense layouts take float GEMMs over key blocks, limited to the keys a causal row can see;
+// sparse layouts compute only their kept entries. Work follows what is visible and kept, not
+// the tile's full extent (a 32K-token view is ~N^2 d / 2 flops dense and ~N k d sparse).
+class MaxTile {
+ public:
+  MaxTile(const Variant& v, const Problem& p, const Result& r, const TileRequest& t, Tile& tile)
+      : v_(v), p_(p), r_(r), t_(t), tile_(tile) {
+    const int nk = t.k1 - t.k0;
+    col0_.resize(size_t(tile.w) + 1);
+    for (int x = 0; x <= tile.w; ++x) col0_[size_t(x)] = t.k0 + int(int64_t(x) * nk / tile.w);
+    cell_of_.resize(size_t(nk));
+    for (int x = 0; x < tile.w; ++x)
+      for (int c = col0_[size_t(x)]; c < col0_[size_t(x) + 1]; ++c) cell_of_[size_t(c - t.k0)] = x;
+    // Default positions: row i sees keys [0, n_k - n_q + i] under the causal rule.
+    default_pos_ = p.q_pos.empty() && p.k_pos.empty();
+  }
+
+  void cell_row(int y) const {
+    const int nq = t_.q1 - t_.q0;
+    const int r0 = t_.q0 + int(int64_t(y) * nq / tile_.h);
+    const int r1 = t_.q0 + int(int64_t(y + 1) * nq / tile_.h);
+    std::vector<double> cell(size_t(tile_.w), 0.0);
+    std::vector<float> best(size_t(tile_.w));
+    auto flush_row = [&](int i) {
+      const double stat = r_.row_stat[size_t(t_.head) * p_.n_q + size_t(i)];
+      for (int x = 0; x < tile_.w; ++x)
+        if (best[size_t(x)] > -std::numeric_limits<float>::infinity())
+          cell[size_t(x)] = std::max(
+              cell[size_t(x)], normalised_prob(v_.normaliser(), best[size_t(x)], stat, p_.n_k));
+    };
+    if (r_.layout.kind == Layout::Kind::Dense)
+      dense_rows(r0, r1, best, flush_row);
+    else
+      sparse_rows(r0, r1, best, flush_row);
+    for (int x = 0; x < tile_.w; ++x)
+      tile_.cells[size_t(y) * tile_.w + size_t(x)] = float(cell[size_t(x)]);
+  }
+
+ private:
+  // s[:, 0:b1-b0] = q K[b0:b1]^T: the AVX-512 SGEMM on one thread (cell rows are the parallel
+  // unit) where the CPU has it, else Eigen.
+  void scores(const RowMatrix& q, int b0, int b1, RowMatrix& s) const {
+    cpu::GemmArgs g;
+    g.m = int(q.rows());
+    g.n = b1 - b0;
+    g.k = p_.d;
+    g.a = q.data();
+    g.lda = p_.d;
+    g.b = p_.k_row(t_.head, b0);
+    g.ldb = p_.d;
+    g.b_nk = true;
+    g.c = s.data();
+    g.ldc = int(s.cols());
+    if (cpu::sgemm(g, 1)) return;
+    s.leftCols(b1 - b0).noalias() = q * ConstMap(p_.k_row(t_.head, b0), b1 - b0, p_.d).transpose();
+  }
+
+  // One past the last key row i may see within the tile (causal, default positions), else k1.
+  int visible_end(int i) const {
+    if (!p_.causal) return t_.k1;
+    return std::clamp(p_.qpos(i) + 1, t_.k0, t_.k1);
+  }
+
+  template <class Flush>
+  void dense_rows(int r0, int r1, std::vector<float>& best, const Flush& flush_row) const {
+    const float scale = p_.effective_scale();
+    const int chunk = 64, kblock = 1024;
+    std::vector<std::vector<float>> rows_best;
+    for (int a0 = r0; a0 < r1; a0 += chunk) {
+      const int a1 = std::min(a0 + chunk, r1);
+      const int kend = default_pos_ ? visible_end(a1 - 1) : t_.k1;
+      rows_best.assign(size_t(a1 - a0),
+                       std::vector<float>(size_t(tile_.w), -std::numeric_limits<float>::infinity()));
+      // Scaled once per chunk, so the GEMM's output is the score itself.
+      const RowMatrix q = ConstMap(p_.q_row(t_.head, a0), a1 - a0, p_.d) * scale;
+      RowMatrix s(a1 - a0, kblock);
+      for (int b0 = t_.k0; b0 < kend; b0 += kblock) {
+        const int b1 = std::min(b0 + kblock, kend);
+        scores(q, b0, b1, s);
+        for (int a = 0; a < a1 - a0; ++a) {
+          const int i = a0 + a;
+          const int lim = default_pos_ ? std::min(b1, visible_end(i)) : b1;
+          float* row = s.data() + size_t(a) * size_t(kblock);
+          std::vector<float>& rb = rows_best[size_t(a)];
+          if (!v_.mods().empty() || !default_pos_) {
+            for (int j = b0; j < lim; ++j) {
+              if (!default_pos_ && !p_.visible(i, j)) continue;
+              float x = row[j - b0];
+              if (!v_.mods().empty())
+                x = apply_score_mods(v_.mods(), x, t_.head, p_.n_heads, p_.qpos(i), p_.kpos(j));
+              float& c = rb[size_t(cell_of_[size_t(j - t_.k0)])];
+              c = std::max(c, x);
+            }
+            continue;
+          }
+          // Contiguous segments per cell: a vectorised max over each.
+          for (int x = cell_of_[size_t(b0 - t_.k0)]; x < tile_.w && col0_[size_t(x)] < lim; ++x) {
+            const int c0 = std::max(col0_[size_t(x)], b0), c1 = std::min(col0_[size_t(x) + 1], lim);
+            if (c1 <= c0) continue;
+            const float m =
+                Eigen::Map<const Eigen::VectorXf>(row + (c0 - b0), c1 - c0).maxCoeff();
+            rb[size_t(x)] = std::max(rb[size_t(x)], m);
+          }
+        }
+      }
+      for (int a = 0; a < a1 - a0; ++a) {
+        best = rows_best[size_t(a)];
+        flush_row(a0 + a);
+      }
+    }
+  }
+
+  template <class Flush>
+  void sparse_rows(int r0, int r1, std::vector<float>& best, const Flush& flush_row) const {
+    const float scale = p_.effective_scale();
+    std::vector<int32_t> keys;
+    Eigen::VectorXf run;
+    for (int i = r0; i < r1; ++i) {
+      std::fill(best.begin(), best.end(), -std::numeric_limits<float>::infinity());
+      layout_row_keys(r_.layout, p_, t_.head, i, keys);
+      const Eigen::Map<const Eigen::VectorXf> qi(p_.q_row(t_.head, i), p_.d);
+      auto it = std::lower_bound(keys.begin(), keys.end(), t_.k0);
+      while (it != keys.end() && *it < t_.k1) {
+        // Kept keys come in runs (blocks, windows): one matrix-vector product per run.
+        auto end = it + 1;
+        while (end != keys.end() && *end < t_.k1 && *end == *(end - 1) + 1) ++end;
+        const int j0 = *it, len = int(end - it);
+        run.noalias() = ConstMap(p_.k_row(t_.head, j0), len, p_.d) * qi;
+        for (int e = 0; e < len; ++e) {
+          const int j = j0 + e;
+          float x = run[e] * scale;
+          if (!v_.mods().empty())
+            x = apply_score_mods(v_.mods(), x, t_.head, p_.n_heads, p_.qpos(i), p_.kpos(j));
+          float& c = best[size_t(cell_of_[size_t(j - t_.k0)])];
+          c = std::max(c, x);
+        }
+        it = end;
+      }
+      flush_row(i);
+    }
+  }
+
+  const Variant& v_;
+  const Problem& p_;
+  const Result& r_;
+  const TileRequest& t_;
+  Tile& tile_;
+  std::vector<int> col0_;     // [w + 1]: first key column of each cell
+  std::vector<int> cell_of_;  // [k1 - k0]: cell of each key column
+  bool default_pos_ = true;
+};
+
+}  // namespace
+
 Tile tile_probabilities(const Variant& v, const Problem& p, const Result& r, const TileRequest& t) {
   check_range(p, r, t.head, t.q0, t.q1, t.k0, t.k1);
   require(t.q1 > t.q0 && t.k1 > t.k0 && t.w > 0 && t.h > 0, ErrorCode::InvalidArgument,
@@ -113,6 +274,11 @@ Tile tile_probabilities(const Variant& v, const Problem& p, const Result& r, con
   tile.w = std::min(t.w, t.k1 - t.k0);
   tile.h = std::min(t.h, t.q1 - t.q0);
   tile.cells.assign(size_t(tile.w) * tile.h, 0.0f);
+  if (t.pool == Pool::Max && !v.selective()) {
+    const MaxTile m(v, p, r, t, tile);
+    parallel_for(tile.h, [&](int y) { m.cell_row(y); });
+    return tile;
+  }
   const int nq = t.q1 - t.q0, nk = t.k1 - t.k0;
   // Column -> cell x, with floor boundaries k0 + x*nk/w.
   std::vector<int> cell_of_col(nk);

@@ -1,12 +1,14 @@
 #include "app/core/interactive.h"
 
 #include <algorithm>
+#include <Eigen/Dense>
 #include <cmath>
 
 #include "app/core/head_metrics.h"
 #include "compute/error.h"
 #include "compute/parallel.h"
 #include "compute/probabilities.h"
+#include "compute/score_mod.h"
 #ifdef ATTN_HAVE_VULKAN
 #include "compute/vulkan/context.h"
 #include "compute/vulkan/tile_query.h"
@@ -267,21 +269,28 @@ std::vector<render::PanelTile> tiles(const Analysis& a, int q0, int q1, int k0, 
   // Cell of each key column and row (the tile's floor boundaries).
   std::vector<int> col_cell(static_cast<size_t>(K)), row_count(size_t(Hc), 0),
       col_count(size_t(W), 0);
+  std::vector<int> col_start(size_t(W) + 1);  // first key of each cell column, and k1
+  for (int x = 0; x <= W; ++x) col_start[size_t(x)] = k0 + int(int64_t(x) * K / W);
   for (int x = 0; x < W; ++x)
     for (int j = int(int64_t(x) * K / W); j < int(int64_t(x + 1) * K / W); ++j)
       col_cell[size_t(j)] = x, ++col_count[size_t(x)];
   for (int y = 0; y < Hc; ++y)
     row_count[size_t(y)] = int(int64_t(y + 1) * Q / Hc) - int(int64_t(y) * Q / Hc);
   const std::vector<int> shown = shown_panels(a);
-  // Dense rows sampled once per cell row (its middle row) for the dropped-mass strip.
-  std::vector<std::vector<double>> dense_rows(static_cast<size_t>(Hc));
-  const bool any_sparse = a.panels.size() > 1;
-  if (any_sparse)
-    parallel_for(Hc, [&](int y) {
-      const int i = q0 + int((int64_t(y) * Q / Hc + int64_t(y + 1) * Q / Hc) / 2);
-      attn::probability_row(*dense.variant, p, dense.result(l), head, std::min(i, q1 - 1), 0,
-                            p.n_k, dense_rows[size_t(y)]);
-    });
+  // The dropped-mass strip samples each cell row's middle row (query i): the dense mass on the
+  // keys the variant kept there, computed on those keys alone (O(kept d), not O(N d)).
+  const Result& dres = dense.result(l);
+  const float scale = p.effective_scale();
+  auto dense_mass = [&](int i, const std::vector<int32_t>& keys) {
+    const Eigen::Map<const Eigen::VectorXf> qi(p.q_row(head, i), p.d);
+    const double stat = dres.row_stat[size_t(head) * size_t(p.n_q) + size_t(i)];
+    double mass = 0;
+    for (int32_t j : keys) {
+      const float sc = qi.dot(Eigen::Map<const Eigen::VectorXf>(p.k_row(head, j), p.d)) * scale;
+      mass += normalised_prob(dense.variant->normaliser(), sc, stat, p.n_k);
+    }
+    return mass;
+  };
 
   std::vector<render::PanelTile> out;
   for (int v : shown) {
@@ -302,15 +311,26 @@ std::vector<render::PanelTile> tiles(const Analysis& a, int q0, int q1, int k0, 
     // Kept fraction per cell from the executed layout.
     std::vector<float> kept(size_t(W) * Hc, 0.f);
     std::vector<std::vector<int32_t>> keys_of(static_cast<size_t>(Hc));
+    // Dense layouts keep what is visible: counted per cell in closed form (positions are the
+    // default ones), instead of listing N keys per row.
+    const bool closed_form =
+        r.layout.kind == Layout::Kind::Dense && p.q_pos.empty() && p.k_pos.empty();
     parallel_for(Hc, [&](int y) {
       std::vector<int32_t> keys;
       const int ia = q0 + int(int64_t(y) * Q / Hc), ib = q0 + int(int64_t(y + 1) * Q / Hc);
       const int mid = q0 + int((int64_t(y) * Q / Hc + int64_t(y + 1) * Q / Hc) / 2);
       for (int i = ia; i < ib; ++i) {
-        layout_row_keys(r.layout, p, head, i, keys);
-        for (int32_t j : keys)
-          if (j >= k0 && j < k1) kept[size_t(y) * W + col_cell[size_t(j - k0)]] += 1.f;
-        if (i == std::min(mid, q1 - 1)) keys_of[size_t(y)] = keys;
+        if (closed_form) {
+          const int end = p.causal ? std::min(k1, p.qpos(i) + 1) : k1;
+          for (int x = 0; x < W && col_start[size_t(x)] < end; ++x)
+            kept[size_t(y) * W + x] +=
+                float(std::min(end, col_start[size_t(x) + 1]) - col_start[size_t(x)]);
+        } else {
+          layout_row_keys(r.layout, p, head, i, keys);
+          for (int32_t j : keys)
+            if (j >= k0 && j < k1) kept[size_t(y) * W + col_cell[size_t(j - k0)]] += 1.f;
+        }
+        if (i == std::min(mid, q1 - 1) && v != 0) layout_row_keys(r.layout, p, head, i, keys_of[size_t(y)]);
       }
       for (int x = 0; x < W; ++x)
         kept[size_t(y) * W + x] /= float(std::max(1, row_count[size_t(y)] * col_count[size_t(x)]));
@@ -327,13 +347,11 @@ std::vector<render::PanelTile> tiles(const Analysis& a, int q0, int q1, int k0, 
       }
     if (v != 0) {
       t.dropped_rows.assign(size_t(Hc), 0.f);
-      for (int y = 0; y < Hc; ++y) {
-        const std::vector<double>& dr = dense_rows[size_t(y)];
-        if (dr.empty()) continue;
-        double kept_mass = 0;
-        for (int32_t j : keys_of[size_t(y)]) kept_mass += dr[size_t(j)];
+      parallel_for(Hc, [&](int y) {
+        const int mid = q0 + int((int64_t(y) * Q / Hc + int64_t(y + 1) * Q / Hc) / 2);
+        const double kept_mass = dense_mass(std::min(mid, q1 - 1), keys_of[size_t(y)]);
         t.dropped_rows[size_t(y)] = float(std::clamp(1.0 - kept_mass, 0.0, 1.0));
-      }
+      });
     }
     out.push_back(std::move(t));
   }

@@ -7,6 +7,9 @@
 #include <unistd.h>
 #endif
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "app/core/evaluate.h"
 #include "app/core/interactive.h"
 #include "compute/error.h"
@@ -18,6 +21,12 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// ATTNSCOPE_GUI_TRACE=1: one line per job on stderr, to see where a slow update goes.
+void trace(const char* what, Clock::time_point t0) {
+  static const bool on = std::getenv("ATTNSCOPE_GUI_TRACE") != nullptr;
+  if (on) std::fprintf(stderr, "[worker] %s %.1f ms\n", what, since(t0) * 1e3);
 }
 
 }  // namespace
@@ -163,6 +172,7 @@ void AnalysisWorker::loop() {
           a = core::run_variants(*a, o);
           a->generation = ++generation_;
           current_ = a;
+          trace("open + variants", t0);
           if (handlers_.analysis) handlers_.analysis(current_, since(t0));
           metrics_todo_ = true;
           e2e_todo_ = current_->model != nullptr && current_->panels.size() > 1;
@@ -174,9 +184,11 @@ void AnalysisWorker::loop() {
       } else if (tj && current_ && tj->generation == current_->generation) {
         auto t = core::tiles(*current_, tj->q0, tj->q1, tj->k0, tj->k1, tj->w, tj->h,
                              &cancel_tiles_);
+        trace("tiles", t0);
         if (handlers_.tiles) handlers_.tiles(tj->generation, std::move(t), since(t0));
       } else if (!tj && current_ && background_count() > 0) {
         background_step();
+        trace("background step", t0);
       }
     } catch (const Error& e) {
       if (e.code() != ErrorCode::Cancelled && handlers_.error) handlers_.error(e.what());

@@ -34,8 +34,8 @@ std::vector<double> full_matrix(const Variant& v, const Problem& p, const Layout
 }
 
 void expect_tile_matches(const std::string& spec, bool causal, Pool pool, int q0, int q1, int k0,
-                         int k1, int w, int h) {
-  Problem p = random_problem(2, 1, 301, 301, 24, causal, 99);
+                         int k1, int w, int h, int n = 301, int n_q = 0) {
+  Problem p = random_problem(2, 1, n_q ? n_q : n, n, 24, causal, 99);
   Variant v = make_variant(spec);
   auto backend = make_backend("reference");
   Result r = run(v, p, *backend);
@@ -74,6 +74,31 @@ TEST(TileQuery, MoreCellsThanEntriesClamps) {
 }
 TEST(TileQuery, NormaliserAndModifier) {
   expect_tile_matches("window(size=20)+alibi+entmax15", true, Pool::Max, 0, 301, 0, 301, 30, 30);
+}
+
+// Max pooling pools scores before normalising (every normaliser is monotone): each layout kind,
+// modifiers, other normalisers, bidirectional and fewer queries than keys, and a long problem.
+TEST(TileQuery, MaxPoolDenseBidirectionalSubTile) {
+  expect_tile_matches("dense", false, Pool::Max, 17, 250, 3, 299, 41, 19);
+}
+TEST(TileQuery, MaxPoolBlockAndIndexLayouts) {
+  expect_tile_matches("block_topk(block=16,k=3)", true, Pool::Max, 5, 301, 2, 290, 53, 47);
+  expect_tile_matches("topk(k=7)", true, Pool::Max, 0, 301, 0, 301, 29, 31);
+  expect_tile_matches("top_p(block=16,p=0.8)+sigmoid", true, Pool::Max, 0, 301, 0, 301, 64, 64);
+}
+TEST(TileQuery, MaxPoolDenseWithModifiersAndNormalisers) {
+  expect_tile_matches("dense+softcap(cap=2)", true, Pool::Max, 0, 301, 0, 301, 33, 37);
+  expect_tile_matches("dense+relu2", true, Pool::Max, 40, 301, 0, 200, 30, 30);
+  expect_tile_matches("dense+softplus", false, Pool::Max, 0, 301, 0, 301, 301, 301);
+}
+TEST(TileQuery, MaxPoolFewerQueriesThanKeys) {
+  expect_tile_matches("dense", true, Pool::Max, 0, 120, 0, 301, 50, 40, 301, 120);
+  expect_tile_matches("window(size=40)", true, Pool::Max, 10, 120, 100, 301, 50, 40, 301, 120);
+}
+TEST(TileQuery, MaxPoolLongProblem) {
+  expect_tile_matches("dense", true, Pool::Max, 0, 4133, 0, 4133, 97, 89, 4133);
+  expect_tile_matches("sinks_window(sinks=4,window=300)", true, Pool::Max, 1000, 4133, 7, 4100, 61,
+                      67, 4133);
 }
 
 TEST(TileQuery, BadRequestsAreErrors) {

@@ -1,0 +1,241 @@
+// GUI bench: the real app on a long synthetic problem (dense + window + block top-k by default),
+// under Xvfb on lavapipe. Measures the time to the first heatmaps, frame times while scripted
+// events pan and zoom the heatmaps, the empty-view floor of the same window, and the memory
+// high-water mark; prints one JSON object (tests/bench/gui_bench.sh judges the targets).
+//
+//   attn_gui_bench --tokens 32768 --frames 200 --backend cpu
+#include <sys/resource.h>
+
+#include <QApplication>
+#include <QDockWidget>
+#include <QElapsedTimer>
+#include <QMouseEvent>
+#include <QVersionNumber>
+#include <QVulkanInstance>
+#include <QWheelEvent>
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "app/gui/main_window.h"
+#include "app/gui/model_dock.h"
+#include "app/gui/vulkan_view.h"
+#include "gui_driver.h"
+
+namespace {
+
+using attn::gui::MainWindow;
+using attn::gui::test::wait_settled;
+using attn::gui::test::wait_until;
+
+// Peak resident memory of this process, MiB (VmHWM).
+double peak_rss_mib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return -1;
+}
+
+struct Stats {
+  double median = 0, p90 = 0, max = 0;
+  size_t n = 0;
+};
+
+Stats stats_of(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.n = v.size();
+  s.median = v[v.size() / 2];
+  s.p90 = v[std::min(v.size() - 1, v.size() * 9 / 10)];
+  s.max = v.back();
+  return s;
+}
+
+nlohmann::json to_json(const Stats& s) {
+  return {{"median_ms", s.median}, {"p90_ms", s.p90}, {"max_ms", s.max}, {"frames", s.n}};
+}
+
+// One scripted input event per frame: zoom in over a panel, drag it around, zoom back out.
+class Script {
+ public:
+  Script(attn::gui::VulkanView* v, QPointF centre) : v_(v), c_(centre) {}
+  void step(int i) {
+    const int phase = i % 100;
+    if (phase < 25) {
+      wheel(120);
+    } else if (phase == 25) {
+      press(c_);
+      at_ = c_;
+    } else if (phase < 70) {
+      const double a = (phase - 26) * 0.25;
+      at_ = c_ + QPointF(60 * std::cos(a), 40 * std::sin(a));
+      move(at_, Qt::LeftButton);
+    } else if (phase == 70) {
+      release(at_);
+    } else {
+      wheel(-120);
+    }
+  }
+
+ private:
+  void wheel(int delta) {
+    QWheelEvent e(c_, v_->mapToGlobal(c_), QPoint(), QPoint(0, delta), Qt::NoButton,
+                  Qt::NoModifier, Qt::NoScrollPhase, false);
+    QCoreApplication::sendEvent(v_, &e);
+  }
+  void press(QPointF p) {
+    QMouseEvent e(QEvent::MouseButtonPress, p, v_->mapToGlobal(p), Qt::LeftButton, Qt::LeftButton,
+                  Qt::NoModifier);
+    QCoreApplication::sendEvent(v_, &e);
+  }
+  void move(QPointF p, Qt::MouseButtons b) {
+    QMouseEvent e(QEvent::MouseMove, p, v_->mapToGlobal(p), Qt::NoButton, b, Qt::NoModifier);
+    QCoreApplication::sendEvent(v_, &e);
+  }
+  void release(QPointF p) {
+    QMouseEvent e(QEvent::MouseButtonRelease, p, v_->mapToGlobal(p), Qt::LeftButton,
+                  Qt::NoButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(v_, &e);
+  }
+  attn::gui::VulkanView* v_;
+  QPointF c_, at_;
+};
+
+// Frame intervals over `frames` frames, one scripted event before each.
+std::vector<double> scripted_frames(MainWindow& w, int frames) {
+  const auto rects = w.view()->canvas()->panel_rects();
+  const QPointF centre((rects[0][0] + rects[0][2]) / 2, (rects[0][1] + rects[0][3]) / 2);
+  Script script(w.view(), centre);
+  w.view()->clear_frame_times();
+  w.view()->set_continuous(true);
+  for (int i = 0; i < frames; ++i) {
+    script.step(i);
+    const int target = w.view()->frames_drawn() + 1;
+    wait_until([&] { return w.view()->frames_drawn() >= target; }, 10000);
+  }
+  w.view()->set_continuous(false);
+  return w.view()->frame_intervals();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int tokens = 32768, frames = 200;
+  std::string backend = "cpu", out;
+  std::vector<std::string> variants = {"window(size=256)", "block_topk(block=64,k=8)"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
+    if (a == "--tokens") tokens = std::stoi(next());
+    else if (a == "--frames") frames = std::stoi(next());
+    else if (a == "--backend") backend = next();
+    else if (a == "--json") out = next();
+    else if (a == "--variants") {
+      variants.clear();
+      std::string s = next();
+      for (size_t p = 0; p <= s.size();) {
+        const size_t e = std::min(s.find(';', p), s.size());
+        if (e > p) variants.push_back(s.substr(p, e - p));
+        p = e + 1;
+      }
+    } else {
+      std::fprintf(stderr, "usage: attn_gui_bench [--tokens N] [--frames F] [--backend B] "
+                           "[--variants 'a;b'] [--json OUT]\n");
+      return 2;
+    }
+  }
+  QApplication::setApplicationName("attnscope-bench");
+  QApplication app(argc, argv);
+  QVulkanInstance inst;
+  inst.setApiVersion(QVersionNumber(1, 1));
+  if (!inst.create()) {
+    std::fprintf(stderr, "attn_gui_bench: no Vulkan instance\n");
+    return 1;
+  }
+  const double rss_start = peak_rss_mib();
+  // From the window's creation, as a user launching the app sees it.
+  QElapsedTimer t;
+  t.start();
+  attn::gui::GuiOptions o;
+  o.use_settings = false;
+  o.model = "synthetic";
+  o.synthetic_tokens = tokens;
+  o.variants = variants;
+  o.width = 1600;
+  o.height = 1000;
+  MainWindow w(o);
+  if (backend != "cpu") {  // the window starts on cpu: switch before anything is shown
+    w.model_dock()->set_backend(QString::fromStdString(backend));
+    w.submit_now();
+  }
+  for (QDockWidget* d : w.findChildren<QDockWidget*>()) d->hide();
+  w.view()->setVulkanInstance(&inst);
+  w.show();
+  // First heatmaps: the first frame drawn after the first tiles arrived.
+  int frames_at_tiles = -1;
+  double first_heatmaps = -1;
+  wait_until(
+      [&] {
+        if (frames_at_tiles < 0 && w.tiles_received() > 0) frames_at_tiles = w.view()->frames_drawn();
+        if (frames_at_tiles >= 0 && w.view()->frames_drawn() > frames_at_tiles) {
+          first_heatmaps = double(t.nsecsElapsed()) / 1e9;
+          return true;
+        }
+        return !w.last_error().isEmpty();
+      },
+      300000);
+  if (!w.last_error().isEmpty() || first_heatmaps < 0) {
+    std::fprintf(stderr, "attn_gui_bench: %s\n",
+                 w.last_error().isEmpty() ? "no heatmaps within 300 s"
+                                          : w.last_error().toStdString().c_str());
+    return 1;
+  }
+  const auto a = w.analysis();
+  std::fprintf(stderr, "[bench] first heatmaps after %.2f s (forward %.2f s, variants %.2f s)\n",
+               first_heatmaps, a->forward_seconds, a->variants_seconds);
+  // Panning and zooming at once, while the core finishes its background stages.
+  const Stats busy = stats_of(scripted_frames(w, frames));
+  std::fprintf(stderr, "[bench] panning while the core works: median %.1f ms, p90 %.1f, max %.1f\n",
+               busy.median, busy.p90, busy.max);
+  wait_until([&] { return w.worker_idle(); }, 600000);
+  wait_settled(w, 120000, 2);
+  const Stats idle = stats_of(scripted_frames(w, frames));
+  std::fprintf(stderr, "[bench] panning, core idle: median %.1f ms, p90 %.1f, max %.1f\n",
+               idle.median, idle.p90, idle.max);
+  // Floor: the same window drawing an empty view.
+  w.set_view(attn::render::ViewKind::Image);
+  wait_until([] { return false; }, 300);
+  w.view()->clear_frame_times();
+  w.view()->set_continuous(true);
+  wait_until([&] { return w.view()->frame_intervals().size() >= 100; }, 60000);
+  w.view()->set_continuous(false);
+  const Stats empty = stats_of(w.view()->frame_intervals());
+  std::fprintf(stderr, "[bench] empty view: median %.1f ms\n", empty.median);
+  const QSize sz = w.view()->swapChainImageSize();
+  nlohmann::json j = {
+      {"tokens", tokens},
+      {"backend", backend},
+      {"panels", int(a->panels.size())},
+      {"variants", variants},
+      {"view", {sz.width(), sz.height()}},
+      {"first_heatmaps_s", first_heatmaps},
+      {"forward_s", a->forward_seconds},
+      {"variants_s", a->variants_seconds},
+      {"frames_busy", to_json(busy)},
+      {"frames_idle", to_json(idle)},
+      {"frames_empty", to_json(empty)},
+      {"peak_rss_mib", peak_rss_mib()},
+      {"rss_at_start_mib", rss_start},
+      {"nxn_f32_mib", double(tokens) * tokens * 4 / 1048576.0},
+      {"qkv_f32_mib", 3.0 * 4 * tokens * 64 * 4 / 1048576.0}};
+  const std::string text = j.dump(2);
+  std::printf("%s\n", text.c_str());
+  if (!out.empty()) std::ofstream(out) << text << "\n";
+  return 0;
+}
