@@ -1,11 +1,14 @@
 #include "compute/metrics.h"
 
+#include <Eigen/Dense>
 #include <cmath>
 #include <limits>
 
+#include "compute/cpu/gemm.h"
 #include "compute/error.h"
 #include "compute/parallel.h"
 #include "compute/probabilities.h"
+#include "compute/score_mod.h"
 
 namespace attn {
 
@@ -23,13 +26,41 @@ double relative_error(const std::vector<float>& o, const std::vector<float>& o_r
   return std::sqrt(num / den);
 }
 
-Metrics compare(const Variant& v, const Problem& p, const Result& var, const Result& ref,
-                double sink_threshold) {
+namespace {
+
+void check_shapes(const Problem& p, const Result& var, const Result& ref) {
   require(var.n_heads == p.n_heads && var.n_q == p.n_q && var.d == p.d && ref.n_heads == p.n_heads &&
               ref.n_q == p.n_q && ref.d == p.d,
           ErrorCode::InvalidArgument, "compare: results do not match the problem's shape");
   require(ref.layout.kind == Layout::Kind::Dense, ErrorCode::InvalidArgument,
           "compare: the reference result must come from the dense variant");
+}
+
+// Means over rows, NaN KL for rows that are no distributions, and the sinks.
+void finish(Metrics& m, const Problem& p, const std::vector<double>& recall,
+            const std::vector<double>& kl, bool kl_defined, double sink_threshold) {
+  const double rows = double(p.n_heads) * p.n_q;
+  m.mass_recall = 0;
+  m.row_kl = 0;
+  for (int h = 0; h < p.n_heads; ++h) {
+    m.mass_recall += recall[size_t(h)] / rows;
+    m.row_kl += kl[size_t(h)] / rows;
+  }
+  if (!kl_defined) m.row_kl = std::numeric_limits<double>::quiet_NaN();
+  m.sink_score.assign(size_t(p.n_k), 0.0f);
+  for (int j = 0; j < p.n_k; ++j) {
+    double s = 0;
+    for (int h = 0; h < p.n_heads; ++h) s += m.received[size_t(h) * p.n_k + j];
+    m.sink_score[size_t(j)] = float(s / p.n_heads);
+    if (m.sink_score[size_t(j)] > sink_threshold) m.sinks.push_back(j);
+  }
+}
+
+}  // namespace
+
+Metrics compare_naive(const Variant& v, const Problem& p, const Result& var, const Result& ref,
+                      double sink_threshold) {
+  check_shapes(p, var, ref);
   const Variant dense("dense", nullptr, {}, Normaliser{});
   Metrics m;
   m.rel_error = relative_error(var.o, ref.o);
@@ -72,21 +103,210 @@ Metrics compare(const Variant& v, const Problem& p, const Result& var, const Res
     }
     for (int j = 0; j < p.n_k; ++j) m.received[size_t(h) * p.n_k + j] = float(received[j] / p.n_q);
   });
-  double rows = double(p.n_heads) * p.n_q;
-  m.mass_recall = 0;
-  m.row_kl = 0;
-  for (int h = 0; h < p.n_heads; ++h) {
-    m.mass_recall += recall[h] / rows;
-    m.row_kl += kl[h] / rows;
+  finish(m, p, recall, kl, kl_defined, sink_threshold);
+  return m;
+}
+
+}  // namespace attn
+
+namespace attn {
+namespace {
+
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using ConstMap = Eigen::Map<const RowMatrix>;
+
+// Sums over one row's kept keys, from which every row metric follows.
+struct RowSums {
+  double sum_a = 0;      // variant mass (1 for normalised rows)
+  double a_log_a = 0;    // sum a log a over a > 0 (entropy)
+  double kept_b = 0;     // dense mass on the kept keys (recall)
+  double kl = 0;         // sum a log(a / b) over a > 0, b > 0
+};
+
+class FastCompare {
+ public:
+  FastCompare(const Variant& v, const Problem& p, const Result& var, const Result& ref,
+              Metrics& m)
+      : v_(v), p_(p), var_(var), ref_(ref), m_(m) {
+    default_pos_ = p.q_pos.empty() && p.k_pos.empty();
+    same_ = &var == &ref;
+    const Normaliser& n = v.normaliser();
+    // Dense softmax without modifiers: scores come from one GEMM and log a = s - lse.
+    dense_softmax_ = var.layout.kind == Layout::Kind::Dense && v.mods().empty() &&
+                     n.kind == Normaliser::Kind::Softmax;
   }
-  if (!kl_defined) m.row_kl = std::numeric_limits<double>::quiet_NaN();
-  m.sink_score.assign(p.n_k, 0.0f);
-  for (int j = 0; j < p.n_k; ++j) {
-    double s = 0;
-    for (int h = 0; h < p.n_heads; ++h) s += m.received[size_t(h) * p.n_k + j];
-    m.sink_score[j] = float(s / p.n_heads);
-    if (m.sink_score[j] > sink_threshold) m.sinks.push_back(j);
+
+  // One head: rows in chunks of 64 that share their key reads. Returns recall and KL sums.
+  std::pair<double, double> head(int h) const {
+    std::vector<double> received(size_t(p_.n_k), 0.0);
+    double recall = 0, kl = 0;
+    const int chunk = 64;
+    std::vector<float> s(dense_softmax_ ? size_t(chunk) * size_t(p_.n_k) : 0);
+    Eigen::ArrayXf x(p_.n_k), a(p_.n_k), recv(p_.n_k);  // one row's scores and probabilities
+    std::vector<double> pv, pr;
+    std::vector<int32_t> keys;
+    for (int i0 = 0; i0 < p_.n_q; i0 += chunk) {
+      const int i1 = std::min(i0 + chunk, p_.n_q);
+      const int kend = default_pos_ && p_.causal ? std::min(p_.n_k, p_.qpos(i1 - 1) + 1) : p_.n_k;
+      if (var_.layout.kind != Layout::Kind::Dense) {
+        for (int i = i0; i < i1; ++i) add(h, i, sparse_row(h, i, keys, received), recall, kl);
+      } else if (dense_softmax_) {
+        scores(h, i0, i1, kend, s);
+        recv.head(kend).setZero();
+        for (int i = i0; i < i1; ++i)
+          add(h, i,
+              softmax_row(h, i, s.data() + size_t(i - i0) * size_t(kend), visible_end(i, kend), x,
+                          a, recv),
+              recall, kl);
+        Eigen::Map<Eigen::ArrayXd>(received.data(), kend) += recv.head(kend).cast<double>();
+      } else {
+        probability_block(v_, p_, var_, h, i0, i1, 0, kend, pv);
+        if (!same_) probability_block(dense_, p_, ref_, h, i0, i1, 0, kend, pr);
+        for (int i = i0; i < i1; ++i) {
+          const double* a = pv.data() + size_t(i - i0) * size_t(kend);
+          const double* b = same_ ? a : pr.data() + size_t(i - i0) * size_t(kend);
+          add(h, i, general_row(i, a, b, kend, received), recall, kl);
+        }
+      }
+    }
+    for (int j = 0; j < p_.n_k; ++j)
+      m_.received[size_t(h) * p_.n_k + size_t(j)] = float(received[size_t(j)] / p_.n_q);
+    return {recall, kl};
   }
+
+ private:
+  int visible_end(int i, int kend) const {
+    return default_pos_ && p_.causal ? std::min(kend, p_.qpos(i) + 1) : kend;
+  }
+
+  void add(int h, int i, const RowSums& r, double& recall, double& kl) const {
+    recall += r.kept_b;
+    kl += r.kl;
+    const double ent = r.sum_a > 0 ? std::log(r.sum_a) - r.a_log_a / r.sum_a : 0.0;
+    m_.entropy[size_t(h) * p_.n_q + size_t(i)] = float(ent);
+  }
+
+  // s = scale * Q[i0:i1] K[0:kend]^T, rows kend apart in `s` (allocated once for the widest
+  // chunk: a fresh buffer per chunk costs its page faults again).
+  void scores(int h, int i0, int i1, int kend, std::vector<float>& s) const {
+    const RowMatrix q = ConstMap(p_.q_row(h, i0), i1 - i0, p_.d) * p_.effective_scale();
+    cpu::GemmArgs g;
+    g.m = i1 - i0;
+    g.n = kend;
+    g.k = p_.d;
+    g.a = q.data();
+    g.lda = p_.d;
+    g.b = p_.k_row(h, 0);
+    g.ldb = p_.d;
+    g.b_nk = true;
+    g.c = s.data();
+    g.ldc = kend;
+    if (!cpu::sgemm(g, 1))
+      Eigen::Map<RowMatrix>(s.data(), i1 - i0, kend).noalias() =
+          q * ConstMap(p_.k_row(h, 0), kend, p_.d).transpose();
+  }
+
+  // Dense softmax: a = exp(s - lse_var), b = exp(s - lse_ref), log a = s - lse_var; visible keys
+  // [0, end) (default positions) or those p.visible() allows. Sums in float over one row (Eigen's
+  // vectorised reductions), received mass gathered per chunk in float (`recv`) and added to the
+  // double totals once per chunk by the caller.
+  RowSums softmax_row(int h, int i, const float* s, int end, Eigen::ArrayXf& x, Eigen::ArrayXf& a,
+                      Eigen::ArrayXf& recv) const {
+    const float lse = var_.row_stat[size_t(h) * p_.n_q + size_t(i)];
+    const float lse_ref = ref_.row_stat[size_t(h) * p_.n_q + size_t(i)];
+    auto xs = x.head(end);
+    auto as = a.head(end);
+    xs = Eigen::Map<const Eigen::ArrayXf>(s, end) - lse;
+    if (!default_pos_ && p_.causal)
+      for (int j = 0; j < end; ++j)
+        if (!p_.visible(i, j)) xs[j] = -1e30f;  // exp gives 0, and 0 * x stays 0
+    as = xs.exp();
+    RowSums r;
+    r.sum_a = as.sum();
+    r.a_log_a = (as * xs).sum();
+    recv.head(end) += as;
+    // b / a = exp(lse_var - lse_ref) for every kept key: one factor per row.
+    const double ratio = std::exp(double(lse) - double(lse_ref));
+    r.kept_b = same_ ? r.sum_a : r.sum_a * ratio;
+    r.kl = same_ ? 0.0 : r.sum_a * (double(lse_ref) - double(lse));
+    return r;
+  }
+
+  // Kept keys only: variant and dense probabilities from one dot product per key.
+  RowSums sparse_row(int h, int i, std::vector<int32_t>& keys,
+                     std::vector<double>& received) const {
+    layout_row_keys(var_.layout, p_, h, i, keys);
+    const Eigen::Map<const Eigen::VectorXf> qi(p_.q_row(h, i), p_.d);
+    const float scale = p_.effective_scale();
+    const double stat = var_.row_stat[size_t(h) * p_.n_q + size_t(i)];
+    const double lse_ref = ref_.row_stat[size_t(h) * p_.n_q + size_t(i)];
+    RowSums r;
+    for (int32_t j : keys) {
+      const float raw = qi.dot(Eigen::Map<const Eigen::VectorXf>(p_.k_row(h, j), p_.d)) * scale;
+      float x = raw;
+      if (!v_.mods().empty())
+        x = apply_score_mods(v_.mods(), x, h, p_.n_heads, p_.qpos(i), p_.kpos(j));
+      const double a = normalised_prob(v_.normaliser(), x, stat, p_.n_k);
+      const double b = std::exp(double(raw) - lse_ref);
+      r.kept_b += b;
+      received[size_t(j)] += a;
+      if (a > 0) {
+        r.sum_a += a;
+        r.a_log_a += a * std::log(a);
+        if (b > 0) r.kl += a * std::log(a / b);
+      }
+    }
+    return r;
+  }
+
+  // Any normaliser or modifier on a dense layout: probabilities in double over visible keys.
+  RowSums general_row(int i, const double* a, const double* b, int kend,
+                      std::vector<double>& received) const {
+    RowSums r;
+    const int end = visible_end(i, kend);
+    for (int j = 0; j < end; ++j) {
+      if (!default_pos_ && !p_.visible(i, j)) continue;
+      r.kept_b += b[j];
+      received[size_t(j)] += a[j];
+      if (a[j] > 0) {
+        r.sum_a += a[j];
+        r.a_log_a += a[j] * std::log(a[j]);
+        if (b[j] > 0) r.kl += a[j] * std::log(a[j] / b[j]);
+      }
+    }
+    return r;
+  }
+
+  const Variant& v_;
+  const Problem& p_;
+  const Result& var_;
+  const Result& ref_;
+  Metrics& m_;
+  const Variant dense_{"dense", nullptr, {}, Normaliser{}};
+  bool default_pos_ = true, same_ = false, dense_softmax_ = false;
+};
+
+}  // namespace
+
+Metrics compare(const Variant& v, const Problem& p, const Result& var, const Result& ref,
+                double sink_threshold) {
+  check_shapes(p, var, ref);
+  // Selective rows depend on every earlier row: the row-by-row oracle handles them.
+  if (v.selective()) return compare_naive(v, p, var, ref, sink_threshold);
+  Metrics m;
+  m.rel_error = relative_error(var.o, ref.o);
+  m.density = var.stats.density;
+  m.stats = var.stats;
+  m.entropy.assign(size_t(p.n_heads) * p.n_q, 0.0f);
+  m.received.assign(size_t(p.n_heads) * p.n_k, 0.0f);
+  std::vector<double> recall(size_t(p.n_heads), 0), kl(size_t(p.n_heads), 0);
+  const FastCompare fc(v, p, var, ref, m);
+  parallel_for(p.n_heads, [&](int h) {
+    const auto [rc, k] = fc.head(h);
+    recall[size_t(h)] = rc;
+    kl[size_t(h)] = k;
+  });
+  finish(m, p, recall, kl, v.normaliser().normalised(), sink_threshold);
   return m;
 }
 

@@ -166,7 +166,8 @@ class MaxTile {
     g.c = s.data();
     g.ldc = int(s.cols());
     if (cpu::sgemm(g, 1)) return;
-    s.leftCols(b1 - b0).noalias() = q * ConstMap(p_.k_row(t_.head, b0), b1 - b0, p_.d).transpose();
+    s.topLeftCorner(q.rows(), b1 - b0).noalias() =
+        q * ConstMap(p_.k_row(t_.head, b0), b1 - b0, p_.d).transpose();
   }
 
   // One past the last key row i may see within the tile (causal, default positions), else k1.
@@ -180,6 +181,7 @@ class MaxTile {
     const float scale = p_.effective_scale();
     const int chunk = 64, kblock = 1024;
     std::vector<std::vector<float>> rows_best;
+    RowMatrix s(chunk, kblock);  // once per cell row: a fresh block per chunk faults its pages
     for (int a0 = r0; a0 < r1; a0 += chunk) {
       const int a1 = std::min(a0 + chunk, r1);
       const int kend = default_pos_ ? visible_end(a1 - 1) : t_.k1;
@@ -187,7 +189,6 @@ class MaxTile {
                        std::vector<float>(size_t(tile_.w), -std::numeric_limits<float>::infinity()));
       // Scaled once per chunk, so the GEMM's output is the score itself.
       const RowMatrix q = ConstMap(p_.q_row(t_.head, a0), a1 - a0, p_.d) * scale;
-      RowMatrix s(a1 - a0, kblock);
       for (int b0 = t_.k0; b0 < kend; b0 += kblock) {
         const int b1 = std::min(b0 + kblock, kend);
         scores(q, b0, b1, s);

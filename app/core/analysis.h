@@ -41,6 +41,9 @@ struct Options {
   // skipped (0 = always computed). The GUI sets a bound to stay live on long inputs.
   int per_head_max_tokens = 0;
   bool head_grid = true;  // add_metrics(): per-head comparisons and head-grid values at all
+  // open(): from this many tokens on, a preview of the selected head alone (0 = never): a live
+  // client draws its heatmaps first, then full_heads() runs the rest.
+  int preview_tokens = 0;
   bool end_to_end = true;                                 // analyze(): run add_end_to_end()
   std::string input_name = "the input text";  // names the text in messages ("--text-file a.txt")
   std::string extra_hooks;  // open(): also capture these hooks (names or globs) and keep them
@@ -86,6 +89,10 @@ struct Analysis {
 
   // Captured attention problems and residual statistics.
   std::shared_ptr<const std::vector<Problem>> problems;  // [L] all heads (shared by copies)
+  // A preview (Options::preview_tokens): `problems` hold the selected head alone, which is model
+  // head `head_offset`; every head waits in `all_heads` for full_heads().
+  std::shared_ptr<const std::vector<Problem>> all_heads;
+  int head_offset = 0;
   std::vector<ResidualStats> resid;             // [L] residual stream after each layer
   std::vector<int> massive_tokens;              // tokens holding a massive activation
 
@@ -98,11 +105,13 @@ struct Analysis {
   int n_heads() const { return n_layers() ? problem(0).n_heads : 0; }
   int n_tokens() const { return n_layers() ? problem(0).n_k : 0; }
   bool vision() const { return info && info->vision; }
+  bool preview() const { return all_heads != nullptr; }
   bool variants_ran() const;
   bool has_metrics() const { return !panels.empty() && !panels[0].layer.empty(); }
   bool has_head_metrics() const { return has_metrics() && !panels[0].heads.empty(); }
   bool has_end_to_end() const;
-  // The selected layer and head, clamped to the problem.
+  // The selected layer and head as indices into the problems, clamped (a preview's one head is
+  // index 0).
   int layer() const;
   int head() const;
   // Panel index of a spec (canonical or as written); -1 when absent.
@@ -125,7 +134,11 @@ std::shared_ptr<Analysis> add_end_to_end(const Analysis& a, const Options& o = {
 // Every stage in order.
 std::shared_ptr<Analysis> analyze(const Session& s, const std::string& session_path,
                                   const Options& o = {});
-// `a` with another selection (same heavy key): nothing is recomputed.
+// Every head of a preview: its dense reference on all heads (variants follow with
+// run_variants()). Throws Error(InvalidArgument) when `a` is no preview.
+std::shared_ptr<Analysis> full_heads(const Analysis& a, const Options& o = {});
+// `a` with another selection (same heavy key): nothing is recomputed. A preview serves only its
+// own head (Error(InvalidArgument) otherwise).
 std::shared_ptr<Analysis> reselect(const Analysis& a, const Session& s);
 
 // Loaded models, shared by every analysis in the process while anyone holds them.

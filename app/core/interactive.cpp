@@ -55,7 +55,7 @@ std::vector<float> rollout_cls(const Analysis& a) {
 
 render::PanelDesc panel_desc(const Analysis& a, int v) {
   const Panel& pn = a.panels[size_t(v)];
-  const int l = a.layer(), h = a.head();
+  const int l = a.layer(), h = a.head(), shown_head = h + a.head_offset;
   const Problem& p = a.problem(l);
   const Result& r = pn.result(l);
   render::PanelDesc pd;
@@ -74,7 +74,7 @@ render::PanelDesc panel_desc(const Analysis& a, int v) {
     pd.recall = lm.mass_recall;
     pd.kl = e && e->has_tokens ? e->mean_kl : std::nan("");
     if (pd.reference) {
-      pd.stats = "layer " + std::to_string(l) + " head " + std::to_string(h) + " \u00b7 " +
+      pd.stats = "layer " + std::to_string(l) + " head " + std::to_string(shown_head) + " \u00b7 " +
                  fmt("%.2f ms", pd.ms) + " \u00b7 " + std::to_string(lm.sinks.size()) + " sinks";
     } else {
       const Metrics& mh = pn.heads.empty() ? lm : pn.heads[size_t(l)][size_t(h)];
@@ -199,14 +199,17 @@ render::Document document(const Analysis& a, const std::vector<TradeoffPoint>& s
   d.generation = a.generation;
   const int l = a.layer(), h = a.head(), N = a.n_tokens();
   d.title = a.model_summary + " \u00b7 " + std::to_string(N) + " tokens" +
-            (a.notice.empty() ? "" : " (truncated)");
+            (a.notice.empty() ? "" : " (truncated)") +
+            (a.preview() ? " \u00b7 head " + std::to_string(a.head_offset) +
+                               " first, the other heads are running"
+                         : "");
   if (!a.variants_ran()) return d;
   render::HeatmapDoc& hd = d.heat;
   const Problem& p = a.problem(l);
   hd.n_q = p.n_q;
   hd.n_k = p.n_k;
   hd.layer = l;
-  hd.head = h;
+  hd.head = h + a.head_offset;
   hd.k_labels = a.labels;
   hd.q_labels.assign(a.labels.end() - p.n_q, a.labels.end());
   if (a.has_metrics()) hd.sinks = a.panels[0].layer[size_t(l)].sinks;

@@ -74,14 +74,28 @@ void AnalysisWorker::request_tiles(const TileJob& t) {
 }
 
 int AnalysisWorker::background_count() const {
-  return int(sweep_todo_.size()) + (metrics_todo_ ? 1 : 0) + (e2e_todo_ ? 1 : 0);
+  return int(sweep_todo_.size()) + (full_todo_ ? 1 : 0) + (metrics_todo_ ? 1 : 0) +
+         (e2e_todo_ ? 1 : 0);
 }
 
 void AnalysisWorker::background_step() {
   core::Options o;
   o.cancel = &cancel_analysis_;
   o.per_head_max_tokens = kPerHeadMaxTokens;
-  if (metrics_todo_) {
+  if (full_todo_) {
+    if (handlers_.progress) handlers_.progress("the other heads...");
+    full_todo_ = false;
+    try {
+      auto a = core::run_variants(*core::full_heads(*current_, o), o);
+      a->generation = ++generation_;  // other problems: the tiles are asked for again
+      current_ = a;
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::Cancelled) full_todo_ = true;
+      throw;
+    }
+    sweep_todo_ = core::auto_sweep_specs(*current_, current_->n_tokens() > 2048 ? 4 : 7);
+    if (handlers_.analysis) handlers_.analysis(current_, -1);
+  } else if (metrics_todo_) {
     if (handlers_.progress) handlers_.progress("comparing with the dense reference...");
     metrics_todo_ = false;  // a failure is reported once, not retried forever
     try {
@@ -157,7 +171,8 @@ void AnalysisWorker::loop() {
       if (ar) {
         const core::Session& s = ar->first;
         if (current_ && core::heavy_key(current_->session) == core::heavy_key(s) &&
-            current_->variants_ran()) {
+            current_->variants_ran() &&
+            (!current_->preview() || s.head == current_->head_offset)) {
           auto a = core::reselect(*current_, s);  // a new selection: nothing to recompute
           a->session_path = ar->second;
           a->generation = ++generation_;  // tiles of another head are other tiles
@@ -168,16 +183,21 @@ void AnalysisWorker::loop() {
           o.cancel = &cancel_analysis_;
           o.verify_hashes = false;  // the GUI warns about hashes when it opens a session
           o.progress = handlers_.progress;
+          o.preview_tokens = kPreviewTokens;
           auto a = core::open(s, ar->second, o);
           a = core::run_variants(*a, o);
           a->generation = ++generation_;
           current_ = a;
           trace("open + variants", t0);
           if (handlers_.analysis) handlers_.analysis(current_, since(t0));
+          full_todo_ = current_->preview();
           metrics_todo_ = true;
           e2e_todo_ = current_->model != nullptr && current_->panels.size() > 1;
-          // Long problems get fewer sweep points: each costs ~N^2 d per layer.
-          sweep_todo_ = core::auto_sweep_specs(*current_, current_->n_tokens() > 2048 ? 4 : 7);
+          // Long problems get fewer sweep points: each costs ~N^2 d per layer. A preview's
+          // sweep waits for every head.
+          sweep_todo_ = current_->preview() ? std::vector<std::string>{}
+                                            : core::auto_sweep_specs(
+                                                  *current_, current_->n_tokens() > 2048 ? 4 : 7);
           sweep_done_.clear();
         }
         posted_at_ = Clock::now();

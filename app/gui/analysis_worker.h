@@ -30,6 +30,8 @@ class AnalysisWorker {
  public:
   // Per-head comparisons above this many tokens are left out, to stay live on long inputs.
   static constexpr int kPerHeadMaxTokens = 1024;
+  // From this many tokens on the selected head is shown first, the other heads follow.
+  static constexpr int kPreviewTokens = 8192;
 
   struct Handlers {
     // A new or refined analysis; `seconds` is the time to the first heatmaps for a new
@@ -56,7 +58,8 @@ class AnalysisWorker {
 
  private:
   void loop();
-  // Runs one background step of current_ (comparisons, end to end, one sweep point).
+  // Runs one background step of current_ (the other heads of a preview, comparisons, end to
+  // end, one sweep point).
   void background_step();
   int background_count() const;
 
@@ -71,7 +74,7 @@ class AnalysisWorker {
   std::atomic<int> background_left_{0};
   // Worker thread only.
   std::shared_ptr<const core::Analysis> current_;
-  bool metrics_todo_ = false, e2e_todo_ = false;
+  bool full_todo_ = false, metrics_todo_ = false, e2e_todo_ = false;
   std::vector<std::string> sweep_todo_;
   std::vector<core::TradeoffPoint> sweep_done_;
   uint64_t generation_ = 0;

@@ -115,3 +115,54 @@ TEST(Metrics, ShapeMismatchIsAnError) {
 }
 
 }  // namespace
+
+// compare() takes shortcuts (kept keys only, one GEMM for dense softmax, closed forms for the
+// dense-vs-dense ratios); the row-by-row oracle checks it on every layout kind, modifiers,
+// normalisers, GQA, bidirectional and fewer queries than keys, odd sizes and N >= 4096.
+void expect_same_metrics(const std::string& spec, const Problem& p, const std::string& backend) {
+  auto b = make_backend(backend);
+  const Variant dense = make_variant("dense"), v = make_variant(spec);
+  const Result ref = run(dense, p, *b);
+  const Result var = run(v, p, *b);
+  for (const bool self : {false, true}) {
+    if (self && spec != "dense") continue;
+    const Result& r = self ? ref : var;
+    const Metrics fast = compare(v, p, r, ref), slow = compare_naive(v, p, r, ref);
+    SCOPED_TRACE(spec + (self ? " (self)" : "") + " n=" + std::to_string(p.n_k));
+    EXPECT_NEAR(fast.rel_error, slow.rel_error, 1e-12);
+    EXPECT_NEAR(fast.mass_recall, slow.mass_recall, 2e-6);
+    if (std::isnan(slow.row_kl))
+      EXPECT_TRUE(std::isnan(fast.row_kl));
+    else
+      EXPECT_NEAR(fast.row_kl, slow.row_kl, 2e-6 * std::max(1.0, slow.row_kl));
+    ASSERT_EQ(fast.entropy.size(), slow.entropy.size());
+    for (size_t i = 0; i < slow.entropy.size(); ++i)
+      ASSERT_NEAR(fast.entropy[i], slow.entropy[i], 2e-5 * std::max(1.0f, slow.entropy[i]))
+          << "row " << i;
+    ASSERT_EQ(fast.received.size(), slow.received.size());
+    for (size_t j = 0; j < slow.received.size(); ++j)
+      ASSERT_NEAR(fast.received[j], slow.received[j], 2e-6 + 2e-5 * slow.received[j]) << "key " << j;
+    EXPECT_EQ(fast.sinks, slow.sinks);
+  }
+}
+
+TEST(Metrics, FastCompareMatchesTheOracle) {
+  const Problem p = random_problem(3, 1, 157, 157, 24, true, 21, 1.7f);
+  for (const char* spec :
+       {"dense", "window(size=17)", "block_topk(block=16,k=2)", "topk(k=9)", "top_p(block=16,p=0.8)",
+        "dense+sigmoid", "dense+softcap(cap=2)", "window(size=9)+alibi+entmax15",
+        "sinks_window(sinks=2,window=20)+relu2", "dense+temperature(t=0.7)", "selective"})
+    expect_same_metrics(spec, p, "cpu");
+  const Problem bidir = random_problem(4, 2, 93, 93, 16, false, 22, 1.5f);
+  for (const char* spec : {"dense", "block_topk(block=8,k=3)", "dense+softplus"})
+    expect_same_metrics(spec, bidir, "reference");
+  const Problem fewer = random_problem(2, 2, 40, 131, 16, true, 23, 1.5f);
+  for (const char* spec : {"dense", "window(size=30)", "dense+sigmoid"})
+    expect_same_metrics(spec, fewer, "cpu");
+}
+
+TEST(Metrics, FastCompareMatchesTheOracleOnALongProblem) {
+  const Problem p = random_problem(1, 1, 4133, 4133, 32, true, 24, 1.6f);
+  for (const char* spec : {"dense", "block_topk(block=64,k=4)", "sinks_window(sinks=4,window=256)"})
+    expect_same_metrics(spec, p, "cpu");
+}
