@@ -31,9 +31,10 @@ test-asan:
 # Benchmarks are measured side by side in one run; tuned for this CPU (`native` preset).
 bench: deps
 	cmake --preset native
-	cmake --build --preset native -j$(JOBS) --target attn_bench
+	cmake --build --preset native -j$(JOBS) --target attn_bench attn_gui_bench
 	/usr/bin/python3 tests/bench/run_bench.py --build build/native --out build/bench
 	/usr/bin/python3 tests/bench/forward_vs_torch.py --build build/native
+	bash tests/bench/gui_bench.sh build/native build/bench
 
 format:
 	clang-format -i $$(git ls-files '*.h' '*.cpp')

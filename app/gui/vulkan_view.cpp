@@ -111,7 +111,9 @@ class ViewRenderer : public QVulkanWindowRenderer {
     w.cpu_ms_.push_back(w.clock_.nsecsElapsed() / 1e6 - now);
     if (w.cpu_ms_.back() > 30 && qEnvironmentVariableIsSet("ATTNSCOPE_GUI_TRACE"))
       std::fprintf(stderr, "[trace] frame build+record %.1f ms\n", w.cpu_ms_.back());
+    const double before_present = w.clock_.nsecsElapsed() / 1e6;
     w.frameReady();
+    w.present_ms_.push_back(w.clock_.nsecsElapsed() / 1e6 - before_present);
     ++w.frames_;
     if (w.on_frame) w.on_frame();
     if (w.continuous_ || w.canvas_->wants_redraw() || !w.buttons_.empty()) w.requestUpdate();

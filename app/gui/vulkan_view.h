@@ -36,9 +36,12 @@ class VulkanView : public QVulkanWindow {
   const std::vector<double>& frame_intervals() const { return intervals_; }
   // CPU time spent building and recording each frame, ms.
   const std::vector<double>& frame_cpu_times() const { return cpu_ms_; }
+  // Time spent handing each frame to Qt (submission and presentation), ms.
+  const std::vector<double>& frame_present_times() const { return present_ms_; }
   void clear_frame_times() {
     intervals_.clear();
     cpu_ms_.clear();
+    present_ms_.clear();
   }
   int frames_drawn() const { return frames_; }
   // The compute context that shares this view's device (null before the first expose).
@@ -73,7 +76,7 @@ class VulkanView : public QVulkanWindow {
   int frames_ = 0;
   QElapsedTimer clock_;
   double last_start_ms_ = -1;
-  std::vector<double> intervals_, cpu_ms_;
+  std::vector<double> intervals_, cpu_ms_, present_ms_;
 };
 
 }  // namespace attn::gui

@@ -9,10 +9,8 @@
 #include <QApplication>
 #include <QDockWidget>
 #include <QElapsedTimer>
-#include <QMouseEvent>
 #include <QVersionNumber>
 #include <QVulkanInstance>
-#include <QWheelEvent>
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -29,98 +27,14 @@
 namespace {
 
 using attn::gui::MainWindow;
+using attn::gui::test::peak_rss_mib;
+using attn::gui::test::spread;
+using attn::gui::test::Spread;
 using attn::gui::test::wait_settled;
 using attn::gui::test::wait_until;
 
-// Peak resident memory of this process, MiB (VmHWM).
-double peak_rss_mib() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  return -1;
-}
-
-struct Stats {
-  double median = 0, p90 = 0, max = 0;
-  size_t n = 0;
-};
-
-Stats stats_of(std::vector<double> v) {
-  Stats s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  s.n = v.size();
-  s.median = v[v.size() / 2];
-  s.p90 = v[std::min(v.size() - 1, v.size() * 9 / 10)];
-  s.max = v.back();
-  return s;
-}
-
-nlohmann::json to_json(const Stats& s) {
+nlohmann::json to_json(const attn::gui::test::Spread& s) {
   return {{"median_ms", s.median}, {"p90_ms", s.p90}, {"max_ms", s.max}, {"frames", s.n}};
-}
-
-// One scripted input event per frame: zoom in over a panel, drag it around, zoom back out.
-class Script {
- public:
-  Script(attn::gui::VulkanView* v, QPointF centre) : v_(v), c_(centre) {}
-  void step(int i) {
-    const int phase = i % 100;
-    if (phase < 25) {
-      wheel(120);
-    } else if (phase == 25) {
-      press(c_);
-      at_ = c_;
-    } else if (phase < 70) {
-      const double a = (phase - 26) * 0.25;
-      at_ = c_ + QPointF(60 * std::cos(a), 40 * std::sin(a));
-      move(at_, Qt::LeftButton);
-    } else if (phase == 70) {
-      release(at_);
-    } else {
-      wheel(-120);
-    }
-  }
-
- private:
-  void wheel(int delta) {
-    QWheelEvent e(c_, v_->mapToGlobal(c_), QPoint(), QPoint(0, delta), Qt::NoButton,
-                  Qt::NoModifier, Qt::NoScrollPhase, false);
-    QCoreApplication::sendEvent(v_, &e);
-  }
-  void press(QPointF p) {
-    QMouseEvent e(QEvent::MouseButtonPress, p, v_->mapToGlobal(p), Qt::LeftButton, Qt::LeftButton,
-                  Qt::NoModifier);
-    QCoreApplication::sendEvent(v_, &e);
-  }
-  void move(QPointF p, Qt::MouseButtons b) {
-    QMouseEvent e(QEvent::MouseMove, p, v_->mapToGlobal(p), Qt::NoButton, b, Qt::NoModifier);
-    QCoreApplication::sendEvent(v_, &e);
-  }
-  void release(QPointF p) {
-    QMouseEvent e(QEvent::MouseButtonRelease, p, v_->mapToGlobal(p), Qt::LeftButton,
-                  Qt::NoButton, Qt::NoModifier);
-    QCoreApplication::sendEvent(v_, &e);
-  }
-  attn::gui::VulkanView* v_;
-  QPointF c_, at_;
-};
-
-// Frame intervals over `frames` frames, one scripted event before each.
-std::vector<double> scripted_frames(MainWindow& w, int frames) {
-  const auto rects = w.view()->canvas()->panel_rects();
-  const QPointF centre((rects[0][0] + rects[0][2]) / 2, (rects[0][1] + rects[0][3]) / 2);
-  Script script(w.view(), centre);
-  w.view()->clear_frame_times();
-  w.view()->set_continuous(true);
-  for (int i = 0; i < frames; ++i) {
-    script.step(i);
-    const int target = w.view()->frames_drawn() + 1;
-    wait_until([&] { return w.view()->frames_drawn() >= target; }, 10000);
-  }
-  w.view()->set_continuous(false);
-  return w.view()->frame_intervals();
 }
 
 }  // namespace
@@ -128,6 +42,7 @@ std::vector<double> scripted_frames(MainWindow& w, int frames) {
 int main(int argc, char** argv) {
   int tokens = 32768, frames = 200;
   std::string backend = "cpu", out;
+  bool docks = true;  // the app's own layout, as `make run` opens it
   std::vector<std::string> variants = {"window(size=256)", "block_topk(block=64,k=8)"};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -136,6 +51,7 @@ int main(int argc, char** argv) {
     else if (a == "--frames") frames = std::stoi(next());
     else if (a == "--backend") backend = next();
     else if (a == "--json") out = next();
+    else if (a == "--no-docks") docks = false;
     else if (a == "--variants") {
       variants.clear();
       std::string s = next();
@@ -146,7 +62,7 @@ int main(int argc, char** argv) {
       }
     } else {
       std::fprintf(stderr, "usage: attn_gui_bench [--tokens N] [--frames F] [--backend B] "
-                           "[--variants 'a;b'] [--json OUT]\n");
+                           "[--variants 'a;b'] [--no-docks] [--json OUT]\n");
       return 2;
     }
   }
@@ -174,7 +90,8 @@ int main(int argc, char** argv) {
     w.model_dock()->set_backend(QString::fromStdString(backend));
     w.submit_now();
   }
-  for (QDockWidget* d : w.findChildren<QDockWidget*>()) d->hide();
+  if (!docks)  // the view gets the whole window
+    for (QDockWidget* d : w.findChildren<QDockWidget*>()) d->hide();
   w.view()->setVulkanInstance(&inst);
   w.show();
   // First heatmaps: the first frame drawn after the first tiles arrived.
@@ -200,12 +117,17 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "[bench] first heatmaps after %.2f s (forward %.2f s, variants %.2f s)\n",
                first_heatmaps, a->forward_seconds, a->variants_seconds);
   // Panning and zooming at once, while the core finishes its background stages.
-  const Stats busy = stats_of(scripted_frames(w, frames));
+  const Spread busy = spread(attn::gui::test::scripted_pan_zoom(w, frames));
   std::fprintf(stderr, "[bench] panning while the core works: median %.1f ms, p90 %.1f, max %.1f\n",
                busy.median, busy.p90, busy.max);
   wait_until([&] { return w.worker_idle(); }, 600000);
   wait_settled(w, 120000, 2);
-  const Stats idle = stats_of(scripted_frames(w, frames));
+  const Spread idle = spread(attn::gui::test::scripted_pan_zoom(w, frames));
+  const Spread idle_cpu = spread(w.view()->frame_cpu_times());
+  const Spread idle_present = spread(w.view()->frame_present_times());
+  std::fprintf(stderr, "[bench] of which building and recording: median %.1f ms; submit and "
+                       "present: median %.1f ms\n",
+               idle_cpu.median, idle_present.median);
   std::fprintf(stderr, "[bench] panning, core idle: median %.1f ms, p90 %.1f, max %.1f\n",
                idle.median, idle.p90, idle.max);
   // Floor: the same window drawing an empty view.
@@ -215,7 +137,7 @@ int main(int argc, char** argv) {
   w.view()->set_continuous(true);
   wait_until([&] { return w.view()->frame_intervals().size() >= 100; }, 60000);
   w.view()->set_continuous(false);
-  const Stats empty = stats_of(w.view()->frame_intervals());
+  const Spread empty = spread(w.view()->frame_intervals());
   std::fprintf(stderr, "[bench] empty view: median %.1f ms\n", empty.median);
   const QSize sz = w.view()->swapChainImageSize();
   nlohmann::json j = {
@@ -230,6 +152,8 @@ int main(int argc, char** argv) {
       {"frames_busy", to_json(busy)},
       {"frames_idle", to_json(idle)},
       {"frames_empty", to_json(empty)},
+      {"frame_build_ms", idle_cpu.median},
+      {"frame_present_ms", idle_present.median},
       {"peak_rss_mib", peak_rss_mib()},
       {"rss_at_start_mib", rss_start},
       {"nxn_f32_mib", double(tokens) * tokens * 4 / 1048576.0},

@@ -3,8 +3,14 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QElapsedTimer>
+#include <QMouseEvent>
 #include <QThread>
+#include <QWheelEvent>
+#include <algorithm>
+#include <cmath>
+#include <fstream>
 #include <set>
+#include <string>
 
 #include "app/gui/main_window.h"
 #include "app/gui/vulkan_view.h"
@@ -20,6 +26,83 @@ bool wait_until(const std::function<bool()>& done, int timeout_ms) {
     QThread::msleep(2);
   }
   return true;
+}
+
+namespace {
+
+class Script {
+ public:
+  Script(VulkanView* v, QPointF centre) : v_(v), c_(centre) {}
+  void step(int i) {
+    const int phase = i % 100;
+    if (phase < 25) {
+      wheel(120);
+    } else if (phase == 25) {
+      mouse(QEvent::MouseButtonPress, c_, Qt::LeftButton, Qt::LeftButton);
+      at_ = c_;
+    } else if (phase < 70) {
+      const double a = (phase - 26) * 0.25;
+      at_ = c_ + QPointF(60 * std::cos(a), 40 * std::sin(a));
+      mouse(QEvent::MouseMove, at_, Qt::NoButton, Qt::LeftButton);
+    } else if (phase == 70) {
+      mouse(QEvent::MouseButtonRelease, at_, Qt::LeftButton, Qt::NoButton);
+    } else {
+      wheel(-120);
+    }
+  }
+
+ private:
+  void wheel(int delta) {
+    QWheelEvent e(c_, v_->mapToGlobal(c_), QPoint(), QPoint(0, delta), Qt::NoButton,
+                  Qt::NoModifier, Qt::NoScrollPhase, false);
+    QCoreApplication::sendEvent(v_, &e);
+  }
+  void mouse(QEvent::Type t, QPointF p, Qt::MouseButton b, Qt::MouseButtons held) {
+    QMouseEvent e(t, p, v_->mapToGlobal(p), b, held, Qt::NoModifier);
+    QCoreApplication::sendEvent(v_, &e);
+  }
+  VulkanView* v_;
+  QPointF c_, at_;
+};
+
+}  // namespace
+
+std::vector<double> scripted_pan_zoom(MainWindow& w, int frames) {
+  const auto rects = w.view()->canvas()->panel_rects();
+  if (rects.empty()) return {};
+  const QPointF centre((rects[0][0] + rects[0][2]) / 2, (rects[0][1] + rects[0][3]) / 2);
+  Script script(w.view(), centre);
+  w.view()->clear_frame_times();
+  w.view()->set_continuous(true);
+  QElapsedTimer guard;
+  guard.start();
+  for (int i = 0; i < frames && guard.elapsed() < 120000; ++i) {
+    script.step(i);
+    const int target = w.view()->frames_drawn() + 1;
+    while (w.view()->frames_drawn() < target && guard.elapsed() < 120000)
+      QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents);
+  }
+  w.view()->set_continuous(false);
+  return w.view()->frame_intervals();
+}
+
+double peak_rss_mib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return -1;
+}
+
+Spread spread(std::vector<double> v) {
+  Spread s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.n = v.size();
+  s.median = v[v.size() / 2];
+  s.p90 = v[std::min(v.size() - 1, v.size() * 9 / 10)];
+  s.max = v.back();
+  return s;
 }
 
 bool wait_settled(MainWindow& w, int timeout_ms, int frames) {

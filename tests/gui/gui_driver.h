@@ -5,6 +5,7 @@
 #include <QString>
 #include <array>
 #include <functional>
+#include <vector>
 
 namespace attn::gui {
 class MainWindow;
@@ -20,6 +21,19 @@ bool wait_settled(MainWindow& w, int timeout_ms, int frames = 3);
 int distinct_colors(const QImage& img, const std::array<float, 4>& r);
 // Fraction of pixels inside `r` that differ between two images of the same size.
 double changed_fraction(const QImage& a, const QImage& b, const std::array<float, 4>& r);
+// Frame intervals (ms) over `frames` frames while scripted input pans and zooms the first
+// heatmap panel: one event before each frame (wheel in, a circular drag, wheel out), the frames
+// paced by the app's own event loop.
+std::vector<double> scripted_pan_zoom(MainWindow& w, int frames);
+// Peak resident memory of this process, MiB (VmHWM), or -1.
+double peak_rss_mib();
+// Median, 90th percentile and maximum of a sample.
+struct Spread {
+  double median = 0, p90 = 0, max = 0;
+  size_t n = 0;
+};
+Spread spread(std::vector<double> v);
+
 // Where screenshots go: $ATTNSCOPE_SCREENSHOT_DIR, else the working directory.
 QString screenshot_path(const QString& name);
 
