@@ -67,7 +67,7 @@ const std::string* BpeModel::id_to_token(int32_t id) const {
 }
 
 void BpeModel::tokenize(std::string_view piece, bool byte_level,
-                        std::vector<ModelToken>& out) const {
+                        std::vector<VocabToken>& out) const {
   if (piece.empty()) return;
   if (options_.ignore_merges) {
     auto it = vocab_.find(byte_level ? byte_level::encode(piece) : std::string(piece));

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "models/tokenizers/model.h"
+#include "models/tokenizers/vocab_model.h"
 
 namespace attn {
 
@@ -21,7 +21,7 @@ struct BpeOptions {
   std::string end_of_word_suffix;         // suffix of the last symbol (rare)
 };
 
-class BpeModel : public Model {
+class BpeModel : public VocabModel {
  public:
   // `vocab` maps token strings to ids; `merges` are pairs of token strings, best first. Throws
   // Error(Format) naming the merge when one of its parts or its result is not in the vocabulary.
@@ -29,7 +29,7 @@ class BpeModel : public Model {
            const std::vector<std::pair<std::string, std::string>>& merges, BpeOptions options);
 
   void tokenize(std::string_view piece, bool byte_level,
-                std::vector<ModelToken>& out) const override;
+                std::vector<VocabToken>& out) const override;
   std::optional<int32_t> token_to_id(std::string_view token) const override;
   const std::string* id_to_token(int32_t id) const override;
   size_t size() const override { return id_to_token_.size(); }

@@ -5,7 +5,7 @@
 
 #include "compute/error.h"
 #include "models/tokenizers/byte_level.h"
-#include "models/tokenizers/pattern.h"
+#include "models/tokenizers/split_pattern.h"
 #include "models/tokenizers/utf8.h"
 
 namespace attn {
@@ -87,7 +87,7 @@ class MetaspaceDecoder : public Decoder {
 
 class ReplaceDecoder : public Decoder {
  public:
-  ReplaceDecoder(Pattern pattern, std::string content)
+  ReplaceDecoder(SplitPattern pattern, std::string content)
       : pattern_(std::move(pattern)), content_(std::move(content)) {}
   void decode_chain(std::vector<std::string>& pieces) const override {
     for (std::string& p : pieces) {
@@ -104,7 +104,7 @@ class ReplaceDecoder : public Decoder {
   }
 
  private:
-  Pattern pattern_;
+  SplitPattern pattern_;
   std::string content_;
 };
 
@@ -224,7 +224,7 @@ std::unique_ptr<Decoder> decoder_from_json(const json& j) {
   }
   if (type == "Replace") {
     return std::make_unique<ReplaceDecoder>(
-        Pattern::from_json(j.value("pattern", json()), "decoder Replace"),
+        SplitPattern::from_json(j.value("pattern", json()), "decoder Replace"),
         j.value("content", std::string()));
   }
   if (type == "ByteFallback") return std::make_unique<ByteFallbackDecoder>();

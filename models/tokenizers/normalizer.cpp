@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "compute/error.h"
-#include "models/tokenizers/pattern.h"
+#include "models/tokenizers/split_pattern.h"
 #include "models/tokenizers/unicode.h"
 #include "models/tokenizers/utf8.h"
 
@@ -102,14 +102,14 @@ class PrependNormalizer : public Normalizer {
 // Replace with a literal or a regex pattern.
 class ReplaceNormalizer : public Normalizer {
  public:
-  ReplaceNormalizer(Pattern pattern, std::string content)
+  ReplaceNormalizer(SplitPattern pattern, std::string content)
       : pattern_(std::move(pattern)), content_(std::move(content)) {}
   void normalize(NormalizedText& t) const override {
     t.replace_ranges(pattern_.find_all(t.text()), content_);
   }
 
  private:
-  Pattern pattern_;
+  SplitPattern pattern_;
   std::string content_;
 };
 
@@ -172,7 +172,7 @@ std::unique_ptr<Normalizer> normalizer_from_json(const json& j) {
   }
   if (type == "Replace") {
     return std::make_unique<ReplaceNormalizer>(
-        Pattern::from_json(j.value("pattern", json()), "normalizer Replace"),
+        SplitPattern::from_json(j.value("pattern", json()), "normalizer Replace"),
         j.value("content", std::string()));
   }
   if (type == "Strip") {

@@ -28,7 +28,7 @@ std::vector<Token> PipelineTokenizer::encode_valid(std::string_view text,
                                                    const EncodeOptions& options) const {
   std::vector<Token> tokens;
   std::vector<NormalizedText> pieces;
-  std::vector<ModelToken> model_tokens;
+  std::vector<VocabToken> model_tokens;
   const bool byte_level = p_.pre_tokenizer && p_.pre_tokenizer->byte_level();
   for (const auto& seg : p_.added.split(text, options.parse_special)) {
     if (seg.id >= 0) {
@@ -44,7 +44,7 @@ std::vector<Token> PipelineTokenizer::encode_valid(std::string_view text,
     for (const NormalizedText& piece : pieces) {
       model_tokens.clear();
       p_.model->tokenize(piece.text(), byte_level, model_tokens);
-      for (const ModelToken& mt : model_tokens) {
+      for (const VocabToken& mt : model_tokens) {
         const auto [b, e] = piece.input_span(mt.begin, mt.end);
         const std::string* s = p_.model->id_to_token(mt.id);
         tokens.push_back({mt.id, s ? *s : std::string(), b, e, false});

@@ -3,7 +3,7 @@
 #include <functional>
 
 #include "compute/error.h"
-#include "models/tokenizers/pattern.h"
+#include "models/tokenizers/split_pattern.h"
 #include "models/tokenizers/unicode.h"
 #include "models/tokenizers/utf8.h"
 
@@ -116,7 +116,7 @@ void for_each_piece(std::vector<NormalizedText>& pieces, F split_one) {
 
 class SplitPreTokenizer : public PreTokenizer {
  public:
-  SplitPreTokenizer(Pattern pattern, SplitBehavior behavior, bool invert)
+  SplitPreTokenizer(SplitPattern pattern, SplitBehavior behavior, bool invert)
       : pattern_(std::move(pattern)), behavior_(behavior), invert_(invert) {}
   void split(std::vector<NormalizedText>& pieces, bool) const override {
     for_each_piece(pieces, [&](NormalizedText& p, std::vector<NormalizedText>& out) {
@@ -125,7 +125,7 @@ class SplitPreTokenizer : public PreTokenizer {
   }
 
  private:
-  Pattern pattern_;
+  SplitPattern pattern_;
   SplitBehavior behavior_;
   bool invert_;
 };
@@ -208,7 +208,7 @@ class MetaspacePreTokenizer : public PreTokenizer {
       const bool add = prepend_ == Prepend::Always || (prepend_ == Prepend::First && at_text_start);
       if (add && !p.text().starts_with(replacement_)) p.prepend(replacement_);
       if (split_) {
-        split_by_matches(p, Pattern::literal(replacement_).find_all(p.text()),
+        split_by_matches(p, SplitPattern::literal(replacement_).find_all(p.text()),
                          SplitBehavior::MergedWithNext, false, out);
       } else {
         out.push_back(std::move(p));
@@ -279,7 +279,7 @@ std::unique_ptr<PreTokenizer> pre_tokenizer_from_json(const json& j) {
   }
   if (type == "Split") {
     return std::make_unique<SplitPreTokenizer>(
-        Pattern::from_json(j.value("pattern", json()), "pre_tokenizer Split"),
+        SplitPattern::from_json(j.value("pattern", json()), "pre_tokenizer Split"),
         behavior_from(j, SplitBehavior::Isolated), get_bool(j, "invert", false));
   }
   if (type == "Sequence") {

@@ -73,7 +73,7 @@ auto with_source(const std::string& source, F f) -> decltype(f()) {
   }
 }
 
-std::unique_ptr<Model> model_from_json(const json& model, const std::string& source,
+std::unique_ptr<VocabModel> model_from_json(const json& model, const std::string& source,
                                        std::string* kind) {
   if (!model.is_object()) throw Error(ErrorCode::Format, source + ": missing object 'model'");
   std::string type = model.value("type", std::string());
@@ -92,7 +92,7 @@ std::unique_ptr<Model> model_from_json(const json& model, const std::string& sou
     *kind = "bpe";
     auto vocab = read_vocab(model, source);
     const auto merges = read_merges(model, source);
-    return with_source(source, [&]() -> std::unique_ptr<Model> {
+    return with_source(source, [&]() -> std::unique_ptr<VocabModel> {
       return std::make_unique<BpeModel>(std::move(vocab), merges, o);
     });
   }
@@ -103,7 +103,7 @@ std::unique_ptr<Model> model_from_json(const json& model, const std::string& sou
     o.max_input_chars_per_word = model.value("max_input_chars_per_word", size_t(100));
     *kind = "wordpiece";
     auto vocab = read_vocab(model, source);
-    return with_source(source, [&]() -> std::unique_ptr<Model> {
+    return with_source(source, [&]() -> std::unique_ptr<VocabModel> {
       return std::make_unique<WordPieceModel>(std::move(vocab), o);
     });
   }
@@ -179,7 +179,7 @@ std::unique_ptr<PipelineTokenizer> tokenizer_from_json(const json& j, const std:
     a.normalized = t.value("normalized", !a.special);
     parts.added.add(a);
   }
-  const Model& model = *parts.model;
+  const VocabModel& model = *parts.model;
   const AddedVocabulary& added = parts.added;
   read_special_tokens(
       config,

@@ -35,7 +35,7 @@ const std::string* WordPieceModel::id_to_token(int32_t id) const {
   return &id_to_token_[size_t(id)];
 }
 
-void WordPieceModel::tokenize(std::string_view word, bool, std::vector<ModelToken>& out) const {
+void WordPieceModel::tokenize(std::string_view word, bool, std::vector<VocabToken>& out) const {
   if (word.empty()) return;
   // Character boundaries, so candidate ends never cut a character.
   std::vector<size_t> bounds;

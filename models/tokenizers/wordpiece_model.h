@@ -5,7 +5,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "models/tokenizers/model.h"
+#include "models/tokenizers/vocab_model.h"
 
 namespace attn {
 
@@ -15,13 +15,13 @@ struct WordPieceOptions {
   size_t max_input_chars_per_word = 100;
 };
 
-class WordPieceModel : public Model {
+class WordPieceModel : public VocabModel {
  public:
   // Throws Error(Format) when the unknown token is not in `vocab`.
   WordPieceModel(std::unordered_map<std::string, int32_t> vocab, WordPieceOptions options);
 
   void tokenize(std::string_view piece, bool byte_level,
-                std::vector<ModelToken>& out) const override;
+                std::vector<VocabToken>& out) const override;
   std::optional<int32_t> token_to_id(std::string_view token) const override;
   const std::string* id_to_token(int32_t id) const override;
   size_t size() const override { return id_to_token_.size(); }

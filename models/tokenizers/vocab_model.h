@@ -9,18 +9,18 @@
 
 namespace attn {
 
-struct ModelToken {
+struct VocabToken {
   int32_t id;
   size_t begin, end;  // bytes of the piece this token covers
 };
 
-class Model {
+class VocabModel {
  public:
-  virtual ~Model() = default;
+  virtual ~VocabModel() = default;
   // Appends the tokens of `piece`. With `byte_level` the piece's bytes are looked up through
   // GPT-2's byte alphabet.
   virtual void tokenize(std::string_view piece, bool byte_level,
-                        std::vector<ModelToken>& out) const = 0;
+                        std::vector<VocabToken>& out) const = 0;
   virtual std::optional<int32_t> token_to_id(std::string_view token) const = 0;
   // Vocabulary string of `id`, or nullptr when the model has no such id.
   virtual const std::string* id_to_token(int32_t id) const = 0;

@@ -1,10 +1,10 @@
-#include "models/tokenizers/pattern.h"
+#include "models/tokenizers/split_pattern.h"
 
 #include "compute/error.h"
 
 namespace attn {
 
-Pattern Pattern::from_json(const nlohmann::json& j, const std::string& where) {
+SplitPattern SplitPattern::from_json(const nlohmann::json& j, const std::string& where) {
   if (j.is_object() && j.contains("String") && j["String"].is_string()) {
     return literal(j["String"].get<std::string>());
   }
@@ -14,19 +14,19 @@ Pattern Pattern::from_json(const nlohmann::json& j, const std::string& where) {
   throw Error(ErrorCode::Format, where + ": pattern must be {\"String\": ...} or {\"Regex\": ...}");
 }
 
-Pattern Pattern::literal(std::string s) {
-  Pattern p;
+SplitPattern SplitPattern::literal(std::string s) {
+  SplitPattern p;
   p.literal_ = std::move(s);
   return p;
 }
 
-Pattern Pattern::regex(const std::string& pattern) {
-  Pattern p;
+SplitPattern SplitPattern::regex(const std::string& pattern) {
+  SplitPattern p;
   p.regex_ = std::make_shared<const Regex>(pattern);
   return p;
 }
 
-std::vector<std::pair<size_t, size_t>> Pattern::find_all(std::string_view text) const {
+std::vector<std::pair<size_t, size_t>> SplitPattern::find_all(std::string_view text) const {
   if (regex_) return regex_->find_all(text);
   std::vector<std::pair<size_t, size_t>> out;
   if (literal_.empty()) return out;

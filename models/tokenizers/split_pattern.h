@@ -12,12 +12,12 @@
 
 namespace attn {
 
-class Pattern {
+class SplitPattern {
  public:
   // Throws Error(Format) naming `where` when `j` is neither form or the regex does not compile.
-  static Pattern from_json(const nlohmann::json& j, const std::string& where);
-  static Pattern literal(std::string s);
-  static Pattern regex(const std::string& pattern);
+  static SplitPattern from_json(const nlohmann::json& j, const std::string& where);
+  static SplitPattern literal(std::string s);
+  static SplitPattern regex(const std::string& pattern);
 
   // Non-overlapping, non-empty matches, leftmost first.
   std::vector<std::pair<size_t, size_t>> find_all(std::string_view text) const;
