@@ -29,8 +29,8 @@ double relative_error(const std::vector<float>& o, const std::vector<float>& o_r
 namespace {
 
 void check_shapes(const Problem& p, const Result& var, const Result& ref) {
-  require(var.n_heads == p.n_heads && var.n_q == p.n_q && var.d == p.d && ref.n_heads == p.n_heads &&
-              ref.n_q == p.n_q && ref.d == p.d,
+  require(var.n_heads == p.n_heads && var.n_q == p.n_q && var.d == p.d &&
+              ref.n_heads == p.n_heads && ref.n_q == p.n_q && ref.d == p.d,
           ErrorCode::InvalidArgument, "compare: results do not match the problem's shape");
   require(ref.layout.kind == Layout::Kind::Dense, ErrorCode::InvalidArgument,
           "compare: the reference result must come from the dense variant");
@@ -117,16 +117,15 @@ using ConstMap = Eigen::Map<const RowMatrix>;
 
 // Sums over one row's kept keys, from which every row metric follows.
 struct RowSums {
-  double sum_a = 0;      // variant mass (1 for normalised rows)
-  double a_log_a = 0;    // sum a log a over a > 0 (entropy)
-  double kept_b = 0;     // dense mass on the kept keys (recall)
-  double kl = 0;         // sum a log(a / b) over a > 0, b > 0
+  double sum_a = 0;    // variant mass (1 for normalised rows)
+  double a_log_a = 0;  // sum a log a over a > 0 (entropy)
+  double kept_b = 0;   // dense mass on the kept keys (recall)
+  double kl = 0;       // sum a log(a / b) over a > 0, b > 0
 };
 
 class FastCompare {
  public:
-  FastCompare(const Variant& v, const Problem& p, const Result& var, const Result& ref,
-              Metrics& m)
+  FastCompare(const Variant& v, const Problem& p, const Result& var, const Result& ref, Metrics& m)
       : v_(v), p_(p), var_(var), ref_(ref), m_(m) {
     default_pos_ = p.q_pos.empty() && p.k_pos.empty();
     same_ = &var == &ref;

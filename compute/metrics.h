@@ -7,16 +7,16 @@
 namespace attn {
 
 struct Metrics {
-  double rel_error = 0;     // ||O - O_ref||_F / ||O_ref||_F over all heads
-  double mass_recall = 1;   // mean over rows of the dense mass inside the kept set
-  double row_kl = 0;        // mean over rows of KL(p_variant || p_ref); NaN when the variant's
-                            // rows are not distributions (sigmoid, ReLU)
-  double density = 1;       // kept / visible entries
-  std::vector<float> entropy;         // f32 [H, n_q]: per-row entropy (nats) of the variant
-  std::vector<float> received;        // f32 [H, n_k]: mean over queries of mass received per key
-  std::vector<float> sink_score;      // f32 [n_k]: received mass averaged over heads
-  std::vector<int> sinks;             // key indices with sink_score > threshold
-  Stats stats;                        // the variant's counted flops/bytes and times
+  double rel_error = 0;         // ||O - O_ref||_F / ||O_ref||_F over all heads
+  double mass_recall = 1;       // mean over rows of the dense mass inside the kept set
+  double row_kl = 0;            // mean over rows of KL(p_variant || p_ref); NaN when the variant's
+                                // rows are not distributions (sigmoid, ReLU)
+  double density = 1;           // kept / visible entries
+  std::vector<float> entropy;   // f32 [H, n_q]: per-row entropy (nats) of the variant
+  std::vector<float> received;  // f32 [H, n_k]: mean over queries of mass received per key
+  std::vector<float> sink_score;  // f32 [n_k]: received mass averaged over heads
+  std::vector<int> sinks;         // key indices with sink_score > threshold
+  Stats stats;                    // the variant's counted flops/bytes and times
 };
 
 // Compares `var` (a result of `v`) with `ref` (a dense softmax result of the same problem).

@@ -37,9 +37,9 @@ void check_range(const Problem& p, const Result& r, int h, int i0, int i1, int k
               std::to_string(i1) + "), keys [" + std::to_string(k0) + ", " + std::to_string(k1) +
               ") out of range for " + std::to_string(p.n_heads) + " heads x " +
               std::to_string(p.n_q) + " x " + std::to_string(p.n_k));
-  require(r.n_heads == p.n_heads && r.n_q == p.n_q &&
-              r.row_stat.size() == size_t(p.n_heads) * p.n_q,
-          ErrorCode::InvalidArgument, "probabilities: result does not belong to this problem");
+  require(
+      r.n_heads == p.n_heads && r.n_q == p.n_q && r.row_stat.size() == size_t(p.n_heads) * p.n_q,
+      ErrorCode::InvalidArgument, "probabilities: result does not belong to this problem");
 }
 
 // Selective attention's accumulated ReLU'd logits from rows [0, i0) over keys [k0, k1).
@@ -185,8 +185,9 @@ class MaxTile {
     for (int a0 = r0; a0 < r1; a0 += chunk) {
       const int a1 = std::min(a0 + chunk, r1);
       const int kend = default_pos_ ? visible_end(a1 - 1) : t_.k1;
-      rows_best.assign(size_t(a1 - a0),
-                       std::vector<float>(size_t(tile_.w), -std::numeric_limits<float>::infinity()));
+      rows_best.assign(
+          size_t(a1 - a0),
+          std::vector<float>(size_t(tile_.w), -std::numeric_limits<float>::infinity()));
       // Scaled once per chunk, so the GEMM's output is the score itself.
       const RowMatrix q = ConstMap(p_.q_row(t_.head, a0), a1 - a0, p_.d) * scale;
       for (int b0 = t_.k0; b0 < kend; b0 += kblock) {
@@ -212,8 +213,7 @@ class MaxTile {
           for (int x = cell_of_[size_t(b0 - t_.k0)]; x < tile_.w && col0_[size_t(x)] < lim; ++x) {
             const int c0 = std::max(col0_[size_t(x)], b0), c1 = std::min(col0_[size_t(x) + 1], lim);
             if (c1 <= c0) continue;
-            const float m =
-                Eigen::Map<const Eigen::VectorXf>(row + (c0 - b0), c1 - c0).maxCoeff();
+            const float m = Eigen::Map<const Eigen::VectorXf>(row + (c0 - b0), c1 - c0).maxCoeff();
             rb[size_t(x)] = std::max(rb[size_t(x)], m);
           }
         }
@@ -305,7 +305,8 @@ Tile tile_probabilities(const Variant& v, const Problem& p, const Result& r, con
         }
     }
     for (int x = 0; x < tile.w; ++x) {
-      double val = t.pool == Pool::Max ? pooled[x] : pooled[x] / (double(r1 - r0) * cols_in_cell[x]);
+      double val =
+          t.pool == Pool::Max ? pooled[x] : pooled[x] / (double(r1 - r0) * cols_in_cell[x]);
       tile.cells[size_t(y) * tile.w + x] = float(val);
     }
   };

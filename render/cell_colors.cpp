@@ -44,8 +44,7 @@ struct FastScale {
     inv_vmax_ = 1.0f / std::max(s.vmax, 1e-12f);
   }
   float operator()(float v) const {
-    if (s_.log_scale)
-      return std::clamp((fast_log2(std::max(v, lo_)) - log_lo_) * inv_, 0.f, 1.f);
+    if (s_.log_scale) return std::clamp((fast_log2(std::max(v, lo_)) - log_lo_) * inv_, 0.f, 1.f);
     return std::clamp(v * inv_vmax_, 0.f, 1.f);
   }
   const ColorScale& s_;

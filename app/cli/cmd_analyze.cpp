@@ -128,8 +128,8 @@ void print_summary(const core::Analysis& a) {
         info.head_dim, a.n_tokens(), a.dense_out.seconds);
   } else {
     const Problem& p = a.problem(0);
-    std::printf("tensors: %d heads (%d kv), %d queries x %d keys, d=%d\n", p.n_heads,
-                p.n_kv_heads, p.n_q, p.n_k, p.d);
+    std::printf("tensors: %d heads (%d kv), %d queries x %d keys, d=%d\n", p.n_heads, p.n_kv_heads,
+                p.n_q, p.n_k, p.d);
   }
   if (!a.notice.empty()) std::fprintf(stderr, "attnscope: notice: %s\n", a.notice.c_str());
   std::printf("sinks (dense, mass > 0.3 averaged over heads):");
@@ -173,8 +173,10 @@ int analyze(const AnalyzeOptions& o) {
   co.end_to_end = !o.no_end_to_end;
   co.verify_hashes = !o.no_verify;
   if (!o.dump.empty()) co.extra_hooks = o.hooks;
-  if (o.given_inputs == 0) co.input_name = "the session's text";
-  else co.input_name = o.text_file.empty() ? "--text" : "--text-file " + o.text_file;
+  if (o.given_inputs == 0)
+    co.input_name = "the session's text";
+  else
+    co.input_name = o.text_file.empty() ? "--text" : "--text-file " + o.text_file;
   const auto a = core::analyze(s, session_path, co);
   print_summary(*a);
   if (!o.json_out.empty()) write_json(o.json_out, core::analysis_json(*a, o.max_cells));
@@ -182,8 +184,8 @@ int analyze(const AnalyzeOptions& o) {
     require(a->capture != nullptr, ErrorCode::InvalidArgument,
             "--dump needs a model (raw tensors have no hooks to dump)");
     const HookSelection asked = HookSelection::parse(o.hooks);
-    const auto files = dump_forward(o.dump, *a->capture, a->input, a->dense_out,
-                                    a->problem(0).labels, &asked);
+    const auto files =
+        dump_forward(o.dump, *a->capture, a->input, a->dense_out, a->problem(0).labels, &asked);
     std::printf("dumped %zu files to %s\n", files.size(), o.dump.c_str());
   }
   return 0;
@@ -237,9 +239,7 @@ void add_analyze_command(CLI::App& app, Action& action) {
   cmd->callback([&action, inputs] {
     o.given_inputs = 0;
     for (CLI::Option* opt : inputs) o.given_inputs += opt->count() > 0;
-    action = [] {
-      return analyze(o);
-    };
+    action = [] { return analyze(o); };
   });
 }
 

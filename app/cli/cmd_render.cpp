@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
-#include "app/figures/figure.h"
 #include "app/core/analysis.h"
 #include "app/core/data_export.h"
+#include "app/figures/figure.h"
 #include "compute/error.h"
 
 // LeakSanitizer (asan preset): Qt's font database and fontconfig keep allocations until exit.

@@ -9,11 +9,11 @@
 #include <iterator>
 
 #include "app/cli/commands.h"
-#include "app/figures/figure.h"
-#include "app/core/data_export.h"
 #include "app/core/analysis.h"
+#include "app/core/data_export.h"
 #include "app/core/evaluate.h"
 #include "app/core/sweep.h"
+#include "app/figures/figure.h"
 #include "compute/error.h"
 #include "models/arch/default_models.h"
 

@@ -97,9 +97,9 @@ void open_model(Analysis& a, const Options& o) {
   a.model = cached_model(model_id(s, a.session_path));
   const ModelInfo& info = a.model->info();
   a.info = info;
-  a.model_summary = info.model_type + " \u00b7 " + std::to_string(info.n_layers) + " layers \u00b7 " +
-                    std::to_string(info.n_heads) + " heads \u00b7 d=" +
-                    std::to_string(info.head_dim) +
+  a.model_summary = info.model_type + " \u00b7 " + std::to_string(info.n_layers) +
+                    " layers \u00b7 " + std::to_string(info.n_heads) +
+                    " heads \u00b7 d=" + std::to_string(info.head_dim) +
                     (info.max_tokens ? " \u00b7 context " + std::to_string(info.max_tokens) : "");
   std::vector<std::string> pieces;
   if (s.input.kind == "image") {
@@ -379,9 +379,9 @@ std::shared_ptr<Analysis> add_metrics(const Analysis& in, const Options& o) {
       if (!per_head) continue;
       std::vector<Metrics> heads(static_cast<size_t>(H));
       parallel_for(H, [&](int h) {
-        heads[size_t(h)] = compare(*panel.variant, head_problem(p, h),
-                                   head_result(panel.result(l), p, h),
-                                   head_result(dense.result(l), p, h));
+        heads[size_t(h)] =
+            compare(*panel.variant, head_problem(p, h), head_result(panel.result(l), p, h),
+                    head_result(dense.result(l), p, h));
       });
       panel.heads.push_back(std::move(heads));
     }

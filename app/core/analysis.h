@@ -44,7 +44,7 @@ struct Options {
   // open(): from this many tokens on, a preview of the selected head alone (0 = never): a live
   // client draws its heatmaps first, then full_heads() runs the rest.
   int preview_tokens = 0;
-  bool end_to_end = true;                                 // analyze(): run add_end_to_end()
+  bool end_to_end = true;                     // analyze(): run add_end_to_end()
   std::string input_name = "the input text";  // names the text in messages ("--text-file a.txt")
   std::string extra_hooks;  // open(): also capture these hooks (names or globs) and keep them
   std::function<void(const std::string& stage)> progress;  // optional, from the calling thread
@@ -52,20 +52,20 @@ struct Options {
 
 // One variant as the analysis runs it: [0] is always the dense reference.
 struct Panel {
-  std::string spec;                  // canonical spec ("dense" for the reference)
+  std::string spec;  // canonical spec ("dense" for the reference)
   std::shared_ptr<const Variant> variant;
-  std::string backend;               // backend asked for
-  std::vector<std::string> notes;    // why a fallback backend ran, once per reason
+  std::string backend;             // backend asked for
+  std::vector<std::string> notes;  // why a fallback backend ran, once per reason
   // [L]; null until run_variants(). Shared: copies of an analysis (one per stage) share the
   // outputs, which are O(N d) per layer and head.
   std::shared_ptr<const std::vector<Result>> results;
-  std::vector<Metrics> layer;        // [L] all heads vs dense; empty until add_metrics()
+  std::vector<Metrics> layer;               // [L] all heads vs dense; empty until add_metrics()
   std::vector<std::vector<Metrics>> heads;  // [L][H]; empty when skipped
   // [metric of head_metrics()] f32 [L, H] after add_metrics(); comparisons with dense are NaN
   // where per-head metrics were skipped.
   std::vector<std::vector<float>> head_values;
-  std::optional<EndToEnd> e2e;       // after add_end_to_end() (models only)
-  double forward_seconds = 0;        // the substituted forward pass
+  std::optional<EndToEnd> e2e;  // after add_end_to_end() (models only)
+  double forward_seconds = 0;   // the substituted forward pass
   bool ran() const { return results != nullptr; }
   const Result& result(int layer) const { return (*results)[size_t(layer)]; }
 };
@@ -80,12 +80,12 @@ struct Analysis {
   std::optional<ModelInfo> info;       // likewise absent
   std::string model_summary;           // "gpt2 · 2 layers · 4 heads · d=32 · context 256"
   ModelInput input;
-  ModelOutput dense_out;               // the dense forward pass (logits), models only
-  std::vector<Token> tokens;           // text input with byte spans
-  std::string notice;                  // truncation notice
-  std::vector<std::string> labels;     // [N] display labels of the tokens
-  Image8 image;                        // vision: the input as decoded from the file
-  int grid_h = 0, grid_w = 0;          // vision: patch grid
+  ModelOutput dense_out;            // the dense forward pass (logits), models only
+  std::vector<Token> tokens;        // text input with byte spans
+  std::string notice;               // truncation notice
+  std::vector<std::string> labels;  // [N] display labels of the tokens
+  Image8 image;                     // vision: the input as decoded from the file
+  int grid_h = 0, grid_w = 0;       // vision: patch grid
 
   // Captured attention problems and residual statistics.
   std::shared_ptr<const std::vector<Problem>> problems;  // [L] all heads (shared by copies)
@@ -93,11 +93,11 @@ struct Analysis {
   // head `head_offset`; every head waits in `all_heads` for full_heads().
   std::shared_ptr<const std::vector<Problem>> all_heads;
   int head_offset = 0;
-  std::vector<ResidualStats> resid;             // [L] residual stream after each layer
-  std::vector<int> massive_tokens;              // tokens holding a massive activation
+  std::vector<ResidualStats> resid;  // [L] residual stream after each layer
+  std::vector<int> massive_tokens;   // tokens holding a massive activation
 
-  std::shared_ptr<const Capture> capture;       // the dense pass's hooks, when Options asked
-  std::vector<Panel> panels;  // [0] dense, then the session's variants in order
+  std::shared_ptr<const Capture> capture;  // the dense pass's hooks, when Options asked
+  std::vector<Panel> panels;               // [0] dense, then the session's variants in order
   double forward_seconds = 0, variants_seconds = 0, metrics_seconds = 0, e2e_seconds = 0;
 
   const Problem& problem(int layer) const { return (*problems)[size_t(layer)]; }

@@ -45,10 +45,9 @@ const std::vector<HeadMetric>& head_metrics() {
       {"sink_mass", "Mass on the most-attended token",
        "largest mean mass any one key receives (attention sinks, Xiao et al. 2023)", false,
        [](const HeadMetricInput& in) {
-         return in.metrics.received.empty()
-                    ? std::nan("")
-                    : double(*std::max_element(in.metrics.received.begin(),
-                                               in.metrics.received.end()));
+         return in.metrics.received.empty() ? std::nan("")
+                                            : double(*std::max_element(in.metrics.received.begin(),
+                                                                       in.metrics.received.end()));
        }},
       {"prev_token", "Mass on the previous token",
        "mean over queries of the probability on the token before the query (previous-token "

@@ -1,7 +1,7 @@
 #include "app/core/interactive.h"
 
-#include <algorithm>
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 
 #include "app/core/head_metrics.h"
@@ -78,13 +78,14 @@ render::PanelDesc panel_desc(const Analysis& a, int v) {
                  fmt("%.2f ms", pd.ms) + " \u00b7 " + std::to_string(lm.sinks.size()) + " sinks";
     } else {
       const Metrics& mh = pn.heads.empty() ? lm : pn.heads[size_t(l)][size_t(h)];
-      pd.stats = "density " + fmt("%.3f", mh.density) + " \u00b7 err " +
-                 fmt("%.2e", mh.rel_error) + " \u00b7 recall " + fmt("%.3f", mh.mass_recall) +
-                 " \u00b7 " + fmt("%.2f ms", pd.ms);
+      pd.stats = "density " + fmt("%.3f", mh.density) + " \u00b7 err " + fmt("%.2e", mh.rel_error) +
+                 " \u00b7 recall " + fmt("%.3f", mh.mass_recall) + " \u00b7 " +
+                 fmt("%.2f ms", pd.ms);
       if (e && e->has_tokens)
         pd.stats += " \u00b7 KL " + fmt("%.2e", e->mean_kl) + " \u00b7 top1 " +
                     fmt("%.2f", e->top1_agreement);
-      if (e && e->has_class) pd.stats += e->class_agree ? " \u00b7 class kept" : " \u00b7 class CHANGED";
+      if (e && e->has_class)
+        pd.stats += e->class_agree ? " \u00b7 class kept" : " \u00b7 class CHANGED";
     }
   }
   if (!pn.notes.empty()) pd.stats += " \u00b7 " + pn.notes.front();
@@ -115,8 +116,8 @@ void fill_image(const Analysis& a, render::ImageDoc& d) {
   const auto& logits = a.dense_out.logits;
   if (!logits.empty()) {
     const size_t c = size_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    d.predicted = c < a.info->class_names.size() ? a.info->class_names[c]
-                                                 : "class " + std::to_string(c);
+    d.predicted =
+        c < a.info->class_names.size() ? a.info->class_names[c] : "class " + std::to_string(c);
   }
   const int l = a.layer(), H = a.n_heads(), N = a.n_tokens();
   const int grid = a.grid_h * a.grid_w, prefix = N - grid;
@@ -169,8 +170,8 @@ Tile panel_tile(const Analysis& a, const Panel& pn, const Problem& p, const Resu
   *gpu = false;
 #ifdef ATTN_HAVE_VULKAN
   if (a.session.backend == "vulkan") {
-    if (auto ctx = vk::shared_context(); ctx && !ctx->lost() &&
-                                         vk::tile_query_unsupported(*ctx, *pn.variant, p).empty()) {
+    if (auto ctx = vk::shared_context();
+        ctx && !ctx->lost() && vk::tile_query_unsupported(*ctx, *pn.variant, p).empty()) {
       try {
         Tile t = vk::tile_probabilities_vulkan(ctx, *pn.variant, p, r, req);
         *gpu = true;
@@ -333,7 +334,8 @@ std::vector<render::PanelTile> tiles(const Analysis& a, int q0, int q1, int k0, 
           for (int32_t j : keys)
             if (j >= k0 && j < k1) kept[size_t(y) * W + col_cell[size_t(j - k0)]] += 1.f;
         }
-        if (i == std::min(mid, q1 - 1) && v != 0) layout_row_keys(r.layout, p, head, i, keys_of[size_t(y)]);
+        if (i == std::min(mid, q1 - 1) && v != 0)
+          layout_row_keys(r.layout, p, head, i, keys_of[size_t(y)]);
       }
       for (int x = 0; x < W; ++x)
         kept[size_t(y) * W + x] /= float(std::max(1, row_count[size_t(y)] * col_count[size_t(x)]));
@@ -377,9 +379,10 @@ render::HoverInfo hover(const Analysis& a, int shown_panel, int q, int k) {
   hi.prob = row[size_t(k)];
   hi.dense_prob = drow[size_t(k)];
   // Rank among the keys the variant gives weight to (0 when it gives this key none).
-  hi.rank = hi.prob > 0 ? 1 + int(std::count_if(row.begin(), row.end(),
-                                                [&](double x) { return x > hi.prob; }))
-                        : 0;
+  hi.rank =
+      hi.prob > 0
+          ? 1 + int(std::count_if(row.begin(), row.end(), [&](double x) { return x > hi.prob; }))
+          : 0;
   hi.kept = layout_keeps(pn.result(l).layout, p, head, q, k);
   hi.visible = p.visible(q, k);
   return hi;

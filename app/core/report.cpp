@@ -160,15 +160,14 @@ json panel_json(const Analysis& a, int v) {
 
 nlohmann::json analysis_json(const Analysis& a, int max_cells) {
   const Session& s = a.session;
-  json j = {{"attnscope", "analyze"},
-            {"version", 2},
-            {"input", input_json(a)},
-            {"selection", {{"layer", a.layer()}, {"head", a.head()}}},
-            {"substitution",
-             {{"layers", s.substitute_layers},
-              {"heads", s.substitute_heads},
-              {"backend", s.backend}}},
-            {"head_metrics", json::array()}};
+  json j = {
+      {"attnscope", "analyze"},
+      {"version", 2},
+      {"input", input_json(a)},
+      {"selection", {{"layer", a.layer()}, {"head", a.head()}}},
+      {"substitution",
+       {{"layers", s.substitute_layers}, {"heads", s.substitute_heads}, {"backend", s.backend}}},
+      {"head_metrics", json::array()}};
   for (const HeadMetric& m : head_metrics())
     j["head_metrics"].push_back(
         {{"name", m.name}, {"title", m.title}, {"definition", m.definition}});

@@ -118,7 +118,9 @@ Session session_from_json(const json& j, const std::string& source) {
   require(s.input.kind == "text" || s.input.kind == "ids" || s.input.kind == "image" ||
               s.input.kind == "tensors" || s.input.kind == "synthetic",
           ErrorCode::Format,
-          source + ": input.kind must be \"text\", \"ids\", \"image\", \"tensors\" or \"synthetic\", not \"" +
+          source +
+              ": input.kind must be \"text\", \"ids\", \"image\", \"tensors\" or \"synthetic\", "
+              "not \"" +
               s.input.kind + "\"");
   read_field(in, "text", s.input.text, "input.", source);
   read_field(in, "tensors", s.input.tensors, "input.", source);

@@ -20,15 +20,15 @@ constexpr const char* kSessionFormat = "attnscope-session";
 constexpr const char* kSessionSuffix = ".attnscope.json";
 
 struct SessionInput {
-  std::string kind = "text";   // "text" | "ids" | "image" | "tensors" | "synthetic"
-  std::string text;            // kind "text": the input text (UTF-8)
-  std::vector<int32_t> ids;    // kind "ids": token ids
-  int image_size = 0;          // kind "image": resize to this square size (0 = preprocessor's)
-  int tensors_layer = -1;      // kind "tensors": read blocks.L.attn.{q,k,v}.npy of a dump
-  bool causal = true;          // kind "tensors": causal (else bidirectional)
-  std::string image;           // kind "image": path of the image file
-  std::string image_sha256;    // hex digest of the image file; checked on open when not empty
-  std::string tensors;         // kind "tensors": folder of q.npy, k.npy, v.npy [H, N, d]
+  std::string kind = "text";    // "text" | "ids" | "image" | "tensors" | "synthetic"
+  std::string text;             // kind "text": the input text (UTF-8)
+  std::vector<int32_t> ids;     // kind "ids": token ids
+  int image_size = 0;           // kind "image": resize to this square size (0 = preprocessor's)
+  int tensors_layer = -1;       // kind "tensors": read blocks.L.attn.{q,k,v}.npy of a dump
+  bool causal = true;           // kind "tensors": causal (else bidirectional)
+  std::string image;            // kind "image": path of the image file
+  std::string image_sha256;     // hex digest of the image file; checked on open when not empty
+  std::string tensors;          // kind "tensors": folder of q.npy, k.npy, v.npy [H, N, d]
   int synthetic_tokens = 4096;  // kind "synthetic": random Q/K/V of this many tokens (2..65536)
 };
 
@@ -64,13 +64,13 @@ struct Session {
   int version = kSessionVersion;
   SessionInput input;
   SessionModel model;
-  std::vector<std::string> variants;   // variant specs shown beside dense softmax
-  int layer = 0;                       // selected layer
-  int head = 0;                        // selected query head
-  std::string backend = "cpu";         // compute backend: reference | cpu | vulkan
+  std::vector<std::string> variants;          // variant specs shown beside dense softmax
+  int layer = 0;                              // selected layer
+  int head = 0;                               // selected query head
+  std::string backend = "cpu";                // compute backend: reference | cpu | vulkan
   std::vector<std::string> variant_backends;  // per variant; "" or missing = `backend`
-  std::vector<int> substitute_layers;  // end-to-end substitution: layers (empty = all)
-  std::vector<int> substitute_heads;   // end-to-end substitution: heads (empty = all)
+  std::vector<int> substitute_layers;         // end-to-end substitution: layers (empty = all)
+  std::vector<int> substitute_heads;          // end-to-end substitution: heads (empty = all)
   ViewSettings view;
   FigureSize figure;
   nlohmann::json extra = nlohmann::json::object();  // client-owned state kept verbatim (GUI)

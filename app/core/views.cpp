@@ -7,8 +7,8 @@
 #include "app/core/head_metrics.h"
 #include "app/core/labels.h"
 #include "compute/error.h"
-#include "compute/registry.h"
 #include "compute/probabilities.h"
+#include "compute/registry.h"
 
 namespace attn::core {
 namespace {
@@ -29,8 +29,7 @@ void check_layer_head(const Analysis& a, int layer, int head, bool mean_ok) {
               ")");
   require(head >= (mean_ok ? -1 : 0) && head < a.n_heads(), ErrorCode::InvalidArgument,
           "head " + std::to_string(head) + " is out of range: the input has " +
-              std::to_string(a.n_heads()) + " heads (0.." + std::to_string(a.n_heads() - 1) +
-              ")");
+              std::to_string(a.n_heads()) + " heads (0.." + std::to_string(a.n_heads() - 1) + ")");
 }
 
 }  // namespace

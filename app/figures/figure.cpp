@@ -11,8 +11,8 @@
 
 #include "app/core/head_metrics.h"
 #include "app/figures/presets.h"
-#include "render/colormap.h"
 #include "compute/error.h"
+#include "render/colormap.h"
 
 namespace attn {
 

@@ -171,8 +171,7 @@ void AnalysisWorker::loop() {
       if (ar) {
         const core::Session& s = ar->first;
         if (current_ && core::heavy_key(current_->session) == core::heavy_key(s) &&
-            current_->variants_ran() &&
-            (!current_->preview() || s.head == current_->head_offset)) {
+            current_->variants_ran() && (!current_->preview() || s.head == current_->head_offset)) {
           auto a = core::reselect(*current_, s);  // a new selection: nothing to recompute
           a->session_path = ar->second;
           a->generation = ++generation_;  // tiles of another head are other tiles
@@ -202,8 +201,8 @@ void AnalysisWorker::loop() {
         }
         posted_at_ = Clock::now();
       } else if (tj && current_ && tj->generation == current_->generation) {
-        auto t = core::tiles(*current_, tj->q0, tj->q1, tj->k0, tj->k1, tj->w, tj->h,
-                             &cancel_tiles_);
+        auto t =
+            core::tiles(*current_, tj->q0, tj->q1, tj->k0, tj->k1, tj->w, tj->h, &cancel_tiles_);
         trace("tiles", t0);
         if (handlers_.tiles) handlers_.tiles(tj->generation, std::move(t), since(t0));
       } else if (!tj && current_ && background_count() > 0) {

@@ -49,6 +49,8 @@ QString bundled_sample() {
 // Session names of the views, in render::ViewKind order: the heatmap view shows every variant
 // beside dense, which is the `variants` figure ("heatmap", one head of dense, opens there too).
 const char* kSessionViews[] = {"variants", "grid", "sinks", "tokens", "image", "tradeoff"};
+// Session names of the trade-off view's y axes, in render::DisplaySettings::tradeoff_y order.
+const char* kTradeoffY[] = {"rel_error", "mass_recall", "next_token_kl"};
 
 bool is_image_file(const QString& path) {
   const QString s = QFileInfo(path).suffix().toLower();
@@ -165,6 +167,7 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
       set_view(render::ViewKind::Heatmaps);
     };
     c->set_callbacks(cb);
+    apply_view_settings();  // a session opened before the window was shown
     if (doc_) c->set_document(doc_);
   };
   view_->on_frame = [this] { on_frame(); };
@@ -399,7 +402,13 @@ void MainWindow::sync_session() {
     s.view.view = kSessionViews[int(c->settings().view)];
     s.view.log_scale = c->settings().log_scale;
     s.view.colormap = render::colormap_name(c->settings().colormap);
-    s.extra["gui"] = {{"display_mode", int(c->settings().mode)}};
+    // The head grid's metric by name (the figures draw the same one), the trade-off axes too.
+    const render::DisplaySettings& d = c->settings();
+    if (doc_ && d.grid_metric >= 0 && d.grid_metric < int(doc_->grid.names.size()))
+      s.view.grid_metric = doc_->grid.names[size_t(d.grid_metric)];
+    s.view.tradeoff_x = d.tradeoff_x == 1 ? "seconds" : "density";
+    s.view.tradeoff_y = kTradeoffY[std::clamp(d.tradeoff_y, 0, 2)];
+    s.extra["gui"] = {{"display_mode", int(d.mode)}, {"image_mode", d.image_mode}};
   }
 }
 
@@ -412,8 +421,8 @@ void MainWindow::show_session() {
     model_->set_synthetic_tokens(s.input.synthetic_tokens);
     model_->set_model("synthetic");
   } else if (s.input.kind == "tensors") {
-    model_->set_tensors(QString::fromStdString(
-        core::resolve_session_path(session_path_, s.input.tensors)));
+    model_->set_tensors(
+        QString::fromStdString(core::resolve_session_path(session_path_, s.input.tensors)));
   } else {
     model_->set_model(QString::fromStdString(
         is_default_model_name(s.model.id) ? s.model.id
@@ -434,23 +443,46 @@ void MainWindow::show_session() {
   model_->blockSignals(false);
   variants_->blockSignals(false);
   input_->blockSignals(false);
+  view_from_session_ = true;
+  apply_view_settings();
+}
+
+void MainWindow::apply_view_settings() {
+  render::Canvas* c = view_->canvas();
+  if (!view_from_session_ || !c) return;  // the canvas exists from the first exposure on
+  view_from_session_ = false;
+  const core::Session& s = session_;
   for (int v = 0; v < render::kViewCount; ++v)
     if (s.view.view == kSessionViews[v] || (v == 0 && s.view.view == "heatmap"))
       set_view(render::ViewKind(v));
-  if (render::Canvas* c = view_->canvas()) {
-    c->settings().log_scale = s.view.log_scale;
-    try {
-      c->settings().colormap = render::colormap_from_name(s.view.colormap);
-    } catch (const Error& e) {
-      stage_label_->setText(e.what());  // an unknown map: keep the one shown
-    }
+  render::DisplaySettings& d = c->settings();
+  d.log_scale = s.view.log_scale;
+  try {
+    d.colormap = render::colormap_from_name(s.view.colormap);
+  } catch (const Error& e) {
+    stage_label_->setText(e.what());  // an unknown map: keep the one shown
   }
+  d.tradeoff_x = s.view.tradeoff_x == "seconds" ? 1 : 0;
+  for (int y = 0; y < 3; ++y)
+    if (s.view.tradeoff_y == kTradeoffY[y]) d.tradeoff_y = y;
+  if (s.extra.contains("gui") && s.extra["gui"].is_object()) {
+    const nlohmann::json& gui = s.extra["gui"];
+    d.mode = render::DisplayMode(std::clamp(gui.value("display_mode", 0), 0, 2));
+    d.image_mode = std::clamp(gui.value("image_mode", d.image_mode), 0, 2);
+  }
+  pending_grid_metric_ = s.view.grid_metric;  // its index is known once the grid is
 }
 
 void MainWindow::publish_document() {
   doc_ = std::make_shared<render::Document>(core::document(
       *analysis_,
       sweep_gen_ == analysis_->generation ? sweep_ : std::vector<core::TradeoffPoint>{}));
+  if (!pending_grid_metric_.empty() && view_->canvas())
+    for (size_t m = 0; m < doc_->grid.names.size(); ++m)
+      if (doc_->grid.names[m] == pending_grid_metric_) {
+        view_->canvas()->settings().grid_metric = int(m);
+        pending_grid_metric_.clear();
+      }
   if (view_->canvas()) view_->canvas()->set_document(doc_);
   view_->redraw();
 }
@@ -470,8 +502,8 @@ void MainWindow::on_analysis(std::shared_ptr<const core::Analysis> a, double sec
   publish_document();
   model_->show_info(a->info, QString::fromStdString(a->model_summary), a->n_layers(), a->n_heads());
   if (!a->tokens.empty() || a->vision())
-    input_->set_tokens(a->session.input.text, a->tokens, core::received_mass(*a),
-                       doc_->heat.sinks, QString::fromStdString(a->notice));
+    input_->set_tokens(a->session.input.text, a->tokens, core::received_mass(*a), doc_->heat.sinks,
+                       QString::fromStdString(a->notice));
   else
     input_->set_tokens({}, {}, {}, {}, QString::fromStdString(a->model_summary));
   if (!refinement) tile_timer_.start(0);
@@ -571,7 +603,6 @@ void MainWindow::open_model_folder(const QString& dir) {
   model_->set_model(dir);
   add_recent(dir);
 }
-
 
 void MainWindow::open_session(const QString& path) {
   try {

@@ -95,6 +95,8 @@ class MainWindow : public QMainWindow {
   // Reads the docks into session_ (the one place widgets map to the session) and back.
   void sync_session();
   void show_session();
+  // The session's view settings into the canvas (deferred until the canvas exists).
+  void apply_view_settings();
   core::Session current_session() const;
   void offer_recovery();
   void schedule_analysis(int delay_ms = 200);
@@ -120,6 +122,8 @@ class MainWindow : public QMainWindow {
   std::vector<core::TradeoffPoint> sweep_;  // automatic sweep of analysis_'s generation
   uint64_t sweep_gen_ = 0;
   std::shared_ptr<const render::Document> doc_;
+  std::string pending_grid_metric_;  // a session's grid metric, applied once the grid exists
+  bool view_from_session_ = false;   // session_'s view settings still to reach the canvas
   QTimer analysis_timer_, tile_timer_, autosave_timer_;
   QString autosave_path_;
   bool analysis_pending_ = false;

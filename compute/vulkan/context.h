@@ -106,7 +106,7 @@ class Context {
   VkPhysicalDeviceProperties props_{};
   VkPhysicalDeviceMemoryProperties memory_{};
   std::recursive_mutex* queue_mutex_ = nullptr;  // the app's, when the queue is shared
-  std::mutex own_mutex_;               // guards the command pool and our submissions
+  std::mutex own_mutex_;                         // guards the command pool and our submissions
   UniqueCommandPool pool_;
   std::atomic<bool> lost_{false};
   std::atomic<int> validation_errors_{0};

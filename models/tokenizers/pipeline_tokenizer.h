@@ -6,11 +6,11 @@
 
 #include "models/tokenizers/added_tokens.h"
 #include "models/tokenizers/decoder.h"
-#include "models/tokenizers/vocab_model.h"
 #include "models/tokenizers/normalizer.h"
 #include "models/tokenizers/post_processor.h"
 #include "models/tokenizers/pre_tokenizer.h"
 #include "models/tokenizers/tokenizer.h"
+#include "models/tokenizers/vocab_model.h"
 
 namespace attn {
 
@@ -18,7 +18,7 @@ struct PipelineParts {
   std::string kind;                               // "bpe" or "wordpiece"
   std::unique_ptr<Normalizer> normalizer;         // may be null
   std::unique_ptr<PreTokenizer> pre_tokenizer;    // may be null: each segment is one piece
-  std::unique_ptr<VocabModel> model;                   // required
+  std::unique_ptr<VocabModel> model;              // required
   std::unique_ptr<PostProcessor> post_processor;  // may be null
   std::unique_ptr<Decoder> decoder;               // may be null: pieces are concatenated
   AddedVocabulary added;

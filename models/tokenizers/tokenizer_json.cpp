@@ -74,7 +74,7 @@ auto with_source(const std::string& source, F f) -> decltype(f()) {
 }
 
 std::unique_ptr<VocabModel> model_from_json(const json& model, const std::string& source,
-                                       std::string* kind) {
+                                            std::string* kind) {
   if (!model.is_object()) throw Error(ErrorCode::Format, source + ": missing object 'model'");
   std::string type = model.value("type", std::string());
   if (type.empty()) {

@@ -8,9 +8,9 @@
 #include <regex>
 #include <sstream>
 
-#include "app/figures/figure.h"
-#include "app/core/session.h"
 #include "app/core/analysis.h"
+#include "app/core/session.h"
+#include "app/figures/figure.h"
 #include "compute/error.h"
 #include "models/arch/default_models.h"
 #include "models/formats/npy.h"

@@ -141,17 +141,18 @@ void expect_same_metrics(const std::string& spec, const Problem& p, const std::s
           << "row " << i;
     ASSERT_EQ(fast.received.size(), slow.received.size());
     for (size_t j = 0; j < slow.received.size(); ++j)
-      ASSERT_NEAR(fast.received[j], slow.received[j], 2e-6 + 2e-5 * slow.received[j]) << "key " << j;
+      ASSERT_NEAR(fast.received[j], slow.received[j], 2e-6 + 2e-5 * slow.received[j])
+          << "key " << j;
     EXPECT_EQ(fast.sinks, slow.sinks);
   }
 }
 
 TEST(Metrics, FastCompareMatchesTheOracle) {
   const Problem p = random_problem(3, 1, 157, 157, 24, true, 21, 1.7f);
-  for (const char* spec :
-       {"dense", "window(size=17)", "block_topk(block=16,k=2)", "topk(k=9)", "top_p(block=16,p=0.8)",
-        "dense+sigmoid", "dense+softcap(cap=2)", "window(size=9)+alibi+entmax15",
-        "sinks_window(sinks=2,window=20)+relu2", "dense+temperature(t=0.7)", "selective"})
+  for (const char* spec : {"dense", "window(size=17)", "block_topk(block=16,k=2)", "topk(k=9)",
+                           "top_p(block=16,p=0.8)", "dense+sigmoid", "dense+softcap(cap=2)",
+                           "window(size=9)+alibi+entmax15", "sinks_window(sinks=2,window=20)+relu2",
+                           "dense+temperature(t=0.7)", "selective"})
     expect_same_metrics(spec, p, "cpu");
   const Problem bidir = random_problem(4, 2, 93, 93, 16, false, 22, 1.5f);
   for (const char* spec : {"dense", "block_topk(block=8,k=3)", "dense+softplus"})

@@ -22,10 +22,10 @@
 
 #include "compute/backend.h"
 #include "compute/error.h"
+#include "compute/fallback.h"
 #include "compute/metrics.h"
 #include "compute/reference/reference_backend.h"
 #include "compute/registry.h"
-#include "compute/fallback.h"
 #include "test_util.h"
 #include "test_vulkan_util.h"
 

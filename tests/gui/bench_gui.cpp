@@ -47,11 +47,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--tokens") tokens = std::stoi(next());
-    else if (a == "--frames") frames = std::stoi(next());
-    else if (a == "--backend") backend = next();
-    else if (a == "--json") out = next();
-    else if (a == "--no-docks") docks = false;
+    if (a == "--tokens")
+      tokens = std::stoi(next());
+    else if (a == "--frames")
+      frames = std::stoi(next());
+    else if (a == "--backend")
+      backend = next();
+    else if (a == "--json")
+      out = next();
+    else if (a == "--no-docks")
+      docks = false;
     else if (a == "--variants") {
       variants.clear();
       std::string s = next();
@@ -61,8 +66,9 @@ int main(int argc, char** argv) {
         p = e + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: attn_gui_bench [--tokens N] [--frames F] [--backend B] "
-                           "[--variants 'a;b'] [--no-docks] [--json OUT]\n");
+      std::fprintf(stderr,
+                   "usage: attn_gui_bench [--tokens N] [--frames F] [--backend B] "
+                   "[--variants 'a;b'] [--no-docks] [--json OUT]\n");
       return 2;
     }
   }
@@ -99,7 +105,8 @@ int main(int argc, char** argv) {
   double first_heatmaps = -1;
   wait_until(
       [&] {
-        if (frames_at_tiles < 0 && w.tiles_received() > 0) frames_at_tiles = w.view()->frames_drawn();
+        if (frames_at_tiles < 0 && w.tiles_received() > 0)
+          frames_at_tiles = w.view()->frames_drawn();
         if (frames_at_tiles >= 0 && w.view()->frames_drawn() > frames_at_tiles) {
           first_heatmaps = double(t.nsecsElapsed()) / 1e9;
           return true;
@@ -125,8 +132,9 @@ int main(int argc, char** argv) {
   const Spread idle = spread(attn::gui::test::scripted_pan_zoom(w, frames));
   const Spread idle_cpu = spread(w.view()->frame_cpu_times());
   const Spread idle_present = spread(w.view()->frame_present_times());
-  std::fprintf(stderr, "[bench] of which building and recording: median %.1f ms; submit and "
-                       "present: median %.1f ms\n",
+  std::fprintf(stderr,
+               "[bench] of which building and recording: median %.1f ms; submit and "
+               "present: median %.1f ms\n",
                idle_cpu.median, idle_present.median);
   std::fprintf(stderr, "[bench] panning, core idle: median %.1f ms, p90 %.1f, max %.1f\n",
                idle.median, idle.p90, idle.max);
@@ -140,24 +148,23 @@ int main(int argc, char** argv) {
   const Spread empty = spread(w.view()->frame_intervals());
   std::fprintf(stderr, "[bench] empty view: median %.1f ms\n", empty.median);
   const QSize sz = w.view()->swapChainImageSize();
-  nlohmann::json j = {
-      {"tokens", tokens},
-      {"backend", backend},
-      {"panels", int(a->panels.size())},
-      {"variants", variants},
-      {"view", {sz.width(), sz.height()}},
-      {"first_heatmaps_s", first_heatmaps},
-      {"forward_s", a->forward_seconds},
-      {"variants_s", a->variants_seconds},
-      {"frames_busy", to_json(busy)},
-      {"frames_idle", to_json(idle)},
-      {"frames_empty", to_json(empty)},
-      {"frame_build_ms", idle_cpu.median},
-      {"frame_present_ms", idle_present.median},
-      {"peak_rss_mib", peak_rss_mib()},
-      {"rss_at_start_mib", rss_start},
-      {"nxn_f32_mib", double(tokens) * tokens * 4 / 1048576.0},
-      {"qkv_f32_mib", 3.0 * 4 * tokens * 64 * 4 / 1048576.0}};
+  nlohmann::json j = {{"tokens", tokens},
+                      {"backend", backend},
+                      {"panels", int(a->panels.size())},
+                      {"variants", variants},
+                      {"view", {sz.width(), sz.height()}},
+                      {"first_heatmaps_s", first_heatmaps},
+                      {"forward_s", a->forward_seconds},
+                      {"variants_s", a->variants_seconds},
+                      {"frames_busy", to_json(busy)},
+                      {"frames_idle", to_json(idle)},
+                      {"frames_empty", to_json(empty)},
+                      {"frame_build_ms", idle_cpu.median},
+                      {"frame_present_ms", idle_present.median},
+                      {"peak_rss_mib", peak_rss_mib()},
+                      {"rss_at_start_mib", rss_start},
+                      {"nxn_f32_mib", double(tokens) * tokens * 4 / 1048576.0},
+                      {"qkv_f32_mib", 3.0 * 4 * tokens * 64 * 4 / 1048576.0}};
   const std::string text = j.dump(2);
   std::printf("%s\n", text.c_str());
   if (!out.empty()) std::ofstream(out) << text << "\n";

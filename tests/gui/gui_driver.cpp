@@ -53,8 +53,8 @@ class Script {
 
  private:
   void wheel(int delta) {
-    QWheelEvent e(c_, v_->mapToGlobal(c_), QPoint(), QPoint(0, delta), Qt::NoButton,
-                  Qt::NoModifier, Qt::NoScrollPhase, false);
+    QWheelEvent e(c_, v_->mapToGlobal(c_), QPoint(), QPoint(0, delta), Qt::NoButton, Qt::NoModifier,
+                  Qt::NoScrollPhase, false);
     QCoreApplication::sendEvent(v_, &e);
   }
   void mouse(QEvent::Type t, QPointF p, Qt::MouseButton b, Qt::MouseButtons held) {

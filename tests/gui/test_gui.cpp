@@ -1,7 +1,6 @@
 // GUI tests of the real application: Qt main window, Vulkan view on lavapipe under Xvfb, the real
 // default models and compute core. Nothing is mocked: pixels come from the swapchain.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <QApplication>
@@ -24,13 +23,13 @@
 #include "app/core/analysis.h"
 #include "app/core/head_metrics.h"
 #include "app/core/interactive.h"
+#include "app/core/session.h"
 #include "app/core/views.h"
 #include "app/gui/main_window.h"
 #include "app/gui/model_dock.h"
 #include "app/gui/variant_slot.h"
 #include "app/gui/variants_dock.h"
 #include "app/gui/vulkan_view.h"
-#include "app/core/session.h"
 #include "compute/error.h"
 #include "gui_driver.h"
 #include "models/arch/default_models.h"
@@ -217,9 +216,20 @@ TEST(Gui, SessionRoundTrip) {
     show_and_time(w);
     ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
     specs = w.analysis()->session.variants;
+    // What the views show is part of the session: the grid's metric, the trade-off axes.
+    ASSERT_TRUE(wait_until([&] { return w.worker_idle(); }, 60000));
+    w.set_view(render::ViewKind::HeadGrid);
+    wait_settled(w, 10000, 2);
+    render::DisplaySettings& d = w.view()->canvas()->settings();
+    d.grid_metric = 2;
+    d.tradeoff_y = 1;
+    d.mode = render::DisplayMode::KeptSet;
     w.save_session_as(QString::fromStdString(path));
   }
   const Session s = load_session(path);
+  EXPECT_EQ(s.view.view, "grid");
+  EXPECT_EQ(s.view.grid_metric, "prev_token");
+  EXPECT_EQ(s.view.tradeoff_y, "mass_recall");
   EXPECT_EQ(s.variants, o.variants);
   EXPECT_EQ(s.layer, 1);
   EXPECT_EQ(s.head, 2);
@@ -235,6 +245,13 @@ TEST(Gui, SessionRoundTrip) {
   EXPECT_EQ(w2.analysis()->session.layer, 1);
   EXPECT_EQ(w2.analysis()->session.head, 2);
   EXPECT_EQ(w2.analysis()->session.input.text, s.input.text);
+  const render::DisplaySettings& d2 = w2.view()->canvas()->settings();
+  EXPECT_EQ(d2.view, render::ViewKind::HeadGrid);
+  EXPECT_EQ(d2.tradeoff_y, 1);
+  EXPECT_EQ(d2.mode, render::DisplayMode::KeptSet);
+  ASSERT_TRUE(wait_until([&] { return w2.worker_idle(); }, 60000));
+  wait_settled(w2, 10000, 2);
+  EXPECT_EQ(d2.grid_metric, 2);
   std::filesystem::remove(path);
 }
 
@@ -389,8 +406,8 @@ TEST(Gui, LongInputStaysLive) {
   MainWindow w(o);
   w.view()->setVulkanInstance(g_instance);
   w.show();
-  ASSERT_TRUE(wait_until([&] { return w.tiles_received() > 0 || !w.last_error().isEmpty(); },
-                         120000));
+  ASSERT_TRUE(
+      wait_until([&] { return w.tiles_received() > 0 || !w.last_error().isEmpty(); }, 120000));
   ASSERT_TRUE(w.last_error().isEmpty()) << w.last_error().toStdString();
   const int drawn = w.view()->frames_drawn();
   wait_until([&] { return w.view()->frames_drawn() > drawn; }, 20000);
@@ -416,7 +433,6 @@ TEST(Gui, LongInputStaysLive) {
   EXPECT_LT(peak, double(n) * n * 4 / 1048576 / 4) << "memory grows like N x N";
 }
 
-
 // The vulkan compute backend runs on the view's own device (adopted, one VkDevice), and the
 // heatmap tiles come from the Vulkan tile query; back on cpu they come from the CPU query.
 TEST(Gui, VulkanBackendSharesTheViewsDevice) {
@@ -433,8 +449,7 @@ TEST(Gui, VulkanBackendSharesTheViewsDevice) {
   ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
   const auto a = w.analysis();
   EXPECT_EQ(a->session.backend, "vulkan");
-  for (const core::Panel& p : a->panels)
-    EXPECT_EQ(p.result(0).stats.backend, "vulkan") << p.spec;
+  for (const core::Panel& p : a->panels) EXPECT_EQ(p.result(0).stats.backend, "vulkan") << p.spec;
   EXPECT_TRUE(w.tiles_on_gpu());
   const QImage shot = w.view()->grab_rgba();
   const auto rects = w.view()->canvas()->panel_rects();
@@ -472,15 +487,15 @@ TEST(Gui, EverySavedViewAndColourMapRendersHeadless) {
     ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
     const std::vector<render::ViewKind> views =
         vision ? std::vector<render::ViewKind>{render::ViewKind::Image}
-               : std::vector<render::ViewKind>{render::ViewKind::Heatmaps, render::ViewKind::HeadGrid,
-                                               render::ViewKind::Sinks, render::ViewKind::Tokens,
-                                               render::ViewKind::Tradeoff};
+               : std::vector<render::ViewKind>{
+                     render::ViewKind::Heatmaps, render::ViewKind::HeadGrid,
+                     render::ViewKind::Sinks, render::ViewKind::Tokens, render::ViewKind::Tradeoff};
     for (render::ViewKind v : views)
       for (int m = 0; m < render::kColormapCount; ++m) {
         w.set_view(v);
         w.view()->canvas()->settings().colormap = render::Colormap(m);
-        const std::string name = "view" + std::to_string(int(v)) + "-" +
-                                 render::colormap_name(render::Colormap(m));
+        const std::string name =
+            "view" + std::to_string(int(v)) + "-" + render::colormap_name(render::Colormap(m));
         const std::string session = (out / (name + ".attnscope.json")).string();
         w.save_session_as(QString::fromStdString(session));
         const core::Session saved = core::load_session(session);
@@ -489,7 +504,8 @@ TEST(Gui, EverySavedViewAndColourMapRendersHeadless) {
         const std::string png = (out / (name + ".png")).string();
         ASSERT_EQ(run_cli("render --session " + session + " --out " + png + " --width 600", &log),
                   0)
-            << name << "\n" << log;
+            << name << "\n"
+            << log;
         EXPECT_EQ(log.find("QPainter"), std::string::npos) << log;
         EXPECT_EQ(log.find("Warning"), std::string::npos) << log;
         EXPECT_TRUE(fs::file_size(png) > 1000) << png;
@@ -603,7 +619,8 @@ TEST(Gui, CommittedSessionsGiveTheSameNumbersInTheGuiAnalyzeAndRender) {
     // Trade-off points.
     const auto pts = core::tradeoff(*a);
     ASSERT_EQ(pts.size(), analyzed["tradeoff"].size());
-    for (size_t i = 0; i < pts.size(); ++i) expect_point(pts[i], analyzed["tradeoff"][i], "analyze");
+    for (size_t i = 0; i < pts.size(); ++i)
+      expect_point(pts[i], analyzed["tradeoff"][i], "analyze");
 
     // render --data json: the variants, grid and trade-off views.
     const std::string fig = stem + "-fig.png";

@@ -29,8 +29,7 @@ core::Session synthetic_session(int n, std::vector<std::string> variants, int he
   return s;
 }
 
-std::shared_ptr<const Analysis> synthetic(int n, std::vector<std::string> variants,
-                                          int head = 1) {
+std::shared_ptr<const Analysis> synthetic(int n, std::vector<std::string> variants, int head = 1) {
   core::Options o;
   o.end_to_end = false;
   return core::analyze(synthetic_session(n, std::move(variants), head), "", o);
@@ -140,8 +139,7 @@ TEST(GuiData, DocumentDescribesPanelsAndBlocks) {
   EXPECT_NEAR(d.heat.panels[1].recall, a->panels[1].layer[0].mass_recall, 1e-12);
   // The head grid lists every head metric of the core's table.
   ASSERT_EQ(d.grid.names.size(), d.grid.values.size());
-  EXPECT_NE(std::find(d.grid.names.begin(), d.grid.names.end(), "prev_token"),
-            d.grid.names.end());
+  EXPECT_NE(std::find(d.grid.names.begin(), d.grid.names.end(), "prev_token"), d.grid.names.end());
   EXPECT_EQ(d.tradeoff.points.size(), 2u);
 }
 
@@ -203,8 +201,8 @@ TEST(GuiData, VulkanTilesMatchCpuTiles) {
   if (std::find(names.begin(), names.end(), "vulkan") == names.end())
     GTEST_SKIP() << "built without the Vulkan backend";
   core::Session s = synthetic_session(
-      4133, {"block_topk(block=64,k=4)", "sinks_window(sinks=4,window=300)", "top_p(block=64,p=0.9)"},
-      2);
+      4133,
+      {"block_topk(block=64,k=4)", "sinks_window(sinks=4,window=300)", "top_p(block=64,p=0.9)"}, 2);
   core::Options o;
   o.end_to_end = false;
   o.head_grid = false;
@@ -235,8 +233,8 @@ TEST(GuiData, VulkanBackendMatchesCpu) {
   const auto names = backend_names();
   if (std::find(names.begin(), names.end(), "vulkan") == names.end())
     GTEST_SKIP() << "built without the Vulkan backend";
-  core::Session s = synthetic_session(
-      203, {"block_topk(block=16,k=3)", "sinks_window(sinks=2,window=40)"});
+  core::Session s =
+      synthetic_session(203, {"block_topk(block=16,k=3)", "sinks_window(sinks=2,window=40)"});
   core::Options o;
   o.end_to_end = false;
   const auto cpu = core::analyze(s, "", o);
