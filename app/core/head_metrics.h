@@ -22,6 +22,7 @@ struct HeadMetricInput {
 struct HeadMetric {
   std::string name;        // stable id used in sessions and JSON: "prev_token"
   std::string title;       // colour-bar and axis title
+  std::string label;       // a word or two, for choosers
   std::string definition;  // one line: what the number is, and its source
   bool vs_dense = false;   // only meaningful for a variant against dense (0 / 1 on dense)
   std::function<double(const HeadMetricInput&)> value;

@@ -148,7 +148,7 @@ void fill_grid(const Analysis& a, render::HeadGridDoc& g) {
   const auto& table = head_metrics();
   for (size_t m = 0; m < table.size(); ++m)
     if (!table[m].vs_dense) {
-      g.metrics.push_back(table[m].title + " (dense)");
+      g.metrics.push_back(table[m].label + " (dense)");
       g.names.push_back(table[m].name);
       g.values.push_back(a.panels[0].head_values[m]);
     }
@@ -156,7 +156,7 @@ void fill_grid(const Analysis& a, render::HeadGridDoc& g) {
   g.variant = a.panels[1].spec;
   for (size_t m = 0; m < table.size(); ++m)
     if (table[m].vs_dense) {
-      g.metrics.push_back(table[m].title);
+      g.metrics.push_back(table[m].label);
       g.names.push_back(table[m].name);
       g.values.push_back(a.panels[1].head_values[m]);
     }
