@@ -82,39 +82,32 @@ void AnalysisWorker::background_step() {
   core::Options o;
   o.cancel = &cancel_analysis_;
   o.per_head_max_tokens = kPerHeadMaxTokens;
-  if (full_todo_) {
-    if (handlers_.progress) handlers_.progress("the other heads...");
-    full_todo_ = false;
+  // One stage: its flag is cleared first (a failure is reported once, not retried forever) and
+  // set again when the stage was cancelled, so that it runs later.
+  auto stage = [&](bool& todo, const char* what, auto&& run) {
+    if (handlers_.progress) handlers_.progress(what);
+    todo = false;
     try {
+      run();
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::Cancelled) todo = true;
+      throw;
+    }
+    if (handlers_.analysis) handlers_.analysis(current_, -1);
+  };
+  if (full_todo_) {
+    stage(full_todo_, "the other heads...", [&] {
       auto a = core::run_variants(*core::full_heads(*current_, o), o);
       a->generation = ++generation_;  // other problems: the tiles are asked for again
       current_ = a;
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::Cancelled) full_todo_ = true;
-      throw;
-    }
-    sweep_todo_ = core::auto_sweep_specs(*current_, current_->n_tokens() > 2048 ? 4 : 7);
-    if (handlers_.analysis) handlers_.analysis(current_, -1);
+      sweep_todo_ = core::auto_sweep_specs(*current_, current_->n_tokens() > 2048 ? 4 : 7);
+    });
   } else if (metrics_todo_) {
-    if (handlers_.progress) handlers_.progress("comparing with the dense reference...");
-    metrics_todo_ = false;  // a failure is reported once, not retried forever
-    try {
-      current_ = core::add_metrics(*current_, o);
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::Cancelled) metrics_todo_ = true;
-      throw;
-    }
-    if (handlers_.analysis) handlers_.analysis(current_, -1);
+    stage(metrics_todo_, "comparing with the dense reference...",
+          [&] { current_ = core::add_metrics(*current_, o); });
   } else if (e2e_todo_) {
-    if (handlers_.progress) handlers_.progress("substituting the variants into the model...");
-    e2e_todo_ = false;
-    try {
-      current_ = core::add_end_to_end(*current_, o);
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::Cancelled) e2e_todo_ = true;
-      throw;
-    }
-    if (handlers_.analysis) handlers_.analysis(current_, -1);
+    stage(e2e_todo_, "substituting the variants into the model...",
+          [&] { current_ = core::add_end_to_end(*current_, o); });
   } else if (!sweep_todo_.empty()) {
     if (handlers_.progress)
       handlers_.progress("trade-off sweep: " + std::to_string(sweep_todo_.size()) +
