@@ -8,9 +8,9 @@
 
 namespace attn {
 
-Problem head_problem(const Problem& p, int h) {
+Problem select_heads(const Problem& p, const std::vector<int>& heads) {
   Problem s;
-  s.n_heads = s.n_kv_heads = 1;
+  s.n_heads = s.n_kv_heads = int(heads.size());
   s.n_q = p.n_q;
   s.n_k = p.n_k;
   s.d = p.d;
@@ -20,11 +20,20 @@ Problem head_problem(const Problem& p, int h) {
   s.k_pos = p.k_pos;
   s.labels = p.labels;
   const size_t qs = size_t(p.n_q) * p.d, ks = size_t(p.n_k) * p.d;
-  const size_t kv = size_t(p.kv_head(h));
-  s.q.assign(p.q.begin() + ptrdiff_t(size_t(h) * qs), p.q.begin() + ptrdiff_t(size_t(h + 1) * qs));
-  s.k.assign(p.k.begin() + ptrdiff_t(kv * ks), p.k.begin() + ptrdiff_t((kv + 1) * ks));
-  s.v.assign(p.v.begin() + ptrdiff_t(kv * ks), p.v.begin() + ptrdiff_t((kv + 1) * ks));
+  s.q.resize(heads.size() * qs);
+  s.k.resize(heads.size() * ks);
+  s.v.resize(heads.size() * ks);
+  for (size_t i = 0; i < heads.size(); ++i) {
+    const int h = heads[i];
+    std::copy_n(p.q.data() + size_t(h) * qs, qs, s.q.data() + i * qs);
+    std::copy_n(p.k.data() + size_t(p.kv_head(h)) * ks, ks, s.k.data() + i * ks);
+    std::copy_n(p.v.data() + size_t(p.kv_head(h)) * ks, ks, s.v.data() + i * ks);
+  }
   return s;
+}
+
+Problem head_problem(const Problem& p, int h) {
+  return select_heads(p, {h});
 }
 
 Result head_result(const Result& r, const Problem& p, int h) {

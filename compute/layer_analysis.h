@@ -26,6 +26,8 @@ std::vector<LayerAnalysis> analyze_layers(const Variant& v,
                                           const std::vector<Result>& dense, Backend& backend,
                                           const RunOptions& opt = {});
 
+// The problem restricted to `heads` (query heads), each with its own copy of its K/V head.
+Problem select_heads(const Problem& p, const std::vector<int>& heads);
 // Head h of a problem (with its key/value head) and of a result of it, as one-head objects.
 Problem head_problem(const Problem& p, int h);
 Result head_result(const Result& r, const Problem& p, int h);

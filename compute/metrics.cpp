@@ -36,6 +36,17 @@ void check_shapes(const Problem& p, const Result& var, const Result& ref) {
           "compare: the reference result must come from the dense variant");
 }
 
+// What needs no probabilities: output error, density, stats; per-row and per-key arrays sized.
+Metrics start_metrics(const Problem& p, const Result& var, const Result& ref) {
+  Metrics m;
+  m.rel_error = relative_error(var.o, ref.o);
+  m.density = var.stats.density;
+  m.stats = var.stats;
+  m.entropy.assign(size_t(p.n_heads) * p.n_q, 0.0f);
+  m.received.assign(size_t(p.n_heads) * p.n_k, 0.0f);
+  return m;
+}
+
 // Means over rows, NaN KL for rows that are no distributions, and the sinks.
 void finish(Metrics& m, const Problem& p, const std::vector<double>& recall,
             const std::vector<double>& kl, bool kl_defined, double sink_threshold) {
@@ -62,12 +73,7 @@ Metrics compare_naive(const Variant& v, const Problem& p, const Result& var, con
                       double sink_threshold) {
   check_shapes(p, var, ref);
   const Variant dense("dense", nullptr, {}, Normaliser{});
-  Metrics m;
-  m.rel_error = relative_error(var.o, ref.o);
-  m.density = var.stats.density;
-  m.stats = var.stats;
-  m.entropy.assign(size_t(p.n_heads) * p.n_q, 0.0f);
-  m.received.assign(size_t(p.n_heads) * p.n_k, 0.0f);
+  Metrics m = start_metrics(p, var, ref);
   const bool kl_defined = v.normaliser().normalised();
   std::vector<double> recall(p.n_heads, 0), kl(p.n_heads, 0);
   // Heads are independent; within a head rows go in chunks so selective replays stay linear.
@@ -292,12 +298,7 @@ Metrics compare(const Variant& v, const Problem& p, const Result& var, const Res
   check_shapes(p, var, ref);
   // Selective rows depend on every earlier row: the row-by-row oracle handles them.
   if (v.selective()) return compare_naive(v, p, var, ref, sink_threshold);
-  Metrics m;
-  m.rel_error = relative_error(var.o, ref.o);
-  m.density = var.stats.density;
-  m.stats = var.stats;
-  m.entropy.assign(size_t(p.n_heads) * p.n_q, 0.0f);
-  m.received.assign(size_t(p.n_heads) * p.n_k, 0.0f);
+  Metrics m = start_metrics(p, var, ref);
   std::vector<double> recall(size_t(p.n_heads), 0), kl(size_t(p.n_heads), 0);
   const FastCompare fc(v, p, var, ref, m);
   parallel_for(p.n_heads, [&](int h) {

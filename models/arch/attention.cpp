@@ -7,6 +7,7 @@
 
 #include "compute/backend.h"
 #include "compute/error.h"
+#include "compute/layer_analysis.h"
 #include "compute/parallel.h"
 #include "compute/probabilities.h"
 #include "models/arch/substitution.h"
@@ -18,31 +19,6 @@ using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMa
 using Strided = Eigen::Map<RowMat, 0, Eigen::OuterStride<>>;
 
 constexpr int kQueryBlock = 64;
-
-// The problem restricted to `heads`, each with its own copy of its K/V head.
-Problem select_heads(const Problem& p, const std::vector<int>& heads) {
-  Problem s;
-  s.n_heads = s.n_kv_heads = int(heads.size());
-  s.n_q = p.n_q;
-  s.n_k = p.n_k;
-  s.d = p.d;
-  s.causal = p.causal;
-  s.scale = p.scale;
-  s.q_pos = p.q_pos;
-  s.k_pos = p.k_pos;
-  s.labels = p.labels;
-  const size_t qs = size_t(p.n_q) * p.d, ks = size_t(p.n_k) * p.d;
-  s.q.resize(heads.size() * qs);
-  s.k.resize(heads.size() * ks);
-  s.v.resize(heads.size() * ks);
-  for (size_t i = 0; i < heads.size(); ++i) {
-    const int h = heads[i];
-    std::copy_n(p.q.data() + size_t(h) * qs, qs, s.q.data() + i * qs);
-    std::copy_n(p.k.data() + size_t(p.kv_head(h)) * ks, ks, s.k.data() + i * ks);
-    std::copy_n(p.v.data() + size_t(p.kv_head(h)) * ks, ks, s.v.data() + i * ks);
-  }
-  return s;
-}
 
 }  // namespace
 
