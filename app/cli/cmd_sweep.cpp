@@ -139,7 +139,10 @@ int sweep(const SweepOptions& o) {
   s.view.view = "tradeoff";
   Options co;
   co.threads = o.threads;
-  const auto a = core::open(s, "", co);  // the dense reference, shared by every point
+  Options dense_only = co;
+  dense_only.head_grid = false;
+  // The dense reference and its comparisons, shared by every point.
+  const auto a = core::add_metrics(*core::open(s, "", co), dense_only);
   const std::string input = s.input.kind + ", " + std::to_string(a->n_tokens()) + " tokens";
   if (!o.quiet)
     std::fprintf(stderr, "sweep: %zu variants (%zu in shard %d/%d) on %s, %s\n", specs.size(),

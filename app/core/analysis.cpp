@@ -235,6 +235,11 @@ bool Analysis::variants_ran() const {
          std::all_of(panels.begin(), panels.end(), [](const Panel& p) { return p.ran(); });
 }
 
+bool Analysis::has_metrics() const {
+  return !panels.empty() &&
+         std::all_of(panels.begin(), panels.end(), [](const Panel& p) { return !p.layer.empty(); });
+}
+
 bool Analysis::has_end_to_end() const {
   return !panels.empty() && panels[0].e2e.has_value();
 }
@@ -245,6 +250,19 @@ int Analysis::layer() const {
 
 int Analysis::head() const {
   return std::clamp(session.head - head_offset, 0, std::max(0, n_heads() - 1));
+}
+
+int Analysis::predicted_class() const {
+  const auto& logits = dense_out.logits;
+  if (!vision() || logits.empty()) return -1;
+  return int(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+std::string Analysis::predicted_name() const {
+  const int c = predicted_class();
+  if (c < 0) return "";
+  return size_t(c) < info->class_names.size() ? info->class_names[size_t(c)]
+                                              : "class " + std::to_string(c);
 }
 
 int Analysis::panel_of(const std::string& spec) const {
@@ -368,10 +386,8 @@ std::shared_ptr<Analysis> add_metrics(const Analysis& in, const Options& o) {
   const int L = a->n_layers(), H = a->n_heads();
   const auto& table = head_metrics();
   for (Panel& panel : a->panels) {
+    if (!panel.layer.empty()) continue;  // compared already (full_heads() clears comparisons)
     progress(o, "comparing " + panel.spec + " with dense...");
-    panel.layer.clear();
-    panel.heads.clear();
-    panel.head_values.clear();
     for (int l = 0; l < L; ++l) {
       check_cancel(o);
       const Problem& p = a->problem(l);

@@ -107,13 +107,17 @@ struct Analysis {
   bool vision() const { return info && info->vision; }
   bool preview() const { return all_heads != nullptr; }
   bool variants_ran() const;
-  bool has_metrics() const { return !panels.empty() && !panels[0].layer.empty(); }
+  bool has_metrics() const;  // every panel compared with dense
   bool has_head_metrics() const { return has_metrics() && !panels[0].heads.empty(); }
   bool has_end_to_end() const;
   // The selected layer and head as indices into the problems, clamped (a preview's one head is
   // index 0).
   int layer() const;
   int head() const;
+  // The class the dense model predicts (image classifiers), -1 when it predicts none, and its
+  // name ("class 7" where the checkpoint names none).
+  int predicted_class() const;
+  std::string predicted_name() const;
   // Panel index of a spec (canonical or as written); -1 when absent.
   int panel_of(const std::string& spec) const;
 };
@@ -129,6 +133,7 @@ std::shared_ptr<Analysis> open(const Session& s, const std::string& session_path
                                const Options& o = {});
 // Stages 2-4, each on a copy of `a`.
 std::shared_ptr<Analysis> run_variants(const Analysis& a, const Options& o = {});
+// add_metrics() compares the panels not compared yet (a sweep point reuses the dense panel's).
 std::shared_ptr<Analysis> add_metrics(const Analysis& a, const Options& o = {});
 std::shared_ptr<Analysis> add_end_to_end(const Analysis& a, const Options& o = {});
 // Every stage in order.

@@ -19,8 +19,7 @@ TradeoffPoint evaluate(const Analysis& a, const std::string& spec, bool end_to_e
   p.variant = std::make_shared<const Variant>(make_variant(spec));
   p.spec = p.variant->spec();
   p.backend = backend.empty() ? a.session.backend : backend;
-  b.panels.push_back(std::move(p));
-  b.panels[0].layer.clear();  // recomputed below, with the point's
+  b.panels.push_back(std::move(p));  // the dense panel keeps its comparisons, if it has them
   Options fast = o;
   fast.head_grid = false;
   fast.progress = nullptr;

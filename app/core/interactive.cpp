@@ -113,12 +113,7 @@ void fill_image(const Analysis& a, render::ImageDoc& d) {
   d.grid_h = a.grid_h;
   d.grid_w = a.grid_w;
   d.heads = a.n_heads();
-  const auto& logits = a.dense_out.logits;
-  if (!logits.empty()) {
-    const size_t c = size_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    d.predicted =
-        c < a.info->class_names.size() ? a.info->class_names[c] : "class " + std::to_string(c);
-  }
+  d.predicted = a.predicted_name();
   const int l = a.layer(), H = a.n_heads(), N = a.n_tokens();
   const int grid = a.grid_h * a.grid_w, prefix = N - grid;
   const Problem& p = a.problem(l);
@@ -256,15 +251,7 @@ std::vector<render::PanelTile> tiles(const Analysis& a, int q0, int q1, int k0, 
   q1 = std::clamp(q1, q0 + 1, p.n_q);
   k0 = std::clamp(k0, 0, p.n_k - 1);
   k1 = std::clamp(k1, k0 + 1, p.n_k);
-  TileRequest req;
-  req.head = head;
-  req.q0 = q0;
-  req.q1 = q1;
-  req.k0 = k0;
-  req.k1 = k1;
-  req.w = std::max(1, w);
-  req.h = std::max(1, h);
-  req.pool = Pool::Max;
+  const TileRequest req{head, q0, q1, k0, k1, std::max(1, w), std::max(1, h), Pool::Max};
   const Panel& dense = a.panels[0];
   bool dense_gpu = false;
   const Tile dt = panel_tile(a, dense, p, dense.result(l), req, &dense_gpu);

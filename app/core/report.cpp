@@ -113,12 +113,10 @@ json dense_json(const Analysis& a) {
     layers.push_back(lj);
   }
   json j = {{"forward_seconds", a.forward_seconds}, {"layers", layers}};
-  const auto& logits = a.dense_out.logits;
-  if (a.vision() && !logits.empty()) {
-    const int c = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    j["class"] = c;
-    j["class_name"] = a.info->class_names.empty() ? "" : a.info->class_names[size_t(c)];
-    j["logits"] = std::vector<float>(logits.begin(), logits.end());
+  if (a.predicted_class() >= 0) {
+    j["class"] = a.predicted_class();
+    j["class_name"] = a.predicted_name();
+    j["logits"] = std::vector<float>(a.dense_out.logits.begin(), a.dense_out.logits.end());
   }
   return j;
 }

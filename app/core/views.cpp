@@ -192,11 +192,7 @@ ImageAttention image_attention(const Analysis& a, int panel, int layer, int head
     for (size_t i = 0; i < out.cls.size(); ++i)
       out.cls[i] += float(row[size_t(prefix) + i] / double(h1 - h0));
   }
-  const auto& logits = a.dense_out.logits;
-  if (!logits.empty()) {
-    const size_t k = size_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    out.predicted = k < a.info->class_names.size() ? a.info->class_names[k] : std::to_string(k);
-  }
+  out.predicted = a.predicted_name();
   return out;
 }
 

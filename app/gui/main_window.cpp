@@ -622,8 +622,8 @@ void MainWindow::open_session(const QString& path) {
   }
 }
 
-core::Session MainWindow::current_session() const {
-  const_cast<MainWindow*>(this)->sync_session();
+core::Session MainWindow::current_session() {
+  sync_session();
   core::Session s = session_;
   // Saved elsewhere, paths are made absolute (save_session_as makes them relative again).
   if (!session_path_.empty()) {

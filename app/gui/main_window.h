@@ -97,7 +97,7 @@ class MainWindow : public QMainWindow {
   void show_session();
   // The session's view settings into the canvas (deferred until the canvas exists).
   void apply_view_settings();
-  core::Session current_session() const;
+  core::Session current_session();
   void offer_recovery();
   void schedule_analysis(int delay_ms = 200);
   void on_analysis(std::shared_ptr<const core::Analysis> a, double seconds);

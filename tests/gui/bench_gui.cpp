@@ -101,19 +101,8 @@ int main(int argc, char** argv) {
   w.view()->setVulkanInstance(&inst);
   w.show();
   // First heatmaps: the first frame drawn after the first tiles arrived.
-  int frames_at_tiles = -1;
-  double first_heatmaps = -1;
-  wait_until(
-      [&] {
-        if (frames_at_tiles < 0 && w.tiles_received() > 0)
-          frames_at_tiles = w.view()->frames_drawn();
-        if (frames_at_tiles >= 0 && w.view()->frames_drawn() > frames_at_tiles) {
-          first_heatmaps = double(t.nsecsElapsed()) / 1e9;
-          return true;
-        }
-        return !w.last_error().isEmpty();
-      },
-      300000);
+  const double first_ms = attn::gui::test::ms_to_first_heatmaps(w, t, 300000);
+  const double first_heatmaps = first_ms < 0 ? -1 : first_ms / 1e3;
   if (!w.last_error().isEmpty() || first_heatmaps < 0) {
     std::fprintf(stderr, "attn_gui_bench: %s\n",
                  w.last_error().isEmpty() ? "no heatmaps within 300 s"

@@ -105,6 +105,23 @@ Spread spread(std::vector<double> v) {
   return s;
 }
 
+double ms_to_first_heatmaps(MainWindow& w, const QElapsedTimer& since, int timeout_ms) {
+  int frames_at_tiles = -1;
+  double ms = -1;
+  wait_until(
+      [&] {
+        if (frames_at_tiles < 0 && w.tiles_received() > 0)
+          frames_at_tiles = w.view()->frames_drawn();
+        if (frames_at_tiles >= 0 && w.view()->frames_drawn() > frames_at_tiles) {
+          ms = double(since.nsecsElapsed()) / 1e6;
+          return true;
+        }
+        return !w.last_error().isEmpty();
+      },
+      timeout_ms);
+  return ms;
+}
+
 bool wait_settled(MainWindow& w, int timeout_ms, int frames) {
   if (!wait_until([&] { return w.settled() || !w.last_error().isEmpty(); }, timeout_ms))
     return false;

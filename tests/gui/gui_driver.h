@@ -1,6 +1,7 @@
 // Test helpers that drive the real main window: wait for conditions while the Qt event loop runs,
 // grab frames, and measure pixels of screen rectangles.
 #pragma once
+#include <QElapsedTimer>
 #include <QImage>
 #include <QString>
 #include <array>
@@ -15,6 +16,9 @@ namespace attn::gui::test {
 
 // Processes events until `done` holds or `timeout_ms` passes; returns whether it held.
 bool wait_until(const std::function<bool()>& done, int timeout_ms);
+// Milliseconds from `since` until the first frame drawn after the first heatmap tiles arrived,
+// or -1 when none came within `timeout_ms` (or an error showed).
+double ms_to_first_heatmaps(MainWindow& w, const QElapsedTimer& since, int timeout_ms);
 // Waits until the window is settled (results and tiles shown) and `frames` more frames are drawn.
 bool wait_settled(MainWindow& w, int timeout_ms, int frames = 3);
 // Distinct colours inside a rectangle (x0, y0, x1, y1) of an image.

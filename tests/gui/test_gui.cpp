@@ -87,20 +87,7 @@ std::pair<double, double> show_and_time(MainWindow& w) {
         return w.view()->frames_drawn() > 0;
       },
       20000);
-  int frames_at_tiles = -1;
-  double with_data = -1;
-  wait_until(
-      [&] {
-        if (frames_at_tiles < 0 && w.tiles_received() > 0)
-          frames_at_tiles = w.view()->frames_drawn();
-        if (frames_at_tiles >= 0 && w.view()->frames_drawn() > frames_at_tiles) {
-          with_data = double(t.nsecsElapsed()) / 1e6;
-          return true;
-        }
-        return !w.last_error().isEmpty();
-      },
-      60000);
-  return {first, with_data};
+  return {first, ms_to_first_heatmaps(w, t, 60000)};
 }
 
 TEST(Gui, TextModelPanelsDrawAndReactToParameters) {
