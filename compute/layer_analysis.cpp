@@ -1,9 +1,11 @@
 #include "compute/layer_analysis.h"
 
+#include <Eigen/Dense>
 #include <algorithm>
 
 #include "compute/error.h"
 #include "compute/parallel.h"
+#include "compute/probabilities.h"
 #include "compute/registry.h"
 
 namespace attn {
@@ -95,6 +97,29 @@ std::vector<LayerAnalysis> analyze_layers(const Variant& v,
     out.push_back(std::move(a));
   }
   return out;
+}
+
+std::vector<double> attention_rollout(const Variant& v, const std::vector<Problem>& layers,
+                                      const std::vector<Result>& results, int from,
+                                      int max_tokens) {
+  require(layers.size() == results.size() && !layers.empty(), ErrorCode::InvalidArgument,
+          "attention_rollout: one result per layer is needed");
+  const int N = layers[0].n_k, H = layers[0].n_heads;
+  require(layers[0].n_q == N && from >= 0 && from < N, ErrorCode::InvalidArgument,
+          "attention_rollout: square problems and a row in range are needed");
+  if (N > max_tokens) return {};
+  using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Mat roll = Mat::Identity(N, N), A(N, N);
+  std::vector<double> blk;
+  for (size_t l = 0; l < layers.size(); ++l) {
+    A = 0.5 * Mat::Identity(N, N);
+    for (int h = 0; h < H; ++h) {
+      probability_block(v, layers[l], results[l], h, 0, N, 0, N, blk);
+      A += (0.5 / H) * Eigen::Map<const Mat>(blk.data(), N, N);
+    }
+    roll = A * roll;
+  }
+  return std::vector<double>(roll.row(from).data(), roll.row(from).data() + N);
 }
 
 }  // namespace attn

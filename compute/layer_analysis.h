@@ -32,4 +32,12 @@ Problem select_heads(const Problem& p, const std::vector<int>& heads);
 Problem head_problem(const Problem& p, int h);
 Result head_result(const Result& r, const Problem& p, int h);
 
+// Attention rollout (Abnar & Zuidema 2020) for a variant run on every layer: the product over
+// layers of 0.5 mean_h(A_l) + 0.5 I, row `from` (the CLS token of a ViT), over all N keys.
+// Materialises N x N per layer, so it is for short inputs (images are ~50 tokens): empty above
+// `max_tokens`.
+std::vector<double> attention_rollout(const Variant& v, const std::vector<Problem>& layers,
+                                      const std::vector<Result>& results, int from = 0,
+                                      int max_tokens = 1024);
+
 }  // namespace attn

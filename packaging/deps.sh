@@ -13,6 +13,8 @@ PKGS=(
   python3-numpy libopenblas0-pthread
   # models: formats, tokenizers, images
   libpcre2-dev libsentencepiece-dev libstb-dev libzip-dev libicu-dev
+  # session file hashes (SHA-256)
+  libssl-dev
   # model-file tests: SentencePiece reference (npm, for fetching real vocabularies, is added below)
   python3-sentencepiece
   # architecture goldens (tests/ref/make_goldens.py, not run by CI) and the forward-pass bench

@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
-#include <numbers>
 
 #include "app/core/head_metrics.h"
 #include "app/core/labels.h"
@@ -14,6 +13,7 @@
 #include "compute/fallback.h"
 #include "compute/layer_analysis.h"
 #include "compute/parallel.h"
+#include "compute/problem.h"
 #include "compute/registry.h"
 #include "models/arch/default_models.h"
 #include "models/arch/raw_tensors.h"
@@ -50,46 +50,6 @@ std::string model_id(const Session& s, const std::string& session_path) {
 // Synthetic long problems: 4 heads of d = 64 random Q/K/V with a sharpened score scale, so rows
 // have structure worth pooling.
 constexpr int kSyntheticHeads = 4, kSyntheticDim = 64;
-
-// Standard normal samples in parallel: one counter-based stream per block of 4096 values
-// (splitmix64 uniforms, Box-Muller), so the values depend only on the seed, not on threads.
-// A 32K-token problem is 25M values: ~0.05 s here, against ~0.7 s for one serial
-// std::normal_distribution.
-void fill_normal(std::vector<float>& out, size_t n, float stddev, uint64_t seed) {
-  out.resize(n);
-  constexpr size_t kBlock = 4096;
-  const int blocks = int((n + kBlock - 1) / kBlock);
-  parallel_for(blocks, [&](int b) {
-    uint64_t state = seed ^ (0x9E3779B97F4A7C15ull * uint64_t(b + 1));
-    auto next = [&state] {  // splitmix64
-      uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-      return z ^ (z >> 31);
-    };
-    const size_t i0 = size_t(b) * kBlock, i1 = std::min(n, i0 + kBlock);
-    for (size_t i = i0; i < i1; i += 2) {
-      const double u1 = (double(next() >> 11) + 0.5) * 0x1.0p-53;  // (0, 1)
-      const double u2 = double(next() >> 11) * 0x1.0p-53;
-      const double r = std::sqrt(-2.0 * std::log(u1)), a = 2.0 * std::numbers::pi * u2;
-      out[i] = float(r * std::cos(a)) * stddev;
-      if (i + 1 < i1) out[i + 1] = float(r * std::sin(a)) * stddev;
-    }
-  });
-}
-
-Problem synthetic_problem(int n, uint64_t seed) {
-  Problem p;
-  p.n_heads = p.n_kv_heads = kSyntheticHeads;
-  p.n_q = p.n_k = n;
-  p.d = kSyntheticDim;
-  p.causal = true;
-  const size_t size = size_t(kSyntheticHeads) * size_t(n) * size_t(kSyntheticDim);
-  fill_normal(p.q, size, 1.6f, seed * 3 + 0);
-  fill_normal(p.k, size, 1.6f, seed * 3 + 1);
-  fill_normal(p.v, size, 1.0f, seed * 3 + 2);
-  return p;
-}
 
 // Captures the dense forward pass of a model on the session's input.
 void open_model(Analysis& a, const Options& o) {
@@ -183,7 +143,8 @@ void open_problem(Analysis& a) {
     const int n = s.input.synthetic_tokens;
     require(n >= 2 && n <= 65536, ErrorCode::InvalidArgument,
             "synthetic problem: tokens must be in [2, 65536], not " + std::to_string(n));
-    problems->push_back(synthetic_problem(n, 7));
+    problems->push_back(
+        random_problem(kSyntheticHeads, kSyntheticHeads, n, n, kSyntheticDim, true, 7, 1.6f));
     a.model_summary = "synthetic random Q/K/V \u00b7 " + std::to_string(kSyntheticHeads) +
                       " heads \u00b7 d=" + std::to_string(kSyntheticDim) + " \u00b7 " +
                       std::to_string(n) + " tokens";

@@ -6,6 +6,7 @@
 
 #include "app/core/head_metrics.h"
 #include "compute/error.h"
+#include "compute/layer_analysis.h"
 #include "compute/parallel.h"
 #include "compute/probabilities.h"
 #include "compute/score_mod.h"
@@ -21,36 +22,6 @@ std::string fmt(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof b, f, v);
   return b;
-}
-
-// Attention rollout (Abnar & Zuidema 2020): the product over layers of 0.5 mean_h(A) + 0.5 I,
-// row 0 (CLS). Materialises N x N per layer, so only for short inputs (images are ~50 tokens).
-std::vector<float> rollout_cls(const Analysis& a) {
-  const int N = a.n_tokens(), L = a.n_layers(), H = a.n_heads();
-  if (N > 1024) return {};
-  const Panel& dense = a.panels[0];
-  std::vector<double> roll(size_t(N) * N, 0.0), blk;
-  for (int i = 0; i < N; ++i) roll[size_t(i) * N + i] = 1;
-  for (int l = 0; l < L; ++l) {
-    std::vector<double> A(size_t(N) * N, 0.0);
-    for (int h = 0; h < H; ++h) {
-      probability_block(*dense.variant, a.problem(l), dense.result(l), h, 0, N, 0, N, blk);
-      for (size_t e = 0; e < A.size(); ++e) A[e] += 0.5 * blk[e] / H;
-    }
-    for (int i = 0; i < N; ++i) A[size_t(i) * N + i] += 0.5;
-    std::vector<double> next(size_t(N) * N, 0.0);
-    for (int i = 0; i < N; ++i)
-      for (int k = 0; k < N; ++k) {
-        const double aik = A[size_t(i) * N + k];
-        if (aik == 0) continue;
-        for (int j = 0; j < N; ++j) next[size_t(i) * N + j] += aik * roll[size_t(k) * N + j];
-      }
-    roll.swap(next);
-  }
-  const int grid = a.grid_h * a.grid_w, prefix = N - grid;
-  std::vector<float> out(static_cast<size_t>(grid));
-  for (int i = 0; i < grid; ++i) out[size_t(i)] = float(roll[size_t(prefix + i)]);
-  return out;
 }
 
 render::PanelDesc panel_desc(const Analysis& a, int v) {
@@ -133,7 +104,9 @@ void fill_image(const Analysis& a, render::ImageDoc& d) {
     d.cls_attn.push_back(std::move(att));
     d.kept.push_back(v == 0 ? std::vector<float>{} : std::move(kept));
   }
-  d.rollout = rollout_cls(a);
+  const std::vector<double> roll =
+      attention_rollout(*a.panels[0].variant, *a.problems, *a.panels[0].results);
+  if (!roll.empty()) d.rollout.assign(roll.begin() + prefix, roll.end());
 }
 
 // Head grid: the dense reference's own metrics, then the first variant's comparisons.
