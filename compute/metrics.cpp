@@ -37,6 +37,11 @@ void check_shapes(const Problem& p, const Result& var, const Result& ref) {
 }
 
 // What needs no probabilities: output error, density, stats; per-row and per-key arrays sized.
+void check_cancel(const std::atomic<bool>* cancel) {
+  if (cancel && cancel->load(std::memory_order_relaxed))
+    throw Error(ErrorCode::Cancelled, "comparison cancelled");
+}
+
 Metrics start_metrics(const Problem& p, const Result& var, const Result& ref) {
   Metrics m;
   m.rel_error = relative_error(var.o, ref.o);
@@ -70,7 +75,7 @@ void finish(Metrics& m, const Problem& p, const std::vector<double>& recall,
 }  // namespace
 
 Metrics compare_naive(const Variant& v, const Problem& p, const Result& var, const Result& ref,
-                      double sink_threshold) {
+                      double sink_threshold, const std::atomic<bool>* cancel) {
   check_shapes(p, var, ref);
   const Variant dense("dense", nullptr, {}, Normaliser{});
   Metrics m = start_metrics(p, var, ref);
@@ -83,6 +88,7 @@ Metrics compare_naive(const Variant& v, const Problem& p, const Result& var, con
     std::vector<double> received(p.n_k, 0.0);
     const int chunk = 64;
     for (int i0 = 0; i0 < p.n_q; i0 += chunk) {
+      check_cancel(cancel);
       int i1 = std::min(i0 + chunk, p.n_q);
       probability_block(v, p, var, h, i0, i1, 0, p.n_k, pv);
       probability_block(dense, p, ref, h, i0, i1, 0, p.n_k, pr);
@@ -131,8 +137,9 @@ struct RowSums {
 
 class FastCompare {
  public:
-  FastCompare(const Variant& v, const Problem& p, const Result& var, const Result& ref, Metrics& m)
-      : v_(v), p_(p), var_(var), ref_(ref), m_(m) {
+  FastCompare(const Variant& v, const Problem& p, const Result& var, const Result& ref, Metrics& m,
+              const std::atomic<bool>* cancel)
+      : v_(v), p_(p), var_(var), ref_(ref), m_(m), cancel_(cancel) {
     default_pos_ = p.q_pos.empty() && p.k_pos.empty();
     same_ = &var == &ref;
     const Normaliser& n = v.normaliser();
@@ -151,6 +158,7 @@ class FastCompare {
     std::vector<double> pv, pr;
     std::vector<int32_t> keys;
     for (int i0 = 0; i0 < p_.n_q; i0 += chunk) {
+      check_cancel(cancel_);
       const int i1 = std::min(i0 + chunk, p_.n_q);
       const int kend = default_pos_ && p_.causal ? std::min(p_.n_k, p_.qpos(i1 - 1) + 1) : p_.n_k;
       if (var_.layout.kind != Layout::Kind::Dense) {
@@ -287,6 +295,7 @@ class FastCompare {
   const Result& var_;
   const Result& ref_;
   Metrics& m_;
+  const std::atomic<bool>* cancel_;
   const Variant dense_{"dense", nullptr, {}, Normaliser{}};
   bool default_pos_ = true, same_ = false, dense_softmax_ = false;
 };
@@ -294,13 +303,13 @@ class FastCompare {
 }  // namespace
 
 Metrics compare(const Variant& v, const Problem& p, const Result& var, const Result& ref,
-                double sink_threshold) {
+                double sink_threshold, const std::atomic<bool>* cancel) {
   check_shapes(p, var, ref);
   // Selective rows depend on every earlier row: the row-by-row oracle handles them.
-  if (v.selective()) return compare_naive(v, p, var, ref, sink_threshold);
+  if (v.selective()) return compare_naive(v, p, var, ref, sink_threshold, cancel);
   Metrics m = start_metrics(p, var, ref);
   std::vector<double> recall(size_t(p.n_heads), 0), kl(size_t(p.n_heads), 0);
-  const FastCompare fc(v, p, var, ref, m);
+  const FastCompare fc(v, p, var, ref, m, cancel);
   parallel_for(p.n_heads, [&](int h) {
     const auto [rc, k] = fc.head(h);
     recall[size_t(h)] = rc;

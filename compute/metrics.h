@@ -1,5 +1,6 @@
 // Metrics of a variant's result against the dense reference of the same problem.
 #pragma once
+#include <atomic>
 #include <vector>
 
 #include "compute/result.h"
@@ -23,13 +24,14 @@ struct Metrics {
 // Throws Error(InvalidArgument) when shapes differ. Work follows what is visible and kept: a
 // sparse variant costs O(kept d), dense softmax one GEMM over the visible keys with vectorised
 // exponentials (a 32K-token head in about a second here).
+// `cancel`, when set, is polled every 64 rows: Error(Cancelled) is thrown.
 Metrics compare(const Variant& v, const Problem& p, const Result& var, const Result& ref,
-                double sink_threshold = 0.3);
+                double sink_threshold = 0.3, const std::atomic<bool>* cancel = nullptr);
 
 // The same from every probability in double, row by row over all keys: the oracle compare() is
 // tested against (and the path selective attention takes).
 Metrics compare_naive(const Variant& v, const Problem& p, const Result& var, const Result& ref,
-                      double sink_threshold = 0.3);
+                      double sink_threshold = 0.3, const std::atomic<bool>* cancel = nullptr);
 
 // Relative Frobenius error of two outputs of equal size.
 double relative_error(const std::vector<float>& o, const std::vector<float>& o_ref);

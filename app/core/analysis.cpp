@@ -352,13 +352,14 @@ std::shared_ptr<Analysis> add_metrics(const Analysis& in, const Options& o) {
     for (int l = 0; l < L; ++l) {
       check_cancel(o);
       const Problem& p = a->problem(l);
-      panel.layer.push_back(compare(*panel.variant, p, panel.result(l), dense.result(l)));
+      panel.layer.push_back(
+          compare(*panel.variant, p, panel.result(l), dense.result(l), 0.3, o.cancel));
       if (!per_head) continue;
       std::vector<Metrics> heads(static_cast<size_t>(H));
       parallel_for(H, [&](int h) {
         heads[size_t(h)] =
             compare(*panel.variant, head_problem(p, h), head_result(panel.result(l), p, h),
-                    head_result(dense.result(l), p, h));
+                    head_result(dense.result(l), p, h), 0.3, o.cancel);
       });
       panel.heads.push_back(std::move(heads));
     }

@@ -420,6 +420,79 @@ TEST(Gui, LongInputStaysLive) {
   EXPECT_LT(peak, double(n) * n * 4 / 1048576 / 4) << "memory grows like N x N";
 }
 
+// Switching from a 32K-token problem back to the default text cancels the old work: the short
+// input's panels replace the long ones within a few seconds, nothing of the long problem is
+// published afterwards, the worker goes idle, and frames are as fast as on a fresh start.
+TEST(Gui, SwitchingAwayFromALongProblemLeavesNoStaleWork) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  const int n = 32768;
+  GuiOptions o = base_options();
+  o.model = "synthetic";
+  o.synthetic_tokens = n;
+  o.variants = {"window(size=256)", "block_topk(block=64,k=8)"};
+  MainWindow w(o);
+  w.view()->setVulkanInstance(g_instance);
+  w.show();
+  ASSERT_TRUE(
+      wait_until([&] { return w.tiles_received() > 0 || !w.last_error().isEmpty(); }, 120000));
+  ASSERT_TRUE(w.last_error().isEmpty()) << w.last_error().toStdString();
+  wait_until([] { return false; }, 1500);  // the long problem's background stages are running
+
+  QElapsedTimer t;
+  t.start();
+  w.model_dock()->set_model("default-text");
+  w.submit_now();
+  auto short_shown = [&] {
+    auto a = w.analysis();
+    return a && a->n_tokens() > 0 && a->n_tokens() < 1000 && w.tiles_received() > 0 && w.settled();
+  };
+  ASSERT_TRUE(wait_until(short_shown, 60000)) << w.last_error().toStdString();
+  const double switch_s = double(t.nsecsElapsed()) / 1e9;
+  // From now on only the short input may be shown, and the worker must run dry.
+  bool stale = false;
+  QString stage_after;
+  const bool idle = wait_until(
+      [&] {
+        auto a = w.analysis();
+        if (a && a->n_tokens() >= 1000) stale = true;
+        return w.worker_idle();
+      },
+      60000);
+  const double idle_s = double(t.nsecsElapsed()) / 1e9;
+  wait_until(
+      [&] {
+        auto a = w.analysis();
+        if (a && a->n_tokens() >= 1000) stale = true;
+        return false;
+      },
+      1500);
+  w.view()->clear_frame_times();
+  w.view()->set_continuous(true);
+  wait_until([&] { return w.view()->frame_intervals().size() >= 40; }, 30000);
+  w.view()->set_continuous(false);
+  const Spread after = spread(w.view()->frame_intervals());
+  w.close();
+  // The same view in a window that never saw the long problem.
+  MainWindow fresh(base_options());
+  fresh.view()->setVulkanInstance(g_instance);
+  fresh.show();
+  ASSERT_TRUE(wait_settled(fresh, 60000)) << fresh.last_error().toStdString();
+  wait_until([&] { return fresh.worker_idle(); }, 60000);
+  fresh.view()->clear_frame_times();
+  fresh.view()->set_continuous(true);
+  wait_until([&] { return fresh.view()->frame_intervals().size() >= 40; }, 30000);
+  fresh.view()->set_continuous(false);
+  const Spread start = spread(fresh.view()->frame_intervals());
+  std::printf(
+      "[gui] 32K -> default text: short panels after %.2f s, worker idle after %.2f s, "
+      "median frame afterwards %.1f ms (p90 %.1f), on a fresh start %.1f ms\n",
+      switch_s, idle_s, after.median, after.p90, start.median);
+  EXPECT_FALSE(stale) << "the long problem was published after the switch";
+  EXPECT_TRUE(idle) << "work of the long problem kept the worker busy";
+  EXPECT_LT(switch_s, 10.0) << "the old work was not cancelled promptly";
+  EXPECT_LT(after.median, 1.5 * start.median + 15.0) << "frames stay slow after the switch";
+}
+
 // The vulkan compute backend runs on the view's own device (adopted, one VkDevice), and the
 // heatmap tiles come from the Vulkan tile query; back on cpu they come from the CPU query.
 TEST(Gui, VulkanBackendSharesTheViewsDevice) {
