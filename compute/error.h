@@ -3,6 +3,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace attn {
 
@@ -34,5 +35,14 @@ class Error : public std::runtime_error {
 inline void require(bool cond, ErrorCode code, const std::string& message) {
   if (!cond) throw Error(code, message);
 }
+
+// Messages about a name that is not known (a variant piece, a parameter, a verb, a model).
+// The entry of `known` closest to `name` by edit distance (ignoring case; a swap of neighbours
+// counts as one edit), or "" when none is close enough to be a likely misspelling of it.
+std::string closest_name(const std::string& name, const std::vector<std::string>& known);
+// ": did you mean X?" with X the closest_name(), or "" when there is none.
+std::string did_you_mean(const std::string& name, const std::vector<std::string>& known);
+// "a, b, c".
+std::string join_names(const std::vector<std::string>& names);
 
 }  // namespace attn

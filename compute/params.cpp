@@ -21,11 +21,12 @@ Params resolve_params(const std::string& variant_id, const std::vector<ParamSpec
     bool known = false;
     for (const auto& s : specs) known = known || s.name == name;
     if (!known) {
-      std::string names;
-      for (const auto& s : specs) names += (names.empty() ? "" : ", ") + s.name;
+      std::vector<std::string> names;
+      for (const auto& s : specs) names.push_back(s.name);
       throw Error(ErrorCode::BadParameter,
-                  variant_id + ": unknown parameter '" + name + "'" +
-                      (names.empty() ? " (it takes no parameters)" : " (known: " + names + ")"));
+                  variant_id + ": unknown parameter '" + name + "'" + did_you_mean(name, names) +
+                      (names.empty() ? " (it takes no parameters)"
+                                     : " (known: " + join_names(names) + ")"));
     }
   }
   Params out;

@@ -58,10 +58,10 @@ std::vector<PieceInfo> build_pieces() {
   return out;
 }
 
-std::string known_ids() {
-  std::string s;
-  for (const PieceInfo& p : registry_pieces()) s += (s.empty() ? "" : ", ") + p.info.id;
-  return s;
+std::vector<std::string> known_ids() {
+  std::vector<std::string> ids;
+  for (const PieceInfo& p : registry_pieces()) ids.push_back(p.info.id);
+  return ids;
 }
 
 // Shortest text that reads back as the same double.
@@ -177,8 +177,10 @@ const std::vector<PieceInfo>& registry_pieces() {
 const PieceInfo& registry_piece(const std::string& id) {
   for (const PieceInfo& p : registry_pieces())
     if (p.info.id == id) return p;
+  const std::vector<std::string> ids = known_ids();
   throw Error(ErrorCode::UnknownVariant,
-              "unknown variant piece '" + id + "' (known: " + known_ids() + ")");
+              "unknown variant piece '" + id + "'" + did_you_mean(id, ids) + " (known: " +
+                  join_names(ids) + ")");
 }
 
 Variant make_variant(const std::string& spec) {

@@ -8,6 +8,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/table.h"
+#include "app/cli/usage.h"
 #include "app/core/analysis.h"
 #include "app/core/report.h"
 #include "app/core/views.h"
@@ -43,7 +44,7 @@ std::vector<std::string> split_specs(const std::string& list) {
     if (!s.empty()) out.push_back(s);
     start = end + 1;
   }
-  require(!out.empty(), ErrorCode::InvalidArgument, "--variants lists no variant");
+  usage(!out.empty(), "--variants lists no variant");
   return out;
 }
 
@@ -62,6 +63,15 @@ void write_json(const std::string& path, const json& j) {
 
 // The command line as a session (a --session file supplies what the options leave out).
 core::Session session_of(const AnalyzeOptions& o, std::string& session_path) {
+  // Options that conflict whatever the session holds.
+  usage(o.tensors.empty() || o.given_inputs == 0,
+        "give exactly one input: --tensors does not go with --text, --text-file, --ids or "
+        "--image");
+  usage(o.tensors.empty() || o.model.empty(),
+        "--tensors runs raw q/k/v without a model: do not give --model with it");
+  usage(!o.tensors.empty() || (o.tensors_layer < 0 && !o.bidirectional),
+        "--tensors-layer and --bidirectional apply to --tensors only");
+  usage(o.image_size == 0 || !o.image.empty(), "--image-size applies to --image only");
   core::Session s;
   if (!o.session.empty()) {
     s = core::load_session(o.session);
@@ -82,8 +92,7 @@ core::Session session_of(const AnalyzeOptions& o, std::string& session_path) {
     s.input.tensors_layer = o.tensors_layer;
     s.input.causal = !o.bidirectional;
   } else if (o.given_inputs > 0) {
-    require(o.given_inputs == 1, ErrorCode::InvalidArgument,
-            "give exactly one input: --text, --text-file, --ids or --image");
+    usage(o.given_inputs == 1, "give exactly one input: --text, --text-file, --ids or --image");
     s.input = {};
     if (!o.image.empty()) {
       s.input.kind = "image";
@@ -93,28 +102,94 @@ core::Session session_of(const AnalyzeOptions& o, std::string& session_path) {
       s.input.kind = "ids";
       s.input.ids = o.ids;
     } else {
+      usage(!o.text_file.empty() || !o.text.empty(), "--text is empty: nothing to run");
       s.input.text = o.text_file.empty() ? o.text : read_text_file(o.text_file);
     }
   } else {
-    require(!o.session.empty(), ErrorCode::InvalidArgument,
-            "give exactly one input: --text, --text-file, --ids, --image, --tensors or --session");
+    usage(!o.session.empty(),
+          "give exactly one input: --text, --text-file, --ids, --image, --tensors or --session");
   }
   if (!o.model.empty()) {
     s.model.id = o.model;
     s.model.sha256.clear();
   } else {
-    require(!o.session.empty() || s.input.kind == "tensors", ErrorCode::InvalidArgument,
-            "--model DIR (or default-text / default-vision) is required");
+    usage(!o.session.empty() || s.input.kind == "tensors",
+          "--model DIR (or " + join_names(default_model_names()) + ") is required");
   }
   if (!o.variants.empty() || o.session.empty())
     s.variants = split_specs(o.variants.empty() ? "dense" : o.variants);
   if (!o.layers.empty()) s.substitute_layers = o.layers;
   if (!o.heads.empty()) s.substitute_heads = o.heads;
+  if (!o.variants.empty()) check_variant_specs(s.variants, "--variants");
+  usage(o.dump.empty() || (s.input.kind != "tensors" && s.input.kind != "synthetic"),
+        "--dump needs a model (raw tensors have no hooks to dump)");
+  if (!o.dump.empty()) {
+    try {
+      HookSelection::parse(o.hooks);
+    } catch (const Error& e) {
+      throw UsageError(std::string("--hooks: ") + e.what());
+    }
+  }
   if (!o.backend.empty()) {
+    check_backend(o.backend);
     s.backend = o.backend;
     s.variant_backends.clear();  // one backend for the whole run, as --backend says
   }
   return s;
+}
+
+// What the command line asks of the model, checked against it before any work: a text model
+// for text or ids (a vision model for an image), token ids in its vocabulary, layers and heads
+// it has, hooks it can dump. Returns the model (kept loaded for the analysis), or null when
+// nothing on the command line concerns the model.
+std::shared_ptr<const Model> check_against_model(const AnalyzeOptions& o, const core::Session& s,
+                                                 const std::string& session_path) {
+  if (s.input.kind == "tensors" || s.input.kind == "synthetic") return nullptr;
+  const bool input_given = o.given_inputs > 0;
+  if (o.model.empty() && !input_given && o.layers.empty() && o.heads.empty() && o.dump.empty())
+    return nullptr;  // all from the session file: its own checks report what is wrong with it
+  const std::string dir = is_default_model_name(s.model.id)
+                              ? s.model.id
+                              : core::resolve_session_path(session_path, s.model.id);
+  if (!o.model.empty()) check_model_path(s.model.id, dir);
+  std::shared_ptr<const Model> model = core::cached_model(dir);
+  const ModelInfo& info = model->info();
+  const std::string name = (o.model.empty() ? "the session's model " : "--model ") + s.model.id;
+  if (!o.model.empty() || input_given) {
+    if (s.input.kind == "image")
+      usage(info.vision, name +
+                             " is a text model, but the input is an image (--image): give "
+                             "--text, --text-file or --ids, or a vision model");
+    else
+      usage(!info.vision, name +
+                              " is a vision model, but the input is text: give --image, or "
+                              "a text model");
+  }
+  if (!o.ids.empty() && !info.vision) {
+    const int vocab = info.vocab > 0 ? info.vocab : int(model->config().vocab_size);
+    for (size_t i = 0; i < o.ids.size(); ++i)
+      usage(o.ids[i] >= 0 && o.ids[i] < vocab,
+            "--ids: token id " + std::to_string(o.ids[i]) + " at position " + std::to_string(i) +
+                " is outside the vocabulary [0, " + std::to_string(vocab) + ") of " + name);
+  }
+  for (int l : o.layers)
+    usage(l >= 0 && l < info.n_layers, "--layers: layer " + std::to_string(l) +
+                                           " is out of range: " + name + " has " +
+                                           std::to_string(info.n_layers) + " layers (0.." +
+                                           std::to_string(info.n_layers - 1) + ")");
+  for (int h : o.heads)
+    usage(h >= 0 && h < info.n_heads, "--heads: head " + std::to_string(h) +
+                                          " is out of range: " + name + " has " +
+                                          std::to_string(info.n_heads) + " query heads (0.." +
+                                          std::to_string(info.n_heads - 1) + ")");
+  if (!o.dump.empty()) {
+    try {
+      HookSelection::parse(o.hooks).check(info.n_layers);
+    } catch (const Error& e) {
+      throw UsageError(std::string("--hooks: ") + e.what());
+    }
+  }
+  return model;
 }
 
 void print_summary(const core::Analysis& a) {
@@ -135,39 +210,56 @@ void print_summary(const core::Analysis& a) {
   std::printf("sinks (dense, mass > 0.3 averaged over heads):");
   for (int l = 0; l < a.n_layers(); ++l) {
     std::string s;
-    for (int j : a.panels[0].layer[size_t(l)].sinks)
-      s += (s.empty() ? "" : ",") + std::to_string(j);
+    for (int j : a.panels[0].layer[size_t(l)].sinks) {
+      if (!s.empty()) s += ',';
+      s += std::to_string(j);
+    }
     std::printf(" L%d[%s]", l, s.c_str());
   }
   std::printf("\n");
-  Table t(vision ? std::vector<std::string>{"variant", "density", "rel_err", "recall",
-                                            "class agree", "CLS cosine"}
-                 : std::vector<std::string>{"variant", "density", "rel_err", "recall", "e2e KL",
-                                            "top-1 agree", "perplexity"});
+  // Two different KLs: "row KL" compares each head's attention rows with dense (per layer, no
+  // model involved); "next-token KL" compares the model's next-token distributions end to end.
+  std::vector<std::string> header = {"variant", "kept", "rel.err", "recall", "row KL"};
+  if (vision)
+    header.insert(header.end(), {"class agree", "CLS cosine"});
+  else
+    header.insert(header.end(), {"next-token KL", "top-1 agree", "perplexity"});
+  Table t(header);
   for (size_t v = 1; v < a.panels.size(); ++v) {
     const core::TradeoffPoint pt = core::tradeoff_point(a, int(v));
     const std::optional<EndToEnd>& e = a.panels[v].e2e;
     std::vector<std::string> row = {a.panels[v].spec, fixed(pt.density, 4), sci(pt.rel_error),
-                                    fixed(pt.mass_recall, 4)};
+                                    fixed(pt.mass_recall, 4), sci(pt.row_kl)};
     if (vision) {
       row.push_back(!e ? "-" : !e->has_class ? "n/a" : e->class_agree ? "yes" : "no");
       row.push_back(e ? fixed(e->cls_cosine, 5) : "-");
     } else {
       row.push_back(e && e->has_tokens ? sci(e->mean_kl) : "-");
       row.push_back(e && e->has_tokens ? fixed(e->top1_agreement, 4) : "-");
-      row.push_back(e && std::isfinite(e->ppl_variant)
-                        ? fixed(e->ppl_dense, 3) + " -> " + fixed(e->ppl_variant, 3)
-                        : "-");
+      std::string ppl = "-";
+      if (e && std::isfinite(e->ppl_variant)) {
+        ppl = fixed(e->ppl_dense, 3);
+        ppl.append(" -> ").append(fixed(e->ppl_variant, 3));
+      }
+      row.push_back(ppl);
     }
     t.add(row);
     for (const std::string& n : a.panels[v].notes) std::fprintf(stderr, "note: %s\n", n.c_str());
   }
   t.print();
+  const char* note =
+      "kept: share of visible attention entries kept; row KL: each head's "
+      "attention rows vs dense, mean over layers";
+  std::printf(vision ? "%s\n"
+                     : "%s; next-token KL: the model's next-token distributions vs "
+                       "dense, end to end\n",
+              note);
 }
 
 int analyze(const AnalyzeOptions& o) {
   std::string session_path;
   const core::Session s = session_of(o, session_path);
+  const auto model = check_against_model(o, s, session_path);  // held: analyze reuses it
   core::Options co;
   co.threads = o.threads;
   co.end_to_end = !o.no_end_to_end;
@@ -181,8 +273,7 @@ int analyze(const AnalyzeOptions& o) {
   print_summary(*a);
   if (!o.json_out.empty()) write_json(o.json_out, core::analysis_json(*a, o.max_cells));
   if (!o.dump.empty()) {
-    require(a->capture != nullptr, ErrorCode::InvalidArgument,
-            "--dump needs a model (raw tensors have no hooks to dump)");
+    usage(a->capture != nullptr, "--dump needs a model (raw tensors have no hooks to dump)");
     const HookSelection asked = HookSelection::parse(o.hooks);
     const auto files =
         dump_forward(o.dump, *a->capture, a->input, a->dense_out, a->problem(0).labels, &asked);

@@ -4,6 +4,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/comparison.h"
+#include "app/cli/usage.h"
 #include "compute/error.h"
 #include "compute/fallback.h"
 
@@ -37,6 +38,14 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--json", o.json, "Also write the results as JSON to this file");
   cmd->callback([&action] {
     action = [] {
+      // The command line first: conflicting shapes, bad specs, an unknown backend.
+      const int kv = o.kv_heads ? o.kv_heads : o.heads;
+      usage(o.heads % kv == 0, "--heads " + std::to_string(o.heads) +
+                                   " is not a multiple of --kv-heads " + std::to_string(kv));
+      usage(o.n_q <= o.n, "--nq " + std::to_string(o.n_q) + " exceeds -n " + std::to_string(o.n) +
+                              " (the queries are the last of the keys)");
+      check_variant_specs(o.variants, "-v/--variant");
+      check_backend(o.backend);
       Problem p = random_problem(o.heads, o.kv_heads ? o.kv_heads : o.heads, o.n_q ? o.n_q : o.n,
                                  o.n, o.d, !o.bidirectional, o.seed);
       auto backend = make_backend_with_fallback(o.backend);

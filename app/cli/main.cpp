@@ -1,41 +1,56 @@
-// attnscope command line: exit codes 0 = ok, 1 = runtime error, 2 = usage error.
+// attnscope command line. Exit codes (the rule is in app/cli/usage.h): 0 ok, 1 runtime error,
+// 2 usage error.
 #include <cstdio>
 
 #include "app/cli/commands.h"
+#include "app/cli/usage.h"
 #include "compute/error.h"
 #ifdef ATTN_HAVE_GUI
 #include "app/gui/gui_app.h"
 #endif
 
 int main(int argc, char** argv) {
+  using namespace attn::cli;
 #ifdef ATTN_HAVE_GUI
   if (argc == 1) return attn::gui::run_gui(argc, argv, {});
 #endif
   CLI::App app{"attnscope: run, compare and measure attention variants"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "attnscope 0.1.0");
-  attn::cli::Action action;
-  attn::cli::add_variants_command(app, action);
-  attn::cli::add_run_command(app, action);
-  attn::cli::add_demo_command(app, action);
-  attn::cli::add_analyze_command(app, action);
-  attn::cli::add_render_command(app, action);
-  attn::cli::add_sweep_command(app, action);
+  app.footer(kExitCodesHelp);
+  Action action;
+  add_variants_command(app, action);
+  add_run_command(app, action);
+  add_demo_command(app, action);
+  add_analyze_command(app, action);
+  add_render_command(app, action);
+  add_sweep_command(app, action);
 #ifdef ATTN_HAVE_GUI
   attn::gui::add_gui_command(app, action, argc, argv);
 #endif
+  if (const std::string bad = unknown_command(app, argc, argv); !bad.empty()) {
+    std::fprintf(stderr, "attnscope: %s\n", bad.c_str());
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::fprintf(stderr, "attnscope: usage error: %s\n", e.what());
+    return kExitUsage;
   }
+  std::string verb = "attnscope";
+  for (const CLI::App* sub : app.get_subcommands()) verb += " " + sub->get_name();
   try {
-    return action ? action() : 0;
+    return action ? action() : kExitOk;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "%s: usage error: %s\n", verb.c_str(), e.what());
+    return kExitUsage;
   } catch (const attn::Error& e) {
     std::fprintf(stderr, "attnscope: %s: %s\n", attn::error_code_name(e.code()), e.what());
-    return 1;
+    return kExitRuntime;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "attnscope: error: %s\n", e.what());
-    return 1;
+    return kExitRuntime;
   }
 }

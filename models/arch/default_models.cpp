@@ -2,7 +2,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <vector>
 
 #include "compute/error.h"
 
@@ -13,8 +12,21 @@
 namespace attn {
 namespace fs = std::filesystem;
 
+const std::vector<std::string>& default_model_names() {
+  static const std::vector<std::string> names = {"default-text", "default-vision"};
+  return names;
+}
+
 bool is_default_model_name(const std::string& name) {
-  return name == "default-text" || name == "default-vision";
+  for (const std::string& n : default_model_names())
+    if (name == n) return true;
+  return false;
+}
+
+std::string missing_model_message(const std::string& name) {
+  return "model '" + name + "' is neither a model folder nor an embedded model" +
+         did_you_mean(name, default_model_names()) +
+         " (embedded models: " + join_names(default_model_names()) + ")";
 }
 
 std::string resolve_model_dir(const std::string& name) {

@@ -4,11 +4,20 @@
 // them) is looked at first.
 #pragma once
 #include <string>
+#include <vector>
 
 namespace attn {
 
+// "default-text" and "default-vision".
+const std::vector<std::string>& default_model_names();
+
 // True for "default-text" and "default-vision".
 bool is_default_model_name(const std::string& name);
+
+// The message for a model `name` that is neither an embedded model's name nor an existing
+// folder: it says so, suggests the closest embedded name ("did you mean default-text?") and
+// lists them all, on one line.
+std::string missing_model_message(const std::string& name);
 
 // `name` itself when it is not a default model name; otherwise the first existing folder of
 // the candidates above. Throws Error(Io) listing every place looked at when none exists.

@@ -1,5 +1,6 @@
 // `attnscope analyze` end to end: JSON report, hook dumps read back, raw tensors, and bad input
-// reported with exit code 1 and a message naming what is wrong.
+// reported with exit code 1 (bad files) or 2 (a bad command line) and a message naming what is
+// wrong.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -140,16 +141,11 @@ TEST(ArchCli, BadInputExitsWithAClearMessage) {
   const struct {
     std::string args, expect;
   } cases[] = {
-      {"--model " + gpt2 + " --text ''", "--text is empty"},
       {"--model " + gpt2 + " --text-file " + (dir / "empty.txt").string(), "is empty"},
       {"--model " + gpt2 + " --text-file " + (dir / "bad.txt").string(), "bad.txt"},
       {"--model " + gpt2 + " --text-file " + (dir / "none.txt").string(), "none.txt"},
       {"--model " + vit + " --image " + (dir / "not.png").string(), "not an image"},
       {"--model " + vit + " --image " + (dir / "huge.pgm").string(), "20000x20000"},
-      {"--model " + vit + " --text hello", "vision model"},
-      {"--model " + gpt2 + " --ids 1,5000", "outside the vocabulary"},
-      {"--model " + gpt2 + " --ids 1 --text x", "exactly one input"},
-      {"--model " + gpt2 + " --text x --variants 'nosuch(size=2)'", "nosuch"},
       {"--model /nonexistent --text x", "/nonexistent"},
   };
   for (const auto& c : cases) {
@@ -157,6 +153,21 @@ TEST(ArchCli, BadInputExitsWithAClearMessage) {
     EXPECT_EQ(r.status, 1) << c.args << "\n" << r.output;
     EXPECT_NE(r.output.find(c.expect), std::string::npos) << c.args << "\n" << r.output;
     EXPECT_EQ(r.output.find("terminate"), std::string::npos) << r.output;
+  }
+  // Mistakes in the command line itself are usage errors (exit 2), also with a message.
+  const struct {
+    std::string args, expect;
+  } usage[] = {
+      {"--model " + gpt2 + " --text ''", "--text is empty"},
+      {"--model " + vit + " --text hello", "vision model"},
+      {"--model " + gpt2 + " --ids 1,5000", "outside the vocabulary"},
+      {"--model " + gpt2 + " --ids 1 --text x", "exactly one input"},
+      {"--model " + gpt2 + " --text x --variants 'nosuch(size=2)'", "nosuch"},
+  };
+  for (const auto& c : usage) {
+    const CliRun r = run_cli("analyze " + c.args);
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expect), std::string::npos) << c.args << "\n" << r.output;
   }
 }
 
