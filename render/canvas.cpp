@@ -4,7 +4,9 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "render/colormap.h"
@@ -153,6 +155,7 @@ void Canvas::build_frame(const FrameInput& in) {
                    ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
                    ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoScrollWithMouse);
   ImGui::PopStyleVar();
+  building_overflows_.clear();
   build_toolbar();
   const float top = ImGui::GetCursorScreenPos().y + 2;
   const float pad = 8;
@@ -189,6 +192,7 @@ void Canvas::build_frame(const FrameInput& in) {
   ImGui::End();
   if (settings_.view == ViewKind::Heatmaps) draw_inspector();
   ImGui::Render();
+  overflows_.swap(building_overflows_);
   ++frames_;
   if (redraw_frames_ > 0) --redraw_frames_;
   if (io.MouseDown[0] || io.MouseWheel != 0 || ImGui::IsAnyItemActive()) redraw_frames_ = 2;
@@ -196,21 +200,35 @@ void Canvas::build_frame(const FrameInput& in) {
 
 void Canvas::build_toolbar() {
   ImGui::SetCursorScreenPos(ImVec2(8, 6));
+  const ImGuiStyle& st = ImGui::GetStyle();
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowWidth() - 8;
+  // The next item goes on this line when `w` more pixels fit, else on a new line (presentation
+  // mode's large font needs two rows; nothing is pushed off the window).
+  bool first = true;
+  auto place = [&](float w, float spacing) {
+    if (!first && ImGui::GetItemRectMax().x + spacing + w <= right) ImGui::SameLine(0, spacing);
+    first = false;
+  };
+  auto button_w = [&](const char* label) {
+    return ImGui::CalcTextSize(label).x + st.FramePadding.x * 2;
+  };
+  auto check_w = [&](const char* label) {
+    return ImGui::GetFrameHeight() + st.ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
+  };
   for (int v = 0; v < kViewCount; ++v) {
-    if (v) ImGui::SameLine(0, 2);
+    place(button_w(view_name(ViewKind(v))), 2);
     const bool on = int(settings_.view) == v;
     if (on) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetColorU32(ImGuiCol_ButtonActive));
     if (ImGui::Button(view_name(ViewKind(v)))) settings_.view = ViewKind(v);
     if (on) ImGui::PopStyleColor();
   }
   const float em = ImGui::GetFontSize();
-  ImGui::SameLine(0, 16);
   if (settings_.view == ViewKind::Heatmaps) {
     static const char* modes[] = {"Probabilities", "Kept set on dense", "Difference vs dense"};
     int mode = int(settings_.mode);
+    place(em * 11, 16);
     ImGui::SetNextItemWidth(em * 11);
     if (ImGui::Combo("##mode", &mode, modes, 3)) settings_.mode = DisplayMode(mode);
-    ImGui::SameLine();
   }
   // Every map of the shared table (render/colormap.h), in its order.
   static const std::vector<const char*> cmaps = [] {
@@ -221,19 +239,28 @@ void Canvas::build_toolbar() {
   int cm = int(settings_.colormap);
   float widest = 0;
   for (const char* name : cmaps) widest = std::max(widest, ImGui::CalcTextSize(name).x);
-  ImGui::SetNextItemWidth(widest + ImGui::GetFrameHeight() + ImGui::GetStyle().FramePadding.x * 2);
+  const float cmap_w = widest + ImGui::GetFrameHeight() + st.FramePadding.x * 2;
+  place(cmap_w, settings_.view == ViewKind::Heatmaps ? st.ItemSpacing.x : 16);
+  ImGui::SetNextItemWidth(cmap_w);
   if (ImGui::Combo("##cmap", &cm, cmaps.data(), kColormapCount)) settings_.colormap = Colormap(cm);
-  ImGui::SameLine();
+  place(check_w("log"), st.ItemSpacing.x);
   ImGui::Checkbox("log", &settings_.log_scale);
   if (settings_.view == ViewKind::Heatmaps) {
-    ImGui::SameLine();
+    place(check_w("outlines"), st.ItemSpacing.x);
     ImGui::Checkbox("outlines", &settings_.outlines);
-    ImGui::SameLine();
+    place(button_w("Reset zoom"), st.ItemSpacing.x);
     if (ImGui::Button("Reset zoom")) reset_view();
   }
   if (doc_) {
-    ImGui::SameLine(0, 16);
-    ImGui::TextDisabled("%s", doc_->title.c_str());
+    // The title takes the rest of the line, elided (whole on hover)
+    // (the status bar holds it too, so it is left out where the line has no room).
+    const float room = right - ImGui::GetItemRectMax().x - 16;
+    if (room >= em * 12) {
+      ImGui::SameLine(0, 16);
+      const std::string t = fit_label(doc_->title, room);
+      ImGui::TextDisabled("%s", t.c_str());
+      if (t != doc_->title && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", doc_->title.c_str());
+    }
   }
 }
 
@@ -241,7 +268,10 @@ void Canvas::build_heatmaps(float x0, float y0, float x1, float y1) {
   const HeatmapDoc& h = doc_->heat;
   const int n = int(h.panels.size());
   if (n == 0 || h.n_q == 0) return;
-  const float colorbar_w = 78;
+  // The colour bar's column holds its widest tick label and its caption (no fixed pixel width:
+  // presentation mode's font is larger).
+  const float tick_w = std::max(ImGui::CalcTextSize("0.0001").x, ImGui::CalcTextSize("+0.0012").x);
+  const float colorbar_w = 18 + 12 + 6 + tick_w + 8;
   const int cols = n <= 3 ? n : n == 4 ? 2 : 3;
   const int rows = (n + cols - 1) / cols;
   const float line = ImGui::GetTextLineHeight();
@@ -256,7 +286,15 @@ void Canvas::build_heatmaps(float x0, float y0, float x1, float y1) {
   const bool col_labels = heat_px_w_ / rk >= line * 0.95 && !h.k_labels.empty();
   const float ml = row_labels ? ImGui::CalcTextSize("mmmmmmmmmm").x + 30 : 46;
   const float mt = col_labels ? ImGui::CalcTextSize("mmmmmmmmm").x + 8 : line + 6;
-  const float title_h = 2 * line + 6;
+  // Each panel's statistics wrap at their " · " separators, never cut: the title block is as
+  // tall as the panel needing most lines.
+  std::vector<std::vector<std::string>> stats(static_cast<size_t>(n));
+  size_t stat_lines = 1;
+  for (int p = 0; p < n; ++p) {
+    stats[size_t(p)] = wrap_parts(h.panels[size_t(p)].stats, cell_w - 4);
+    stat_lines = std::max(stat_lines, stats[size_t(p)].size());
+  }
+  const float title_h = float(1 + stat_lines) * line + 6;
   const float drop_w = 14;
 
   heat_px_w_ = std::max(8.f, cell_w - ml - drop_w - 4);
@@ -271,10 +309,17 @@ void Canvas::build_heatmaps(float x0, float y0, float x1, float y1) {
     pan.y1 = pan.y0 + heat_px_h_;
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const PanelDesc& d = h.panels[size_t(p)];
-    dl->AddText(ImVec2(cx, cy), text_color(),
-                clip_label(d.title, int(cell_w / (line * 0.5f))).c_str());
-    dl->AddText(ImVec2(cx, cy + line + 2), dim_text_color(),
-                clip_label(d.stats, int(cell_w / (line * 0.45f))).c_str());
+    // A long spec is elided, and shown whole on hover.
+    const std::string title = fit_label(d.title, cell_w - 4);
+    dl->AddText(ImVec2(cx, cy), text_color(), title.c_str());
+    if (title != d.title &&
+        ImGui::IsMouseHoveringRect(ImVec2(cx, cy), ImVec2(cx + cell_w, cy + line)))
+      ImGui::SetTooltip("%s", d.title.c_str());
+    for (size_t k = 0; k < stats[size_t(p)].size(); ++k) {
+      const std::string& sl = stats[size_t(p)][k];
+      note_fit(sl, cell_w - 4);
+      dl->AddText(ImVec2(cx, cy + float(k + 1) * line + 2), dim_text_color(), sl.c_str());
+    }
     draw_heat_panel(p, pan.x0, pan.y0, pan.x1, pan.y1, row_labels, col_labels);
   }
   // A spare grid cell holds the comparison table.
@@ -285,7 +330,7 @@ void Canvas::build_heatmaps(float x0, float y0, float x1, float y1) {
                  cy + cell_h);
   }
   handle_heat_input(x0, y0, x1, y1);
-  draw_colorbar(x1 - colorbar_w + 18, y0 + title_h + mt, x1 - 48,
+  draw_colorbar(x1 - colorbar_w + 18, y0 + title_h + mt, x1 - colorbar_w + 30,
                 y0 + title_h + mt + std::min(heat_px_h_, 320.f));
   update_want();
 }
@@ -480,24 +525,72 @@ void Canvas::handle_heat_input(float ax0, float ay0, float ax1, float ay1) {
   }
 }
 
+void Canvas::note_fit(const std::string& text, float room) {
+  const float need = ImGui::CalcTextSize(text.c_str()).x;
+  if (need > room + 0.5f)
+    building_overflows_.push_back(text + " (needs " + std::to_string(int(need)) + " px, has " +
+                                  std::to_string(int(room)) + ")");
+}
+
 void Canvas::draw_summary(float x0, float y0, float x1, float y1) {
   const HeatmapDoc& h = doc_->heat;
   ImGui::SetCursorScreenPos(ImVec2(x0, y0));
   ImGui::BeginChild("##summary", ImVec2(x1 - x0, y1 - y0), false, ImGuiWindowFlags_NoBackground);
   ImGui::Text("Layer %d, all heads, vs dense", h.layer);
-  if (ImGui::BeginTable("##cmp", 5,
+  // Cells as text first: number columns are as wide as their widest entry (never cut), the
+  // variant column takes what is left (specs elided, whole on hover).
+  struct Column {
+    const char* name;
+    const char* tip;
+  };
+  static const Column cols[] = {
+      {"variant", "the variant spec"},
+      {"recall", "dense attention mass inside the kept set"},
+      {"out\nerr", "relative error of the attention output against dense (all heads)"},
+      {"next-token\nKL",
+       "KL(dense || variant) of the model's next-token distribution, the "
+       "variant substituted in every layer"}};
+  constexpr int kCols = 4;
+  auto num = [](double v, const char* f) {
+    char b[32];
+    std::snprintf(b, sizeof b, f, v);
+    return std::string(b);
+  };
+  std::vector<std::array<std::string, kCols>> rows;
+  for (const PanelDesc& p : h.panels)
+    rows.push_back({p.title, p.measured ? num(p.recall, "%.3f") : "...",
+                    p.measured ? num(p.rel_error, "%.3g") : "...",
+                    p.measured && std::isfinite(p.kl) ? num(p.kl, "%.3g") : "-"});
+  const float pad = ImGui::GetStyle().CellPadding.x * 2;
+  std::array<float, kCols> width{};
+  for (int c = 1; c < kCols; ++c) {
+    width[size_t(c)] = ImGui::CalcTextSize(cols[c].name).x;
+    for (const auto& r : rows)
+      width[size_t(c)] = std::max(width[size_t(c)], ImGui::CalcTextSize(r[size_t(c)].c_str()).x);
+  }
+  width[1] += ImGui::CalcTextSize(" ").x;  // the recall bar's leading space
+  float numbers = 0;
+  for (int c = 1; c < kCols; ++c) numbers += width[size_t(c)] + pad;
+  const float em = ImGui::GetFontSize();
+  const float variant_w = std::max(em * 4, ImGui::GetContentRegionAvail().x - numbers - pad);
+  if (ImGui::BeginTable("##cmp", kCols,
                         ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH |
-                            ImGuiTableFlags_SizingStretchProp)) {
-    ImGui::TableSetupColumn("variant", ImGuiTableColumnFlags_WidthStretch, 3.0f);
-    ImGui::TableSetupColumn("recall", ImGuiTableColumnFlags_WidthStretch, 1.6f);
-    ImGui::TableSetupColumn("err", ImGuiTableColumnFlags_WidthStretch, 1.0f);
-    ImGui::TableSetupColumn("KL", ImGuiTableColumnFlags_WidthStretch, 1.0f);
-    ImGui::TableSetupColumn("ms", ImGuiTableColumnFlags_WidthStretch, 0.8f);
-    ImGui::TableHeadersRow();
-    for (const PanelDesc& p : h.panels) {
+                            ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_NoHostExtendX)) {
+    ImGui::TableSetupColumn(cols[0].name, ImGuiTableColumnFlags_WidthFixed, variant_w);
+    for (int c = 1; c < kCols; ++c)
+      ImGui::TableSetupColumn(cols[c].name, ImGuiTableColumnFlags_WidthFixed, width[size_t(c)]);
+    ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
+    for (int c = 0; c < kCols; ++c) {
+      ImGui::TableSetColumnIndex(c);
+      ImGui::TableHeader(cols[c].name);
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", cols[c].tip);
+    }
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const PanelDesc& p = h.panels[i];
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
-      ImGui::TextUnformatted(clip_label(p.title, 22).c_str());
+      const std::string title = fit_label(p.title, ImGui::GetContentRegionAvail().x);
+      ImGui::TextUnformatted(title.c_str());
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", p.title.c_str());
       ImGui::TableNextColumn();
       if (p.measured) {
@@ -508,32 +601,27 @@ void Canvas::draw_summary(float x0, float y0, float x1, float y1) {
         dl->AddRectFilled(a, ImVec2(a.x + w, a.y + hh), IM_COL32(128, 128, 128, 50));
         dl->AddRectFilled(a, ImVec2(a.x + w * float(std::clamp(p.recall, 0.0, 1.0)), a.y + hh),
                           IM_COL32(70, 170, 120, 200));
-        ImGui::Text(" %.3f", p.recall);
-      } else {
-        ImGui::TextDisabled("...");
       }
-      ImGui::TableNextColumn();
-      if (p.measured)
-        ImGui::Text("%.2g", p.rel_error);
-      else
-        ImGui::TextDisabled("...");
-      ImGui::TableNextColumn();
-      if (p.measured && std::isfinite(p.kl))
-        ImGui::Text("%.2g", p.kl);
-      else
-        ImGui::TextDisabled("-");
-      ImGui::TableNextColumn();
-      ImGui::Text("%.2f", p.ms);
+      for (int c = 1; c < kCols; ++c) {
+        if (c > 1) ImGui::TableNextColumn();
+        const std::string cell = (c == 1 && p.measured ? " " : "") + rows[i][size_t(c)];
+        note_fit(cell, ImGui::GetContentRegionAvail().x);
+        if (p.measured)
+          ImGui::TextUnformatted(cell.c_str());
+        else
+          ImGui::TextDisabled("%s", cell.c_str());
+      }
     }
     ImGui::EndTable();
   }
   ImGui::Spacing();
   ImGui::PushTextWrapPos(0);
   ImGui::TextDisabled(
-      "recall: dense attention mass inside the kept set; err: relative output error; "
-      "KL: next-token KL of the model with the variant in every layer. Red strips: "
-      "mass each query row lost. Outlines: blocks the kernel computed. Wheel zooms, "
-      "drag pans, double-click resets, click picks the query for the Tokens view.");
+      "recall: dense attention mass inside the kept set; out err: relative output error; "
+      "next-token KL: the model's next-token KL with the variant in every layer (not the "
+      "per-head row KL of the head grid). Red strips: mass each query row lost. Outlines: blocks "
+      "the kernel computed. Wheel zooms, drag pans, double-click resets, click picks the query "
+      "for the Tokens view.");
   ImGui::PopTextWrapPos();
   ImGui::EndChild();
 }
@@ -606,9 +694,11 @@ void Canvas::draw_colorbar(float x0, float y0, float x1, float y1) {
     dl->AddRectFilled(ImVec2(x0, ya), ImVec2(x1, yb + 0.5f), colormap_u32(cm, t));
   }
   dl->AddRect(ImVec2(x0, y0), ImVec2(x1, y1), frame_color());
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowWidth() - 8;
   auto tick = [&](float t, const std::string& s) {
     const float y = y1 - (y1 - y0) * t;
     dl->AddLine(ImVec2(x1, y), ImVec2(x1 + 4, y), text_color());
+    note_fit(s, right - (x1 + 6));
     dl->AddText(ImVec2(x1 + 6, y - ImGui::GetTextLineHeight() / 2), text_color(), s.c_str());
   };
   const float lo = settings_.log_floor;
@@ -626,10 +716,16 @@ void Canvas::draw_colorbar(float x0, float y0, float x1, float y1) {
     tick(0.5f, fmt_num(vmax / 2));
     tick(1, fmt_num(vmax));
   }
+  // The caption wraps at words inside the colour bar's column.
   const char* what = diff                                     ? "variant - dense"
                      : settings_.mode == DisplayMode::KeptSet ? "dense p (kept)"
                                                               : "probability";
-  dl->AddText(ImVec2(x0 - 14, y1 + 6), dim_text_color(), what);
+  float y = y1 + 6;
+  for (const std::string& line : wrap_parts(what, right - x0, " ")) {
+    note_fit(line, right - x0);
+    dl->AddText(ImVec2(x0, y), dim_text_color(), line.c_str());
+    y += ImGui::GetTextLineHeight();
+  }
 }
 
 ColorScale Canvas::scale() const {

@@ -86,6 +86,10 @@ class Canvas {
   // Screen rectangles (logical px: x0, y0, x1, y1) of the heatmap panels drawn last frame.
   std::vector<std::array<float, 4>> panel_rects() const;
 
+  // Texts drawn last frame with less room than they need ("text (needs N px, has M)"): numbers and
+  // statistics are laid out never to be cut, so this stays empty (a layout check for tests).
+  const std::vector<std::string>& text_overflows() const { return overflows_; }
+
   struct Region {
     double q0 = 0, q1 = 0, k0 = 0, k1 = 0;
   };
@@ -106,6 +110,8 @@ class Canvas {
   void build_image(float x0, float y0, float x1, float y1);
   void build_tradeoff(float x0, float y0, float x1, float y1);
   void update_want();
+  // Records `text` in overflows_ when it is wider than `room` pixels.
+  void note_fit(const std::string& text, float room);
   // The colour scale shared by the panels this frame (ranges over every panel's tile).
   ColorScale scale() const;
 
@@ -124,6 +130,7 @@ class Canvas {
   int selected_q_ = -1;
   bool dragging_ = false;
   float drag_x_ = 0, drag_y_ = 0, press_x_ = 0, press_y_ = 0;
+  std::vector<std::string> overflows_, building_overflows_;
   int redraw_frames_ = 2;
   int frames_ = 0;
   // Hover cache: (generation, q, k) -> per panel.

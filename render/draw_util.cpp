@@ -30,6 +30,34 @@ std::string clip_label(const std::string& text, int max_chars) {
   return text;
 }
 
+std::string fit_label(const std::string& text, float width) {
+  if (ImGui::CalcTextSize(text.c_str()).x <= width) return text;
+  // Cut at UTF-8 character starts, longest first that fits with the "..".
+  for (size_t i = text.size(); i > 0; --i) {
+    if ((static_cast<unsigned char>(text[i - 1]) & 0xC0) == 0x80) continue;
+    const std::string s = text.substr(0, i - 1) + "..";
+    if (ImGui::CalcTextSize(s.c_str()).x <= width) return s;
+  }
+  return "..";
+}
+
+std::vector<std::string> wrap_parts(const std::string& text, float width, const std::string& sep) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(sep, start), text.size());
+    const std::string part = text.substr(start, end - start);
+    const std::string joined = lines.empty() ? part : lines.back() + sep + part;
+    if (!lines.empty() && ImGui::CalcTextSize(joined.c_str()).x <= width)
+      lines.back() = joined;
+    else
+      lines.push_back(part);
+    if (end == text.size()) break;
+    start = end + sep.size();
+  }
+  return lines;
+}
+
 std::string fmt_num(double v) {
   char b[32];
   const double a = std::fabs(v);

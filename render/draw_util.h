@@ -3,6 +3,7 @@
 #include <imgui.h>
 
 #include <string>
+#include <vector>
 
 namespace attn::render {
 
@@ -10,6 +11,12 @@ namespace attn::render {
 void add_text_vertical(ImDrawList* dl, ImVec2 bottom_left, ImU32 col, const char* text);
 // `text` cut to at most `max_chars` UTF-8 characters, with an ellipsis when cut.
 std::string clip_label(const std::string& text, int max_chars);
+// `text` cut (with "..") to at most `width` pixels of the current font.
+std::string fit_label(const std::string& text, float width);
+// The parts of `text` separated by `sep`, packed greedily into lines at most `width` pixels wide
+// (a part wider than `width` gets a line of its own). Numbers are never cut this way.
+std::vector<std::string> wrap_parts(const std::string& text, float width,
+                                    const std::string& sep = " \u00b7 ");
 // Compact number: 0.0123, 1.2e-05, 345.
 std::string fmt_num(double v);
 // A "nice" tick step near span / target_ticks (1, 2 or 5 times a power of ten, at least 1).

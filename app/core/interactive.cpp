@@ -35,9 +35,15 @@ render::PanelDesc panel_desc(const Analysis& a, int v) {
   pd.ms = 1e3 * (r.stats.kernel_seconds + r.stats.select_seconds);
   pd.density = r.stats.density;
   const std::optional<EndToEnd>& e = pn.e2e;
+  // Kept entries (what the variant attends to) and computed work (what the kernel ran, blocks
+  // and all) differ: a window of 16 or 64 on a short input may compute the same blocks.
+  const double dense_flops = a.panels[0].result(l).stats.counted.flops;
+  const std::string kept_computed =
+      "kept " + fmt("%.3f", r.stats.density) +
+      (dense_flops > 0 ? " \u00b7 computed " + fmt("%.3f", r.stats.counted.flops / dense_flops)
+                       : "");
   if (!a.has_metrics()) {
-    pd.stats = fmt("%.2f ms", pd.ms) + " \u00b7 density " + fmt("%.3f", r.stats.density) +
-               " \u00b7 metrics...";
+    pd.stats = fmt("%.2f ms", pd.ms) + " \u00b7 " + kept_computed + " \u00b7 metrics...";
   } else {
     const Metrics& lm = pn.layer[size_t(l)];
     pd.measured = true;
@@ -49,11 +55,11 @@ render::PanelDesc panel_desc(const Analysis& a, int v) {
                  fmt("%.2f ms", pd.ms) + " \u00b7 " + std::to_string(lm.sinks.size()) + " sinks";
     } else {
       const Metrics& mh = pn.heads.empty() ? lm : pn.heads[size_t(l)][size_t(h)];
-      pd.stats = "density " + fmt("%.3f", mh.density) + " \u00b7 err " + fmt("%.2e", mh.rel_error) +
+      pd.stats = kept_computed + " \u00b7 out err " + fmt("%.3g", mh.rel_error) +
                  " \u00b7 recall " + fmt("%.3f", mh.mass_recall) + " \u00b7 " +
                  fmt("%.2f ms", pd.ms);
       if (e && e->has_tokens)
-        pd.stats += " \u00b7 KL " + fmt("%.2e", e->mean_kl) + " \u00b7 top1 " +
+        pd.stats += " \u00b7 next-token KL " + fmt("%.3g", e->mean_kl) + " \u00b7 top-1 " +
                     fmt("%.2f", e->top1_agreement);
       if (e && e->has_class)
         pd.stats += e->class_agree ? " \u00b7 class kept" : " \u00b7 class CHANGED";

@@ -4,6 +4,7 @@
 #include <QActionGroup>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QElapsedTimer>
@@ -346,9 +347,9 @@ void MainWindow::build_menus() {
                                   this, [this](bool on) { set_dark(on); });
   dark->setCheckable(true);
   dark->setChecked(dark_);
-  QAction* pres = view->addAction("&Presentation mode", QKeySequence(Qt::Key_F5), this,
-                                  [this](bool on) { set_presentation(on); });
-  pres->setCheckable(true);
+  presentation_action_ = view->addAction("&Presentation mode", QKeySequence(Qt::Key_F5), this,
+                                         [this](bool on) { set_presentation(on); });
+  presentation_action_->setCheckable(true);
   view->addAction("&Full screen", QKeySequence::FullScreen, this,
                   [this] { isFullScreen() ? showNormal() : showFullScreen(); });
   view->addSeparator();
@@ -685,10 +686,19 @@ void MainWindow::set_dark(bool dark) {
 }
 
 void MainWindow::set_presentation(bool on) {
+  if (on == presentation_) return;
   presentation_ = on;
-  QFont f = qApp->font();
-  f.setPointSizeF(on ? 15 : 10);
-  qApp->setFont(f);
+  if (on) {
+    // The view gets the room (docks hidden) and draws with its presentation font; the layout
+    // is put back exactly on the way out. A dock shown meanwhile keeps the normal font, so its
+    // text still fits.
+    before_presentation_ = saveState();
+    for (QDockWidget* d : findChildren<QDockWidget*>()) d->hide();
+  } else {
+    restoreState(before_presentation_);
+  }
+  if (presentation_action_ && presentation_action_->isChecked() != on)
+    presentation_action_->setChecked(on);
   if (view_->canvas()) view_->canvas()->settings().presentation = on;
   view_->redraw();
 }
@@ -745,7 +755,8 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   if (options_.use_settings) {
     QSettings s;
     s.setValue("window/geometry", saveGeometry());
-    s.setValue("window/state", saveState());
+    // The layout the user arranged, not presentation mode's.
+    s.setValue("window/state", presentation_ ? before_presentation_ : saveState());
     s.setValue("view/dark", dark_);
   }
   QMainWindow::closeEvent(e);

@@ -14,6 +14,7 @@
 #include "render/document.h"
 #include "render/view_settings.h"
 
+class QAction;
 class QLabel;
 class QMenu;
 class QProgressBar;
@@ -138,6 +139,8 @@ class MainWindow : public QMainWindow {
   QProgressBar* busy_ = nullptr;
   QMenu* recent_menu_ = nullptr;
   bool dark_ = true, presentation_ = false;
+  QAction* presentation_action_ = nullptr;
+  QByteArray before_presentation_;  // window layout before presentation mode
 };
 
 }  // namespace attn::gui

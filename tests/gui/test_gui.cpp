@@ -171,10 +171,6 @@ TEST(Gui, TextModelPanelsDrawAndReactToParameters) {
   light.save(screenshot_path("light.png"));
   EXPECT_GT(qGray(light.pixel(light.width() - 5, light.height() - 5)), 180)
       << "light theme background";
-  w.set_presentation(true);
-  ASSERT_TRUE(wait_settled(w, 30000, 3));
-  w.view()->grab_rgba().save(screenshot_path("presentation.png"));
-  w.set_presentation(false);
   w.set_dark(true);
 
   // Other views draw something (once metrics and the trade-off sweep are in).
@@ -418,6 +414,59 @@ TEST(Gui, LongInputStaysLive) {
   EXPECT_LT(first, 60.0) << "no heatmaps within a minute";
   EXPECT_LT(pan.median, 250.0) << "the view stalls while panning";
   EXPECT_LT(peak, double(n) * n * 4 / 1048576 / 4) << "memory grows like N x N";
+}
+
+// Numbers are never cut: the panel statistics wrap, the comparison table's number columns are as
+// wide as their widest entry, the colour bar's labels fit (normal and presentation mode, whose
+// font is larger). Presentation mode gives the view the room, keeps every toolbar control, and
+// toggling it twice puts the window back exactly.
+TEST(Gui, NumbersAreNeverCutAndPresentationModeRestoresTheLayout) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  GuiOptions o = base_options();
+  o.variants = {"window(size=32)", "sinks_window(sinks=4,window=32)", "block_topk(block=16,k=4)",
+                "top_p(block=16,p=0.9)"};
+  MainWindow w(o);
+  show_and_time(w);
+  ASSERT_TRUE(wait_until([&] { return w.worker_idle(); }, 120000));
+  ASSERT_TRUE(wait_settled(w, 60000, 3)) << w.last_error().toStdString();
+  auto overflows = [&] {
+    std::string all;
+    for (const std::string& t : w.view()->canvas()->text_overflows()) all += "\n  " + t;
+    return all;
+  };
+  const auto modes = {render::DisplayMode::Probabilities, render::DisplayMode::KeptSet,
+                      render::DisplayMode::Difference};
+  for (auto m : modes) {
+    w.view()->canvas()->settings().mode = m;
+    w.view()->redraw();
+    ASSERT_TRUE(wait_settled(w, 30000, 3));
+    EXPECT_EQ(overflows(), "") << "texts cut in display mode " << int(m);
+  }
+  w.view()->canvas()->settings().mode = render::DisplayMode::Probabilities;
+
+  const QByteArray state = w.saveState();
+  const QSize size = w.size();
+  const QFont font = qApp->font();
+  std::vector<bool> visible;
+  for (QDockWidget* d : w.findChildren<QDockWidget*>()) visible.push_back(d->isVisible());
+  const int view_w = w.view()->width();
+  w.set_presentation(true);
+  ASSERT_TRUE(wait_settled(w, 30000, 3));
+  wait_until([] { return false; }, 300);
+  ASSERT_TRUE(wait_settled(w, 30000, 3));
+  for (QDockWidget* d : w.findChildren<QDockWidget*>())
+    EXPECT_FALSE(d->isVisible()) << d->windowTitle().toStdString() << " stays in presentation mode";
+  EXPECT_GT(w.view()->width(), view_w + 200) << "the view did not get the docks' room";
+  EXPECT_EQ(overflows(), "") << "texts cut in presentation mode";
+  w.view()->grab_rgba().save(screenshot_path("presentation.png"));
+  w.set_presentation(false);
+  wait_until([] { return false; }, 300);
+  EXPECT_EQ(w.saveState(), state) << "presentation mode twice does not restore the layout";
+  EXPECT_EQ(w.size(), size);
+  EXPECT_EQ(qApp->font(), font);
+  std::vector<bool> after;
+  for (QDockWidget* d : w.findChildren<QDockWidget*>()) after.push_back(d->isVisible());
+  EXPECT_EQ(after, visible);
 }
 
 // Switching from a 32K-token problem back to the default text cancels the old work: the short
