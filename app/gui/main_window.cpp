@@ -314,17 +314,27 @@ void MainWindow::build_menus() {
                                                    "Sessions (*.attnscope.json);;JSON (*.json)");
     if (!f.isEmpty()) open_session(f);
   });
-  file->addAction("Save session &as...", QKeySequence::SaveAs, this, [this] {
-    QString f = QFileDialog::getSaveFileName(this, "Save session", "attnscope.attnscope.json",
-                                             "Sessions (*.attnscope.json)");
+  auto save_as = [this] {
+    QString f = QFileDialog::getSaveFileName(
+        this, "Save session", saved_path_.isEmpty() ? "attnscope.attnscope.json" : saved_path_,
+        "Sessions (*.attnscope.json)");
     if (f.isEmpty()) return;
     if (!f.endsWith(".json")) f += core::kSessionSuffix;
     save_session_as(f);
+  };
+  // Ctrl+S saves the session, as desktop users expect: to the file it came from or was last
+  // saved to, else through Save As.
+  file->addAction("&Save session", QKeySequence::Save, this, [this, save_as] {
+    if (saved_path_.isEmpty())
+      save_as();
+    else
+      save_session_as(saved_path_);
   });
+  file->addAction("Save session &as...", QKeySequence::SaveAs, this, save_as);
   recent_menu_ = file->addMenu("&Recent files");
   rebuild_recent();
   file->addSeparator();
-  file->addAction("&Save view as PNG...", QKeySequence::Save, this, &MainWindow::save_png);
+  file->addAction("Save view as &PNG...", this, &MainWindow::save_png);
   file->addSeparator();
   file->addAction("&Quit", QKeySequence::Quit, this, &QWidget::close);
 
@@ -615,6 +625,8 @@ void MainWindow::open_session(const QString& path) {
     }
     session_ = s;
     session_path_ = path.toStdString();
+    saved_path_ = path;
+    setWindowTitle(QFileInfo(path).fileName() + " \u2014 attnscope");
     show_session();
     add_recent(path);
     submit_now();
@@ -644,7 +656,9 @@ void MainWindow::save_session_as(const QString& path) {
     core::fill_hashes(s, path.toStdString());
     core::save_session(s, path.toStdString());
     add_recent(path);
-    stage_label_->setText("saved " + path);
+    saved_path_ = path;
+    setWindowTitle(QFileInfo(path).fileName() + " \u2014 attnscope");
+    statusBar()->showMessage("Saved session to " + path, 5000);
   } catch (const Error& e) {
     QMessageBox::warning(this, "Save session", e.what());
   }
@@ -734,7 +748,10 @@ void MainWindow::save_png() {
   const QString f =
       QFileDialog::getSaveFileName(this, "Save view as PNG", "attnscope.png", "PNG (*.png)");
   if (f.isEmpty()) return;
-  if (!view_->grab_rgba().save(f)) QMessageBox::warning(this, "Save", "Could not write " + f);
+  if (!view_->grab_rgba().save(f))
+    QMessageBox::warning(this, "Save view", "Could not write " + f);
+  else
+    statusBar()->showMessage("Saved the view to " + f, 5000);
 }
 
 void MainWindow::about() {

@@ -119,6 +119,7 @@ class MainWindow : public QMainWindow {
   std::unique_ptr<AnalysisWorker> worker_;
   core::Session session_;
   std::string session_path_;  // locates the session's relative paths ("" = unsaved)
+  QString saved_path_;        // where Ctrl+S writes: the session opened or last saved ("" = none)
   std::shared_ptr<const core::Analysis> analysis_;
   std::vector<core::TradeoffPoint> sweep_;  // automatic sweep of analysis_'s generation
   uint64_t sweep_gen_ = 0;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <QAction>
 #include <QApplication>
 #include <QCheckBox>
 #include <QDir>
@@ -235,6 +236,16 @@ TEST(Gui, SessionRoundTrip) {
   ASSERT_TRUE(wait_until([&] { return w2.worker_idle(); }, 60000));
   wait_settled(w2, 10000, 2);
   EXPECT_EQ(d2.grid_metric, 2);
+  // Ctrl+S saves the opened session in place (no dialog), with the edits made since.
+  QAction* save = nullptr;
+  for (QAction* a : w2.findChildren<QAction*>())
+    if (a->shortcut() == QKeySequence(QKeySequence::Save)) save = a;
+  ASSERT_NE(save, nullptr) << "no action on Ctrl+S";
+  w2.model_dock()->set_selection(0, 3);
+  save->trigger();
+  const Session saved = load_session(path);
+  EXPECT_EQ(saved.layer, 0);
+  EXPECT_EQ(saved.head, 3) << "Ctrl+S did not save the session";
   std::filesystem::remove(path);
 }
 
