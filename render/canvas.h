@@ -89,6 +89,8 @@ class Canvas {
   // Texts drawn last frame with less room than they need ("text (needs N px, has M)"): numbers and
   // statistics are laid out never to be cut, so this stays empty (a layout check for tests).
   const std::vector<std::string>& text_overflows() const { return overflows_; }
+  // The head grid's colour scale as last drawn.
+  const ValueRange& grid_range() const { return grid_range_; }
 
   struct Region {
     double q0 = 0, q1 = 0, k0 = 0, k1 = 0;
@@ -131,6 +133,7 @@ class Canvas {
   bool dragging_ = false;
   float drag_x_ = 0, drag_y_ = 0, press_x_ = 0, press_y_ = 0;
   std::vector<std::string> overflows_, building_overflows_;
+  ValueRange grid_range_;
   int redraw_frames_ = 2;
   int frames_ = 0;
   // Hover cache: (generation, q, k) -> per panel.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <span>
 
 #include "compute/error.h"
@@ -151,6 +152,47 @@ double color_position(double v, double vmax, bool log_scale) {
   const double lo = vmax * 1e-4;
   if (v <= lo) return 0;
   return std::clamp(std::log10(v / lo) / 4.0, 0.0, 1.0);
+}
+
+double ValueRange::position(double v) const {
+  if (std::isnan(v)) return v;
+  if (flat) return 0.5;
+  return std::clamp((v - lo) / (hi - lo), 0.0, 1.0);
+}
+
+ValueRange value_range(const std::vector<float>& values, bool unit) {
+  ValueRange r;
+  double lo = INFINITY, hi = -INFINITY;
+  for (float x : values)
+    if (std::isfinite(x)) lo = std::min(lo, double(x)), hi = std::max(hi, double(x));
+  const bool any = lo <= hi;
+  auto label = [](double v, int digits) {
+    char b[48];
+    std::snprintf(b, sizeof b, "%.*g", digits, v);
+    return std::string(b);
+  };
+  if (unit) {
+    r.lo = 0;
+    r.hi = 1;
+  } else if (!any) {
+    r.flat = true;
+    r.note = "no values";
+  } else if (hi - lo <= 1e-6 * std::max({1.0, std::fabs(lo), std::fabs(hi)})) {
+    r.lo = lo;
+    r.hi = hi;
+    r.flat = true;
+    r.note = "every value within " + label(hi - lo, 2) +
+             " of each other: below numerical noise, shown in one colour";
+  } else {
+    r.lo = lo;
+    r.hi = hi;
+  }
+  int digits = 3;
+  do {
+    r.lo_label = label(r.lo, digits);
+    r.hi_label = label(r.hi, digits);
+  } while (r.lo_label == r.hi_label && r.lo != r.hi && ++digits <= 9);
+  return r;
 }
 
 }  // namespace attn::render

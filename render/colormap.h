@@ -54,4 +54,18 @@ std::vector<uint8_t> colormap_lut_rgba8();
 // Where value v falls on the colour scale [0, vmax]: linear, or log10 over [vmax * 1e-4, vmax].
 double color_position(double v, double vmax, bool log_scale);
 
+// The colour scale of a set of values (head grids in the app and the figures): their real range,
+// or [0, 1] when `unit` is asked for. A range below float noise (spread <= 1e-6 x max(1, |value|))
+// is `flat`: one colour, with a note saying so, instead of stretching noise over the whole map.
+// Labels carry as many digits as it takes to tell lo from hi.
+struct ValueRange {
+  double lo = 0, hi = 1;
+  bool flat = false;
+  std::string lo_label, hi_label;
+  std::string note;  // empty, or why the scale is flat
+  // Position of v on the scale, in [0, 1] (0.5 for every value of a flat range; NaN stays NaN).
+  double position(double v) const;
+};
+ValueRange value_range(const std::vector<float>& values, bool unit = false);
+
 }  // namespace attn::render

@@ -46,8 +46,12 @@ struct HeadGridDoc {
   int layers = 0, heads = 0;
   std::vector<std::string> metrics;        // metric titles
   std::vector<std::string> names;          // metric ids (core head_metrics names)
-  std::vector<std::vector<float>> values;  // [metric] f32 [layers, heads]
-  std::string variant;                     // the variant whose error / recall is shown
+  std::vector<std::vector<float>> values;  // [metric] f32 [layers, heads], the chosen variant's
+  std::vector<bool> vs_dense;              // [metric] compares a variant with dense
+  std::vector<bool> unit;                  // [metric] values lie in [0, 1] (a fixed scale fits)
+  std::vector<std::string> variants;       // variants whose comparisons can be shown
+  std::vector<std::vector<std::vector<float>>> variant_values;  // [variant][metric] as values
+  int variant = 0;  // the session's chosen variant (index in variants)
 };
 
 // Received attention mass per token position per layer, and residual-stream norms.

@@ -40,10 +40,10 @@ double previous_token(const HeadMetricInput& in) {
 const std::vector<HeadMetric>& head_metrics() {
   static const std::vector<HeadMetric> table = {
       {"entropy", "Mean row entropy (nats)", "Entropy (nats)",
-       "mean over queries of the entropy of the attention row", false,
+       "mean over queries of the entropy of the attention row", false, false,
        [](const HeadMetricInput& in) { return mean(in.metrics.entropy); }},
       {"sink_mass", "Mass on the most-attended token", "Sink mass",
-       "largest mean mass any one key receives (attention sinks, Xiao et al. 2023)", false,
+       "largest mean mass any one key receives (attention sinks, Xiao et al. 2023)", false, true,
        [](const HeadMetricInput& in) {
          return in.metrics.received.empty() ? std::nan("")
                                             : double(*std::max_element(in.metrics.received.begin(),
@@ -52,12 +52,12 @@ const std::vector<HeadMetric>& head_metrics() {
       {"prev_token", "Mass on the previous token", "Previous token",
        "mean over queries of the probability on the token before the query (previous-token "
        "heads, Olsson et al. 2022)",
-       false, previous_token},
+       false, true, previous_token},
       {"output_error", "Relative output error vs dense", "Output error",
-       "||O - O_dense|| / ||O_dense|| of the head", true,
+       "||O - O_dense|| / ||O_dense|| of the head", true, false,
        [](const HeadMetricInput& in) { return in.metrics.rel_error; }},
       {"mass_recall", "Dense mass kept (recall)", "Mass recall",
-       "mean over queries of the dense probability mass inside the kept set", true,
+       "mean over queries of the dense probability mass inside the kept set", true, true,
        [](const HeadMetricInput& in) { return in.metrics.mass_recall; }},
   };
   return table;

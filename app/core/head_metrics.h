@@ -25,6 +25,7 @@ struct HeadMetric {
   std::string label;       // a word or two, for choosers
   std::string definition;  // one line: what the number is, and its source
   bool vs_dense = false;   // only meaningful for a variant against dense (0 / 1 on dense)
+  bool unit = false;       // values lie in [0, 1]: a fixed [0, 1] colour scale is offered
   std::function<double(const HeadMetricInput&)> value;
 };
 

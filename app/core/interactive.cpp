@@ -97,7 +97,18 @@ void fill_image(const Analysis& a, render::ImageDoc& d) {
   std::vector<double> row;
   for (size_t v = 0; v < a.panels.size(); ++v) {
     const Panel& pn = a.panels[v];
-    d.panel_titles.push_back(v == 0 ? "dense (reference)" : pn.spec);
+    // Each panel with the class its model predicts, and whether it agrees with dense.
+    std::string title = v == 0 ? "dense (reference) \u00b7 " + d.predicted : pn.spec;
+    if (v > 0 && pn.e2e && pn.e2e->has_class) {
+      const int c = pn.e2e->class_variant;
+      title += " \u00b7 " +
+               (size_t(c) < a.info->class_names.size() ? a.info->class_names[size_t(c)]
+                                                       : "class " + std::to_string(c)) +
+               (pn.e2e->class_agree ? " (agrees)" : " (CHANGED)");
+    } else if (v > 0) {
+      title += " \u00b7 predicting...";
+    }
+    d.panel_titles.push_back(title);
     std::vector<float> att(size_t(H * grid)), kept(size_t(H * grid));
     for (int hh = 0; hh < H; ++hh) {
       probability_row(*pn.variant, p, pn.result(l), hh, 0, 0, N, row);
@@ -115,25 +126,35 @@ void fill_image(const Analysis& a, render::ImageDoc& d) {
   if (!roll.empty()) d.rollout.assign(roll.begin() + prefix, roll.end());
 }
 
-// Head grid: the dense reference's own metrics, then the first variant's comparisons.
+// Head grid: the dense reference's own metrics, then each variant's comparisons with dense (the
+// session's grid variant first chosen; a client may show any of them).
 void fill_grid(const Analysis& a, render::HeadGridDoc& g) {
   g.layers = a.n_layers();
   g.heads = a.n_heads();
   const auto& table = head_metrics();
-  for (size_t m = 0; m < table.size(); ++m)
-    if (!table[m].vs_dense) {
-      g.metrics.push_back(table[m].label + " (dense)");
-      g.names.push_back(table[m].name);
-      g.values.push_back(a.panels[0].head_values[m]);
-    }
-  if (a.panels.size() < 2) return;
-  g.variant = a.panels[1].spec;
-  for (size_t m = 0; m < table.size(); ++m)
-    if (table[m].vs_dense) {
-      g.metrics.push_back(table[m].label);
-      g.names.push_back(table[m].name);
-      g.values.push_back(a.panels[1].head_values[m]);
-    }
+  const bool variants = a.panels.size() > 1;
+  std::vector<size_t> shown;
+  for (bool vs : {false, true})
+    for (size_t m = 0; m < table.size(); ++m)
+      if (table[m].vs_dense == vs && (!vs || variants)) shown.push_back(m);
+  for (size_t m : shown) {
+    g.metrics.push_back(table[m].vs_dense ? table[m].label : table[m].label + " (dense)");
+    g.names.push_back(table[m].name);
+    g.vs_dense.push_back(table[m].vs_dense);
+    g.unit.push_back(table[m].unit);
+  }
+  for (size_t v = 1; v < a.panels.size(); ++v) {
+    g.variants.push_back(a.panels[v].spec);
+    std::vector<std::vector<float>> vals;
+    for (size_t m : shown) vals.push_back(a.panels[table[m].vs_dense ? v : 0].head_values[m]);
+    g.variant_values.push_back(std::move(vals));
+  }
+  if (!a.session.view.grid_variant.empty())
+    g.variant = std::max(0, a.panel_of(a.session.view.grid_variant) - 1);
+  if (variants)
+    g.values = g.variant_values[size_t(g.variant)];
+  else
+    for (size_t m : shown) g.values.push_back(a.panels[0].head_values[m]);
 }
 
 // Pooled probabilities of one panel: the Vulkan tile query when the session computes on Vulkan

@@ -87,6 +87,8 @@ json session_to_json(const Session& s) {
         {"vmax", v.vmax},
         {"query", v.query},
         {"grid_metric", v.grid_metric},
+        {"grid_variant", v.grid_variant},
+        {"grid_scale", v.grid_scale},
         {"tradeoff_x", v.tradeoff_x},
         {"tradeoff_y", v.tradeoff_y},
         {"title", v.title},
@@ -170,6 +172,10 @@ Session session_from_json(const json& j, const std::string& source) {
   read_field(v, "vmax", vs.vmax, "view.", source);
   read_field(v, "query", vs.query, "view.", source);
   read_field(v, "grid_metric", vs.grid_metric, "view.", source);
+  read_field(v, "grid_variant", vs.grid_variant, "view.", source);
+  read_field(v, "grid_scale", vs.grid_scale, "view.", source);
+  require(vs.grid_scale == "data" || vs.grid_scale == "unit", ErrorCode::Format,
+          source + ": view.grid_scale must be \"data\" or \"unit\", not \"" + vs.grid_scale + "\"");
   read_field(v, "tradeoff_x", vs.tradeoff_x, "view.", source);
   read_field(v, "tradeoff_y", vs.tradeoff_y, "view.", source);
   read_field(v, "title", vs.title, "view.", source);

@@ -4,6 +4,8 @@
 #include <QActionGroup>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QCoreApplication>
+#include <QDir>
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
@@ -52,6 +54,28 @@ QString bundled_sample() {
 const char* kSessionViews[] = {"variants", "grid", "sinks", "tokens", "image", "tradeoff"};
 // Session names of the trade-off view's y axes, in render::DisplaySettings::tradeoff_y order.
 const char* kTradeoffY[] = {"rel_error", "mass_recall", "next_token_kl"};
+
+// A folder of the bundled assets ("images", "samples"): the source tree's, else the installed
+// share/attnscope one next to the executable; "" when neither exists.
+QString bundled_dir(const QString& what) {
+  QStringList dirs;
+#ifdef ATTNSCOPE_SOURCE_DIR
+  dirs << QString(ATTNSCOPE_SOURCE_DIR) + "/assets/" + what;
+#endif
+  dirs << QCoreApplication::applicationDirPath() + "/../share/attnscope/" + what;
+  for (const QString& d : dirs)
+    if (QFileInfo(d).isDir()) return QFileInfo(d).canonicalFilePath();
+  return {};
+}
+
+// The sample image a vision model opens with when no image was chosen.
+QString bundled_image() {
+  const QString d = bundled_dir("images");
+  if (d.isEmpty()) return {};
+  if (QFileInfo::exists(d + "/sneaker_1.png")) return d + "/sneaker_1.png";
+  const QStringList pngs = QDir(d).entryList({"*.png"}, QDir::Files, QDir::Name);
+  return pngs.isEmpty() ? QString() : d + "/" + pngs.front();
+}
 
 bool is_image_file(const QString& path) {
   const QString s = QFileInfo(path).suffix().toLower();
@@ -121,6 +145,14 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
         [this, msg] {
           last_error_ = msg;
           analysis_pending_ = tiles_pending_ = false;
+          // What is shown no longer matches the inputs: clear it, say why in the view too.
+          analysis_.reset();
+          auto empty = std::make_shared<render::Document>();
+          empty->title = msg.toStdString();
+          doc_ = empty;
+          if (view_->canvas()) view_->canvas()->set_document(doc_);
+          view_->redraw();
+          model_->show_info(std::nullopt, "\u2014", 64, 64);
           stage_label_->setText("<span style='color:#e05050'>" + msg.toHtmlEscaped() + "</span>");
           busy_->hide();
         },
@@ -182,11 +214,22 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
     if (!f.isEmpty()) open_text_file(f);
   });
   connect(input_, &InputDock::open_image_requested, this, [this] {
-    const QString f = QFileDialog::getOpenFileName(
-        this, "Open image", {}, "Images (*.png *.jpg *.jpeg *.bmp *.gif *.pgm *.ppm)");
+    const QString f =
+        QFileDialog::getOpenFileName(this, "Open image", image_dialog_dir(),
+                                     "Images (*.png *.jpg *.jpeg *.bmp *.gif *.pgm *.ppm)");
     if (!f.isEmpty()) open_image(f);
   });
-  connect(model_, &ModelDock::model_changed, this, [this] { schedule_analysis(50); });
+  connect(model_, &ModelDock::model_changed, this, [this] {
+    // The embedded vision model opens on a bundled image rather than failing on the text.
+    if (model_->model() == "default-vision" && session_.input.image.empty()) {
+      const QString img = bundled_image();
+      if (!img.isEmpty()) {
+        session_.input.image = img.toStdString();
+        input_->set_image(img);
+      }
+    }
+    schedule_analysis(50);
+  });
   connect(model_, &ModelDock::selection_changed, this, [this] { schedule_analysis(0); });
   connect(model_, &ModelDock::open_folder_requested, this, [this] {
     const QString d = QFileDialog::getExistingDirectory(this, "Open model folder");
@@ -294,8 +337,9 @@ void MainWindow::build_menus() {
     if (!f.isEmpty()) open_text_file(f);
   });
   file->addAction("Open &image...", QKeySequence(Qt::CTRL | Qt::Key_I), this, [this] {
-    const QString f = QFileDialog::getOpenFileName(
-        this, "Open image", {}, "Images (*.png *.jpg *.jpeg *.bmp *.gif *.pgm *.ppm)");
+    const QString f =
+        QFileDialog::getOpenFileName(this, "Open image", image_dialog_dir(),
+                                     "Images (*.png *.jpg *.jpeg *.bmp *.gif *.pgm *.ppm)");
     if (!f.isEmpty()) open_image(f);
   });
   file->addAction("Open &model folder...", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), this,
@@ -417,9 +461,13 @@ void MainWindow::sync_session() {
     const render::DisplaySettings& d = c->settings();
     if (doc_ && d.grid_metric >= 0 && d.grid_metric < int(doc_->grid.names.size()))
       s.view.grid_metric = doc_->grid.names[size_t(d.grid_metric)];
+    if (doc_ && d.grid_variant >= 0 && d.grid_variant < int(doc_->grid.variants.size()))
+      s.view.grid_variant = doc_->grid.variants[size_t(d.grid_variant)];
+    s.view.grid_scale = d.grid_unit_scale ? "unit" : "data";
     s.view.tradeoff_x = d.tradeoff_x == 1 ? "seconds" : "density";
     s.view.tradeoff_y = kTradeoffY[std::clamp(d.tradeoff_y, 0, 2)];
-    s.extra["gui"] = {{"display_mode", int(d.mode)}, {"image_mode", d.image_mode}};
+    s.extra["gui"] = {
+        {"display_mode", int(d.mode)}, {"image_mode", d.image_mode}, {"outlines", d.outlines}};
   }
 }
 
@@ -480,7 +528,10 @@ void MainWindow::apply_view_settings() {
     const nlohmann::json& gui = s.extra["gui"];
     d.mode = render::DisplayMode(std::clamp(gui.value("display_mode", 0), 0, 2));
     d.image_mode = std::clamp(gui.value("image_mode", d.image_mode), 0, 2);
+    d.outlines = gui.value("outlines", d.outlines);
   }
+  d.grid_variant = -1;  // the session's grid variant, as the document carries it
+  d.grid_unit_scale = s.view.grid_scale == "unit";
   pending_grid_metric_ = s.view.grid_metric;  // its index is known once the grid is
 }
 
@@ -598,6 +649,12 @@ void MainWindow::open_text_file(const QString& path) {
   if (model_->model() == "default-vision") model_->set_model("default-text");
   input_->set_text(QString::fromUtf8(f.readAll()));
   add_recent(path);
+}
+
+QString MainWindow::image_dialog_dir() const {
+  if (!session_.input.image.empty())
+    return QFileInfo(QString::fromStdString(session_.input.image)).absolutePath();
+  return bundled_dir("images");
 }
 
 void MainWindow::open_image(const QString& path) {

@@ -81,6 +81,8 @@ class MainWindow : public QMainWindow {
   // Writes the autosave file now (no file hashes: quick); the path written, or "" when off.
   QString autosave_now();
   void set_view(render::ViewKind v);
+  // Where "Open image..." starts: the current image's folder, else the bundled images.
+  QString image_dialog_dir() const;
   void set_dark(bool dark);
   void set_presentation(bool on);
   // Sends the current inputs to the worker now (skipping the debounce).

@@ -480,6 +480,113 @@ TEST(Gui, NumbersAreNeverCutAndPresentationModeRestoresTheLayout) {
   EXPECT_EQ(after, visible);
 }
 
+// Head grid scales show the real range: output error that differs by float noise alone is drawn
+// flat with a note instead of stretched; recall-like metrics offer a fixed [0, 1] scale; the
+// variant compared with dense is the user's pick, and both choices are saved in the session.
+TEST(Gui, HeadGridScalesAndVariantChoice) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  GuiOptions o = base_options();
+  // A short input: top-64 keeps every key, so it differs from dense by float noise alone.
+  o.text = "The keeper of the lighthouse wrote in a small book every evening.";
+  o.text_file.clear();
+  o.variants = {"topk(k=64)", "window(size=4)"};
+  MainWindow w(o);
+  show_and_time(w);
+  ASSERT_TRUE(wait_until([&] { return w.worker_idle(); }, 120000));
+  ASSERT_TRUE(wait_settled(w, 60000, 2)) << w.last_error().toStdString();
+  w.set_view(render::ViewKind::HeadGrid);
+  render::DisplaySettings& d = w.view()->canvas()->settings();
+  auto grid = [&] {
+    return w.analysis() ? core::document(*w.analysis()).grid : render::HeadGridDoc{};
+  };
+  const render::HeadGridDoc g = grid();
+  ASSERT_EQ(g.variants, (std::vector<std::string>{"topk(k=64)", "window(size=4)"}));
+  auto index = [&](const std::string& name) {
+    return int(std::find(g.names.begin(), g.names.end(), name) - g.names.begin());
+  };
+  const int err = index("output_error"), recall = index("mass_recall");
+  ASSERT_LT(err, int(g.names.size()));
+  ASSERT_LT(recall, int(g.names.size()));
+  auto shown = [&](int metric, int variant, bool unit) {
+    d.grid_metric = metric;
+    d.grid_variant = variant;
+    d.grid_unit_scale = unit;
+    w.view()->redraw();
+    wait_settled(w, 10000, 3);
+    return w.view()->canvas()->grid_range();
+  };
+  // top-64 of ~190 keys keeps nearly all mass: its error is float noise.
+  const auto& topk_err = g.variant_values[0][size_t(err)];
+  const double spread = *std::max_element(topk_err.begin(), topk_err.end()) -
+                        *std::min_element(topk_err.begin(), topk_err.end());
+  const render::ValueRange r0 = shown(err, 0, false);
+  std::printf("[gui] head grid, output error of topk(k=64): %s to %s%s%s\n", r0.lo_label.c_str(),
+              r0.hi_label.c_str(), r0.flat ? ", flat: " : "", r0.note.c_str());
+  w.view()->grab_rgba().save(screenshot_path("head_grid_noise.png"));
+  EXPECT_LT(spread, 1e-6) << "top-64 of a short input is dense";
+  EXPECT_TRUE(r0.flat) << "float noise stretched over the whole map";
+  EXPECT_NE(r0.note.find("noise"), std::string::npos);
+  const render::ValueRange r1 = shown(err, 1, false);
+  EXPECT_FALSE(r1.flat) << "a window of 4 has a real error range";
+  EXPECT_NE(r1.lo_label, r1.hi_label);
+  const auto& win_err = g.variant_values[1][size_t(err)];
+  EXPECT_FLOAT_EQ(float(r1.hi), *std::max_element(win_err.begin(), win_err.end()));
+  const render::ValueRange r2 = shown(recall, 1, true);
+  EXPECT_EQ(r2.lo, 0.0);
+  EXPECT_EQ(r2.hi, 1.0);
+  EXPECT_TRUE(w.view()->canvas()->text_overflows().empty());
+  const std::string path = QDir::temp().filePath("attnscope-grid.attnscope.json").toStdString();
+  w.save_session_as(QString::fromStdString(path));
+  const Session s = load_session(path);
+  EXPECT_EQ(s.view.grid_metric, "mass_recall");
+  EXPECT_EQ(s.view.grid_variant, "window(size=4)");
+  EXPECT_EQ(s.view.grid_scale, "unit");
+  // The session's choice reaches the core's grid (figures and analyze read it too).
+  core::Session s2 = s;
+  auto a2 = core::reselect(*w.analysis(), s2);
+  EXPECT_EQ(core::document(*a2).grid.variant, 1);
+  EXPECT_EQ(core::document(*a2).grid.values[size_t(err)], win_err);
+  std::filesystem::remove(path);
+}
+
+// Switching the model to default-vision opens the bundled sample image (no stale text heatmaps,
+// no text model in the Model dock), "Open image..." starts in the bundled images, and the Image
+// view says what each variant predicts and whether it agrees with dense.
+TEST(Gui, SwitchingToTheVisionModelShowsAnImageAndEachPrediction) {
+  if (!have_model("default-text") || !have_model("default-vision"))
+    GTEST_SKIP() << "default models not found";
+  GuiOptions o = base_options();
+  o.variants = {"window(size=8)", "topk(k=4)"};
+  MainWindow w(o);
+  show_and_time(w);
+  ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
+  ASSERT_FALSE(w.analysis()->vision());
+  w.model_dock()->set_model("default-vision");
+  w.submit_now();
+  ASSERT_TRUE(wait_until([&] { return w.analysis() && w.analysis()->vision(); }, 60000))
+      << w.last_error().toStdString();
+  EXPECT_TRUE(w.last_error().isEmpty()) << w.last_error().toStdString();
+  EXPECT_EQ(w.analysis()->session.input.kind, "image");
+  EXPECT_NE(w.analysis()->model_summary.find("vit"), std::string::npos)
+      << w.analysis()->model_summary;
+  EXPECT_TRUE(w.image_dialog_dir().endsWith("images")) << w.image_dialog_dir().toStdString();
+  ASSERT_TRUE(wait_until([&] { return w.worker_idle(); }, 120000));
+  wait_settled(w, 30000, 2);
+  const render::Document d = core::document(*w.analysis());
+  ASSERT_EQ(d.image.panel_titles.size(), 3u);
+  const std::string dense_class = w.analysis()->predicted_name();
+  EXPECT_NE(d.image.panel_titles[0].find(dense_class), std::string::npos)
+      << d.image.panel_titles[0];
+  for (size_t p = 1; p < 3; ++p) {
+    const std::string& t = d.image.panel_titles[p];
+    EXPECT_TRUE(t.find("(agrees)") != std::string::npos || t.find("(CHANGED)") != std::string::npos)
+        << t;
+    const auto& e2e = w.analysis()->panels[p].e2e;
+    ASSERT_TRUE(e2e && e2e->has_class);
+    EXPECT_EQ(t.find("(agrees)") != std::string::npos, e2e->class_agree) << t;
+  }
+}
+
 // Switching from a 32K-token problem back to the default text cancels the old work: the short
 // input's panels replace the long ones within a few seconds, nothing of the long problem is
 // published afterwards, the worker goes idle, and frames are as fast as on a fresh start.
