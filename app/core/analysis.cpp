@@ -137,8 +137,7 @@ void open_problem(Analysis& a) {
     problems->push_back(load_problem_dir(dir, s.input.tensors_layer, rto));
     const Problem& p = problems->front();
     a.model_summary = "tensors " + std::filesystem::path(dir).filename().string() + " \u00b7 " +
-                      std::to_string(p.n_heads) + " heads \u00b7 d=" + std::to_string(p.d) +
-                      " \u00b7 " + std::to_string(p.n_k) + " tokens";
+                      std::to_string(p.n_heads) + " heads \u00b7 d=" + std::to_string(p.d);
   } else {
     const int n = s.input.synthetic_tokens;
     require(n >= 2 && n <= 65536, ErrorCode::InvalidArgument,
@@ -146,8 +145,7 @@ void open_problem(Analysis& a) {
     problems->push_back(
         random_problem(kSyntheticHeads, kSyntheticHeads, n, n, kSyntheticDim, true, 7, 1.6f));
     a.model_summary = "synthetic random Q/K/V \u00b7 " + std::to_string(kSyntheticHeads) +
-                      " heads \u00b7 d=" + std::to_string(kSyntheticDim) + " \u00b7 " +
-                      std::to_string(n) + " tokens";
+                      " heads \u00b7 d=" + std::to_string(kSyntheticDim);
   }
   const Problem& p = problems->front();
   for (int j = 0; j < p.n_k; ++j)
