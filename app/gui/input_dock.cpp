@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "app/core/labels.h"
+
 namespace attn::gui {
 
 InputDock::InputDock(QWidget* parent) : QDockWidget("Input", parent) {
@@ -74,6 +76,10 @@ void InputDock::set_tokens(const std::string& analysed_text, std::vector<Token> 
                            const QString& notice) {
   analysed_ = analysed_text;
   tokens_ = std::move(tokens);
+  // The labels the analysis gives the views: the same function on the same text and pieces.
+  std::vector<std::string> pieces;
+  for (const Token& t : tokens_) pieces.push_back(t.piece);
+  labels_ = core::token_labels(analysed_, tokens_, pieces);
   received_ = std::move(received);
   sinks_ = std::move(sinks);
   // Byte offsets of the UTF-8 text -> UTF-16 positions of the editor.
@@ -131,22 +137,24 @@ int InputDock::token_at_char(int char_pos) const {
   return -1;
 }
 
+QString InputDock::token_tooltip(int t) const {
+  if (t < 0 || size_t(t) >= tokens_.size()) return {};
+  return QString(
+             "token %1  id %2  '%3'\nreceived mass %4 (mean over heads and queries, selected "
+             "layer)")
+      .arg(t)
+      .arg(tokens_[size_t(t)].id)
+      .arg(QString::fromStdString(labels_[size_t(t)]).toHtmlEscaped())
+      .arg(size_t(t) < received_.size() ? received_[size_t(t)] : 0.f, 0, 'g', 4);
+}
+
 bool InputDock::eventFilter(QObject* o, QEvent* e) {
   if (o == editor_->viewport() && e->type() == QEvent::ToolTip) {
     auto* he = static_cast<QHelpEvent*>(e);
     const int pos = editor_->cursorForPosition(he->pos()).position();
     const int t = editor_->toPlainText().toStdString() == analysed_ ? token_at_char(pos) : -1;
     if (t >= 0) {
-      const Token& tok = tokens_[size_t(t)];
-      QToolTip::showText(
-          he->globalPos(),
-          QString("token %1  id %2  '%3'\nreceived mass %4 (mean over heads and "
-                  "queries, selected layer)")
-              .arg(t)
-              .arg(tok.id)
-              .arg(QString::fromStdString(tok.piece).toHtmlEscaped())
-              .arg(size_t(t) < received_.size() ? received_[size_t(t)] : 0.f, 0, 'g', 4),
-          editor_);
+      QToolTip::showText(he->globalPos(), token_tooltip(t), editor_);
     } else {
       QToolTip::hideText();
     }

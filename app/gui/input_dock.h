@@ -1,5 +1,6 @@
 // Input dock: the text editor, with every token of the last analysis highlighted by its byte span
-// (hover: id, position, received mass; sinks in orange), and the image preview for vision models.
+// (hover: its label as the views show it, id, position, received mass; sinks in orange), and the
+// image preview for vision models.
 #pragma once
 #include <QDockWidget>
 #include <memory>
@@ -25,6 +26,9 @@ class InputDock : public QDockWidget {
   void set_tokens(const std::string& analysed_text, std::vector<Token> tokens,
                   std::vector<float> received, std::vector<int> sinks, const QString& notice);
   QPlainTextEdit* editor() const { return editor_; }
+  // The hover text of token `t` (empty when there is none): its display label as the views show
+  // it (core::token_labels), id, position and received mass.
+  QString token_tooltip(int t) const;
 
  signals:
   void text_changed();
@@ -43,6 +47,7 @@ class InputDock : public QDockWidget {
   QLabel* image_ = nullptr;
   std::string analysed_;
   std::vector<Token> tokens_;
+  std::vector<std::string> labels_;  // [tokens] display labels, as the views show them
   std::vector<float> received_;
   std::vector<int> sinks_;
   std::vector<int> char_of_byte_;  // UTF-16 index of each byte of analysed_ (+ end)
