@@ -156,6 +156,7 @@ void Canvas::build_frame(const FrameInput& in) {
                    ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoScrollWithMouse);
   ImGui::PopStyleVar();
   building_overflows_.clear();
+  building_marks_.clear();
   build_toolbar();
   const float top = ImGui::GetCursorScreenPos().y + 2;
   const float pad = 8;
@@ -193,6 +194,7 @@ void Canvas::build_frame(const FrameInput& in) {
   if (settings_.view == ViewKind::Heatmaps) draw_inspector();
   ImGui::Render();
   overflows_.swap(building_overflows_);
+  marks_.swap(building_marks_);
   ++frames_;
   if (redraw_frames_ > 0) --redraw_frames_;
   if (io.MouseDown[0] || io.MouseWheel != 0 || ImGui::IsAnyItemActive()) redraw_frames_ = 2;
@@ -279,13 +281,6 @@ void Canvas::build_heatmaps(float x0, float y0, float x1, float y1) {
   const float cell_w = (x1 - x0 - colorbar_w - gap * float(cols - 1)) / float(cols);
   const float cell_h = (y1 - y0 - gap * float(rows - 1)) / float(rows);
 
-  // Do the labels fit? Judged on last frame's heatmap size (it settles in one frame).
-  const double rq = std::max(1e-9, region_.q1 - region_.q0);
-  const double rk = std::max(1e-9, region_.k1 - region_.k0);
-  const bool row_labels = heat_px_h_ / rq >= line * 0.95 && !h.q_labels.empty();
-  const bool col_labels = heat_px_w_ / rk >= line * 0.95 && !h.k_labels.empty();
-  const float ml = row_labels ? ImGui::CalcTextSize("mmmmmmmmmm").x + 30 : 46;
-  const float mt = col_labels ? ImGui::CalcTextSize("mmmmmmmmm").x + 8 : line + 6;
   // Each panel's statistics wrap at their " · " separators, never cut: the title block is as
   // tall as the panel needing most lines.
   std::vector<std::vector<std::string>> stats(static_cast<size_t>(n));
@@ -296,6 +291,45 @@ void Canvas::build_heatmaps(float x0, float y0, float x1, float y1) {
   }
   const float title_h = float(1 + stat_lines) * line + 6;
   const float drop_w = 14;
+
+  // Axes: token labels where each row / column has room for one at kMinLabelScale of the font or
+  // more (smaller on short inputs, so that a sentence or two shows its tokens at default zoom),
+  // else index ticks. The margins hold the widest label at the scale drawn, and the decision is
+  // made on the heatmap size those margins leave, so it holds in the frame it is drawn.
+  constexpr float kMinLabelScale = 0.7f;
+  if (label_doc_ != doc_.get() || label_gen_ != doc_->generation ||
+      label_font_ != ImGui::GetFontSize()) {
+    auto widest = [](const std::vector<std::string>& v) {
+      float w = 0;
+      for (const std::string& s : v)
+        w = std::max(w, ImGui::CalcTextSize(clip_label(s, 10).c_str()).x);
+      return w;
+    };
+    label_doc_ = doc_.get();
+    label_gen_ = doc_->generation;
+    label_font_ = ImGui::GetFontSize();
+    label_w_q_ = widest(h.q_labels);
+    label_w_k_ = widest(h.k_labels);
+  }
+  const double rq = std::max(1e-9, region_.q1 - region_.q0);
+  const double rk = std::max(1e-9, region_.k1 - region_.k0);
+  float row_scale = 0, col_scale = 0, ml = 46, mt = line + 6;
+  for (int tries = 0; tries < 4; ++tries) {
+    const bool rows_on = tries < 2 && !h.q_labels.empty();
+    const bool cols_on = tries % 2 == 0 && !h.k_labels.empty();
+    // The scale the rows / columns allow with full-size labels in the margins (a lower bound:
+    // smaller labels leave more room).
+    const float full_w = cell_w - (rows_on ? label_w_q_ + 12 : 46) - drop_w - 4;
+    const float full_h = cell_h - title_h - (cols_on ? label_w_k_ + 8 : line + 6);
+    const float sr = rows_on ? std::min(1.f, float(full_h / rq) / line) : 0;
+    const float sc = cols_on ? std::min(1.f, float(full_w / rk) / line) : 0;
+    if ((rows_on && sr < kMinLabelScale) || (cols_on && sc < kMinLabelScale)) continue;
+    row_scale = sr;
+    col_scale = sc;
+    ml = rows_on ? label_w_q_ * sr + 12 : 46;
+    mt = cols_on ? label_w_k_ * sc + 8 : line + 6;
+    break;
+  }
 
   heat_px_w_ = std::max(8.f, cell_w - ml - drop_w - 4);
   heat_px_h_ = std::max(8.f, cell_h - title_h - mt);
@@ -320,7 +354,7 @@ void Canvas::build_heatmaps(float x0, float y0, float x1, float y1) {
       note_fit(sl, cell_w - 4);
       dl->AddText(ImVec2(cx, cy + float(k + 1) * line + 2), dim_text_color(), sl.c_str());
     }
-    draw_heat_panel(p, pan.x0, pan.y0, pan.x1, pan.y1, row_labels, col_labels);
+    draw_heat_panel(p, pan.x0, pan.y0, pan.x1, pan.y1, row_scale, col_scale);
   }
   // A spare grid cell holds the comparison table.
   if (n < rows * cols) {
@@ -335,8 +369,8 @@ void Canvas::build_heatmaps(float x0, float y0, float x1, float y1) {
   update_want();
 }
 
-void Canvas::draw_heat_panel(int p, float x0, float y0, float x1, float y1, bool labels_rows,
-                             bool labels_cols) {
+void Canvas::draw_heat_panel(int p, float x0, float y0, float x1, float y1, float row_scale,
+                             float col_scale) {
   const HeatmapDoc& h = doc_->heat;
   const Panel& pan = *panels_[size_t(p)];
   const PanelDesc& d = h.panels[size_t(p)];
@@ -352,18 +386,22 @@ void Canvas::draw_heat_panel(int p, float x0, float y0, float x1, float y1, bool
   }
   dl->AddRect(ImVec2(x0 - 1, y0 - 1), ImVec2(x1 + 1, y1 + 1), frame_color());
 
-  // Axes: token labels when a row/column is at least one text line, else index ticks.
+  // Axes: token labels at the scale build_heatmaps chose, else index ticks.
   dl->PushClipRect(ImVec2(x0 - 400, y0 - line), ImVec2(x0, y1 + line), false);
   const int iq0 = std::max(0, int(std::floor(region_.q0))),
             iq1 = std::min(h.n_q, int(std::ceil(region_.q1)));
-  if (labels_rows) {
+  if (row_scale > 0) {
+    ImGui::SetWindowFontScale(row_scale);
     for (int q = iq0; q < iq1; ++q) {
       const std::string s = clip_label(h.q_labels[size_t(q)], 10);
       const ImVec2 sz = ImGui::CalcTextSize(s.c_str());
       const float y = (sy(q) + sy(q + 1) - sz.y) / 2;
+      note_fit(s, label_w_q_ * row_scale + 6);
       dl->AddText(ImVec2(x0 - 6 - sz.x, y),
                   q == selected_q_ ? IM_COL32(255, 170, 40, 255) : text_color(), s.c_str());
+      if (p == 0) mark("heat.row_label", s, x0 - 6 - sz.x, y, x0 - 6, y + sz.y);
     }
+    ImGui::SetWindowFontScale(1);
   } else {
     const int step = nice_step(rq, std::max(2, int((y1 - y0) / (line * 2.5f))));
     for (int q = (iq0 + step - 1) / step * step; q < iq1; q += step) {
@@ -380,13 +418,20 @@ void Canvas::draw_heat_panel(int p, float x0, float y0, float x1, float y1, bool
   std::vector<char> is_sink(size_t(h.n_k), 0);
   for (int s : h.sinks)
     if (s >= 0 && s < h.n_k) is_sink[size_t(s)] = 1;
-  if (labels_cols) {
+  if (col_scale > 0) {
+    ImGui::SetWindowFontScale(col_scale);
+    const float lh = ImGui::GetTextLineHeight();
     for (int k = ik0; k < ik1; ++k) {
       const std::string s = clip_label(h.k_labels[size_t(k)], 9);
-      const float x = (sx(k) + sx(k + 1) - line) / 2;
-      add_text_vertical(dl, ImVec2(x, y0 - 4),
-                        is_sink[size_t(k)] ? IM_COL32(255, 150, 30, 255) : text_color(), s.c_str());
+      const float x = (sx(k) + sx(k + 1) - lh) / 2, len = ImGui::CalcTextSize(s.c_str()).x;
+      note_fit(s, label_w_k_ * col_scale + 4);
+      const ImU32 sink_col =
+          settings_.dark ? IM_COL32(255, 150, 30, 255) : IM_COL32(180, 85, 0, 255);
+      add_text_vertical(dl, ImVec2(x, y0 - 4), is_sink[size_t(k)] ? sink_col : text_color(),
+                        s.c_str());
+      if (p == 0) mark("heat.col_label", s, x, y0 - 4 - len, x + lh, y0 - 4);
     }
+    ImGui::SetWindowFontScale(1);
   } else {
     const int step = nice_step(rk, std::max(2, int((x1 - x0) / (line * 4))));
     dl->PushClipRect(ImVec2(x0 - 20, y0 - line - 8), ImVec2(x1 + 20, y0), false);
@@ -423,9 +468,16 @@ void Canvas::draw_heat_panel(int p, float x0, float y0, float x1, float y1, bool
       for (const ImVec4& b : boxes)
         dl->AddRect(ImVec2(b.x, b.y), ImVec2(b.z, b.w), IM_COL32(255, 255, 255, 150));
   }
-  // Dense mass dropped per query row, as a red strip to the right.
+  // Dense mass dropped per query row, as a red strip to the right: a red per theme whose full
+  // shade stands out from the background at 4.5:1 or more, fading with the mass.
   if (!d.reference && pan.has_tile && !pan.tile.dropped_rows.empty()) {
     const PanelTile& t = pan.tile;
+    const bool dark = settings_.dark;
+    auto lost_color = [dark](int level) {  // level 0..16
+      return dark ? IM_COL32(255, 80, 85, 50 + 205 * level / 16)
+                  : IM_COL32(190, 0, 25, 60 + 195 * level / 16);
+    };
+    mark("heat.lost_mass", d.title, x1 + 4, y0, x1 + 14, y1);
     // Runs of rows with the same shade become one rectangle.
     int run_start = 0, run_level = -1;
     auto flush = [&](int end) {
@@ -435,9 +487,10 @@ void Canvas::draw_heat_panel(int p, float x0, float y0, float x1, float y1, bool
       const float ya = std::max(y0, sy(qa)), yb = std::min(y1, sy(qb));
       if (yb > ya)
         dl->AddRectFilled(ImVec2(x1 + 4, ya), ImVec2(x1 + 14, std::max(yb, ya + 1)),
-                          IM_COL32(230, 40, 50, 40 + 215 * run_level / 16));
+                          lost_color(run_level));
     };
-    dl->AddRectFilled(ImVec2(x1 + 4, y0), ImVec2(x1 + 14, y1), IM_COL32(230, 40, 50, 25));
+    dl->AddRectFilled(ImVec2(x1 + 4, y0), ImVec2(x1 + 14, y1),
+                      dark ? IM_COL32(255, 80, 85, 25) : IM_COL32(190, 0, 25, 22));
     for (int y = 0; y <= t.h; ++y) {
       const int level =
           y < t.h ? int(std::lround(std::clamp(t.dropped_rows[size_t(y)], 0.f, 1.f) * 16)) : -2;
@@ -530,6 +583,11 @@ void Canvas::note_fit(const std::string& text, float room) {
   if (need > room + 0.5f)
     building_overflows_.push_back(text + " (needs " + std::to_string(int(need)) + " px, has " +
                                   std::to_string(int(room)) + ")");
+}
+
+void Canvas::mark(const std::string& kind, const std::string& text, float x0, float y0, float x1,
+                  float y1) {
+  building_marks_.push_back({kind, text, x0, y0, x1, y1});
 }
 
 void Canvas::draw_summary(float x0, float y0, float x1, float y1) {

@@ -89,6 +89,14 @@ class Canvas {
   // Texts drawn last frame with less room than they need ("text (needs N px, has M)"): numbers and
   // statistics are laid out never to be cut, so this stays empty (a layout check for tests).
   const std::vector<std::string>& text_overflows() const { return overflows_; }
+
+  // Where a view put a text or box last frame, in logical px ("sinks.labels", "tradeoff.label",
+  // "image.head_label", ...): what layout tests check, like text_overflows().
+  struct Mark {
+    std::string kind, text;
+    float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  };
+  const std::vector<Mark>& marks() const { return marks_; }
   // The head grid's colour scale as last drawn.
   const ValueRange& grid_range() const { return grid_range_; }
 
@@ -100,8 +108,9 @@ class Canvas {
   struct Panel;
   void build_toolbar();
   void build_heatmaps(float x0, float y0, float x1, float y1);
-  void draw_heat_panel(int p, float x0, float y0, float x1, float y1, bool labels_rows,
-                       bool labels_cols);
+  // Axis labels at `row_scale` / `col_scale` of the font (0: index ticks instead).
+  void draw_heat_panel(int p, float x0, float y0, float x1, float y1, float row_scale,
+                       float col_scale);
   void handle_heat_input(float x0, float y0, float x1, float y1);
   void draw_inspector();
   void draw_summary(float x0, float y0, float x1, float y1);
@@ -114,6 +123,9 @@ class Canvas {
   void update_want();
   // Records `text` in overflows_ when it is wider than `room` pixels.
   void note_fit(const std::string& text, float room);
+  // Records a text or box of this frame for marks().
+  void mark(const std::string& kind, const std::string& text, float x0, float y0, float x1,
+            float y1);
   // The colour scale shared by the panels this frame (ranges over every panel's tile).
   ColorScale scale() const;
 
@@ -133,6 +145,11 @@ class Canvas {
   bool dragging_ = false;
   float drag_x_ = 0, drag_y_ = 0, press_x_ = 0, press_y_ = 0;
   std::vector<std::string> overflows_, building_overflows_;
+  std::vector<Mark> marks_, building_marks_;
+  // Widest heatmap axis label of doc_ (as drawn: 10 characters at most), at font size label_font_.
+  const Document* label_doc_ = nullptr;
+  uint64_t label_gen_ = ~0ull;
+  float label_font_ = 0, label_w_q_ = 0, label_w_k_ = 0;
   ValueRange grid_range_;
   int redraw_frames_ = 2;
   int frames_ = 0;

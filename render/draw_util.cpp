@@ -79,6 +79,22 @@ int nice_step(double span, int target_ticks) {
   return std::max(1, int(std::lround(step * p)));
 }
 
+double nice_step_real(double span, int target_ticks) {
+  const double raw = std::max(span, 1e-300) / std::max(1, target_ticks);
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  const double m = raw / p;
+  return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
+}
+
+std::string fmt_tick(double v, double step) {
+  const double a = std::fabs(step);
+  if (a >= 1e5 || a < 1e-4) return fmt_num(v);
+  const int decimals = std::max(0, int(std::ceil(-std::log10(a) - 1e-9)));
+  char b[32];
+  std::snprintf(b, sizeof b, "%.*f", decimals, std::fabs(v) < a * 1e-6 ? 0.0 : v);
+  return b;
+}
+
 ImU32 text_color() {
   return ImGui::GetColorU32(ImGuiCol_Text);
 }

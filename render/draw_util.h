@@ -21,6 +21,10 @@ std::vector<std::string> wrap_parts(const std::string& text, float width,
 std::string fmt_num(double v);
 // A "nice" tick step near span / target_ticks (1, 2 or 5 times a power of ten, at least 1).
 int nice_step(double span, int target_ticks);
+// The same for real-valued axes: 1, 2 or 5 times any power of ten (0.05, 0.2, 500).
+double nice_step_real(double span, int target_ticks);
+// A tick value that is a multiple of `step`, with as many decimals as the step has ("0.25", "3").
+std::string fmt_tick(double v, double step);
 // Theme colours for text and frames drawn directly into draw lists.
 ImU32 text_color();
 ImU32 dim_text_color();

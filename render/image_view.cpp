@@ -1,5 +1,6 @@
-// Image view: the CLS token's attention over the image patches, per head, as the mean over
-// heads, or as the dense model's rollout across layers; patches a variant dropped are hatched.
+// Image view: the CLS token's attention over the image patches, per head (each image labelled with
+// its head), as the mean over heads, or as the dense model's rollout across layers (one map, with
+// a caption: rollout is computed for dense only); patches a variant dropped are hatched.
 #include <imgui.h>
 
 #include <algorithm>
@@ -61,35 +62,81 @@ void Canvas::build_image(float x0, float y0, float x1, float y1) {
     if (ImGui::RadioButton(modes[m], settings_.image_mode == m)) settings_.image_mode = m;
   }
   ImGui::SameLine(0, 20);
-  ImGui::Text("CLS attention, layer %d   dense prediction: %s", doc_->heat.layer,
-              im.predicted.c_str());
+  if (settings_.image_mode == 2)
+    ImGui::Text("CLS attention rolled out over all layers   dense prediction: %s",
+                im.predicted.c_str());
+  else
+    ImGui::Text("CLS attention, layer %d   dense prediction: %s", doc_->heat.layer,
+                im.predicted.c_str());
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float line = ImGui::GetTextLineHeight();
   const int np = int(im.cls_attn.size());
   const float top = y0 + line * 3;
   const int grid = im.grid_h * im.grid_w;
+  auto title = [&](const std::string& t, float x, float y, float room) {
+    const std::string s = fit_label(t, room);
+    note_fit(s, room);
+    dl->AddText(ImVec2(x, y), text_color(), s.c_str());
+    return s;
+  };
   if (settings_.image_mode == 0) {
-    const float side = std::min((x1 - x0) / float(std::max(1, im.heads)) - 10,
-                                (y1 - top) / float(std::max(1, np)) - line - 10);
+    // One row per panel (its title above), one image per head, each labelled.
+    const float gap = 10;
+    const float side =
+        std::max(16.f, std::min((x1 - x0) / float(std::max(1, im.heads)) - gap,
+                                (y1 - top) / float(std::max(1, np)) - 2 * line - 12));
     for (int p = 0; p < np; ++p) {
-      const float y = top + float(p) * (side + line + 10);
-      dl->AddText(ImVec2(x0, y), text_color(), im.panel_titles[size_t(p)].c_str());
+      const float y = top + float(p) * (side + 2 * line + 12);
+      const std::string t = title(im.panel_titles[size_t(p)], x0, y, x1 - x0);
+      mark("image.title", t, x0, y, x0 + ImGui::CalcTextSize(t.c_str()).x, y + line);
       for (int h = 0; h < im.heads; ++h) {
-        const float x = x0 + float(h) * (side + 10);
+        const float x = x0 + float(h) * (side + gap), iy = y + 2 * line + 4;
+        const std::string hl = title("head " + std::to_string(h), x, y + line + 2, side);
+        mark("image.head_label", hl, x, y + line + 2, x + ImGui::CalcTextSize(hl.c_str()).x,
+             y + 2 * line + 2);
         const float* kept =
             im.kept[size_t(p)].empty() ? nullptr : &im.kept[size_t(p)][size_t(h * grid)];
-        draw_overlay(dl, im, &im.cls_attn[size_t(p)][size_t(h * grid)], kept, x, y + line + 2, side,
+        draw_overlay(dl, im, &im.cls_attn[size_t(p)][size_t(h * grid)], kept, x, iy, side,
                      settings_.colormap);
+        mark("image.panel", im.panel_titles[size_t(p)] + " / " + hl, x, iy, x + side, iy + side);
       }
     }
     return;
   }
+  if (settings_.image_mode == 2) {
+    // Rollout exists for the dense model only: one map, and a caption that says so.
+    const std::string caption =
+        "Attention rollout is computed for the dense model only (its attention multiplied "
+        "through every layer), so there is one map. Compare the variants under \"per head\" or "
+        "\"mean over heads\".";
+    const float wrap_w = std::min(x1 - x0, ImGui::GetFontSize() * 40);
+    const std::vector<std::string> lines = wrap_parts(caption, wrap_w, " ");
+    const float cap_h = float(lines.size()) * line;
+    const float side =
+        std::max(16.f, std::min(std::min(x1 - x0, wrap_w), y1 - top - line - 4 - cap_h - 10));
+    const std::string t = title(
+        im.rollout.empty() ? "rollout: not available" : "rollout (dense model)", x0, top, x1 - x0);
+    mark("image.title", t, x0, top, x0 + ImGui::CalcTextSize(t.c_str()).x, top + line);
+    const float iy = top + line + 4;
+    if (!im.rollout.empty()) {
+      draw_overlay(dl, im, im.rollout.data(), nullptr, x0, iy, side, settings_.colormap);
+      mark("image.panel", t, x0, iy, x0 + side, iy + side);
+    }
+    float cy = iy + (im.rollout.empty() ? 0 : side) + 8;
+    for (const std::string& l : lines) {
+      note_fit(l, wrap_w);
+      dl->AddText(ImVec2(x0, cy), dim_text_color(), l.c_str());
+      mark("image.caption", l, x0, cy, x0 + ImGui::CalcTextSize(l.c_str()).x, cy + line);
+      cy += line;
+    }
+    return;
+  }
   const int cols = std::max(1, np);
-  const float side = std::min((x1 - x0) / float(cols) - 16, y1 - top - line * 2);
+  const float side = std::max(16.f, std::min((x1 - x0) / float(cols) - 16, y1 - top - line * 2));
   for (int p = 0; p < np; ++p) {
     const float x = x0 + float(p) * (side + 16);
-    dl->AddText(ImVec2(x, top), text_color(),
-                clip_label(im.panel_titles[size_t(p)], int(side / 7)).c_str());
+    const std::string t = title(im.panel_titles[size_t(p)], x, top, side);
+    mark("image.title", t, x, top, x + ImGui::CalcTextSize(t.c_str()).x, top + line);
     std::vector<float> mean(size_t(grid), 0.f), kept_any(size_t(grid), 0.f);
     const std::vector<float>& a = im.cls_attn[size_t(p)];
     for (int h = 0; h < im.heads; ++h)
@@ -99,10 +146,9 @@ void Canvas::build_image(float x0, float y0, float x1, float y1) {
           kept_any[size_t(i)] =
               std::max(kept_any[size_t(i)], im.kept[size_t(p)][size_t(h * grid + i)]);
       }
-    const bool rollout = settings_.image_mode == 2 && !im.rollout.empty();
-    draw_overlay(dl, im, rollout ? im.rollout.data() : mean.data(),
-                 im.kept[size_t(p)].empty() || rollout ? nullptr : kept_any.data(), x,
+    draw_overlay(dl, im, mean.data(), im.kept[size_t(p)].empty() ? nullptr : kept_any.data(), x,
                  top + line + 4, side, settings_.colormap);
+    mark("image.panel", t, x, top + line + 4, x + side, top + line + 4 + side);
   }
 }
 

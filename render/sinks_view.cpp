@@ -1,5 +1,7 @@
 // Sinks: attention mass each token position receives, per layer (mean over heads and queries),
-// with the residual-stream norm beneath; sink tokens and massive activations are marked.
+// with the residual-stream norm beneath; sink tokens and massive activations are marked. Token
+// labels hang right under the bars (rotated when the bars are narrow, every n-th when even that
+// does not fit); the hover box stands beside the cursor, above the labels, inside the view.
 #include <imgui.h>
 
 #include <algorithm>
@@ -21,15 +23,37 @@ void Canvas::build_sinks(float x0, float y0, float x1, float y1) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float line = ImGui::GetTextLineHeight();
   const float left = x0 + 70, right = x1 - 10;
-  const float band = std::min(60.f, (y1 - y0 - line * 6) / float(2 * s.layers + 1));
   const float px = (right - left) / float(s.n);
+  if (!(px > 0)) return;
+  const bool dark = settings_.dark;
+
+  // Token labels: horizontal when the widest fits a bar, else rotated, every `stride`-th one when
+  // a line of text is wider than a bar.
+  std::vector<std::string> labels(size_t(s.n));
+  float widest = 0;
+  for (int i = 0; i < s.n; ++i) {
+    labels[size_t(i)] = i < int(s.labels.size()) ? clip_label(s.labels[size_t(i)], 8) : "";
+    widest = std::max(widest, ImGui::CalcTextSize(labels[size_t(i)].c_str()).x);
+  }
+  const bool horizontal = px >= widest + 4;
+  auto thinned = [&] {  // 1, 2, 5, 10, 20, ...: the first that gives each rotated label a line
+    for (int p = 1;; p *= 10)
+      for (int k : {1, 2, 5})
+        if (float(k * p) * px >= line * 1.1f) return k * p;
+  };
+  const int stride = horizontal ? 1 : thinned();
+  const float labels_h = horizontal ? line : widest + 2;
+
+  const float band =
+      std::max(8.f, std::min(60.f, (y1 - y0 - line * 7 - labels_h) / float(2 * s.layers)));
   const ImVec2 m = ImGui::GetIO().MousePos;
   int hover = -1;
   if (m.x >= left && m.x < right && m.y >= y0 && m.y < y1)
     hover = std::clamp(int((m.x - left) / px), 0, s.n - 1);
 
   auto strip = [&](const std::vector<float>& vals, float top, const char* title, bool log) {
-    dl->AddText(ImVec2(x0, top - line - 4), text_color(), title);
+    note_fit(title, x1 - x0);
+    dl->AddText(ImVec2(x0, top - line - 10), text_color(), title);
     for (int l = 0; l < s.layers; ++l) {
       const float y = top + float(l) * band;
       float hi = 1e-12f;
@@ -54,43 +78,102 @@ void Canvas::build_sinks(float x0, float y0, float x1, float y1) {
       dl->AddLine(ImVec2(left, y + band - 0.5f), ImVec2(right, y + band - 0.5f), frame_color());
     }
   };
-  const float top1 = y0 + line * 2;
+  const float top1 = y0 + line * 2 + 6;
   strip(s.received, top1,
         "Received attention mass per position (mean over heads and queries), per layer",
         settings_.log_scale);
-  const float top2 = top1 + band * float(s.layers) + line * 2.5f;
-  if (!s.resid_norm.empty())
+  float bars_bottom = top1 + band * float(s.layers);
+  const float top2 = bars_bottom + line * 2 + 10;
+  if (!s.resid_norm.empty()) {
     strip(s.resid_norm, top2, "Residual-stream norm per position, per layer (massive activations)",
           false);
+    bars_bottom = top2 + band * float(s.layers);
+  }
+  mark("sinks.bars", "", left, top1, right, bars_bottom);
+  const ImU32 sink_col = dark ? IM_COL32(255, 150, 30, 255) : IM_COL32(210, 105, 0, 255);
   for (int t : s.sinks)
     if (t >= 0 && t < s.n)
       dl->AddTriangleFilled(ImVec2(left + (float(t) + 0.5f) * px - 5, top1 - 9),
                             ImVec2(left + (float(t) + 0.5f) * px + 5, top1 - 9),
-                            ImVec2(left + (float(t) + 0.5f) * px, top1 - 2),
-                            IM_COL32(255, 150, 30, 255));
+                            ImVec2(left + (float(t) + 0.5f) * px, top1 - 2), sink_col);
   for (int t : s.massive_tokens)
     if (t >= 0 && t < s.n)
       dl->AddCircleFilled(ImVec2(left + (float(t) + 0.5f) * px, top2 - 5), 4,
                           IM_COL32(230, 60, 60, 255));
+
+  // Labels right under the bars.
+  const float labels_top = bars_bottom + 3;
+  float lx0 = INFINITY, lx1 = -INFINITY;
+  auto draw_label = [&](int i, ImU32 col) {
+    const std::string& t = labels[size_t(i)];
+    const float cx = left + (float(i) + 0.5f) * px;
+    const ImVec2 sz = ImGui::CalcTextSize(t.c_str());
+    note_fit(t, horizontal ? px : labels_h);
+    if (horizontal) {
+      dl->AddText(ImVec2(cx - sz.x / 2, labels_top), col, t.c_str());
+      lx0 = std::min(lx0, cx - sz.x / 2), lx1 = std::max(lx1, cx + sz.x / 2);
+    } else {
+      // Rotated, reading upwards, its end at the bars.
+      add_text_vertical(dl, ImVec2(cx - line / 2, labels_top + sz.x), col, t.c_str());
+      lx0 = std::min(lx0, cx - line / 2), lx1 = std::max(lx1, cx + line / 2);
+      if (stride > 1)
+        dl->AddLine(ImVec2(cx, bars_bottom), ImVec2(cx, labels_top), dim_text_color());
+    }
+  };
+  for (int i = 0; i < s.n; i += stride)
+    if (i != hover) draw_label(i, text_color());
   if (hover >= 0) {
-    dl->AddLine(ImVec2(left + (float(hover) + 0.5f) * px, top1),
-                ImVec2(left + (float(hover) + 0.5f) * px, y1), IM_COL32(255, 255, 255, 90));
-    ImGui::BeginTooltip();
-    ImGui::Text(
-        "position %d  %s", hover,
-        hover < int(s.labels.size()) ? clip_label(s.labels[size_t(hover)], 20).c_str() : "");
-    for (int l = 0; l < s.layers; ++l)
-      ImGui::Text("layer %d: received %.4f%s", l, s.received[size_t(l * s.n + hover)],
-                  s.resid_norm.empty()
-                      ? ""
-                      : ("   |resid| " + fmt_num(s.resid_norm[size_t(l * s.n + hover)])).c_str());
-    ImGui::EndTooltip();
+    // The hovered token's label always shows, highlighted (over its neighbours when thinned).
+    if (stride > 1) {
+      const float cx = left + (float(hover) + 0.5f) * px;
+      float bg[4];
+      clear_color(bg);
+      dl->AddRectFilled(ImVec2(cx - line / 2 - 2, labels_top),
+                        ImVec2(cx + line / 2 + 2, labels_top + labels_h),
+                        ImGui::ColorConvertFloat4ToU32(ImVec4(bg[0], bg[1], bg[2], 1)));
+    }
+    draw_label(hover, sink_col);
   }
-  // Token labels along the bottom when they fit.
-  if (px >= line * 0.95f) {
-    for (int i = 0; i < s.n && i < int(s.labels.size()); ++i)
-      add_text_vertical(dl, ImVec2(left + float(i) * px + (px - line) / 2, y1 - 2), text_color(),
-                        clip_label(s.labels[size_t(i)], 8).c_str());
+  if (lx1 > lx0) mark("sinks.labels", "", lx0, labels_top, lx1, labels_top + labels_h);
+
+  if (hover >= 0) {
+    const float hx = left + (float(hover) + 0.5f) * px;
+    dl->AddLine(ImVec2(hx, top1), ImVec2(hx, bars_bottom),
+                ImGui::GetColorU32(ImGuiCol_Text, 0.35f));
+    std::vector<std::string> lines = {
+        "position " + std::to_string(hover) + "  " +
+        (hover < int(s.labels.size()) ? clip_label(s.labels[size_t(hover)], 20) : std::string())};
+    for (int l = 0; l < s.layers; ++l) {
+      char b[64];
+      std::snprintf(b, sizeof b, "layer %d: received %.4f", l, s.received[size_t(l * s.n + hover)]);
+      std::string t = b;
+      if (!s.resid_norm.empty())
+        t += "   |resid| " + fmt_num(s.resid_norm[size_t(l * s.n + hover)]);
+      lines.push_back(t);
+    }
+    const ImVec2 pad = ImGui::GetStyle().WindowPadding;
+    float w = 0;
+    for (const std::string& t : lines) w = std::max(w, ImGui::CalcTextSize(t.c_str()).x);
+    w += pad.x * 2;
+    const float h = float(lines.size()) * line + pad.y * 2;
+    // Beside the cursor (right, else left), vertically centred on it, kept above the labels and
+    // inside the view.
+    float bx = m.x + 16;
+    if (bx + w > x1) bx = m.x - 16 - w;
+    bx = std::clamp(bx, x0, std::max(x0, x1 - w));
+    const float floor_y = h <= labels_top - 4 - y0 ? labels_top - 4 : y1;
+    const float by = std::clamp(m.y - h / 2, y0, std::max(y0, floor_y - h));
+    ImDrawList* fg = ImGui::GetForegroundDrawList();
+    ImVec4 bgc = ImGui::GetStyleColorVec4(ImGuiCol_PopupBg);
+    bgc.w = 1;  // opaque: the bars beside the cursor show through a translucent box
+    const ImU32 popup_bg = ImGui::ColorConvertFloat4ToU32(bgc);
+    fg->AddRectFilled(ImVec2(bx, by), ImVec2(bx + w, by + h), popup_bg, 4);
+    fg->AddRect(ImVec2(bx, by), ImVec2(bx + w, by + h), frame_color(), 4);
+    for (size_t i = 0; i < lines.size(); ++i) {
+      note_fit(lines[i], w - pad.x * 2);
+      fg->AddText(ImVec2(bx + pad.x, by + pad.y + float(i) * line), text_color(), lines[i].c_str());
+    }
+    mark("sinks.hover", lines[0], bx, by, bx + w, by + h);
   }
 }
 
