@@ -78,6 +78,9 @@ BlockLayout block_layout_from_rows(const std::vector<std::vector<int32_t>>& rows
 IndexLayout index_layout_from_rows(const std::vector<std::vector<int32_t>>& rows) {
   IndexLayout x;
   x.row_ptr.assign(rows.size() + 1, 0);
+  size_t nnz = 0;  // reserved up front: growing col would copy and fault it in again and again
+  for (const auto& r : rows) nnz += r.size();
+  x.col.reserve(nnz);
   for (size_t i = 0; i < rows.size(); ++i) {
     x.col.insert(x.col.end(), rows[i].begin(), rows[i].end());
     x.row_ptr[i + 1] = int64_t(x.col.size());

@@ -3,9 +3,11 @@
 // each query keeps exactly min(k, visible keys) keys, ties to the lower key index.
 #include <Eigen/Core>
 #include <algorithm>
-#include <cstring>
+#include <cmath>
 #include <functional>
 
+#include "compute/cpu/gemm.h"
+#include "compute/parallel.h"
 #include "compute/variants/patterns.h"
 #include "compute/variants/selector_util.h"
 
@@ -13,11 +15,83 @@ namespace attn {
 
 namespace {
 
-// Float bits mapped so that unsigned order equals numeric order.
-inline uint32_t ordered_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return (u & 0x80000000u) ? ~u : u | 0x80000000u;
+int visible(const Problem& p, int i) {
+  return p.causal ? detail::last_visible_key(p, i) + 1 : p.n_k;
+}
+
+// Unscaled scores Q[i0:i1] K[0:nv]^T of head h (a positive scale changes no order), rows nv
+// apart: the AVX-512 GEMM where the CPU has it, else Eigen.
+void scores(const Problem& p, int h, int i0, int i1, int nv, float* out) {
+  cpu::GemmArgs g;
+  g.m = i1 - i0;
+  g.n = nv;
+  g.k = p.d;
+  g.a = p.q_row(h, i0);
+  g.lda = p.d;
+  g.b = p.k_row(h, 0);
+  g.ldb = p.d;
+  g.b_nk = true;
+  g.c = out;
+  g.ldc = nv;
+  if (cpu::sgemm(g, 1)) return;
+  using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<RowMajor>(out, i1 - i0, nv).noalias() =
+      Eigen::Map<const RowMajor>(p.q_row(h, i0), i1 - i0, p.d) *
+      Eigen::Map<const RowMajor>(p.k_row(h, 0), nv, p.d).transpose();
+}
+
+struct RowScratch {
+  std::vector<float> sample, cand_score;
+  std::vector<int32_t> cand;
+};
+
+// Writes the take = min(k, nv) keys of largest score among [0, nv) (ties to the lower index) to
+// out[0, take), ascending. A strided sample of the row gives a threshold a little below the k-th
+// score; one branch-free pass collects the keys at or above it (in index order), and the exact
+// k-th score is found among those candidates alone: one compare per key plus O(k) work, instead
+// of a selection over every key.
+void select_row(const float* score, int nv, int k, RowScratch& sc, int32_t* out) {
+  const int take = std::min(k, nv);
+  if (take >= nv) {
+    for (int j = 0; j < nv; ++j) out[j] = j;
+    return;
+  }
+  float thr = -INFINITY;
+  constexpr int kStride = 16;
+  const int ns = nv / kStride;
+  // Rank in the sample of a threshold expected to let ~1.25 take + 64 keys through.
+  const int r = int((double(take) * 1.25 + 64) / kStride);
+  if (ns >= 64 && r < ns) {
+    sc.sample.resize(size_t(ns));
+    for (int t = 0; t < ns; ++t) sc.sample[size_t(t)] = score[size_t(t) * kStride + kStride / 2];
+    std::nth_element(sc.sample.begin(), sc.sample.begin() + r, sc.sample.end(),
+                     std::greater<float>());
+    thr = sc.sample[size_t(r)];
+  }
+  sc.cand.resize(size_t(nv));
+  int n = 0;
+  for (int j = 0; j < nv; ++j) {
+    sc.cand[size_t(n)] = j;
+    n += score[j] >= thr;
+  }
+  if (n < take) {  // the sample misjudged the row: every key is a candidate
+    for (int j = 0; j < nv; ++j) sc.cand[size_t(j)] = j;
+    n = nv;
+  }
+  sc.cand_score.resize(size_t(n));
+  for (int c = 0; c < n; ++c) sc.cand_score[size_t(c)] = score[sc.cand[size_t(c)]];
+  std::nth_element(sc.cand_score.begin(), sc.cand_score.begin() + (take - 1),
+                   sc.cand_score.begin() + n, std::greater<float>());
+  const float kth = sc.cand_score[size_t(take - 1)];
+  // Every score above the k-th, and as many equal to it as fit, the lower indices first.
+  int above = 0;
+  for (int c = 0; c < n; ++c) above += score[sc.cand[size_t(c)]] > kth;
+  int ties = take - above, w = 0;
+  for (int c = 0; c < n; ++c) {
+    const int32_t j = sc.cand[size_t(c)];
+    const float x = score[j];
+    if (x > kth || (x == kth && ties-- > 0)) out[w++] = j;
+  }
 }
 
 class TopkPattern final : public Pattern {
@@ -27,61 +101,47 @@ class TopkPattern final : public Pattern {
   bool dynamic() const override { return true; }
 
   Layout select(const Problem& p, SelectStats* stats, SequenceState*) const override {
-    using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     constexpr int kTile = 64;  // queries scored per GEMM
+    const int tiles = (p.n_q + kTile - 1) / kTile;
+    // Each row keeps min(k, visible) keys: the CSR offsets are known before any score is.
+    IndexLayout shape;
+    shape.row_ptr.assign(size_t(p.n_q) + 1, 0);
     double flops = 0;
+    for (int i = 0; i < p.n_q; ++i) {
+      const int nv = visible(p, i);
+      shape.row_ptr[size_t(i) + 1] = shape.row_ptr[size_t(i)] + std::min(k_, nv);
+      flops += 2.0 * p.d * nv * p.n_heads;
+    }
     Layout l;
     l.kind = Layout::Kind::Indices;
-    std::vector<std::vector<int32_t>> rows(size_t(p.n_q));
-    std::vector<uint64_t> order, all;
-    RowMajor s;
     for (int h = 0; h < p.n_heads; ++h) {
-      Eigen::Map<const RowMajor> q(p.q_row(h, 0), p.n_q, p.d), k(p.k_row(h, 0), p.n_k, p.d);
-      for (int i0 = 0; i0 < p.n_q; i0 += kTile) {
-        int i1 = std::min(i0 + kTile, p.n_q);
-        int nv_max = p.causal ? detail::last_visible_key(p, i1 - 1) + 1 : p.n_k;
-        if (nv_max > 0) s.noalias() = q.middleRows(i0, i1 - i0) * k.topRows(nv_max).transpose();
-        for (int i = i0; i < i1; ++i) {
-          int nv = p.causal ? detail::last_visible_key(p, i) + 1 : p.n_k;
-          const float* score = s.data() + size_t(i - i0) * size_t(s.cols());
-          flops += 2.0 * p.d * nv;
-          int take = std::min(k_, nv);
-          // One integer key per key: larger score first, then lower index. For small k a
-          // min-heap of the best `take` keys rejects most keys with one comparison.
-          auto key = [&](int j) {
-            return (uint64_t(ordered_bits(score[j])) << 32) | (0xFFFFFFFFu - uint32_t(j));
-          };
-          order.resize(size_t(take));
-          if (take > 0 && take * 16 < nv) {
-            for (int j = 0; j < take; ++j) order[j] = key(j);
-            std::make_heap(order.begin(), order.end(), std::greater<uint64_t>());
-            for (int j = take; j < nv; ++j) {
-              uint64_t x = key(j);
-              if (x <= order.front()) continue;
-              std::pop_heap(order.begin(), order.end(), std::greater<uint64_t>());
-              order.back() = x;
-              std::push_heap(order.begin(), order.end(), std::greater<uint64_t>());
-            }
-          } else {
-            all.resize(size_t(nv));
-            for (int j = 0; j < nv; ++j) all[j] = key(j);
-            std::nth_element(all.begin(), all.begin() + take, all.end(), std::greater<uint64_t>());
-            std::copy(all.begin(), all.begin() + take, order.begin());
-          }
-          rows[i].resize(size_t(take));
-          for (int t = 0; t < take; ++t) rows[i][t] = int32_t(0xFFFFFFFFu - uint32_t(order[t]));
-          std::sort(rows[i].begin(), rows[i].end());
+      IndexLayout x;
+      x.row_ptr = shape.row_ptr;
+      x.col.resize(size_t(shape.row_ptr.back()));
+      // Query tiles in parallel: each scores its rows with one GEMM and selects row by row.
+      parallel_for(tiles, [&](int t) {
+        const int i0 = t * kTile, i1 = std::min(i0 + kTile, p.n_q);
+        const int nv_max = visible(p, i1 - 1);
+        thread_local std::vector<float> s;
+        thread_local RowScratch scratch;
+        // Sized once for the widest tile: growing it tile by tile would copy and fault it in
+        // again each time.
+        if (s.size() < size_t(kTile) * size_t(p.n_k)) {
+          s.clear();
+          s.resize(size_t(kTile) * size_t(p.n_k));
         }
-      }
-      l.indices.push_back(detail::index_layout_from_rows(rows));
+        if (nv_max > 0) scores(p, h, i0, i1, nv_max, s.data());
+        for (int i = i0; i < i1; ++i)
+          select_row(s.data() + size_t(i - i0) * size_t(nv_max), visible(p, i), k_, scratch,
+                     x.col.data() + x.row_ptr[size_t(i)]);
+      });
+      l.indices.push_back(std::move(x));
     }
     if (stats) stats->flops += flops;
     return l;
   }
 
-  PatternDescription describe() const override {
-    return {PatternDescription::Kind::Topk, k_, 0};
-  }
+  PatternDescription describe() const override { return {PatternDescription::Kind::Topk, k_, 0}; }
 
   double predicted_density(const Problem& p) const override {
     int64_t kept = 0, visible = 0;
