@@ -56,7 +56,8 @@ std::vector<std::string> export_data(const FigureData& f, const std::string& ste
 int render(const RenderOptions& o) {
   require(!o.out.empty(), ErrorCode::InvalidArgument,
           "--out FILE (.png, .svg or .pdf) is required");
-  for (const std::string& out : o.out) figure_format(out);  // fail early on a bad extension
+  // Fail early, before any analysis: a bad extension or a folder that cannot take the file.
+  for (const std::string& out : o.out) fig::check_figure_path(out);
   Session s = load_session(o.session);
   const View view = view_from_name(o.view.empty() ? s.view.view : o.view);
   FigureSize size = s.figure;
@@ -69,8 +70,8 @@ int render(const RenderOptions& o) {
   co.verify_hashes = !o.no_verify;
   co.end_to_end = view == View::Tradeoff;  // the only view that shows substituted passes
   const auto a = core::analyze(s, o.session, co);
-  const FigureData fig = collect_figure(*a, view, o.max_cells);
-  size = fit_height(fig, size);
+  const FigureData data = collect_figure(*a, view, o.max_cells);
+  size = fig::fit_height(data, size);
   Session record = a->session;
   if (!o.no_sidecar) fill_hashes(record, o.session);
   nlohmann::json report = {{"view", view_name(view)},
@@ -79,11 +80,11 @@ int render(const RenderOptions& o) {
                            {"dpi", size.dpi},
                            {"files", nlohmann::json::array()}};
   for (const std::string& out : o.out) {
-    export_figure(fig, out, size);
+    fig::export_figure(data, out, size);
     report["files"].push_back(out);
     if (!o.no_sidecar) {
-      write_sidecar(record, o.session, out, view, size);
-      report["files"].push_back(sidecar_path(out));
+      fig::write_sidecar(record, o.session, out, view, size);
+      report["files"].push_back(fig::sidecar_path(out));
     }
     if (!o.json)
       std::printf("wrote %s (%dx%d px at %g dpi)\n", out.c_str(), size.width, size.height,
@@ -92,7 +93,7 @@ int render(const RenderOptions& o) {
   if (!o.data.empty()) {
     const std::filesystem::path first(o.out.front());
     const std::string stem = (first.parent_path() / first.stem()).string();
-    for (const std::string& f : export_data(fig, stem, o.data)) {
+    for (const std::string& f : export_data(data, stem, o.data)) {
       report["files"].push_back(f);
       if (!o.json) std::printf("wrote %s\n", f.c_str());
     }

@@ -1,6 +1,7 @@
 // `attnscope sweep`: runs parameter sweeps of variants on one input for trade-off curves, with a
 // progress bar on stderr; --shard i/n runs every n-th point (cluster array jobs) and --merge
-// joins the shard tables into the table one run would have written.
+// joins the shard tables into the table one run would have written. Row 0 of every table is the
+// dense baseline measured in the same run (shard 0 writes it), so a plot of the table is complete.
 #include <unistd.h>
 
 #include <chrono>
@@ -70,8 +71,8 @@ void write_figure(const SweepOptions& o, const std::vector<TradeoffPoint>& pts,
   if (o.figure.empty()) return;
   const FigureSize size{o.width, o.height, o.dpi};
   const FigureData f = tradeoff_figure(pts, "Cost vs accuracy of attention variants", subtitle);
-  export_figure(f, o.figure, size);
-  if (s) write_sidecar(*s, "", o.figure, View::Tradeoff, size);
+  fig::export_figure(f, o.figure, size);
+  if (s) fig::write_sidecar(*s, "", o.figure, View::Tradeoff, size);
   if (!o.quiet) std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
 }
 
@@ -104,6 +105,9 @@ int merge(const SweepOptions& o) {
 
 int sweep(const SweepOptions& o) {
   require(!o.out.empty(), ErrorCode::InvalidArgument, "--out FILE.csv is required");
+  // Outputs that cannot be written fail now, not after the sweep.
+  check_output_path(o.out);
+  if (!o.figure.empty()) fig::check_figure_path(o.figure);
   if (!o.merge.empty()) {
     require(o.variants.empty() && o.shard.empty(), ErrorCode::InvalidArgument,
             "--merge combines finished tables: do not give --variant or --shard with it");
@@ -114,7 +118,8 @@ int sweep(const SweepOptions& o) {
   const int inputs = !o.text.empty() + !o.text_file.empty() + !o.image.empty() + !o.session.empty();
   require(inputs == 1, ErrorCode::InvalidArgument,
           "give exactly one input: --text, --text-file, --image or --session");
-  const std::vector<std::string> specs = expand_sweeps(o.variants);
+  // Row 0 is the dense baseline (measured below, in this run); the variants follow.
+  const std::vector<std::string> specs = sweep_table_specs(o.variants);
   const Shard shard = o.shard.empty() ? Shard{} : parse_shard(o.shard);
   const std::vector<int> mine = shard_items(int(specs.size()), shard);
 
@@ -145,14 +150,20 @@ int sweep(const SweepOptions& o) {
   const auto a = core::add_metrics(*core::open(s, "", co), dense_only);
   const std::string input = s.input.kind + ", " + std::to_string(a->n_tokens()) + " tokens";
   if (!o.quiet)
-    std::fprintf(stderr, "sweep: %zu variants (%zu in shard %d/%d) on %s, %s\n", specs.size(),
-                 mine.size(), shard.index, shard.count, o.model.c_str(), input.c_str());
+    std::fprintf(stderr, "sweep: dense + %zu variants (%zu rows in shard %d/%d) on %s, %s\n",
+                 specs.size() - 1, mine.size(), shard.index, shard.count, o.model.c_str(),
+                 input.c_str());
   Progress progress(int(mine.size()), o.quiet);
   std::vector<SweepRow> rows;
   if (isatty(2)) progress.step(0, "");
   for (size_t i = 0; i < mine.size(); ++i) {
     const std::string& spec = specs[size_t(mine[i])];
-    rows.push_back({mine[i], core::evaluate(*a, spec, !o.no_end_to_end, co)});
+    if (mine[i] == 0) {  // the baseline: the dense reference of this run, end to end when asked
+      const auto base = o.no_end_to_end ? a : core::add_end_to_end(*a, co);
+      rows.push_back({0, core::tradeoff_point(*base, 0)});
+    } else {
+      rows.push_back({mine[i], core::evaluate(*a, spec, !o.no_end_to_end, co)});
+    }
     progress.step(int(i + 1), spec);
   }
   write_file_atomic(o.out, tradeoff_csv(rows));
@@ -161,7 +172,7 @@ int sweep(const SweepOptions& o) {
   std::vector<TradeoffPoint> pts;
   for (const auto& r : rows) pts.push_back(r.point);
   Session record = s;
-  record.variants = specs;
+  record.variants.assign(specs.begin() + 1, specs.end());
   fill_hashes(record);
   write_figure(o, pts, o.model + " \u00b7 " + input, &record);
   return 0;
@@ -182,14 +193,16 @@ void add_sweep_command(CLI::App& app, Action& action) {
   cmd->add_option("--variant", o.variants,
                   "Variant or sweep spec, repeatable: \"window(size=16..1024:x2)\", "
                   "\"block_topk(block=16,k=1..8:+1)\", \"top_p(p=0.5|0.9)\"");
-  cmd->add_option("--out", o.out, "Table to write (CSV)")->required();
+  cmd->add_option("--out", o.out, "Table to write (CSV; its first row is the dense baseline)")
+      ->required();
   cmd->add_option("--figure", o.figure, "Also draw the trade-off plot (.png, .svg, .pdf)");
   cmd->add_option("--shard", o.shard,
                   "Run only shard i of n (0-based), e.g. $SLURM_ARRAY_TASK_ID/8");
   cmd->add_option("--merge", o.merge, "Merge these shard tables into --out instead of running");
   cmd->add_option("--layers", o.layers, "End to end: substitute only these layers")->delimiter(',');
   cmd->add_option("--heads", o.heads, "End to end: substitute only these heads")->delimiter(',');
-  cmd->add_flag("--no-end-to-end", o.no_end_to_end, "Skip substituted forward passes (no KL)");
+  cmd->add_flag("--no-end-to-end", o.no_end_to_end,
+                "Skip substituted forward passes (no next-token KL, top-1, perplexity)");
   cmd->add_option("--backend", o.backend, "reference | cpu")->capture_default_str();
   cmd->add_option("--threads", o.threads, "Worker threads (0 = all)");
   cmd->add_option("--width", o.width, "Figure width in pixels at --dpi")->capture_default_str();

@@ -1,7 +1,12 @@
 #include "app/core/data_export.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "app/core/session.h"
@@ -42,6 +47,22 @@ void write_text(const std::string& path, const std::string& text) {
 }
 
 }  // namespace
+
+void check_output_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  require(!path.empty(), ErrorCode::InvalidArgument, "empty output path");
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string dir = parent.empty() ? std::string(".") : parent.string();
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  require(fs::exists(st), ErrorCode::Io,
+          path + ": cannot write: the folder '" + dir + "' does not exist");
+  require(fs::is_directory(st), ErrorCode::Io,
+          path + ": cannot write: '" + dir + "' is not a folder");
+  require(::access(dir.c_str(), W_OK | X_OK) == 0, ErrorCode::Io,
+          path + ": cannot write in the folder '" + dir + "': " + std::strerror(errno));
+  require(!fs::is_directory(path, ec), ErrorCode::Io, path + ": cannot write: it is a folder");
+}
 
 std::string matrix_csv(int rows, int cols, const std::vector<float>& data,
                        const std::vector<std::string>& row_labels,

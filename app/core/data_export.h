@@ -9,6 +9,10 @@
 
 namespace attn::core {
 
+// Checks, before any work, that a file can be created at `path`: its folder exists, is a folder
+// and is writable. Throws Error(Io) naming the path and the folder.
+void check_output_path(const std::string& path);
+
 // (.npy files are written with models/formats/npy.h.)
 // Matrix as CSV: optional header row of column labels and a first column of row labels.
 std::string matrix_csv(int rows, int cols, const std::vector<float>& data,

@@ -69,7 +69,9 @@ FigureData collect_figure(const Analysis& a, View view, int max_cells) {
     case View::Grid: {
       const std::string& m = s.view.grid_metric;
       const bool vs_dense = head_metrics()[size_t(head_metric_index(m))].vs_dense;
-      for (int v = 0; v < panels && f.grids.size() < 4; ++v) {
+      // Every panel of the session (a metric against dense skips dense itself, which would
+      // only show zeros).
+      for (int v = 0; v < panels; ++v) {
         if (vs_dense && v == 0 && panels > 1) continue;
         f.grids.push_back(head_grid(a, v));
       }

@@ -29,7 +29,8 @@ struct FigureData {
   std::string subtitle;                 // model, input, layer/head
   ViewSettings settings;                // colour map, scale, chosen metrics
   std::vector<HeatmapData> heatmaps;    // heatmap: 1; variants: dense then each variant
-  std::vector<HeadGrid> grids;          // grid: one per variant shown
+  std::vector<HeadGrid> grids;          // grid: dense (unless the metric is against dense)
+                                        // and every variant
   SinkData sinks;                       // sinks
   std::vector<ImageAttention> images;   // image: dense then each variant
   std::vector<TradeoffPoint> tradeoff;  // tradeoff: dense then each variant

@@ -140,6 +140,13 @@ std::vector<std::string> expand_sweeps(const std::vector<std::string>& sweep_spe
   return out;
 }
 
+std::vector<std::string> sweep_table_specs(const std::vector<std::string>& sweep_specs) {
+  std::vector<std::string> out = {"dense"};
+  for (std::string& v : expand_sweeps(sweep_specs))
+    if (v != "dense") out.push_back(std::move(v));
+  return out;
+}
+
 Shard parse_shard(const std::string& s) {
   const size_t slash = s.find('/');
   Shard sh;

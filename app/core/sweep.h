@@ -18,6 +18,9 @@ namespace attn::core {
 std::vector<std::string> expand_sweep(const std::string& sweep_spec);
 // Expands each and concatenates (order kept, duplicates removed).
 std::vector<std::string> expand_sweeps(const std::vector<std::string>& sweep_specs);
+// The rows of a sweep table: "dense" first (the baseline: density 1, error 0, measured in the same
+// run, so that a plot of the table alone is complete), then expand_sweeps() without "dense".
+std::vector<std::string> sweep_table_specs(const std::vector<std::string>& sweep_specs);
 
 struct Shard {
   int index = 0, count = 1;  // this shard is `index` of `count` (0-based)
@@ -27,7 +30,8 @@ Shard parse_shard(const std::string& s);
 // Indices of the items a shard owns: i, i + n, i + 2n, ... below `n_items`.
 std::vector<int> shard_items(int n_items, const Shard& shard);
 
-// One row of the sweep table: the point plus its position in the full sweep.
+// One row of the sweep table: the point plus its position in the full sweep (0: the dense
+// baseline).
 struct SweepRow {
   int index = 0;
   TradeoffPoint point;

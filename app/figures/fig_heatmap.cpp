@@ -12,7 +12,8 @@ std::vector<QString> metric_segments(const HeatmapData& h) {
   if (h.spec == "dense") return {"density " + f(h.density, 3), "exact reference"};
   std::vector<QString> s = {"density " + f(h.density, 3), "error " + f(h.rel_error, 2),
                             "recall " + f(h.mass_recall, 3)};
-  if (std::isfinite(h.row_kl)) s.push_back("KL " + f(h.row_kl, 2));
+  // Row KL: this head's attention rows against dense (not the model's next-token KL).
+  if (std::isfinite(h.row_kl)) s.push_back("row KL " + f(h.row_kl, 2));
   return s;
 }
 
@@ -41,6 +42,75 @@ double max_label_width(const FigurePainter& c, const std::vector<std::string>& l
   return w;
 }
 
+constexpr double kGap = 12;         // between panels
+constexpr double kRowGap = 8;       // between rows of panels
+constexpr double kMaxAspect = 1.5;  // on a page with room to spare, maps grow up to this tall
+
+// Where everything of one arrangement goes.
+struct Layout {
+  int ncol = 1, nrow = 1;
+  double map_w = 0, map_h = 0;           // each map
+  double left = 0, top = 0, bottom = 0;  // around each map: label column, caption, under it
+  double ylab_w = 0, xlab_h = 0, cbw = 0;
+  std::vector<int> qs, ks;  // token labels shown
+  std::vector<QString> qtitle, ktitle;
+  std::vector<Caption> caps;
+  std::vector<std::vector<QString>> metrics;
+  double block_w() const { return left + ncol * map_w + (ncol - 1) * kGap + kColorbarGap + cbw; }
+  double block_h() const { return nrow * (top + map_h + bottom) + (nrow - 1) * kRowGap; }
+  // The "Query token" title (and the colour bar's) may reach past the map into the caption and
+  // key-label rows beside it.
+  double qtitle_room() const { return map_h + 2 * std::min(top, bottom); }
+};
+
+Layout arrange(const FigurePainter& c, const QRectF& area, const FigureData& d, const Colorbar& cb,
+               int ncol) {
+  const FigureStyle& s = c.style();
+  const auto& maps = d.heatmaps;
+  const HeatmapData& m0 = maps.front();
+  const int K = int(maps.size());
+  const double lh_tick = c.line_height(s.tick_pt), lh_label = c.line_height(s.label_pt);
+  Layout L;
+  L.ncol = ncol;
+  L.nrow = (K + ncol - 1) / ncol;
+  const bool free = c.free_height();
+  // A first guess, then the labels, captions and metrics that size implies, three times over.
+  double side = std::max(8.0, std::min((area.width() - 100 - (ncol - 1) * kGap) / ncol,
+                                       free ? 1e9 : (area.height() - L.nrow * 90) / L.nrow));
+  L.map_w = L.map_h = side;
+  for (int it = 0; it < 4; ++it) {
+    L.qs = thinned(m0.n_q, L.map_h, lh_tick * 1.05);
+    L.ks = thinned(m0.n_k, L.map_w, lh_tick * 1.05);
+    L.ylab_w = max_label_width(c, m0.q_labels, L.qs, s.tick_pt);
+    L.xlab_h = max_label_width(c, m0.k_labels, L.ks, s.tick_pt);
+    const double room = L.map_w + kGap - 3;
+    L.ktitle = wrap_text(c, "Key token", s.label_pt, room);
+    L.caps.clear();
+    L.metrics.clear();
+    double cap_h = 0;
+    size_t met = 0;
+    for (const HeatmapData& h : maps) {
+      L.caps.push_back(make_caption(c, h.spec, "softmax over all keys", room));
+      cap_h = std::max(cap_h, caption_height(c, L.caps.back()));
+      L.metrics.push_back(wrap_segments(c, metric_segments(h), s.tick_pt, room));
+      met = std::max(met, L.metrics.back().size());
+    }
+    L.top = cap_h;
+    L.bottom = lh_tick / 2 + 1.5 + L.xlab_h + 3 + L.ktitle.size() * lh_label + 3 + met * lh_tick;
+    L.qtitle = wrap_text(c, "Query token", s.label_pt, L.qtitle_room());
+    L.left = L.qtitle.size() * lh_label + 3 + L.ylab_w + 4;
+    L.cbw = colorbar_width(c, cb, L.map_h, L.qtitle_room());
+    const double by_width =
+        (area.width() - L.left - kColorbarGap - L.cbw - (ncol - 1) * kGap) / ncol;
+    const double by_height =
+        free ? 1e9
+             : (area.height() - L.nrow * (L.top + L.bottom) - (L.nrow - 1) * kRowGap) / L.nrow;
+    L.map_w = std::max(4.0, std::min(by_width, by_height));
+    L.map_h = free ? L.map_w : std::max(4.0, std::min(by_height, L.map_w * kMaxAspect));
+  }
+  return L;
+}
+
 }  // namespace
 
 double paint_heatmaps(FigurePainter& c, const QRectF& area, const FigureData& d) {
@@ -48,9 +118,6 @@ double paint_heatmaps(FigurePainter& c, const QRectF& area, const FigureData& d)
   const auto& maps = d.heatmaps;
   if (maps.empty()) return area.top();
   const int K = int(maps.size());
-  const int ncol = K <= 4 ? K : (K + 1) / 2;
-  const int nrow = (K + ncol - 1) / ncol;
-  const HeatmapData& m0 = maps.front();
 
   double vmax = d.settings.vmax;
   if (!(vmax > 0)) {
@@ -59,79 +126,58 @@ double paint_heatmaps(FigurePainter& c, const QRectF& area, const FigureData& d)
       for (float v : h.cells) vmax = std::max(vmax, double(v));
     if (!(vmax > 0)) vmax = 1;
   }
-  const render::Colormap cmap = render::colormap_from_name(d.settings.colormap);
-
-  const double lh_tick = c.line_height(s.tick_pt);
-  const double lh_label = c.line_height(s.label_pt);
-  const double cbw = colorbar_width(c);
-  const double gap = 12;
-  // First pass with a guessed map size to know how many labels fit and how wide they are.
-  double map = std::min((area.width() - cbw - 60 - (ncol - 1) * gap) / ncol,
-                        (area.height() - nrow * 60) / nrow);
-  std::vector<int> qs_shown, ks_shown;
-  double ylab_w = 0, xlab_h = 0;
-  for (int it = 0; it < 3; ++it) {
-    qs_shown = thinned(m0.n_q, map, lh_tick * 1.05);
-    ks_shown = thinned(m0.n_k, map, lh_tick * 1.05);
-    ylab_w = std::min(max_label_width(c, m0.q_labels, qs_shown, s.tick_pt), 48.0);
-    xlab_h = std::min(max_label_width(c, m0.k_labels, ks_shown, s.tick_pt), 48.0);
-    const double left = lh_label + 3 + ylab_w + 4;
-    const double top = caption_height(c) + 2;                               // name + parameters
-    const double bottom = 4 + xlab_h + 3 + lh_label + 3 + 2 * lh_tick + 6;  // + 2 metric lines
-    map = std::min((area.width() - left - cbw - 10 - (ncol - 1) * gap) / ncol,
-                   (area.height() - nrow * (top + bottom)) / nrow);
-    map = std::max(map, 20.0);
-  }
-  const double left = lh_label + 3 + ylab_w + 4;
-  const double top = caption_height(c) + 2;
-  const double bottom = 4 + xlab_h + 3 + lh_label + 3 + 2 * lh_tick + 6;
-  // Labels for the final size (the reserved widths above bound them: longer ones are elided).
-  qs_shown = thinned(m0.n_q, map, lh_tick * 1.05);
-  ks_shown = thinned(m0.n_k, map, lh_tick * 1.05);
-  const double block_w = left + ncol * map + (ncol - 1) * gap + 10 + cbw;
-  const double x0 = area.left() + std::max(0.0, (area.width() - block_w) / 2);
+  const Colorbar cb{render::colormap_from_name(d.settings.colormap), vmax, d.settings.log_scale,
+                    d.settings.log_scale ? "Attention probability (log)" : "Attention probability"};
+  const int ncol = choose_columns(c, K, [&](int n) {
+    const Layout l = arrange(c, area, d, cb, n);
+    return l.map_w * l.map_h;
+  });
+  const Layout L = arrange(c, area, d, cb, ncol);
+  const double x0 = area.left() + std::max(0.0, (area.width() - L.block_w()) / 2);
+  const double y0 =
+      area.top() + (c.free_height() ? 0 : std::max(0.0, (area.height() - L.block_h()) / 2));
+  const double room = L.map_w + kGap - 3;
+  const double xlab_y = c.line_height(s.tick_pt) / 2 + 0.5;  // clear of the last query label
 
   for (int k = 0; k < K; ++k) {
     const HeatmapData& h = maps[size_t(k)];
-    const int col = k % ncol, row = k / ncol;
-    const QRectF r(x0 + left + col * (map + gap), area.top() + row * (top + map + bottom) + top,
-                   map, map);
+    const int col = k % L.ncol, row = k / L.ncol;
+    const QRectF r(x0 + L.left + col * (L.map_w + kGap),
+                   y0 + row * (L.top + L.map_h + L.bottom + kRowGap) + L.top, L.map_w, L.map_h);
     // Variant name and parameters above the map, its metrics under the key axis.
-    draw_caption(c, {r.left(), r.top() - top}, map + gap - 3, h.spec, "softmax over all keys");
+    draw_caption(c, {r.left(), r.top() - L.top}, room, L.caps[size_t(k)]);
     CellSource src{h.rows, h.cols, &h.cells, hidden_cells(h)};
-    draw_cells(c, r, src, cmap, vmax, d.settings.log_scale);
+    draw_cells(c, r, src, cb.cmap, vmax, d.settings.log_scale);
     c.rect_outline(r);
-    // Token labels: queries on the left of the first column, keys under every map.
-    const double qh = map / h.n_q, kw = map / h.n_k;
+    // Token labels: queries on the left of each row's first map, keys under every map.
+    const double qh = L.map_h / h.n_q, kw = L.map_w / h.n_k;
     if (col == 0) {
-      for (int i : qs_shown) {
+      for (int i : L.qs) {
         const double y = r.top() + (i + 0.5) * qh;
         c.line({r.left() - 2, y}, {r.left(), y});
-        c.text({r.left() - 3, y},
-               c.elide(token_label(h.q_labels[size_t(i)]), s.tick_pt, ylab_w + 0.5), s.tick_pt, 1,
-               0);
+        c.text({r.left() - 3, y}, token_label(h.q_labels[size_t(i)]), s.tick_pt, 1, 0, kText, false,
+               0, L.ylab_w);
       }
-      c.text({r.left() - 3 - ylab_w - 4, r.center().y()}, "Query token", s.label_pt, 0, 1, kText,
-             false, -90);
+      draw_vertical_lines(c, {r.left() - L.left, r.center().y()}, L.qtitle, s.label_pt, kText,
+                          L.qtitle_room());
     }
-    for (int j : ks_shown) {
+    for (int j : L.ks) {
       const double x = r.left() + (j + 0.5) * kw;
       c.line({x, r.bottom()}, {x, r.bottom() + 2});
-      c.text({x, r.bottom() + 3},
-             c.elide(token_label(h.k_labels[size_t(j)]), s.tick_pt, xlab_h + 0.5), s.tick_pt, 1, 0,
-             kText, false, -90);
+      c.text({x, r.bottom() + xlab_y}, token_label(h.k_labels[size_t(j)]), s.tick_pt, 1, 0, kText,
+             false, -90, L.xlab_h);
     }
-    const double yk = r.bottom() + 4 + xlab_h + 3;
-    c.text({r.center().x(), yk}, "Key token", s.label_pt, 0, -1);
-    const auto lines = wrap_segments(c, metric_segments(h), s.tick_pt, map + gap - 3, 2);
-    for (size_t i = 0; i < lines.size(); ++i)
-      c.text({r.center().x(), yk + lh_label + 3 + i * lh_tick}, lines[i], s.tick_pt, 0, -1, kMuted);
+    const double yk = r.bottom() + xlab_y + 1 + L.xlab_h + 3;
+    const double kt =
+        draw_lines(c, {r.center().x(), yk}, L.ktitle, s.label_pt, 0, kText, false, room);
+    draw_lines(c, {r.center().x(), yk + kt + 3}, L.metrics[size_t(k)], s.tick_pt, 0, kMuted, false,
+               room);
   }
   // One colour bar for all panels, as tall as a map, beside the first row.
-  const QRectF cb(x0 + left + ncol * map + (ncol - 1) * gap + 10, area.top() + top, 8, map);
-  draw_colorbar(c, cb, cmap, vmax, d.settings.log_scale,
-                d.settings.log_scale ? "Attention probability (log)" : "Attention probability");
-  return area.top() + nrow * (top + map + bottom) - 4;
+  const QRectF bar(x0 + L.left + L.ncol * L.map_w + (L.ncol - 1) * kGap + kColorbarGap, y0 + L.top,
+                   kColorbarBar, L.map_h);
+  draw_colorbar(c, bar, cb, L.qtitle_room());
+  return y0 + L.block_h();
 }
 
 }  // namespace attn::fig

@@ -1,11 +1,29 @@
 // Preset "tokens": the input text as token boxes shaded by the attention one query gives them,
-// one paragraph per variant; the query token is outlined.
+// one paragraph per variant; the query token is outlined. When the page is too short for every
+// token, each paragraph shows what fits and ends with "+N more".
 #include <algorithm>
 #include <cmath>
 
 #include "app/figures/presets.h"
 
 namespace attn::fig {
+namespace {
+
+struct Placed {
+  int row = 0;
+  double x = 0, w = 0;
+  QString label;
+};
+
+struct Paragraph {
+  std::vector<QString> caption;
+  std::vector<Placed> boxes;  // the tokens shown
+  int rows = 0;
+  QString more;  // "+N more" when tokens were left out
+  double more_x = 0;
+};
+
+}  // namespace
 
 double paint_tokens(FigurePainter& c, const QRectF& area, const FigureData& d) {
   const FigureStyle& s = c.style();
@@ -19,74 +37,134 @@ double paint_tokens(FigurePainter& c, const QRectF& area, const FigureData& d) {
       for (float v : t.weight) vmax = std::max(vmax, double(v));
     if (!(vmax > 0)) vmax = 1;
   }
-  const double cbw = colorbar_width(c);
-  const double width = area.width() - cbw - 14;
+  const Colorbar cb{cmap, vmax, d.settings.log_scale, "Attention from query"};
   const int K = int(d.tokens.size());
   const double lh_label = c.line_height(s.label_pt);
   // Token text a little larger than tick labels, so the paragraph reads as text.
   const double tok_pt = s.tick_pt + 0.5;
-  const double box_h = c.line_height(tok_pt) + 2.5, row_gap = 2.2, pad = 1.6;
-  // Each paragraph takes the rows it needs; when the area is too short, each gets an equal share
-  // and says how many tokens it left out.
-  auto rows_needed = [&](const TokensData& t) {
+  const double box_h = c.line_height(tok_pt) + 2.5, row_gap = 2.2, pad = 1.6, tok_gap = 1.2;
+  const double para_gap = 7, row_pitch = box_h + row_gap;
+
+  // Tokens flowed into rows of `width`; at most `max_rows` rows, the last keeping room for
+  // "+N more" when not every token fits.
+  auto flow = [&](const TokensData& t, double width, int max_rows) {
+    Paragraph p;
+    p.caption = wrap_text(c, qs(t.caption), s.label_pt, width, true);
+    const int n = int(t.labels.size());
+    const QString more_max = QString("+%1 more").arg(n);
+    const double more_w = c.text_width(more_max, s.tick_pt) + tok_gap;
     double x = 0;
-    int rows = 1;
-    for (const std::string& l : t.labels) {
-      const double w = c.text_width(token_label(l, 24), tok_pt) + 2 * pad;
+    int row = 0;
+    for (int j = 0; j < n; ++j) {
+      // Labels are shortened deliberately: at most 24 characters, fewer on a narrow page.
+      QString lab = token_label(t.labels[size_t(j)], 24);
+      for (int chars = 23; chars >= 2 && c.text_width(lab, tok_pt) + 2 * pad > width; --chars)
+        lab = token_label(t.labels[size_t(j)], chars);
+      const double w = c.text_width(lab, tok_pt) + 2 * pad;
       if (x + w > width && x > 0) {
-        ++rows;
+        ++row;
         x = 0;
       }
-      x += w + 1.2;
-    }
-    return rows;
-  };
-  const double para_gap = 7;
-  double natural = 0;
-  for (const auto& t : d.tokens)
-    natural += lh_label + 3 + rows_needed(t) * (box_h + row_gap) + para_gap;
-  const bool fits = natural <= area.height();
-  const double share = (area.height() - 2) / K;
-  double top = area.top();
-  for (int k = 0; k < K; ++k) {
-    const TokensData& t = d.tokens[size_t(k)];
-    const double block_h =
-        fits ? lh_label + 3 + rows_needed(t) * (box_h + row_gap) + para_gap : share;
-    c.text({area.left(), top}, c.elide(qs(t.caption), s.label_pt, width), s.label_pt, -1, -1, kText,
-           true);
-    double x = area.left(), y = top + lh_label + 3;
-    for (size_t j = 0; j < t.labels.size(); ++j) {
-      const QString lab = token_label(t.labels[j], 24);
-      const double w = c.text_width(lab, tok_pt) + 2 * pad;
-      if (x + w > area.left() + width && x > area.left()) {
-        x = area.left();
-        y += box_h + row_gap;
-      }
-      if (y + box_h > top + block_h - 2) {  // out of room: say how much was left out
-        c.text({area.left() + width, top}, QString("(%1 more tokens)").arg(t.labels.size() - j),
-               s.tick_pt, 1, -1, kMuted);
+      const bool last_row = row == max_rows - 1;
+      const bool others = j + 1 < n;
+      if (row >= max_rows || (last_row && others && x + w + tok_gap + more_w > width)) {
+        p.more = QString("+%1 more").arg(n - j);
+        p.more_x = x;
+        if (row >= max_rows) {  // the marker goes at the end of the last row
+          row = max_rows - 1;
+          p.more_x = p.boxes.empty() ? 0 : p.boxes.back().x + p.boxes.back().w + tok_gap;
+        }
         break;
       }
+      p.boxes.push_back({row, x, w, lab});
+      x += w + tok_gap;
+    }
+    p.rows = std::max(1, row + 1);
+    return p;
+  };
+  auto para_h = [&](const Paragraph& p) {
+    return double(p.caption.size()) * lh_label + 3 + p.rows * row_pitch + para_gap;
+  };
+
+  // Width beside the colour bar, whose title lines depend on its height: twice over.
+  double cb_h = 100, width = 0, natural = 0;
+  std::vector<Paragraph> paras;
+  for (int it = 0; it < 2; ++it) {
+    width = area.width() - colorbar_width(c, cb, cb_h, cb_h + 2 * (lh_label + 3)) - 14;
+    paras.clear();
+    natural = 0;
+    for (const auto& t : d.tokens) {
+      paras.push_back(flow(t, width, 1 << 20));
+      natural += para_h(paras.back());
+    }
+    if (it == 0)
+      cb_h =
+          std::clamp((c.free_height() ? natural : std::min(area.height(), natural)) - lh_label - 12,
+                     60.0, 140.0);
+  }
+  // The last paragraph's gap is not needed on the page.
+  if (!c.free_height() && natural - para_gap > area.height() + 1e-6) {
+    // Too short for every token: the longest paragraphs give up rows, one at a time, until the
+    // page holds them all; each then shows what fits in its rows and says how many it left out.
+    std::vector<int> rows;
+    for (const Paragraph& p : paras) rows.push_back(p.rows);
+    double over = natural - para_gap - area.height();
+    while (over > 0) {
+      const auto most = std::max_element(rows.begin(), rows.end());
+      if (*most <= 1) break;
+      --*most;
+      over -= row_pitch;
+    }
+    natural = 0;
+    for (int k = 0; k < K; ++k) {
+      if (rows[size_t(k)] < paras[size_t(k)].rows)
+        paras[size_t(k)] = flow(d.tokens[size_t(k)], width, rows[size_t(k)]);
+      natural += para_h(paras[size_t(k)]);
+    }
+  }
+  // The bar beside the paragraphs; its title may reach past it by the caption's height above and
+  // below. The whole block is centred on a page taller than it.
+  const double title_room = cb_h + 2 * (lh_label + 3);
+  double title_len = 0;
+  for (const QString& l : wrap_text(c, cb.title, s.label_pt, std::max(cb_h, title_room)))
+    title_len = std::max(title_len, c.text_width(l, s.label_pt));
+  const double bar_top = lh_label + 3;
+  const double block_h =
+      std::max({natural - para_gap, bar_top + cb_h + c.line_height(s.tick_pt) / 2 + 2,
+                bar_top + cb_h / 2 + title_len / 2 + 2});
+  double top = area.top() + (c.free_height() ? 0 : std::max(0.0, (area.height() - block_h) / 2));
+  const double y_start = top;
+  for (int k = 0; k < K; ++k) {
+    const TokensData& t = d.tokens[size_t(k)];
+    const Paragraph& p = paras[size_t(k)];
+    const double cap_h =
+        draw_lines(c, {area.left(), top}, p.caption, s.label_pt, -1, kText, true, width);
+    const double y0 = top + cap_h + 3;
+    for (size_t j = 0; j < p.boxes.size(); ++j) {
+      const Placed& b = p.boxes[j];
       const double v = t.weight[j];
       const render::Rgb8 bg =
           render::colormap_rgb8(cmap, render::color_position(v, vmax, d.settings.log_scale));
-      const QRectF box(x, y, w, box_h);
+      const QRectF box(area.left() + b.x, y0 + b.row * row_pitch, b.w, box_h);
       const bool future = int(j) > t.query;
       c.painter().fillRect(box, future ? QColor(Qt::white) : QColor(bg.r, bg.g, bg.b));
       if (int(j) == t.query) c.rect_outline(box.adjusted(0.4, 0.4, -0.4, -0.4), kAccent, 1.0);
       const double lum = 0.2126 * bg.r + 0.7152 * bg.g + 0.0722 * bg.b;
-      c.text({x + pad, y + box_h / 2}, lab, tok_pt, -1, 0,
+      c.text({box.left() + pad, box.center().y()}, b.label, tok_pt, -1, 0,
              future      ? QColor(170, 170, 170)
              : lum > 120 ? kText
-                         : QColor(Qt::white));
-      x += w + 1.2;
+                         : QColor(Qt::white),
+             false, 0, b.w - 2 * pad);
     }
-    top += block_h;
+    if (!p.more.isEmpty())
+      c.text({area.left() + p.more_x, y0 + (p.rows - 1) * row_pitch + box_h / 2}, p.more, s.tick_pt,
+             -1, 0, kMuted);
+    top += para_h(p);
   }
-  const double cb_h = std::clamp(std::min(area.height(), natural) - lh_label - 12, 40.0, 140.0);
-  const QRectF cb(area.right() - cbw, area.top() + lh_label + 3, 8, cb_h);
-  draw_colorbar(c, cb, cmap, vmax, d.settings.log_scale, "Attention from query");
-  return std::max(top - para_gap, cb.bottom() + 4);
+  const QRectF bar(area.right() - colorbar_width(c, cb, cb_h, title_room), y_start + bar_top,
+                   kColorbarBar, cb_h);
+  draw_colorbar(c, bar, cb, title_room);
+  return y_start + block_h;
 }
 
 }  // namespace attn::fig

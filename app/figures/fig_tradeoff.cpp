@@ -3,7 +3,7 @@
 #include <QPainterPath>
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <functional>
 
 #include "app/figures/presets.h"
 #include "compute/error.h"
@@ -12,18 +12,27 @@
 namespace attn::fig {
 namespace {
 
+// A linear, log or symlog axis. Symlog: a log axis whose bottom band [0, lo) is linear, so that
+// values of 0 (dense against itself, an exact variant) are drawn at "0" instead of dropped.
 struct Axis {
   double lo = 0, hi = 1;
   bool log = false;
+  double zero_band = 0;  // symlog: the fraction of the axis below lo
   std::vector<double> ticks;
   double frac(double v) const {
-    return log ? (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo))
-               : (v - lo) / (hi - lo);
+    if (!log) return (v - lo) / (hi - lo);
+    if (v < lo) return zero_band > 0 ? std::max(0.0, v) / lo * zero_band : -1;
+    return zero_band +
+           (1 - zero_band) * (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
   }
+  bool shows(double v) const { return std::isfinite(v) && (!log || v >= lo || zero_band > 0); }
+  QString suffix() const { return !log ? QString() : zero_band > 0 ? " (symlog)" : " (log)"; }
 };
 
-// Linear from zero for non-negative data spanning under two decades; log otherwise.
-Axis make_axis(std::vector<double> v, bool allow_log, bool from_zero) {
+// Linear from zero for non-negative data spanning under two decades; log otherwise (symlog when
+// some values are 0). Ticks are round (1-2-5 steps or decades), as many as `fits` accepts.
+Axis make_axis(std::vector<double> v, bool allow_log, bool from_zero,
+               const std::function<bool(const Axis&)>& fits) {
   Axis a;
   v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); }), v.end());
   if (v.empty()) v = {0, 1};
@@ -36,22 +45,29 @@ Axis make_axis(std::vector<double> v, bool allow_log, bool from_zero) {
     const double plo = *std::min_element(pos.begin(), pos.end());
     if (hi / plo > 100) {
       a.log = true;
-      a.lo = std::pow(10.0, std::floor(std::log10(plo)));
+      a.lo = std::pow(10.0, std::floor(std::log10(plo) + 1e-9));
       a.hi = std::pow(10.0, std::ceil(std::log10(hi * 1.5)));
       if (a.hi <= a.lo) a.hi = a.lo * 10;
-      a.ticks = log_ticks(a.lo, a.hi);
+      const bool zeros = lo < a.lo;
+      a.zero_band = zeros ? 0.08 : 0;
+      const std::vector<double> decades = log_ticks(a.lo, a.hi);
+      // Every decade, else every 2nd, 3rd, ... (counted from the top) while labels crowd.
+      for (size_t every = 1; every <= decades.size(); ++every) {
+        a.ticks.clear();
+        if (zeros) a.ticks.push_back(0);
+        for (size_t i = 0; i < decades.size(); ++i)
+          if ((decades.size() - 1 - i) % every == 0) a.ticks.push_back(decades[i]);
+        if (fits(a)) break;
+      }
       return a;
     }
   }
   if (from_zero) lo = std::min(lo, 0.0);
-  if (hi <= lo) hi = lo + (lo == 0 ? 1 : std::abs(lo) * 0.1);
-  a.ticks = nice_ticks(lo, hi, 5);
-  const double step = a.ticks.size() > 1 ? a.ticks[1] - a.ticks[0] : hi - lo;
-  a.lo = std::min(lo, a.ticks.front());
-  a.hi = std::max(hi, a.ticks.back());
-  if (a.ticks.back() < hi - 1e-12) {
-    a.ticks.push_back(a.ticks.back() + step);
+  for (int n = 6; n >= 2; --n) {
+    a.ticks = cover_ticks(lo, hi, n);
+    a.lo = a.ticks.front();
     a.hi = a.ticks.back();
+    if (fits(a)) break;
   }
   return a;
 }
@@ -74,7 +90,9 @@ QString axis_title(const std::string& name) {
   if (name == "flops") return "Counted FLOPs";
   if (name == "rel_error") return "Relative output error";
   if (name == "mass_recall") return "Dense mass kept (recall)";
-  if (name == "row_kl") return "Attention-row KL (nats)";
+  // Two different KLs: the attention rows' (per head, vs dense) and the model's next-token
+  // distribution's (end to end). Named apart everywhere.
+  if (name == "row_kl") return "Row KL vs dense (nats)";
   if (name == "next_token_kl") return "Next-token KL vs dense (nats)";
   if (name == "top1_agreement") return "Top-1 agreement";
   return qs(name);
@@ -117,35 +135,6 @@ QString point_label(const TradeoffPoint& p, const std::vector<size_t>& which) {
   return out;
 }
 
-void draw_marker(QPainter& p, QPointF at, int shape, QColor col, double r) {
-  p.save();
-  p.setPen(QPen(Qt::white, 0.4));
-  p.setBrush(col);
-  switch (shape % 4) {
-    case 0:
-      p.drawEllipse(at, r, r);
-      break;
-    case 1:
-      p.drawRect(QRectF(at.x() - r * 0.9, at.y() - r * 0.9, r * 1.8, r * 1.8));
-      break;
-    case 2: {
-      const QPointF tri[3] = {{at.x(), at.y() - r * 1.15},
-                              {at.x() - r, at.y() + r * 0.75},
-                              {at.x() + r, at.y() + r * 0.75}};
-      p.drawPolygon(tri, 3);
-      break;
-    }
-    default: {
-      const QPointF dia[4] = {{at.x(), at.y() - r * 1.2},
-                              {at.x() + r, at.y()},
-                              {at.x(), at.y() + r * 1.2},
-                              {at.x() - r, at.y()}};
-      p.drawPolygon(dia, 4);
-    }
-  }
-  p.restore();
-}
-
 }  // namespace
 
 double paint_tradeoff(FigurePainter& c, const QRectF& area, const FigureData& d) {
@@ -155,7 +144,7 @@ double paint_tradeoff(FigurePainter& c, const QRectF& area, const FigureData& d)
   const std::string xname = d.settings.tradeoff_x.empty() ? "density" : d.settings.tradeoff_x;
   std::vector<std::string> ynames = {d.settings.tradeoff_y.empty() ? "rel_error"
                                                                    : d.settings.tradeoff_y};
-  for (const std::string& extra : {"next_token_kl", "mass_recall"}) {
+  for (const char* extra : {"next_token_kl", "mass_recall"}) {
     bool any = false;
     for (const auto& p : pts) any = any || std::isfinite(value(p, extra));
     if (any && extra != ynames[0]) {
@@ -169,13 +158,13 @@ double paint_tradeoff(FigurePainter& c, const QRectF& area, const FigureData& d)
     if (std::find(groups.begin(), groups.end(), p.pattern) == groups.end())
       groups.push_back(p.pattern);
   std::vector<std::vector<size_t>> vary(groups.size());
-  std::vector<QString> legend(groups.size());
+  std::vector<LegendItem> legend;
   for (size_t g = 0; g < groups.size(); ++g) {
     std::vector<const TradeoffPoint*> members;
     for (const auto& p : pts)
       if (p.pattern == groups[g]) members.push_back(&p);
     vary[g] = varying(members);
-    legend[g] = qs(groups[g]);
+    QString text = qs(groups[g]);
     const auto ps = spec_params(members.front()->spec);
     QString fixed_params, names;
     for (size_t i = 0; i < ps.size(); ++i) {
@@ -186,49 +175,97 @@ double paint_tradeoff(FigurePainter& c, const QRectF& area, const FigureData& d)
     // "block_topk (k; block=4)": what the point labels show, then what is fixed.
     const QString inner =
         names + (names.isEmpty() || fixed_params.isEmpty() ? "" : "; ") + fixed_params;
-    if (!inner.isEmpty()) legend[g] += " (" + inner + ")";
+    if (!inner.isEmpty()) text += " (" + inner + ")";
+    if (groups[g] == "dense") text = "dense (the reference)";
+    legend.push_back({LegendItem::Marker, series_color(int(g)), int(g), text});
   }
 
   const double lh_tick = c.line_height(s.tick_pt), lh_label = c.line_height(s.label_pt);
-  double legend_w = 0;
-  for (const auto& l : legend) legend_w = std::max(legend_w, c.text_width(l, s.tick_pt));
-  legend_w = std::min(legend_w, area.width() * 0.3);
-  legend_w += 16;
+  const double legend_h = draw_legend(c, area.topLeft(), area.width(), legend, false) + 6;
   const int P = int(ynames.size());
   const double gap = 16;
-  const double left = lh_label + 4 + c.text_width("0.000", s.tick_pt) + 4;
-  const double bottom = 3 + lh_tick + 4 + lh_label + 2;
-  const double pw = (area.width() - P * left - (P - 1) * gap - legend_w - 8) / P;
-  const double ph = area.height() - bottom - 4;
   std::vector<double> xs;
   for (const auto& p : pts) xs.push_back(value(p, xname));
-  const Axis ax = make_axis(xs, xname != "density", true);
+  std::vector<std::vector<double>> ys(static_cast<size_t>(P));
+  for (int k = 0; k < P; ++k)
+    for (const auto& p : pts) ys[size_t(k)].push_back(value(p, ynames[size_t(k)]));
 
+  // The layout, twice over: tick counts and title lines depend on the panels' size and back.
+  double pw = (area.width() - P * 60 - (P - 1) * gap) / P;
+  double ph = c.free_height() ? pw * 0.8 : area.height() - legend_h - 40;
+  Axis ax;
+  std::vector<Axis> ay(static_cast<size_t>(P));
+  std::vector<std::vector<QString>> ytitle(static_cast<size_t>(P));
+  std::vector<double> left(static_cast<size_t>(P)), ytick_w(static_cast<size_t>(P));
+  std::vector<QString> xtitle;
+  double bottom = 0, top = lh_tick / 2 + 1;
+  auto label_w = [&](const Axis& a) {
+    double w = 0;
+    for (double t : a.ticks) w = std::max(w, c.text_width(tick_label(t), s.tick_pt));
+    return w;
+  };
+  for (int it = 0; it < 3; ++it) {
+    ax = make_axis(xs, xname != "density", true, [&](const Axis& a) {
+      // Neighbouring labels keep 6 points apart.
+      const double w = label_w(a);
+      for (size_t i = 1; i < a.ticks.size(); ++i)
+        if ((a.frac(a.ticks[i]) - a.frac(a.ticks[i - 1])) * pw < w + 6) return false;
+      return true;
+    });
+    double lefts = 0;
+    for (int k = 0; k < P; ++k) {
+      ay[size_t(k)] =
+          make_axis(ys[size_t(k)], true, ynames[size_t(k)] != "mass_recall", [&](const Axis& a) {
+            for (size_t i = 1; i < a.ticks.size(); ++i)
+              if ((a.frac(a.ticks[i]) - a.frac(a.ticks[i - 1])) * ph < lh_tick * 1.3) return false;
+            return true;
+          });
+      ytick_w[size_t(k)] = label_w(ay[size_t(k)]);
+      ytitle[size_t(k)] =
+          wrap_text(c, axis_title(ynames[size_t(k)]) + ay[size_t(k)].suffix(), s.label_pt, ph);
+      left[size_t(k)] = ytitle[size_t(k)].size() * lh_label + 4 + ytick_w[size_t(k)] + 4;
+      lefts += left[size_t(k)];
+    }
+    pw = std::max(10.0, (area.width() - lefts - (P - 1) * gap - 4) / P);
+    // One x title under all panels: they share the x axis.
+    const double span = P * pw + lefts - left[0] + (P - 1) * gap;
+    xtitle = wrap_text(c, axis_title(xname) + ax.suffix(), s.label_pt, span);
+    bottom = lh_tick / 2 + 0.5 + lh_tick + 4 + xtitle.size() * lh_label;
+    // On a page the panels take the height left; at a free height, in proportion to their width.
+    ph = c.free_height() ? std::clamp(pw * 0.8, 80.0, 360.0)
+                         : std::max(10.0, area.height() - legend_h - top - bottom);
+  }
+
+  draw_legend(c, area.topLeft(), area.width(), legend);
+  double x = area.left();
+  QRectF first, last;
   for (int k = 0; k < P; ++k) {
     const std::string& yname = ynames[size_t(k)];
-    std::vector<double> ys;
-    for (const auto& p : pts) ys.push_back(value(p, yname));
-    const Axis ay = make_axis(ys, true, yname != "mass_recall");
-    const QRectF r(area.left() + left + k * (left + pw + gap), area.top() + 4, pw, ph);
-    auto map = [&](double x, double y) {
-      return QPointF(r.left() + ax.frac(x) * r.width(), r.bottom() - ay.frac(y) * r.height());
+    const Axis& a = ay[size_t(k)];
+    x += left[size_t(k)];
+    const QRectF r(x, area.top() + legend_h + top, pw, ph);
+    x += pw + gap;
+    if (k == 0) first = r;
+    last = r;
+    auto map = [&](double vx, double vy) {
+      return QPointF(r.left() + ax.frac(vx) * r.width(), r.bottom() - a.frac(vy) * r.height());
     };
-    for (double t : ay.ticks) {
-      const double y = r.bottom() - ay.frac(t) * r.height();
+    for (double t : a.ticks) {
+      const double y = r.bottom() - a.frac(t) * r.height();
       c.line({r.left(), y}, {r.right(), y}, kGrid, s.line_pt * 0.8);
       c.line({r.left() - 2, y}, {r.left(), y});
-      c.text({r.left() - 3, y}, tick_label(t), s.tick_pt, 1, 0);
+      c.text({r.left() - 3, y}, tick_label(t), s.tick_pt, 1, 0, kText, false, 0,
+             ytick_w[size_t(k)]);
     }
     for (double t : ax.ticks) {
-      const double x = r.left() + ax.frac(t) * r.width();
-      c.line({x, r.top()}, {x, r.bottom()}, kGrid, s.line_pt * 0.8);
-      c.line({x, r.bottom()}, {x, r.bottom() + 2});
-      c.text({x, r.bottom() + 3}, tick_label(t), s.tick_pt, 0, -1);
+      const double xx = r.left() + ax.frac(t) * r.width();
+      c.line({xx, r.top()}, {xx, r.bottom()}, kGrid, s.line_pt * 0.8);
+      c.line({xx, r.bottom()}, {xx, r.bottom() + 2.5});
+      c.text({xx, r.bottom() + lh_tick / 2 + 0.5}, tick_label(t), s.tick_pt, 0, -1);
     }
     c.rect_outline(r);
-    c.text({r.center().x(), r.bottom() + 3 + lh_tick + 4}, axis_title(xname), s.label_pt, 0, -1);
-    c.text({r.left() - left + 1, r.center().y()}, axis_title(yname) + (ay.log ? " (log)" : ""),
-           s.label_pt, 0, -1, kText, false, -90);
+    draw_vertical_lines(c, {r.left() - left[size_t(k)], r.center().y()}, ytitle[size_t(k)],
+                        s.label_pt, kText, ph);
     QPainter& p = c.painter();
     p.save();
     p.setClipRect(r.adjusted(-4, -4, 4, 4));
@@ -236,13 +273,12 @@ double paint_tradeoff(FigurePainter& c, const QRectF& area, const FigureData& d)
     for (size_t g = 0; g < groups.size(); ++g) {
       std::vector<std::pair<double, const TradeoffPoint*>> series;
       for (const auto& pt : pts) {
-        const double x = value(pt, xname), y = value(pt, yname);
-        if (pt.pattern != groups[g] || !std::isfinite(x) || !std::isfinite(y)) continue;
-        if ((ay.log && y < ay.lo) || (ax.log && x < ax.lo)) continue;
-        series.push_back({x, &pt});
+        const double vx = value(pt, xname), vy = value(pt, yname);
+        if (pt.pattern != groups[g] || !ax.shows(vx) || !a.shows(vy)) continue;
+        series.push_back({vx, &pt});
       }
       std::sort(series.begin(), series.end(),
-                [](const auto& a, const auto& b) { return a.first < b.first; });
+                [](const auto& u, const auto& v) { return u.first < v.first; });
       const QColor col = series_color(int(g));
       if (series.size() > 1) {
         QPainterPath path;
@@ -257,13 +293,14 @@ double paint_tradeoff(FigurePainter& c, const QRectF& area, const FigureData& d)
         p.setBrush(Qt::NoBrush);
         p.drawPath(path);
       }
-      for (const auto& [x, pt] : series) {
-        const QPointF q = map(x, value(*pt, yname));
+      for (const auto& [vx, pt] : series) {
+        const QPointF q = map(vx, value(*pt, yname));
         draw_marker(p, q, int(g), col, 2.6);
+        c.mark(QRectF(q, QSizeF(0, 0)), r);
         taken.push_back(QRectF(q.x() - 2.6, q.y() - 2.6, 5.2, 5.2));
       }
-      for (const auto& [x, pt] : series) {
-        const QPointF q = map(x, value(*pt, yname));
+      for (const auto& [vx, pt] : series) {
+        const QPointF q = map(vx, value(*pt, yname));
         const QString lab = point_label(*pt, vary[g]);
         if (lab.isEmpty()) continue;
         const double lw = c.text_width(lab, s.tick_pt - 1), lh = c.line_height(s.tick_pt - 1);
@@ -271,7 +308,7 @@ double paint_tradeoff(FigurePainter& c, const QRectF& area, const FigureData& d)
         for (const QPointF off : {QPointF(3.5, -2.5 - lh), QPointF(3.5, 2.5),
                                   QPointF(-3.5 - lw, -2.5 - lh), QPointF(-3.5 - lw, 2.5)}) {
           const QRectF box(q + off, QSizeF(lw, lh));
-          bool free = r.adjusted(-2, -2, 2, 2).contains(box);
+          bool free = r.adjusted(1, 1, -1, -1).contains(box);
           for (const QRectF& t : taken) free = free && !t.intersects(box);
           if (!free) continue;
           c.text(box.topLeft(), lab, s.tick_pt - 1, -1, -1, col.darker(130));
@@ -282,15 +319,9 @@ double paint_tradeoff(FigurePainter& c, const QRectF& area, const FigureData& d)
     }
     p.restore();
   }
-  // Legend to the right of the last panel.
-  const double lx = area.right() - legend_w + 6;
-  double ly = area.top() + 8;
-  for (size_t g = 0; g < groups.size(); ++g) {
-    draw_marker(c.painter(), {lx + 3, ly}, int(g), series_color(int(g)), 2.6);
-    c.text({lx + 10, ly}, c.elide(legend[g], s.tick_pt, legend_w - 10), s.tick_pt, -1, 0);
-    ly += lh_tick + 3;
-  }
-  return area.bottom();
+  draw_lines(c, {(first.left() + last.right()) / 2, first.bottom() + lh_tick * 1.5 + 4.5}, xtitle,
+             s.label_pt, 0, kText, false, last.right() - first.left());
+  return c.free_height() ? first.bottom() + bottom : area.bottom();
 }
 
 }  // namespace attn::fig

@@ -2,19 +2,23 @@
 
 #include <unistd.h>
 
+#include <QFile>
 #include <QGuiApplication>
 #include <QPdfWriter>
 #include <QSvgGenerator>
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 
+#include "app/core/data_export.h"
 #include "app/core/head_metrics.h"
+#include "app/figures/figure_painter.h"
 #include "app/figures/presets.h"
 #include "compute/error.h"
 #include "render/colormap.h"
 
-namespace attn {
+namespace attn::fig {
 
 FigureFormat figure_format(const std::string& path) {
   std::string ext = std::filesystem::path(path).extension().string();
@@ -47,55 +51,60 @@ void check_figure_settings(const FigureData& d) {
 }
 
 double paint_figure(QPainter& p, const FigureData& d, double w_pt, double h_pt,
-                    const FigureStyle& style) {
+                    const FigureStyle& style, FigureLayout* layout) {
   check_figure_settings(d);  // before the painter saves any state: an error leaves it clean
-  fig::FigurePainter c(p, style);
+  const bool free_height = !(h_pt > 0);
+  const double h = free_height ? w_pt * 3 : h_pt;  // a free height: a tall canvas, measured
+  if (layout) *layout = FigureLayout{QRectF(0, 0, w_pt, h), {}, {}};
+  FigurePainter c(p, style, layout, free_height);
   p.save();
   p.setRenderHint(QPainter::Antialiasing, true);
   p.setRenderHint(QPainter::TextAntialiasing, true);
-  p.fillRect(QRectF(0, 0, w_pt, h_pt), Qt::white);
+  p.fillRect(QRectF(0, 0, w_pt, h), Qt::white);
   const double m = style.margin_pt;
-  const QRectF all(m, m, w_pt - 2 * m, h_pt - 2 * m);
-  const double th = fig::draw_title(c, all, d.title, d.subtitle);
+  const QRectF all(m, m, w_pt - 2 * m, h - 2 * m);
+  const double th = draw_title(c, all, d.title, d.subtitle);
   const QRectF area(all.left(), all.top() + th, all.width(), all.height() - th);
   double bottom = area.top();
   switch (d.view) {
     case View::Heatmap:
     case View::Variants:
-      bottom = fig::paint_heatmaps(c, area, d);
+      bottom = paint_heatmaps(c, area, d);
       break;
     case View::Grid:
-      bottom = fig::paint_head_grids(c, area, d);
+      bottom = paint_head_grids(c, area, d);
       break;
     case View::Sinks:
-      bottom = fig::paint_sinks(c, area, d);
+      bottom = paint_sinks(c, area, d);
       break;
     case View::Image:
-      bottom = fig::paint_images(c, area, d);
+      bottom = paint_images(c, area, d);
       break;
     case View::Tradeoff:
-      bottom = fig::paint_tradeoff(c, area, d);
+      bottom = paint_tradeoff(c, area, d);
       break;
     case View::Tokens:
-      bottom = fig::paint_tokens(c, area, d);
+      bottom = paint_tokens(c, area, d);
       break;
   }
   p.restore();
+  if (layout && free_height) layout->page.setHeight(bottom + m);
   return bottom + m;
 }
 
 FigureSize fit_height(const FigureData& d, FigureSize size, const FigureStyle& style) {
   if (size.height > 0) return size;
   const double w = size.width * 72.0 / size.dpi;
-  double h = w * 0.5;
-  if (d.view != View::Sinks && d.view != View::Tradeoff) {
-    ensure_gui_app();
-    QImage probe(1, 1, QImage::Format_RGB32);  // a 72-dpi device: painter units are points
-    probe.setDotsPerMeterX(int(std::lround(72 / 0.0254)));
-    probe.setDotsPerMeterY(int(std::lround(72 / 0.0254)));
-    QPainter p(&probe);
-    h = paint_figure(p, d, w, w * 3, style);
-  }
+  ensure_gui_app();
+  // Measured on an image of the figure's resolution, as render_figure_image paints it, so that
+  // text measures the same (the painter's units are points).
+  QImage probe(1, 1, QImage::Format_RGB32);
+  const int dpm = int(std::lround(size.dpi / 0.0254));
+  probe.setDotsPerMeterX(dpm);
+  probe.setDotsPerMeterY(dpm);
+  QPainter p(&probe);
+  p.scale(size.dpi / 72.0, size.dpi / 72.0);
+  const double h = paint_figure(p, d, w, 0, style);
   size.height = std::max(1, int(std::ceil(h * size.dpi / 72.0)));
   return size;
 }
@@ -114,7 +123,8 @@ double pt(int px, double dpi) {
 }
 }  // namespace
 
-QImage render_figure_image(const FigureData& d, const FigureSize& size0, const FigureStyle& style) {
+QImage render_figure_image(const FigureData& d, const FigureSize& size0, const FigureStyle& style,
+                           FigureLayout* layout) {
   const FigureSize size = fit_height(d, size0, style);
   check_size(size);
   ensure_gui_app();
@@ -125,9 +135,45 @@ QImage render_figure_image(const FigureData& d, const FigureSize& size0, const F
   img.fill(Qt::white);
   QPainter p(&img);
   p.scale(size.dpi / 72.0, size.dpi / 72.0);
-  paint_figure(p, d, pt(size.width, size.dpi), pt(size.height, size.dpi), style);
+  paint_figure(p, d, pt(size.width, size.dpi), pt(size.height, size.dpi), style, layout);
   p.end();
   return img.convertToFormat(QImage::Format_RGB32);
+}
+
+namespace {
+// Paints the figure into the open `file` in `fmt`; false when Qt's writer fails.
+bool write_figure(const FigureData& d, FigureFormat fmt, QFile& file, const FigureSize& size,
+                  double w, double h, const FigureStyle& style) {
+  if (fmt == FigureFormat::Png) return render_figure_image(d, size, style).save(&file, "PNG");
+  QSvgGenerator svg;
+  std::unique_ptr<QPdfWriter> pdf;
+  QPaintDevice* device = &svg;
+  if (fmt == FigureFormat::Svg) {
+    svg.setOutputDevice(&file);
+    svg.setResolution(72);  // one SVG user unit = one point
+    svg.setSize(QSize(int(std::lround(w)), int(std::lround(h))));
+    svg.setViewBox(QRectF(0, 0, w, h));
+    svg.setTitle(QString::fromStdString(d.title));
+    svg.setDescription("attnscope figure: " + QString(core::view_name(d.view)));
+  } else {
+    pdf = std::make_unique<QPdfWriter>(&file);
+    pdf->setResolution(72);  // one painter unit = one point
+    pdf->setPageSize(QPageSize(QSizeF(w, h), QPageSize::Point, QString(), QPageSize::ExactMatch));
+    pdf->setPageMargins(QMarginsF(0, 0, 0, 0), QPageLayout::Point);
+    pdf->setTitle(QString::fromStdString(d.title));
+    pdf->setCreator("attnscope");
+    device = pdf.get();
+  }
+  QPainter p;
+  if (!p.begin(device)) return false;
+  paint_figure(p, d, w, h, style);
+  return p.end();
+}
+}  // namespace
+
+void check_figure_path(const std::string& path) {
+  figure_format(path);
+  core::check_output_path(path);
 }
 
 void export_figure(const FigureData& d, const std::string& path, const FigureSize& size0,
@@ -136,55 +182,38 @@ void export_figure(const FigureData& d, const std::string& path, const FigureSiz
   const FigureSize size = fit_height(d, size0, style);
   check_size(size);
   const FigureFormat fmt = figure_format(path);
+  check_figure_path(path);
   ensure_gui_app();
-  const QString qpath = QString::fromStdString(path);
   const std::string tmp = path + ".tmp-" + std::to_string(QCoreApplication::applicationPid()) +
                           std::filesystem::path(path).extension().string();
-  const QString qtmp = QString::fromStdString(tmp);
+  std::error_code ec;
+  // The file is opened here, not by Qt's writers: a failure is one clear error, and Qt prints
+  // no warning of its own.
+  QFile file(QString::fromStdString(tmp));
+  if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate))
+    throw Error(ErrorCode::Io, path + ": cannot write figure: " + file.errorString().toStdString());
   const double w = pt(size.width, size.dpi), h = pt(size.height, size.dpi);
   bool ok = false;
-  if (fmt == FigureFormat::Png) {
-    const QImage img = render_figure_image(d, size, style);
-    ok = img.save(qtmp, "PNG");
-  } else if (fmt == FigureFormat::Svg) {
-    QSvgGenerator svg;
-    svg.setFileName(qtmp);
-    svg.setResolution(72);  // one SVG user unit = one point
-    svg.setSize(QSize(int(std::lround(w)), int(std::lround(h))));
-    svg.setViewBox(QRectF(0, 0, w, h));
-    svg.setTitle(QString::fromStdString(d.title));
-    svg.setDescription("attnscope figure: " + QString(core::view_name(d.view)));
-    QPainter p;
-    ok = p.begin(&svg);
-    if (ok) {
-      paint_figure(p, d, w, h, style);
-      ok = p.end();
-    }
-  } else {
-    QPdfWriter pdf(qtmp);
-    pdf.setResolution(72);  // one painter unit = one point
-    pdf.setPageSize(QPageSize(QSizeF(w, h), QPageSize::Point, QString(), QPageSize::ExactMatch));
-    pdf.setPageMargins(QMarginsF(0, 0, 0, 0), QPageLayout::Point);
-    pdf.setTitle(QString::fromStdString(d.title));
-    pdf.setCreator("attnscope");
-    QPainter p;
-    ok = p.begin(&pdf);
-    if (ok) {
-      paint_figure(p, d, w, h, style);
-      ok = p.end();
-    }
-  }
-  std::error_code ec;
-  if (!ok || !std::filesystem::exists(tmp, ec)) {
+  try {
+    ok = write_figure(d, fmt, file, size, w, h, style);
+  } catch (...) {
+    file.close();
     std::filesystem::remove(tmp, ec);
-    throw Error(ErrorCode::Io, path + ": cannot write figure");
+    throw;
+  }
+  file.close();
+  if (!ok || file.error() != QFileDevice::NoError) {
+    const std::string why = file.error() != QFileDevice::NoError
+                                ? ": " + file.errorString().toStdString()
+                                : std::string();
+    std::filesystem::remove(tmp, ec);
+    throw Error(ErrorCode::Io, path + ": cannot write figure" + why);
   }
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
     std::filesystem::remove(tmp, ec);
     throw Error(ErrorCode::Io, path + ": cannot write figure: " + ec.message());
   }
-  (void)qpath;
 }
 
 std::string sidecar_path(const std::string& figure_path) {
@@ -249,4 +278,4 @@ void ensure_gui_app() {
   (void)app;
 }
 
-}  // namespace attn
+}  // namespace attn::fig

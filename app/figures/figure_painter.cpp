@@ -22,6 +22,12 @@ QString qs(const std::string& s) {
   return QString::fromStdString(s);
 }
 
+FigurePainter::FigurePainter(QPainter& p, const FigureStyle& s, FigureLayout* record,
+                             bool free_height)
+    : p_(p), s_(s), record_(record), free_height_(free_height) {
+  to_page_ = p.worldTransform().inverted();
+}
+
 QFont FigurePainter::font(double pt, bool bold) const {
   QFont f(s_.family);
   // The painter's units are points; a device of D dpi turns a point size P into P * D / 72
@@ -44,7 +50,7 @@ double FigurePainter::line_height(double pt) const {
 }
 
 void FigurePainter::text(QPointF at, const QString& t, double pt, int halign, int valign, QColor c,
-                         bool bold, double deg) {
+                         bool bold, double deg, double room) {
   const QFont f = font(pt, bold);
   const QFontMetricsF m(f, p_.device());
   const double w = m.horizontalAdvance(t);
@@ -58,11 +64,17 @@ void FigurePainter::text(QPointF at, const QString& t, double pt, int halign, in
   p_.setFont(f);
   p_.setPen(c);
   p_.drawText(QPointF(x, y), t);
+  if (record_) {
+    const QRectF local(x, y - m.ascent(), w, m.ascent() + m.descent());
+    record_->texts.push_back({t, to_page_.mapRect(p_.worldTransform().mapRect(local)), w, room});
+  }
   p_.restore();
 }
 
-QString FigurePainter::elide(const QString& t, double pt, double max_w, bool bold) const {
-  return QFontMetricsF(font(pt, bold), p_.device()).elidedText(t, Qt::ElideRight, max_w);
+void FigurePainter::mark(const QRectF& m, const QRectF& axes) {
+  if (!record_) return;
+  const QTransform t = p_.worldTransform() * to_page_;
+  record_->marks.push_back({t.mapRect(m), t.mapRect(axes)});
 }
 
 void FigurePainter::line(QPointF a, QPointF b, QColor c, double w) {
@@ -84,21 +96,50 @@ void FigurePainter::rect_outline(const QRectF& r, QColor c, double w) {
   p_.restore();
 }
 
+namespace {
+constexpr double kSteps[] = {1.0, 2.0, 5.0, 10.0};
+}  // namespace
+
 std::vector<double> nice_ticks(double lo, double hi, int max_n) {
   std::vector<double> out;
   if (!(hi > lo) || max_n < 2) return {lo};
   const double raw = (hi - lo) / double(max_n - 1);
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  double step = mag;
-  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
-    if (m * mag >= raw) {
+  double step = mag * 10;
+  for (double m : kSteps)
+    if (m * mag >= raw * (1 - 1e-9)) {
       step = m * mag;
       break;
     }
   const double first = std::ceil(lo / step - 1e-9) * step;
-  for (double v = first; v <= hi + step * 1e-9; v += step)
+  for (int i = 0;; ++i) {
+    const double v = first + i * step;
+    if (v > hi + step * 1e-9) break;
     out.push_back(std::abs(v) < step * 1e-9 ? 0.0 : v);
+  }
   return out;
+}
+
+std::vector<double> cover_ticks(double lo, double hi, int max_n) {
+  max_n = std::max(max_n, 2);
+  if (!(hi > lo)) hi = lo + (lo == 0 ? 1 : std::abs(lo) * 0.1);
+  const double raw = (hi - lo) / double(max_n - 1);
+  double mag = std::pow(10.0, std::floor(std::log10(raw)) - 1);
+  for (int guard = 0; guard < 12; ++guard, mag *= 10)
+    for (double m : kSteps) {
+      const double step = m * mag;
+      const double first = std::floor(lo / step + 1e-9) * step;
+      const double last = std::ceil(hi / step - 1e-9) * step;
+      const int n = int(std::lround((last - first) / step)) + 1;
+      if (n > max_n) continue;
+      std::vector<double> out;
+      for (int i = 0; i < n; ++i) {
+        const double v = first + i * step;
+        out.push_back(std::abs(v) < step * 1e-9 ? 0.0 : v);
+      }
+      return out;
+    }
+  return {lo, hi};
 }
 
 std::vector<double> log_ticks(double lo, double hi) {
@@ -208,18 +249,50 @@ void draw_cells(FigurePainter& c, const QRectF& r, const CellSource& src, render
   p.restore();
 }
 
-double colorbar_width(const FigurePainter& c) {
-  const FigureStyle& s = c.style();
-  return 8 + 3 + c.text_width("0.000", s.tick_pt) + 4 + c.line_height(s.label_pt);
+namespace {
+
+std::vector<double> colorbar_ticks(const FigurePainter& c, const Colorbar& b, double height) {
+  const double lh = c.line_height(c.style().tick_pt);
+  std::vector<double> ticks;
+  if (b.log_scale) {
+    ticks = log_ticks(b.vmax * 1e-4 * (1 - 1e-9), b.vmax * (1 + 1e-9));
+    // Every other decade (keeping the top) while the labels would crowd.
+    while (ticks.size() > 2 && height / double(ticks.size() - 1) < lh * 1.3) {
+      std::vector<double> kept;
+      for (size_t i = ticks.size() % 2 == 0 ? 1 : 0; i < ticks.size(); i += 2)
+        kept.push_back(ticks[i]);
+      ticks = kept;
+    }
+  } else {
+    const int n = std::clamp(int(height / (lh * 1.3)) + 1, 2, 6);
+    ticks = nice_ticks(0, b.vmax, n);
+  }
+  return ticks;
 }
 
-double draw_colorbar(FigurePainter& c, const QRectF& r, render::Colormap cmap, double vmax,
-                     bool log_scale, const QString& title) {
+double colorbar_label_width(const FigurePainter& c, const std::vector<double>& ticks) {
+  double w = 0;
+  for (double t : ticks) w = std::max(w, c.text_width(tick_label(t), c.style().tick_pt));
+  return w;
+}
+
+}  // namespace
+
+double colorbar_width(const FigurePainter& c, const Colorbar& b, double height, double title_room) {
+  const FigureStyle& s = c.style();
+  const double label_w = colorbar_label_width(c, colorbar_ticks(c, b, height));
+  const size_t lines = b.title.isEmpty()
+                           ? 0
+                           : wrap_text(c, b.title, s.label_pt, std::max(height, title_room)).size();
+  return kColorbarBar + 3.5 + label_w + 3 + double(lines) * c.line_height(s.label_pt);
+}
+
+void draw_colorbar(FigurePainter& c, const QRectF& r, const Colorbar& b, double title_room) {
   const FigureStyle& s = c.style();
   QPainter& p = c.painter();
   QLinearGradient g(r.bottomLeft(), r.topLeft());
   // The table's own anchors: the vector gradient matches the cells exactly.
-  const std::vector<render::Rgb8> stops = render::colormap_stops(cmap);
+  const std::vector<render::Rgb8> stops = render::colormap_stops(b.cmap);
   const int n = int(stops.size());
   for (int i = 0; i < n; ++i) {
     const render::Rgb8 k = stops[size_t(i)];
@@ -230,72 +303,223 @@ double draw_colorbar(FigurePainter& c, const QRectF& r, render::Colormap cmap, d
   p.fillRect(r, QBrush(g));
   p.restore();
   c.rect_outline(r);
-  std::vector<double> ticks;
-  if (log_scale) {
-    ticks = log_ticks(vmax * 1e-4, vmax);
-  } else {
-    ticks = nice_ticks(0, vmax, 6);
-  }
-  double label_w = 0;
+  const std::vector<double> ticks = colorbar_ticks(c, b, r.height());
   for (double t : ticks) {
-    const double pos = render::color_position(t, vmax, log_scale);
+    const double pos = render::color_position(t, b.vmax, b.log_scale);
     const double y = r.bottom() - pos * r.height();
     c.line({r.right(), y}, {r.right() + 2.5, y});
-    const QString lab = tick_label(t);
-    c.text({r.right() + 3.5, y}, lab, s.tick_pt, -1, 0, kText);
-    label_w = std::max(label_w, c.text_width(lab, s.tick_pt));
+    c.text({r.right() + 3.5, y}, tick_label(t), s.tick_pt, -1, 0, kText);
   }
-  const double tx = r.right() + 3.5 + label_w + 3;
-  c.text({tx, r.center().y()}, title, s.label_pt, 0, -1, kText, false, -90);
-  return tx + c.line_height(s.label_pt) - r.right();
+  if (b.title.isEmpty()) return;
+  const double tx = r.right() + 3.5 + colorbar_label_width(c, ticks) + 3;
+  const double room = std::max(r.height(), title_room);
+  draw_vertical_lines(c, {tx, r.center().y()}, wrap_text(c, b.title, s.label_pt, room), s.label_pt,
+                      kText, room);
 }
 
-double caption_height(const FigurePainter& c) {
-  return c.line_height(c.style().label_pt) + c.line_height(c.style().tick_pt) + 3;
-}
-
-void draw_caption(FigurePainter& c, QPointF at, double width, const std::string& spec,
-                  const QString& fallback) {
-  const FigureStyle& s = c.style();
-  const core::VariantLabel l = core::variant_label(spec);
-  c.text(at, c.elide(qs(l.name), s.label_pt, width, true), s.label_pt, -1, -1, kText, true);
-  const QString sub = l.params.empty() ? fallback : qs(l.params);
-  c.text({at.x(), at.y() + c.line_height(s.label_pt) + 1}, c.elide(sub, s.tick_pt, width),
-         s.tick_pt, -1, -1, kMuted);
+std::vector<QString> wrap_text(const FigurePainter& c, const QString& t, double pt, double width,
+                               bool bold) {
+  std::vector<QString> lines;
+  auto fits = [&](const QString& x) { return c.text_width(x, pt, bold) <= width + 1e-6; };
+  QString cur;
+  for (const QString& word : t.split(' ', Qt::SkipEmptyParts)) {
+    const QString joined = cur.isEmpty() ? word : cur + ' ' + word;
+    if (fits(joined)) {
+      cur = joined;
+      continue;
+    }
+    if (!cur.isEmpty()) lines.push_back(cur);
+    cur = word;
+    // A word longer than a line: broken after a hyphen, slash, comma or underscore when one
+    // leaves a head that fits, else between letters with a hyphen.
+    while (!fits(cur) && cur.size() > 1) {
+      qsizetype cut = 0;
+      for (qsizetype i = cur.size() - 1; i >= 1 && cut == 0; --i) {
+        const QChar ch = cur[i - 1];
+        if ((ch == '-' || ch == '/' || ch == ',' || ch == '_' || ch == ';') && fits(cur.left(i)))
+          cut = i;
+      }
+      if (cut > 0) {
+        lines.push_back(cur.left(cut));
+        cur = cur.mid(cut);
+        continue;
+      }
+      qsizetype n = 1;
+      while (n + 1 < cur.size() && fits(cur.left(n + 1) + '-')) ++n;
+      const bool hyphen = n >= 2 && cur[n - 1].isLetter() && cur[n].isLetter();
+      lines.push_back(cur.left(n) + (hyphen ? "-" : ""));
+      cur = cur.mid(n);
+    }
+  }
+  if (!cur.isEmpty() || lines.empty()) lines.push_back(cur);
+  return lines;
 }
 
 std::vector<QString> wrap_segments(const FigurePainter& c, const std::vector<QString>& segments,
-                                   double pt, double width, int max_lines) {
+                                   double pt, double width) {
   std::vector<QString> lines;
   QString cur;
   for (const QString& seg : segments) {
     const QString joined = cur.isEmpty() ? seg : cur + " \u00b7 " + seg;
-    if (cur.isEmpty() || c.text_width(joined, pt) <= width) {
+    if (c.text_width(joined, pt) <= width + 1e-6) {
       cur = joined;
-    } else {
-      lines.push_back(cur);
-      cur = seg;
+      continue;
     }
+    if (!cur.isEmpty()) lines.push_back(cur);
+    cur.clear();
+    std::vector<QString> parts = wrap_text(c, seg, pt, width);
+    cur = parts.back();
+    parts.pop_back();
+    lines.insert(lines.end(), parts.begin(), parts.end());
   }
   if (!cur.isEmpty()) lines.push_back(cur);
-  if (int(lines.size()) > max_lines) lines.resize(size_t(max_lines));
-  for (QString& l : lines) l = c.elide(l, pt, width);
   return lines;
 }
 
-double draw_title(FigurePainter& c, const QRectF& area, const std::string& title,
-                  const std::string& subtitle) {
+double draw_lines(FigurePainter& c, QPointF at, const std::vector<QString>& lines, double pt,
+                  int halign, QColor col, bool bold, double room) {
+  const double lh = c.line_height(pt);
+  for (size_t i = 0; i < lines.size(); ++i)
+    c.text({at.x(), at.y() + double(i) * lh}, lines[i], pt, halign, -1, col, bold, 0, room);
+  return double(lines.size()) * lh;
+}
+
+void draw_vertical_lines(FigurePainter& c, QPointF at, const std::vector<QString>& lines, double pt,
+                         QColor col, double room) {
+  const double lh = c.line_height(pt);
+  for (size_t i = 0; i < lines.size(); ++i)
+    c.text({at.x() + double(i) * lh, at.y()}, lines[i], pt, 0, -1, col, false, -90, room);
+}
+
+int choose_columns(const FigurePainter& c, int k, const std::function<double(int)>& side) {
+  if (k <= 1) return 1;
+  if (c.free_height()) return k <= 4 ? k : (k + 1) / 2;
+  int best = k, last = 0;
+  double best_side = -1;
+  for (int rows = 1; rows <= k; ++rows) {
+    const int cols = (k + rows - 1) / rows;
+    if (cols == last) continue;
+    last = cols;
+    // Fewer rows win ties (within 3%): a row reads more easily than a block.
+    const double s = side(cols);
+    if (s > best_side * 1.03) {
+      best = cols;
+      best_side = s;
+    }
+  }
+  return best;
+}
+
+Caption text_caption(const FigurePainter& c, const QString& name, const QString& sub,
+                     double width) {
   const FigureStyle& s = c.style();
+  Caption cap;
+  cap.name = wrap_text(c, name, s.label_pt, width, true);
+  if (!sub.isEmpty()) cap.params = wrap_text(c, sub, s.tick_pt, width);
+  return cap;
+}
+
+Caption make_caption(const FigurePainter& c, const std::string& spec, const QString& fallback,
+                     double width) {
+  const core::VariantLabel l = core::variant_label(spec);
+  return text_caption(c, qs(l.name), l.params.empty() ? fallback : qs(l.params), width);
+}
+
+double caption_height(const FigurePainter& c, const Caption& cap) {
+  const FigureStyle& s = c.style();
+  return double(cap.name.size()) * c.line_height(s.label_pt) + 1 +
+         double(cap.params.size()) * c.line_height(s.tick_pt) + 3;
+}
+
+void draw_caption(FigurePainter& c, QPointF at, double width, const Caption& cap) {
+  const FigureStyle& s = c.style();
+  const double h = draw_lines(c, at, cap.name, s.label_pt, -1, kText, true, width);
+  draw_lines(c, {at.x(), at.y() + h + 1}, cap.params, s.tick_pt, -1, kMuted, false, width);
+}
+
+void draw_marker(QPainter& p, QPointF at, int shape, QColor col, double r) {
+  p.save();
+  p.setPen(QPen(Qt::white, 0.4));
+  p.setBrush(col);
+  switch (shape % 4) {
+    case 0:
+      p.drawEllipse(at, r, r);
+      break;
+    case 1:
+      p.drawRect(QRectF(at.x() - r * 0.9, at.y() - r * 0.9, r * 1.8, r * 1.8));
+      break;
+    case 2: {
+      const QPointF tri[3] = {{at.x(), at.y() - r * 1.15},
+                              {at.x() - r, at.y() + r * 0.75},
+                              {at.x() + r, at.y() + r * 0.75}};
+      p.drawPolygon(tri, 3);
+      break;
+    }
+    default: {
+      const QPointF dia[4] = {{at.x(), at.y() - r * 1.2},
+                              {at.x() + r, at.y()},
+                              {at.x(), at.y() + r * 1.2},
+                              {at.x() - r, at.y()}};
+      p.drawPolygon(dia, 4);
+    }
+  }
+  p.restore();
+}
+
+double draw_legend(FigurePainter& c, QPointF top_left, double width,
+                   const std::vector<LegendItem>& items, bool draw) {
+  const FigureStyle& s = c.style();
+  const double pt = s.tick_pt, lh = c.line_height(pt);
+  double x = 0, y = 0, row_h = 0;
+  for (const LegendItem& it : items) {
+    const double kw = it.kind == LegendItem::Dashed ? 10 : 6, gap = 3;
+    std::vector<QString> lines = {it.text};
+    if (kw + gap + c.text_width(it.text, pt) > width - x && x > 0) {  // to the next line
+      x = 0;
+      y += row_h + 2;
+      row_h = 0;
+    }
+    const double room = width - x - kw - gap;
+    if (c.text_width(it.text, pt) > room) lines = wrap_text(c, it.text, pt, room);
+    double tw = 0;
+    for (const QString& l : lines) tw = std::max(tw, c.text_width(l, pt));
+    if (draw) {
+      const QPointF key(top_left.x() + x, top_left.y() + y + lh / 2);
+      QPainter& p = c.painter();
+      if (it.kind == LegendItem::Swatch) {
+        p.fillRect(QRectF(key.x(), key.y() - 3, 6, 6), it.color);
+      } else if (it.kind == LegendItem::Marker) {
+        draw_marker(p, {key.x() + 3, key.y()}, it.shape, it.color, 2.6);
+      } else {
+        p.save();
+        p.setPen(QPen(it.color, s.line_pt, Qt::DashLine));
+        p.drawLine(key, {key.x() + kw, key.y()});
+        p.restore();
+      }
+      draw_lines(c, {top_left.x() + x + kw + gap, top_left.y() + y}, lines, pt, -1, kText, false,
+                 room);
+    }
+    x += kw + gap + tw + 12;
+    row_h = std::max(row_h, double(lines.size()) * lh);
+  }
+  return y + row_h;
+}
+
+double draw_title(FigurePainter& c, const QRectF& area, const std::string& title,
+                  const std::string& subtitle, bool draw) {
+  const FigureStyle& s = c.style();
+  const double w = area.width();
   double y = area.top();
   if (!title.empty()) {
-    c.text({area.left(), y}, c.elide(qs(title), s.title_pt, area.width()), s.title_pt, -1, -1,
-           kText, true);
-    y += c.line_height(s.title_pt) + 1.5;
+    const auto lines = wrap_text(c, qs(title), s.title_pt, w, true);
+    if (draw) draw_lines(c, {area.left(), y}, lines, s.title_pt, -1, kText, true, w);
+    y += double(lines.size()) * c.line_height(s.title_pt) + 1.5;
   }
   if (!subtitle.empty()) {
-    c.text({area.left(), y}, c.elide(qs(subtitle), s.tick_pt + 0.5, area.width()), s.tick_pt + 0.5,
-           -1, -1, kMuted);
-    y += c.line_height(s.tick_pt + 0.5);
+    const double pt = s.tick_pt + 0.5;
+    const auto lines = wrap_text(c, qs(subtitle), pt, w);
+    if (draw) draw_lines(c, {area.left(), y}, lines, pt, -1, kMuted, false, w);
+    y += double(lines.size()) * c.line_height(pt);
   }
   return y - area.top() + (y > area.top() ? 5 : 0);
 }

@@ -1,6 +1,7 @@
 // One painting function per figure preset; each draws into `area` (points) below the title
-// block and returns the lowest y it drew at (so a figure can be cropped to its content).
-// Internal to app/figures/; figure.cpp dispatches on the view.
+// block and returns the lowest y it drew at (so a figure can be cropped to its content). On a
+// page (FigurePainter::free_height() false) a preset fits `area` and uses it; at a free height it
+// takes the height its content needs. Internal to app/figures/; figure.cpp dispatches on the view.
 #pragma once
 #include "app/core/figure_data.h"
 #include "app/figures/figure_painter.h"
@@ -14,7 +15,7 @@ double paint_images(FigurePainter& c, const QRectF& area, const FigureData& d);
 double paint_tradeoff(FigurePainter& c, const QRectF& area, const FigureData& d);
 double paint_tokens(FigurePainter& c, const QRectF& area, const FigureData& d);
 
-// "density 0.23", "output error 0.081", "recall 0.91" for a heatmap panel.
+// "density 0.23", "error 0.081", "recall 0.91", "row KL 0.12" for a heatmap panel.
 std::vector<QString> metric_segments(const HeatmapData& h);
 
 }  // namespace attn::fig

@@ -1,6 +1,7 @@
 #include "tests/app/figure_fixtures.h"
 
 #include <cmath>
+#include <cstdio>
 
 namespace attn::test {
 using namespace core;  // fixtures of the core's view structs
@@ -61,6 +62,144 @@ HeadGrid grid(const std::string& spec, double shift) {
 }
 
 }  // namespace
+
+FigureData long_figure(View view) {
+  constexpr int n = 160;
+  const char* odd[] = {"internationalization",
+                       "https://example.org/a/very/long/path",
+                       "\n",
+                       "   ",
+                       "\xc2\xb7",
+                       "\t",
+                       "\xe2\x80\x94",
+                       "Pneumonoultramicroscopic"};
+  std::vector<std::string> labels;
+  for (int i = 0; i < n; ++i)
+    labels.push_back(i % 9 == 4 ? odd[(i / 9) % 8] : std::string(kWords[i % kN]));
+  const std::vector<std::string> specs = {
+      "dense",
+      "window(size=16)",
+      "sinks_window(sinks=4,window=64)",
+      "bigbird(block=16,global=2,window=1,random=3,seed=7)+softcap(cap=30)",
+      "vertical_slash(last_q=64,vertical=128,slash=128)",
+      "top_p(block=16,p=0.95)+temperature(t=0.7)"};
+  FigureData f;
+  f.view = view;
+  f.title =
+      "A long title for a figure that has a great deal to say about attention variants, "
+      "layer 11, head 7";
+  f.subtitle =
+      "a model with a long name \u00b7 text, 160 tokens \u00b7 substituted into every "
+      "layer \u00b7 threshold 0.3";
+  auto map = [&](const std::string& spec, int window) {
+    HeatmapData h;
+    h.spec = h.caption = spec;
+    h.layer = 11;
+    h.head = 7;
+    h.n_q = h.n_k = h.rows = h.cols = n;
+    h.q_labels = h.k_labels = labels;
+    h.cells.assign(size_t(n) * n, 0.0f);
+    for (int i = 0; i < n; ++i) {
+      double z = 0;
+      std::vector<double> w(size_t(n), 0.0);
+      for (int j = 0; j <= i; ++j) {
+        if (window > 0 && j > 0 && j <= i - window) continue;
+        w[size_t(j)] = (j == 0 ? 6.0 : 0.2) + (j == i - 1 ? 2.0 : 0.0);
+        z += w[size_t(j)];
+      }
+      for (int j = 0; j < n; ++j) h.cells[size_t(i) * n + size_t(j)] = float(w[size_t(j)] / z);
+    }
+    h.density = window > 0 ? 0.123456 : 1.0;
+    h.rel_error = window > 0 ? 0.0123456 : 0.0;
+    h.mass_recall = window > 0 ? 0.987654 : 1.0;
+    h.row_kl = window > 0 ? 0.00123456 : 0.0;
+    return h;
+  };
+  switch (view) {
+    case View::Heatmap:
+      f.heatmaps = {map("dense", 0)};
+      break;
+    case View::Variants:
+      for (size_t i = 0; i < specs.size(); ++i) f.heatmaps.push_back(map(specs[i], int(8 * i)));
+      break;
+    case View::Grid:
+      for (size_t i = 0; i < specs.size(); ++i) {
+        HeadGrid g = grid(specs[i], 0.1 * double(i));
+        g.n_layers = g.n_heads = 12;
+        for (auto& v : g.values) {
+          v.clear();
+          for (int c = 0; c < 144; ++c) v.push_back(float(0.01 * c * (1 + 0.1 * double(i))));
+        }
+        f.grids.push_back(g);
+      }
+      break;
+    case View::Sinks: {
+      SinkData& s = f.sinks;
+      s.spec = "dense";
+      s.n_layers = 12;
+      s.n = n;
+      s.labels = labels;
+      for (int l = 0; l < 12; ++l)
+        for (int j = 0; j < n; ++j)
+          s.received.push_back(float(j == 0                                     ? 0.37 + 0.01 * l
+                                     : (j == 1 || j == 2 || j == 50 || j == 51) ? 0.31
+                                                                                : 0.5 / n));
+      s.sinks = {0, 1, 2, 50, 51};
+      break;
+    }
+    case View::Image: {
+      f.images = synthetic_figure(View::Image).images;
+      for (size_t i = 2; i < specs.size(); ++i) {
+        ImageAttention a = f.images[1];
+        a.spec = specs[i];
+        f.images.push_back(a);
+      }
+      for (auto& a : f.images) a.predicted = "Ankle boot (class 9 of 10)";
+      break;
+    }
+    case View::Tradeoff: {
+      TradeoffPoint d;
+      d.spec = "dense";
+      d.pattern = "dense";
+      d.density = 1;
+      d.rel_error = 0;
+      d.next_token_kl = 0;
+      f.tradeoff.push_back(d);
+      const char* families[] = {
+          "window(size=%d)", "sinks_window(sinks=4,window=%d)", "block_topk(block=64,k=%d)",
+          "vertical_slash(last_q=64,vertical=%d,slash=128)", "h2o(heavy=%d,recent=64)"};
+      const char* ids[] = {"window", "sinks_window", "block_topk", "vertical_slash", "h2o"};
+      for (int fam = 0; fam < 5; ++fam)
+        for (int k = 0; k < 8; ++k) {
+          TradeoffPoint p;
+          char spec[128];
+          std::snprintf(spec, sizeof spec, families[fam], 1 << (k + 2));
+          p.spec = spec;
+          p.pattern = ids[fam];
+          p.density = std::min(1.0, 0.004 * (1 << k) * (1 + 0.2 * fam));
+          p.rel_error = 0.9 / (1 << k) / (1 + fam);
+          p.next_token_kl = 3.0 / double(1 << (2 * k)) / (1 + fam);
+          if (fam == 2 && k == 7) p.rel_error = p.next_token_kl = 0;  // exact: drawn at 0
+          f.tradeoff.push_back(p);
+        }
+      break;
+    }
+    case View::Tokens: {
+      for (size_t i = 0; i < specs.size(); ++i) {
+        const HeatmapData h = map(specs[i], int(8 * i));
+        TokensData t;
+        t.spec = specs[i];
+        t.caption = specs[i] + " with a long caption";
+        t.query = n - 1;
+        t.labels = labels;
+        t.weight.assign(h.cells.end() - n, h.cells.end());
+        f.tokens.push_back(t);
+      }
+      break;
+    }
+  }
+  return f;
+}
 
 FigureData synthetic_figure(View view) {
   FigureData f;

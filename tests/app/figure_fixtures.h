@@ -12,4 +12,9 @@ using core::View;
 // diagonal, a window variant, a head grid, sinks, an image with a patch grid, a trade-off sweep.
 FigureData synthetic_figure(View view);
 
+// The same preset with everything long: 160 tokens with long and odd labels, six panels with
+// composite variants of long names and parameters, 12 layers x 12 heads, adjacent sinks, many
+// trade-off series (a dense point of error 0 among them), a title and subtitle that wrap.
+FigureData long_figure(View view);
+
 }  // namespace attn::test

@@ -2,6 +2,7 @@
 // same figure, shard merging, exit codes (0 ok, 1 runtime error, 2 usage) and error messages.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 
 #include "app/core/analysis.h"
 #include "app/core/session.h"
+#include "app/core/sweep.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
 #include "models/arch/default_models.h"
@@ -18,9 +20,12 @@
 
 namespace attn {
 namespace {
+using core::FigureSize;
 using core::load_session;
 using core::save_session;
+using core::Session;
 using core::sha256_file;
+using core::View;
 namespace fs = std::filesystem;
 using test::read_all;
 using test::run_command;
@@ -44,6 +49,14 @@ int cli(const std::string& args, std::string* out = nullptr) {
   return run_command(kCli + " " + args, out);
 }
 
+// The CLI with its stderr apart from its stdout.
+int cli_split(const std::string& args, std::string* out, std::string* err) {
+  const std::string err_file = test::fresh_dir("cli_stderr") + "/stderr.txt";
+  const int rc = run_command("{ " + kCli + " " + args + " 2>'" + err_file + "'; }", out);
+  *err = read_all(err_file);
+  return rc;
+}
+
 // A small text session in `dir`.
 std::string write_session(const std::string& dir) {
   Session s;
@@ -64,8 +77,14 @@ TEST(CliRender, EveryTextViewWritesFigureAndSidecar) {
   const std::string s = write_session(dir);
   for (const char* view : {"heatmap", "variants", "grid", "sinks", "tradeoff", "tokens"}) {
     const std::string out = dir + "/" + view + ".png";
-    std::string log;
-    ASSERT_EQ(cli("render --session " + s + " --view " + view + " --out " + out, &log), 0) << log;
+    std::string log, err;
+    ASSERT_EQ(cli_split("render --session " + s + " --view " + view + " --out " + out + " --out " +
+                            dir + "/" + view + ".pdf --out " + dir + "/" + view + ".svg",
+                        &log, &err),
+              0)
+        << log << err;
+    // A successful render prints what it wrote and nothing else: no Qt warning on stderr.
+    EXPECT_EQ(err, "") << view;
     const QImage img(QString::fromStdString(out));
     EXPECT_EQ(img.width(), 600) << view;
     EXPECT_EQ(img.height(), 400) << view;
@@ -140,7 +159,7 @@ TEST(ExportView, ExportAndSidecarReopenToTheSameImage) {
   sel.layer = 1;
   sel.head = 3;
   const auto a = core::analyze(sel, s);
-  const FigureSize size = export_view(*a, View::Variants, dir + "/v.png", {700, 0, 100});
+  const FigureSize size = fig::export_view(*a, View::Variants, dir + "/v.png", {700, 0, 100});
   EXPECT_EQ(size.width, 700);
   EXPECT_GT(size.height, 100);
   const Session side = load_session(dir + "/v.png.attnscope.json");
@@ -149,7 +168,8 @@ TEST(ExportView, ExportAndSidecarReopenToTheSameImage) {
   EXPECT_EQ(side.figure.height, size.height);
   const auto again = core::analyze(side, dir + "/v.png.attnscope.json");
   const QImage ia(QString::fromStdString(dir + "/v.png"));
-  const QImage ib = render_figure_image(core::collect_figure(*again, View::Variants), side.figure);
+  const QImage ib =
+      fig::render_figure_image(core::collect_figure(*again, View::Variants), side.figure);
   EXPECT_EQ(ia.convertToFormat(QImage::Format_RGB32), ib);
 }
 
@@ -189,6 +209,81 @@ TEST(CliRender, DataExportWritesTheMatrices) {
     std::string cell;
     std::getline(gs, cell, int64_t(i) % heads == heads - 1 ? '\n' : ',');
     EXPECT_NEAR(std::stof(cell), v[i], 1e-5f * std::max(1.0f, std::abs(v[i]))) << i;
+  }
+}
+
+// Every variant of the session is a panel of the grid figure and a table of its data export
+// (the grid once stopped at dense + 3 and the export dropped the fourth variant).
+TEST(CliRender, GridShowsAndExportsEveryVariant) {
+  REQUIRE_MODEL("default-text");
+  const std::string dir = test::fresh_dir("cli_grid_all");
+  Session s = load_session(write_session(dir));
+  s.variants = {"window(size=4)", "sinks_window(sinks=1,window=4)", "block_topk(block=4,k=2)",
+                "top_p(block=4,p=0.9)"};
+  save_session(s, dir + "/four.attnscope.json");
+  for (const char* metric : {"entropy", "output_error"}) {
+    Session m = s;
+    m.view.grid_metric = metric;
+    save_session(m, dir + "/" + metric + ".attnscope.json");
+    const std::string stem = dir + "/" + metric;
+    std::string log;
+    ASSERT_EQ(cli("render --session " + dir + "/" + metric + ".attnscope.json --view grid --out " +
+                      stem + ".svg --data json",
+                  &log),
+              0)
+        << log;
+    // Dense and the four variants; a metric against dense shows the four variants.
+    std::vector<std::string> want = {"dense"};
+    if (std::string(metric) == "output_error") want.clear();
+    for (const std::string& v : s.variants) want.push_back(v);
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_TRUE(fs::exists(stem + "_" + std::to_string(i) + ".json")) << metric << " " << i;
+      const nlohmann::json j =
+          nlohmann::json::parse(read_all(stem + "_" + std::to_string(i) + ".json"));
+      EXPECT_EQ(j["spec"], want[i]) << metric;
+    }
+    EXPECT_FALSE(fs::exists(stem + "_" + std::to_string(want.size()) + ".json")) << metric;
+    // One panel per table: each draws its "Head" axis title once.
+    const std::string svg = read_all(stem + ".svg");
+    size_t panels = 0;
+    for (size_t at = svg.find(">Head<"); at != std::string::npos; at = svg.find(">Head<", at + 1))
+      ++panels;
+    EXPECT_EQ(panels, want.size()) << metric;
+  }
+}
+
+// An output folder that does not exist is named before any work, with exit code 1 and no Qt
+// warning ("QPainter::begin(): Returned false" once came first).
+TEST(CliRender, MissingOutputFolderIsAClearError) {
+  const std::string dir = test::fresh_dir("cli_no_folder");
+  std::string out, err;
+  for (const char* ext : {"pdf", "png", "svg"}) {
+    const std::string target = dir + "/nonexistent_dir/x." + ext;
+    EXPECT_EQ(
+        cli_split("render --session " + dir + "/s.attnscope.json --out " + target, &out, &err), 1)
+        << out << err;
+    EXPECT_NE(err.find(target), std::string::npos) << err;
+    EXPECT_NE(err.find("does not exist"), std::string::npos) << err;
+    EXPECT_EQ(err.find("QPainter"), std::string::npos) << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << "one line: " << err;
+  }
+  EXPECT_EQ(cli_split("sweep --text hi --variant \"window(size=2)\" --out " + dir +
+                          "/nonexistent_dir/t.csv --quiet",
+                      &out, &err),
+            1);
+  EXPECT_NE(err.find("nonexistent_dir/t.csv"), std::string::npos) << err;
+  EXPECT_EQ(cli_split("sweep --text hi --variant \"window(size=2)\" --out " + dir +
+                          "/t.csv --figure " + dir + "/nonexistent_dir/t.pdf --quiet",
+                      &out, &err),
+            1);
+  EXPECT_NE(err.find("nonexistent_dir/t.pdf"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(dir + "/t.csv")) << "the sweep ran before the figure path was checked";
+  // The library call says the same.
+  try {
+    fig::check_figure_path(dir + "/nonexistent_dir/x.pdf");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Io);
   }
 }
 
@@ -302,8 +397,28 @@ TEST(CliSweep, ShardsMergeToTheSingleRunTable) {
             0)
       << log;
   const std::string all = read_all(dir + "/all.csv"), merged = read_all(dir + "/merged.csv");
-  EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 7);  // header + 4 windows + 2 top-k
+  // Header, the dense baseline, 4 windows and 2 top-k.
+  EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 8);
   EXPECT_EQ(without_times(all), without_times(merged));
+  // The baseline row, measured in the same run: a plot of the table alone is complete.
+  const std::vector<core::SweepRow> rows = core::parse_tradeoff_csv(all, "all.csv");
+  ASSERT_EQ(rows.size(), 7u);
+  const core::TradeoffPoint& dense = rows[0].point;
+  EXPECT_EQ(rows[0].index, 0);
+  EXPECT_EQ(dense.spec, "dense");
+  EXPECT_EQ(dense.pattern, "dense");
+  EXPECT_NEAR(dense.density, 1.0, 1e-9);
+  EXPECT_EQ(dense.rel_error, 0.0);
+  EXPECT_NEAR(dense.mass_recall, 1.0, 1e-6);  // float sums over rows
+  EXPECT_NEAR(dense.next_token_kl, 0.0, 1e-12);
+  EXPECT_NEAR(dense.top1_agreement, 1.0, 1e-12);
+  EXPECT_GT(dense.kernel_seconds, 0.0);
+  EXPECT_GT(dense.flops, 0.0);
+  EXPECT_TRUE(std::isfinite(dense.perplexity));
+  for (size_t i = 1; i < rows.size(); ++i) EXPECT_NE(rows[i].point.spec, "dense");
+  // A sweep that names dense itself gets it once, as the baseline.
+  ASSERT_EQ(cli(common + " --variant dense --out " + dir + "/with_dense.csv", &log), 0) << log;
+  EXPECT_EQ(without_times(read_all(dir + "/with_dense.csv")), without_times(all));
   EXPECT_NE(all.find("\"window(size=16)\""), std::string::npos);
   EXPECT_NE(all.find("\"block_topk(block=4,k=2)\""), std::string::npos);
   // A missing shard is an error, not a short table.

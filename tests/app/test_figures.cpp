@@ -1,12 +1,17 @@
 // Figure export: golden images per preset (synthetic data, small tolerance), SVG that parses and
-// keeps text as text, a one-page PDF of the requested size that renders like the PNG export.
+// keeps text as text, a one-page PDF of the requested size that renders like the PNG export, and
+// the layout rule of every preset (no text cut by the page or its room, none overlapping, every
+// data mark inside its axes) on short and long inputs.
 // Regenerate goldens with ATTN_UPDATE_GOLDENS=1 (then look at them before committing).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
+#include <tuple>
 
 #include "app/figures/figure.h"
 #include "app/figures/figure_painter.h"
@@ -20,10 +25,11 @@ extern "C" const char* __lsan_default_suppressions() {
   return "leak:libfontconfig\nleak:libQt6Gui\nleak:libQt6Core\nleak:libfreetype\n";
 }
 
-namespace attn {
+namespace attn::fig {
 namespace {
 namespace fs = std::filesystem;
 using test::compare_images;
+using test::long_figure;
 using test::synthetic_figure;
 
 const FigureSize kGoldenSize{600, 400, 100};  // 6 x 4 in at 100 dpi
@@ -233,11 +239,189 @@ TEST(Figures, BadOutputsGiveClearErrors) {
   EXPECT_THROW(core::view_from_name("pie"), Error);
 }
 
-}  // namespace
-}  // namespace attn
+// ---- layout -----------------------------------------------------------------------------------
 
-namespace attn::fig {
-namespace {
+std::string rect_str(const QRectF& r) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "[%.1f, %.1f %.1fx%.1f]", r.left(), r.top(), r.width(),
+                r.height());
+  return buf;
+}
+
+// Everything wrong with a figure's layout, one line each: text cut by the page or longer than
+// its room, two texts overlapping, a data mark outside its axes.
+std::vector<std::string> layout_problems(const FigureLayout& l) {
+  constexpr double tol = 0.05;  // points
+  std::vector<std::string> out;
+  auto name = [](const DrawnText& t) { return "'" + t.text.toStdString() + "'"; };
+  const QRectF page = l.page.adjusted(-tol, -tol, tol, tol);
+  for (const DrawnText& t : l.texts) {
+    if (!page.contains(t.box))
+      out.push_back(name(t) + " " + rect_str(t.box) + " is cut by the page " + rect_str(l.page));
+    if (t.room >= 0 && t.length > t.room + tol)
+      out.push_back(name(t) + " is " + std::to_string(t.length) + " pt long in a room of " +
+                    std::to_string(t.room));
+  }
+  for (size_t i = 0; i < l.texts.size(); ++i)
+    for (size_t j = i + 1; j < l.texts.size(); ++j) {
+      const QRectF x = l.texts[i].box.intersected(l.texts[j].box);
+      if (x.width() > tol && x.height() > tol)
+        out.push_back(name(l.texts[i]) + " " + rect_str(l.texts[i].box) + " overlaps " +
+                      name(l.texts[j]) + " " + rect_str(l.texts[j].box));
+    }
+  for (const DrawnMark& m : l.marks) {
+    const QRectF ax = m.axes.adjusted(-tol, -tol, tol, tol);
+    if (!ax.contains(m.mark.topLeft()) || !ax.contains(m.mark.bottomRight()))
+      out.push_back("a data mark " + rect_str(m.mark) + " leaves its axes " + rect_str(m.axes));
+  }
+  return out;
+}
+
+std::string first_problems(const std::vector<std::string>& p) {
+  std::string all;
+  for (size_t i = 0; i < p.size() && i < 25; ++i) all += "\n  " + p[i];
+  return all;
+}
+
+// The checker itself: each kind of problem is caught.
+TEST(FigureLayoutCheck, CatchesCutOverlappingAndStrayMarks) {
+  FigureLayout l;
+  l.page = QRectF(0, 0, 100, 50);
+  l.texts = {{"a", QRectF(10, 10, 20, 8), 20, -1}, {"b", QRectF(30, 10, 20, 8), 20, 20}};
+  l.marks = {{QRectF(5, 5, 2, 30), QRectF(0, 0, 10, 40)}};
+  EXPECT_TRUE(layout_problems(l).empty()) << first_problems(layout_problems(l));  // touching
+  l.texts.push_back({"overlap", QRectF(25, 14, 10, 8), 10, -1});
+  l.texts.push_back({"cut", QRectF(95, 40, 10, 8), 10, -1});
+  l.texts.push_back({"long", QRectF(60, 30, 30, 8), 30, 25});
+  l.marks.push_back({QRectF(5, -3, 2, 30), QRectF(0, 0, 10, 40)});
+  const auto p = layout_problems(l);
+  auto has = [&](const std::string& what) {
+    return std::any_of(p.begin(), p.end(),
+                       [&](const std::string& x) { return x.find(what) != std::string::npos; });
+  };
+  EXPECT_TRUE(has("'overlap'")) << first_problems(p);
+  EXPECT_TRUE(has("'cut'")) << first_problems(p);
+  EXPECT_TRUE(has("'long' is")) << first_problems(p);
+  EXPECT_TRUE(has("leaves its axes")) << first_problems(p);
+}
+
+// Every preset, short and long input, on a page and at free heights (kLayoutSizes): every
+// text box the painter draws lies on the page, within the room its layout gave it, and apart
+// from every other; every bar and point lies inside its axes.
+class Layout : public ::testing::TestWithParam<std::tuple<View, bool, int>> {};
+
+// A 6 x 4 in page, and free heights 7 in and 3.5 in (a paper's column) wide.
+const FigureSize kLayoutSizes[] = {kGoldenSize, {1400, 0, 200}, {700, 0, 200}};
+
+TEST_P(Layout, NoTextIsCutOrOverlappedAndMarksStayInTheirAxes) {
+  const auto [view, long_input, size_index] = GetParam();
+  const FigureData f = long_input ? long_figure(view) : synthetic_figure(view);
+  FigureLayout layout;
+  const FigureSize size = kLayoutSizes[size_index];
+  const QImage img = render_figure_image(f, size, {}, &layout);
+  ASSERT_EQ(img.width(), size.width);
+  EXPECT_NEAR(layout.page.width(), size.width * 72.0 / size.dpi, 1e-6);
+  EXPECT_NEAR(layout.page.height(), img.height() * 72.0 / size.dpi, 1e-6);
+  EXPECT_GT(layout.texts.size(), 8u);
+  const std::vector<std::string> p = layout_problems(layout);
+  EXPECT_TRUE(p.empty()) << p.size() << " layout problems:" << first_problems(p);
+  if (size.height == 0) {  // the height fit for the content holds all of it
+    for (const DrawnText& t : layout.texts)
+      EXPECT_FALSE(t.text.endsWith(" more")) << t.text.toStdString();
+  }
+  if (std::getenv("ATTN_LAYOUT_DIR"))  // to look at them
+    img.save(QString::fromStdString(std::string(std::getenv("ATTN_LAYOUT_DIR")) + "/" +
+                                    view_name(view) + (long_input ? "_long_" : "_short_") +
+                                    std::to_string(size_index) + ".png"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, Layout,
+                         ::testing::Combine(::testing::Values(View::Heatmap, View::Variants,
+                                                              View::Grid, View::Sinks, View::Image,
+                                                              View::Tradeoff, View::Tokens),
+                                            ::testing::Bool(), ::testing::Values(0, 1, 2)),
+                         [](const auto& info) {
+                           return std::string(view_name(std::get<0>(info.param))) +
+                                  (std::get<1>(info.param) ? "_long" : "_short") + "_size" +
+                                  std::to_string(std::get<2>(info.param));
+                         });
+
+std::vector<QString> texts_of(const FigureData& f, const FigureSize& size = kGoldenSize) {
+  FigureLayout layout;
+  render_figure_image(f, size, {}, &layout);
+  std::vector<QString> out;
+  for (const DrawnText& t : layout.texts) out.push_back(t.text);
+  return out;
+}
+
+// Two different KLs: a head's attention rows against dense ("row KL") and the model's
+// next-token distribution against dense ("next-token KL"). No figure says just "KL".
+TEST(Figures, TheTwoKlsAreNamedApart) {
+  std::vector<QString> all = texts_of(synthetic_figure(View::Variants));
+  FigureData t = synthetic_figure(View::Tradeoff);
+  t.settings.tradeoff_y = "row_kl";
+  for (auto& p : t.tradeoff) p.row_kl = p.rel_error * 2;
+  for (const QString& x : texts_of(t)) all.push_back(x);
+  int row = 0, next = 0;
+  for (const QString& x : all) {
+    if (!x.contains("KL")) continue;
+    const bool named = x.contains("row KL", Qt::CaseInsensitive) ||
+                       x.contains("next-token KL", Qt::CaseInsensitive);
+    EXPECT_TRUE(named) << x.toStdString();
+    row += x.contains("row KL", Qt::CaseInsensitive);
+    next += x.contains("next-token KL", Qt::CaseInsensitive);
+  }
+  EXPECT_GT(row, 1);   // heatmap metrics and the trade-off's first panel
+  EXPECT_EQ(next, 1);  // the trade-off's second panel
+}
+
+// A log error axis drops nothing: points of error 0 (dense itself, an exact variant) sit at the
+// "0" of a symlog axis, and the axis says so.
+TEST(Figures, TradeoffDrawsPointsOfErrorZero) {
+  const FigureData f = long_figure(View::Tradeoff);
+  FigureLayout layout;
+  render_figure_image(f, kGoldenSize, {}, &layout);
+  EXPECT_EQ(layout.marks.size(), 2 * f.tradeoff.size());  // two panels, every point in each
+  bool symlog = false;
+  for (const DrawnText& t : layout.texts) symlog = symlog || t.text.contains("(symlog)");
+  EXPECT_TRUE(symlog);
+}
+
+// Every grid panel is drawn, however many variants the session has (it once stopped at four).
+TEST(Figures, GridDrawsEveryPanel) {
+  const FigureData f = long_figure(View::Grid);
+  ASSERT_EQ(f.grids.size(), 6u);
+  int heads = 0;
+  for (const QString& t : texts_of(f)) heads += t == "Head";
+  EXPECT_EQ(heads, 6);
+}
+
+TEST(FigureAxes, TicksAreRoundAndAxesHoldTheData) {
+  // Steps are 1, 2 or 5 x 10^k (never 2.5, never 0.263/0.525/0.788), and the ticks cover the
+  // data: the last is at or above the largest value.
+  for (double hi : {0.37, 1.05, 0.0123, 3.7, 12.0, 0.8, 250.0, 1.0})
+    for (int n = 2; n <= 6; ++n) {
+      const std::vector<double> t = cover_ticks(0, hi, n);
+      ASSERT_GE(t.size(), 2u) << hi << " " << n;
+      EXPECT_LE(int(t.size()), n) << hi << " " << n;
+      EXPECT_LE(t.front(), 0.0);
+      EXPECT_GE(t.back(), hi * (1 - 1e-12)) << hi << " " << n;
+      const double step = t[1] - t[0];
+      const double m = step / std::pow(10.0, std::floor(std::log10(step) + 1e-9));
+      EXPECT_TRUE(std::abs(m - 1) < 1e-6 || std::abs(m - 2) < 1e-6 || std::abs(m - 5) < 1e-6)
+          << "step " << step << " for " << hi << " " << n;
+    }
+  auto near = [](const std::vector<double>& a, const std::vector<double>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (std::abs(a[i] - b[i]) > 1e-9 * std::max(1.0, std::abs(b[i]))) return false;
+    return true;
+  };
+  EXPECT_TRUE(near(cover_ticks(0, 0.37, 3), {0, 0.2, 0.4}));  // the sinks axis once ended at 0.2
+  EXPECT_TRUE(near(cover_ticks(0, 1.05, 4), {0, 0.5, 1, 1.5}));
+  EXPECT_TRUE(near(nice_ticks(0, 0.75, 5), {0, 0.2, 0.4, 0.6}));  // not 0.25 steps
+  EXPECT_EQ(tick_label(0.2), "0.2");
+}
 
 TEST(FigureAxes, NiceTicksLogTicksAndThinning) {
   auto near = [](const std::vector<double>& a, const std::vector<double>& b) {

@@ -1,6 +1,8 @@
 // Sweep specs, shards and the trade-off table.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "app/core/sweep.h"
 #include "compute/error.h"
 
@@ -21,6 +23,27 @@ TEST(Sweep, ExpandsGeometricArithmeticAndLists) {
   EXPECT_EQ(expand_sweep("dense"), (std::vector<std::string>{"dense"}));
   EXPECT_EQ(expand_sweeps({"window(size=8..16:x2)", "window(size=16)", "dense"}),
             (std::vector<std::string>{"window(size=8)", "window(size=16)", "dense"}));
+}
+
+// A sweep table starts with its dense baseline row; dense among the variants is not repeated.
+TEST(Sweep, TableStartsWithTheDenseBaseline) {
+  EXPECT_EQ(sweep_table_specs({"window(size=8..16:x2)"}),
+            (std::vector<std::string>{"dense", "window(size=8)", "window(size=16)"}));
+  EXPECT_EQ(sweep_table_specs({"window(size=8)", "dense", "top_p(p=0.5|0.9)"}),
+            (std::vector<std::string>{"dense", "window(size=8)", "top_p(p=0.5)", "top_p(p=0.9)"}));
+  EXPECT_EQ(sweep_table_specs({"dense"}), (std::vector<std::string>{"dense"}));
+  // Shard 0 of any split owns the baseline, once.
+  for (int n = 1; n <= 4; ++n) {
+    int owners = 0;
+    for (int i = 0; i < n; ++i) {
+      const auto mine = shard_items(5, {i, n});
+      owners += std::count(mine.begin(), mine.end(), 0);
+      if (i == 0) {
+        EXPECT_EQ(mine.front(), 0);
+      }
+    }
+    EXPECT_EQ(owners, 1);
+  }
 }
 
 TEST(Sweep, BadRangesAreNamed) {
