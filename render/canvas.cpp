@@ -398,7 +398,7 @@ void Canvas::draw_heat_panel(int p, float x0, float y0, float x1, float y1, floa
       const float y = (sy(q) + sy(q + 1) - sz.y) / 2;
       note_fit(s, label_w_q_ * row_scale + 6);
       dl->AddText(ImVec2(x0 - 6 - sz.x, y),
-                  q == selected_q_ ? IM_COL32(255, 170, 40, 255) : text_color(), s.c_str());
+                  q == settings_.query ? IM_COL32(255, 170, 40, 255) : text_color(), s.c_str());
       if (p == 0) mark("heat.row_label", s, x0 - 6 - sz.x, y, x0 - 6, y + sz.y);
     }
     ImGui::SetWindowFontScale(1);
@@ -563,7 +563,7 @@ void Canvas::handle_heat_input(float ax0, float ay0, float ax1, float ay1) {
     if (!io.MouseDown[0]) {
       dragging_ = false;
       if (std::abs(m.x - press_x_) < 3 && std::abs(m.y - press_y_) < 3 && hover_q_ >= 0)
-        selected_q_ = hover_q_;
+        settings_.query = hover_q_;
     } else if (heat_px_w_ > 0) {
       const double dk = -(m.x - drag_x_) / heat_px_w_ * (region_.k1 - region_.k0);
       const double dq = -(m.y - drag_y_) / heat_px_h_ * (region_.q1 - region_.q0);

@@ -141,7 +141,6 @@ class Canvas {
   float heat_px_w_ = 0, heat_px_h_ = 0;  // size of one panel's heatmap area
   float fb_scale_ = 1, width_ = 0, height_ = 0;
   int hover_panel_ = -1, hover_q_ = -1, hover_k_ = -1;
-  int selected_q_ = -1;
   bool dragging_ = false;
   float drag_x_ = 0, drag_y_ = 0, press_x_ = 0, press_y_ = 0;
   std::vector<std::string> overflows_, building_overflows_;

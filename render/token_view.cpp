@@ -15,21 +15,23 @@ void Canvas::build_tokens(float x0, float y0, float x1, float y1) {
   const int n = h.n_q;
   const int np = int(h.panels.size());
   if (n == 0 || np == 0) return;
-  if (selected_q_ < 0 || selected_q_ >= n) selected_q_ = n - 1;
+  if (settings_.query < 0 || settings_.query >= n) settings_.query = n - 1;
   const float line = ImGui::GetTextLineHeight() + 3;
   ImGuiIO& io = ImGui::GetIO();
   ImGui::SetCursorScreenPos(ImVec2(x0, y0));
+  ImGui::PushTextWrapPos(x1);
   ImGui::Text("Query %d  %s   (click a query token on the left; wheel scrolls; layer %d, head %d)",
-              selected_q_,
-              selected_q_ < int(h.q_labels.size())
-                  ? clip_label(h.q_labels[size_t(selected_q_)], 20).c_str()
+              settings_.query,
+              settings_.query < int(h.q_labels.size())
+                  ? clip_label(h.q_labels[size_t(settings_.query)], 20).c_str()
                   : "",
               h.layer, h.head);
-  const float top = y0 + line * 2;
+  ImGui::PopTextWrapPos();
+  const float top = ImGui::GetCursorScreenPos().y + line;
   const int rows = std::max(4, int((y1 - top) / line) - 1);
   static int scroll = -1;  // first shown token; follows the selection until scrolled
-  if (scroll < 0 || selected_q_ < scroll + 1 || selected_q_ >= scroll + rows)
-    scroll = selected_q_ - rows * 3 / 4;
+  if (scroll < 0 || settings_.query < scroll + 1 || settings_.query >= scroll + rows)
+    scroll = settings_.query - rows * 3 / 4;
   if (io.MouseWheel != 0 && io.MousePos.y > top) scroll -= int(io.MouseWheel * 3);
   scroll = std::clamp(scroll, 0, std::max(0, n - rows + 1));
   // Row 0 pins token 0 (often the sink) when it is scrolled away.
@@ -37,12 +39,12 @@ void Canvas::build_tokens(float x0, float y0, float x1, float y1) {
   if (scroll > 0) shown.push_back(0);
   for (int i = scroll; i < n && int(shown.size()) < rows; ++i) shown.push_back(i);
 
-  if (row_gen_ != doc_->generation || row_q_ != selected_q_) {
+  if (row_gen_ != doc_->generation || row_q_ != settings_.query) {
     row_cache_.assign(size_t(np), {});
     if (callbacks_.row)
-      for (int p = 0; p < np; ++p) row_cache_[size_t(p)] = callbacks_.row(p, selected_q_);
+      for (int p = 0; p < np; ++p) row_cache_[size_t(p)] = callbacks_.row(p, settings_.query);
     row_gen_ = doc_->generation;
-    row_q_ = selected_q_;
+    row_q_ = settings_.query;
   }
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float colw = (x1 - x0) / float(np);
@@ -50,8 +52,14 @@ void Canvas::build_tokens(float x0, float y0, float x1, float y1) {
   for (int p = 0; p < np; ++p) {
     const float cx = x0 + float(p) * colw;
     const float lx1 = cx + label_w, rx0 = cx + colw - label_w - 12;
-    dl->AddText(ImVec2(cx, top - line), text_color(),
-                clip_label(h.panels[size_t(p)].title, int(colw / 8)).c_str());
+    // Column titles are elided to their column (whole on hover): never over the next one.
+    const std::string& full = h.panels[size_t(p)].title;
+    const std::string title = fit_label(full, colw - 12);
+    dl->AddText(ImVec2(cx, top - line), text_color(), title.c_str());
+    mark("tokens.title", title, cx, top - line, cx + ImGui::CalcTextSize(title.c_str()).x,
+         top - line + ImGui::GetTextLineHeight());
+    if (title != full && ImGui::IsMouseHoveringRect(ImVec2(cx, top - line), ImVec2(cx + colw, top)))
+      ImGui::SetTooltip("%s", full.c_str());
     const std::vector<float>& row = row_cache_[size_t(p)];
     float mx = 1e-9f;
     for (float v : row) mx = std::max(mx, v);
@@ -65,10 +73,11 @@ void Canvas::build_tokens(float x0, float y0, float x1, float y1) {
       const float y = top + float(r) * line + (scroll > 0 && r > 0 ? 6 : 0);
       if (scroll > 0 && r == 1)
         dl->AddLine(ImVec2(cx, y - 3), ImVec2(cx + colw - 12, y - 3), IM_COL32(128, 128, 128, 120));
-      const std::string s =
-          i < int(h.q_labels.size()) ? clip_label(h.q_labels[size_t(i)], 12) : std::to_string(i);
+      const std::string s = fit_label(
+          i < int(h.q_labels.size()) ? clip_label(h.q_labels[size_t(i)], 12) : std::to_string(i),
+          label_w);
       const ImVec2 sz = ImGui::CalcTextSize(s.c_str());
-      const bool sel = i == selected_q_;
+      const bool sel = i == settings_.query;
       if (sel)
         dl->AddRectFilled(ImVec2(lx1 - sz.x - 4, y), ImVec2(lx1 + 2, y + line - 2),
                           IM_COL32(255, 150, 30, 90));
@@ -82,12 +91,12 @@ void Canvas::build_tokens(float x0, float y0, float x1, float y1) {
       dl->AddText(ImVec2(rx0 + 2, y), text_color(), s.c_str());
       const ImVec2 mp = io.MousePos;
       if (mp.x >= cx && mp.x < lx1 + 2 && mp.y >= y && mp.y < y + line && ImGui::IsMouseClicked(0))
-        selected_q_ = i;
+        settings_.query = i;
     }
     // Lines from the selected query to each shown key.
     int sel_row = -1;
     for (size_t r = 0; r < shown.size(); ++r)
-      if (shown[r] == selected_q_) sel_row = int(r);
+      if (shown[r] == settings_.query) sel_row = int(r);
     if (sel_row >= 0) {
       const float ys =
           top + float(sel_row) * line + (scroll > 0 && sel_row > 0 ? 6 : 0) + line / 2 - 1;
@@ -103,6 +112,7 @@ void Canvas::build_tokens(float x0, float y0, float x1, float y1) {
       }
     }
     const std::string o = "off-screen keys: " + fmt_num(outside);
+    note_fit(o, colw - 12);
     dl->AddText(ImVec2(cx, y1 - line), dim_text_color(), o.c_str());
   }
 }

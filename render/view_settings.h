@@ -20,6 +20,7 @@ struct DisplaySettings {
   int grid_metric = 0;           // index into HeadGridDoc::metrics
   int grid_variant = -1;         // index into HeadGridDoc::variants (-1: the document's choice)
   bool grid_unit_scale = false;  // [0, 1] colour scale for metrics whose values lie there
+  int query = -1;                // tokens view: the selected query (-1: the last token)
   int image_mode = 1;            // 0: per head, 1: mean over heads, 2: rollout
   int tradeoff_x = 0;            // 0: density, 1: time
   int tradeoff_y = 0;            // 0: output error, 1: mass recall, 2: next-token KL

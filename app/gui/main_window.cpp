@@ -464,6 +464,7 @@ void MainWindow::sync_session() {
     if (doc_ && d.grid_variant >= 0 && d.grid_variant < int(doc_->grid.variants.size()))
       s.view.grid_variant = doc_->grid.variants[size_t(d.grid_variant)];
     s.view.grid_scale = d.grid_unit_scale ? "unit" : "data";
+    s.view.query = d.query;
     s.view.tradeoff_x = d.tradeoff_x == 1 ? "seconds" : "density";
     s.view.tradeoff_y = kTradeoffY[std::clamp(d.tradeoff_y, 0, 2)];
     s.extra["gui"] = {
@@ -532,6 +533,7 @@ void MainWindow::apply_view_settings() {
   }
   d.grid_variant = -1;  // the session's grid variant, as the document carries it
   d.grid_unit_scale = s.view.grid_scale == "unit";
+  d.query = s.view.query;
   pending_grid_metric_ = s.view.grid_metric;  // its index is known once the grid is
 }
 

@@ -207,6 +207,7 @@ TEST(Gui, SessionRoundTrip) {
     render::DisplaySettings& d = w.view()->canvas()->settings();
     d.grid_metric = 2;
     d.tradeoff_y = 1;
+    d.query = 7;
     d.mode = render::DisplayMode::KeptSet;
     w.save_session_as(QString::fromStdString(path));
   }
@@ -214,6 +215,7 @@ TEST(Gui, SessionRoundTrip) {
   EXPECT_EQ(s.view.view, "grid");
   EXPECT_EQ(s.view.grid_metric, "prev_token");
   EXPECT_EQ(s.view.tradeoff_y, "mass_recall");
+  EXPECT_EQ(s.view.query, 7);
   EXPECT_EQ(s.variants, o.variants);
   EXPECT_EQ(s.layer, 1);
   EXPECT_EQ(s.head, 2);
@@ -232,6 +234,7 @@ TEST(Gui, SessionRoundTrip) {
   const render::DisplaySettings& d2 = w2.view()->canvas()->settings();
   EXPECT_EQ(d2.view, render::ViewKind::HeadGrid);
   EXPECT_EQ(d2.tradeoff_y, 1);
+  EXPECT_EQ(d2.query, 7);
   EXPECT_EQ(d2.mode, render::DisplayMode::KeptSet);
   ASSERT_TRUE(wait_until([&] { return w2.worker_idle(); }, 60000));
   wait_settled(w2, 10000, 2);
@@ -470,6 +473,22 @@ TEST(Gui, NumbersAreNeverCutAndPresentationModeRestoresTheLayout) {
   EXPECT_GT(w.view()->width(), view_w + 200) << "the view did not get the docks' room";
   EXPECT_EQ(overflows(), "") << "texts cut in presentation mode";
   w.view()->grab_rgba().save(screenshot_path("presentation.png"));
+  // Every other view in presentation mode: nothing cut, the token view's titles apart.
+  std::vector<render::Canvas::Mark> titles;
+  for (auto v : {render::ViewKind::HeadGrid, render::ViewKind::Sinks, render::ViewKind::Tradeoff,
+                 render::ViewKind::Tokens}) {
+    w.set_view(v);
+    ASSERT_TRUE(wait_settled(w, 30000, 3));
+    EXPECT_EQ(overflows(), "") << "texts cut in presentation mode, " << render::view_name(v);
+  }
+  for (const auto& m : w.view()->canvas()->marks())
+    if (m.kind == "tokens.title") titles.push_back(m);
+  EXPECT_EQ(titles.size(), 5u);
+  for (size_t i = 0; i + 1 < titles.size(); ++i)
+    EXPECT_LE(titles[i].x1, titles[i + 1].x0)
+        << titles[i].text << " runs into " << titles[i + 1].text;
+  w.view()->grab_rgba().save(screenshot_path("presentation_tokens.png"));
+  w.set_view(render::ViewKind::Heatmaps);
   w.set_presentation(false);
   wait_until([] { return false; }, 300);
   EXPECT_EQ(w.saveState(), state) << "presentation mode twice does not restore the layout";
