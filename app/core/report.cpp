@@ -29,11 +29,12 @@ json metrics_json(const Metrics& m) {
 json end_to_end_json(const EndToEnd& e) {
   json j;
   if (e.has_tokens) {
-    j["mean_kl"] = num(e.mean_kl);
-    j["max_kl"] = num(e.max_kl);
+    // The model's next-token KL (not the per-head row KL of the attention comparisons).
+    j["next_token_kl_mean"] = num(e.mean_kl);
+    j["next_token_kl_max"] = num(e.max_kl);
     std::vector<json> kl;
     for (float x : e.kl) kl.push_back(num(x));
-    j["kl"] = kl;
+    j["next_token_kl"] = kl;
     j["top1_agreement"] = num(e.top1_agreement);
     j["perplexity_dense"] = num(e.ppl_dense);
     j["perplexity_variant"] = num(e.ppl_variant);
@@ -160,7 +161,7 @@ nlohmann::json analysis_json(const Analysis& a, int max_cells) {
   const Session& s = a.session;
   json j = {
       {"attnscope", "analyze"},
-      {"version", 2},
+      {"version", 3},  // 3: end-to-end KLs named next_token_kl*
       {"input", input_json(a)},
       {"selection", {{"layer", a.layer()}, {"head", a.head()}}},
       {"substitution",

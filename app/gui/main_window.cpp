@@ -27,7 +27,9 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "app/core/figure_data.h"
 #include "app/core/interactive.h"
+#include "app/figures/figure.h"
 #include "app/gui/analysis_worker.h"
 #include "app/gui/input_dock.h"
 #include "app/gui/model_dock.h"
@@ -378,6 +380,14 @@ void MainWindow::build_menus() {
   recent_menu_ = file->addMenu("&Recent files");
   rebuild_recent();
   file->addSeparator();
+  file->addAction("&Export figure...", QKeySequence(Qt::CTRL | Qt::Key_E), this, [this] {
+    QString filter;
+    const QString f = QFileDialog::getSaveFileName(
+        this, "Export figure", "attnscope.pdf", "PDF (*.pdf);;SVG (*.svg);;PNG (*.png)", &filter);
+    if (f.isEmpty()) return;
+    const QString err = export_figure(f);
+    if (!err.isEmpty()) QMessageBox::warning(this, "Export figure", err);
+  });
   file->addAction("Save view as &PNG...", this, &MainWindow::save_png);
   file->addSeparator();
   file->addAction("&Quit", QKeySequence::Quit, this, &QWidget::close);
@@ -651,6 +661,29 @@ void MainWindow::open_text_file(const QString& path) {
   if (model_->model() == "default-vision") model_->set_model("default-text");
   input_->set_text(QString::fromUtf8(f.readAll()));
   add_recent(path);
+}
+
+QString MainWindow::export_figure(const QString& path) {
+  const core::Session s = current_session();
+  if (!analysis_ || core::heavy_key(s) != core::heavy_key(analysis_->session) ||
+      !analysis_->has_metrics() || analysis_->preview())
+    return "The analysis of these inputs is still running: export when the comparisons are in.";
+  try {
+    // The analysis with the view as shown now (selection, colour map, grid metric, axes).
+    const auto a = core::reselect(*analysis_, s);
+    const int v = view_->canvas() ? int(view_->canvas()->settings().view) : 0;
+    const fig::FigureSize size =
+        fig::export_view(*a, core::view_from_name(kSessionViews[v]), path.toStdString(), s.figure);
+    statusBar()->showMessage(QString("Exported %1 (%2 x %3 px at %4 dpi) and its session")
+                                 .arg(path)
+                                 .arg(size.width)
+                                 .arg(size.height)
+                                 .arg(size.dpi),
+                             8000);
+    return {};
+  } catch (const Error& e) {
+    return QString::fromUtf8(e.what());
+  }
 }
 
 QString MainWindow::image_dialog_dir() const {

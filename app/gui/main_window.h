@@ -78,6 +78,9 @@ class MainWindow : public QMainWindow {
   // Sessions (app/core): the input, model, variants, selection and view settings.
   void open_session(const QString& path);
   void save_session_as(const QString& path);
+  // The shown view as a publication figure (PNG, SVG or PDF by extension, through the same
+  // presets as `attnscope render`) with its session sidecar. Returns "" or the error.
+  QString export_figure(const QString& path);
   // Writes the autosave file now (no file hashes: quick); the path written, or "" when off.
   QString autosave_now();
   void set_view(render::ViewKind v);

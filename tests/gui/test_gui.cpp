@@ -10,6 +10,7 @@
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QMouseEvent>
 #include <QVersionNumber>
 #include <QVulkanInstance>
@@ -604,6 +605,39 @@ TEST(Gui, SwitchingToTheVisionModelShowsAnImageAndEachPrediction) {
     ASSERT_TRUE(e2e && e2e->has_class);
     EXPECT_EQ(t.find("(agrees)") != std::string::npos, e2e->class_agree) << t;
   }
+}
+
+// File > Export figure writes the shown view through the figure presets (PNG, SVG, PDF), with a
+// session sidecar that regenerates it; it refuses, with a message, while comparisons run.
+TEST(Gui, ExportFigureWritesTheShownViewAndItsSession) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  MainWindow w(base_options());
+  show_and_time(w);
+  ASSERT_TRUE(wait_until([&] { return w.worker_idle(); }, 120000));
+  ASSERT_TRUE(wait_settled(w, 60000, 2)) << w.last_error().toStdString();
+  w.set_view(render::ViewKind::HeadGrid);
+  wait_settled(w, 10000, 2);
+  const QString dir = QDir::temp().filePath("attnscope-export");
+  QDir().mkpath(dir);
+  for (const char* ext : {"png", "svg", "pdf"}) {
+    const QString path = dir + "/grid." + ext;
+    QFile::remove(path);
+    const QString err = w.export_figure(path);
+    EXPECT_TRUE(err.isEmpty()) << err.toStdString();
+    EXPECT_GT(QFileInfo(path).size(), 1000) << ext;
+    const Session side = load_session((path + ".attnscope.json").toStdString());
+    EXPECT_EQ(side.view.view, "grid");
+    EXPECT_EQ(side.variants, w.session().variants);
+  }
+  const QImage png(dir + "/grid.png");
+  EXPECT_EQ(png.width(), w.session().figure.width);
+  EXPECT_GT(distinct_colors(png, {0, 0, float(png.width()), float(png.height())}), 20);
+  EXPECT_FALSE(w.export_figure(dir + "/grid.txt").isEmpty()) << "an unknown format is refused";
+  // While the inputs' analysis runs, nothing stale is exported.
+  w.variants_dock()->slot(0)->set_spec("window(size=8)");
+  EXPECT_FALSE(w.export_figure(dir + "/stale.png").isEmpty());
+  EXPECT_FALSE(QFileInfo::exists(dir + "/stale.png"));
+  QDir(dir).removeRecursively();
 }
 
 // Switching from a 32K-token problem back to the default text cancels the old work: the short

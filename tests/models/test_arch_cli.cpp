@@ -59,8 +59,8 @@ TEST(ArchCli, AnalyzeTextWritesJsonAndDump) {
   EXPECT_GT(double(l0["rel_error"]), 0.0);
   EXPECT_DOUBLE_EQ(double(j["variants"][0]["layers"][1]["rel_error"]), 0.0);  // dense vs dense
   const json& e2e = j["variants"][2]["end_to_end"];
-  EXPECT_EQ(int(e2e["kl"].size()), n);
-  EXPECT_GT(double(e2e["mean_kl"]), 0.0);
+  EXPECT_EQ(int(e2e["next_token_kl"].size()), n);
+  EXPECT_GT(double(e2e["next_token_kl_mean"]), 0.0);
   EXPECT_TRUE(e2e["perplexity_dense"].is_number());
   EXPECT_EQ(j["dense"]["layers"].size(), 2u);
   EXPECT_EQ(int(j["dense"]["layers"][0]["resid_token_norm"].size()), n);
