@@ -10,6 +10,7 @@
 #include <iterator>
 
 #include "app/cli/commands.h"
+#include "app/cli/usage.h"
 #include "app/core/analysis.h"
 #include "app/core/data_export.h"
 #include "app/core/evaluate.h"
@@ -104,23 +105,33 @@ int merge(const SweepOptions& o) {
 }
 
 int sweep(const SweepOptions& o) {
-  require(!o.out.empty(), ErrorCode::InvalidArgument, "--out FILE.csv is required");
+  usage(!o.out.empty(), "--out FILE.csv is required");
   // Outputs that cannot be written fail now, not after the sweep.
   check_output_path(o.out);
   if (!o.figure.empty()) fig::check_figure_path(o.figure);
   if (!o.merge.empty()) {
-    require(o.variants.empty() && o.shard.empty(), ErrorCode::InvalidArgument,
-            "--merge combines finished tables: do not give --variant or --shard with it");
+    usage(o.variants.empty() && o.shard.empty(),
+          "--merge combines finished tables: do not give --variant or --shard with it");
     return merge(o);
   }
-  require(!o.variants.empty(), ErrorCode::InvalidArgument,
-          "give at least one --variant (e.g. \"window(size=16..1024:x2)\")");
+  usage(!o.variants.empty(), "give at least one --variant (e.g. \"window(size=16..1024:x2)\")");
   const int inputs = !o.text.empty() + !o.text_file.empty() + !o.image.empty() + !o.session.empty();
-  require(inputs == 1, ErrorCode::InvalidArgument,
-          "give exactly one input: --text, --text-file, --image or --session");
-  // Row 0 is the dense baseline (measured below, in this run); the variants follow.
-  const std::vector<std::string> specs = sweep_table_specs(o.variants);
-  const Shard shard = o.shard.empty() ? Shard{} : parse_shard(o.shard);
+  usage(inputs == 1, "give exactly one input: --text, --text-file, --image or --session");
+  // The command line's own mistakes (range grammar, specs, shard) are usage errors.
+  std::vector<std::string> specs;
+  Shard shard;
+  try {
+    // Row 0 is the dense baseline (measured below, in this run); the variants follow.
+    specs = sweep_table_specs(o.variants);
+    check_variant_specs(specs, "--variant");
+    check_backend(o.backend);
+    if (!o.shard.empty()) shard = parse_shard(o.shard);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what(), e.code());
+  }
+  if (o.session.empty()) check_model_path(o.model, o.model);
   const std::vector<int> mine = shard_items(int(specs.size()), shard);
 
   Session s;

@@ -358,10 +358,17 @@ TEST(CliRender, ExitCodesAndMessages) {
   EXPECT_EQ(
       cli("render --session " + dir + "/nomodel.attnscope.json --out " + dir + "/a.jpg", &log), 1);
   EXPECT_NE(log.find(".png, .svg or .pdf"), std::string::npos) << log;
-  EXPECT_EQ(cli("sweep --out x.csv --variant \"window(size=8..2:x2)\" --text hi", &log), 1);
+  // Mistakes in the sweep's command line are usage errors (exit 2), named on one line.
+  EXPECT_EQ(cli("sweep --out x.csv --variant \"window(size=8..2:x2)\" --text hi", &log), 2);
   EXPECT_NE(log.find("backwards"), std::string::npos) << log;
-  EXPECT_EQ(cli("sweep --out x.csv --variant dense --text hi --shard 3/2", &log), 1);
-  EXPECT_EQ(cli("sweep --variant dense --text hi", &log), 2);  // no --out
+  EXPECT_EQ(cli("sweep --out x.csv --variant dense --text hi --shard 3/2", &log), 2);
+  EXPECT_EQ(cli("sweep --variant dense --text hi", &log), 2);    // no --out
+  EXPECT_EQ(cli("sweep --out x.csv --text hi", &log), 2);        // no --variant
+  EXPECT_EQ(cli("sweep --out x.csv --variant dense", &log), 2);  // no input
+  EXPECT_EQ(cli("sweep --out x.csv --variant \"windw(size=8)\" --text hi", &log), 2);
+  EXPECT_NE(log.find("did you mean window"), std::string::npos) << log;
+  EXPECT_EQ(cli("sweep --out x.csv --variant dense --text hi --model default-txt", &log), 1);
+  EXPECT_NE(log.find("did you mean default-text"), std::string::npos) << log;
 }
 
 // Drops the kernel_seconds column (timings differ from run to run; everything else must not).
