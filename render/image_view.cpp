@@ -132,11 +132,24 @@ void Canvas::build_image(float x0, float y0, float x1, float y1) {
     return;
   }
   const int cols = std::max(1, np);
-  const float side = std::max(16.f, std::min((x1 - x0) / float(cols) - 16, y1 - top - line * 2));
+  float side = std::max(16.f, std::min((x1 - x0) / float(cols) - 16, y1 - top - line * 3));
+  // Titles (variant, predicted class, agreement) wrap at their separators, never cut: the
+  // images start below the tallest.
+  size_t title_lines = 1;
+  for (int p = 0; p < np; ++p)
+    title_lines = std::max(title_lines, wrap_parts(im.panel_titles[size_t(p)], side).size());
+  side = std::max(16.f, std::min(side, y1 - top - line * float(title_lines + 1)));
+  const float img_top = top + line * float(title_lines);
   for (int p = 0; p < np; ++p) {
     const float x = x0 + float(p) * (side + 16);
-    const std::string t = title(im.panel_titles[size_t(p)], x, top, side);
-    mark("image.title", t, x, top, x + ImGui::CalcTextSize(t.c_str()).x, top + line);
+    const std::vector<std::string> lines = wrap_parts(im.panel_titles[size_t(p)], side);
+    std::string t;
+    for (size_t k = 0; k < lines.size(); ++k) {
+      const std::string drawn = title(lines[k], x, top + line * float(k), side);
+      mark("image.title", drawn, x, top + line * float(k), x + ImGui::CalcTextSize(drawn.c_str()).x,
+           top + line * float(k + 1));
+      t += (k ? " \u00b7 " : "") + drawn;
+    }
     std::vector<float> mean(size_t(grid), 0.f), kept_any(size_t(grid), 0.f);
     const std::vector<float>& a = im.cls_attn[size_t(p)];
     for (int h = 0; h < im.heads; ++h)
@@ -147,8 +160,8 @@ void Canvas::build_image(float x0, float y0, float x1, float y1) {
               std::max(kept_any[size_t(i)], im.kept[size_t(p)][size_t(h * grid + i)]);
       }
     draw_overlay(dl, im, mean.data(), im.kept[size_t(p)].empty() ? nullptr : kept_any.data(), x,
-                 top + line + 4, side, settings_.colormap);
-    mark("image.panel", t, x, top + line + 4, x + side, top + line + 4 + side);
+                 img_top + 4, side, settings_.colormap);
+    mark("image.panel", t, x, img_top + 4, x + side, img_top + 4 + side);
   }
 }
 

@@ -306,6 +306,8 @@ TEST(Gui, VisionModelShowsImageAttention) {
   ASSERT_TRUE(w.analysis()->vision());
   EXPECT_GT(w.analysis()->grid_h, 1);
   w.set_view(render::ViewKind::Image);
+  // Each variant's predicted class comes with the end-to-end stage.
+  ASSERT_TRUE(wait_until([&] { return w.worker_idle(); }, 120000));
   ASSERT_TRUE(wait_settled(w, 30000, 3));
   const QImage shot = w.view()->grab_rgba();
   shot.save(screenshot_path("image_vision.png"));
