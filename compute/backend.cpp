@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "compute/error.h"
+#include "compute/parallel.h"
 
 namespace attn {
 
@@ -22,8 +23,11 @@ Result run_one(const Variant& v, const Problem& p, Backend& backend, const RunOp
   // A pattern carrying sequence state (seq non-null) always selects itself.
   if (seq || !backend.select(v, p, &layout, &sel)) layout = v.select(p, &sel, seq);
   Result r = backend.execute(v, p, layout, opt);
+  std::vector<int64_t> kept_per_head(size_t(p.n_heads), 0);
+  parallel_for(p.n_heads,
+               [&](int h) { kept_per_head[size_t(h)] = layout_kept_entries(r.layout, p, h); });
   int64_t kept = 0;
-  for (int h = 0; h < p.n_heads; ++h) kept += layout_kept_entries(r.layout, p, h);
+  for (int64_t k : kept_per_head) kept += k;
   int64_t visible = visible_entries(p) * p.n_heads;
   r.stats.kept_entries = kept;
   r.stats.density = visible > 0 ? double(kept) / double(visible) : 0.0;

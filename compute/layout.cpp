@@ -16,7 +16,10 @@ int visible_in_range(const Problem& p, int i, int j0, int j1) {
   int lo = j0, hi = j1;  // first j in [j0, j1) with kpos(j) > qp
   while (lo < hi) {
     int mid = (lo + hi) / 2;
-    if (p.kpos(mid) <= qp) lo = mid + 1; else hi = mid;
+    if (p.kpos(mid) <= qp)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo - j0;
 }
@@ -107,10 +110,16 @@ int64_t layout_kept_entries(const Layout& l, const Problem& p, int h) {
     }
     return total;
   }
-  std::vector<int32_t> keys;
+  // Listed keys ascend and positions increase, so a row's visible keys are a prefix: the
+  // keys below lim, the first key its query cannot see (walked once over the queries).
+  const IndexLayout& x = l.index(h);
+  int lim = p.causal ? 0 : p.n_k;
   for (int i = 0; i < p.n_q; ++i) {
-    layout_row_keys(l, p, h, i, keys);
-    total += int64_t(keys.size());
+    if (p.causal)
+      while (lim < p.n_k && p.kpos(lim) <= p.qpos(i)) ++lim;
+    const int32_t* first = x.col.data() + x.row_ptr[i];
+    const int32_t* last = x.col.data() + x.row_ptr[i + 1];
+    total += std::lower_bound(first, last, lim) - first;
   }
   return total;
 }

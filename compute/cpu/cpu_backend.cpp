@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "compute/cpu/huge_pages.h"
 #include "compute/cpu/thread_pool.h"
 #include "compute/error.h"
 
@@ -12,6 +13,24 @@ std::unique_ptr<Backend> make_cpu_backend() {
 }
 
 namespace cpu {
+
+namespace {
+
+// The executed layout for the result: index layouts run to hundreds of MiB.
+Layout copy_with_huge_pages(const Layout& l) {
+  Layout out;
+  out.kind = l.kind;
+  out.blocks = l.blocks;
+  out.mask = l.mask;
+  out.indices.resize(l.indices.size());
+  for (size_t h = 0; h < l.indices.size(); ++h) {
+    out.indices[h].row_ptr = copy_huge(l.indices[h].row_ptr);
+    out.indices[h].col = copy_huge(l.indices[h].col);
+  }
+  return out;
+}
+
+}  // namespace
 
 CpuBackend::CpuBackend(const KernelSet* kernels) : kernels_(kernels ? kernels : &best_kernels()) {}
 CpuBackend::~CpuBackend() = default;
@@ -54,8 +73,8 @@ Result CpuBackend::execute_spec(const KernelSpec& spec, const Problem& p, const 
   r.n_heads = p.n_heads;
   r.n_q = p.n_q;
   r.d = p.d;
-  r.o.assign(size_t(p.n_heads) * p.n_q * p.d, 0.0f);
-  r.row_stat.assign(size_t(p.n_heads) * p.n_q, 0.0f);
+  assign_huge(r.o, size_t(p.n_heads) * p.n_q * p.d, 0.0f);
+  assign_huge(r.row_stat, size_t(p.n_heads) * p.n_q, 0.0f);
 
   const auto t0 = std::chrono::steady_clock::now();
   KernelContext c(p, layout, spec, kernels_->width, r.o.data(), r.row_stat.data());
@@ -67,7 +86,7 @@ Result CpuBackend::execute_spec(const KernelSpec& spec, const Problem& p, const 
     kernels_->flash(c, *pool_, opt.cancel);
   const auto t1 = std::chrono::steady_clock::now();
 
-  r.layout = layout;
+  r.layout = copy_with_huge_pages(layout);
   r.stats.backend = "cpu";
   r.stats.kernel_seconds = std::chrono::duration<double>(t1 - t0).count();
   r.stats.counted.flops = 2.0 * p.d * double(c.qk_entries.load() + c.pv_entries.load());

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "compute/error.h"
+#include "compute/parallel.h"
 
 namespace attn::cpu {
 
@@ -82,7 +83,9 @@ void check_layout(const Layout& l, const Problem& p) {
     if (!count_ok(l.indices.size()))
       fail("index layout has " + std::to_string(l.indices.size()) +
            " entries, expected 1 or n_heads = " + std::to_string(p.n_heads));
-    for (size_t h = 0; h < l.indices.size(); ++h) {
+    // Heads in parallel: index layouts run to hundreds of millions of entries.
+    parallel_for(int(l.indices.size()), [&](int hi) {
+      const size_t h = size_t(hi);
       const IndexLayout& x = l.indices[h];
       const std::string at = "index layout " + std::to_string(h) + ": ";
       if (x.row_ptr.size() != size_t(p.n_q) + 1 || x.row_ptr.front() != 0 ||
@@ -91,15 +94,19 @@ void check_layout(const Layout& l, const Problem& p) {
       for (int i = 0; i < p.n_q; ++i) {
         if (x.row_ptr[i + 1] < x.row_ptr[i])
           fail(at + "row_ptr decreases at query " + std::to_string(i));
+        int32_t prev = -1;  // keys must rise from 0 and stay below n_k: one compare each
         for (int64_t e = x.row_ptr[i]; e < x.row_ptr[i + 1]; ++e) {
-          if (x.col[e] < 0 || x.col[e] >= p.n_k)
-            fail(at + "key " + std::to_string(x.col[e]) + " out of range for query " +
-                 std::to_string(i));
-          if (e > x.row_ptr[i] && x.col[e] <= x.col[e - 1])
+          const int32_t j = x.col[e];
+          if (j <= prev || j >= p.n_k) [[unlikely]] {
+            if (j < 0 || j >= p.n_k)
+              fail(at + "key " + std::to_string(j) + " out of range for query " +
+                   std::to_string(i));
             fail(at + "keys not ascending for query " + std::to_string(i));
+          }
+          prev = j;
         }
       }
-    }
+    });
   }
 }
 

@@ -1,7 +1,11 @@
 #include "compute/variants/selector_util.h"
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+
+#include "compute/cpu/gemm.h"
+#include "compute/cpu/huge_pages.h"
 
 namespace attn::detail {
 
@@ -60,6 +64,28 @@ std::vector<std::vector<double>> pooled_keys(const Problem& p, int block, double
   return out;
 }
 
+void gemm_abt(const float* a, int lda, const float* b, int ldb, float* c, int ldc, int m, int n,
+              int k) {
+  if (m <= 0 || n <= 0) return;
+  cpu::GemmArgs g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a = a;
+  g.lda = lda;
+  g.b = b;
+  g.ldb = ldb;
+  g.b_nk = true;
+  g.c = c;
+  g.ldc = ldc;
+  if (cpu::sgemm(g, 1)) return;
+  using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Stride = Eigen::OuterStride<>;
+  Eigen::Map<RowMajor, 0, Stride>(c, m, n, Stride(ldc)).noalias() =
+      Eigen::Map<const RowMajor, 0, Stride>(a, m, k, Stride(lda)) *
+      Eigen::Map<const RowMajor, 0, Stride>(b, n, k, Stride(ldb)).transpose();
+}
+
 BlockLayout block_layout_from_rows(const std::vector<std::vector<int32_t>>& rows, int block,
                                    const Problem& p) {
   BlockLayout b;
@@ -81,6 +107,7 @@ IndexLayout index_layout_from_rows(const std::vector<std::vector<int32_t>>& rows
   size_t nnz = 0;  // reserved up front: growing col would copy and fault it in again and again
   for (const auto& r : rows) nnz += r.size();
   x.col.reserve(nnz);
+  cpu::advise_huge_pages(x.col.data(), nnz * sizeof(int32_t));
   for (size_t i = 0; i < rows.size(); ++i) {
     x.col.insert(x.col.end(), rows[i].begin(), rows[i].end());
     x.row_ptr[i + 1] = int64_t(x.col.size());

@@ -55,6 +55,11 @@ inline double dot(const float* a, const float* b, int d) {
   return (s0 + s1) + (s2 + s3);
 }
 
+// C = A B^T in f32 on one thread: A f32 [m, k] (row stride lda), B f32 [n, k] (row stride ldb),
+// C f32 [m, n] (row stride ldc). The AVX-512 GEMM where the CPU has it, else Eigen.
+void gemm_abt(const float* a, int lda, const float* b, int ldb, float* c, int ldc, int m, int n,
+              int k);
+
 // CSR block layout from per-row kept key blocks (each row sorted ascending); every block is
 // flagged full (no element mask: the causal rule is the only one inside a kept block).
 BlockLayout block_layout_from_rows(const std::vector<std::vector<int32_t>>& rows, int block,

@@ -3,10 +3,12 @@
 // each query keeps exactly min(k, visible keys) keys, ties to the lower key index.
 #include <Eigen/Core>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <functional>
 
 #include "compute/cpu/gemm.h"
+#include "compute/cpu/huge_pages.h"
 #include "compute/parallel.h"
 #include "compute/variants/patterns.h"
 #include "compute/variants/selector_util.h"
@@ -114,29 +116,34 @@ class TopkPattern final : public Pattern {
     }
     Layout l;
     l.kind = Layout::Kind::Indices;
-    for (int h = 0; h < p.n_heads; ++h) {
-      IndexLayout x;
+    l.indices.resize(size_t(p.n_heads));
+    for (IndexLayout& x : l.indices) {
       x.row_ptr = shape.row_ptr;
-      x.col.resize(size_t(shape.row_ptr.back()));
-      // Query tiles in parallel: each scores its rows with one GEMM and selects row by row.
-      parallel_for(tiles, [&](int t) {
-        const int i0 = t * kTile, i1 = std::min(i0 + kTile, p.n_q);
-        const int nv_max = visible(p, i1 - 1);
-        thread_local std::vector<float> s;
-        thread_local RowScratch scratch;
-        // Sized once for the widest tile: growing it tile by tile would copy and fault it in
-        // again each time.
-        if (s.size() < size_t(kTile) * size_t(p.n_k)) {
-          s.clear();
-          s.resize(size_t(kTile) * size_t(p.n_k));
-        }
-        if (nv_max > 0) scores(p, h, i0, i1, nv_max, s.data());
-        for (int i = i0; i < i1; ++i)
-          select_row(s.data() + size_t(i - i0) * size_t(nv_max), visible(p, i), k_, scratch,
-                     x.col.data() + x.row_ptr[size_t(i)]);
-      });
-      l.indices.push_back(std::move(x));
+      cpu::resize_huge(x.col, size_t(shape.row_ptr.back()));
     }
+    // (head, query tile) items in parallel: each scores its rows with one GEMM and selects row
+    // by row. Each worker sizes its score tile once, for the widest tile, with huge pages:
+    // growing it, or a fresh one per head, would fault it in again each time.
+    const int workers = std::max(1, std::min(thread_count(), p.n_heads * tiles));
+    std::atomic<int> next{0};
+    parallel_for(
+        workers,
+        [&](int) {
+          std::vector<float> s;
+          cpu::resize_huge(s, size_t(kTile) * size_t(p.n_k));
+          RowScratch scratch;
+          for (int item = next++; item < p.n_heads * tiles; item = next++) {
+            const int h = item / tiles, t = item % tiles;
+            IndexLayout& x = l.indices[size_t(h)];
+            const int i0 = t * kTile, i1 = std::min(i0 + kTile, p.n_q);
+            const int nv_max = visible(p, i1 - 1);
+            if (nv_max > 0) scores(p, h, i0, i1, nv_max, s.data());
+            for (int i = i0; i < i1; ++i)
+              select_row(s.data() + size_t(i - i0) * size_t(nv_max), visible(p, i), k_, scratch,
+                         x.col.data() + x.row_ptr[size_t(i)]);
+          }
+        },
+        workers);
     if (stats) stats->flops += flops;
     return l;
   }

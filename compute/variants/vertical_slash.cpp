@@ -5,9 +5,14 @@
 // row holds at most vertical + slash keys. The main diagonal (offset 0) is always one of the
 // slash lines, so every query whose own position is a key keeps at least that key.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <functional>
 #include <unordered_map>
 
+#include "compute/cpu/huge_pages.h"
+#include "compute/cpu/simd.h"
+#include "compute/parallel.h"
 #include "compute/variants/patterns.h"
 #include "compute/variants/selector_util.h"
 
@@ -53,11 +58,23 @@ class VerticalSlashPattern final : public Pattern {
   bool dynamic() const override { return true; }
 
   Layout select(const Problem& p, SelectStats* stats, SequenceState*) const override {
-    double flops = 0;
     Layout l;
     l.kind = Layout::Kind::Indices;
-    for (int h = 0; h < p.n_heads; ++h) l.indices.push_back(select_head(p, h, &flops));
-    if (stats) stats->flops += flops;
+    l.indices.resize(size_t(p.n_heads));
+    std::vector<double> flops(size_t(p.n_heads), 0.0);
+    // Heads in parallel; each worker keeps its score tile for every head it takes.
+    const int workers = std::max(1, std::min(thread_count(), p.n_heads));
+    std::atomic<int> next{0};
+    parallel_for(
+        workers,
+        [&](int) {
+          Scratch sc;
+          for (int h = next++; h < p.n_heads; h = next++)
+            l.indices[size_t(h)] = select_head(p, h, sc, &flops[size_t(h)]);
+        },
+        workers);
+    if (stats)
+      for (double f : flops) stats->flops += f;
     return l;
   }
 
@@ -70,25 +87,45 @@ class VerticalSlashPattern final : public Pattern {
   }
 
  private:
-  IndexLayout select_head(const Problem& p, int h, double* flops) const {
-    double scale = p.effective_scale();
+  struct Scratch {
+    std::vector<float> tile;     // f32 [last_q, visible keys]: the last queries' scores
+    std::vector<int32_t> lkeys;  // i32 [slash]: one row's keys on the chosen diagonals
+  };
+
+  IndexLayout select_head(const Problem& p, int h, Scratch& sc, double* flops) const {
+    namespace simd = cpu::ATTN_CPU_NS;
+    const float scale2 = float(p.effective_scale() * 1.4426950408889634);  // base-2 exponent
     std::vector<double> vertical(size_t(p.n_k), 0.0);
     OffsetSums slash(p);  // offset qp - kp -> summed probability
-    std::vector<double> row;
-    for (int i = std::max(0, p.n_q - last_q_); i < p.n_q; ++i) {
-      int nv = p.causal ? detail::last_visible_key(p, i) + 1 : p.n_k;
+    // The last queries' scores by one f32 GEMM, then each row's softmax (f64 sums per key and
+    // per offset).
+    const int iq0 = std::max(0, p.n_q - last_q_), nq = p.n_q - iq0;
+    const int nv_max = p.causal ? detail::last_visible_key(p, p.n_q - 1) + 1 : p.n_k;
+    const int ld = (nv_max + simd::kVW - 1) / simd::kVW * simd::kVW;
+    if (sc.tile.size() < size_t(nq) * size_t(ld)) cpu::resize_huge(sc.tile, size_t(nq) * ld);
+    detail::gemm_abt(p.q_row(h, iq0), p.d, p.k_row(h, 0), p.d, sc.tile.data(), ld, nq, nv_max, p.d);
+    for (int i = iq0; i < p.n_q; ++i) {
+      const int nv = p.causal ? detail::last_visible_key(p, i) + 1 : p.n_k;
       if (nv == 0) continue;
-      row.resize(size_t(nv));
-      double mx = -INFINITY, sum = 0;
-      for (int j = 0; j < nv; ++j) {
-        row[j] = scale * detail::dot(p.q_row(h, i), p.k_row(h, j), p.d);
-        mx = std::max(mx, row[j]);
+      float* row = sc.tile.data() + size_t(i - iq0) * size_t(ld);
+      const int np = (nv + simd::kVW - 1) / simd::kVW * simd::kVW;
+      simd::vf mv = simd::splat(simd::kNegInf);
+      for (int j = 0; j < nv; ++j) row[j] *= scale2;
+      for (int j = nv; j < np; ++j) row[j] = simd::kNegInf;
+      for (int j = 0; j < np; j += simd::kVW) mv = simd::vmax(mv, simd::loadu(row + j));
+      const simd::vf m = simd::splat(simd::hmax(mv));
+      simd::vf sum = simd::vf{};
+      for (int j = 0; j < np; j += simd::kVW) {
+        const simd::vf e = simd::exp2v(simd::loadu(row + j) - m);
+        simd::storeu(row + j, e);
+        sum += e;
       }
-      for (auto& x : row) sum += (x = std::exp(x - mx));
+      const double inv = 1.0 / double(simd::hsum(sum));
+      const int64_t qp = p.qpos(i);
       for (int j = 0; j < nv; ++j) {
-        double pr = row[j] / sum;
-        vertical[j] += pr;
-        slash.add(int64_t(p.qpos(i)) - p.kpos(j), pr);
+        const double pr = double(row[j]) * inv;
+        vertical[size_t(j)] += pr;
+        slash.add(qp - p.kpos(j), pr);
       }
       *flops += double(nv) * (2.0 * p.d + 5.0);  // dot, scale, max, exp, sum, divide
     }
@@ -97,9 +134,11 @@ class VerticalSlashPattern final : public Pattern {
     std::vector<int32_t> cols(size_t(p.n_k));
     for (int j = 0; j < p.n_k; ++j) cols[j] = j;
     int nc = std::min<int>(vertical_, p.n_k);
-    std::partial_sort(cols.begin(), cols.begin() + nc, cols.end(), [&](int a, int b) {
+    auto better_col = [&](int a, int b) {
       return vertical[a] != vertical[b] ? vertical[a] > vertical[b] : a < b;
-    });
+    };
+    if (nc > 0 && nc < p.n_k)
+      std::nth_element(cols.begin(), cols.begin() + (nc - 1), cols.end(), better_col);
     cols.resize(size_t(nc));
     std::sort(cols.begin(), cols.end());
 
@@ -113,24 +152,41 @@ class VerticalSlashPattern final : public Pattern {
                           return std::llabs(a.first) < std::llabs(b.first);
                         return a.first > b.first;
                       });
+    // Offsets descending: a row's keys on them ascend (key positions increase).
     std::vector<int64_t> lines = {0};
     for (int t = 0; t < no; ++t) lines.push_back(offs[t].first);
+    std::sort(lines.begin(), lines.end(), std::greater<int64_t>());
 
-    // Per query: visible columns plus the visible keys on the chosen diagonals.
-    std::vector<std::vector<int32_t>> rows(size_t(p.n_q));
+    // Per query: visible columns merged with the visible keys on the chosen diagonals (both
+    // ascending; a key on both is kept once).
+    IndexLayout x;
+    x.row_ptr.assign(size_t(p.n_q) + 1, 0);
+    const size_t cap = size_t(p.n_q) * size_t(nc + int(lines.size()));
+    x.col.reserve(cap);
+    cpu::advise_huge_pages(x.col.data(), cap * sizeof(int32_t));
+    sc.lkeys.resize(lines.size());
     for (int i = 0; i < p.n_q; ++i) {
-      int nv = p.causal ? detail::last_visible_key(p, i) + 1 : p.n_k;
-      auto& keys = rows[i];
-      for (int32_t j : cols)
-        if (j < nv) keys.push_back(j);
+      const int nv = p.causal ? detail::last_visible_key(p, i) + 1 : p.n_k;
+      int nl = 0;
       for (int64_t o : lines) {
-        int j = key_at(p, int64_t(p.qpos(i)) - o);
-        if (j >= 0 && j < nv) keys.push_back(j);
+        const int j = key_at(p, int64_t(p.qpos(i)) - o);
+        if (j >= 0 && j < nv) sc.lkeys[size_t(nl++)] = j;
       }
-      std::sort(keys.begin(), keys.end());
-      keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+      const int ncv = int(std::lower_bound(cols.begin(), cols.end(), nv) - cols.begin());
+      int a = 0, b = 0;
+      while (a < ncv || b < nl) {
+        int32_t j;
+        if (b == nl || (a < ncv && cols[size_t(a)] < sc.lkeys[size_t(b)])) {
+          j = cols[size_t(a++)];
+        } else {
+          j = sc.lkeys[size_t(b++)];
+          if (a < ncv && cols[size_t(a)] == j) ++a;
+        }
+        x.col.push_back(j);
+      }
+      x.row_ptr[size_t(i) + 1] = int64_t(x.col.size());
     }
-    return detail::index_layout_from_rows(rows);
+    return x;
   }
 
   // Index of the key at position kp, or -1.
