@@ -1,14 +1,56 @@
 #include "app/gui/gui_app.h"
 
 #include <QApplication>
+#include <QSocketNotifier>
+#include <QTimer>
 #include <QVersionNumber>
 #include <QVulkanInstance>
+#include <csignal>
 #include <cstdio>
 #include <sstream>
+#ifdef __linux__
+#include <sys/socket.h>
+#include <unistd.h>
+#endif
 
 #include "app/gui/vulkan_view.h"
 
 namespace attn::gui {
+namespace {
+
+#ifdef __linux__
+int g_signal_fds[2] = {-1, -1};
+
+// Async-signal-safe: one byte into the socket pair; the event loop does the rest.
+void on_terminate_signal(int sig) {
+  const char c = char(sig);
+  [[maybe_unused]] const ssize_t n = ::write(g_signal_fds[0], &c, 1);
+}
+
+// SIGTERM and SIGINT close the window as the user would (the autosave is removed, the layout
+// saved): only a crash or SIGKILL leaves the autosave that the next start offers to recover.
+void close_on_terminate_signals(QMainWindow& w) {
+  if (::socketpair(AF_UNIX, SOCK_STREAM, 0, g_signal_fds) != 0) return;
+  auto* notifier = new QSocketNotifier(g_signal_fds[1], QSocketNotifier::Read, &w);
+  QObject::connect(notifier, &QSocketNotifier::activated, &w, [&w, notifier] {
+    notifier->setEnabled(false);
+    char c;
+    [[maybe_unused]] const ssize_t n = ::read(g_signal_fds[1], &c, 1);
+    w.close();
+    QApplication::quit();
+  });
+  struct sigaction sa = {};
+  sa.sa_handler = on_terminate_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+}
+#else
+void close_on_terminate_signals(QMainWindow&) {}
+#endif
+
+}  // namespace
 
 int run_gui(int argc, char** argv, const GuiOptions& options) {
   // Without a display Qt would abort, and the offscreen platforms cannot show a Vulkan window:
@@ -40,6 +82,7 @@ int run_gui(int argc, char** argv, const GuiOptions& options) {
   }
   MainWindow w(options);
   w.view()->setVulkanInstance(&inst);
+  close_on_terminate_signals(w);
   w.show();
   return app.exec();
 }

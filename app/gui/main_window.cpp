@@ -294,13 +294,19 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   // Autosave: a few seconds after the last edit (submit_now runs on every edit).
   autosave_path_ = QString::fromStdString(options_.autosave_path);
   if (autosave_path_.isEmpty() && options_.use_settings) {
-    const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
-    if (!dir.isEmpty()) autosave_path_ = dir + "/autosave.attnscope.json";
+    // One attnscope folder under the XDG data directory ($XDG_DATA_HOME/attnscope).
+    const QString dir = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation);
+    if (!dir.isEmpty()) autosave_path_ = dir + "/attnscope/autosave.attnscope.json";
   }
   autosave_timer_.setSingleShot(true);
   connect(&autosave_timer_, &QTimer::timeout, this, [this] { autosave_now(); });
-  if (!autosave_path_.isEmpty() && options_.session.empty() && QFileInfo::exists(autosave_path_))
-    offer_recovery();
+  // Asked once the main window is on screen, so the question has the window behind it.
+  if (!autosave_path_.isEmpty() && options_.session.empty() && QFileInfo::exists(autosave_path_)) {
+    if (options_.recover_without_asking)
+      offer_recovery();
+    else
+      QTimer::singleShot(0, this, [this] { offer_recovery(); });
+  }
   submit_now();
 }
 

@@ -2,6 +2,7 @@
 // default models and compute core. Nothing is mocked: pixels come from the swapchain.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <QAction>
 #include <QApplication>
@@ -16,6 +17,7 @@
 #include <QVulkanInstance>
 #include <QWheelEvent>
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -640,6 +642,56 @@ TEST(Gui, ExportFigureWritesTheShownViewAndItsSession) {
   EXPECT_FALSE(w.export_figure(dir + "/stale.png").isEmpty());
   EXPECT_FALSE(QFileInfo::exists(dir + "/stale.png"));
   QDir(dir).removeRecursively();
+}
+
+// SIGTERM and SIGINT close the app as its window would (autosave removed: no recovery prompt
+// next time); SIGKILL leaves the autosave, in one attnscope folder under $XDG_DATA_HOME.
+TEST(Gui, TerminateSignalsCloseCleanlyAndKillLeavesTheAutosave) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  namespace fs = std::filesystem;
+  const fs::path home = fs::temp_directory_path() / "attnscope-signals";
+  fs::remove_all(home);
+  fs::create_directories(home / "data");
+  const fs::path autosave = home / "data" / "attnscope" / "autosave.attnscope.json";
+  auto start = [&]() -> pid_t {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      setenv("HOME", home.c_str(), 1);
+      setenv("XDG_DATA_HOME", (home / "data").c_str(), 1);
+      setenv("XDG_CONFIG_HOME", (home / "config").c_str(), 1);
+      execl(ATTN_CLI, ATTN_CLI, "gui", "--model", "default-text", "--text",
+            "A few words to autosave.", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    return pid;
+  };
+  auto wait_for = [](const std::function<bool()>& f, int ms) {
+    for (int t = 0; t < ms; t += 50) {
+      if (f()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return f();
+  };
+  for (int sig : {SIGTERM, SIGINT}) {
+    const pid_t pid = start();
+    ASSERT_GT(pid, 0);
+    ASSERT_TRUE(wait_for([&] { return fs::exists(autosave); }, 60000))
+        << "no autosave at " << autosave;
+    kill(pid, sig);
+    int status = 0;
+    ASSERT_TRUE(wait_for([&] { return waitpid(pid, &status, WNOHANG) == pid; }, 30000))
+        << "signal " << sig << " did not end the app";
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "signal " << sig;
+    EXPECT_FALSE(fs::exists(autosave)) << "signal " << sig << " left the autosave behind";
+  }
+  const pid_t pid = start();
+  ASSERT_TRUE(wait_for([&] { return fs::exists(autosave); }, 60000));
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(fs::exists(autosave)) << "a killed app must leave its autosave to recover";
+  EXPECT_EQ(load_session(autosave.string()).input.text, "A few words to autosave.");
+  fs::remove_all(home);
 }
 
 // Switching from a 32K-token problem back to the default text cancels the old work: the short
