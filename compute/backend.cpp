@@ -22,7 +22,7 @@ Result run_one(const Variant& v, const Problem& p, Backend& backend, const RunOp
   Layout layout;
   // A pattern carrying sequence state (seq non-null) always selects itself.
   if (seq || !backend.select(v, p, &layout, &sel)) layout = v.select(p, &sel, seq);
-  Result r = backend.execute(v, p, layout, opt);
+  Result r = backend.execute_owned(v, p, std::move(layout), opt);
   std::vector<int64_t> kept_per_head(size_t(p.n_heads), 0);
   parallel_for(p.n_heads,
                [&](int h) { kept_per_head[size_t(h)] = layout_kept_entries(r.layout, p, h); });

@@ -34,6 +34,13 @@ class Backend {
   // Executes `v` over an already-selected layout. Fills o, row_stat, counted cost, kernel time.
   virtual Result execute(const Variant& v, const Problem& p, const Layout& layout,
                          const RunOptions& opt) = 0;
+  // execute() for a layout the caller has no further use for: a backend may move it into
+  // Result::layout instead of copying it (index layouts run to hundreds of MiB). The default
+  // copies.
+  virtual Result execute_owned(const Variant& v, const Problem& p, Layout&& layout,
+                               const RunOptions& opt) {
+    return execute(v, p, layout, opt);
+  }
 };
 
 // Backends by name, from the table in backend_factory.cpp.

@@ -55,8 +55,17 @@ Result CpuBackend::execute(const Variant& v, const Problem& p, const Layout& lay
   return execute_spec(spec, p, layout, opt);
 }
 
+Result CpuBackend::execute_owned(const Variant& v, const Problem& p, Layout&& layout,
+                                 const RunOptions& opt) {
+  KernelSpec spec;
+  spec.mods = v.mods();
+  spec.norm = v.normaliser();
+  spec.selective = v.selective();
+  return execute_spec(spec, p, layout, opt, &layout);
+}
+
 Result CpuBackend::execute_spec(const KernelSpec& spec, const Problem& p, const Layout& layout,
-                                const RunOptions& opt) {
+                                const RunOptions& opt, Layout* owned) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string why;
   require(p.d > 0 && p.n_q > 0 && p.n_k > 0 && p.n_heads > 0 && p.n_kv_heads > 0 &&
@@ -86,7 +95,7 @@ Result CpuBackend::execute_spec(const KernelSpec& spec, const Problem& p, const 
     kernels_->flash(c, *pool_, opt.cancel);
   const auto t1 = std::chrono::steady_clock::now();
 
-  r.layout = copy_with_huge_pages(layout);
+  r.layout = owned ? std::move(*owned) : copy_with_huge_pages(layout);
   r.stats.backend = "cpu";
   r.stats.kernel_seconds = std::chrono::duration<double>(t1 - t0).count();
   r.stats.counted.flops = 2.0 * p.d * double(c.qk_entries.load() + c.pv_entries.load());

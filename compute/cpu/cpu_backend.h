@@ -2,7 +2,8 @@
 // execute a layout sparsely (only kept blocks or listed keys are computed). No N x N buffer:
 // extra memory is a few tiles per thread, plus O(kBQ * n_k) per thread for entmax and selective
 // rows, O(n_k) per head for selective's accumulator, a padded copy of V when d is not a whole
-// number of vectors, and the copy of the layout kept in the Result.
+// number of vectors, and the copy of the layout kept in the Result (none through
+// execute_owned, which moves it there).
 // Kernels: flash_kernel (Dense, Blocks), gather_kernel (Indices), selective_kernel; each built
 // for the baseline ISA and, in x86-64-v3 builds, for AVX-512 too (kernel_set.h picks at run time;
 // env ATTNSCOPE_CPU_ISA=avx2 forces the baseline). Threads: RunOptions::threads, else env
@@ -40,9 +41,12 @@ class CpuBackend : public Backend {
   bool supports(const Variant& v, const Problem& p, std::string* why) const override;
   Result execute(const Variant& v, const Problem& p, const Layout& layout,
                  const RunOptions& opt) override;
-  // The same, for a variant given as its parts.
+  Result execute_owned(const Variant& v, const Problem& p, Layout&& layout,
+                       const RunOptions& opt) override;
+  // The same, for a variant given as its parts. With `owned` (the address of `layout`), the
+  // layout moves into the result instead of being copied.
   Result execute_spec(const KernelSpec& spec, const Problem& p, const Layout& layout,
-                      const RunOptions& opt);
+                      const RunOptions& opt, Layout* owned = nullptr);
 
  private:
   std::mutex mu_;  // one execute at a time per backend object (the pool is shared)
