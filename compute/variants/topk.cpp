@@ -7,6 +7,10 @@
 #include <cmath>
 #include <functional>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include "compute/cpu/gemm.h"
 #include "compute/cpu/huge_pages.h"
 #include "compute/parallel.h"
@@ -71,8 +75,20 @@ void select_row(const float* score, int nv, int k, RowScratch& sc, int32_t* out)
     thr = sc.sample[size_t(r)];
   }
   sc.cand.resize(size_t(nv));
-  int n = 0;
-  for (int j = 0; j < nv; ++j) {
+  int n = 0, j = 0;
+#if defined(__AVX2__)
+  // Eight compares at once; the few keys that pass are appended from the mask's bits.
+  const __m256 t8 = _mm256_set1_ps(thr);
+  for (; j + 8 <= nv; j += 8) {
+    unsigned m =
+        unsigned(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(score + j), t8, _CMP_GE_OQ)));
+    while (m) {
+      sc.cand[size_t(n++)] = j + __builtin_ctz(m);
+      m &= m - 1;
+    }
+  }
+#endif
+  for (; j < nv; ++j) {
     sc.cand[size_t(n)] = j;
     n += score[j] >= thr;
   }
