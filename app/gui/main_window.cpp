@@ -43,11 +43,11 @@
 namespace attn::gui {
 namespace {
 
+QString bundled_dir(const QString& what);
+
 QString bundled_sample() {
-#ifdef ATTNSCOPE_SOURCE_DIR
-  QFile f(QString(ATTNSCOPE_SOURCE_DIR) + "/assets/samples/lighthouse.txt");
+  QFile f(bundled_dir("samples") + "/lighthouse.txt");
   if (f.open(QIODevice::ReadOnly)) return QString::fromUtf8(f.readAll());
-#endif
   return "The keeper of the lighthouse wrote every evening in a small book.";
 }
 
@@ -62,7 +62,10 @@ const char* kTradeoffY[] = {"rel_error", "mass_recall", "next_token_kl"};
 QString bundled_dir(const QString& what) {
   QStringList dirs;
 #ifdef ATTNSCOPE_SOURCE_DIR
-  dirs << QString(ATTNSCOPE_SOURCE_DIR) + "/assets/" + what;
+  // ATTNSCOPE_NO_SOURCE_TREE=1 ignores the source tree's copy (tests of an installed package).
+  const QString no_tree = qEnvironmentVariable("ATTNSCOPE_NO_SOURCE_TREE");
+  if (no_tree.isEmpty() || no_tree == "0")
+    dirs << QString(ATTNSCOPE_SOURCE_DIR) + "/assets/" + what;
 #endif
   dirs << QCoreApplication::applicationDirPath() + "/../share/attnscope/" + what;
   for (const QString& d : dirs)

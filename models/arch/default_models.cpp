@@ -35,7 +35,9 @@ std::string resolve_model_dir(const std::string& name) {
   if (const char* env = std::getenv("ATTNSCOPE_MODELS"); env && *env) {
     candidates.push_back(fs::path(env) / name);
   }
-  if (std::string(ATTN_SOURCE_DIR) != "") {
+  // ATTNSCOPE_NO_SOURCE_TREE=1 ignores the source tree's copy (tests of an installed package).
+  const char* no_tree = std::getenv("ATTNSCOPE_NO_SOURCE_TREE");
+  if (std::string(ATTN_SOURCE_DIR) != "" && !(no_tree && *no_tree && std::string(no_tree) != "0")) {
     candidates.push_back(fs::path(ATTN_SOURCE_DIR) / "assets" / "models" / name);
   }
   std::error_code ec;
