@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
 #include <optional>
 
 #include "compute/error.h"
+#include "models/formats/limits.h"
+#include "models/formats/mapped_file.h"
 
 namespace attn {
 namespace {
@@ -72,9 +75,9 @@ class HeaderParser {
     ++i_;
   }
   [[noreturn]] void bad(const std::string& what) {
-    fail(
-        ErrorCode::Format, name_,
-        "malformed header (" + what + " at column " + std::to_string(i_) + "): " + std::string(s_));
+    fail(ErrorCode::Format, name_,
+         "malformed header (" + what + " at column " + std::to_string(i_) +
+             "): " + std::string(s_.substr(0, 200)) + (s_.size() > 200 ? "..." : ""));
   }
   std::string parse_string() {
     const char q = peek();
@@ -186,14 +189,6 @@ std::optional<DescrInfo> parse_descr(const std::string& d) {
   return DescrInfo{dt, order == '>'};
 }
 
-std::vector<uint8_t> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorCode::Io, path, "cannot open");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
-  if (in.bad()) fail(ErrorCode::Io, path, "read failed");
-  return bytes;
-}
-
 std::string shape_repr(const std::vector<int64_t>& shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -278,7 +273,13 @@ NpyArray parse_npy(std::span<const uint8_t> bytes, const std::string& name) {
   }
   if (header_len > bytes.size() - prefix) {
     fail(ErrorCode::Format, name,
-         "header length " + std::to_string(header_len) + " runs past the end of the file");
+         "header length " + std::to_string(header_len) + " runs past the end of the file (" +
+             std::to_string(bytes.size()) + " bytes)");
+  }
+  if (header_len > kMaxNpyHeaderBytes) {
+    fail(ErrorCode::Format, name,
+         "header length " + std::to_string(header_len) + " exceeds the limit of " +
+             std::to_string(kMaxNpyHeaderBytes) + " bytes (kMaxNpyHeaderBytes)");
   }
   const std::string_view header(reinterpret_cast<const char*>(bytes.data() + prefix), header_len);
   auto dict = HeaderParser(header, name).parse_dict();
@@ -316,6 +317,14 @@ NpyArray parse_npy(std::span<const uint8_t> bytes, const std::string& name) {
     }
   }
   const size_t esize = dtype_size(a.dtype);
+  uint64_t nbytes = 0;
+  if (__builtin_mul_overflow(numel, uint64_t(esize), &nbytes) || nbytes > kMaxTensorBytes) {
+    fail(ErrorCode::Format, name,
+         "shape " + shape_repr(a.shape) + " of " + descr.str + " needs " +
+             (nbytes ? std::to_string(nbytes) : std::string("more than 2^64")) +
+             " bytes, over the limit of " + std::to_string(kMaxTensorBytes) +
+             " bytes per tensor (kMaxTensorBytes)");
+  }
   const size_t available = bytes.size() - prefix - header_len;
   if (numel > available / esize) {
     fail(ErrorCode::Format, name,
@@ -333,8 +342,15 @@ NpyArray parse_npy(std::span<const uint8_t> bytes, const std::string& name) {
 }
 
 NpyArray read_npy(const std::string& path) {
-  const auto bytes = read_file(path);
-  return parse_npy(bytes, path);
+  // Mapped, not read: the header is checked against the file's size before any array byte is
+  // copied, and the array is copied once.
+  const MappedFile file(path);
+  if (file.size() > kMaxTensorBytes + kMaxNpyHeaderBytes) {
+    fail(ErrorCode::Format, path,
+         "file has " + std::to_string(file.size()) + " bytes, over the limit of " +
+             std::to_string(kMaxTensorBytes) + " bytes per tensor (kMaxTensorBytes)");
+  }
+  return parse_npy({file.data(), file.size()}, path);
 }
 
 std::vector<uint8_t> serialize_npy(const NpyArray& array) {
@@ -396,6 +412,9 @@ std::map<std::string, NpyArray> read_npz(const std::string& path) {
     const bool io = code == ZIP_ER_OPEN || code == ZIP_ER_NOENT || code == ZIP_ER_READ;
     fail(io ? ErrorCode::Io : ErrorCode::Format, path, "cannot open as .npz: " + zip_message(code));
   }
+  std::error_code ec;
+  const uint64_t archive_size = std::filesystem::file_size(path, ec);
+  if (ec) fail(ErrorCode::Io, path, "cannot read its size: " + ec.message());
   std::map<std::string, NpyArray> out;
   const zip_int64_t n = zip_get_num_entries(archive.get(), 0);
   for (zip_int64_t i = 0; i < n; ++i) {
@@ -410,16 +429,46 @@ std::map<std::string, NpyArray> read_npz(const std::string& path) {
     const std::string where = path + ": entry '" + entry + "'";
     std::unique_ptr<zip_file_t, ZipFileCloser> file(
         zip_fopen_index(archive.get(), zip_uint64_t(i), 0));
-    if (!file) fail(ErrorCode::Format, where, zip_strerror(archive.get()));
-    std::vector<uint8_t> bytes(st.size);
-    zip_int64_t got = 0;
-    while (got < zip_int64_t(st.size)) {
-      const zip_int64_t r = zip_fread(file.get(), bytes.data() + got, st.size - got);
-      if (r < 0) fail(ErrorCode::Format, where, zip_file_strerror(file.get()));
-      if (r == 0) break;
-      got += r;
+    // The sizes come from the archive's directory and may lie: check them against the limit
+    // and the archive's size, then grow the buffer only as bytes actually arrive.
+    const bool sized = (st.valid & ZIP_STAT_SIZE) && (st.valid & ZIP_STAT_COMP_SIZE);
+    if (!sized) fail(ErrorCode::Format, where, "the archive does not record the entry's size");
+    if (st.size > kMaxTensorBytes + kMaxNpyHeaderBytes) {
+      fail(ErrorCode::Format, where,
+           "uncompressed size " + std::to_string(st.size) + " bytes is over the limit of " +
+               std::to_string(kMaxTensorBytes) + " bytes per tensor (kMaxTensorBytes)");
     }
-    if (got != zip_int64_t(st.size)) fail(ErrorCode::Format, where, "truncated entry");
+    if (st.comp_size > archive_size) {
+      fail(ErrorCode::Format, where,
+           "compressed size " + std::to_string(st.comp_size) + " bytes runs past the end of the " +
+               std::to_string(archive_size) + "-byte archive");
+    }
+    const bool stored = (st.valid & ZIP_STAT_COMP_METHOD) && st.comp_method == ZIP_CM_STORE;
+    // Deflate expands at most 1032:1.
+    const uint64_t most = stored ? st.comp_size : st.comp_size * 1032 + 1024;
+    if (st.size > most) {
+      fail(ErrorCode::Format, where,
+           "claims " + std::to_string(st.size) + " bytes uncompressed from " +
+               std::to_string(st.comp_size) + " bytes " + (stored ? "stored" : "compressed") +
+               "; at most " + std::to_string(most) + " are possible (corrupt archive?)");
+    }
+    if (!file) fail(ErrorCode::Format, where, zip_strerror(archive.get()));
+    std::vector<uint8_t> bytes;
+    constexpr uint64_t kChunk = uint64_t(1) << 20;
+    while (bytes.size() < st.size) {
+      const size_t at = bytes.size();
+      const uint64_t want = std::min<uint64_t>(kChunk, st.size - at);
+      bytes.resize(at + want);
+      const zip_int64_t r = zip_fread(file.get(), bytes.data() + at, want);
+      if (r < 0) fail(ErrorCode::Format, where, zip_file_strerror(file.get()));
+      bytes.resize(at + size_t(r));
+      if (r == 0) break;
+    }
+    if (bytes.size() != st.size) {
+      fail(ErrorCode::Format, where,
+           "truncated entry: " + std::to_string(bytes.size()) + " of " + std::to_string(st.size) +
+               " bytes");
+    }
     std::string key = entry;
     if (key.size() > 4 && key.ends_with(".npy")) key.resize(key.size() - 4);
     out[key] = parse_npy(bytes, where);
