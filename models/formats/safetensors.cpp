@@ -7,14 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include "compute/error.h"
+#include "models/formats/limits.h"
 
 namespace attn {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // the reference reader's limit
 
 [[noreturn]] void fail(ErrorCode code, const std::string& file, const std::string& what) {
   throw Error(code, file + ": " + what);
@@ -73,9 +72,10 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
          "header length " + std::to_string(header_len) + " runs past the end of the file (" +
              std::to_string(size) + " bytes)");
   }
-  if (header_len > kMaxHeaderBytes) {
+  if (header_len > kMaxSafetensorsHeaderBytes) {
     fail(ErrorCode::Format, path,
-         "header length " + std::to_string(header_len) + " exceeds 100 MiB");
+         "header length " + std::to_string(header_len) + " exceeds the limit of " +
+             std::to_string(kMaxSafetensorsHeaderBytes) + " bytes (kMaxSafetensorsHeaderBytes)");
   }
   const char* header_begin = reinterpret_cast<const char*>(file_.data() + 8);
   if (header_len == 0 || header_begin[0] != '{') {
@@ -136,7 +136,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
         fail(ErrorCode::Format, path, where + "shape entries must be non-negative integers");
       }
       const uint64_t dim = d.get<uint64_t>();
-      if (mul_overflows(numel, dim, &numel)) {
+      if (dim > uint64_t(INT64_MAX) || mul_overflows(numel, dim, &numel)) {
         fail(ErrorCode::Format, path, where + "shape overflows");
       }
       view.shape.push_back(static_cast<int64_t>(dim));
@@ -144,6 +144,12 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
     uint64_t expected_bytes = 0;
     if (mul_overflows(numel, dtype_size(view.dtype), &expected_bytes)) {
       fail(ErrorCode::Format, path, where + "shape overflows");
+    }
+    if (expected_bytes > kMaxTensorBytes) {
+      fail(ErrorCode::Format, path,
+           where + "shape x " + dname + " needs " + std::to_string(expected_bytes) +
+               " bytes, over the limit of " + std::to_string(kMaxTensorBytes) +
+               " bytes per tensor (kMaxTensorBytes)");
     }
     auto off = entry.find("data_offsets");
     if (off == entry.end() || !off->is_array() || off->size() != 2 ||
