@@ -13,13 +13,9 @@ BpeModel::BpeModel(std::unordered_map<std::string, int32_t> vocab,
                    const std::vector<std::pair<std::string, std::string>>& merges,
                    BpeOptions options)
     : vocab_(std::move(vocab)), options_(std::move(options)) {
-  int32_t max_id = -1;
-  for (const auto& [tok, id] : vocab_) {
-    require(id >= 0, ErrorCode::Format, "BPE vocabulary: token '" + tok + "' has a negative id");
-    max_id = std::max(max_id, id);
-  }
-  id_to_token_.resize(size_t(max_id + 1));
-  has_id_.assign(size_t(max_id + 1), false);
+  const size_t table = checked_vocab_table_size(vocab_, "BPE vocabulary");
+  id_to_token_.resize(table);
+  has_id_.assign(table, false);
   for (const auto& [tok, id] : vocab_) {
     id_to_token_[size_t(id)] = tok;
     has_id_[size_t(id)] = true;

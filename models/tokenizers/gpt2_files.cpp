@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "compute/error.h"
+#include "models/formats/limits.h"
 #include "models/tokenizers/bpe_model.h"
 #include "models/tokenizers/tokenizer_json.h"
 
@@ -15,8 +16,11 @@ std::unique_ptr<PipelineTokenizer> load_gpt2_bpe(const std::string& vocab_json,
   std::unordered_map<std::string, int32_t> vocab;
   vocab.reserve(j.size());
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (!it.value().is_number_integer()) {
-      throw Error(ErrorCode::Format, vocab_json + ": id of '" + it.key() + "' is not an integer");
+    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 ||
+        it.value().get<int64_t>() > kMaxVocabId) {
+      throw Error(ErrorCode::Format, vocab_json + ": id of '" + it.key() +
+                                         "' = " + it.value().dump() + " is not an id in [0, " +
+                                         std::to_string(kMaxVocabId) + "] (kMaxVocabId)");
     }
     vocab.emplace(it.key(), it.value().get<int32_t>());
   }

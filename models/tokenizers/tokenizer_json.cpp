@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "compute/error.h"
+#include "models/formats/limits.h"
 #include "models/tokenizers/bpe_model.h"
 #include "models/tokenizers/wordpiece_model.h"
 
@@ -20,8 +21,11 @@ std::unordered_map<std::string, int32_t> read_vocab(const json& model, const std
   std::unordered_map<std::string, int32_t> vocab;
   vocab.reserve(it->size());
   for (auto v = it->begin(); v != it->end(); ++v) {
-    if (!v.value().is_number_integer()) {
-      throw Error(ErrorCode::Format, source + ": model.vocab['" + v.key() + "'] is not an integer");
+    if (!v.value().is_number_integer() || v.value().get<int64_t>() < 0 ||
+        v.value().get<int64_t>() > kMaxVocabId) {
+      throw Error(ErrorCode::Format, source + ": model.vocab['" + v.key() +
+                                         "'] = " + v.value().dump() + " is not an id in [0, " +
+                                         std::to_string(kMaxVocabId) + "] (kMaxVocabId)");
     }
     vocab.emplace(v.key(), v.value().get<int32_t>());
   }
@@ -168,6 +172,11 @@ std::unique_ptr<PipelineTokenizer> tokenizer_from_json(const json& j, const std:
     if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() ||
         !t.contains("content") || !t["content"].is_string()) {
       throw Error(ErrorCode::Format, source + ": added_tokens entries need 'id' and 'content'");
+    }
+    if (t["id"].get<int64_t>() < 0 || t["id"].get<int64_t>() > kMaxVocabId) {
+      throw Error(ErrorCode::Format, source + ": added token '" + t["content"].get<std::string>() +
+                                         "' has id " + t["id"].dump() + ", outside [0, " +
+                                         std::to_string(kMaxVocabId) + "] (kMaxVocabId)");
     }
     AddedToken a;
     a.id = t["id"].get<int32_t>();

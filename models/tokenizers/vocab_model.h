@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace attn {
@@ -27,5 +28,11 @@ class VocabModel {
   // Largest id + 1.
   virtual size_t size() const = 0;
 };
+
+// Largest id of `vocab` + 1, after checking every id against [0, kMaxVocabId] and the ids'
+// density (limits.h), since the models allocate an id -> token table of that size. Throws
+// Error(Format) naming `what` ("BPE vocabulary"), the token, its id and the limit.
+size_t checked_vocab_table_size(const std::unordered_map<std::string, int32_t>& vocab,
+                                const std::string& what);
 
 }  // namespace attn

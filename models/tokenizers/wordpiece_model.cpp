@@ -8,13 +8,10 @@ namespace attn {
 WordPieceModel::WordPieceModel(std::unordered_map<std::string, int32_t> vocab,
                                WordPieceOptions options)
     : vocab_(std::move(vocab)), options_(std::move(options)) {
-  int32_t max_id = -1;
-  for (const auto& [tok, id] : vocab_) max_id = std::max(max_id, id);
-  id_to_token_.resize(size_t(max_id + 1));
-  has_id_.assign(size_t(max_id + 1), false);
+  const size_t table = checked_vocab_table_size(vocab_, "WordPiece vocabulary");
+  id_to_token_.resize(table);
+  has_id_.assign(table, false);
   for (const auto& [tok, id] : vocab_) {
-    require(id >= 0, ErrorCode::Format,
-            "WordPiece vocabulary: token '" + tok + "' has a negative id");
     id_to_token_[size_t(id)] = tok;
     has_id_[size_t(id)] = true;
   }
