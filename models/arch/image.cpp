@@ -125,7 +125,47 @@ Image8 resize_nearest(const Image8& in, int height, int width) {
 std::vector<uint8_t> read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(ErrorCode::Io, path + ": cannot open image");
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxImageFileBytes) {
+    throw Error(ErrorCode::Format,
+                path + ": image file has " + std::to_string(size) + " bytes, over the limit of " +
+                    std::to_string(kMaxImageFileBytes) + " (kMaxImageFileBytes)");
+  }
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+
+// The most pixels a well-formed file of each format packs into one byte, with its densest
+// encoding: stb_image allocates (and for most formats fills) the whole image before it finds
+// out that the data runs short, so a header claiming more pixels than the file can hold is
+// refused first.
+struct FormatDensity {
+  const char* name;
+  const char* magic;
+  size_t magic_len;
+  int64_t pixels_per_byte;
+};
+constexpr FormatDensity kDensities[] = {
+    {"PNG", "\x89PNG", 4, 8 * 1032},  // 1-bit pixels, deflate's 1032:1
+    {"JPEG", "\xFF\xD8", 2, 1024},    // a 1-bit code per 8x8 block (512), with margin
+    {"GIF", "GIF8", 4, 4096},         // 12-bit LZW codes of up to 4096 pixels
+    {"BMP", "BM", 2, 8},              // 1-bit pixels, uncompressed
+    {"PSD", "8BPS", 4, 64},           // PackBits: 128 bytes in 2
+    {"HDR", "#?", 2, 64},             // RLE: 127 per 2 bytes and channel
+    {"PNM", "P5", 2, 1},              // one byte per sample at least
+    {"PNM", "P6", 2, 1},
+    // TGA has no magic (RLE: 64 pixels per byte); Softimage PIC runs reach 65535 pixels.
+    {"TGA or PIC", "", 0, 16384},
+};
+
+const FormatDensity& density_of(std::span<const uint8_t> bytes) {
+  for (const FormatDensity& f : kDensities) {
+    if (f.magic_len && bytes.size() >= f.magic_len &&
+        std::equal(f.magic, f.magic + f.magic_len, reinterpret_cast<const char*>(bytes.data()))) {
+      return f;
+    }
+  }
+  return kDensities[std::size(kDensities) - 1];
 }
 
 }  // namespace
@@ -150,8 +190,18 @@ Image8 decode_image(std::span<const uint8_t> bytes, const std::string& name, int
   if (w > kMaxImageSide || h > kMaxImageSide || int64_t(w) * h > kMaxImagePixels) {
     throw Error(ErrorCode::Format,
                 name + ": image is " + std::to_string(w) + "x" + std::to_string(h) +
-                    " pixels; the limit is " + std::to_string(kMaxImageSide) + " per side and " +
-                    std::to_string(kMaxImagePixels) + " pixels (downscale it first)");
+                    " pixels; the limit is " + std::to_string(kMaxImageSide) +
+                    " per side (kMaxImageSide) and " + std::to_string(kMaxImagePixels) +
+                    " pixels (kMaxImagePixels); downscale it first");
+  }
+  const FormatDensity& fd = density_of(bytes);
+  const int64_t most = int64_t(bytes.size()) * fd.pixels_per_byte;
+  if (int64_t(w) * h > most) {
+    throw Error(ErrorCode::Format, name + ": image header claims " + std::to_string(w) + "x" +
+                                       std::to_string(h) + " pixels but the file has " +
+                                       std::to_string(bytes.size()) + " bytes; a " + fd.name +
+                                       " file that size holds at most " + std::to_string(most) +
+                                       " pixels (truncated or corrupt?)");
   }
   stbi_uc* px = stbi_load_from_memory(data, len, &w, &h, &comp, 3);
   if (!px) {

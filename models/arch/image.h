@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "models/formats/limits.h"
+
 namespace attn {
 
 struct HfConfig;
@@ -27,9 +29,8 @@ struct Image {
   bool empty() const { return data.empty(); }
 };
 
-// Largest side and pixel count accepted (checked from the header, before decoding).
-constexpr int kMaxImageSide = 16384;
-constexpr int64_t kMaxImagePixels = int64_t(1) << 27;
+// Largest side and pixel count accepted: kMaxImageSide, kMaxImagePixels in limits.h (checked
+// from the header, before decoding, as is the pixel count against the file's size).
 
 // Decodes an image file as RGB (`channels` 3) or Pillow-style luminance (`channels` 1).
 // Throws Error(Io) when the file cannot be read, Error(Format) naming the file when it is not an
