@@ -52,7 +52,9 @@ void split_heads(const float* src, int n, int src_stride, int col0, int heads, i
 void dense_attention(const Problem& p, const std::vector<int>& heads, float* out, float* scores,
                      float* pattern, float* head_out, int threads) {
   const int n = p.n_q, nk = p.n_k, d = p.d, hd = p.n_heads * d;
-  require(n == nk, ErrorCode::InvalidArgument, "dense_attention: n_q must equal n_k");
+  require(n <= nk, ErrorCode::InvalidArgument, "dense_attention: more queries than keys");
+  // Causal queries are the last n of the nk positions: query i sees keys 0 .. off + i.
+  const int off = nk - n;
   const float scale = p.effective_scale();
   const int blocks = (n + kQueryBlock - 1) / kQueryBlock;
   const float neg_inf = -std::numeric_limits<float>::infinity();
@@ -62,7 +64,7 @@ void dense_attention(const Problem& p, const std::vector<int>& heads, float* out
         const int h = heads[size_t(task / blocks)];
         const int i0 = (task % blocks) * kQueryBlock, i1 = std::min(n, i0 + kQueryBlock);
         const int rows = i1 - i0;
-        const int kend = p.causal ? i1 : nk;  // keys any row of the block may see
+        const int kend = p.causal ? off + i1 : nk;  // keys any row of the block may see
         Eigen::Map<const RowMat> Q(p.q_row(h, i0), rows, d);
         Eigen::Map<const RowMat> K(p.k_row(h, 0), kend, d);
         Eigen::Map<const RowMat> V(p.v_row(h, 0), kend, d);
@@ -70,7 +72,7 @@ void dense_attention(const Problem& p, const std::vector<int>& heads, float* out
         S.noalias() = (Q * K.transpose()) * scale;
         for (int r = 0; r < rows; ++r) {
           const int i = i0 + r;
-          const int lim = p.causal ? i + 1 : kend;
+          const int lim = p.causal ? off + i + 1 : kend;
           float* s = S.row(r).data();
           if (scores) {
             float* dst = scores + (size_t(h) * n + i) * nk;
@@ -95,6 +97,48 @@ void dense_attention(const Problem& p, const std::vector<int>& heads, float* out
         }
       },
       threads);
+}
+
+void attend_with_cache(KvCache& cache, int layer, Problem& p) {
+  const int n = p.n_q, d = p.d, hkv = p.n_kv_heads, L = cache.length;
+  if (cache.k.empty()) {
+    cache.n_kv_heads = hkv;
+    cache.head_dim = d;
+  }
+  require(cache.n_kv_heads == hkv && cache.head_dim == d, ErrorCode::InvalidArgument,
+          "KV cache: it holds another model's keys and values");
+  if (size_t(layer) >= cache.k.size()) {
+    cache.k.resize(size_t(layer) + 1);
+    cache.v.resize(size_t(layer) + 1);
+  }
+  if (L + n > cache.capacity) {  // grow every layer at once, doubling, rows kept per head
+    const int cap = std::max({L + n, 2 * cache.capacity, 64});
+    for (size_t l = 0; l < cache.k.size(); ++l)
+      for (auto* t : {&cache.k[l], &cache.v[l]}) {
+        std::vector<float> grown(size_t(hkv) * size_t(cap) * size_t(d), 0.0f);
+        if (!t->empty())
+          for (int h = 0; h < hkv; ++h)
+            std::copy_n(t->data() + size_t(h) * cache.capacity * d, size_t(L) * d,
+                        grown.data() + size_t(h) * cap * d);
+        t->swap(grown);
+      }
+    cache.capacity = cap;
+  }
+  for (auto* t : {&cache.k[size_t(layer)], &cache.v[size_t(layer)]})
+    if (t->empty()) t->assign(size_t(hkv) * size_t(cache.capacity) * size_t(d), 0.0f);
+  const int nk = L + n;
+  std::vector<float> k(size_t(hkv) * nk * d), v(k.size());
+  for (int h = 0; h < hkv; ++h) {
+    float* ck = cache.k[size_t(layer)].data() + size_t(h) * cache.capacity * d;
+    float* cv = cache.v[size_t(layer)].data() + size_t(h) * cache.capacity * d;
+    std::copy_n(p.k.data() + size_t(h) * n * d, size_t(n) * d, ck + size_t(L) * d);
+    std::copy_n(p.v.data() + size_t(h) * n * d, size_t(n) * d, cv + size_t(L) * d);
+    std::copy_n(ck, size_t(nk) * d, k.data() + size_t(h) * nk * d);
+    std::copy_n(cv, size_t(nk) * d, v.data() + size_t(h) * nk * d);
+  }
+  p.k.swap(k);
+  p.v.swap(v);
+  p.n_k = nk;  // default positions: the queries are the last n of the nk tokens
 }
 
 ForwardContext::ForwardContext(const ModelInfo& info, const ForwardOptions& opt, int n,
@@ -133,7 +177,7 @@ void ForwardContext::attention(int layer, Problem& p, float* out) {
       cap->problem = p;
       cap->has_problem = true;
     }
-    const size_t nn = size_t(H) * n * n;
+    const size_t nn = size_t(H) * n * size_t(p.n_k);
     // Not zeroed: the kernels below write every element, in parallel (first touch).
     if (wants(layer, "attn.scores")) cap->scores.resize(nn);
     if (wants(layer, "attn.pattern")) cap->pattern.resize(nn);
@@ -178,9 +222,9 @@ void ForwardContext::attention(int layer, Problem& p, float* out) {
         int(var_heads.size()),
         [&](int i) {
           std::vector<double> block;
-          probability_block(*sub->variant, vp, r, i, 0, n, 0, n, block);
-          float* dst = pattern + size_t(var_heads[size_t(i)]) * n * n;
-          for (size_t e = 0; e < size_t(n) * n; ++e) dst[e] = float(block[e]);
+          probability_block(*sub->variant, vp, r, i, 0, n, 0, p.n_k, block);
+          float* dst = pattern + size_t(var_heads[size_t(i)]) * n * size_t(p.n_k);
+          for (size_t e = 0; e < size_t(n) * size_t(p.n_k); ++e) dst[e] = float(block[e]);
         },
         threads);
   }

@@ -53,9 +53,17 @@ Problem layer_problem(int n_heads, int n_kv_heads, int n, int d, bool causal);
 void split_heads(const float* src, int n, int src_stride, int col0, int heads, int d, float* dst,
                  int threads = 1);
 
+// Incremental decoding: appends p's keys and values (f32 [H_kv, n, d], the n new tokens) to
+// layer `layer` of `cache` after its `cache.length` tokens, then gives p the keys and values of
+// every token so far (n_k = cache.length + n; with default positions the queries are the last
+// n of them).
+// The caller advances cache.length once every layer ran.
+void attend_with_cache(KvCache& cache, int layer, Problem& p);
+
 // Dense softmax attention of the listed heads of `p` (the oracle-checked path of every model):
-// writes out f32 [N, H*d] for those heads and, when non-null, scores f32 [H, N, N] (masked
-// entries -inf), pattern f32 [H, N, N] and per-head outputs head_out f32 [H, N, d].
+// writes out f32 [N, H*d] for those heads and, when non-null, scores f32 [H, N, N_k] (masked
+// entries -inf), pattern f32 [H, N, N_k] and per-head outputs head_out f32 [H, N, d]. The N
+// queries may be the last N of N_k positions (a decode step over a KV cache).
 void dense_attention(const Problem& p, const std::vector<int>& heads, float* out, float* scores,
                      float* pattern, float* head_out, int threads);
 

@@ -51,8 +51,28 @@ class Gpt2 : public Model {
   }
 
   ModelOutput forward(const ModelInput& in, const ForwardOptions& opt) const override {
+    return run(in, nullptr, opt);
+  }
+
+  ModelOutput decode(const std::vector<int32_t>& ids, KvCache& cache,
+                     const ForwardOptions& opt) const override {
+    ModelInput in;
+    in.ids = ids;
+    return run(in, &cache, opt);
+  }
+
+ private:
+  // The forward pass; with a cache, `in` follows its tokens (positions cache->length on) and
+  // attends over them, and its keys and values are appended.
+  ModelOutput run(const ModelInput& in, KvCache* cache, const ForwardOptions& opt) const {
     const auto t0 = std::chrono::steady_clock::now();
     check_token_ids(info_, in, lm_head_.out);
+    const int pos0 = cache ? cache->length : 0;
+    require(!cache || info_.max_tokens <= 0 ||
+                int64_t(pos0) + int64_t(in.ids.size()) <= info_.max_tokens,
+            ErrorCode::InvalidArgument,
+            std::to_string(pos0) + " cached + " + std::to_string(in.ids.size()) +
+                " new tokens exceed the model's context of " + std::to_string(info_.max_tokens));
     const int N = int(in.ids.size()), C = info_.hidden, H = info_.n_heads, d = info_.head_dim;
     ForwardContext ctx(info_, opt, N, in.labels.empty() ? nullptr : &in.labels);
     const int th = ctx.threads;
@@ -60,7 +80,7 @@ class Gpt2 : public Model {
     std::vector<float> qkv(size_t(N) * 3 * C), mlp(size_t(N) * inter_);
     for (int t = 0; t < N; ++t) {
       const float* e = wte_ + size_t(in.ids[size_t(t)]) * C;
-      const float* p = wpe_ + size_t(t) * C;
+      const float* p = wpe_ + size_t(pos0 + t) * C;
       for (int j = 0; j < C; ++j) x[size_t(t) * C + j] = e[j] + p[j];
     }
     for (int l = 0; l < info_.n_layers; ++l) {
@@ -71,6 +91,7 @@ class Gpt2 : public Model {
       split_heads(qkv.data(), N, 3 * C, 0, H, d, p.q.data(), th);
       split_heads(qkv.data(), N, 3 * C, C, H, d, p.k.data(), th);
       split_heads(qkv.data(), N, 3 * C, 2 * C, H, d, p.v.data(), th);
+      if (cache) attend_with_cache(*cache, l, p);
       ctx.attention(l, p, att.data());
       linear(att.data(), N, L.proj, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());
@@ -91,10 +112,10 @@ class Gpt2 : public Model {
     linear(out.hidden_state.data(), N, lm_head_, out.logits.data(), th);
     out.substituted = std::move(ctx.substituted);
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (cache) cache->length += N;
     return out;
   }
 
- private:
   struct Layer {
     const float *ln1_g, *ln1_b, *ln2_g, *ln2_b;  // f32 [C]
     Linear qkv, proj, fc, fc_proj;               // Conv1D [in, out]

@@ -49,11 +49,11 @@ bool glob_match(const std::string& pattern, const std::string& name);
 struct LayerCapture {
   int n_heads = 0, d = 0;  // query heads and head dimension of this layer
   bool has_problem = false;
-  Problem problem;             // Q f32 [H, N, d], K and V f32 [H_kv, N, d] (after RoPE)
-  FloatBuffer scores;          // f32 [H, N, N]
-  FloatBuffer pattern;         // f32 [H, N, N]
-  FloatBuffer out;             // f32 [H, N, d]
-  std::vector<float> resid;    // f32 [N, hidden]
+  Problem problem;           // Q f32 [H, N, d], K and V f32 [H_kv, N, d] (after RoPE)
+  FloatBuffer scores;        // f32 [H, N, N_k] (N_k = N, or the KV cache's length in decoding)
+  FloatBuffer pattern;       // f32 [H, N, N_k]
+  FloatBuffer out;           // f32 [H, N, d]
+  std::vector<float> resid;  // f32 [N, hidden]
 };
 
 // A captured tensor, viewed: valid while the Capture lives.

@@ -60,8 +60,28 @@ class Llama : public Model {
   }
 
   ModelOutput forward(const ModelInput& in, const ForwardOptions& opt) const override {
+    return run(in, nullptr, opt);
+  }
+
+  ModelOutput decode(const std::vector<int32_t>& ids, KvCache& cache,
+                     const ForwardOptions& opt) const override {
+    ModelInput in;
+    in.ids = ids;
+    return run(in, &cache, opt);
+  }
+
+ private:
+  // The forward pass; with a cache, `in` follows its tokens (positions cache->length on) and
+  // attends over them, and its keys and values are appended.
+  ModelOutput run(const ModelInput& in, KvCache* cache, const ForwardOptions& opt) const {
     const auto t0 = std::chrono::steady_clock::now();
     check_token_ids(info_, in, lm_head_.out);
+    const int pos0 = cache ? cache->length : 0;
+    require(!cache || info_.max_tokens <= 0 ||
+                int64_t(pos0) + int64_t(in.ids.size()) <= info_.max_tokens,
+            ErrorCode::InvalidArgument,
+            std::to_string(pos0) + " cached + " + std::to_string(in.ids.size()) +
+                " new tokens exceed the model's context of " + std::to_string(info_.max_tokens));
     const int N = int(in.ids.size()), C = info_.hidden;
     const int H = info_.n_heads, Hkv = info_.n_kv_heads, d = info_.head_dim;
     ForwardContext ctx(info_, opt, N, in.labels.empty() ? nullptr : &in.labels);
@@ -82,8 +102,9 @@ class Llama : public Model {
       split_heads(q.data(), N, H * d, 0, H, d, p.q.data(), th);
       split_heads(k.data(), N, Hkv * d, 0, Hkv, d, p.k.data(), th);
       split_heads(v.data(), N, Hkv * d, 0, Hkv, d, p.v.data(), th);
-      rope_.apply(p.q.data(), H, N, th);
-      rope_.apply(p.k.data(), Hkv, N, th);
+      rope_.apply(p.q.data(), H, N, th, pos0);
+      rope_.apply(p.k.data(), Hkv, N, th, pos0);
+      if (cache) attend_with_cache(*cache, l, p);  // keys are cached after rotation
       ctx.attention(l, p, att.data());
       linear(att.data(), N, L.o, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());
@@ -105,10 +126,10 @@ class Llama : public Model {
     linear(out.hidden_state.data(), N, lm_head_, out.logits.data(), th);
     out.substituted = std::move(ctx.substituted);
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (cache) cache->length += N;
     return out;
   }
 
- private:
   struct Layer {
     const float *ln1, *ln2;             // f32 [C]
     Linear q, k, v, o, gate, up, down;  // nn.Linear [out, in]

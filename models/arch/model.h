@@ -70,6 +70,16 @@ struct ModelOutput {
   double seconds = 0;  // wall time of the forward pass
 };
 
+// Keys and values of every layer for incremental decoding: after a prefill of N tokens and T
+// steps, `length` = N + T and layer l holds K, V f32 [H_kv, capacity, d] (rows 0 .. length-1 in
+// use), keys after RoPE for rotary models. Filled by Model::decode().
+struct KvCache {
+  int length = 0;    // tokens held
+  int capacity = 0;  // rows allocated per head
+  int n_kv_heads = 0, head_dim = 0;
+  std::vector<std::vector<float>> k, v;  // [layer] f32 [H_kv, capacity, d]
+};
+
 struct ForwardOptions {
   Capture* capture = nullptr;                  // hooks to fill (null: capture nothing)
   const Substitution* substitution = nullptr;  // variant in chosen layers/heads (null: dense)
@@ -89,6 +99,14 @@ class Model {
   // Runs the model. Throws Error(InvalidArgument) naming the problem for empty input, ids
   // outside the vocabulary, too many tokens, or an image the model cannot take.
   virtual ModelOutput forward(const ModelInput& in, const ForwardOptions& opt = {}) const = 0;
+  // Incremental decoding (causal language models): runs `ids`, which follow the cache's tokens,
+  // attending over the cache and themselves, and appends their keys and values to the cache.
+  // An empty cache makes it a prefill; one id a decode step. The logits (f32 [ids, vocab]) equal
+  // those rows of a full forward pass over every token so far. Hooks and substitution apply to
+  // this pass's queries. Throws Error(Unsupported) for encoders and vision models, and
+  // Error(InvalidArgument) when the tokens so far exceed a learned-position model's context.
+  virtual ModelOutput decode(const std::vector<int32_t>& ids, KvCache& cache,
+                             const ForwardOptions& opt = {}) const;
 
  protected:
   ModelInfo info_;

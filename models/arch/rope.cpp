@@ -77,13 +77,13 @@ std::vector<float> Rope::inv_freq(int n) const {
   return base_inv_freq_;
 }
 
-void Rope::apply(float* x, int heads, int n, int threads) const {
+void Rope::apply(float* x, int heads, int n, int threads, int pos0) const {
   const int half = d_ / 2;
-  const std::vector<float> f = inv_freq(n);
+  const std::vector<float> f = inv_freq(pos0 + n);
   std::vector<float> cs(size_t(n) * half), sn(size_t(n) * half);  // f32 [n, d/2]
   for (int t = 0; t < n; ++t) {
     for (int i = 0; i < half; ++i) {
-      const float angle = float(t) * f[size_t(i)];
+      const float angle = float(pos0 + t) * f[size_t(i)];
       cs[size_t(t) * half + i] = std::cos(angle);
       sn[size_t(t) * half + i] = std::sin(angle);
     }

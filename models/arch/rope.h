@@ -20,8 +20,9 @@ class Rope {
   // Inverse frequencies f32 [d/2] used for a sequence of `n` tokens ("dynamic" grows the base
   // once n exceeds max_position_embeddings).
   std::vector<float> inv_freq(int n) const;
-  // Rotates x f32 [heads, n, d] in place for positions 0 .. n-1.
-  void apply(float* x, int heads, int n, int threads) const;
+  // Rotates x f32 [heads, n, d] in place for positions pos0 .. pos0 + n - 1 (pos0 > 0: tokens
+  // appended to a KV cache; "dynamic" scaling then sees the whole length pos0 + n).
+  void apply(float* x, int heads, int n, int threads, int pos0 = 0) const;
 
  private:
   int d_ = 0;
