@@ -8,9 +8,12 @@
 #include <span>
 
 #include "arch_test_util.h"
+#include "compute/backend.h"
 #include "compute/error.h"
+#include "compute/registry.h"
 #include "models/arch/hooks.h"
 #include "models/arch/model.h"
+#include "models/arch/substitution.h"
 
 namespace attn {
 namespace {
@@ -83,6 +86,26 @@ TEST_P(Decode, HooksSeeEachStepOverTheWholeCache) {
     for (int j = 0; j < n; ++j)
       EXPECT_NEAR(sp[size_t(h) * n + j], fp[(size_t(h) * n + (n - 1)) * n + j], 1e-6)
           << name << " head " << h << " key " << j;
+}
+
+// A variant substituted into every layer attends, at each step, to what it would in a full pass
+// over the tokens so far: a window is positional, so the step's logits equal that row.
+TEST_P(Decode, SubstitutedVariantStepsEqualTheFullSubstitutedPass) {
+  const std::string name = GetParam();
+  auto model = load_model(golden_dir(name));
+  const std::vector<int32_t> ids = golden_ints(name, "golden_ids");
+  const int n = int(ids.size());
+  const Variant v = make_variant("window(size=3)");
+  auto backend = make_backend("cpu");
+  const Substitution sub{&v, backend.get()};
+  const ModelOutput full = model->forward({.ids = ids}, {.substitution = &sub});
+  KvCache cache;
+  model->decode({ids[0]}, cache, {.substitution = &sub});
+  for (int t = 1; t < n; ++t) {
+    const ModelOutput s = model->decode({ids[size_t(t)]}, cache, {.substitution = &sub});
+    ASSERT_FALSE(s.substituted.empty());
+    EXPECT_LE(max_rel_error(row(s, 0), row(full, t)), kTol) << name << " step " << t;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Causal, Decode, ::testing::Values("gpt2", "llama", "qwen2"));
