@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 
 #if defined(__AVX2__)
@@ -46,8 +48,17 @@ void scores(const Problem& p, int h, int i0, int i1, int nv, float* out) {
       Eigen::Map<const RowMajor>(p.k_row(h, 0), nv, p.d).transpose();
 }
 
+// Unsigned key ordered as the float is (-0 and +0 equal, as they compare).
+inline uint32_t order_key(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if (x == 0.0f) u = 0;
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
 struct RowScratch {
-  std::vector<float> sample, cand_score;
+  std::vector<float> sample;
+  std::vector<uint32_t> key;  // order_key of each candidate's score
   std::vector<int32_t> cand;
 };
 
@@ -96,20 +107,35 @@ void select_row(const float* score, int nv, int k, RowScratch& sc, int32_t* out)
     for (int j = 0; j < nv; ++j) sc.cand[size_t(j)] = j;
     n = nv;
   }
-  sc.cand_score.resize(size_t(n));
-  for (int c = 0; c < n; ++c) sc.cand_score[size_t(c)] = score[sc.cand[size_t(c)]];
-  std::nth_element(sc.cand_score.begin(), sc.cand_score.begin() + (take - 1),
-                   sc.cand_score.begin() + n, std::greater<float>());
-  const float kth = sc.cand_score[size_t(take - 1)];
-  // Every score above the k-th, and as many equal to it as fit, the lower indices first.
-  int above = 0;
-  for (int c = 0; c < n; ++c) above += score[sc.cand[size_t(c)]] > kth;
-  int ties = take - above, w = 0;
-  for (int c = 0; c < n; ++c) {
-    const int32_t j = sc.cand[size_t(c)];
-    const float x = score[j];
-    if (x > kth || (x == kth && ties-- > 0)) out[w++] = j;
+  // The take-th largest candidate score by a radix select over order-preserving keys: four
+  // branch-free counting passes of 8 bits each (nth_element's compares mispredict about half
+  // the time on scores this close).
+  sc.key.resize(size_t(n));
+  for (int c = 0; c < n; ++c) sc.key[size_t(c)] = order_key(score[sc.cand[size_t(c)]]);
+  uint32_t prefix = 0, mask = 0;
+  int need = take;  // rank, from the top, among the keys that match prefix under mask
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    uint32_t hist[256] = {};
+    for (int c = 0; c < n; ++c) {
+      const uint32_t x = sc.key[size_t(c)];
+      hist[(x >> shift) & 255u] += uint32_t((x & mask) == prefix);
+    }
+    int b = 255;
+    while (need > int(hist[b])) need -= int(hist[b--]);
+    prefix |= uint32_t(b) << shift;
+    mask |= 255u << shift;
   }
+  // Every score above the k-th, and the first `need` equal to it (the lower indices).
+  // Compacted in place (w <= c), then copied: out holds exactly take keys.
+  int w = 0;
+  for (int c = 0; c < n; ++c) {
+    const uint32_t x = sc.key[size_t(c)];
+    const bool eq = x == prefix, in = x > prefix || (eq && need > 0);
+    sc.cand[size_t(w)] = sc.cand[size_t(c)];
+    w += in;
+    need -= int(eq && in);
+  }
+  std::copy_n(sc.cand.begin(), take, out);
 }
 
 class TopkPattern final : public Pattern {

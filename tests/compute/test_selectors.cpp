@@ -121,6 +121,30 @@ TEST(Selectors, TopkKeepsExactlyTheKLargestScores) {
   }
 }
 
+// Many exactly equal scores (small integers), rows long enough for the sampled threshold: the
+// k kept keys are the larger scores, ties to the lower key index.
+TEST(Selectors, TopkBreaksTiesToTheLowerIndex) {
+  const int n = 2500;
+  Problem p = random_problem(1, 1, n, n, 4, true, 3, 1.0f);
+  for (int i = 0; i < n; ++i)
+    for (int t = 0; t < p.d; ++t) p.q[size_t(i) * p.d + t] = t == 0 ? 1.0f : 0.0f;
+  for (int j = 0; j < n; ++j)
+    for (int t = 0; t < p.d; ++t)
+      p.k[size_t(j) * p.d + t] = t == 0 ? float((j * 7919) % 5) - 2.0f : 0.5f;
+  for (int k : {1, 300, 1200}) {
+    Layout l = make_variant("topk(k=" + std::to_string(k) + ")").select(p);
+    for (int i : {0, 900, 1500, n - 1}) {
+      std::vector<std::pair<float, int>> order;  // (-score, index)
+      for (int j = 0; j <= i; ++j) order.push_back({-p.k[size_t(j) * p.d], j});
+      std::sort(order.begin(), order.end());
+      std::vector<int32_t> want;
+      for (int t = 0; t < std::min(k, i + 1); ++t) want.push_back(order[size_t(t)].second);
+      std::sort(want.begin(), want.end());
+      EXPECT_EQ(row_keys(l, p, 0, i), want) << "k=" << k << " row " << i;
+    }
+  }
+}
+
 // Naive block top-k: pooled means, current block + k best others, ties to the lower index.
 std::vector<std::set<int>> naive_block_topk(const Problem& p, int h, int b, int k) {
   int n_qb = (p.n_q + b - 1) / b, n_kb = (p.n_k + b - 1) / b;
