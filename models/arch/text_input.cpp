@@ -1,20 +1,26 @@
 #include "models/arch/text_input.h"
 
 #include "compute/error.h"
+#include "models/formats/limits.h"
 
 namespace attn {
 namespace {
 
+// Cuts to the model's context, or to kMaxInputTokens when the model sets none or a longer one.
 void truncate(const Model& model, TextInput& in) {
-  const int max = model.info().max_tokens;
-  if (max <= 0 || int(in.ids.size()) <= max) return;
+  const int context = model.info().max_tokens;
+  const bool by_model = context > 0 && context <= kMaxInputTokens;
+  const int max = by_model ? context : kMaxInputTokens;
+  if (int64_t(in.ids.size()) <= max) return;
   const size_t total = in.ids.size();
   in.ids.resize(size_t(max));
   in.labels.resize(size_t(max));
   if (!in.tokens.empty()) in.tokens.resize(size_t(max));
   in.truncated = true;
-  in.notice = "input has " + std::to_string(total) + " tokens; the model's context is " +
-              std::to_string(max) + ", so only the first " + std::to_string(max) + " are used (" +
+  in.notice = "input has " + std::to_string(total) + " tokens; " +
+              (by_model ? "the model's context is " + std::to_string(max)
+                        : "attnscope's limit is " + std::to_string(max) + " (kMaxInputTokens)") +
+              ", so only the first " + std::to_string(max) + " are used (" +
               std::to_string(total - size_t(max)) + " dropped)";
 }
 
@@ -29,6 +35,10 @@ TextInput encode_for_model(const Model& model, std::string_view text, const std:
               " has no tokenizer files (tokenizer.json, vocab.json + merges.txt, "
               "vocab.txt or tokenizer.model); feed token ids instead");
   require(!text.empty(), ErrorCode::InvalidArgument, source + " is empty: nothing to run");
+  require(text.size() <= kMaxInputTextBytes, ErrorCode::InvalidArgument,
+          source + " has " + std::to_string(text.size()) + " bytes, over the limit of " +
+              std::to_string(kMaxInputTextBytes) + " bytes of text (kMaxInputTextBytes); at most " +
+              std::to_string(kMaxInputTokens) + " tokens are used, so give the first part only");
   TextInput in;
   try {
     in.tokens = tok->encode(text);

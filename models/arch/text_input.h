@@ -20,8 +20,9 @@ struct TextInput {
 
 // Tokenises `text` (special tokens as the tokenizer's files ask). `source` names the text in
 // messages ("--text-file notes.txt"). Throws Error(InvalidArgument) for empty text, text that is
-// not UTF-8 (naming the byte offset), or a model without a tokenizer; keeps the first
-// max_tokens tokens when longer, with a notice.
+// not UTF-8 (naming the byte offset), text over kMaxInputTextBytes, or a model without a
+// tokenizer; keeps the first max_tokens tokens (at most kMaxInputTokens, limits.h) when longer,
+// with a notice.
 TextInput encode_for_model(const Model& model, std::string_view text,
                            const std::string& source = "text");
 
