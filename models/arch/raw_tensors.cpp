@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compute/error.h"
+#include "models/formats/limits.h"
 #include "models/formats/npy.h"
 
 namespace attn {
@@ -31,9 +32,15 @@ std::vector<float> read_heads(const std::string& path, int64_t* h, int64_t* n, i
     throw Error(ErrorCode::InvalidArgument,
                 path + ": shape " + shape_str(a.shape) + " is not [heads, tokens, head_dim]");
   }
-  if (*h <= 0 || *n <= 0 || *d <= 0 || *h > (1 << 16) || *n > (1 << 24) || *d > (1 << 16)) {
+  if (*h <= 0 || *n <= 0 || *d <= 0 || *h > (1 << 16) || *d > (1 << 16)) {
     throw Error(ErrorCode::InvalidArgument, path + ": shape " + shape_str(a.shape) +
                                                 " has an empty or implausibly large dimension");
+  }
+  if (*n > kMaxInputTokens) {
+    throw Error(ErrorCode::InvalidArgument, path + ": shape " + shape_str(a.shape) + " has " +
+                                                std::to_string(*n) + " tokens, over the limit of " +
+                                                std::to_string(kMaxInputTokens) +
+                                                " (kMaxInputTokens)");
   }
   return a.to_f32();
 }
