@@ -10,6 +10,7 @@
 
 #include "compute/error.h"
 #include "models/arch/default_models.h"
+#include "models/formats/limits.h"
 
 namespace attn::core {
 namespace fs = std::filesystem;
@@ -128,6 +129,9 @@ Session session_from_json(const json& j, const std::string& source) {
   read_field(in, "tensors", s.input.tensors, "input.", source);
   read_field(in, "ids", s.input.ids, "input.", source);
   read_field(in, "image_size", s.input.image_size, "input.", source);
+  require(s.input.image_size >= 0 && s.input.image_size <= kMaxImageSide, ErrorCode::Format,
+          source + ": input.image_size " + std::to_string(s.input.image_size) + " is outside [0, " +
+              std::to_string(kMaxImageSide) + "] (kMaxImageSide)");
   read_field(in, "layer", s.input.tensors_layer, "input.", source);
   read_field(in, "causal", s.input.causal, "input.", source);
   require(s.input.kind != "ids" || !s.input.ids.empty(), ErrorCode::Format,
