@@ -2,7 +2,7 @@
 PRESET ?= release
 JOBS ?= 2
 
-.PHONY: deps configure build run demo test test-asan bench format clean
+.PHONY: deps configure build run demo test test-asan package bench format clean
 
 deps:
 	bash packaging/deps.sh
@@ -27,6 +27,10 @@ test: build
 
 test-asan:
 	$(MAKE) test PRESET=asan
+
+# Debian package: build/$(PRESET)/attnscope_<version>_<arch>.deb (what goes where: packaging/).
+package: build
+	cd build/$(PRESET) && cpack -G DEB
 
 # Benchmarks are measured side by side in one run; tuned for this CPU (`native` preset).
 bench: deps

@@ -28,6 +28,8 @@ PKGS=(
   xvfb xauth imagemagick ghostscript poppler-utils libxml2-utils
   # one font for every figure (text metrics and golden images depend on it)
   fonts-dejavu-core
+  # the Debian package (`make package`): man page, icons, and the checks of tests/package
+  help2man librsvg2-bin desktop-file-utils appstream shared-mime-info bash-completion
 )
 
 # Machines that carry Node.js from another source already have npm, and Debian's npm conflicts
