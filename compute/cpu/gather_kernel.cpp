@@ -56,8 +56,8 @@ void score_keys(const KernelContext& c, GatherScratch& w, int h, int i, const in
       prefetch_row(c.p.k_row(h, idx[x]), c.d);
     storeu(s + g, dots(w.q.data(), rows, c.d));
   }
-  for (int x = 0; x < np; ++x) kp[x] = float(c.kpos[idx[std::min(x, n - 1)]]);
-  if (!c.spec.mods.empty()) {
+  if (!c.spec.mods.empty()) {  // key positions only for the modifiers
+    for (int x = 0; x < np; ++x) kp[x] = float(c.kpos[idx[std::min(x, n - 1)]]);
     apply_mods_row(c, h, c.qpos[i], kp, s, np);
     if (to_base2)
       for (int x = 0; x < np; x += kVW) storeu(s + x, loadu(s + x) * kLog2e);
@@ -220,7 +220,8 @@ void run_row(KernelContext& c, GatherScratch& w, int h, int i, std::vector<doubl
         }
         l = l * alpha + hsum(sum);
         m = mx;
-        for (int k = 0; k < c.dv; ++k) w.o[k] *= alpha;
+        if (alpha != 1.0f)
+          for (int k = 0; k < c.dv; k += kVW) storeu(w.o.data() + k, loadu(w.o.data() + k) * alpha);
       } else {
         elementwise_probs(norm, c.n_k, s, 1, np, np);
         if (norm.kind == K::SoftplusL1)
