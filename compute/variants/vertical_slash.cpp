@@ -88,7 +88,7 @@ class VerticalSlashPattern final : public Pattern {
 
  private:
   struct Scratch {
-    std::vector<float> tile;     // f32 [last_q, visible keys]: the last queries' scores
+    std::vector<float> tile;     // f32 [64, visible keys]: scores of up to 64 of the last queries
     std::vector<int32_t> lkeys;  // i32 [slash]: one row's keys on the chosen diagonals
   };
 
@@ -99,15 +99,23 @@ class VerticalSlashPattern final : public Pattern {
     OffsetSums slash(p);  // offset qp - kp -> summed probability
     // The last queries' scores by one f32 GEMM, then each row's softmax (f64 sums per key and
     // per offset).
-    const int iq0 = std::max(0, p.n_q - last_q_), nq = p.n_q - iq0;
+    // Tiles of kTile queries: the tile is kTile x n_k whatever last_q is.
+    constexpr int kTile = 64;
+    const int iq0 = std::max(0, p.n_q - last_q_);
     const int nv_max = p.causal ? detail::last_visible_key(p, p.n_q - 1) + 1 : p.n_k;
     const int ld = (nv_max + simd::kVW - 1) / simd::kVW * simd::kVW;
-    if (sc.tile.size() < size_t(nq) * size_t(ld)) cpu::resize_huge(sc.tile, size_t(nq) * ld);
-    detail::gemm_abt(p.q_row(h, iq0), p.d, p.k_row(h, 0), p.d, sc.tile.data(), ld, nq, nv_max, p.d);
+    if (sc.tile.size() < size_t(kTile) * size_t(ld)) cpu::resize_huge(sc.tile, size_t(kTile) * ld);
     for (int i = iq0; i < p.n_q; ++i) {
+      const int t0 = iq0 + (i - iq0) / kTile * kTile;
+      if (i == t0) {
+        const int t1 = std::min(t0 + kTile, p.n_q);
+        const int nvt = p.causal ? detail::last_visible_key(p, t1 - 1) + 1 : p.n_k;
+        detail::gemm_abt(p.q_row(h, t0), p.d, p.k_row(h, 0), p.d, sc.tile.data(), ld, t1 - t0, nvt,
+                         p.d);
+      }
       const int nv = p.causal ? detail::last_visible_key(p, i) + 1 : p.n_k;
       if (nv == 0) continue;
-      float* row = sc.tile.data() + size_t(i - iq0) * size_t(ld);
+      float* row = sc.tile.data() + size_t(i - t0) * size_t(ld);
       const int np = (nv + simd::kVW - 1) / simd::kVW * simd::kVW;
       simd::vf mv = simd::splat(simd::kNegInf);
       for (int j = 0; j < nv; ++j) row[j] *= scale2;

@@ -300,7 +300,8 @@ std::vector<std::set<int>> naive_vertical_slash(const Problem& p, int h, int las
 }
 
 TEST(Selectors, VerticalSlashMatchesNaiveDefinitionAndBudget) {
-  for (auto [lq, nv, ns] : {std::tuple{8, 4, 6}, std::tuple{1, 0, 1}, std::tuple{64, 10, 3}}) {
+  for (auto [lq, nv, ns] :
+       {std::tuple{8, 4, 6}, std::tuple{1, 0, 1}, std::tuple{64, 10, 3}, std::tuple{100, 10, 5}}) {
     std::string spec = "vertical_slash(last_q=" + std::to_string(lq) +
                        ",vertical=" + std::to_string(nv) + ",slash=" + std::to_string(ns) + ")";
     Variant v = make_variant(spec);
