@@ -2,7 +2,6 @@
 // local attention from rotary-like position features, content noise) with a spread of variants.
 #include <cmath>
 #include <cstdio>
-#include <random>
 
 #include "app/cli/commands.h"
 #include "app/cli/comparison.h"
@@ -15,10 +14,9 @@ namespace {
 // "sink" direction that only token 0 answers strongly, and Gaussian content.
 Problem sample_problem(int n, int heads, int d, uint64_t seed) {
   Problem p = random_problem(heads, heads, n, n, d, true, seed, 0.6f);
-  std::mt19937 rng(uint32_t(seed));
   for (int h = 0; h < heads; ++h) {
-    float sink = 3.0f + 1.0f * h;        // heads differ in how much they park on token 0
-    float locality = 1.2f + 0.6f * h;    // and in how local they are
+    float sink = 3.0f + 1.0f * h;      // heads differ in how much they park on token 0
+    float locality = 1.2f + 0.6f * h;  // and in how local they are
     for (int i = 0; i < n; ++i) {
       float* q = p.q.data() + (size_t(h) * n + i) * d;
       float* k = p.k.data() + (size_t(h) * n + i) * d;
@@ -45,16 +43,22 @@ void add_demo_command(CLI::App& app, Action& action) {
   cmd->callback([&action] {
     action = [] {
       Problem p = sample_problem(n, 4, 64, 2024);
-      std::vector<std::string> specs = {
-          "window(size=256)",         "sinks_window(sinks=4,window=256)",
-          "strided(stride=64)",       "bigbird",
-          "block_topk(block=64,k=8)", "topk(k=64)",
-          "top_p(block=64,p=0.9)",    "vertical_slash",
-          "h2o(heavy=128,recent=128)", "sketch_walk(block=64,density=0.15)",
-          "dense+sigmoid",            "dense+entmax15",
-          "selective"};
+      std::vector<std::string> specs = {"window(size=256)",
+                                        "sinks_window(sinks=4,window=256)",
+                                        "strided(stride=64)",
+                                        "bigbird",
+                                        "block_topk(block=64,k=8)",
+                                        "topk(k=64)",
+                                        "top_p(block=64,p=0.9)",
+                                        "vertical_slash",
+                                        "h2o(heavy=128,recent=128)",
+                                        "sketch_walk(block=64,density=0.15)",
+                                        "dense+sigmoid",
+                                        "dense+entmax15",
+                                        "selective"};
       auto backend = make_backend("cpu");
-      std::printf("attnscope demo: sample problem with a planted sink on token 0 and local heads\n");
+      std::printf(
+          "attnscope demo: sample problem with a planted sink on token 0 and local heads\n");
       Comparison c = compare_variants(p, specs, *backend, true);
       print_comparison(p, c);
       return 0;

@@ -79,7 +79,9 @@ TEST(Core, WindowHeatmapDropsFarKeysAndCostsAccuracy) {
     double sum = 0;
     for (int j = 0; j < w.cols; ++j) {
       const float v = w.cells[size_t(i) * size_t(w.cols) + size_t(j)];
-      if (j > i || j <= i - 4) EXPECT_EQ(v, 0.0f) << i << "," << j;
+      if (j > i || j <= i - 4) {
+        EXPECT_EQ(v, 0.0f) << i << "," << j;
+      }
       sum += v;
     }
     EXPECT_NEAR(sum, 1.0, 1e-4) << "row " << i;
@@ -138,7 +140,9 @@ TEST(Core, GridSinksTradeoffAndTokens) {
   const TokensData t = tokens(*a, 0, 1, 2, 5);
   double sum = 0;
   for (size_t j = 0; j < t.weight.size(); ++j) {
-    if (j > 5) EXPECT_EQ(t.weight[j], 0.0f);
+    if (j > 5) {
+      EXPECT_EQ(t.weight[j], 0.0f);
+    }
     sum += t.weight[j];
   }
   EXPECT_NEAR(sum, 1.0, 1e-5);

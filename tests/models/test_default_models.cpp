@@ -5,11 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <span>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <span>
 
 #include "models/arch/default_models.h"
 #include "models/arch/model.h"
@@ -160,7 +160,9 @@ TEST_F(DefaultTextModel, InductionHeadAsRecorded) {
   EXPECT_NEAR(second, double(probe["loss_second_copy"]), 1e-3);
   const double card = ph_["induction"]["best_layer_ge_1"][2];
   EXPECT_EQ(best >= 0.3, card >= 0.3) << best << " vs card " << card;
-  if (card >= 0.3) EXPECT_LT(second, 0.5 * first);  // in-context copying works
+  if (card >= 0.3) {
+    EXPECT_LT(second, 0.5 * first);  // in-context copying works
+  }
 }
 
 class DefaultVisionModel : public ::testing::Test {
