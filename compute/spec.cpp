@@ -128,7 +128,10 @@ std::string format_spec_piece(const SpecPiece& piece) {
 
 std::string format_spec(const std::vector<SpecPiece>& pieces) {
   std::string s;
-  for (const SpecPiece& p : pieces) s += (s.empty() ? "" : "+") + format_spec_piece(p);
+  for (const SpecPiece& p : pieces) {
+    if (!s.empty()) s += '+';
+    s += format_spec_piece(p);
+  }
   return s;
 }
 

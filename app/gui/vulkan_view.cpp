@@ -97,7 +97,8 @@ class ViewRenderer : public QVulkanWindowRenderer {
     clear[0].color = {{cc[0], cc[1], cc[2], cc[3]}};
     clear[1].depthStencil = {1.f, 0};
     clear[2].color = clear[0].color;
-    VkRenderPassBeginInfo rbi{VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO};
+    VkRenderPassBeginInfo rbi{};
+    rbi.sType = VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO;
     rbi.renderPass = w.defaultRenderPass();
     rbi.framebuffer = w.currentFramebuffer();
     rbi.renderArea.extent = {uint32_t(sz.width()), uint32_t(sz.height())};

@@ -63,7 +63,8 @@ TextInput ids_for_model(const Model& model, std::vector<int32_t> ids) {
     require(ids[i] >= 0 && ids[i] < vocab, ErrorCode::InvalidArgument,
             "token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
                 " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
-    std::string label = "#" + std::to_string(ids[i]);
+    std::string label = std::to_string(ids[i]);
+    label.insert(label.begin(), '#');  // not "#" + s: GCC 12 misreports that as -Wrestrict
     if (const Tokenizer* tok = model.tokenizer(); tok && size_t(ids[i]) < tok->vocab_size()) {
       try {
         label = tok->id_to_piece(ids[i]);
