@@ -932,7 +932,9 @@ TEST(Gui, CommittedSessionsGiveTheSameNumbersInTheGuiAnalyzeAndRender) {
     ASSERT_TRUE(wait_until([&] { return w.worker_idle(); }, 180000));
     const auto a = w.analysis();
     ASSERT_TRUE(a && a->has_metrics() && a->has_head_metrics());
-    if (a->model) ASSERT_TRUE(a->has_end_to_end());
+    if (a->model) {
+      ASSERT_TRUE(a->has_end_to_end());
+    }
     const core::Session& s = a->session;
     EXPECT_EQ(s.variants, core::load_session(path).variants);
 
@@ -998,7 +1000,9 @@ TEST(Gui, CommittedSessionsGiveTheSameNumbersInTheGuiAnalyzeAndRender) {
       const std::vector<float>& want = g.metric(d.grid.names[m]);
       ASSERT_EQ(d.grid.values[m].size(), want.size());
       for (size_t i = 0; i < want.size(); ++i)
-        if (!std::isnan(want[i])) EXPECT_EQ(d.grid.values[m][i], want[i]);
+        if (!std::isnan(want[i])) {
+          EXPECT_EQ(d.grid.values[m][i], want[i]);
+        }
     }
     for (size_t i = 0; i < pts.size(); ++i) {
       EXPECT_EQ(d.tradeoff.points[i].label, pts[i].spec);

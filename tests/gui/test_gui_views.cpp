@@ -138,7 +138,9 @@ void expect_round_ticks(const std::vector<Mark>& ticks, const std::string& axis)
       << axis << " tick step " << step;
   for (size_t i = 0; i < v.size(); ++i) {
     EXPECT_NEAR(v[i] / step, std::round(v[i] / step), 1e-6) << axis << " tick " << v[i];
-    if (i) EXPECT_NEAR(v[i] - v[i - 1], step, step * 1e-6) << axis;
+    if (i) {
+      EXPECT_NEAR(v[i] - v[i - 1], step, step * 1e-6) << axis;
+    }
   }
 }
 
@@ -146,7 +148,7 @@ void expect_round_ticks(const std::vector<Mark>& ticks, const std::string& axis)
 // off them and inside the view.
 TEST(GuiViews, SinksLabelsSitUnderTheBarsAndTheHoverBoxKeepsOffThem) {
   if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
-  for (const std::string text : {std::string(kCat), std::string()}) {
+  for (const std::string& text : {std::string(kCat), std::string()}) {
     GuiOptions o = base_options();
     o.text = text;  // empty: the bundled sample (about 190 tokens: rotated, thinned labels)
     MainWindow w(o);
