@@ -141,6 +141,13 @@ void attend_with_cache(KvCache& cache, int layer, Problem& p) {
   p.n_k = nk;  // default positions: the queries are the last n of the nk tokens
 }
 
+void check_cache_room(const ModelInfo& info, const KvCache* cache, int n) {
+  if (!cache || info.max_tokens <= 0) return;
+  require(int64_t(cache->length) + n <= info.max_tokens, ErrorCode::InvalidArgument,
+          std::to_string(cache->length) + " cached + " + std::to_string(n) +
+              " new tokens exceed the model's context of " + std::to_string(info.max_tokens));
+}
+
 ForwardContext::ForwardContext(const ModelInfo& info, const ForwardOptions& opt, int n,
                                const std::vector<std::string>* labels)
     : info(info), opt(opt), threads(thread_count(opt.threads)), n(n), labels_(labels) {

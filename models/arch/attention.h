@@ -59,6 +59,9 @@ void split_heads(const float* src, int n, int src_stride, int col0, int heads, i
 // n of them).
 // The caller advances cache.length once every layer ran.
 void attend_with_cache(KvCache& cache, int layer, Problem& p);
+// Throws Error(InvalidArgument) when `n` more tokens after the cache's would exceed a
+// learned-position model's context (info.max_tokens; 0 = none). Null cache: nothing to check.
+void check_cache_room(const ModelInfo& info, const KvCache* cache, int n);
 
 // Dense softmax attention of the listed heads of `p` (the oracle-checked path of every model):
 // writes out f32 [N, H*d] for those heads and, when non-null, scores f32 [H, N, N_k] (masked

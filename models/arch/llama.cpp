@@ -76,12 +76,8 @@ class Llama : public Model {
   ModelOutput run(const ModelInput& in, KvCache* cache, const ForwardOptions& opt) const {
     const auto t0 = std::chrono::steady_clock::now();
     check_token_ids(info_, in, lm_head_.out);
+    check_cache_room(info_, cache, int(in.ids.size()));
     const int pos0 = cache ? cache->length : 0;
-    require(!cache || info_.max_tokens <= 0 ||
-                int64_t(pos0) + int64_t(in.ids.size()) <= info_.max_tokens,
-            ErrorCode::InvalidArgument,
-            std::to_string(pos0) + " cached + " + std::to_string(in.ids.size()) +
-                " new tokens exceed the model's context of " + std::to_string(info_.max_tokens));
     const int N = int(in.ids.size()), C = info_.hidden;
     const int H = info_.n_heads, Hkv = info_.n_kv_heads, d = info_.head_dim;
     ForwardContext ctx(info_, opt, N, in.labels.empty() ? nullptr : &in.labels);

@@ -17,6 +17,7 @@
 #include "models/arch/default_models.h"
 #include "models/formats/npy.h"
 #include "tests/app/image_compare.h"
+#include "tests/app/model_available.h"
 
 namespace attn {
 namespace {
@@ -29,19 +30,6 @@ using core::View;
 namespace fs = std::filesystem;
 using test::read_all;
 using test::run_command;
-
-bool have_model(const char* id) {
-  try {
-    resolve_model_dir(id);
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
-#define REQUIRE_MODEL(id) \
-  if (!have_model(id))    \
-  GTEST_SKIP() << id << " not found (set ATTNSCOPE_MODELS or add assets/models)"
 
 const std::string kCli = ATTN_CLI;
 

@@ -13,23 +13,11 @@
 #include "compute/error.h"
 #include "models/arch/default_models.h"
 #include "tests/app/image_compare.h"
+#include "tests/app/model_available.h"
 
 namespace attn {
 namespace {
 namespace fs = std::filesystem;
-
-bool have_model(const char* id) {
-  try {
-    resolve_model_dir(id);
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
-#define REQUIRE_MODEL(id) \
-  if (!have_model(id))    \
-  GTEST_SKIP() << id << " not found (set ATTNSCOPE_MODELS or add assets/models)"
 
 struct CliRun {
   int status = -1;
@@ -159,7 +147,7 @@ TEST(CliMessages, AnalyzeAgainstTheModelAreUsageErrors) {
   if (!img.empty() && fs::exists(img))
     expect_usage("analyze --model default-text --image " + img,
                  {"--model default-text is a text model, but the input is an image"});
-  if (have_model("default-vision"))
+  if (test::have_model("default-vision"))
     expect_usage("analyze --model default-vision --text hello",
                  {"--model default-vision is a vision model, but the input is text"});
 }

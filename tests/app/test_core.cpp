@@ -11,22 +11,10 @@
 #include "app/core/views.h"
 #include "compute/error.h"
 #include "models/arch/default_models.h"
+#include "tests/app/model_available.h"
 
 namespace attn::core {
 namespace {
-
-bool have_model(const char* id) {
-  try {
-    resolve_model_dir(id);
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
-#define REQUIRE_MODEL(id) \
-  if (!have_model(id))    \
-  GTEST_SKIP() << id << " not found (set ATTNSCOPE_MODELS or add assets/models)"
 
 Session text_session() {
   Session s;

@@ -6,13 +6,19 @@
 #include <QString>
 #include <array>
 #include <functional>
+#include <string>
 #include <vector>
 
-namespace attn::gui {
-class MainWindow;
-}
+#include "app/gui/main_window.h"
 
 namespace attn::gui::test {
+
+// Whether an embedded model (or $ATTNSCOPE_MODELS) provides `name`.
+bool have_model(const std::string& name);
+// A bundled sample image (sneaker_1.png, else the first PNG), or "" when none is found.
+std::string sample_image();
+// The window every test starts from: no QSettings, 1600 x 1000, the bundled sample text.
+GuiOptions base_options();
 
 // Processes events until `done` holds or `timeout_ms` passes; returns whether it held.
 bool wait_until(const std::function<bool()>& done, int timeout_ms);

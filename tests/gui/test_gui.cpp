@@ -45,38 +45,6 @@ using core::Session;
 
 QVulkanInstance* g_instance = nullptr;
 
-bool have_model(const std::string& name) {
-  try {
-    resolve_model_dir(name);
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
-std::string sample_image() {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> dirs = {fs::path(ATTNSCOPE_SOURCE_DIR) / "assets" / "images"};
-  if (const char* m = std::getenv("ATTNSCOPE_MODELS")) dirs.push_back(fs::path(m) / "images");
-  for (const auto& d : dirs) {
-    std::error_code ec;
-    if (fs::exists(d / "sneaker_1.png", ec)) return (d / "sneaker_1.png").string();
-    if (fs::is_directory(d, ec))
-      for (const auto& e : fs::directory_iterator(d))
-        if (e.path().extension() == ".png") return e.path().string();
-  }
-  return {};
-}
-
-GuiOptions base_options() {
-  GuiOptions o;
-  o.use_settings = false;
-  o.width = 1600;
-  o.height = 1000;
-  o.text_file = std::string(ATTNSCOPE_SOURCE_DIR) + "/assets/samples/lighthouse.txt";
-  return o;
-}
-
 // Shows the window and returns milliseconds until the first frame and until the first frame
 // that carries heatmap tiles.
 std::pair<double, double> show_and_time(MainWindow& w) {
