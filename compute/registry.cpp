@@ -64,14 +64,6 @@ std::vector<std::string> known_ids() {
   return ids;
 }
 
-// Shortest text that reads back as the same double.
-std::string format_value(double v, ParamSpec::Type type) {
-  char buf[64];
-  auto res = type == ParamSpec::Type::Float ? std::to_chars(buf, buf + sizeof buf, v)
-                                            : std::to_chars(buf, buf + sizeof buf, int64_t(v));
-  return std::string(buf, res.ptr);
-}
-
 // One piece with its values as numbers.
 struct PieceSpec {
   std::string id;
@@ -85,7 +77,14 @@ std::vector<PieceSpec> numeric_pieces(const std::string& spec) {
     PieceSpec piece{sp.id, {}};
     for (const auto& [name, text] : sp.params) {
       double v;
-      if (text == "true") {
+      const ParamSpec* enum_spec = nullptr;
+      for (const PieceInfo& known : registry_pieces())
+        if (known.info.id == sp.id)
+          for (const ParamSpec& ps : known.info.params)
+            if (ps.name == name && ps.type == ParamSpec::Type::Enum) enum_spec = &ps;
+      if (enum_spec) {
+        v = param_from_text(enum_spec, text, sp.id + "." + name);
+      } else if (text == "true") {
         v = 1;
       } else if (text == "false") {
         v = 0;
@@ -108,7 +107,7 @@ std::vector<PieceSpec> numeric_pieces(const std::string& spec) {
 SpecPiece canonical_piece(const VariantInfo& info, const Params& values) {
   SpecPiece out{info.id, {}};
   for (const ParamSpec& ps : info.params)
-    out.params.emplace_back(ps.name, format_value(values.at(ps.name), ps.type));
+    out.params.emplace_back(ps.name, param_to_text(ps, values.at(ps.name)));
   return out;
 }
 
@@ -178,9 +177,9 @@ const PieceInfo& registry_piece(const std::string& id) {
   for (const PieceInfo& p : registry_pieces())
     if (p.info.id == id) return p;
   const std::vector<std::string> ids = known_ids();
-  throw Error(ErrorCode::UnknownVariant,
-              "unknown variant piece '" + id + "'" + did_you_mean(id, ids) + " (known: " +
-                  join_names(ids) + ")");
+  throw Error(ErrorCode::UnknownVariant, "unknown variant piece '" + id + "'" +
+                                             did_you_mean(id, ids) + " (known: " + join_names(ids) +
+                                             ")");
 }
 
 Variant make_variant(const std::string& spec) {

@@ -99,55 +99,6 @@ void dense_attention(const Problem& p, const std::vector<int>& heads, float* out
       threads);
 }
 
-void attend_with_cache(KvCache& cache, int layer, Problem& p) {
-  const int n = p.n_q, d = p.d, hkv = p.n_kv_heads, L = cache.length;
-  if (cache.k.empty()) {
-    cache.n_kv_heads = hkv;
-    cache.head_dim = d;
-  }
-  require(cache.n_kv_heads == hkv && cache.head_dim == d, ErrorCode::InvalidArgument,
-          "KV cache: it holds another model's keys and values");
-  if (size_t(layer) >= cache.k.size()) {
-    cache.k.resize(size_t(layer) + 1);
-    cache.v.resize(size_t(layer) + 1);
-  }
-  if (L + n > cache.capacity) {  // grow every layer at once, doubling, rows kept per head
-    const int cap = std::max({L + n, 2 * cache.capacity, 64});
-    for (size_t l = 0; l < cache.k.size(); ++l)
-      for (auto* t : {&cache.k[l], &cache.v[l]}) {
-        std::vector<float> grown(size_t(hkv) * size_t(cap) * size_t(d), 0.0f);
-        if (!t->empty())
-          for (int h = 0; h < hkv; ++h)
-            std::copy_n(t->data() + size_t(h) * cache.capacity * d, size_t(L) * d,
-                        grown.data() + size_t(h) * cap * d);
-        t->swap(grown);
-      }
-    cache.capacity = cap;
-  }
-  for (auto* t : {&cache.k[size_t(layer)], &cache.v[size_t(layer)]})
-    if (t->empty()) t->assign(size_t(hkv) * size_t(cache.capacity) * size_t(d), 0.0f);
-  const int nk = L + n;
-  std::vector<float> k(size_t(hkv) * nk * d), v(k.size());
-  for (int h = 0; h < hkv; ++h) {
-    float* ck = cache.k[size_t(layer)].data() + size_t(h) * cache.capacity * d;
-    float* cv = cache.v[size_t(layer)].data() + size_t(h) * cache.capacity * d;
-    std::copy_n(p.k.data() + size_t(h) * n * d, size_t(n) * d, ck + size_t(L) * d);
-    std::copy_n(p.v.data() + size_t(h) * n * d, size_t(n) * d, cv + size_t(L) * d);
-    std::copy_n(ck, size_t(nk) * d, k.data() + size_t(h) * nk * d);
-    std::copy_n(cv, size_t(nk) * d, v.data() + size_t(h) * nk * d);
-  }
-  p.k.swap(k);
-  p.v.swap(v);
-  p.n_k = nk;  // default positions: the queries are the last n of the nk tokens
-}
-
-void check_cache_room(const ModelInfo& info, const KvCache* cache, int n) {
-  if (!cache || info.max_tokens <= 0) return;
-  require(int64_t(cache->length) + n <= info.max_tokens, ErrorCode::InvalidArgument,
-          std::to_string(cache->length) + " cached + " + std::to_string(n) +
-              " new tokens exceed the model's context of " + std::to_string(info.max_tokens));
-}
-
 ForwardContext::ForwardContext(const ModelInfo& info, const ForwardOptions& opt, int n,
                                const std::vector<std::string>* labels)
     : info(info), opt(opt), threads(thread_count(opt.threads)), n(n), labels_(labels) {
@@ -173,7 +124,7 @@ void ForwardContext::capture_resid(int layer, const float* x) {
   r.assign(x, x + size_t(n) * info.hidden);
 }
 
-void ForwardContext::attention(int layer, Problem& p, float* out) {
+void ForwardContext::attention(int layer, Problem& p, float* out, float* probs) {
   const int H = p.n_heads;
   LayerCapture* cap = opt.capture ? &opt.capture->layers[size_t(layer)] : nullptr;
   if (labels_ && labels_->size() == size_t(p.n_k)) p.labels = *labels_;
@@ -191,7 +142,16 @@ void ForwardContext::attention(int layer, Problem& p, float* out) {
     if (wants(layer, "attn.out")) cap->out.resize(size_t(H) * n * p.d);
   }
   float* scores = cap && !cap->scores.empty() ? cap->scores.data() : nullptr;
-  float* pattern = cap && !cap->pattern.empty() ? cap->pattern.data() : nullptr;
+  float* pattern = cap && !cap->pattern.empty() ? cap->pattern.data() : probs;
+  // A captured pattern is also what `probs` asked for: copied on every way out.
+  struct CopyOut {
+    const float* from;
+    float* to;
+    size_t n;
+    ~CopyOut() {
+      if (from && to && from != to) std::copy_n(from, n, to);
+    }
+  } copy_out{pattern, probs, size_t(H) * n * size_t(p.n_k)};
   float* head_out = cap && !cap->out.empty() ? cap->out.data() : nullptr;
 
   const Substitution* sub = opt.substitution;

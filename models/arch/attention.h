@@ -33,8 +33,9 @@ class ForwardContext {
 
   // Runs layer `layer`'s attention. `p` holds Q f32 [H, N, d], K, V f32 [H_kv, N, d] (after
   // RoPE), causal flag and scale; `out` receives f32 [N, H*d], heads concatenated per token
-  // (the input of the output projection).
-  void attention(int layer, Problem& p, float* out);
+  // (the input of the output projection). `probs`, when non-null, receives the attention
+  // probabilities f32 [H, N, N_k] (what a KV-cache policy scores with).
+  void attention(int layer, Problem& p, float* out, float* probs = nullptr);
 
   // Layers that ran the substituted variant, in order.
   std::vector<SubstitutedLayer> substituted;
@@ -52,16 +53,6 @@ Problem layer_problem(int n_heads, int n_kv_heads, int n, int d, bool causal);
 // columns [col0 + h*d, col0 + (h+1)*d), into dst f32 [heads, n, d].
 void split_heads(const float* src, int n, int src_stride, int col0, int heads, int d, float* dst,
                  int threads = 1);
-
-// Incremental decoding: appends p's keys and values (f32 [H_kv, n, d], the n new tokens) to
-// layer `layer` of `cache` after its `cache.length` tokens, then gives p the keys and values of
-// every token so far (n_k = cache.length + n; with default positions the queries are the last
-// n of them).
-// The caller advances cache.length once every layer ran.
-void attend_with_cache(KvCache& cache, int layer, Problem& p);
-// Throws Error(InvalidArgument) when `n` more tokens after the cache's would exceed a
-// learned-position model's context (info.max_tokens; 0 = none). Null cache: nothing to check.
-void check_cache_room(const ModelInfo& info, const KvCache* cache, int n);
 
 // Dense softmax attention of the listed heads of `p` (the oracle-checked path of every model):
 // writes out f32 [N, H*d] for those heads and, when non-null, scores f32 [H, N, N_k] (masked

@@ -67,16 +67,19 @@ class Gpt2 : public Model {
   ModelOutput run(const ModelInput& in, KvCache* cache, const ForwardOptions& opt) const {
     const auto t0 = std::chrono::steady_clock::now();
     check_token_ids(info_, in, lm_head_.out);
-    check_cache_room(info_, cache, int(in.ids.size()));
-    const int pos0 = cache ? cache->length : 0;
     const int N = int(in.ids.size()), C = info_.hidden, H = info_.n_heads, d = info_.head_dim;
+    // Positions: 0..N-1, or what the cache policy gives the new tokens (checked first, so a
+    // refused pass leaves the cache as it was).
+    std::vector<int> pos(static_cast<size_t>(N));
+    for (int t = 0; t < N; ++t) pos[size_t(t)] = in.positions.empty() ? t : in.positions[size_t(t)];
+    if (cache) pos = kv_input_positions(*cache, N, info_.max_tokens);
     ForwardContext ctx(info_, opt, N, in.labels.empty() ? nullptr : &in.labels);
     const int th = ctx.threads;
     std::vector<float> x(size_t(N) * C), h(x.size()), att(x.size()), tmp(x.size());
-    std::vector<float> qkv(size_t(N) * 3 * C), mlp(size_t(N) * inter_);
+    std::vector<float> qkv(size_t(N) * 3 * C), mlp(size_t(N) * inter_), probs;
     for (int t = 0; t < N; ++t) {
       const float* e = wte_ + size_t(in.ids[size_t(t)]) * C;
-      const float* p = wpe_ + size_t(pos0 + t) * C;
+      const float* p = wpe_ + size_t(pos[size_t(t)]) * C;
       for (int j = 0; j < C; ++j) x[size_t(t) * C + j] = e[j] + p[j];
     }
     for (int l = 0; l < info_.n_layers; ++l) {
@@ -87,8 +90,12 @@ class Gpt2 : public Model {
       split_heads(qkv.data(), N, 3 * C, 0, H, d, p.q.data(), th);
       split_heads(qkv.data(), N, 3 * C, C, H, d, p.k.data(), th);
       split_heads(qkv.data(), N, 3 * C, 2 * C, H, d, p.v.data(), th);
-      if (cache) attend_with_cache(*cache, l, p);
-      ctx.attention(l, p, att.data());
+      if (cache) {
+        kv_begin_layer(*cache, l, info_.n_layers, p, nullptr, th);
+        if (cache->policy.needs_scores()) probs.resize(size_t(H) * N * p.n_k);
+      }
+      ctx.attention(l, p, att.data(), probs.empty() ? nullptr : probs.data());
+      if (cache) kv_end_layer(*cache, l, info_.n_layers, p, probs.empty() ? nullptr : probs.data());
       linear(att.data(), N, L.proj, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());
       layer_norm(x.data(), N, C, L.ln2_g, L.ln2_b, eps_, h.data(), th);
@@ -108,7 +115,7 @@ class Gpt2 : public Model {
     linear(out.hidden_state.data(), N, lm_head_, out.logits.data(), th);
     out.substituted = std::move(ctx.substituted);
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (cache) cache->length += N;
+    if (cache) kv_end_pass(*cache, N);
     return out;
   }
 

@@ -1,6 +1,7 @@
 // Llama family (Llama 2/3, SmolLM, TinyLlama, Qwen2): RMSNorm pre-norm blocks, rotary
 // embeddings (with rope_scaling) on Q and K, grouped-query attention, SwiGLU MLP, optional
 // q/k/v biases (Qwen2), lm_head tied to the embeddings when tie_word_embeddings says so.
+#include <algorithm>
 #include <chrono>
 
 #include "compute/error.h"
@@ -76,15 +77,13 @@ class Llama : public Model {
   ModelOutput run(const ModelInput& in, KvCache* cache, const ForwardOptions& opt) const {
     const auto t0 = std::chrono::steady_clock::now();
     check_token_ids(info_, in, lm_head_.out);
-    check_cache_room(info_, cache, int(in.ids.size()));
-    const int pos0 = cache ? cache->length : 0;
     const int N = int(in.ids.size()), C = info_.hidden;
     const int H = info_.n_heads, Hkv = info_.n_kv_heads, d = info_.head_dim;
     ForwardContext ctx(info_, opt, N, in.labels.empty() ? nullptr : &in.labels);
     const int th = ctx.threads;
     std::vector<float> x(size_t(N) * C), h(x.size()), tmp(x.size());
     std::vector<float> q(size_t(N) * H * d), k(size_t(N) * Hkv * d), v(k.size()), att(q.size());
-    std::vector<float> gate(size_t(N) * inter_), up(gate.size());
+    std::vector<float> gate(size_t(N) * inter_), up(gate.size()), probs;
     for (int t = 0; t < N; ++t) {
       std::copy_n(embed_ + size_t(in.ids[size_t(t)]) * C, C, x.data() + size_t(t) * C);
     }
@@ -98,10 +97,22 @@ class Llama : public Model {
       split_heads(q.data(), N, H * d, 0, H, d, p.q.data(), th);
       split_heads(k.data(), N, Hkv * d, 0, Hkv, d, p.k.data(), th);
       split_heads(v.data(), N, Hkv * d, 0, Hkv, d, p.v.data(), th);
-      rope_.apply(p.q.data(), H, N, th, pos0);
-      rope_.apply(p.k.data(), Hkv, N, th, pos0);
-      if (cache) attend_with_cache(*cache, l, p);  // keys are cached after rotation
-      ctx.attention(l, p, att.data());
+      if (cache) {  // the cache rotates q and k to the positions its policy gives them
+        kv_begin_layer(*cache, l, info_.n_layers, p, &rope_, th);
+        if (cache->policy.needs_scores()) probs.resize(size_t(H) * N * p.n_k);
+      } else if (in.positions.empty()) {
+        rope_.apply(p.q.data(), H, N, th);
+        rope_.apply(p.k.data(), Hkv, N, th);
+      } else {
+        const int32_t* at = in.positions.data();
+        const int longest = *std::max_element(at, at + N) + 1;
+        for (int hq = 0; hq < H; ++hq)
+          rope_.apply_at(p.q.data() + size_t(hq) * N * d, N, at, longest);
+        for (int hk = 0; hk < Hkv; ++hk)
+          rope_.apply_at(p.k.data() + size_t(hk) * N * d, N, at, longest);
+      }
+      ctx.attention(l, p, att.data(), probs.empty() ? nullptr : probs.data());
+      if (cache) kv_end_layer(*cache, l, info_.n_layers, p, probs.empty() ? nullptr : probs.data());
       linear(att.data(), N, L.o, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());
       rms_norm(x.data(), N, C, L.ln2, eps_, h.data(), th);
@@ -122,7 +133,7 @@ class Llama : public Model {
     linear(out.hidden_state.data(), N, lm_head_, out.logits.data(), th);
     out.substituted = std::move(ctx.substituted);
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (cache) cache->length += N;
+    if (cache) kv_end_pass(*cache, N);
     return out;
   }
 

@@ -17,6 +17,7 @@
 #include "compute/result.h"
 #include "models/arch/hooks.h"
 #include "models/arch/image.h"
+#include "models/arch/kv_cache.h"
 #include "models/formats/hf_config.h"
 #include "models/tokenizers/tokenizer.h"
 
@@ -48,6 +49,8 @@ struct ModelInfo {
 struct ModelInput {
   std::vector<int32_t> ids;          // i32 [N] token ids (text models)
   std::vector<int32_t> token_types;  // i32 [N] BERT segment ids; empty = all 0
+  std::vector<int32_t> positions;    // i32 [N] explicit positions (GPT-2, Llama family); empty =
+                                     // 0..N-1. Attention stays causal in input order.
   Image image;                       // preprocessed pixels (vision models)
   std::vector<std::string> labels;   // optional token labels [N] for captured problems
 };
@@ -68,16 +71,6 @@ struct ModelOutput {
                                     // (image classifier); empty without a head
   std::vector<SubstitutedLayer> substituted;
   double seconds = 0;  // wall time of the forward pass
-};
-
-// Keys and values of every layer for incremental decoding: after a prefill of N tokens and T
-// steps, `length` = N + T and layer l holds K, V f32 [H_kv, capacity, d] (rows 0 .. length-1 in
-// use), keys after RoPE for rotary models. Filled by Model::decode().
-struct KvCache {
-  int length = 0;    // tokens held
-  int capacity = 0;  // rows allocated per head
-  int n_kv_heads = 0, head_dim = 0;
-  std::vector<std::vector<float>> k, v;  // [layer] f32 [H_kv, capacity, d]
 };
 
 struct ForwardOptions {
@@ -101,10 +94,12 @@ class Model {
   virtual ModelOutput forward(const ModelInput& in, const ForwardOptions& opt = {}) const = 0;
   // Incremental decoding (causal language models): runs `ids`, which follow the cache's tokens,
   // attending over the cache and themselves, and appends their keys and values to the cache.
-  // An empty cache makes it a prefill; one id a decode step. The logits (f32 [ids, vocab]) equal
-  // those rows of a full forward pass over every token so far. Hooks and substitution apply to
-  // this pass's queries. Throws Error(Unsupported) for encoders and vision models, and
-  // Error(InvalidArgument) when the tokens so far exceed a learned-position model's context.
+  // An empty cache makes it a prefill; one id a decode step. With the default policy (kv_full)
+  // the logits (f32 [ids, vocab]) equal those rows of a full forward pass over every token so
+  // far; other policies (cache.policy) evict, quantise and re-position as kv_policy.h says.
+  // Hooks and substitution apply to this pass's queries over what the cache gives them. Throws
+  // Error(Unsupported) for encoders and vision models, and Error(InvalidArgument) when a
+  // learned-position model would run out of positions.
   virtual ModelOutput decode(const std::vector<int32_t>& ids, KvCache& cache,
                              const ForwardOptions& opt = {}) const;
 

@@ -64,6 +64,15 @@ void check_token_ids(const ModelInfo& info, const ModelInput& in, int rows) {
             "token id " + std::to_string(in.ids[i]) + " at position " + std::to_string(i) +
                 " is outside the vocabulary [0, " + std::to_string(rows) + ")");
   }
+  require(in.positions.empty() || in.positions.size() == in.ids.size(), ErrorCode::InvalidArgument,
+          "positions has " + std::to_string(in.positions.size()) + " entries for " +
+              std::to_string(in.ids.size()) + " tokens");
+  for (size_t i = 0; i < in.positions.size(); ++i)
+    require(in.positions[i] >= 0 && (info.max_tokens <= 0 || info.family == Family::Llama ||
+                                     in.positions[i] < info.max_tokens),
+            ErrorCode::InvalidArgument,
+            "position " + std::to_string(in.positions[i]) + " of token " + std::to_string(i) +
+                " is outside the model's positions [0, " + std::to_string(info.max_tokens) + ")");
   require(in.token_types.empty() || in.token_types.size() == in.ids.size(),
           ErrorCode::InvalidArgument,
           "token_types has " + std::to_string(in.token_types.size()) + " entries for " +

@@ -105,4 +105,19 @@ void Rope::apply(float* x, int heads, int n, int threads, int pos0) const {
       threads);
 }
 
+void Rope::apply_at(float* x, int n, const int32_t* pos, int length) const {
+  const int half = d_ / 2;
+  const std::vector<float> f = inv_freq(length);
+  for (int t = 0; t < n; ++t) {
+    float* r = x + size_t(t) * d_;
+    for (int i = 0; i < half; ++i) {
+      const float angle = float(pos[t]) * f[size_t(i)];  // as apply(): the angle in f32
+      const float c = std::cos(angle), s = std::sin(angle);
+      const float a = r[i], b = r[i + half];
+      r[i] = a * c - b * s;
+      r[i + half] = b * c + a * s;
+    }
+  }
+}
+
 }  // namespace attn

@@ -2,6 +2,7 @@
 // dimension i pairs with i + d/2), with the rope_scaling types "linear", "dynamic" (NTK) and
 // "llama3". Frequencies and angles are computed in f32, as transformers does.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ class Rope {
   // Rotates x f32 [heads, n, d] in place for positions pos0 .. pos0 + n - 1 (pos0 > 0: tokens
   // appended to a KV cache; "dynamic" scaling then sees the whole length pos0 + n).
   void apply(float* x, int heads, int n, int threads, int pos0 = 0) const;
+  // Rotates rows x f32 [n, d] in place, row r to position pos[r]; "dynamic" scaling sees a
+  // sequence of `length` tokens. What a KV cache uses when kept keys change position.
+  void apply_at(float* x, int n, const int32_t* pos, int length) const;
 
  private:
   int d_ = 0;

@@ -1,0 +1,276 @@
+#include "models/arch/kv_cache.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "compute/error.h"
+#include "compute/kv/kv_evict.h"
+#include "compute/kv/kv_precision.h"
+#include "compute/problem.h"
+#include "models/arch/rope.h"
+
+namespace attn {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Grows every layer to `cap` rows per head, keeping each head's rows.
+void grow(KvCache& c, int cap) {
+  const int hkv = c.n_kv_heads, d = c.head_dim, old = c.capacity;
+  const auto regrow = [&](auto& t, int width) {
+    if (t.empty()) return;
+    std::remove_reference_t<decltype(t)> g(size_t(hkv) * cap * width);
+    for (int h = 0; h < hkv; ++h)
+      std::copy_n(t.data() + size_t(h) * old * width, size_t(old) * width,
+                  g.data() + size_t(h) * cap * width);
+    t.swap(g);
+  };
+  for (KvLayer& L : c.layers) {
+    regrow(L.k, d);
+    regrow(L.v, d);
+    regrow(L.k_raw, d);
+    regrow(L.pos, 1);
+    regrow(L.kpos, 1);
+    regrow(L.acc, 1);
+  }
+  c.capacity = cap;
+}
+
+// Rounds `n` rows of `d` values at `x` to the storage precision (kv_quant: per-token groups of
+// channels when `per_token`; per-channel groups are done by quantise_channels).
+void store_rows(const KvPolicy& p, float* x, int n, int d, bool per_token) {
+  const size_t m = size_t(n) * d;
+  switch (p.precision) {
+    case KvPolicy::Precision::F32:
+      return;
+    case KvPolicy::Precision::Fp16:
+      for (size_t i = 0; i < m; ++i) x[i] = round_fp16(x[i]);
+      return;
+    case KvPolicy::Precision::Bf16:
+      for (size_t i = 0; i < m; ++i) x[i] = round_bf16(x[i]);
+      return;
+    case KvPolicy::Precision::Fp8:
+      for (size_t i = 0; i < m; ++i) x[i] = round_fp8(x[i], p.e4m3);
+      return;
+    case KvPolicy::Precision::Quant:
+      if (!per_token) return;
+      for (int r = 0; r < n; ++r)
+        for (int c0 = 0; c0 < d; c0 += p.group)
+          quantise_group(x + size_t(r) * d + c0, std::min(p.group, d - c0), 1, p.bits);
+      return;
+  }
+}
+
+// KIVI's per-channel groups: once `group` rows beyond the quantised ones exist, each channel of
+// those rows shares a minimum and scale; the newest incomplete group stays in full precision.
+// Returns the first row that changed (or `len` when none did).
+int quantise_channels(const KvPolicy& p, float* rows, int len, int d, int& done) {
+  const int first = done;
+  while (len - done >= p.group) {
+    for (int c = 0; c < d; ++c) quantise_group(rows + size_t(done) * d + c, p.group, d, p.bits);
+    done += p.group;
+  }
+  return done > first ? first : len;
+}
+
+}  // namespace
+
+int64_t KvCache::entries() const {
+  int64_t e = 0;
+  for (const KvLayer& L : layers) e += int64_t(L.len) * n_kv_heads;
+  return e;
+}
+
+double KvCache::bytes() const {
+  const double per =
+      (policy.key_bytes_per_element(head_dim) + policy.value_bytes_per_element(head_dim)) *
+      head_dim;
+  return double(entries()) * per;
+}
+
+std::vector<int> kv_input_positions(const KvCache& c, int n, int max_positions) {
+  int slot = 0;
+  for (const KvLayer& L : c.layers) slot = std::max(slot, L.len);
+  const bool evicts =
+      c.policy.evict != KvPolicy::Evict::Full && c.policy.evict != KvPolicy::Evict::Quest;
+  const int base = c.policy.reposition && evicts ? slot : c.length;
+  std::vector<int> pos(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) pos[size_t(i)] = base + i;
+  if (max_positions > 0 && n > 0 && int64_t(base) + n > max_positions)
+    throw Error(ErrorCode::InvalidArgument,
+                std::to_string(c.length) + " cached + " + std::to_string(n) +
+                    " new tokens exceed the model's context of " + std::to_string(max_positions) +
+                    " learned positions under " + c.policy.spec +
+                    (evicts ? "" : " (an evicting policy with reposition=true can stream on)"));
+  return pos;
+}
+
+void kv_begin_layer(KvCache& c, int layer, int n_layers, Problem& p, const Rope* rope,
+                    int threads) {
+  (void)threads;
+  const int n = p.n_q, d = p.d, hkv = p.n_kv_heads, H = p.n_heads, G = H / hkv;
+  if (c.layers.empty()) {
+    c.layers.resize(size_t(n_layers));
+    c.n_kv_heads = hkv;
+    c.head_dim = d;
+  }
+  require(c.n_kv_heads == hkv && c.head_dim == d && int(c.layers.size()) == n_layers,
+          ErrorCode::InvalidArgument, "KV cache: it holds another model's keys and values");
+  KvLayer& L = c.layers[size_t(layer)];
+  const KvPolicy& pol = c.policy;
+  if (L.len + n > c.capacity) grow(c, std::max({L.len + n, 2 * c.capacity, 64}));
+  const int cap = c.capacity;
+  const auto alloc = [&](auto& t, int width) {
+    if (t.empty()) t.assign(size_t(hkv) * cap * width, {});
+  };
+  alloc(L.k, d);
+  alloc(L.v, d);
+  alloc(L.pos, 1);
+  alloc(L.kpos, 1);
+  alloc(L.acc, 1);
+  if (rope) alloc(L.k_raw, d);
+  if (L.quantised.empty()) L.quantised.assign(size_t(hkv), 0);
+  if (L.vquantised.empty()) L.vquantised.assign(size_t(hkv), 0);
+
+  const auto t0 = Clock::now();
+  const int len0 = L.len, len = len0 + n;
+  const bool per_channel_k = pol.precision == KvPolicy::Precision::Quant && pol.k_per_channel;
+  const bool per_channel_v = pol.precision == KvPolicy::Precision::Quant && pol.v_per_channel;
+  for (int h = 0; h < hkv; ++h) {
+    float* stored_k = (rope ? L.k_raw : L.k).data() + size_t(h) * cap * d;
+    float* v = L.v.data() + size_t(h) * cap * d;
+    std::copy_n(p.k.data() + size_t(h) * n * d, size_t(n) * d, stored_k + size_t(len0) * d);
+    std::copy_n(p.v.data() + size_t(h) * n * d, size_t(n) * d, v + size_t(len0) * d);
+    store_rows(pol, stored_k + size_t(len0) * d, n, d, !pol.k_per_channel);
+    store_rows(pol, v + size_t(len0) * d, n, d, !pol.v_per_channel);
+    int32_t* pos = L.pos.data() + size_t(h) * cap;
+    int32_t* kpos = L.kpos.data() + size_t(h) * cap;
+    for (int i = 0; i < n; ++i) {
+      pos[len0 + i] = c.length + i;
+      kpos[len0 + i] = -1;  // not rotated yet
+      L.acc[size_t(h) * cap + len0 + i] = 0;
+    }
+    if (per_channel_k) {
+      const int changed = quantise_channels(pol, stored_k, len, d, L.quantised[size_t(h)]);
+      for (int e = changed; e < len; ++e) kpos[e] = -1;
+    }
+    if (per_channel_v) quantise_channels(pol, v, len, d, L.vquantised[size_t(h)]);
+  }
+  L.len = len;
+
+  // Positions: slots when repositioning, else stream positions.
+  const bool slots = pol.reposition;
+  std::vector<int32_t> qpos(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) qpos[size_t(i)] = slots ? len0 + i : c.length + i;
+  if (rope) {
+    int32_t longest = qpos.back() + 1;
+    std::vector<int32_t> want;
+    for (int h = 0; h < hkv; ++h) {
+      const float* raw = L.k_raw.data() + size_t(h) * cap * d;
+      float* k = L.k.data() + size_t(h) * cap * d;
+      const int32_t* pos = L.pos.data() + size_t(h) * cap;
+      int32_t* kpos = L.kpos.data() + size_t(h) * cap;
+      for (int e = 0; e < len; ++e) {
+        const int32_t target = slots ? e : pos[e];
+        if (kpos[e] == target) continue;
+        std::copy_n(raw + size_t(e) * d, d, k + size_t(e) * d);
+        rope->apply_at(k + size_t(e) * d, 1, &target, longest);
+        kpos[e] = target;
+      }
+    }
+    for (int h = 0; h < H; ++h)
+      rope->apply_at(p.q.data() + size_t(h) * n * d, n, qpos.data(), longest);
+  }
+
+  // What the queries attend over.
+  const bool quest = pol.evict == KvPolicy::Evict::Quest && n == 1 && c.passes > 0;
+  std::vector<std::vector<int>> pick(static_cast<size_t>(hkv));
+  int nk = len;
+  if (quest) {
+    for (int h = 0; h < hkv; ++h)
+      pick[size_t(h)] = quest_select(pol, p.q.data() + size_t(h) * G * d, G,
+                                     L.k.data() + size_t(h) * cap * d, len, d);
+    nk = int(pick[0].size());
+  }
+  c.policy_seconds += since(t0);
+  std::vector<float> k(size_t(hkv) * nk * d), v(k.size());
+  for (int h = 0; h < hkv; ++h) {
+    const float* ck = L.k.data() + size_t(h) * cap * d;
+    const float* cv = L.v.data() + size_t(h) * cap * d;
+    float* dk = k.data() + size_t(h) * nk * d;
+    float* dv = v.data() + size_t(h) * nk * d;
+    if (!quest) {
+      std::copy_n(ck, size_t(nk) * d, dk);
+      std::copy_n(cv, size_t(nk) * d, dv);
+    } else {
+      for (int j = 0; j < nk; ++j) {
+        const int e = pick[size_t(h)][size_t(j)];
+        std::copy_n(ck + size_t(e) * d, d, dk + size_t(j) * d);
+        std::copy_n(cv + size_t(e) * d, d, dv + size_t(j) * d);
+      }
+    }
+  }
+  p.k.swap(k);
+  p.v.swap(v);
+  p.n_k = nk;  // default positions: the queries are the last n of the nk entries
+}
+
+void kv_end_layer(KvCache& c, int layer, int n_layers, const Problem& p, const float* pattern) {
+  const KvPolicy& pol = c.policy;
+  if (pol.evict == KvPolicy::Evict::Full || pol.evict == KvPolicy::Evict::Quest) return;
+  require(!pol.needs_scores() || pattern, ErrorCode::InvalidArgument,
+          pol.spec + ": eviction needs the attention probabilities");
+  const auto t0 = Clock::now();
+  KvLayer& L = c.layers[size_t(layer)];
+  const int hkv = c.n_kv_heads, d = c.head_dim, cap = c.capacity, len = L.len;
+  const int G = p.n_heads / hkv, n = p.n_q;
+  int kept = -1;
+  for (int h = 0; h < hkv; ++h) {
+    KvHeadState st;
+    st.pos.assign(L.pos.begin() + size_t(h) * cap, L.pos.begin() + size_t(h) * cap + len);
+    st.acc.assign(L.acc.begin() + size_t(h) * cap, L.acc.begin() + size_t(h) * cap + len);
+    const float* probs = pattern ? pattern + size_t(h) * G * n * len : nullptr;
+    const std::vector<int> keep = kv_keep(pol, layer, n_layers, st, probs, G, n, c.passes == 0);
+    require(kept < 0 || kept == int(keep.size()), ErrorCode::InvalidArgument,
+            pol.spec + ": KV heads of one layer kept different counts");
+    kept = int(keep.size());
+    const auto move_rows = [&](auto* base, int width) {
+      for (int j = 0; j < kept; ++j)
+        if (keep[size_t(j)] != j)
+          std::copy_n(base + size_t(keep[size_t(j)]) * width, width, base + size_t(j) * width);
+    };
+    move_rows(L.k.data() + size_t(h) * cap * d, d);
+    move_rows(L.v.data() + size_t(h) * cap * d, d);
+    if (!L.k_raw.empty()) move_rows(L.k_raw.data() + size_t(h) * cap * d, d);
+    move_rows(L.pos.data() + size_t(h) * cap, 1);
+    move_rows(L.kpos.data() + size_t(h) * cap, 1);
+    for (int j = 0; j < kept; ++j) L.acc[size_t(h) * cap + j] = st.acc[size_t(keep[size_t(j)])];
+    for (int* q : {&L.quantised[size_t(h)], &L.vquantised[size_t(h)]})
+      *q = int(std::lower_bound(keep.begin(), keep.end(), *q) - keep.begin());
+  }
+  L.len = kept;
+  c.policy_seconds += since(t0);
+}
+
+void kv_end_pass(KvCache& c, int n) {
+  c.length += n;
+  c.passes += 1;
+  if (!c.record) return;
+  KvSnapshot s;
+  s.step = c.length - 1;
+  for (const KvLayer& L : c.layers) {
+    std::vector<std::vector<int32_t>> heads;
+    for (int h = 0; h < c.n_kv_heads; ++h)
+      heads.emplace_back(L.pos.begin() + size_t(h) * c.capacity,
+                         L.pos.begin() + size_t(h) * c.capacity + L.len);
+    s.kept.push_back(std::move(heads));
+  }
+  c.history.push_back(std::move(s));
+}
+
+}  // namespace attn

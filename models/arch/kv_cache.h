@@ -1,0 +1,77 @@
+// The KV cache of incremental decoding (Model::decode) and the policy that runs it
+// (compute/kv/kv_policy.h: eviction, storage precision, positions).
+//
+// Each layer holds, per KV head, the kept entries in stream order: K and V f32 [H_kv, capacity,
+// d] (values as the storage precision decodes them), the stream position of each entry, and
+// for rotary models the keys before rotation, so a key can be rotated again when its slot
+// changes. Every head of a layer holds the same number of entries; layers may differ
+// (kv_pyramidkv).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "compute/kv/kv_policy.h"
+
+namespace attn {
+
+class Rope;
+struct Problem;
+
+struct KvLayer {
+  int len = 0;                  // entries held per head
+  std::vector<float> k, v;      // f32 [H_kv, capacity, d]: what attention reads
+  std::vector<float> k_raw;     // f32 [H_kv, capacity, d]: keys before rotation (rotary models)
+  std::vector<int32_t> pos;     // i32 [H_kv, capacity]: stream position of each entry
+  std::vector<int32_t> kpos;    // i32 [H_kv, capacity]: position each key is rotated at
+  std::vector<double> acc;      // f64 [H_kv, capacity]: kv_h2o's accumulated attention
+  std::vector<int> quantised;   // [H_kv]: leading K rows quantised per channel (kv_quant)
+  std::vector<int> vquantised;  // [H_kv]: the same for V (kv_quant(v_axis=channel))
+};
+
+// Cache state at the end of a pass (what the cache timeline shows).
+struct KvSnapshot {
+  int step = 0;  // stream position of the pass's last token
+  // [layer][kv head]: stream positions held after eviction
+  std::vector<std::vector<std::vector<int32_t>>> kept;
+};
+
+struct KvCache {
+  KvPolicy policy;   // default: kv_full, f32
+  int length = 0;    // tokens streamed so far (the next token's stream position)
+  int passes = 0;    // passes run; the first is the prefill
+  int capacity = 0;  // rows allocated per head
+  int n_kv_heads = 0, head_dim = 0;
+  std::vector<KvLayer> layers;
+  bool record = false;              // keep a KvSnapshot per pass in `history`
+  std::vector<KvSnapshot> history;  // filled when `record` is set
+  double policy_seconds = 0;        // time spent on eviction, rotation and quantisation
+
+  KvCache() = default;
+  explicit KvCache(KvPolicy p) : policy(std::move(p)) {}
+
+  // Entries held, summed over layers and KV heads.
+  int64_t entries() const;
+  // Bytes the held keys and values take in the policy's precision.
+  double bytes() const;
+};
+
+// ---- what the architectures call (models/arch/*.cpp) ----
+
+// Positions the n new tokens take in a learned-position model (GPT-2): their slot
+// (reposition) or their stream position. Throws Error(InvalidArgument) when one reaches
+// `max_positions`, naming the policy (kv_full and kv_quest stop at the context).
+std::vector<int> kv_input_positions(const KvCache& cache, int n, int max_positions);
+
+// Before layer `layer`'s attention: appends p's new keys and values (f32 [H_kv, n, d]; for
+// rotary models q and k arrive unrotated and `rope` is non-null), applies the storage
+// precision, and gives p what its queries attend over (kv_quest: the chosen pages only), the
+// new tokens last, with q and k rotated to their positions.
+void kv_begin_layer(KvCache& cache, int layer, int n_layers, Problem& p, const Rope* rope,
+                    int threads);
+// After it: evicts by the policy. `pattern` f32 [H, n, n_k] holds the pass's attention
+// probabilities (required when policy.needs_scores(), else may be null).
+void kv_end_layer(KvCache& cache, int layer, int n_layers, const Problem& p, const float* pattern);
+// After every layer ran: advances the stream and records the snapshot.
+void kv_end_pass(KvCache& cache, int n);
+
+}  // namespace attn
