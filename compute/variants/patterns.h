@@ -33,11 +33,11 @@ inline constexpr const char* kVaswaniSource = "Vaswani et al. 2017, Attention Is
 
 // Shorthand for parameter schemas.
 inline ParamSpec int_param(const char* name, double min, double max, double def, const char* help) {
-  return {name, ParamSpec::Type::Int, min, max, def, help};
+  return {name, ParamSpec::Type::Int, min, max, def, help, {}};
 }
 inline ParamSpec float_param(const char* name, double min, double max, double def,
                              const char* help) {
-  return {name, ParamSpec::Type::Float, min, max, def, help};
+  return {name, ParamSpec::Type::Float, min, max, def, help, {}};
 }
 
 }  // namespace attn
