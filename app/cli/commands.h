@@ -14,5 +14,7 @@ void add_demo_command(CLI::App& app, Action& action);
 void add_analyze_command(CLI::App& app, Action& action);
 void add_render_command(CLI::App& app, Action& action);
 void add_sweep_command(CLI::App& app, Action& action);
+void add_stream_command(CLI::App& app, Action& action);
+void add_generate_command(CLI::App& app, Action& action);
 
 }  // namespace attn::cli

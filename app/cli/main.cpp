@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
   add_analyze_command(app, action);
   add_render_command(app, action);
   add_sweep_command(app, action);
+  add_stream_command(app, action);
+  add_generate_command(app, action);
 #ifdef ATTN_HAVE_GUI
   attn::gui::add_gui_command(app, action, argc, argv);
 #endif

@@ -1,16 +1,19 @@
 #include "app/core/figure_data.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "app/core/analysis.h"
 #include "app/core/head_metrics.h"
+#include "app/core/stream.h"
 #include "compute/error.h"
 
 namespace attn::core {
 
 const std::vector<std::string>& view_names() {
-  static const std::vector<std::string> names = {"heatmap", "variants", "grid",  "sinks",
-                                                 "image",   "tradeoff", "tokens"};
+  static const std::vector<std::string> names = {"heatmap", "variants", "grid",   "sinks",
+                                                 "image",   "tradeoff", "tokens", "stream"};
   return names;
 }
 
@@ -91,6 +94,10 @@ FigureData collect_figure(const Analysis& a, View view, int max_cells) {
       f.tradeoff = tradeoff(a);
       title = "Cost vs accuracy of attention variants";
       break;
+    case View::Stream:
+      throw Error(ErrorCode::InvalidArgument,
+                  "the stream view comes from a stream run (`attnscope stream --figure`), not "
+                  "from an analysis");
     case View::Tokens:
       for (int v = 0; v < panels; ++v)
         f.tokens.push_back(tokens(a, v, a.layer(), a.head(), s.view.query));
@@ -109,6 +116,39 @@ FigureData tradeoff_figure(const std::vector<TradeoffPoint>& points, const std::
   f.tradeoff = points;
   f.title = title;
   f.subtitle = subtitle;
+  return f;
+}
+
+FigureData stream_figure(const StreamResult& r, int smooth) {
+  FigureData f;
+  f.view = View::Stream;
+  const int T = int(r.ids.size());
+  f.stream.smooth = smooth > 0 ? smooth : std::max(32, T / 20);
+  f.stream.context = r.context;
+  for (const PolicyRun& p : r.runs) {
+    StreamCurve c;
+    c.spec = p.spec;
+    c.perplexity = p.nll.empty() ? NAN : p.perplexity();
+    double bytes = 0;
+    for (double b : p.bytes) bytes += b;
+    c.mean_bytes = p.bytes.empty() ? 0 : bytes / double(p.bytes.size());
+    c.stopped = p.error;
+    const int n = int(p.nll.size()), w = f.stream.smooth;
+    const int every = std::max(1, n / 600);
+    double window_sum = 0;
+    for (int t = 0; t < n; ++t) {
+      window_sum += p.nll[size_t(t)];
+      if (t >= w) window_sum -= p.nll[size_t(t - w)];
+      if (t + 1 < w || ((t + 1 - w) % every != 0 && t + 1 != n)) continue;
+      c.tokens.push_back(double(t + 2));  // nll row t scores token t + 1: t + 2 tokens read
+      c.ppl.push_back(std::exp(window_sum / w));
+    }
+    f.stream.curves.push_back(std::move(c));
+  }
+  f.title = "Perplexity while streaming, by KV-cache policy";
+  f.subtitle = r.model + " \u00b7 " + std::to_string(T) + " tokens, prefill " +
+               std::to_string(r.prefill) +
+               (r.context > 0 ? " \u00b7 context " + std::to_string(r.context) : "");
   return f;
 }
 

@@ -4,7 +4,8 @@
 // Views (presets): heatmap (one head), variants (dense and each variant side by side), grid
 // (a metric per layer x head), sinks (mass received per token, per layer), image (CLS attention
 // over patches), tradeoff (cost vs error of each variant), tokens (one query's attention as
-// coloured text).
+// coloured text), stream (perplexity against tokens streamed per KV-cache policy, and quality
+// against cache memory: from a stream run, not an analysis).
 #pragma once
 #include <string>
 #include <vector>
@@ -16,12 +17,29 @@ namespace attn::core {
 
 struct Analysis;
 
-enum class View { Heatmap, Variants, Grid, Sinks, Image, Tradeoff, Tokens };
+enum class View { Heatmap, Variants, Grid, Sinks, Image, Tradeoff, Tokens, Stream };
 
 // "heatmap", "variants", ...; view_from_name throws Error(InvalidArgument) listing the names.
 const char* view_name(View v);
 View view_from_name(const std::string& name);
 const std::vector<std::string>& view_names();
+
+struct StreamResult;
+
+// One KV-cache policy of a stream run, as the stream figure draws it.
+struct StreamCurve {
+  std::string spec;
+  std::vector<double> tokens;  // x: tokens streamed (the row's token index + 1)
+  std::vector<double> ppl;     // y: perplexity over the `smooth` tokens up to x
+  double perplexity = 0;       // over the whole stream the policy read
+  double mean_bytes = 0;       // cache bytes, averaged over the stream
+  std::string stopped;         // why it stopped early ("" = read everything)
+};
+struct StreamFigure {
+  std::vector<StreamCurve> curves;
+  int smooth = 0;   // tokens each point of a curve averages
+  int context = 0;  // the model's context (drawn as a marker; 0 = none)
+};
 
 struct FigureData {
   View view = View::Heatmap;
@@ -35,6 +53,7 @@ struct FigureData {
   std::vector<ImageAttention> images;   // image: dense then each variant
   std::vector<TradeoffPoint> tradeoff;  // tradeoff: dense then each variant
   std::vector<TokensData> tokens;       // tokens: dense then each variant
+  StreamFigure stream;                  // stream
 };
 
 // Gathers the data of `view` for the analysis's session (its layer, head, variants and view
@@ -45,5 +64,9 @@ FigureData collect_figure(const Analysis& a, View view, int max_cells = 512);
 // Trade-off figure data straight from sweep rows (no workbench), for `sweep --figure`.
 FigureData tradeoff_figure(const std::vector<TradeoffPoint>& points, const std::string& title,
                            const std::string& subtitle);
+
+// Stream figure data from a stream run: each policy's perplexity over a sliding window of
+// `smooth` tokens (0: max(32, tokens / 20)), sampled at most 600 times per curve.
+FigureData stream_figure(const StreamResult& r, int smooth = 0);
 
 }  // namespace attn::core

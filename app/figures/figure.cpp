@@ -86,6 +86,9 @@ double paint_figure(QPainter& p, const FigureData& d, double w_pt, double h_pt,
     case View::Tokens:
       bottom = paint_tokens(c, area, d);
       break;
+    case View::Stream:
+      bottom = paint_stream(c, area, d);
+      break;
   }
   p.restore();
   if (layout && free_height) layout->page.setHeight(bottom + m);

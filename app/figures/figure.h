@@ -32,6 +32,8 @@ using core::HeatmapData;
 using core::ImageAttention;
 using core::Session;
 using core::SinkData;
+using core::StreamCurve;
+using core::StreamFigure;
 using core::TokensData;
 using core::TradeoffPoint;
 using core::View;
