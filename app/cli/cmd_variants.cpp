@@ -5,6 +5,8 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/table.h"
+#include "compute/kv/kv_policy.h"
+#include "compute/params.h"
 #include "compute/registry.h"
 
 namespace attn::cli {
@@ -13,11 +15,16 @@ namespace {
 
 const char* kind_name(PieceKind k) {
   switch (k) {
-    case PieceKind::Pattern: return "pattern";
-    case PieceKind::ScoreMod: return "score-mod";
-    case PieceKind::Normaliser: return "normaliser";
-    case PieceKind::Dense: return "dense";
-    case PieceKind::Selective: return "selective";
+    case PieceKind::Pattern:
+      return "pattern";
+    case PieceKind::ScoreMod:
+      return "score-mod";
+    case PieceKind::Normaliser:
+      return "normaliser";
+    case PieceKind::Dense:
+      return "dense";
+    case PieceKind::Selective:
+      return "selective";
   }
   return "?";
 }
@@ -25,34 +32,83 @@ const char* kind_name(PieceKind k) {
 std::string param_list(const VariantInfo& info) {
   std::string s;
   for (const auto& p : info.params) {
-    char buf[128];
-    std::snprintf(buf, sizeof buf, "%s=%g [%g..%g]", p.name.c_str(), p.def, p.min, p.max);
-    s += (s.empty() ? "" : ", ") + std::string(buf);
+    std::string one;
+    if (p.type == ParamSpec::Type::Enum) {
+      one = p.name + "=" + param_to_text(p, p.def) + " [";
+      for (size_t i = 0; i < p.choices.size(); ++i) one += (i ? "|" : "") + p.choices[i];
+      one += "]";
+    } else {
+      char buf[128];
+      std::snprintf(buf, sizeof buf, "%s=%.10g [%.10g..%.10g]", p.name.c_str(), p.def, p.min,
+                    p.max);
+      one = buf;
+    }
+    s += (s.empty() ? "" : ", ") + one;
   }
   return s;
+}
+
+const char* type_name(ParamSpec::Type t) {
+  switch (t) {
+    case ParamSpec::Type::Int:
+      return "int";
+    case ParamSpec::Type::Float:
+      return "float";
+    case ParamSpec::Type::Bool:
+      return "bool";
+    case ParamSpec::Type::Enum:
+      return "enum";
+  }
+  return "?";
+}
+
+nlohmann::json params_json(const VariantInfo& info) {
+  nlohmann::json params = nlohmann::json::array();
+  for (const auto& p : info.params) {
+    nlohmann::json j = {{"name", p.name}, {"type", type_name(p.type)}, {"min", p.min},
+                        {"max", p.max},   {"default", p.def},          {"help", p.help}};
+    if (p.type == ParamSpec::Type::Enum) {
+      j["choices"] = p.choices;
+      j["default"] = param_to_text(p, p.def);
+    }
+    params.push_back(std::move(j));
+  }
+  return params;
 }
 
 }  // namespace
 
 void add_variants_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("variants", "List every variant piece with parameters and source");
-  static bool json = false;
+  static bool json = false, kv = false;
   cmd->add_flag("--json", json, "Print the registry as JSON");
+  cmd->add_flag("--kv", kv, "List the KV-cache policy pieces (for stream and generate) instead");
   cmd->callback([&action] {
     action = [] {
+      if (kv) {
+        if (json) {
+          nlohmann::json out = nlohmann::json::array();
+          for (const VariantInfo& info : kv_pieces())
+            out.push_back({{"id", info.id},
+                           {"kind", info.family},
+                           {"name", info.display_name},
+                           {"source", info.source},
+                           {"description", info.description},
+                           {"params", params_json(info)}});
+          std::cout << out.dump(2) << "\n";
+          return 0;
+        }
+        Table t({"id", "kind", "name", "parameters", "source"});
+        for (const VariantInfo& info : kv_pieces())
+          t.add({info.id, info.family, info.display_name, param_list(info),
+                 info.source.size() > 60 ? info.source.substr(0, 57) + "..." : info.source});
+        t.print();
+        return 0;
+      }
       if (json) {
         nlohmann::json out = nlohmann::json::array();
         for (const auto& piece : registry_pieces()) {
-          nlohmann::json params = nlohmann::json::array();
-          for (const auto& p : piece.info.params)
-            params.push_back({{"name", p.name},
-                              {"type", p.type == ParamSpec::Type::Int     ? "int"
-                                       : p.type == ParamSpec::Type::Float ? "float"
-                                                                          : "bool"},
-                              {"min", p.min},
-                              {"max", p.max},
-                              {"default", p.def},
-                              {"help", p.help}});
+          const nlohmann::json params = params_json(piece.info);
           out.push_back({{"id", piece.info.id},
                          {"kind", kind_name(piece.kind)},
                          {"name", piece.info.display_name},

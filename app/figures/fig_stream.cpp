@@ -74,7 +74,7 @@ double paint_stream(FigurePainter& c, const QRectF& area, const FigureData& d) {
   ph = c.free_height() ? pw1 * 0.55 : area.height() - legend_h - 40;
   for (int it = 0; it < 3; ++it) {
     ax1 = make_axis(xs, false, true, fits_x(pw1));
-    ay1 = make_axis(ys, true, false, fits_y);
+    ay1 = make_axis(ys, true, false, fits_y, 8);  // a policy that fails dwarfs the rest
     ax2 = make_axis(mem, false, true, fits_x(pw2));
     ay2 = make_axis(qual, true, false, fits_y);
     yt1 = wrap_text(c, ytitle_text + ay1.suffix(), s.label_pt, ph);

@@ -9,7 +9,7 @@ namespace attn::fig {
 // Linear from zero for non-negative data spanning under two decades; log otherwise (symlog when
 // some values are 0). Ticks are round (1-2-5 steps or decades), as many as `fits` accepts.
 Axis make_axis(std::vector<double> v, bool allow_log, bool from_zero,
-               const std::function<bool(const Axis&)>& fits) {
+               const std::function<bool(const Axis&)>& fits, double log_ratio) {
   Axis a;
   v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); }), v.end());
   if (v.empty()) v = {0, 1};
@@ -20,7 +20,7 @@ Axis make_axis(std::vector<double> v, bool allow_log, bool from_zero,
     if (x > std::abs(hi) * 1e-9) pos.push_back(x);
   if (allow_log && !pos.empty()) {
     const double plo = *std::min_element(pos.begin(), pos.end());
-    if (hi / plo > 100) {
+    if (hi / plo > log_ratio) {
       a.log = true;
       a.lo = std::pow(10.0, std::floor(std::log10(plo) + 1e-9));
       a.hi = std::pow(10.0, std::ceil(std::log10(hi * 1.5)));

@@ -25,9 +25,10 @@ struct Axis {
   QString suffix() const { return !log ? QString() : zero_band > 0 ? " (symlog)" : " (log)"; }
 };
 
-// Linear from zero for non-negative data spanning under two decades; log otherwise (symlog when
-// some values are 0). Ticks are round (1-2-5 steps or decades), as many as `fits` accepts.
+// Linear from zero for non-negative data spanning under `log_ratio` (two decades by default);
+// log otherwise (symlog when some values are 0). Ticks are round (1-2-5 steps or decades), as
+// many as `fits` accepts.
 Axis make_axis(std::vector<double> v, bool allow_log, bool from_zero,
-               const std::function<bool(const Axis&)>& fits);
+               const std::function<bool(const Axis&)>& fits, double log_ratio = 100);
 
 }  // namespace attn::fig

@@ -63,6 +63,33 @@ HeadGrid grid(const std::string& spec, double shift) {
 
 }  // namespace
 
+// Stream figure data: `n` policies over `tokens` tokens; the first stops at a context of
+// 256; perplexity rises with the policy index and wobbles along the stream.
+core::StreamFigure stream_curves(int n, int tokens, bool long_specs) {
+  core::StreamFigure sf;
+  sf.smooth = std::max(32, tokens / 20);
+  sf.context = 256;
+  for (int i = 0; i < n; ++i) {
+    core::StreamCurve c;
+    c.spec = i == 0
+                 ? "kv_full(reposition=true)"
+                 : "kv_streaming(sinks=" + std::to_string(i) + ",window=" + std::to_string(60 * i) +
+                       ",reposition=true)" +
+                       (long_specs ? "+kv_quant(bits=4,group=32,k_axis=channel,v_axis=token)" : "");
+    const int end = i == 0 ? 256 : tokens;
+    for (int t = sf.smooth; t <= end; t += std::max(1, end / 300)) {
+      c.tokens.push_back(t);
+      c.ppl.push_back(20.0 * (1 + 0.3 * i) * (1 + 0.2 * std::sin(t / 37.0)) *
+                      (i == 1 && t > 256 ? 40 : 1));
+    }
+    c.perplexity = 25.0 * (1 + 0.3 * i);
+    c.mean_bytes = 4096.0 * (1 + i);
+    if (i == 0) c.stopped = "context";
+    sf.curves.push_back(std::move(c));
+  }
+  return sf;
+}
+
 FigureData long_figure(View view) {
   constexpr int n = 160;
   const char* odd[] = {"internationalization",
@@ -197,6 +224,9 @@ FigureData long_figure(View view) {
       }
       break;
     }
+    case View::Stream:
+      f.stream = stream_curves(8, 20000, true);
+      break;
   }
   return f;
 }
@@ -280,6 +310,9 @@ FigureData synthetic_figure(View view) {
       }
       break;
     }
+    case View::Stream:
+      f.stream = stream_curves(3, 600, false);
+      break;
   }
   return f;
 }
