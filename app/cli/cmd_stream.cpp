@@ -52,6 +52,7 @@ void add_stream_command(CLI::App& app, Action& action) {
     std::vector<int32_t> ids;
     std::vector<std::string> policies;
     int prefill = 1, max_tokens = 0, threads = 0;
+    bool bos = false;
   };
   static Opts o;
   auto* cmd = app.add_subcommand(
@@ -66,6 +67,8 @@ void add_stream_command(CLI::App& app, Action& action) {
   cmd->add_option("-p,--policy", o.policies,
                   "KV-cache policy, e.g. 'kv_streaming(sinks=4,window=252)' (repeatable; "
                   "default kv_full; `attnscope variants --kv` lists them)");
+  cmd->add_flag("--bos", o.bos,
+                "Start the stream with the model's beginning-of-text token (config bos_token_id)");
   cmd->add_option("--prefill", o.prefill, "Tokens read in the first pass")
       ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--max-tokens", o.max_tokens, "Stream at most this many tokens (0 = all)")
@@ -89,10 +92,15 @@ void add_stream_command(CLI::App& app, Action& action) {
       }
       check_model_path(o.model, o.model);
       std::shared_ptr<const Model> model = core::cached_model(o.model);
-      const std::vector<int32_t> stream =
+      std::vector<int32_t> stream =
           !o.ids.empty() ? o.ids
                          : core::tokenize_stream(
                                *model, o.text_file.empty() ? o.text : read_file(o.text_file));
+      if (o.bos) {
+        const auto& bos = model->config().bos_token_id;
+        if (!bos) throw Error(ErrorCode::InvalidArgument, o.model + " has no bos_token_id");
+        stream.insert(stream.begin(), int32_t(*bos));
+      }
       core::StreamOptions so;
       so.policies = o.policies;
       so.prefill = o.prefill;

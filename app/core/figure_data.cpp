@@ -133,15 +133,17 @@ FigureData stream_figure(const StreamResult& r, int smooth) {
     for (double b : p.bytes) bytes += b;
     c.mean_bytes = p.bytes.empty() ? 0 : bytes / double(p.bytes.size());
     c.stopped = p.error;
+    // Until `smooth` tokens are read a point averages every token so far, so a short run (a
+    // full cache that stopped at the context) still has its curve.
     const int n = int(p.nll.size()), w = f.stream.smooth;
     const int every = std::max(1, n / 600);
     double window_sum = 0;
     for (int t = 0; t < n; ++t) {
       window_sum += p.nll[size_t(t)];
       if (t >= w) window_sum -= p.nll[size_t(t - w)];
-      if (t + 1 < w || ((t + 1 - w) % every != 0 && t + 1 != n)) continue;
+      if (t % every != 0 && t + 1 != n) continue;
       c.tokens.push_back(double(t + 2));  // nll row t scores token t + 1: t + 2 tokens read
-      c.ppl.push_back(std::exp(window_sum / w));
+      c.ppl.push_back(std::exp(window_sum / std::min(t + 1, w)));
     }
     f.stream.curves.push_back(std::move(c));
   }

@@ -30,7 +30,8 @@ struct StreamResult;
 struct StreamCurve {
   std::string spec;
   std::vector<double> tokens;  // x: tokens streamed (the row's token index + 1)
-  std::vector<double> ppl;     // y: perplexity over the `smooth` tokens up to x
+  std::vector<double> ppl;     // y: perplexity over the `smooth` tokens up to x (all of
+                               // them while fewer were read)
   double perplexity = 0;       // over the whole stream the policy read
   double mean_bytes = 0;       // cache bytes, averaged over the stream
   std::string stopped;         // why it stopped early ("" = read everything)

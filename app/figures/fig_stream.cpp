@@ -16,6 +16,12 @@ QString memory_label(double bytes) {
   return tick_label(bytes / 1024.0);
 }
 
+// Colours cycle after 8 series; the marker shape then differs from the first round's, and the
+// line is dashed.
+int shape(size_t i) {
+  return int(i + i / 8) % 4;
+}
+
 }  // namespace
 
 double paint_stream(FigurePainter& c, const QRectF& area, const FigureData& d) {
@@ -27,7 +33,7 @@ double paint_stream(FigurePainter& c, const QRectF& area, const FigureData& d) {
     const StreamCurve& cv = sf.curves[i];
     QString text = qs(cv.spec);
     if (!cv.stopped.empty()) text += " (stopped at the context)";
-    legend.push_back({LegendItem::Marker, series_color(int(i)), int(i), text});
+    legend.push_back({LegendItem::Marker, series_color(int(i)), shape(i), text});
   }
   const double lh_tick = c.line_height(s.tick_pt), lh_label = c.line_height(s.label_pt);
   const double legend_h = draw_legend(c, area.topLeft(), area.width(), legend, false) + 6;
@@ -144,13 +150,13 @@ double paint_stream(FigurePainter& c, const QRectF& area, const FigureData& d) {
         path.moveTo(q);
       open = true;
     }
-    p.setPen(QPen(series_color(int(i)), 1.0));
+    p.setPen(QPen(series_color(int(i)), 1.0, (i / 8) % 2 ? Qt::DashLine : Qt::SolidLine));
     p.setBrush(Qt::NoBrush);
     p.drawPath(path);
     if (!cv.tokens.empty() && ay1.shows(cv.ppl.back())) {  // the curve's end carries its marker
       const QPointF q(r1.left() + ax1.frac(cv.tokens.back()) * r1.width(),
                       r1.bottom() - ay1.frac(cv.ppl.back()) * r1.height());
-      draw_marker(p, q, int(i), series_color(int(i)), 2.4);
+      draw_marker(p, q, shape(i), series_color(int(i)), 2.4);
       c.mark(QRectF(q, QSizeF(0, 0)), r1);
     }
   }
@@ -168,7 +174,7 @@ double paint_stream(FigurePainter& c, const QRectF& area, const FigureData& d) {
     if (!std::isfinite(cv.perplexity) || !ay2.shows(cv.perplexity)) continue;
     const QPointF q(r2.left() + ax2.frac(cv.mean_bytes / 1024.0) * r2.width(),
                     r2.bottom() - ay2.frac(cv.perplexity) * r2.height());
-    draw_marker(p, q, int(i), series_color(int(i)), 2.8);
+    draw_marker(p, q, shape(i), series_color(int(i)), 2.8);
     c.mark(QRectF(q, QSizeF(0, 0)), r2);
   }
   p.restore();
