@@ -3,10 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
+#include <type_traits>
 
 #include "compute/error.h"
 #include "models/arch/default_models.h"
@@ -18,19 +21,54 @@ using nlohmann::json;
 
 namespace {
 
-// Reads field `key` of object `o` into `out` when present; a wrong type is a Format error
-// naming the field path ("view.log_scale").
+// True when `v` is a number with an integral value that I holds (2.0 counts; 2.5, 1e300 and
+// 2^40 for an int do not: nlohmann's get<int> would wrap them or, from a float, be undefined).
+template <typename I>
+bool integer_fits(const json& v) {
+  using L = std::numeric_limits<I>;
+  if (v.is_number_unsigned()) return v.get<uint64_t>() <= uint64_t(L::max());
+  if (v.is_number_integer()) {
+    const int64_t x = v.get<int64_t>();
+    return x >= int64_t(L::min()) && x <= int64_t(L::max());
+  }
+  if (v.is_number_float()) {
+    const double x = v.get<double>();
+    return std::isfinite(x) && x == std::floor(x) && x >= double(L::min()) && x <= double(L::max());
+  }
+  return false;
+}
+
+template <typename T>
+constexpr bool is_integer_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+template <typename T>
+struct integer_vector : std::false_type {};
+template <typename I>
+struct integer_vector<std::vector<I>> : std::bool_constant<is_integer_v<I>> {};
+
+// Reads field `key` of object `o` into `out` when present; a wrong type, or an integer out of
+// the field's range, is a Format error naming the field path ("view.log_scale").
 template <typename T>
 void read_field(const json& o, const char* key, T& out, const std::string& where,
                 const std::string& source) {
   auto it = o.find(key);
   if (it == o.end() || it->is_null()) return;
-  try {
-    out = it->get<T>();
-  } catch (const json::exception&) {
-    throw Error(ErrorCode::Format, source + ": field '" + where + key + "' has the wrong type (" +
-                                       it->type_name() + ")");
+  bool ok = true;
+  if constexpr (is_integer_v<T>) {
+    ok = integer_fits<T>(*it);
+  } else if constexpr (integer_vector<T>::value) {
+    ok = !it->is_array() || std::all_of(it->begin(), it->end(), [](const json& e) {
+      return integer_fits<typename T::value_type>(e);
+    });
   }
+  if (ok) {
+    try {
+      out = it->get<T>();
+      return;
+    } catch (const json::exception&) {
+    }
+  }
+  throw Error(ErrorCode::Format, source + ": field '" + where + key + "' has the wrong type (" +
+                                     it->type_name() + ") or is out of range");
 }
 
 const json& object_field(const json& o, const char* key, const std::string& source, bool required) {
@@ -106,8 +144,9 @@ Session session_from_json(const json& j, const std::string& source) {
   require(format == kSessionFormat, ErrorCode::Format,
           source + ": not an attnscope session (field 'format' is '" + format + "', expected '" +
               kSessionFormat + "')");
-  require(j.contains("version") && j["version"].is_number_integer(), ErrorCode::Format,
-          source + ": missing integer field 'version'");
+  require(
+      j.contains("version") && j["version"].is_number_integer() && integer_fits<int>(j["version"]),
+      ErrorCode::Format, source + ": missing integer field 'version'");
   const int version = j["version"].get<int>();
   require(version >= 1 && version <= kSessionVersion, ErrorCode::Format,
           source + ": session version " + std::to_string(version) +
@@ -206,7 +245,8 @@ Session load_session(const std::string& path) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number too large for a double ("1e999").
     throw Error(ErrorCode::Format, path + ": invalid JSON: " + e.what());
   }
   return session_from_json(j, path);

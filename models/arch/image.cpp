@@ -168,6 +168,30 @@ const FormatDensity& density_of(std::span<const uint8_t> bytes) {
   return kDensities[std::size(kDensities) - 1];
 }
 
+// stb_image up to v2.27 (Debian 12's) builds a JPEG Huffman table from a DHT segment without
+// checking that its 16 code counts sum to at most 256, and writes one size byte per code into a
+// 257-byte array: a crafted table writes up to 4 KB past it, out of the decoder's state (fixed
+// in stb_image v2.28). Every "FF C4" in the file is walked as stb walks a DHT segment (one
+// class/slot byte, 16 counts, the values; repeated while the segment length lasts), which covers
+// every segment stb can reach and can only refuse more, never less.
+bool jpeg_huffman_tables_fit(std::span<const uint8_t> b) {
+  for (size_t at = 0; at + 1 < b.size(); ++at) {
+    if (b[at] != 0xFF || b[at + 1] != 0xC4) continue;
+    size_t p = at + 2;
+    if (p + 2 > b.size()) break;
+    int64_t left = (int64_t(b[p]) << 8 | b[p + 1]) - 2;
+    p += 2;
+    while (left > 0 && p < b.size()) {
+      int codes = 0;  // stb reads zeros past the end of the file
+      for (size_t i = 1; i <= 16 && p + i < b.size(); ++i) codes += b[p + i];
+      if (codes > 256) return false;
+      p += 17 + size_t(codes);
+      left -= 17 + codes;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 Image8 decode_image(std::span<const uint8_t> bytes, const std::string& name, int channels) {
@@ -178,6 +202,12 @@ Image8 decode_image(std::span<const uint8_t> bytes, const std::string& name, int
   int w = 0, h = 0, comp = 0;
   const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
   const int len = int(bytes.size());
+  // Before stb reads any table (stbi_info builds those ahead of the frame header); stb takes
+  // any file that opens with FF bytes and D8 as a JPEG.
+  if (bytes[0] == 0xFF && !jpeg_huffman_tables_fit(bytes)) {
+    throw Error(ErrorCode::Format,
+                name + ": corrupt JPEG (a Huffman table defines more than 256 codes)");
+  }
   if (!stbi_info_from_memory(data, len, &w, &h, &comp)) {
     throw Error(ErrorCode::Format, name + ": not an image this build can decode (" +
                                        stbi_failure_reason() +
@@ -203,18 +233,32 @@ Image8 decode_image(std::span<const uint8_t> bytes, const std::string& name, int
                                        " file that size holds at most " + std::to_string(most) +
                                        " pixels (truncated or corrupt?)");
   }
-  stbi_uc* px = stbi_load_from_memory(data, len, &w, &h, &comp, 3);
+  // The file's own channels (req_comp 0), converted to RGB here as stb would (gray repeated,
+  // alpha dropped): stb v2.27 converts 16-bit PNM samples with its 8-bit converter, then reads
+  // twice the buffer it made (fixed in v2.28; found by tests/fuzz).
+  stbi_uc* px = stbi_load_from_memory(data, len, &w, &h, &comp, 0);
   if (!px) {
     throw Error(ErrorCode::Format,
                 name + ": cannot decode image (" + std::string(stbi_failure_reason()) + ")");
   }
+  if (comp < 1 || comp > 4) {
+    stbi_image_free(px);
+    throw Error(ErrorCode::Format,
+                name + ": cannot decode image (" + std::to_string(comp) + " channels per pixel)");
+  }
   Image8 img{h, w, channels, {}};
   const size_t n = size_t(w) * h;
-  if (channels == 3) {
-    img.data.assign(px, px + n * 3);
-  } else {
-    img.data.resize(n);
-    for (size_t i = 0; i < n; ++i) img.data[i] = luma(px[3 * i], px[3 * i + 1], px[3 * i + 2]);
+  img.data.resize(n * size_t(channels));
+  for (size_t i = 0; i < n; ++i) {
+    const stbi_uc* p = px + i * size_t(comp);
+    const stbi_uc r = p[0], g = comp >= 3 ? p[1] : p[0], b = comp >= 3 ? p[2] : p[0];
+    if (channels == 3) {
+      img.data[3 * i] = r;
+      img.data[3 * i + 1] = g;
+      img.data[3 * i + 2] = b;
+    } else {
+      img.data[i] = luma(r, g, b);
+    }
   }
   stbi_image_free(px);
   return img;

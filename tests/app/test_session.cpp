@@ -157,5 +157,35 @@ TEST(Session, AutosaveIsNewerAfterWrite) {
   EXPECT_TRUE(has_newer_autosave(path));
 }
 
+// Inputs found by tests/fuzz/fuzz_session (kept in tests/fuzz/regressions/session): numbers
+// nlohmann cannot hold escaped as its own exception, and integers out of a field's range were
+// wrapped (or, from a float, converted with undefined behaviour) instead of refused.
+TEST(Session, FuzzRegressionsAreRefusedByName) {
+  const fs::path dir = fs::path(ATTN_TEST_SOURCE_DIR) / "tests/fuzz/regressions/session";
+  const std::pair<const char*, const char*> cases[] = {
+      {"number_too_large_for_double.json", "invalid JSON"},
+      {"float_layer_out_of_int_range.json", "selection.layer"},
+      {"version_wraps_to_one.json", "version"},
+      {"id_out_of_int32_range.json", "input.ids"},
+  };
+  for (const auto& [file, needle] : cases) {
+    SCOPED_TRACE(file);
+    expect_error((dir / file).string(), ErrorCode::Format, needle);
+  }
+}
+
+TEST(Session, IntegerFieldsTakeIntegralFloatsOnly) {
+  const std::string path = work_dir() + "/integral.attnscope.json";
+  const std::string head =
+      R"({"format": "attnscope-session", "version": 1, "input": {"kind": "text", "text": "a"},
+          "model": {"id": "default-text"}, "selection": {"layer": )";
+  write(path, head + "2.0}}");
+  EXPECT_EQ(load_session(path).layer, 2);
+  write(path, head + "2.5}}");
+  expect_error(path, ErrorCode::Format, "selection.layer");
+  write(path, head + "-1e19}}");
+  expect_error(path, ErrorCode::Format, "selection.layer");
+}
+
 }  // namespace
 }  // namespace attn::core

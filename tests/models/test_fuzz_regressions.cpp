@@ -1,0 +1,110 @@
+// Inputs the fuzz targets (tests/fuzz) found crashing or misbehaving, kept in
+// tests/fuzz/regressions/<target>/: each loader must now refuse them with attn::Error naming the
+// problem. The last test replays every committed regression of the model-file targets through
+// its loader, so that an input added there is covered by this suite too (and by its sanitizer
+// run in CI), not only by the fuzz smoke run.
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/arch/image.h"
+#include "models/formats/hf_config.h"
+#include "models/formats/npy.h"
+#include "models/formats/safetensors.h"
+#include "models/tokenizers/bert_vocab.h"
+#include "models/tokenizers/gpt2_files.h"
+#include "models/tokenizers/sentencepiece_tokenizer.h"
+#include "models/tokenizers/tokenizer_json.h"
+#include "test_util.h"
+
+namespace attn {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path regressions(const std::string& target) {
+  return fs::path(ATTN_TEST_SOURCE_DIR) / "../fuzz/regressions" / target;
+}
+
+// stb_image v2.27 wrote past a JPEG Huffman table's 257 size bytes when a DHT segment declared
+// more than 256 codes (already while reading the header for the image size).
+TEST(FuzzRegressions, JpegHuffmanTableWithTooManyCodes) {
+  const auto bytes =
+      test::read_bytes(regressions("image") / "jpeg_huffman_table_over_256_codes.jpg");
+  EXPECT_ATTN_ERROR(decode_image(bytes, "dht.jpg"), ErrorCode::Format, "dht.jpg",
+                    "Huffman table defines more than 256 codes");
+}
+
+// The same table at the end of the file, its counts cut short: stb reads zeros past the end.
+TEST(FuzzRegressions, JpegHuffmanCountsPastTheEnd) {
+  std::vector<uint8_t> bytes = {0xFF, 0xD8, 0xFF, 0xC4, 0x00, 0x13, 0x10};
+  for (int i = 0; i < 3; ++i) bytes.push_back(0xFF);
+  EXPECT_ATTN_ERROR(decode_image(bytes, "cut.jpg"), ErrorCode::Format, "Huffman");
+  // A table that fits is not refused by that check.
+  std::vector<uint8_t> fits = {0xFF, 0xD8, 0xFF, 0xC4, 0x00, 0x14, 0x00, 1};
+  for (int i = 0; i < 15; ++i) fits.push_back(0);
+  fits.push_back(0);  // the one value
+  try {
+    decode_image(fits, "fits.jpg");
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("Huffman"), std::string::npos) << e.what();
+  }
+}
+
+// libsentencepiece 0.1.97 followed a corrupt precompiled character map out of bounds (a trie
+// value past the replacement strings; a trie node past the trie) when normalising text.
+TEST(FuzzRegressions, SentencePieceCorruptCharacterMaps) {
+  for (const char* f : {"charsmap_value_past_strings.model", "charsmap_node_past_trie.model"}) {
+    SCOPED_TRACE(f);
+    const std::string path = (regressions("sentencepiece") / f).string();
+    EXPECT_ATTN_ERROR(SentencePieceTokenizer{path}, ErrorCode::Format, f,
+                      "normalizer character map (precompiled_charsmap) is corrupt");
+  }
+}
+
+// Every committed regression of the model-file targets goes through its loader: it may load or
+// throw attn::Error, nothing else.
+TEST(FuzzRegressions, EveryCommittedInputIsRefusedOrLoaded) {
+  using Loader = std::function<void(const fs::path&)>;
+  const std::map<std::string, Loader> loaders = {
+      {"npy", [](const fs::path& p) { parse_npy(test::read_bytes(p), p.string()).to_f32(); }},
+      {"npz", [](const fs::path& p) { read_npz(p.string()); }},
+      {"safetensors",
+       [](const fs::path& p) {
+         const auto ck = SafetensorsCheckpoint::open(p.string());
+         for (const auto& n : ck.names()) ck.tensor(n).to_f32();
+       }},
+      {"hf_config", [](const fs::path& p) { load_hf_config(p.string()); }},
+      {"tokenizer_json",
+       [](const fs::path& p) { load_tokenizer_json(p.string())->encode("Hello world"); }},
+      {"wordpiece_vocab",
+       [](const fs::path& p) { load_bert_vocab(p.string())->encode("Hello world"); }},
+      {"sentencepiece",
+       [](const fs::path& p) { SentencePieceTokenizer(p.string()).encode("Hello world"); }},
+      {"image",
+       [](const fs::path& p) {
+         decode_image(test::read_bytes(p), p.string(), 3);
+         decode_image(test::read_bytes(p), p.string(), 1);
+       }},
+  };
+  int replayed = 0;
+  for (const auto& [target, load] : loaders) {
+    const fs::path dir = regressions(target);
+    if (!fs::is_directory(dir)) continue;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      SCOPED_TRACE(e.path().string());
+      try {
+        load(e.path());
+      } catch (const Error&) {
+      }
+      ++replayed;
+    }
+  }
+  EXPECT_GT(replayed, 0);
+}
+
+}  // namespace
+}  // namespace attn
