@@ -2,7 +2,8 @@
 PRESET ?= release
 JOBS ?= 2
 
-.PHONY: deps configure build run demo test test-asan package bench format clean
+.PHONY: deps configure build run demo test test-asan test-sanitize fuzz fuzz-smoke package bench \
+        format clean
 
 deps:
 	bash packaging/deps.sh
@@ -27,6 +28,30 @@ test: build
 
 test-asan:
 	$(MAKE) test PRESET=asan
+
+# What CI runs under AddressSanitizer + UndefinedBehaviorSanitizer (`asan` preset; leak
+# suppressions by library in tests/sanitizers/lsan.supp): the compute, models and app (sessions,
+# core, sweeps, figures) suites, building only the targets they need.
+SANITIZE_TARGETS ?= test_compute test_models test_app
+test-sanitize: deps
+	cmake --preset asan
+	cmake --build --preset asan -j$(JOBS) --target $(SANITIZE_TARGETS)
+	ctest --preset asan -j$(JOBS) -L '^(compute|models|app)$$'
+
+# libFuzzer targets, one per loader (tests/fuzz, clang, `fuzz` preset in build/fuzz).
+# `make fuzz FUZZ_SECONDS=N` runs each for N seconds (FUZZ_RUNS caps executions; -1: no cap),
+# keeping the grown corpora in build/fuzz/fuzz-corpus; `make fuzz-smoke` is CI's short run.
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?= -1
+fuzz: deps
+	cmake --preset fuzz
+	cmake --build --preset fuzz -j$(JOBS)
+	bash tests/fuzz/run_fuzz.sh run build/fuzz $(FUZZ_SECONDS) $(FUZZ_RUNS) $(FUZZ_TARGETS)
+
+fuzz-smoke: deps
+	cmake --preset fuzz
+	cmake --build --preset fuzz -j$(JOBS)
+	ctest --preset fuzz -j$(JOBS)
 
 # Debian package: build/$(PRESET)/attnscope_<version>_<arch>.deb (what goes where: packaging/).
 package: build

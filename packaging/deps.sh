@@ -6,6 +6,8 @@ set -euo pipefail
 PKGS=(
   # toolchain
   build-essential cmake ninja-build pkg-config clang-format git
+  # fuzz targets (tests/fuzz): clang with libFuzzer and the sanitizer runtimes
+  clang libclang-rt-14-dev
   # compute core
   libeigen3-dev nlohmann-json3-dev libcli11-dev
   # tests and benchmarks
