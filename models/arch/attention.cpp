@@ -118,6 +118,12 @@ bool ForwardContext::wants(int layer, const char* what) const {
   return opt.capture && opt.capture->selection().wants(layer, what);
 }
 
+bool ForwardContext::needs_problem(int layer) const {
+  for (const char* what : {"attn.q", "attn.k", "attn.v", "attn.scores", "attn.pattern", "attn.out"})
+    if (wants(layer, what)) return true;
+  return opt.substitution && opt.substitution->applies(layer);
+}
+
 void ForwardContext::capture_resid(int layer, const float* x) {
   if (!wants(layer, "resid")) return;
   auto& r = opt.capture->layers[size_t(layer)].resid;

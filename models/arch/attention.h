@@ -28,6 +28,9 @@ class ForwardContext {
 
   // True when hook blocks.{layer}.{what} is wanted.
   bool wants(int layer, const char* what) const;
+  // True when layer `layer`'s attention needs a Problem of its own (an attention hook or a
+  // substituted variant); otherwise a KV cache may attend in place.
+  bool needs_problem(int layer) const;
   // Stores x f32 [n, hidden] as blocks.{layer}.resid when wanted.
   void capture_resid(int layer, const float* x);
 

@@ -90,12 +90,18 @@ class Gpt2 : public Model {
       split_heads(qkv.data(), N, 3 * C, 0, H, d, p.q.data(), th);
       split_heads(qkv.data(), N, 3 * C, C, H, d, p.k.data(), th);
       split_heads(qkv.data(), N, 3 * C, 2 * C, H, d, p.v.data(), th);
+      bool in_place = false;
       if (cache) {
-        kv_begin_layer(*cache, l, info_.n_layers, p, nullptr, th);
-        if (cache->policy.needs_scores()) probs.resize(size_t(H) * N * p.n_k);
+        in_place = !kv_begin_layer(*cache, l, info_.n_layers, p, nullptr, ctx.needs_problem(l));
+        if (cache->policy.needs_scores())
+          probs.resize(size_t(H) * N * size_t(kv_layer_length(*cache, l)));
       }
-      ctx.attention(l, p, att.data(), probs.empty() ? nullptr : probs.data());
-      if (cache) kv_end_layer(*cache, l, info_.n_layers, p, probs.empty() ? nullptr : probs.data());
+      float* pr = probs.empty() ? nullptr : probs.data();
+      if (in_place)
+        kv_attend(*cache, l, p, att.data(), pr, th);
+      else
+        ctx.attention(l, p, att.data(), pr);
+      if (cache) kv_end_layer(*cache, l, info_.n_layers, p, pr);
       linear(att.data(), N, L.proj, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());
       layer_norm(x.data(), N, C, L.ln2_g, L.ln2_b, eps_, h.data(), th);

@@ -1,11 +1,13 @@
 #include "models/arch/kv_cache.h"
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <chrono>
 
 #include "compute/error.h"
 #include "compute/kv/kv_evict.h"
 #include "compute/kv/kv_precision.h"
+#include "compute/parallel.h"
 #include "compute/problem.h"
 #include "models/arch/rope.h"
 
@@ -34,6 +36,7 @@ void grow(KvCache& c, int cap) {
     regrow(L.k, d);
     regrow(L.v, d);
     regrow(L.k_raw, d);
+    regrow(L.order, 1);
     regrow(L.pos, 1);
     regrow(L.kpos, 1);
     regrow(L.acc, 1);
@@ -66,13 +69,20 @@ void store_rows(const KvPolicy& p, float* x, int n, int d, bool per_token) {
   }
 }
 
-// KIVI's per-channel groups: once `group` rows beyond the quantised ones exist, each channel of
-// those rows shares a minimum and scale; the newest incomplete group stays in full precision.
-// Returns the first row that changed (or `len` when none did).
-int quantise_channels(const KvPolicy& p, float* rows, int len, int d, int& done) {
+// KIVI's per-channel groups: once `group` entries beyond the quantised ones exist (in stream
+// order), each channel of those entries shares a minimum and scale; the newest incomplete group
+// stays in full precision. `rows` holds the head's rows, `order` its rows in stream order.
+// Returns the first entry that changed (or `len` when none did).
+int quantise_channels(const KvPolicy& p, float* rows, const int32_t* order, int len, int d,
+                      int& done) {
   const int first = done;
+  std::vector<float> col(static_cast<size_t>(p.group));
   while (len - done >= p.group) {
-    for (int c = 0; c < d; ++c) quantise_group(rows + size_t(done) * d + c, p.group, d, p.bits);
+    for (int c = 0; c < d; ++c) {
+      for (int j = 0; j < p.group; ++j) col[size_t(j)] = rows[size_t(order[done + j]) * d + c];
+      quantise_group(col.data(), p.group, 1, p.bits);
+      for (int j = 0; j < p.group; ++j) rows[size_t(order[done + j]) * d + c] = col[size_t(j)];
+    }
     done += p.group;
   }
   return done > first ? first : len;
@@ -110,9 +120,8 @@ std::vector<int> kv_input_positions(const KvCache& c, int n, int max_positions) 
   return pos;
 }
 
-void kv_begin_layer(KvCache& c, int layer, int n_layers, Problem& p, const Rope* rope,
-                    int threads) {
-  (void)threads;
+bool kv_begin_layer(KvCache& c, int layer, int n_layers, Problem& p, const Rope* rope,
+                    bool gather) {
   const int n = p.n_q, d = p.d, hkv = p.n_kv_heads, H = p.n_heads, G = H / hkv;
   if (c.layers.empty()) {
     c.layers.resize(size_t(n_layers));
@@ -130,6 +139,7 @@ void kv_begin_layer(KvCache& c, int layer, int n_layers, Problem& p, const Rope*
   };
   alloc(L.k, d);
   alloc(L.v, d);
+  alloc(L.order, 1);
   alloc(L.pos, 1);
   alloc(L.kpos, 1);
   alloc(L.acc, 1);
@@ -144,80 +154,120 @@ void kv_begin_layer(KvCache& c, int layer, int n_layers, Problem& p, const Rope*
   for (int h = 0; h < hkv; ++h) {
     float* stored_k = (rope ? L.k_raw : L.k).data() + size_t(h) * cap * d;
     float* v = L.v.data() + size_t(h) * cap * d;
+    // New entries take the rows after the last ones, in stream order.
     std::copy_n(p.k.data() + size_t(h) * n * d, size_t(n) * d, stored_k + size_t(len0) * d);
     std::copy_n(p.v.data() + size_t(h) * n * d, size_t(n) * d, v + size_t(len0) * d);
     store_rows(pol, stored_k + size_t(len0) * d, n, d, !pol.k_per_channel);
     store_rows(pol, v + size_t(len0) * d, n, d, !pol.v_per_channel);
+    int32_t* order = L.order.data() + size_t(h) * cap;
     int32_t* pos = L.pos.data() + size_t(h) * cap;
     int32_t* kpos = L.kpos.data() + size_t(h) * cap;
     for (int i = 0; i < n; ++i) {
+      order[len0 + i] = len0 + i;
       pos[len0 + i] = c.length + i;
       kpos[len0 + i] = -1;  // not rotated yet
       L.acc[size_t(h) * cap + len0 + i] = 0;
     }
     if (per_channel_k) {
-      const int changed = quantise_channels(pol, stored_k, len, d, L.quantised[size_t(h)]);
-      for (int e = changed; e < len; ++e) kpos[e] = -1;
+      const int changed = quantise_channels(pol, stored_k, order, len, d, L.quantised[size_t(h)]);
+      for (int e = changed; e < len; ++e) kpos[order[e]] = -1;
     }
-    if (per_channel_v) quantise_channels(pol, v, len, d, L.vquantised[size_t(h)]);
+    if (per_channel_v) quantise_channels(pol, v, order, len, d, L.vquantised[size_t(h)]);
   }
   L.len = len;
 
-  // Positions: slots when repositioning, else stream positions.
+  // Positions: slots (an entry's rank in stream order) when repositioning, else stream
+  // positions.
   const bool slots = pol.reposition;
   std::vector<int32_t> qpos(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) qpos[size_t(i)] = slots ? len0 + i : c.length + i;
   if (rope) {
-    int32_t longest = qpos.back() + 1;
-    std::vector<int32_t> want;
+    const int32_t longest = qpos.back() + 1;
     for (int h = 0; h < hkv; ++h) {
       const float* raw = L.k_raw.data() + size_t(h) * cap * d;
       float* k = L.k.data() + size_t(h) * cap * d;
+      const int32_t* order = L.order.data() + size_t(h) * cap;
       const int32_t* pos = L.pos.data() + size_t(h) * cap;
       int32_t* kpos = L.kpos.data() + size_t(h) * cap;
       for (int e = 0; e < len; ++e) {
-        const int32_t target = slots ? e : pos[e];
-        if (kpos[e] == target) continue;
-        std::copy_n(raw + size_t(e) * d, d, k + size_t(e) * d);
-        rope->apply_at(k + size_t(e) * d, 1, &target, longest);
-        kpos[e] = target;
+        const int r = order[e];
+        const int32_t target = slots ? e : pos[r];
+        if (kpos[r] == target) continue;
+        std::copy_n(raw + size_t(r) * d, d, k + size_t(r) * d);
+        rope->apply_at(k + size_t(r) * d, 1, &target, longest);
+        kpos[r] = target;
       }
     }
     for (int h = 0; h < H; ++h)
       rope->apply_at(p.q.data() + size_t(h) * n * d, n, qpos.data(), longest);
   }
 
-  // What the queries attend over.
+  // Quest: the pages each KV head's queries attend to, as entries in stream order.
   const bool quest = pol.evict == KvPolicy::Evict::Quest && n == 1 && c.passes > 0;
   std::vector<std::vector<int>> pick(static_cast<size_t>(hkv));
   int nk = len;
   if (quest) {
-    for (int h = 0; h < hkv; ++h)
-      pick[size_t(h)] = quest_select(pol, p.q.data() + size_t(h) * G * d, G,
-                                     L.k.data() + size_t(h) * cap * d, len, d);
+    std::vector<float> keys(size_t(len) * d);
+    for (int h = 0; h < hkv; ++h) {
+      const int32_t* order = L.order.data() + size_t(h) * cap;
+      const float* k = L.k.data() + size_t(h) * cap * d;
+      for (int e = 0; e < len; ++e)
+        std::copy_n(k + size_t(order[e]) * d, d, keys.data() + size_t(e) * d);
+      pick[size_t(h)] = quest_select(pol, p.q.data() + size_t(h) * G * d, G, keys.data(), len, d);
+    }
     nk = int(pick[0].size());
   }
   c.policy_seconds += since(t0);
+  if (!gather && !quest && n == 1) return false;  // kv_attend reads the rows in place
+
   std::vector<float> k(size_t(hkv) * nk * d), v(k.size());
   for (int h = 0; h < hkv; ++h) {
     const float* ck = L.k.data() + size_t(h) * cap * d;
     const float* cv = L.v.data() + size_t(h) * cap * d;
+    const int32_t* order = L.order.data() + size_t(h) * cap;
     float* dk = k.data() + size_t(h) * nk * d;
     float* dv = v.data() + size_t(h) * nk * d;
-    if (!quest) {
-      std::copy_n(ck, size_t(nk) * d, dk);
-      std::copy_n(cv, size_t(nk) * d, dv);
-    } else {
-      for (int j = 0; j < nk; ++j) {
-        const int e = pick[size_t(h)][size_t(j)];
-        std::copy_n(ck + size_t(e) * d, d, dk + size_t(j) * d);
-        std::copy_n(cv + size_t(e) * d, d, dv + size_t(j) * d);
-      }
+    for (int j = 0; j < nk; ++j) {
+      const int r = order[quest ? pick[size_t(h)][size_t(j)] : j];
+      std::copy_n(ck + size_t(r) * d, d, dk + size_t(j) * d);
+      std::copy_n(cv + size_t(r) * d, d, dv + size_t(j) * d);
     }
   }
   p.k.swap(k);
   p.v.swap(v);
   p.n_k = nk;  // default positions: the queries are the last n of the nk entries
+  return true;
+}
+
+int kv_layer_length(const KvCache& c, int layer) {
+  return c.layers.empty() ? 0 : c.layers[size_t(layer)].len;
+}
+
+void kv_attend(const KvCache& c, int layer, const Problem& p, float* out, float* probs,
+               int threads) {
+  require(p.n_q == 1, ErrorCode::InvalidArgument, "KV cache: in-place attention takes one query");
+  const KvLayer& L = c.layers[size_t(layer)];
+  const int len = L.len, d = p.d, H = p.n_heads, G = H / p.n_kv_heads, cap = c.capacity;
+  const float scale = p.effective_scale();
+  using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  parallel_for(
+      H,
+      [&](int h) {
+        const int g = h / G;
+        Eigen::Map<const RowMat> K(L.k.data() + size_t(g) * cap * d, len, d);
+        Eigen::Map<const RowMat> V(L.v.data() + size_t(g) * cap * d, len, d);
+        Eigen::Map<const Eigen::VectorXf> q(p.q.data() + size_t(h) * d, d);
+        Eigen::VectorXf s = (K * q) * scale;  // every row is visible: the query is the newest
+        s = (s.array() - s.maxCoeff()).exp();
+        s /= s.sum();
+        Eigen::Map<Eigen::VectorXf>(out + size_t(h) * d, d).noalias() = V.transpose() * s;
+        if (probs) {
+          const int32_t* order = L.order.data() + size_t(g) * cap;
+          float* dst = probs + size_t(h) * len;
+          for (int e = 0; e < len; ++e) dst[e] = s[order[e]];
+        }
+      },
+      threads);
 }
 
 void kv_end_layer(KvCache& c, int layer, int n_layers, const Problem& p, const float* pattern) {
@@ -230,26 +280,54 @@ void kv_end_layer(KvCache& c, int layer, int n_layers, const Problem& p, const f
   const int hkv = c.n_kv_heads, d = c.head_dim, cap = c.capacity, len = L.len;
   const int G = p.n_heads / hkv, n = p.n_q;
   int kept = -1;
+  std::vector<char> gone;
+  std::vector<int32_t> moved_to;
   for (int h = 0; h < hkv; ++h) {
+    int32_t* order = L.order.data() + size_t(h) * cap;
     KvHeadState st;
-    st.pos.assign(L.pos.begin() + size_t(h) * cap, L.pos.begin() + size_t(h) * cap + len);
-    st.acc.assign(L.acc.begin() + size_t(h) * cap, L.acc.begin() + size_t(h) * cap + len);
+    st.pos.resize(size_t(len));
+    st.acc.resize(size_t(len));
+    for (int e = 0; e < len; ++e) {
+      st.pos[size_t(e)] = L.pos[size_t(h) * cap + order[e]];
+      st.acc[size_t(e)] = L.acc[size_t(h) * cap + order[e]];
+    }
     const float* probs = pattern ? pattern + size_t(h) * G * n * len : nullptr;
     const std::vector<int> keep = kv_keep(pol, layer, n_layers, st, probs, G, n, c.passes == 0);
     require(kept < 0 || kept == int(keep.size()), ErrorCode::InvalidArgument,
             pol.spec + ": KV heads of one layer kept different counts");
     kept = int(keep.size());
-    const auto move_rows = [&](auto* base, int width) {
-      for (int j = 0; j < kept; ++j)
-        if (keep[size_t(j)] != j)
-          std::copy_n(base + size_t(keep[size_t(j)]) * width, width, base + size_t(j) * width);
+    for (size_t j = 0; j < keep.size(); ++j)  // accumulated scores back to their rows
+      L.acc[size_t(h) * cap + order[keep[j]]] = st.acc[size_t(keep[j])];
+    if (kept == len) continue;
+    // Rows of evicted entries below `kept` take the kept rows from `kept` up, so rows
+    // 0..kept-1 stay dense; nothing else moves.
+    gone.assign(size_t(len), 1);
+    for (int e : keep) gone[size_t(order[e])] = 0;
+    moved_to.assign(size_t(len), -1);
+    int hole = 0;
+    for (int r = kept; r < len; ++r) {
+      if (gone[size_t(r)]) continue;
+      while (!gone[size_t(hole)]) ++hole;
+      moved_to[size_t(r)] = hole++;
+    }
+    const auto move_row = [&](auto* base, int width, int from, int to) {
+      std::copy_n(base + size_t(h) * cap * width + size_t(from) * width, width,
+                  base + size_t(h) * cap * width + size_t(to) * width);
     };
-    move_rows(L.k.data() + size_t(h) * cap * d, d);
-    move_rows(L.v.data() + size_t(h) * cap * d, d);
-    if (!L.k_raw.empty()) move_rows(L.k_raw.data() + size_t(h) * cap * d, d);
-    move_rows(L.pos.data() + size_t(h) * cap, 1);
-    move_rows(L.kpos.data() + size_t(h) * cap, 1);
-    for (int j = 0; j < kept; ++j) L.acc[size_t(h) * cap + j] = st.acc[size_t(keep[size_t(j)])];
+    for (int r = kept; r < len; ++r) {
+      const int to = moved_to[size_t(r)];
+      if (to < 0) continue;
+      move_row(L.k.data(), d, r, to);
+      move_row(L.v.data(), d, r, to);
+      if (!L.k_raw.empty()) move_row(L.k_raw.data(), d, r, to);
+      move_row(L.pos.data(), 1, r, to);
+      move_row(L.kpos.data(), 1, r, to);
+      move_row(L.acc.data(), 1, r, to);
+    }
+    for (int j = 0; j < kept; ++j) {
+      const int r = order[keep[size_t(j)]];
+      order[j] = r >= kept ? moved_to[size_t(r)] : r;
+    }
     for (int* q : {&L.quantised[size_t(h)], &L.vquantised[size_t(h)]})
       *q = int(std::lower_bound(keep.begin(), keep.end(), *q) - keep.begin());
   }
@@ -265,9 +343,12 @@ void kv_end_pass(KvCache& c, int n) {
   s.step = c.length - 1;
   for (const KvLayer& L : c.layers) {
     std::vector<std::vector<int32_t>> heads;
-    for (int h = 0; h < c.n_kv_heads; ++h)
-      heads.emplace_back(L.pos.begin() + size_t(h) * c.capacity,
-                         L.pos.begin() + size_t(h) * c.capacity + L.len);
+    for (int h = 0; h < c.n_kv_heads; ++h) {
+      std::vector<int32_t> kept(static_cast<size_t>(L.len));
+      for (int e = 0; e < L.len; ++e)
+        kept[size_t(e)] = L.pos[size_t(h) * c.capacity + L.order[size_t(h) * c.capacity + e]];
+      heads.push_back(std::move(kept));
+    }
     s.kept.push_back(std::move(heads));
   }
   c.history.push_back(std::move(s));

@@ -1,11 +1,14 @@
 // The KV cache of incremental decoding (Model::decode) and the policy that runs it
 // (compute/kv/kv_policy.h: eviction, storage precision, positions).
 //
-// Each layer holds, per KV head, the kept entries in stream order: K and V f32 [H_kv, capacity,
-// d] (values as the storage precision decodes them), the stream position of each entry, and
-// for rotary models the keys before rotation, so a key can be rotated again when its slot
-// changes. Every head of a layer holds the same number of entries; layers may differ
-// (kv_pyramidkv).
+// Each layer holds, per KV head, `len` entries in physical rows 0..len-1: K and V f32 [H_kv,
+// capacity, d] (values as the storage precision decodes them), the stream position of each row,
+// and for rotary models the keys before rotation, so a key can be rotated again when its slot
+// changes. `order` lists the rows in stream order (the logical cache the policies reason
+// about). Rows are not kept in stream order: evicting an entry moves the last row into its
+// place, so a step costs O(evicted) instead of moving every later row (attention is the same
+// whatever the order of its keys). Every head of a layer holds the same number of entries;
+// layers may differ (kv_pyramidkv).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -19,12 +22,14 @@ struct Problem;
 
 struct KvLayer {
   int len = 0;                  // entries held per head
-  std::vector<float> k, v;      // f32 [H_kv, capacity, d]: what attention reads
+  std::vector<float> k, v;      // f32 [H_kv, capacity, d]: what attention reads, by row
   std::vector<float> k_raw;     // f32 [H_kv, capacity, d]: keys before rotation (rotary models)
-  std::vector<int32_t> pos;     // i32 [H_kv, capacity]: stream position of each entry
-  std::vector<int32_t> kpos;    // i32 [H_kv, capacity]: position each key is rotated at
-  std::vector<double> acc;      // f64 [H_kv, capacity]: kv_h2o's accumulated attention
-  std::vector<int> quantised;   // [H_kv]: leading K rows quantised per channel (kv_quant)
+  std::vector<int32_t> order;   // i32 [H_kv, capacity]: rows in stream order
+  std::vector<int32_t> pos;     // i32 [H_kv, capacity]: stream position of each row
+  std::vector<int32_t> kpos;    // i32 [H_kv, capacity]: position each row's key is rotated at
+  std::vector<double> acc;      // f64 [H_kv, capacity]: kv_h2o's accumulated attention by row
+  std::vector<int> quantised;   // [H_kv]: leading entries (stream order) whose K is quantised
+                                // per channel (kv_quant)
   std::vector<int> vquantised;  // [H_kv]: the same for V (kv_quant(v_axis=channel))
 };
 
@@ -64,12 +69,21 @@ std::vector<int> kv_input_positions(const KvCache& cache, int n, int max_positio
 
 // Before layer `layer`'s attention: appends p's new keys and values (f32 [H_kv, n, d]; for
 // rotary models q and k arrive unrotated and `rope` is non-null), applies the storage
-// precision, and gives p what its queries attend over (kv_quest: the chosen pages only), the
-// new tokens last, with q and k rotated to their positions.
-void kv_begin_layer(KvCache& cache, int layer, int n_layers, Problem& p, const Rope* rope,
-                    int threads);
-// After it: evicts by the policy. `pattern` f32 [H, n, n_k] holds the pass's attention
-// probabilities (required when policy.needs_scores(), else may be null).
+// precision and rotates q and the cached keys to their positions. With `gather` (attention
+// hooks, a substituted variant), a prefill (n > 1) or kv_quest's page selection it gives p
+// what its queries attend over, in stream order with the new tokens last, and returns true;
+// otherwise p keeps only its query and kv_attend() reads the cache in place (no copy).
+bool kv_begin_layer(KvCache& cache, int layer, int n_layers, Problem& p, const Rope* rope,
+                    bool gather);
+// Dense softmax attention of p's one query (the newest entry) over layer `layer`'s cache, in
+// place: out f32 [1, H*d]; probs (may be null) f32 [H, 1, len] in stream order.
+void kv_attend(const KvCache& cache, int layer, const Problem& p, float* out, float* probs,
+               int threads);
+// Entries layer `layer` holds per head (what kv_attend's probs rows span).
+int kv_layer_length(const KvCache& cache, int layer);
+// After the attention: evicts by the policy. `pattern` f32 [H, n, len] holds the pass's
+// attention probabilities in stream order (required when policy.needs_scores(), else may be
+// null).
 void kv_end_layer(KvCache& cache, int layer, int n_layers, const Problem& p, const float* pattern);
 // After every layer ran: advances the stream and records the snapshot.
 void kv_end_pass(KvCache& cache, int n);

@@ -97,9 +97,11 @@ class Llama : public Model {
       split_heads(q.data(), N, H * d, 0, H, d, p.q.data(), th);
       split_heads(k.data(), N, Hkv * d, 0, Hkv, d, p.k.data(), th);
       split_heads(v.data(), N, Hkv * d, 0, Hkv, d, p.v.data(), th);
+      bool in_place = false;
       if (cache) {  // the cache rotates q and k to the positions its policy gives them
-        kv_begin_layer(*cache, l, info_.n_layers, p, &rope_, th);
-        if (cache->policy.needs_scores()) probs.resize(size_t(H) * N * p.n_k);
+        in_place = !kv_begin_layer(*cache, l, info_.n_layers, p, &rope_, ctx.needs_problem(l));
+        if (cache->policy.needs_scores())
+          probs.resize(size_t(H) * N * size_t(kv_layer_length(*cache, l)));
       } else if (in.positions.empty()) {
         rope_.apply(p.q.data(), H, N, th);
         rope_.apply(p.k.data(), Hkv, N, th);
@@ -111,8 +113,12 @@ class Llama : public Model {
         for (int hk = 0; hk < Hkv; ++hk)
           rope_.apply_at(p.k.data() + size_t(hk) * N * d, N, at, longest);
       }
-      ctx.attention(l, p, att.data(), probs.empty() ? nullptr : probs.data());
-      if (cache) kv_end_layer(*cache, l, info_.n_layers, p, probs.empty() ? nullptr : probs.data());
+      float* pr = probs.empty() ? nullptr : probs.data();
+      if (in_place)
+        kv_attend(*cache, l, p, att.data(), pr, th);
+      else
+        ctx.attention(l, p, att.data(), pr);
+      if (cache) kv_end_layer(*cache, l, info_.n_layers, p, pr);
       linear(att.data(), N, L.o, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());
       rms_norm(x.data(), N, C, L.ln2, eps_, h.data(), th);
