@@ -294,7 +294,7 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   variants_->blockSignals(false);
   input_->blockSignals(false);
   if (!options_.session.empty()) open_session(QString::fromStdString(options_.session));
-  // Autosave: a few seconds after the last edit (submit_now runs on every edit).
+  // Autosave: at most 3 s after an edit (start_autosave_timer).
   autosave_path_ = QString::fromStdString(options_.autosave_path);
   if (autosave_path_.isEmpty() && options_.use_settings) {
     // One attnscope folder under the XDG data directory ($XDG_DATA_HOME/attnscope).
@@ -437,11 +437,18 @@ void MainWindow::build_menus() {
 
 void MainWindow::schedule_analysis(int delay_ms) {
   analysis_timer_.start(delay_ms);
+  start_autosave_timer();
+}
+
+void MainWindow::start_autosave_timer() {
+  // Started by the first edit after an autosave, never pushed back by later ones: the autosave
+  // is at most 3 s behind however steadily the user types.
+  if (!autosave_path_.isEmpty() && !autosave_timer_.isActive()) autosave_timer_.start(3000);
 }
 
 void MainWindow::submit_now() {
   analysis_timer_.stop();
-  if (!autosave_path_.isEmpty()) autosave_timer_.start(3000);
+  start_autosave_timer();
   sync_session();
   analysis_pending_ = true;
   last_error_.clear();
@@ -545,10 +552,18 @@ void MainWindow::apply_view_settings() {
   for (int y = 0; y < 3; ++y)
     if (s.view.tradeoff_y == kTradeoffY[y]) d.tradeoff_y = y;
   if (s.extra.contains("gui") && s.extra["gui"].is_object()) {
+    // Kept verbatim from the file, so anything may be there: a value of the wrong type is
+    // skipped (json::value() would throw out of the event handler that opened the session).
     const nlohmann::json& gui = s.extra["gui"];
-    d.mode = render::DisplayMode(std::clamp(gui.value("display_mode", 0), 0, 2));
-    d.image_mode = std::clamp(gui.value("image_mode", d.image_mode), 0, 2);
-    d.outlines = gui.value("outlines", d.outlines);
+    auto number = [&gui](const char* key, int def) {
+      const auto it = gui.find(key);
+      return it != gui.end() && it->is_number() ? int(std::clamp(it->get<double>(), 0.0, 2.0))
+                                                : def;
+    };
+    d.mode = render::DisplayMode(number("display_mode", 0));
+    d.image_mode = number("image_mode", d.image_mode);
+    const auto outlines = gui.find("outlines");
+    if (outlines != gui.end() && outlines->is_boolean()) d.outlines = outlines->get<bool>();
   }
   d.grid_variant = -1;  // the session's grid variant, as the document carries it
   d.grid_unit_scale = s.view.grid_scale == "unit";

@@ -40,7 +40,7 @@ struct GuiOptions {
   int synthetic_tokens = 4096;
   int layer = 0, head = 0;   // initial selection
   bool use_settings = true;  // read and write QSettings (tests turn this off)
-  // Where unsaved work is autosaved (a few seconds after each edit; removed on a clean close).
+  // Where unsaved work is autosaved (at most 3 s after an edit; removed on a clean close).
   // Empty: <app data>/autosave.attnscope.json when use_settings, else no autosave. An autosave
   // left by a crash is offered for recovery at start (recover_without_asking: no dialog).
   std::string autosave_path;
@@ -106,6 +106,8 @@ class MainWindow : public QMainWindow {
   core::Session current_session();
   void offer_recovery();
   void schedule_analysis(int delay_ms = 200);
+  // Arms the autosave of an edit (no-op while armed or when autosave is off).
+  void start_autosave_timer();
   void on_analysis(std::shared_ptr<const core::Analysis> a, double seconds);
   void publish_document();
   void on_tiles(uint64_t generation, std::vector<render::PanelTile> tiles, double seconds);
