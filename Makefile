@@ -63,6 +63,7 @@ bench: deps
 	cmake --build --preset native -j$(JOBS) --target attn_bench attn_gui_bench
 	/usr/bin/python3 tests/bench/run_bench.py --build build/native --out build/bench
 	/usr/bin/python3 tests/bench/forward_vs_torch.py --build build/native
+	/usr/bin/python3 tests/bench/decode_vs_torch.py --build build/native
 	bash tests/bench/gui_bench.sh build/native build/bench
 
 format:

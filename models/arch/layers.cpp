@@ -68,7 +68,9 @@ void linear(const float* x, int n, const Linear& l, float* y, int threads) {
   g.bias = l.b;
   g.c = y;
   g.ldc = l.out;
-  if (cpu::sgemm(g, threads)) return;
+  // A few rows (decode steps) are matrix-vector products bound by reading W: the packing GEMM
+  // would copy W into panels first, so stream it once through Eigen instead.
+  if (n >= 8 && cpu::sgemm(g, threads)) return;
   Eigen::Map<const RowMat> X(x, n, l.in);
   Eigen::Map<RowMat> Y(y, n, l.out);
   // Split output columns: each thread streams its own slice of W once.
