@@ -48,7 +48,8 @@ std::string human_bytes(double b) {
 
 void add_stream_command(CLI::App& app, Action& action) {
   struct Opts {
-    std::string model, text, text_file, json_out, csv_out, dump, figure;
+    std::string model, text, text_file, json_out, csv_out, dump, figure, timeline;
+    int timeline_layer = 0, timeline_head = 0;
     std::vector<int32_t> ids;
     std::vector<std::string> policies;
     int prefill = 1, max_tokens = 0, threads = 0;
@@ -78,20 +79,34 @@ void add_stream_command(CLI::App& app, Action& action) {
   cmd->add_option("--csv", o.csv_out, "Write one row per policy and token as CSV");
   cmd->add_option("--dump", o.dump, "Write DIR/<i>/{spec.txt,logits.npy,nll.npy} per policy");
   cmd->add_option("--figure", o.figure, "Perplexity against tokens streamed (.png/.svg/.pdf)");
+  cmd->add_option("--timeline", o.timeline,
+                  "What the cache holds at every step, one panel per policy (.png/.svg/.pdf)");
+  cmd->add_option("--timeline-layer", o.timeline_layer, "Layer the timeline shows")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--timeline-head", o.timeline_head, "KV head the timeline shows")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([&action] {
     action = [] {
       usage(!o.text.empty() || !o.text_file.empty() || !o.ids.empty(),
             "give the stream: --text, --text-file or --ids");
       check_policies(o.policies);
-      if (!o.figure.empty()) {
+      for (const auto& [opt, path] :
+           {std::pair{"--figure", o.figure}, {"--timeline", o.timeline}}) {
+        if (path.empty()) continue;
         try {
-          fig::check_figure_path(o.figure);
+          fig::check_figure_path(path);
         } catch (const Error& e) {
-          throw UsageError("--figure: " + std::string(e.what()), e.code());
+          throw UsageError(std::string(opt) + ": " + e.what(), e.code());
         }
       }
       check_model_path(o.model, o.model);
       std::shared_ptr<const Model> model = core::cached_model(o.model);
+      usage(o.timeline_layer < model->info().n_layers,
+            "--timeline-layer " + std::to_string(o.timeline_layer) + ": the model has " +
+                std::to_string(model->info().n_layers) + " layers");
+      usage(o.timeline_head < model->info().n_kv_heads,
+            "--timeline-head " + std::to_string(o.timeline_head) + ": the model has " +
+                std::to_string(model->info().n_kv_heads) + " KV heads");
       std::vector<int32_t> stream =
           !o.ids.empty() ? o.ids
                          : core::tokenize_stream(
@@ -107,6 +122,7 @@ void add_stream_command(CLI::App& app, Action& action) {
       so.max_tokens = o.max_tokens;
       so.threads = o.threads;
       so.keep_logits = !o.dump.empty();
+      so.record_cache = !o.timeline.empty();
       const int total =
           o.max_tokens > 0 ? std::min<int>(o.max_tokens, int(stream.size())) : int(stream.size());
       if (isatty(fileno(stderr)))  // a progress line for people, not for logs
@@ -145,6 +161,11 @@ void add_stream_command(CLI::App& app, Action& action) {
         const FigureData fd = core::stream_figure(r);
         fig::export_figure(fd, o.figure, fig::fit_height(fd, {2100, 0, 300}));
         std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
+      }
+      if (!o.timeline.empty()) {
+        const FigureData fd = core::cache_figure(r, o.timeline_layer, o.timeline_head);
+        fig::export_figure(fd, o.timeline, fig::fit_height(fd, {2100, 0, 300}));
+        std::fprintf(stderr, "wrote %s\n", o.timeline.c_str());
       }
       return kExitOk;
     };

@@ -12,8 +12,8 @@
 namespace attn::core {
 
 const std::vector<std::string>& view_names() {
-  static const std::vector<std::string> names = {"heatmap", "variants", "grid",   "sinks",
-                                                 "image",   "tradeoff", "tokens", "stream"};
+  static const std::vector<std::string> names = {"heatmap",  "variants", "grid",   "sinks", "image",
+                                                 "tradeoff", "tokens",   "stream", "cache"};
   return names;
 }
 
@@ -95,9 +95,11 @@ FigureData collect_figure(const Analysis& a, View view, int max_cells) {
       title = "Cost vs accuracy of attention variants";
       break;
     case View::Stream:
+    case View::Cache:
       throw Error(ErrorCode::InvalidArgument,
-                  "the stream view comes from a stream run (`attnscope stream --figure`), not "
-                  "from an analysis");
+                  std::string("the ") + view_name(view) +
+                      " view comes from a stream run (`attnscope stream --figure/--timeline`), "
+                      "not from an analysis");
     case View::Tokens:
       for (int v = 0; v < panels; ++v)
         f.tokens.push_back(tokens(a, v, a.layer(), a.head(), s.view.query));
@@ -151,6 +153,52 @@ FigureData stream_figure(const StreamResult& r, int smooth) {
   f.subtitle = r.model + " \u00b7 " + std::to_string(T) + " tokens, prefill " +
                std::to_string(r.prefill) +
                (r.context > 0 ? " \u00b7 context " + std::to_string(r.context) : "");
+  return f;
+}
+
+FigureData cache_figure(const StreamResult& r, int layer, int head, int max_cells) {
+  FigureData f;
+  f.view = View::Cache;
+  f.cache.layer = layer;
+  f.cache.head = head;
+  const int T = int(r.ids.size());
+  for (const PolicyRun& p : r.runs) {
+    require(!p.history.empty(), ErrorCode::InvalidArgument,
+            "the stream kept no cache records (StreamOptions::record_cache)");
+    const auto& first = p.history.front().kept;
+    require(layer >= 0 && layer < int(first.size()), ErrorCode::InvalidArgument,
+            "layer " + std::to_string(layer) + " is outside the model's " +
+                std::to_string(first.size()) + " layers");
+    require(head >= 0 && head < int(first[0].size()), ErrorCode::InvalidArgument,
+            "KV head " + std::to_string(head) + " is outside the model's " +
+                std::to_string(first[0].size()) + " KV heads");
+    CacheTimeline c;
+    c.spec = p.spec;
+    c.passes = int(p.history.size());
+    c.tokens = T;
+    c.rows = std::min(c.passes, max_cells);
+    c.cols = std::min(T, max_cells);
+    std::vector<double> held(size_t(c.rows) * c.cols, 0.0), seen(held.size(), 0.0);
+    std::vector<char> in(static_cast<size_t>(T));
+    for (int s = 0; s < c.passes; ++s) {
+      const KvSnapshot& snap = p.history[size_t(s)];
+      std::fill(in.begin(), in.end(), 0);
+      for (int32_t t : snap.kept[size_t(layer)][size_t(head)]) in[size_t(t)] = 1;
+      const int row = int(int64_t(s) * c.rows / c.passes);
+      for (int t = 0; t <= snap.step && t < T; ++t) {
+        const size_t cell = size_t(row) * c.cols + size_t(int64_t(t) * c.cols / T);
+        seen[cell] += 1;
+        held[cell] += in[size_t(t)];
+      }
+    }
+    c.kept.resize(held.size());
+    for (size_t i = 0; i < held.size(); ++i)
+      c.kept[i] = seen[i] > 0 ? float(held[i] / seen[i]) : NAN;
+    f.cache.panels.push_back(std::move(c));
+  }
+  f.title = "What the KV cache holds, step by step";
+  f.subtitle = r.model + " \u00b7 layer " + std::to_string(layer) + ", KV head " +
+               std::to_string(head) + " \u00b7 " + std::to_string(T) + " tokens";
   return f;
 }
 

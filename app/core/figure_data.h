@@ -5,7 +5,8 @@
 // (a metric per layer x head), sinks (mass received per token, per layer), image (CLS attention
 // over patches), tradeoff (cost vs error of each variant), tokens (one query's attention as
 // coloured text), stream (perplexity against tokens streamed per KV-cache policy, and quality
-// against cache memory: from a stream run, not an analysis).
+// against cache memory), cache (what one layer and KV head of the cache holds at every step,
+// per policy): the last two from a stream run, not an analysis.
 #pragma once
 #include <string>
 #include <vector>
@@ -17,7 +18,7 @@ namespace attn::core {
 
 struct Analysis;
 
-enum class View { Heatmap, Variants, Grid, Sinks, Image, Tradeoff, Tokens, Stream };
+enum class View { Heatmap, Variants, Grid, Sinks, Image, Tradeoff, Tokens, Stream, Cache };
 
 // "heatmap", "variants", ...; view_from_name throws Error(InvalidArgument) listing the names.
 const char* view_name(View v);
@@ -42,6 +43,20 @@ struct StreamFigure {
   int context = 0;  // the model's context (drawn as a marker; 0 = none)
 };
 
+// What one layer and KV head of a policy's cache held after every pass: rows are passes
+// (binned), columns tokens (binned); each cell the fraction of its (pass, token) pairs whose
+// token was held, NaN where every token of the cell was still to come.
+struct CacheTimeline {
+  std::string spec;
+  int passes = 0, tokens = 0;  // before binning
+  int rows = 0, cols = 0;
+  std::vector<float> kept;  // f32 [rows, cols]
+};
+struct CacheFigure {
+  int layer = 0, head = 0;
+  std::vector<CacheTimeline> panels;
+};
+
 struct FigureData {
   View view = View::Heatmap;
   std::string title;                    // main title (the session's view.title, or generated)
@@ -55,6 +70,7 @@ struct FigureData {
   std::vector<TradeoffPoint> tradeoff;  // tradeoff: dense then each variant
   std::vector<TokensData> tokens;       // tokens: dense then each variant
   StreamFigure stream;                  // stream
+  CacheFigure cache;                    // cache
 };
 
 // Gathers the data of `view` for the analysis's session (its layer, head, variants and view
@@ -69,5 +85,9 @@ FigureData tradeoff_figure(const std::vector<TradeoffPoint>& points, const std::
 // Stream figure data from a stream run: each policy's perplexity over a sliding window of
 // `smooth` tokens (0: max(32, tokens / 20)), sampled at most 600 times per curve.
 FigureData stream_figure(const StreamResult& r, int smooth = 0);
+// Cache timeline figure data of layer `layer`, KV head `head` for every policy of a stream run
+// recorded with StreamOptions::record_cache, binned to at most max_cells per side. Throws
+// Error(InvalidArgument) for a run without records or a layer or head the model does not have.
+FigureData cache_figure(const StreamResult& r, int layer, int head, int max_cells = 400);
 
 }  // namespace attn::core

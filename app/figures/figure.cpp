@@ -89,6 +89,9 @@ double paint_figure(QPainter& p, const FigureData& d, double w_pt, double h_pt,
     case View::Stream:
       bottom = paint_stream(c, area, d);
       break;
+    case View::Cache:
+      bottom = paint_cache(c, area, d);
+      break;
   }
   p.restore();
   if (layout && free_height) layout->page.setHeight(bottom + m);

@@ -32,6 +32,8 @@ using core::HeatmapData;
 using core::ImageAttention;
 using core::Session;
 using core::SinkData;
+using core::CacheFigure;
+using core::CacheTimeline;
 using core::StreamCurve;
 using core::StreamFigure;
 using core::TokensData;

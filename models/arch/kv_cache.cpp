@@ -113,10 +113,13 @@ std::vector<int> kv_input_positions(const KvCache& c, int n, int max_positions) 
   for (int i = 0; i < n; ++i) pos[size_t(i)] = base + i;
   if (max_positions > 0 && n > 0 && int64_t(base) + n > max_positions)
     throw Error(ErrorCode::InvalidArgument,
-                std::to_string(c.length) + " cached + " + std::to_string(n) +
-                    " new tokens exceed the model's context of " + std::to_string(max_positions) +
-                    " learned positions under " + c.policy.spec +
-                    (evicts ? "" : " (an evicting policy with reposition=true can stream on)"));
+                "token " + std::to_string(c.length + n - 1) + " would take position " +
+                    std::to_string(base + n - 1) + ", past the model's context of " +
+                    std::to_string(max_positions) + " learned positions, under " + c.policy.spec +
+                    (evicts ? (c.policy.prefill_only()
+                                   ? " (it compresses the prompt once, then keeps every token)"
+                                   : "")
+                            : " (an evicting policy with reposition=true can stream on)"));
   return pos;
 }
 

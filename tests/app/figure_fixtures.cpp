@@ -90,6 +90,27 @@ core::StreamFigure stream_curves(int n, int tokens, bool long_specs) {
   return sf;
 }
 
+// Cache timelines of `n` policies over `tokens` tokens: sinks + a window that widens with the
+// policy index, binned to at most 400 cells per side.
+core::CacheFigure cache_panels(int n, int tokens, bool long_specs) {
+  core::CacheFigure cf;
+  cf.layer = 1;
+  cf.head = 2;
+  for (int i = 0; i < n; ++i) {
+    core::CacheTimeline t;
+    t.spec = "kv_streaming(sinks=4,window=" + std::to_string(16 * (i + 1)) + ",reposition=true)" +
+             (long_specs ? "+kv_quant(bits=2,group=32,k_axis=channel,v_axis=token)" : "");
+    t.passes = t.tokens = tokens;
+    t.rows = t.cols = std::min(tokens, 400);
+    t.kept.assign(size_t(t.rows) * t.cols, NAN);
+    for (int r = 0; r < t.rows; ++r)
+      for (int c = 0; c <= r; ++c)
+        t.kept[size_t(r) * t.cols + c] = c < 2 || r - c < 8 * (i + 1) ? 1.0f : 0.0f;
+    cf.panels.push_back(std::move(t));
+  }
+  return cf;
+}
+
 FigureData long_figure(View view) {
   constexpr int n = 160;
   const char* odd[] = {"internationalization",
@@ -227,6 +248,9 @@ FigureData long_figure(View view) {
     case View::Stream:
       f.stream = stream_curves(8, 20000, true);
       break;
+    case View::Cache:
+      f.cache = cache_panels(5, 3000, true);
+      break;
   }
   return f;
 }
@@ -312,6 +336,9 @@ FigureData synthetic_figure(View view) {
     }
     case View::Stream:
       f.stream = stream_curves(3, 600, false);
+      break;
+    case View::Cache:
+      f.cache = cache_panels(2, 60, false);
       break;
   }
   return f;

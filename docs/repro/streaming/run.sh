@@ -37,5 +37,12 @@ base='kv_streaming(sinks=4,window=124)'
   -p "$base+kv_quant(bits=2,group=32,k_axis=token)" \
   --json "$out/precision.json" --csv "$out/precision.csv" --figure "$here/precision.png"
 
+# What layer 1, KV head 0 holds at every step under four policies (first 600 tokens, a prefill
+# of 100 that kv_snapkv compresses).
+"$bin" stream --model default-text --text-file "$text" --bos --threads 1 --max-tokens 600 \
+  --prefill 100 -p 'kv_streaming(sinks=4,window=60)' -p 'kv_h2o(budget=64,recent=32)' \
+  -p 'kv_tova(budget=64)' -p 'kv_snapkv(budget=64,window=16,kernel=5)' \
+  --timeline "$here/timeline.png" --timeline-layer 1 > /dev/null
+
 /usr/bin/python3 "$here/summarise.py" "$out"/eviction.json "$out"/no_bos.json \
   "$out"/precision.json > "$here/summary.json"
