@@ -31,6 +31,7 @@
 #include "app/core/interactive.h"
 #include "app/figures/figure.h"
 #include "app/gui/analysis_worker.h"
+#include "app/gui/decode_dialog.h"
 #include "app/gui/input_dock.h"
 #include "app/gui/model_dock.h"
 #include "app/gui/variant_slot.h"
@@ -429,6 +430,10 @@ void MainWindow::build_menus() {
   view->addAction(input_->toggleViewAction());
   view->addAction(model_->toggleViewAction());
   view->addAction(variants_->toggleViewAction());
+
+  QMenu* tools = menuBar()->addMenu("&Tools");
+  tools->addAction("&Decode lab...", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_L), this,
+                   [this] { open_decode_lab(); });
 
   QMenu* help = menuBar()->addMenu("&Help");
   help->addAction("&About attnscope", this, &MainWindow::about);
@@ -868,6 +873,14 @@ void MainWindow::save_png() {
     QMessageBox::warning(this, "Save view", "Could not write " + f);
   else
     statusBar()->showMessage("Saved the view to " + f, 5000);
+}
+
+DecodeDialog* MainWindow::open_decode_lab() {
+  const core::Session s = current_session();
+  auto* d = new DecodeDialog(s.model.id, s.input.text, this);
+  d->setAttribute(Qt::WA_DeleteOnClose);
+  d->show();
+  return d;
 }
 
 void MainWindow::about() {

@@ -21,6 +21,8 @@ class QProgressBar;
 
 namespace attn::gui {
 
+class DecodeDialog;
+
 class AnalysisWorker;
 class InputDock;
 class ModelDock;
@@ -78,6 +80,8 @@ class MainWindow : public QMainWindow {
   // Sessions (app/core): the input, model, variants, selection and view settings.
   void open_session(const QString& path);
   void save_session_as(const QString& path);
+  // Tools > Decode lab: streams the session's text under KV-cache policies (a new dialog).
+  DecodeDialog* open_decode_lab();
   // The shown view as a publication figure (PNG, SVG or PDF by extension, through the same
   // presets as `attnscope render`) with its session sidecar. Returns "" or the error.
   QString export_figure(const QString& path);

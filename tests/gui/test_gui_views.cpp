@@ -18,6 +18,7 @@
 
 #include "app/core/analysis.h"
 #include "app/gui/input_dock.h"
+#include "app/gui/decode_dialog.h"
 #include "app/gui/main_window.h"
 #include "app/gui/vulkan_view.h"
 #include "compute/error.h"
@@ -366,6 +367,42 @@ TEST(GuiViews, InputDockTooltipUsesTheViewsLabels) {
                 std::string::npos);
     }
   EXPECT_TRUE(sat);
+}
+
+
+// Tools > Decode lab on the session's text: the stream runs on a worker while the window stays
+// responsive, the table lists every policy, both figures are drawn, a bad policy says why.
+TEST(GuiViews, DecodeLabStreamsTheSessionTextUnderPolicies) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  GuiOptions o = base_options();
+  MainWindow w(o);
+  ASSERT_TRUE(show_settled(w));
+  QAction* action = nullptr;
+  for (QAction* a : w.findChildren<QAction*>())
+    if (a->text() == "&Decode lab...") action = a;
+  ASSERT_NE(action, nullptr) << "Tools > Decode lab is missing";
+  DecodeDialog* d = w.open_decode_lab();
+  d->set_policies("kv_full\nkv_streaming(sinks=4,window=28)\nkv_tova(budget=32)\n");
+  d->set_max_tokens(300);
+  d->run();
+  EXPECT_TRUE(d->running());
+  ASSERT_TRUE(wait_until([&] { return !d->running(); }, 120000));
+  ASSERT_TRUE(d->error().isEmpty()) << d->error().toStdString();
+  ASSERT_NE(d->result(), nullptr);
+  EXPECT_EQ(d->table_rows(), 3);
+  EXPECT_EQ(d->result()->runs[1].spec, "kv_streaming(sinks=4,window=28,reposition=true)");
+  for (int tab : {0, 1}) {
+    const QImage img = d->figure_image(tab);
+    ASSERT_FALSE(img.isNull()) << tab;
+    EXPECT_GT(distinct_colors(img, {0, 0, float(img.width()), float(img.height())}), 20) << tab;
+  }
+  d->grab().save(screenshot_path("decode_lab.png"));
+  d->set_policies("kv_h2o(budget=4,recent=9)\n");
+  d->run();
+  ASSERT_TRUE(wait_until([&] { return !d->running(); }, 30000));
+  EXPECT_NE(d->error().toStdString().find("recent"), std::string::npos) << d->error().toStdString();
+  EXPECT_EQ(d->table_rows(), 3) << "a failed run leaves the last results";
+  d->close();
 }
 
 }  // namespace
