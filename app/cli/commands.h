@@ -16,5 +16,6 @@ void add_render_command(CLI::App& app, Action& action);
 void add_sweep_command(CLI::App& app, Action& action);
 void add_stream_command(CLI::App& app, Action& action);
 void add_generate_command(CLI::App& app, Action& action);
+void add_precision_command(CLI::App& app, Action& action);
 
 }  // namespace attn::cli

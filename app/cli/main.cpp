@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   add_sweep_command(app, action);
   add_stream_command(app, action);
   add_generate_command(app, action);
+  add_precision_command(app, action);
 #ifdef ATTN_HAVE_GUI
   attn::gui::add_gui_command(app, action, argc, argv);
 #endif
