@@ -64,6 +64,15 @@ void AnalysisWorker::request_analysis(const core::Session& s, const std::string&
   cv_.notify_all();
 }
 
+void AnalysisWorker::interrupt() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!busy_) return;
+  const uint64_t job = jobs_done_;
+  cancel_analysis_ = true;
+  cancel_tiles_ = true;
+  done_cv_.wait(lock, [&] { return jobs_done_ != job; });
+}
+
 void AnalysisWorker::request_tiles(const TileJob& t) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -156,8 +165,8 @@ void AnalysisWorker::loop() {
       } else {
         cancel_analysis_ = false;
       }
+      busy_ = true;
     }
-    busy_ = true;
     background_left_ = background_count();
     const auto t0 = Clock::now();
     try {
@@ -208,7 +217,12 @@ void AnalysisWorker::loop() {
       if (handlers_.error) handlers_.error(e.what());
     }
     background_left_ = background_count();
-    busy_ = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      busy_ = false;
+      ++jobs_done_;
+    }
+    done_cv_.notify_all();
     if (handlers_.progress) handlers_.progress("");
   }
 }

@@ -52,6 +52,9 @@ class AnalysisWorker {
   void request_analysis(const core::Session& s, const std::string& session_path);
   // Replaces any queued tile job; cancels running tiles (between panels).
   void request_tiles(const TileJob& t);
+  // Cancels the running job and returns once it has stopped; the queue is kept and a cancelled
+  // background stage runs again later. For a Vulkan device about to go away.
+  void interrupt();
   bool busy() const { return busy_.load(); }
   // Nothing running or queued, the background stages included.
   bool idle() const { return !busy_.load() && background_left_.load() == 0; }
@@ -66,11 +69,13 @@ class AnalysisWorker {
   Handlers handlers_;
   std::mutex mutex_;
   std::condition_variable cv_;
+  std::condition_variable done_cv_;  // a job ended (interrupt() waits on it)
+  uint64_t jobs_done_ = 0;           // guarded by mutex_
   std::optional<std::pair<core::Session, std::string>> pending_analysis_;
   std::optional<TileJob> pending_tiles_;
   bool stop_ = false;
   std::atomic<bool> cancel_analysis_{false}, cancel_tiles_{false};
-  std::atomic<bool> busy_{false};
+  std::atomic<bool> busy_{false};  // set and cleared under mutex_
   std::atomic<int> background_left_{0};
   // Worker thread only.
   std::shared_ptr<const core::Analysis> current_;

@@ -34,6 +34,7 @@
 #include "app/gui/decode_dialog.h"
 #include "app/gui/input_dock.h"
 #include "app/gui/model_dock.h"
+#include "app/gui/shared_device.h"
 #include "app/gui/variant_slot.h"
 #include "app/gui/variants_dock.h"
 #include "app/gui/vulkan_view.h"
@@ -208,6 +209,10 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
     c->set_callbacks(cb);
     apply_view_settings();  // a session opened before the window was shown
     if (doc_) c->set_document(doc_);
+    if (resubmit_on_show_) {
+      resubmit_on_show_ = false;
+      submit_now();
+    }
   };
   view_->on_frame = [this] { on_frame(); };
 
@@ -895,6 +900,12 @@ void MainWindow::about() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
+  // Qt destroys the view's Vulkan device when the window closes, and the worker may be
+  // submitting compute to it: it stops first, and later work runs without that device (on the
+  // CPU, or on the view's new device if the window is shown again).
+  stop_sharing(view_->compute_context());
+  if (analysis_pending_ || tiles_pending_) resubmit_on_show_ = true;
+  worker_->interrupt();
   // A clean close: nothing to recover next time.
   autosave_timer_.stop();
   if (!autosave_path_.isEmpty()) QFile::remove(autosave_path_);

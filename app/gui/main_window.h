@@ -153,6 +153,7 @@ class MainWindow : public QMainWindow {
   bool dark_ = true, presentation_ = false;
   QAction* presentation_action_ = nullptr;
   QByteArray before_presentation_;  // window layout before presentation mode
+  bool resubmit_on_show_ = false;   // closed with work cancelled: ask again when shown
 };
 
 }  // namespace attn::gui

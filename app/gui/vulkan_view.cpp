@@ -53,8 +53,9 @@ class ViewRenderer : public QVulkanWindowRenderer {
   void releaseSwapChainResources() override {}
   void releaseResources() override {
     w_->canvas_.reset();
-    // The device goes away after this: compute must let go of it first (the app stops its
-    // worker before the view is destroyed, so nothing is running on it).
+    // The device goes away after this (the window closed or the view destroyed; hiding keeps
+    // it: PersistentResources): compute must let go of it first. MainWindow's closeEvent stops
+    // the worker's Vulkan work, and the worker itself ends before the view is destroyed.
     stop_sharing(w_->compute_);
     w_->compute_.reset();
   }
@@ -127,6 +128,10 @@ class ViewRenderer : public QVulkanWindowRenderer {
 VulkanView::VulkanView() {
   // UNORM, not SRGB: colormaps are already in display space.
   setPreferredColorFormats({VK_FORMAT_B8G8R8A8_UNORM, VK_FORMAT_R8G8B8A8_UNORM});
+  // By default QVulkanWindow destroys its device whenever the window is unexposed (hidden,
+  // minimised, closed), while the analysis worker may be submitting compute to that device.
+  // The device lives as long as the view; the app stops its worker before destroying the view.
+  setFlags(QVulkanWindow::PersistentResources);
 }
 
 QVulkanWindowRenderer* VulkanView::createRenderer() {
