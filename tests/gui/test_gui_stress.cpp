@@ -84,19 +84,27 @@ namespace {
 
 QVulkanInstance* g_instance = nullptr;
 
-// Bounds, measured on the project's 2-core machines with lavapipe (see the figures printed):
-// - a turn of the event loop: the slowest are the GUI's own synchronous work on the largest
-//   inputs (a 1 MB paste laid out by QPlainTextEdit, a swapchain rebuilt on a resize); 2 s is
-//   far below the 5 s after which desktops call a window "not responding", and far above the
-//   worst seen (printed), so it fails only on a real stall;
-// - a frame (build, record, present): lavapipe draws a 1600 x 1000 view in tens of ms;
-// - the memory peak: the models are small (2.7 MB text, 0.6 MB vision), a 1 MB text is cut to
-//   the model's context, synthetic problems go up to 16K tokens (tiles, never N x N).
+// Bounds, measured on the project's 2-core machines with lavapipe under Xvfb, shared with other
+// builds (the figures are printed on every run):
+// - an event-loop turn: worst seen 0.4-0.9 s (a swapchain rebuilt after a resize, a large text
+//   re-laid out by QPlainTextEdit, an analysis of 16K tokens published). 2 s is over twice that
+//   and below the 5 s after which desktops call a window "not responding". One input is kept
+//   out of it on purpose: a key press in a 1 MB text without a line break costs 0.5-1.2 s in a
+//   bare QPlainTextEdit (Qt lays a paragraph out whole), so single-line texts stay within
+//   kOneLineMax, and the app's own cost on the 1 MB case is compared with Qt's and printed;
+// - a frame (build, record, present): worst seen 0.2-0.8 s; the same 2 s;
+// - with Vulkan compute on the view's queue (the Vulkan backend shares the view's device, so a
+//   present waits for the dispatch before it, which lavapipe runs on the CPU): worst seen
+//   4.4-6.3 s on 2K-16K-token synthetic problems; 20 s, a third of the watchdog's minute;
+// - the memory peak (VmHWM): 390-460 MiB seen (models of 2.7 and 0.6 MB, texts cut to the
+//   model's context, synthetic problems up to 16K tokens drawn from tiles, never N x N); 1 GiB;
+// - a settle: worst seen 7 s on the CPU backends, 110 s when a 4K-token problem runs on the
+//   Vulkan backend on lavapipe; 180 s.
 constexpr double kTurnBoundMs = 2000;
 constexpr double kFrameBoundMs = 2000;
 constexpr double kVulkanBoundMs = 20000;
 constexpr size_t kOneLineMax = size_t(256) << 10;
-constexpr double kPeakBoundMiB = 3072;
+constexpr double kPeakBoundMiB = 1024;
 constexpr int kSettleBoundMs = 180000;
 
 int env_int(const char* name, int def) {
@@ -773,6 +781,11 @@ class Monkey {
       if (w_.isFullScreen() || w_.isMaximized()) w_.showNormal();
       w_.resize(r_.uniform(300, 1600), r_.uniform(200, 1000));
     });
+    add("hide-show", 1, [this] {
+      w_.hide();
+      pump(r_.uniform(0, 300));
+      w_.show();
+    });
     add("maximize", 1, [this] {
       const int k = r_.uniform(0, 2);
       if (k == 0) w_.showMaximized();
@@ -1259,6 +1272,59 @@ TEST(GuiStress, EveryBrokenFileIsRefusedOrOpened) {
   EXPECT_GT(w.analysis()->n_tokens(), 5);
   w.close();
   fs::remove_all(tmp);
+}
+
+// Hiding the window (minimising, closing) while the Vulkan backend computes on the view's
+// device: the worker keeps submitting to that device, so it must outlive the hidden window.
+TEST(GuiStress, HidingTheWindowWhileVulkanComputesKeepsTheDevice) {
+  GuiOptions o = base_options();
+  o.model = "synthetic";
+  o.synthetic_tokens = 2048;
+  o.variants = {"block_topk(block=64,k=4)", "window(size=128)", "top_p(block=64,p=0.9)"};
+  MainWindow w(o);
+  w.model_dock()->set_backend("vulkan");
+  w.view()->setVulkanInstance(g_instance);
+  w.show();
+  ASSERT_TRUE(wait_until([&] { return w.view()->canvas() != nullptr; }, 30000));
+  w.submit_now();
+  // Hide and show again while the analysis, its tiles and the background stages run on Vulkan.
+  QElapsedTimer t;
+  t.start();
+  int hidden_busy = 0;
+  for (int i = 0; i < 12 && t.elapsed() < 60000; ++i) {
+    if (!w.worker_idle()) ++hidden_busy;
+    w.hide();
+    pump(400);
+    w.show();
+    pump(400);
+    if (i == 6) {  // new work on Vulkan, then hidden at once
+      w.variants_dock()->slot(0)->set_spec("block_topk(block=32,k=8)");
+      w.submit_now();
+    }
+  }
+  std::printf("[stress] hidden %d times while the worker was busy on Vulkan\n", hidden_busy);
+  EXPECT_GT(hidden_busy, 0) << "the Vulkan work ended before the window was hidden";
+  ASSERT_TRUE(settle(w, 180000)) << "no result after the window came back";
+  EXPECT_TRUE(w.last_error().isEmpty()) << w.last_error().toStdString();
+  EXPECT_TRUE(w.tiles_on_gpu()) << "the tiles no longer come from the view's device";
+  // Closed while Vulkan work runs (Qt destroys the device): the worker stops before it goes,
+  // and work goes on; shown again, the window computes on its new device.
+  w.variants_dock()->slot(0)->set_spec("block_topk(block=64,k=2)");
+  w.submit_now();
+  pump(300);
+  const bool busy_at_close = !w.worker_idle();
+  w.close();
+  pump(2000);
+  w.show();
+  ASSERT_TRUE(settle(w, 180000)) << "no result after the window was closed and shown again";
+  EXPECT_TRUE(w.last_error().isEmpty()) << w.last_error().toStdString();
+  EXPECT_TRUE(w.tiles_on_gpu()) << "the tiles do not come from the view's new device";
+  std::printf("[stress] closed %s and shown again: settled\n",
+              busy_at_close ? "while the worker was busy on Vulkan" : "with the worker idle");
+  // Destroyed while Vulkan work runs: the worker stops before the device goes.
+  w.variants_dock()->slot(0)->set_spec("block_topk(block=16,k=2)");
+  w.submit_now();
+  pump(300);
 }
 
 // ---- SIGKILL mid-edit --------------------------------------------------------------------------
