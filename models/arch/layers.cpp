@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <unsupported/Eigen/SpecialFunctions>
+#include <vector>
 
 #include "compute/cpu/gemm.h"
 #include "compute/error.h"
@@ -39,6 +40,39 @@ void parallel_ranges(size_t count, int threads, size_t min_piece, Fn fn) {
       threads);
 }
 
+// y f32 [out] = x W + b for W f32 [in, out] (row-major) and one row x: each thread streams a
+// contiguous block of W's rows (the read the step is bound by) into its own partial sum, four
+// rows at a time; the partials are added at the end.
+void gemv_in_out(const float* x, const Linear& l, float* y, int threads) {
+  const int in = l.in, out = l.out;
+  const int parts = std::max(1, std::min(threads, in / 64));
+  std::vector<float> partial(size_t(parts) * out, 0.0f);
+  parallel_for(
+      parts,
+      [&](int t) {
+        const int i0 = int(int64_t(in) * t / parts), i1 = int(int64_t(in) * (t + 1) / parts);
+        float* acc = partial.data() + size_t(t) * out;
+        int i = i0;
+        for (; i + 4 <= i1; i += 4) {
+          const float a = x[i], b = x[i + 1], c = x[i + 2], d = x[i + 3];
+          const float* w0 = l.w + size_t(i) * out;
+          const float* w1 = w0 + out;
+          const float* w2 = w1 + out;
+          const float* w3 = w2 + out;
+          for (int j = 0; j < out; ++j) acc[j] += a * w0[j] + b * w1[j] + c * w2[j] + d * w3[j];
+        }
+        for (; i < i1; ++i) {
+          const float a = x[i];
+          const float* w0 = l.w + size_t(i) * out;
+          for (int j = 0; j < out; ++j) acc[j] += a * w0[j];
+        }
+      },
+      threads);
+  for (int j = 0; j < out; ++j) y[j] = l.b ? l.b[j] : 0.0f;
+  for (int t = 0; t < parts; ++t)
+    for (int j = 0; j < out; ++j) y[j] += partial[size_t(t) * out + j];
+}
+
 }  // namespace
 
 Linear load_linear(const WeightStore& ws, const std::string& name, int in, int out, bool bias,
@@ -71,6 +105,10 @@ void linear(const float* x, int n, const Linear& l, float* y, int threads) {
   // A few rows (decode steps) are matrix-vector products bound by reading W: the packing GEMM
   // would copy W into panels first, so stream it once through Eigen instead.
   if (n >= 8 && cpu::sgemm(g, threads)) return;
+  if (n == 1 && l.in_out) {
+    gemv_in_out(x, l, y, threads);
+    return;
+  }
   Eigen::Map<const RowMat> X(x, n, l.in);
   Eigen::Map<RowMat> Y(y, n, l.out);
   // Split output columns: each thread streams its own slice of W once.
