@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "compute/approximation.h"
 #include "compute/error.h"
 #include "compute/parallel.h"
 
@@ -9,11 +10,35 @@ namespace attn {
 
 namespace {
 
+// Kept entries and density from the executed layout, and the predicted cost.
+void count_kept(const Variant& v, const Problem& p, Result& r) {
+  std::vector<int64_t> kept_per_head(size_t(p.n_heads), 0);
+  parallel_for(p.n_heads,
+               [&](int h) { kept_per_head[size_t(h)] = layout_kept_entries(r.layout, p, h); });
+  int64_t kept = 0;
+  for (int64_t k : kept_per_head) kept += k;
+  int64_t visible = visible_entries(p) * p.n_heads;
+  r.stats.kept_entries = kept;
+  r.stats.density = visible > 0 ? double(kept) / double(visible) : 0.0;
+  const bool dynamic = v.pattern() && v.pattern()->dynamic();
+  r.stats.predicted = v.predict(p, dynamic || v.approximation() ? r.stats.density : -1);
+}
+
 Result run_one(const Variant& v, const Problem& p, Backend& backend, const RunOptions& opt,
                SequenceState* seq) {
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
   validate(p);
+  if (const Approximation* a = v.approximation()) {
+    const std::string why = a->unsupported(p);
+    if (!why.empty()) throw Error(ErrorCode::Unsupported, v.spec() + ": " + why);
+    const ApproxPath path =
+        backend.name() == "reference" ? ApproxPath::Reference : ApproxPath::Fast;
+    Result r = a->run(v, p, backend, path, opt);
+    count_kept(v, p, r);
+    r.stats.wall_seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    return r;
+  }
   std::string why;
   if (!backend.supports(v, p, &why))
     throw Error(ErrorCode::Unsupported,
@@ -23,15 +48,7 @@ Result run_one(const Variant& v, const Problem& p, Backend& backend, const RunOp
   // A pattern carrying sequence state (seq non-null) always selects itself.
   if (seq || !backend.select(v, p, &layout, &sel)) layout = v.select(p, &sel, seq);
   Result r = backend.execute_owned(v, p, std::move(layout), opt);
-  std::vector<int64_t> kept_per_head(size_t(p.n_heads), 0);
-  parallel_for(p.n_heads,
-               [&](int h) { kept_per_head[size_t(h)] = layout_kept_entries(r.layout, p, h); });
-  int64_t kept = 0;
-  for (int64_t k : kept_per_head) kept += k;
-  int64_t visible = visible_entries(p) * p.n_heads;
-  r.stats.kept_entries = kept;
-  r.stats.density = visible > 0 ? double(kept) / double(visible) : 0.0;
-  r.stats.predicted = v.predict(p, v.pattern() && v.pattern()->dynamic() ? r.stats.density : -1);
+  count_kept(v, p, r);
   r.stats.counted.flops += sel.flops;
   r.stats.select_seconds = sel.seconds;
   r.stats.wall_seconds = std::chrono::duration<double>(clock::now() - t0).count();
@@ -42,6 +59,10 @@ Result run_one(const Variant& v, const Problem& p, Backend& backend, const RunOp
 
 Result run(const Variant& v, const Problem& p, Backend& backend, const RunOptions& opt) {
   return run_one(v, p, backend, opt, nullptr);
+}
+
+Result run_exact(const Variant& v, const Problem& p, Backend& backend, const RunOptions& opt) {
+  return run_one(v.exact_part(), p, backend, opt, nullptr);
 }
 
 Result run(const Variant& v, const Problem& p, Backend& backend, SequenceState* seq,

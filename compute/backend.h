@@ -50,8 +50,14 @@ std::unique_ptr<Backend> make_backend(const std::string& name);
 std::vector<std::string> backend_names();
 
 // validate(p), select the layout (backend.select(), else v.select()), execute, and fill every
-// stat (predicted cost, density, times).
+// stat (predicted cost, density, times). A variant with an approximation part runs that instead
+// (compute/approximation.h): its f64 routine on the reference backend, its f32 one elsewhere;
+// Error(Unsupported) when it cannot run p.
 Result run(const Variant& v, const Problem& p, Backend& backend, const RunOptions& opt = {});
+
+// run() of v's exact parts only (pattern, modifiers, normaliser), ignoring its approximation:
+// what an approximation of Kind::Wrap runs on its changed problem.
+Result run_exact(const Variant& v, const Problem& p, Backend& backend, const RunOptions& opt = {});
 
 // run() for one layer of a forward pass that a model drives itself: `seq` is the state that
 // v.pattern()->new_sequence_state() made for the pass (null when the pattern keeps none).

@@ -54,6 +54,7 @@ Result head_result(const Result& r, const Problem& p, int h) {
   if (r.layout.kind == Layout::Kind::Blocks) s.layout.blocks = {r.layout.block(h)};
   if (r.layout.kind == Layout::Kind::Indices) s.layout.indices = {r.layout.index(h)};
   s.stats = r.stats;
+  if (r.approx) s.approx = r.approx->head(h);
   const Problem one = head_problem(p, h);
   const int64_t kept = layout_kept_entries(s.layout, one, 0);
   const int64_t visible = visible_entries(one);

@@ -305,8 +305,10 @@ class FastCompare {
 Metrics compare(const Variant& v, const Problem& p, const Result& var, const Result& ref,
                 double sink_threshold, const std::atomic<bool>* cancel) {
   check_shapes(p, var, ref);
-  // Selective rows depend on every earlier row: the row-by-row oracle handles them.
-  if (v.selective()) return compare_naive(v, p, var, ref, sink_threshold, cancel);
+  // Selective rows depend on every earlier row, and approximations have only their implied
+  // matrix (served a block at a time): the row-by-row oracle handles them.
+  if (v.selective() || v.approximation())
+    return compare_naive(v, p, var, ref, sink_threshold, cancel);
   Metrics m = start_metrics(p, var, ref);
   std::vector<double> recall(size_t(p.n_heads), 0), kl(size_t(p.n_heads), 0);
   const FastCompare fc(v, p, var, ref, m, cancel);

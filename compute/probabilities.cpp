@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "compute/approximation.h"
 #include "compute/cpu/gemm.h"
 #include "compute/error.h"
 #include "compute/parallel.h"
@@ -70,6 +71,10 @@ std::vector<double> selective_history(const Variant& v, const Problem& p, const 
 void probability_block(const Variant& v, const Problem& p, const Result& r, int h, int i0, int i1,
                        int k0, int k1, std::vector<double>& out) {
   check_range(p, r, h, i0, i1, k0, k1);
+  if (const Approximation* a = v.approximation()) {
+    a->implied_block(v, p, r, h, i0, i1, k0, k1, out);
+    return;
+  }
   const int w = k1 - k0;
   out.assign(size_t(i1 - i0) * w, 0.0);
   if (i1 == i0 || w == 0) return;
@@ -275,7 +280,7 @@ Tile tile_probabilities(const Variant& v, const Problem& p, const Result& r, con
   tile.w = std::min(t.w, t.k1 - t.k0);
   tile.h = std::min(t.h, t.q1 - t.q0);
   tile.cells.assign(size_t(tile.w) * tile.h, 0.0f);
-  if (t.pool == Pool::Max && !v.selective()) {
+  if (t.pool == Pool::Max && !v.selective() && !v.approximation()) {
     const MaxTile m(v, p, r, t, tile);
     parallel_for(tile.h, [&](int y) { m.cell_row(y); });
     return tile;

@@ -13,7 +13,8 @@ void probability_row(const Variant& v, const Problem& p, const Result& r, int h,
                      int k1, std::vector<double>& out);
 
 // Probabilities of queries [i0, i1) over keys [k0, k1): out is f64 [(i1 - i0), (k1 - k0)].
-// Scores come from one float GEMM per block; normalisation is in double.
+// Scores come from one float GEMM per block; normalisation is in double. For a variant with an
+// approximation part, its implied matrix (Approximation::implied_block).
 void probability_block(const Variant& v, const Problem& p, const Result& r, int h, int i0, int i1,
                        int k0, int k1, std::vector<double>& out);
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "compute/approximation.h"
 #include "compute/error.h"
 #include "compute/spec.h"
 #include "compute/variants/normalisers.h"
@@ -17,14 +18,19 @@ namespace {
 // The tables of pieces, in display order. A new piece is one file in compute/variants/ and one
 // entry here.
 const PatternFactory* const kPatterns[] = {
-    &kWindowPattern,  &kSinksWindowPattern,   &kStridedPattern,   &kFixedPattern,
-    &kDilatedPattern, &kBigBirdPattern,       &kBlockTopkPattern, &kTopkPattern,
-    &kTopPPattern,    &kVerticalSlashPattern, &kH2oPattern,       &kSketchWalkPattern,
+    &kWindowPattern,   &kSinksWindowPattern,   &kStridedPattern,   &kFixedPattern,
+    &kDilatedPattern,  &kBigBirdPattern,       &kBlockTopkPattern, &kTopkPattern,
+    &kTopPPattern,     &kVerticalSlashPattern, &kH2oPattern,       &kSketchWalkPattern,
+    &kTopThetaPattern, &kLshPattern,           &kKmeansPattern,
 };
 const ScoreModFactory* const kScoreMods[] = {&kTemperatureMod, &kAlibiMod, &kSoftcapMod};
 const NormaliserFactory* const kNormalisers[] = {
     &kSoftmaxNormaliser, &kSigmoidNormaliser,  &kReluNormaliser,
     &kRelu2Normaliser,   &kEntmax15Normaliser, &kSoftplusNormaliser,
+};
+const ApproximationFactory* const kApproximations[] = {
+    &kLinearApprox,  &kPerformerApprox, &kCosformerApprox, &kNystromApprox,
+    &kQuantQkApprox, &kFp8QkApprox,     &kDeltaApprox,
 };
 
 // The factory registered under `id` in one table (build() has checked the id's kind already).
@@ -55,6 +61,8 @@ std::vector<PieceInfo> build_pieces() {
                   "Subtracts from each logit the ReLU'd logits earlier queries gave that key "
                   "(tokens mask what they make redundant).",
                   {}}});
+  for (const ApproximationFactory* f : kApproximations)
+    out.push_back({PieceKind::Approximation, f->info()});
   return out;
 }
 
@@ -119,6 +127,8 @@ Variant build(const std::vector<PieceSpec>& pieces, const std::string& original)
   std::vector<SpecPiece> mod_pieces;
   Normaliser norm;
   bool selective = false;
+  std::shared_ptr<const Approximation> approx;
+  SpecPiece approx_piece;
   for (const PieceSpec& ps : pieces) {
     const PieceInfo& piece = registry_piece(ps.id);
     Params values = resolve_params(ps.id, piece.info.params, ps.given);
@@ -153,6 +163,28 @@ Variant build(const std::vector<PieceSpec>& pieces, const std::string& original)
                       "variant spec '" + original + "' names 'selective' twice");
         selective = true;
         break;
+      case PieceKind::Approximation:
+        if (approx)
+          throw Error(ErrorCode::InvalidArgument,
+                      "variant spec '" + original + "' has two approximations ('" +
+                          approx_piece.id + "' and '" + ps.id + "'); a variant has at most one");
+        approx = factory(kApproximations, ps.id).make(values);
+        approx_piece = canon;
+        break;
+    }
+  }
+  if (approx) {
+    const std::string& id = approx_piece.id;
+    require(!selective, ErrorCode::InvalidArgument,
+            "variant spec '" + original + "': '" + id +
+                "' cannot be combined with 'selective' (selective attention is sequential along "
+                "queries)");
+    if (approx->kind() == Approximation::Kind::Replace) {
+      std::string other = pattern ? pattern_id : !mods.empty() ? mod_pieces[0].id : norm_id;
+      require(other.empty(), ErrorCode::InvalidArgument,
+              "variant spec '" + original + "': '" + id +
+                  "' replaces the whole attention computation, so it stands alone; remove '" +
+                  other + "' (write just \"" + format_spec_piece(approx_piece) + "\")");
     }
   }
   // Canonical: pattern, modifiers in order, normaliser unless softmax, selective; "dense" only
@@ -162,8 +194,9 @@ Variant build(const std::vector<PieceSpec>& pieces, const std::string& original)
   for (const SpecPiece& t : mod_pieces) parts.push_back(t);
   if (!norm_id.empty() && norm_id != "softmax") parts.push_back(norm_piece);
   if (selective) parts.push_back({"selective", {}});
+  if (approx) parts.push_back(approx_piece);
   if (parts.empty()) parts.push_back({"dense", {}});
-  return Variant(format_spec(parts), pattern, mods, norm, selective);
+  return Variant(format_spec(parts), pattern, mods, norm, selective, approx);
 }
 
 }  // namespace

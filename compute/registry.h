@@ -3,9 +3,12 @@
 //
 // Spec grammar (parsed by compute/spec.h):  piece ('+' piece)*      piece := id [ '(' name '='
 // value (',' name '=' value)* ')' ] At most one pattern and one normaliser; modifiers apply in
-// order. Examples:
+// order. At most one approximation (compute/approximation.h): one that replaces attention
+// (linear, performer, cosformer, nystrom) stands alone; one that wraps it (quant_qk, fp8_qk,
+// delta) composes with a pattern, modifiers and a normaliser, and is written last. Examples:
 //   "dense"   "window(size=256)"   "sinks_window(sinks=4,window=256)+softcap(cap=30)"
-//   "block_topk(block=64,k=8)+sigmoid"   "selective"
+//   "block_topk(block=64,k=8)+sigmoid"   "selective"   "linear(feature=elu1)"
+//   "sinks_window(sinks=4,window=64)+delta(stride=16)"
 #pragma once
 #include <string>
 #include <vector>
@@ -14,7 +17,7 @@
 
 namespace attn {
 
-enum class PieceKind { Pattern, ScoreMod, Normaliser, Dense, Selective };
+enum class PieceKind { Pattern, ScoreMod, Normaliser, Dense, Selective, Approximation };
 
 struct PieceInfo {
   PieceKind kind;

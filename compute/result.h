@@ -1,6 +1,7 @@
 // What a backend returns: the output, the kept layout, the normaliser's row statistics (so any
 // probability can be recomputed without storing N x N) and honest stats.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,13 @@
 #include "compute/variant.h"
 
 namespace attn {
+
+// What an approximation leaves for its implied-matrix queries (compute/approximation.h).
+struct ApproxState {
+  virtual ~ApproxState() = default;
+  // The same state for query head h alone (head_result() in layer_analysis.h).
+  virtual std::shared_ptr<const ApproxState> head(int h) const = 0;
+};
 
 struct Stats {
   std::string backend;        // backend that actually ran ("cpu", "reference", "vulkan")
@@ -25,6 +33,7 @@ struct Result {
   std::vector<float> o;         // f32 [H, n_q, d]
   std::vector<float> row_stat;  // f32 [H, n_q]: softmax lse, entmax tau, softplus log-sum; 0 else
   Layout layout;                // the kept set that was executed
+  std::shared_ptr<const ApproxState> approx;  // approximations only: what the implied matrix needs
   Stats stats;
 
   const float* o_row(int h, int i) const { return o.data() + (size_t(h) * n_q + i) * d; }

@@ -3,15 +3,23 @@
 #include <algorithm>
 #include <chrono>
 
+#include "compute/approximation.h"
+
 namespace attn {
 
 Variant::Variant(std::string spec, std::shared_ptr<const Pattern> pattern,
-                 std::vector<ScoreMod> mods, Normaliser norm, bool selective)
+                 std::vector<ScoreMod> mods, Normaliser norm, bool selective,
+                 std::shared_ptr<const Approximation> approx)
     : spec_(std::move(spec)),
       pattern_(std::move(pattern)),
       mods_(std::move(mods)),
       norm_(norm),
-      selective_(selective) {}
+      selective_(selective),
+      approx_(std::move(approx)) {}
+
+Variant Variant::exact_part() const {
+  return Variant(spec_, pattern_, mods_, norm_, selective_);
+}
 
 Layout Variant::select(const Problem& p, SelectStats* stats, SequenceState* seq) const {
   auto t0 = std::chrono::steady_clock::now();
@@ -28,6 +36,7 @@ Layout Variant::select(const Problem& p, SelectStats* stats, SequenceState* seq)
 // once, K and V read once per 64-query tile that keeps them (a tiled kernel's reuse), but never
 // less than reading K and V once, all at f32.
 Cost Variant::predict(const Problem& p, double density) const {
+  if (approx_) return approx_->predict(*this, p, density);
   if (density < 0) density = pattern_ ? pattern_->predicted_density(p) : 1.0;
   if (density < 0 && pattern_ && !pattern_->dynamic()) {
     // Static pattern with explicit positions: count its (shared) kept set exactly.

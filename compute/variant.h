@@ -69,11 +69,14 @@ class Pattern {
   virtual PatternDescription describe() const { return {}; }
 };
 
+class Approximation;  // compute/approximation.h
+
 class Variant {
  public:
-  // `pattern` null = dense (every visible key).
+  // `pattern` null = dense (every visible key). `approx` null = exact attention.
   Variant(std::string spec, std::shared_ptr<const Pattern> pattern, std::vector<ScoreMod> mods,
-          Normaliser norm, bool selective = false);
+          Normaliser norm, bool selective = false,
+          std::shared_ptr<const Approximation> approx = nullptr);
 
   // Canonical spec with every parameter spelled out: "sinks_window(sinks=4,window=256)+softcap(cap=30)".
   const std::string& spec() const { return spec_; }
@@ -84,6 +87,11 @@ class Variant {
   // earlier queries gave each key. Stateful along queries, so it has its own kernel.
   bool selective() const { return selective_; }
   bool dense_pattern() const { return pattern_ == nullptr; }
+  // The approximation part (linear/kernel attention, Nystrom, quantised Q/K, delta correction),
+  // or null. See compute/approximation.h for how it runs.
+  const Approximation* approximation() const { return approx_.get(); }
+  // This variant without its approximation part (what Wrap approximations run exactly).
+  Variant exact_part() const;
 
   // Kept set for this problem (dense layout when there is no pattern).
   Layout select(const Problem& p, SelectStats* stats = nullptr, SequenceState* seq = nullptr) const;
@@ -97,6 +105,7 @@ class Variant {
   std::vector<ScoreMod> mods_;
   Normaliser norm_;
   bool selective_ = false;
+  std::shared_ptr<const Approximation> approx_;
 };
 
 }  // namespace attn

@@ -25,6 +25,8 @@ const char* kind_name(PieceKind k) {
       return "dense";
     case PieceKind::Selective:
       return "selective";
+    case PieceKind::Approximation:
+      return "approximation";
   }
   return "?";
 }

@@ -27,6 +27,9 @@ extern const PatternFactory kTopPPattern;           // top_p(block, p)
 extern const PatternFactory kVerticalSlashPattern;  // vertical_slash(last_q, vertical, slash)
 extern const PatternFactory kH2oPattern;            // h2o(heavy, recent)
 extern const PatternFactory kSketchWalkPattern;     // sketch_walk(block, density, sketch_dim, seed)
+extern const PatternFactory kTopThetaPattern;       // top_theta(theta, calibrate)
+extern const PatternFactory kLshPattern;            // lsh(buckets, rounds, chunk, seed)
+extern const PatternFactory kKmeansPattern;         // kmeans(clusters, iters, seed)
 
 // The source of the pieces that are part of the original Transformer (dense, temperature, softmax).
 inline constexpr const char* kVaswaniSource = "Vaswani et al. 2017, Attention Is All You Need";
@@ -38,6 +41,15 @@ inline ParamSpec int_param(const char* name, double min, double max, double def,
 inline ParamSpec float_param(const char* name, double min, double max, double def,
                              const char* help) {
   return {name, ParamSpec::Type::Float, min, max, def, help, {}};
+}
+inline ParamSpec bool_param(const char* name, bool def, const char* help) {
+  return {name, ParamSpec::Type::Bool, 0, 1, def ? 1.0 : 0.0, help, {}};
+}
+// A word parameter: `choices` in index order, `def` an index.
+inline ParamSpec enum_param(const char* name, std::vector<std::string> choices, int def,
+                            const char* help) {
+  return {name, ParamSpec::Type::Enum, 0, double(choices.size()) - 1, double(def),
+          help, std::move(choices)};
 }
 
 }  // namespace attn

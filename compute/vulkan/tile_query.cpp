@@ -51,6 +51,8 @@ void check_request(const Problem& p, const Result& r, const TileRequest& t) {
 std::string tile_query_unsupported(const Context& ctx, const Variant& v, const Problem& p) {
   if (v.selective())
     return "selective attention replays every earlier row; its tiles are computed on the CPU";
+  if (v.approximation())
+    return "an approximation's implied matrix is served by its own CPU routine";
   if (ctx.lost()) return "the Vulkan device " + ctx.device_name() + " was lost";
   if (v.mods().size() > 4) return "more than 4 score modifiers";
   if (p.d > 1024) return "head dimension over 1024";

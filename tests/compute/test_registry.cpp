@@ -133,7 +133,7 @@ TEST(Registry, ScoreModAndNormaliserTablesBuildTheirPieces) {
   EXPECT_EQ(make_variant("alibi").mods()[0].kind, ScoreMod::Kind::Alibi);
   EXPECT_FLOAT_EQ(make_variant("alibi").mods()[0].a, 8.0f);
   EXPECT_FLOAT_EQ(make_variant("sigmoid(bias_offset=-3)").normaliser().a, -3.0f);
-  // Display order: dense, patterns, score modifiers, normalisers, selective.
+  // Display order: dense, patterns, score modifiers, normalisers, selective, approximations.
   auto rank = [](PieceKind k) {
     switch (k) {
       case PieceKind::Dense:
@@ -146,6 +146,8 @@ TEST(Registry, ScoreModAndNormaliserTablesBuildTheirPieces) {
         return 3;
       case PieceKind::Selective:
         return 4;
+      case PieceKind::Approximation:
+        return 5;
     }
     return -1;
   };

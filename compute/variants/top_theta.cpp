@@ -1,0 +1,130 @@
+// Top-Theta attention (Berestizshevsky et al. 2025): keep the entries whose scaled score
+// s = scale q.k reaches a per-head threshold theta, instead of sorting each row for its top k.
+// A threshold is a single compare per entry and transfers across inputs once calibrated; the
+// paper calibrates per head so that a constant number of entries per row is kept.
+//   theta      the threshold, used as given when calibrate = 0
+//   calibrate  a target kept fraction in (0, 1]: each head's threshold becomes the (1 - f)
+//              quantile of its visible scores on this input (rows sampled at an even stride,
+//              at most 256 per head), so about that fraction is kept
+// A row with no score at or above the threshold keeps its largest-score key (no row is empty).
+// Selection computes every visible score once (f32 GEMMs over query tiles, as exact top-k does);
+// the attention kernels then run only the kept entries. Scores are compared before any score
+// modifier.
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+
+#include "compute/error.h"
+#include "compute/parallel.h"
+#include "compute/variants/patterns.h"
+#include "compute/variants/selector_util.h"
+
+namespace attn {
+
+namespace {
+
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+int n_visible(const Problem& p, int i) {
+  return p.causal ? detail::last_visible_key(p, i) + 1 : p.n_k;
+}
+
+// Scaled scores of queries [i0, i1) of head h against keys [0, nv): f32 [i1 - i0, nv].
+void scores(const Problem& p, int h, int i0, int i1, int nv, RowMatrix& s) {
+  s.resize(i1 - i0, nv);
+  if (nv == 0) return;
+  detail::gemm_abt(p.q_row(h, i0), p.d, p.k_row(h, 0), p.d, s.data(), nv, i1 - i0, nv, p.d);
+  s *= p.effective_scale();
+}
+
+class TopThetaPattern final : public Pattern {
+ public:
+  TopThetaPattern(double theta, double calibrate) : theta_(theta), calibrate_(calibrate) {}
+  VariantInfo info() const override { return kTopThetaPattern.info(); }
+  bool dynamic() const override { return true; }
+
+  Layout select(const Problem& p, SelectStats* stats, SequenceState*) const override {
+    Layout l;
+    l.kind = Layout::Kind::Indices;
+    l.indices.resize(size_t(p.n_heads));
+    std::vector<double> flops(size_t(p.n_heads), 0.0);
+    parallel_for(p.n_heads, [&](int h) {
+      const float theta = float(calibrate_ > 0 ? calibrated(p, h, &flops[size_t(h)]) : theta_);
+      std::vector<std::vector<int32_t>> rows(size_t(p.n_q));
+      RowMatrix s;
+      constexpr int kTile = 64;
+      for (int i0 = 0; i0 < p.n_q; i0 += kTile) {
+        const int i1 = std::min(i0 + kTile, p.n_q), nv_max = n_visible(p, i1 - 1);
+        scores(p, h, i0, i1, nv_max, s);
+        for (int i = i0; i < i1; ++i) {
+          const int nv = n_visible(p, i);
+          const float* row = s.data() + size_t(i - i0) * nv_max;
+          std::vector<int32_t>& keep = rows[size_t(i)];
+          int best = -1;
+          for (int j = 0; j < nv; ++j) {
+            if (row[j] >= theta) keep.push_back(j);
+            if (best < 0 || row[j] > row[best]) best = j;
+          }
+          if (keep.empty() && best >= 0) keep.push_back(best);
+          flops[size_t(h)] += 2.0 * p.d * nv;
+        }
+      }
+      l.indices[size_t(h)] = detail::index_layout_from_rows(rows);
+    });
+    if (stats)
+      for (double f : flops) stats->flops += f;
+    return l;
+  }
+
+  double predicted_select_flops(const Problem& p) const override {
+    const double rows = calibrate_ > 0 ? std::min(p.n_q, 256) : 0;
+    return 2.0 * p.d * double(visible_entries(p)) * p.n_heads * (1.0 + rows / p.n_q);
+  }
+
+ private:
+  // The (1 - calibrate) quantile of head h's visible scores over sampled rows.
+  double calibrated(const Problem& p, int h, double* flops) const {
+    const int sample = std::min(p.n_q, 256);
+    std::vector<float> all;
+    RowMatrix s;
+    for (int t = 0; t < sample; ++t) {
+      const int i = int(int64_t(t) * p.n_q / sample);
+      const int nv = n_visible(p, i);
+      scores(p, h, i, i + 1, nv, s);
+      all.insert(all.end(), s.data(), s.data() + nv);
+      *flops += 2.0 * p.d * nv;
+    }
+    if (all.empty()) return theta_;
+    // Keep ceil(f * count) scores: the threshold is the smallest of them.
+    const size_t keep =
+        std::clamp<size_t>(size_t(std::ceil(calibrate_ * double(all.size()))), 1, all.size());
+    std::nth_element(all.begin(), all.begin() + ptrdiff_t(keep - 1), all.end(),
+                     std::greater<float>());
+    return all[keep - 1];
+  }
+
+  double theta_, calibrate_;
+};
+
+VariantInfo top_theta_info() {
+  return {"top_theta",
+          "Top-Theta (thresholds)",
+          "dynamic",
+          "Berestizshevsky et al. 2025, Top-Theta Attention: Sparsifying Transformers by "
+          "Compensated Thresholding",
+          "Keeps scores at or above a per-head threshold (optionally calibrated on the input to "
+          "a kept fraction): one compare per entry instead of a top-k sort.",
+          {float_param("theta", -1e30, 1e30, 0.0, "threshold on scale * q.k"),
+           float_param("calibrate", 0, 1, 0,
+                       "target kept fraction; > 0 calibrates each head's threshold on the input")}};
+}
+
+std::shared_ptr<const Pattern> make_top_theta(const Params& params) {
+  return std::make_shared<TopThetaPattern>(params.at("theta"), params.at("calibrate"));
+}
+
+}  // namespace
+
+const PatternFactory kTopThetaPattern = {top_theta_info, make_top_theta};
+
+}  // namespace attn
