@@ -10,11 +10,13 @@
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
 #include "app/core/analysis.h"
+#include "app/core/interventions.h"
 #include "app/core/report.h"
 #include "app/core/views.h"
 #include "compute/error.h"
 #include "models/arch/default_models.h"
 #include "models/arch/dump.h"
+#include "models/arch/text_input.h"
 
 namespace attn::cli {
 namespace {
@@ -24,6 +26,7 @@ using nlohmann::json;
 struct AnalyzeOptions {
   std::string model, text, text_file, image, tensors, variants, json_out, dump;
   std::string hooks = "all", backend;
+  std::string ablate, ablate_mode = "zero";  // heads to ablate instead of substituting variants
   std::string session;  // a session file supplies model, input, variants and substitution
   std::vector<int32_t> ids;
   std::vector<int> layers, heads;
@@ -256,10 +259,74 @@ void print_summary(const core::Analysis& a) {
               note);
 }
 
+// --ablate: the session's input run plainly and with the heads ablated; every dumped file comes
+// from the ablated pass and no variant is substituted.
+int ablate(const AnalyzeOptions& o, const core::Session& s,
+           const std::shared_ptr<const Model>& model) {
+  usage(o.variants.empty(), "--ablate runs no variant: do not give --variants with it");
+  usage(s.input.kind == "text" || s.input.kind == "ids",
+        "--ablate runs a model on text or token ids (--text, --text-file, --ids)");
+  usage(model != nullptr, "--ablate needs --model and an input");
+  std::vector<std::pair<int, int>> heads;
+  HeadEdit::Mode mode{};
+  try {
+    heads = core::parse_heads(o.ablate);
+    core::check_heads(heads, model->info());
+    mode = core::ablation_mode(o.ablate_mode);
+  } catch (const Error& e) {
+    throw UsageError(std::string("--ablate: ") + e.what());
+  }
+  const std::string name = o.text_file.empty() ? "--text" : "--text-file " + o.text_file;
+  const TextInput ti =
+      s.input.kind == "ids"
+          ? ids_for_model(*model, s.input.ids)
+          : encode_for_model(*model, s.input.text, o.given_inputs ? name : "the session's text");
+  if (!ti.notice.empty()) std::fprintf(stderr, "attnscope: notice: %s\n", ti.notice.c_str());
+  ModelInput in;
+  in.ids = ti.ids;
+  in.labels = ti.labels;
+  const Intervention iv = core::ablation(heads, mode);
+  const core::InterventionRun r =
+      core::run_intervention(*model, in, iv, o.dump.empty() ? "" : o.hooks, o.threads);
+  std::string list;
+  for (const auto& [l, h] : heads) list += (list.empty() ? "" : ",") + head_name(l, h);
+  const EndToEnd& e = r.effect;
+  std::printf(
+      "model: %s \u2014 %zu tokens; %s ablation of %s (before the output projection, "
+      "its bias kept)\n",
+      model->info().dir.c_str(), in.ids.size(), o.ablate_mode.c_str(), list.c_str());
+  Table t({"", "next-token KL", "top-1 agree", "perplexity"});
+  t.add({"ablated vs plain", e.has_tokens ? sci(e.mean_kl) : "-",
+         e.has_tokens ? fixed(e.top1_agreement, 4) : "-",
+         std::isfinite(e.ppl_variant) ? fixed(e.ppl_dense, 3) + " -> " + fixed(e.ppl_variant, 3)
+                                      : "-"});
+  t.print();
+  if (!o.json_out.empty()) {
+    json j = {{"version", 1},
+              {"model", s.model.id},
+              {"tokens", in.ids.size()},
+              {"ablate", list},
+              {"mode", o.ablate_mode},
+              {"next_token_kl", e.mean_kl},
+              {"max_kl", e.max_kl},
+              {"top1_agreement", e.top1_agreement}};
+    j["perplexity_plain"] = std::isfinite(e.ppl_dense) ? json(e.ppl_dense) : json();
+    j["perplexity_ablated"] = std::isfinite(e.ppl_variant) ? json(e.ppl_variant) : json();
+    write_json(o.json_out, j);
+  }
+  if (!o.dump.empty()) {
+    const HookSelection asked = HookSelection::parse(o.hooks);
+    const auto files = dump_forward(o.dump, *r.capture, in, r.edited, in.labels, &asked);
+    std::printf("dumped %zu files of the ablated pass to %s\n", files.size(), o.dump.c_str());
+  }
+  return 0;
+}
+
 int analyze(const AnalyzeOptions& o) {
   std::string session_path;
   const core::Session s = session_of(o, session_path);
   const auto model = check_against_model(o, s, session_path);  // held: analyze reuses it
+  if (!o.ablate.empty()) return ablate(o, s, model);
   core::Options co;
   co.threads = o.threads;
   co.end_to_end = !o.no_end_to_end;
@@ -327,6 +394,15 @@ void add_analyze_command(CLI::App& app, Action& action) {
   cmd->add_option("--dump", o.dump, "Write every captured hook as .npy into this folder");
   cmd->add_option("--hooks", o.hooks, "Hooks to dump (names or globs, comma separated)")
       ->capture_default_str();
+  cmd->add_option("--ablate", o.ablate,
+                  "Ablate these heads (LAYER.HEAD or LxHy, comma separated, "
+                  "0-based) instead of running variants; --dump then holds the "
+                  "ablated pass");
+  cmd->add_option("--ablate-mode", o.ablate_mode,
+                  "zero: the head's output set to 0; mean: to its mean over the input's positions "
+                  "(before the output projection, whose bias is still added)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"zero", "mean"}));
   cmd->callback([&action, inputs] {
     o.given_inputs = 0;
     for (CLI::Option* opt : inputs) o.given_inputs += opt->count() > 0;

@@ -17,5 +17,7 @@ void add_sweep_command(CLI::App& app, Action& action);
 void add_stream_command(CLI::App& app, Action& action);
 void add_generate_command(CLI::App& app, Action& action);
 void add_precision_command(CLI::App& app, Action& action);
+void add_heads_command(CLI::App& app, Action& action);
+void add_patch_command(CLI::App& app, Action& action);
 
 }  // namespace attn::cli

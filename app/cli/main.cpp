@@ -35,6 +35,8 @@ int main(int argc, char** argv) {
   add_stream_command(app, action);
   add_generate_command(app, action);
   add_precision_command(app, action);
+  add_heads_command(app, action);
+  add_patch_command(app, action);
 #ifdef ATTN_HAVE_GUI
   attn::gui::add_gui_command(app, action, argc, argv);
 #endif

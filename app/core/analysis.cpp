@@ -378,8 +378,16 @@ std::shared_ptr<Analysis> add_metrics(const Analysis& in, const Options& o) {
           sliced.received.assign(lm.received.begin() + ptrdiff_t(h) * p.n_k,
                                  lm.received.begin() + ptrdiff_t(h + 1) * p.n_k);
         }
-        const HeadMetricInput hi{*panel.variant, p, panel.result(l), h,
-                                 per_head ? panel.heads[size_t(l)][size_t(h)] : sliced};
+        // Role scores cost a pass over the head's rows: only where per-head metrics run.
+        RoleScores roles;
+        if (per_head)
+          roles = panel_role_scores(*panel.variant, p, panel.result(l), h, &a->input.ids);
+        const HeadMetricInput hi{*panel.variant,
+                                 p,
+                                 panel.result(l),
+                                 h,
+                                 per_head ? panel.heads[size_t(l)][size_t(h)] : sliced,
+                                 per_head ? &roles : nullptr};
         for (size_t m = 0; m < table.size(); ++m)
           panel.head_values[m][size_t(l) * size_t(H) + size_t(h)] = float(table[m].value(hi));
       });

@@ -5,15 +5,18 @@
 #include <filesystem>
 
 #include "app/core/analysis.h"
+#include "app/core/head_atlas.h"
 #include "app/core/head_metrics.h"
+#include "app/core/head_roles.h"
 #include "app/core/stream.h"
 #include "compute/error.h"
 
 namespace attn::core {
 
 const std::vector<std::string>& view_names() {
-  static const std::vector<std::string> names = {"heatmap",  "variants", "grid",   "sinks", "image",
-                                                 "tradeoff", "tokens",   "stream", "cache"};
+  static const std::vector<std::string> names = {"heatmap", "variants", "grid",   "sinks",
+                                                 "image",   "tradeoff", "tokens", "stream",
+                                                 "cache",   "heads",    "patch"};
   return names;
 }
 
@@ -100,6 +103,11 @@ FigureData collect_figure(const Analysis& a, View view, int max_cells) {
                   std::string("the ") + view_name(view) +
                       " view comes from a stream run (`attnscope stream --figure/--timeline`), "
                       "not from an analysis");
+    case View::Heads:
+    case View::Patch:
+      throw Error(ErrorCode::InvalidArgument, std::string("the ") + view_name(view) +
+                                                  " view comes from `attnscope " + view_name(view) +
+                                                  " --figure`, not from an analysis");
     case View::Tokens:
       for (int v = 0; v < panels; ++v)
         f.tokens.push_back(tokens(a, v, a.layer(), a.head(), s.view.query));
@@ -199,6 +207,34 @@ FigureData cache_figure(const StreamResult& r, int layer, int head, int max_cell
   f.title = "What the KV cache holds, step by step";
   f.subtitle = r.model + " \u00b7 layer " + std::to_string(layer) + ", KV head " +
                std::to_string(head) + " \u00b7 " + std::to_string(T) + " tokens";
+  return f;
+}
+
+FigureData atlas_figure(const HeadAtlas& a, const std::vector<std::string>& roles) {
+  FigureData f;
+  f.view = View::Heads;
+  f.values.scale_title = "Score";
+  const auto& all = head_roles();
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (!roles.empty() && std::find(roles.begin(), roles.end(), all[r].name) == roles.end())
+      continue;
+    ValueGrid g;
+    g.caption = all[r].title;
+    g.rows = a.n_layers;
+    g.cols = a.n_heads;
+    g.values = a.mean[r];
+    f.values.panels.push_back(std::move(g));
+  }
+  for (const std::string& r : roles) head_role_index(r);  // names a role that does not exist
+  f.title = "Head roles per layer and head";
+  std::string sub = a.model;
+  if (a.windows > 0)
+    sub += " \u00b7 " + std::to_string(a.windows) + " text windows of " +
+           std::to_string(a.window_tokens) + " tokens";
+  if (a.repeats > 0)
+    sub += " \u00b7 " + std::to_string(a.repeats) + " repeated sequences of " +
+           std::to_string(a.repeat_length);
+  f.subtitle = sub;
   return f;
 }
 

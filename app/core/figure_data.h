@@ -6,7 +6,9 @@
 // over patches), tradeoff (cost vs error of each variant), tokens (one query's attention as
 // coloured text), stream (perplexity against tokens streamed per KV-cache policy, and quality
 // against cache memory), cache (what one layer and KV head of the cache holds at every step,
-// per policy): the last two from a stream run, not an analysis.
+// per policy): the last two from a stream run, not an analysis; heads (the head-role atlas, one
+// layer x head panel per role) from `attnscope heads`; patch (activation patching effects per
+// layer x head or layer x position) from `attnscope patch`.
 #pragma once
 #include <string>
 #include <vector>
@@ -18,7 +20,19 @@ namespace attn::core {
 
 struct Analysis;
 
-enum class View { Heatmap, Variants, Grid, Sinks, Image, Tradeoff, Tokens, Stream, Cache };
+enum class View {
+  Heatmap,
+  Variants,
+  Grid,
+  Sinks,
+  Image,
+  Tradeoff,
+  Tokens,
+  Stream,
+  Cache,
+  Heads,
+  Patch
+};
 
 // "heatmap", "variants", ...; view_from_name throws Error(InvalidArgument) listing the names.
 const char* view_name(View v);
@@ -57,6 +71,21 @@ struct CacheFigure {
   std::vector<CacheTimeline> panels;
 };
 
+// Panels of values on a rows x cols grid sharing one colour scale: the head-role atlas (a panel
+// per role, layers x heads) and activation patching (layers x heads or layers x positions).
+struct ValueGrid {
+  std::string caption;
+  int rows = 0, cols = 0;
+  std::vector<float> values;  // f32 [rows, cols]; NaN cells are drawn empty
+};
+struct ValueGrids {
+  std::string row_title = "Layer", col_title = "Head";
+  std::vector<std::string> col_labels;  // optional labels of the columns (tokens); else indices
+  double vmin = 0, vmax = 1;            // colour scale; vmin < 0: diverging around 0
+  std::string scale_title;              // colour-bar title
+  std::vector<ValueGrid> panels;
+};
+
 struct FigureData {
   View view = View::Heatmap;
   std::string title;                    // main title (the session's view.title, or generated)
@@ -71,6 +100,7 @@ struct FigureData {
   std::vector<TokensData> tokens;       // tokens: dense then each variant
   StreamFigure stream;                  // stream
   CacheFigure cache;                    // cache
+  ValueGrids values;                    // heads, patch
 };
 
 // Gathers the data of `view` for the analysis's session (its layer, head, variants and view
@@ -89,5 +119,9 @@ FigureData stream_figure(const StreamResult& r, int smooth = 0);
 // recorded with StreamOptions::record_cache, binned to at most max_cells per side. Throws
 // Error(InvalidArgument) for a run without records or a layer or head the model does not have.
 FigureData cache_figure(const StreamResult& r, int layer, int head, int max_cells = 400);
+
+struct HeadAtlas;
+// The head-role atlas: one layer x head panel per role (all roles, or those named), on [0, 1].
+FigureData atlas_figure(const HeadAtlas& a, const std::vector<std::string>& roles = {});
 
 }  // namespace attn::core

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "compute/error.h"
 #include "compute/probabilities.h"
@@ -35,7 +36,57 @@ double previous_token(const HeadMetricInput& in) {
   return rows ? sum / rows : std::nan("");
 }
 
+// A role score of the head (NaN where the roles were not computed).
+std::function<double(const HeadMetricInput&)> role(const char* name) {
+  const int r = head_role_index(name);
+  return [r](const HeadMetricInput& in) {
+    return in.roles ? in.roles->value[size_t(r)] : std::nan("");
+  };
+}
+
+HeadMetric role_metric(const char* name, const char* id, const char* label) {
+  const HeadRole& r = head_roles()[size_t(head_role_index(name))];
+  return {id, r.title, label, r.definition + " (" + r.source + ")", false, true, role(name)};
+}
+
 }  // namespace
+
+RoleScores panel_role_scores(const Variant& v, const Problem& p, const Result& r, int head,
+                             const std::vector<int32_t>* ids) {
+  HeadRows rows;
+  rows.n_q = p.n_q;
+  rows.n_k = p.n_k;
+  rows.causal = p.causal;
+  // Rows come in order: probabilities are computed 64 rows at a time (one GEMM per block).
+  auto block = std::make_shared<std::vector<double>>();
+  auto block_start = std::make_shared<int>(-1);
+  constexpr int kRows = 64;
+  rows.row = [&v, &p, &r, head, block, block_start](int i, std::vector<double>& row) {
+    if (*block_start < 0 || i < *block_start || i >= *block_start + kRows) {
+      *block_start = i - i % kRows;
+      probability_block(v, p, r, head, *block_start, std::min(p.n_q, *block_start + kRows), 0,
+                        p.n_k, *block);
+    }
+    const double* src = block->data() + size_t(i - *block_start) * size_t(p.n_k);
+    row.assign(src, src + p.n_k);
+  };
+  if (ids && ids->size() == size_t(p.n_k)) rows.ids = ids;
+  rows.out_norm.resize(size_t(p.n_q));
+  rows.value_norm.resize(size_t(p.n_k));
+  for (int i = 0; i < p.n_q; ++i) {
+    const float* o = r.o_row(head, i);
+    double s = 0;
+    for (int e = 0; e < p.d; ++e) s += double(o[e]) * o[e];
+    rows.out_norm[size_t(i)] = std::sqrt(s);
+  }
+  for (int k = 0; k < p.n_k; ++k) {
+    const float* x = p.v_row(head, k);
+    double s = 0;
+    for (int e = 0; e < p.d; ++e) s += double(x[e]) * x[e];
+    rows.value_norm[size_t(k)] = std::sqrt(s);
+  }
+  return role_scores(rows);
+}
 
 const std::vector<HeadMetric>& head_metrics() {
   static const std::vector<HeadMetric> table = {
@@ -59,6 +110,14 @@ const std::vector<HeadMetric>& head_metrics() {
       {"mass_recall", "Dense mass kept (recall)", "Mass recall",
        "mean over queries of the dense probability mass inside the kept set", true, true,
        [](const HeadMetricInput& in) { return in.metrics.mass_recall; }},
+      // Head roles on this input (head_roles.h; `attnscope heads` measures them over a corpus).
+      role_metric("duplicate_token", "dup_token", "Duplicate token"),
+      role_metric("induction", "induction", "Induction"),
+      role_metric("distance", "attn_distance", "Attention distance"),
+      role_metric("offset", "offset_conc", "Offset concentration"),
+      role_metric("sink", "first_token", "First-token mass"),
+      role_metric("no_op", "no_op", "No-op"),
+      role_metric("long_range", "long_range", "Long range"),
   };
   return table;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "app/core/head_roles.h"
 #include "compute/metrics.h"
 
 namespace attn::core {
@@ -17,6 +18,9 @@ struct HeadMetricInput {
   const Result& result;
   int head = 0;
   const Metrics& metrics;  // compare() of this head alone against dense
+  // The head's role scores (head_roles.h) on this input; null where per-head metrics were
+  // skipped (the role metrics are then NaN).
+  const RoleScores* roles = nullptr;
 };
 
 struct HeadMetric {
@@ -33,6 +37,10 @@ struct HeadMetric {
 const std::vector<HeadMetric>& head_metrics();
 // Index in head_metrics(); throws Error(InvalidArgument) listing the names.
 int head_metric_index(const std::string& name);
+// Role scores of head `head` of a panel on this input (head_roles.h), from its probabilities,
+// outputs and values; `ids` (may be null) are the input's token ids.
+RoleScores panel_role_scores(const Variant& v, const Problem& p, const Result& r, int head,
+                             const std::vector<int32_t>* ids);
 const std::vector<std::string>& head_metric_names();
 std::string head_metric_title(const std::string& name);
 

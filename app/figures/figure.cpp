@@ -92,6 +92,10 @@ double paint_figure(QPainter& p, const FigureData& d, double w_pt, double h_pt,
     case View::Cache:
       bottom = paint_cache(c, area, d);
       break;
+    case View::Heads:
+    case View::Patch:
+      bottom = paint_value_grids(c, area, d);
+      break;
   }
   p.restore();
   if (layout && free_height) layout->page.setHeight(bottom + m);

@@ -10,6 +10,7 @@
 #include "compute/layer_analysis.h"
 #include "compute/parallel.h"
 #include "compute/probabilities.h"
+#include "models/arch/intervention.h"
 #include "models/arch/substitution.h"
 
 namespace attn {
@@ -112,6 +113,7 @@ ForwardContext::ForwardContext(const ModelInfo& info, const ForwardOptions& opt,
     s->check(info);
     if (s->variant->pattern()) seq_ = s->variant->pattern()->new_sequence_state();
   }
+  if (opt.intervention) opt.intervention->check(info, n);
 }
 
 bool ForwardContext::wants(int layer, const char* what) const {
@@ -121,10 +123,12 @@ bool ForwardContext::wants(int layer, const char* what) const {
 bool ForwardContext::needs_problem(int layer) const {
   for (const char* what : {"attn.q", "attn.k", "attn.v", "attn.scores", "attn.pattern", "attn.out"})
     if (wants(layer, what)) return true;
+  if (opt.intervention && opt.intervention->edits_heads(layer)) return true;
   return opt.substitution && opt.substitution->applies(layer);
 }
 
-void ForwardContext::capture_resid(int layer, const float* x) {
+void ForwardContext::end_block(int layer, float* x) {
+  if (opt.intervention) opt.intervention->apply_resid(layer, x, n, info.hidden);
   if (!wants(layer, "resid")) return;
   auto& r = opt.capture->layers[size_t(layer)].resid;
   r.assign(x, x + size_t(n) * info.hidden);
@@ -171,6 +175,15 @@ void ForwardContext::attention(int layer, Problem& p, float* out, float* probs) 
   }
   if (!dense_heads.empty())
     dense_attention(p, dense_heads, out, scores, pattern, head_out, threads);
+  // Interventions edit the heads' outputs last, whichever kernel computed them.
+  struct Intervene {
+    const Intervention* iv;
+    int layer, n, H, d;
+    float *out, *head_out;
+    ~Intervene() {
+      if (iv) iv->apply_heads(layer, out, n, H, d, head_out);
+    }
+  } intervene{opt.intervention, layer, n, H, p.d, out, head_out};
   if (var_heads.empty()) return;
 
   const bool all = int(var_heads.size()) == H;

@@ -28,16 +28,17 @@ class ForwardContext {
 
   // True when hook blocks.{layer}.{what} is wanted.
   bool wants(int layer, const char* what) const;
-  // True when layer `layer`'s attention needs a Problem of its own (an attention hook or a
-  // substituted variant); otherwise a KV cache may attend in place.
+  // True when layer `layer`'s attention needs a Problem of its own (an attention hook, a
+  // substituted variant or an intervention); otherwise a KV cache may attend in place.
   bool needs_problem(int layer) const;
-  // Stores x f32 [n, hidden] as blocks.{layer}.resid when wanted.
-  void capture_resid(int layer, const float* x);
+  // The residual stream x f32 [n, hidden] after block `layer`: residual interventions edit it,
+  // then it is stored as blocks.{layer}.resid when wanted.
+  void end_block(int layer, float* x);
 
   // Runs layer `layer`'s attention. `p` holds Q f32 [H, N, d], K, V f32 [H_kv, N, d] (after
   // RoPE), causal flag and scale; `out` receives f32 [N, H*d], heads concatenated per token
-  // (the input of the output projection). `probs`, when non-null, receives the attention
-  // probabilities f32 [H, N, N_k] (what a KV-cache policy scores with).
+  // (the input of the output projection), after any head intervention. `probs`, when non-null,
+  // receives the attention probabilities f32 [H, N, N_k] (what a KV-cache policy scores with).
   void attention(int layer, Problem& p, float* out, float* probs = nullptr);
 
   // Layers that ran the substituted variant, in order.

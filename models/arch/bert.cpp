@@ -108,7 +108,7 @@ class Bert : public Model {
       linear(mlp.data(), N, L.out, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());
       layer_norm(x.data(), N, C, L.ln2_g, L.ln2_b, eps_, x.data(), th);
-      ctx.capture_resid(l, x.data());
+      ctx.end_block(l, x.data());
     }
     ModelOutput out;
     out.n_tokens = N;

@@ -109,7 +109,7 @@ class Gpt2 : public Model {
       activate(act_, mlp.data(), mlp.size(), th);
       linear(mlp.data(), N, L.fc_proj, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());
-      ctx.capture_resid(l, x.data());
+      ctx.end_block(l, x.data());
     }
     ModelOutput out;
     out.n_tokens = N;

@@ -127,7 +127,7 @@ class Llama : public Model {
       gated_activate(act_, gate.data(), up.data(), gate.size(), th);
       linear(gate.data(), N, L.down, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());
-      ctx.capture_resid(l, x.data());
+      ctx.end_block(l, x.data());
     }
     ModelOutput out;
     out.n_tokens = N;

@@ -24,6 +24,7 @@
 namespace attn {
 
 struct Substitution;
+struct Intervention;
 
 enum class Family { Gpt2, Llama, Bert, Vit };
 const char* family_name(Family f);  // "gpt2", "llama", "bert", "vit"
@@ -76,6 +77,7 @@ struct ModelOutput {
 struct ForwardOptions {
   Capture* capture = nullptr;                  // hooks to fill (null: capture nothing)
   const Substitution* substitution = nullptr;  // variant in chosen layers/heads (null: dense)
+  const Intervention* intervention = nullptr;  // ablations and patches (intervention.h)
   int threads = 0;                             // 0 = all hardware threads (or ATTNSCOPE_THREADS)
 };
 

@@ -164,7 +164,7 @@ class Vit : public Model {
       activate(act_, mlp.data(), mlp.size(), th);
       linear(mlp.data(), N, L.out, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());
-      ctx.capture_resid(l, x.data());
+      ctx.end_block(l, x.data());
     }
     ModelOutput out;
     out.n_tokens = N;

@@ -111,6 +111,32 @@ core::CacheFigure cache_panels(int n, int tokens, bool long_specs) {
   return cf;
 }
 
+// Value-grid panels (heads, patch presets): `panels` grids of rows x cols, values spread over
+// [0, 1] (or [-1, 1] when diverging, with token column labels).
+core::ValueGrids value_grids(int panels, int rows, int cols, bool diverging) {
+  core::ValueGrids v;
+  if (diverging) {
+    v.vmin = -1;
+    v.row_title = "Layer (residual stream after it)";
+    v.col_title = "Position (corrupt token)";
+    for (int j = 0; j < cols; ++j) v.col_labels.push_back(j % 3 ? " the" : " Jerusalem");
+  }
+  v.scale_title = diverging ? "Patching effect" : "Score";
+  for (int k = 0; k < panels; ++k) {
+    core::ValueGrid g;
+    g.caption = diverging ? "Residual stream patched at one position"
+                          : "Role " + std::to_string(k) + (k % 2 ? " with a longer name" : "");
+    g.rows = rows;
+    g.cols = cols;
+    for (int i = 0; i < rows * cols; ++i)
+      g.values.push_back(i == 1 ? NAN
+                                : float(std::fmod(0.37 * (i + k), 1.0) * (diverging ? 2 : 1) -
+                                        (diverging ? 1 : 0)));
+    v.panels.push_back(std::move(g));
+  }
+  return v;
+}
+
 FigureData long_figure(View view) {
   constexpr int n = 160;
   const char* odd[] = {"internationalization",
@@ -251,6 +277,12 @@ FigureData long_figure(View view) {
     case View::Cache:
       f.cache = cache_panels(5, 3000, true);
       break;
+    case View::Heads:
+      f.values = value_grids(8, 12, 12, false);
+      break;
+    case View::Patch:
+      f.values = value_grids(1, 12, 40, true);
+      break;
   }
   return f;
 }
@@ -339,6 +371,12 @@ FigureData synthetic_figure(View view) {
       break;
     case View::Cache:
       f.cache = cache_panels(2, 60, false);
+      break;
+    case View::Heads:
+      f.values = value_grids(8, 2, 4, false);
+      break;
+    case View::Patch:
+      f.values = value_grids(1, 2, 6, true);
       break;
   }
   return f;

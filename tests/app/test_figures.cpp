@@ -335,17 +335,17 @@ TEST_P(Layout, NoTextIsCutOrOverlappedAndMarksStayInTheirAxes) {
                                     std::to_string(size_index) + ".png"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Presets, Layout,
-                         ::testing::Combine(::testing::Values(View::Heatmap, View::Variants,
-                                                              View::Grid, View::Sinks, View::Image,
-                                                              View::Tradeoff, View::Tokens,
-                                                              View::Stream, View::Cache),
-                                            ::testing::Bool(), ::testing::Values(0, 1, 2)),
-                         [](const auto& info) {
-                           return std::string(view_name(std::get<0>(info.param))) +
-                                  (std::get<1>(info.param) ? "_long" : "_short") + "_size" +
-                                  std::to_string(std::get<2>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Presets, Layout,
+    ::testing::Combine(::testing::Values(View::Heatmap, View::Variants, View::Grid, View::Sinks,
+                                         View::Image, View::Tradeoff, View::Tokens, View::Stream,
+                                         View::Cache, View::Heads, View::Patch),
+                       ::testing::Bool(), ::testing::Values(0, 1, 2)),
+    [](const auto& info) {
+      return std::string(view_name(std::get<0>(info.param))) +
+             (std::get<1>(info.param) ? "_long" : "_short") + "_size" +
+             std::to_string(std::get<2>(info.param));
+    });
 
 std::vector<QString> texts_of(const FigureData& f, const FigureSize& size = kGoldenSize) {
   FigureLayout layout;

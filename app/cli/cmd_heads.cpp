@@ -1,0 +1,198 @@
+// `attnscope heads`: the head-role atlas (app/core/head_atlas.h) of a text model over a text, a
+// dataset or the repeated random sequences alone, as a table, JSON and a figure.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "app/cli/commands.h"
+#include "app/cli/table.h"
+#include "app/cli/usage.h"
+#include "app/core/analysis.h"
+#include "app/core/data_export.h"
+#include "app/core/head_atlas.h"
+#include "app/core/head_roles.h"
+#include "app/core/interventions.h"
+#include "app/core/text_dataset.h"
+#include "app/figures/figure.h"
+#include "compute/error.h"
+
+namespace attn::cli {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  require(bool(f), ErrorCode::Io, path + ": cannot open text file");
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+std::string cell(double x) {
+  return std::isfinite(x) ? fixed(x, 3) : "-";
+}
+
+}  // namespace
+
+void add_heads_command(CLI::App& app, Action& action) {
+  struct Opts {
+    std::string model, text, text_file, dataset, json_out, figure, ablate_each;
+    std::vector<std::string> roles;
+    core::AtlasOptions a;
+  };
+  static Opts o;
+  auto* cmd = app.add_subcommand(
+      "heads", "Head-role atlas: previous-token, induction, sink, no-op, ... per layer and head");
+  cmd->add_option("--model", o.model, "Model folder or embedded model name")->required();
+  auto* text = cmd->add_option("--text", o.text, "Text the windows come from");
+  auto* file = cmd->add_option("--text-file", o.text_file, "File holding the text (UTF-8)");
+  auto* data = cmd->add_option("--dataset", o.dataset,
+                               "JSONL of {\"text\": ...} records or a folder of .txt files: one "
+                               "window per record");
+  text->excludes(file)->excludes(data);
+  file->excludes(data);
+  cmd->add_option("--window", o.a.window, "Tokens per text window, BOS included")
+      ->capture_default_str()
+      ->check(CLI::Range(4, 1 << 20));
+  cmd->add_option("--windows", o.a.windows, "Evenly spaced windows of one text")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--repeat-length", o.a.repeat_length, "Length of R in BOS + R + R")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1 << 20));
+  cmd->add_option("--repeats", o.a.repeat_sequences, "Repeated random sequences (0 = none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--seed", o.a.seed, "Seed of the random sequences and the bootstrap")
+      ->capture_default_str();
+  cmd->add_option("--long-range", o.a.long_range, "Distance D of the long-range role")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--bootstrap", o.a.bootstrap, "Bootstrap resamples of the 95% intervals")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  cmd->add_option("--ablate-each", o.ablate_each,
+                  "Also ablate each head alone (zero | mean) on every text window and report the "
+                  "rise of the next-token loss")
+      ->check(CLI::IsMember({"zero", "mean"}));
+  cmd->add_option("--roles", o.roles, "Roles the figure shows (default all)")->delimiter(',');
+  cmd->add_option("--threads", o.a.threads, "Worker threads (0 = all)");
+  cmd->add_option("--json", o.json_out, "Write every role's [layer][head] means and intervals");
+  cmd->add_option("--figure", o.figure, "One layer x head panel per role (.png/.svg/.pdf)");
+  cmd->callback([&action] {
+    action = [] {
+      usage(
+          !o.text.empty() || !o.text_file.empty() || !o.dataset.empty() || o.a.repeat_sequences > 0,
+          "give the text: --text, --text-file or --dataset (or only --repeats for the "
+          "induction probes)");
+      for (const std::string& r : o.roles) {
+        try {
+          core::head_role_index(r);
+        } catch (const Error& e) {
+          throw UsageError(std::string("--roles: ") + e.what());
+        }
+      }
+      if (!o.figure.empty()) {
+        try {
+          fig::check_figure_path(o.figure);
+        } catch (const Error& e) {
+          throw UsageError(std::string("--figure: ") + e.what(), e.code());
+        }
+      }
+      if (!o.json_out.empty()) core::check_output_path(o.json_out);
+      check_model_path(o.model, o.model);
+      std::shared_ptr<const Model> model = core::cached_model(o.model);
+      usage(!model->info().vision,
+            "--model " + o.model + " is a vision model: head roles are measured on text");
+      std::vector<std::string> texts;
+      if (!o.dataset.empty()) {
+        for (core::TextRecord& r : core::read_text_dataset(o.dataset))
+          texts.push_back(std::move(r.text));
+      } else if (!o.text_file.empty() || !o.text.empty()) {
+        texts.push_back(o.text_file.empty() ? o.text : read_file(o.text_file));
+      }
+      const core::AtlasInput in = core::atlas_input(*model, texts, o.a);
+      core::AtlasOptions ao = o.a;
+      if (isatty(fileno(stderr)))
+        ao.progress = [](int done, int total) {
+          std::fprintf(stderr, "\rforward passes: %d / %d", done, total);
+          if (done >= total) std::fprintf(stderr, "\n");
+        };
+      const core::HeadAtlas a = core::head_atlas(*model, o.model, in, ao);
+      std::printf(
+          "%s: %d layers x %d heads; %d text windows of %d tokens (%d text tokens), %d "
+          "repeated sequences of %d; %.2f s\n",
+          o.model.c_str(), a.n_layers, a.n_heads, a.windows, a.window_tokens, a.text_tokens,
+          a.repeats, a.repeat_length, a.seconds);
+      if (std::isfinite(a.text_loss))
+        std::printf("next-token loss over the windows: %.4f (perplexity %.2f)\n", a.text_loss,
+                    std::exp(a.text_loss));
+      const auto& roles = core::head_roles();
+      Table best({"role", "best head", "score", "95% interval", "samples"});
+      for (size_t r = 0; r < roles.size(); ++r) {
+        int b = -1;
+        for (int i = 0; i < a.n_layers * a.n_heads; ++i)
+          if (std::isfinite(a.mean[r][size_t(i)]) &&
+              (b < 0 || a.mean[r][size_t(i)] > a.mean[r][size_t(b)]))
+            b = i;
+        if (b < 0) {
+          best.add({roles[r].name, "-", "-", "-", std::to_string(a.samples[r])});
+          continue;
+        }
+        best.add({roles[r].name,
+                  "L" + std::to_string(b / a.n_heads) + "H" + std::to_string(b % a.n_heads),
+                  cell(a.mean[r][size_t(b)]),
+                  "[" + cell(a.lo[r][size_t(b)]) + ", " + cell(a.hi[r][size_t(b)]) + "]",
+                  std::to_string(a.samples[r])});
+      }
+      best.print();
+      // Every head: one row per layer and head, one column per role.
+      std::vector<std::string> header = {"head"};
+      for (const core::HeadRole& r : roles) header.push_back(r.name);
+      Table all(header);
+      for (int l = 0; l < a.n_layers; ++l)
+        for (int h = 0; h < a.n_heads; ++h) {
+          std::vector<std::string> row = {"L" + std::to_string(l) + "H" + std::to_string(h)};
+          for (size_t r = 0; r < roles.size(); ++r)
+            row.push_back(cell(a.mean[r][size_t(l) * a.n_heads + h]));
+          all.add(row);
+        }
+      all.print();
+      nlohmann::json j = core::atlas_json(a);
+      if (!o.ablate_each.empty()) {
+        usage(!in.windows.empty(),
+              "--ablate-each needs text windows (--text, --text-file or "
+              "--dataset)");
+        const core::AblationScan scan =
+            core::ablation_scan(*model, in.windows, core::ablation_mode(o.ablate_each), o.a.threads,
+                                o.a.bootstrap, o.a.seed);
+        std::printf(
+            "%s ablation of each head alone over %d windows (loss without ablation "
+            "%.4f):\n",
+            scan.mode.c_str(), scan.windows, scan.loss);
+        Table t({"head", "loss rise", "95% interval"});
+        for (int i = 0; i < scan.n_layers * scan.n_heads; ++i)
+          t.add({"L" + std::to_string(i / scan.n_heads) + "H" + std::to_string(i % scan.n_heads),
+                 fixed(scan.delta[size_t(i)], 4),
+                 "[" + fixed(scan.lo[size_t(i)], 4) + ", " + fixed(scan.hi[size_t(i)], 4) + "]"});
+        t.print();
+        j["ablation"] = core::ablation_json(scan);
+      }
+      if (!o.json_out.empty()) {
+        std::ofstream f(o.json_out);
+        require(bool(f), ErrorCode::Io, o.json_out + ": cannot write");
+        f << j.dump(1) << "\n";
+        require(bool(f), ErrorCode::Io, o.json_out + ": write failed");
+      }
+      if (!o.figure.empty()) {
+        const core::FigureData fd = core::atlas_figure(a, o.roles);
+        fig::export_figure(fd, o.figure, fig::fit_height(fd, {2100, 0, 300}));
+        std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
+      }
+      return kExitOk;
+    };
+  });
+}
+
+}  // namespace attn::cli

@@ -1,0 +1,111 @@
+// `attnscope patch`: activation patching on a clean/corrupt pair (app/core/interventions.h),
+// over heads (layer x head) or positions (layer x position), as a table, JSON and a figure.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "app/cli/commands.h"
+#include "app/cli/table.h"
+#include "app/cli/usage.h"
+#include "app/core/analysis.h"
+#include "app/core/data_export.h"
+#include "app/core/interventions.h"
+#include "app/figures/figure.h"
+#include "compute/error.h"
+#include "models/arch/text_input.h"
+
+namespace attn::cli {
+
+void add_patch_command(CLI::App& app, Action& action) {
+  struct Opts {
+    std::string model, clean, corrupt, target, foil, over = "heads", json_out, figure;
+    int threads = 0;
+  };
+  static Opts o;
+  auto* cmd = app.add_subcommand(
+      "patch", "Activation patching: which heads or positions carry the clean run's answer");
+  cmd->add_option("--model", o.model, "Model folder or embedded model name")->required();
+  cmd->add_option("--clean", o.clean, "Clean prompt")->required();
+  cmd->add_option("--corrupt", o.corrupt, "Corrupted prompt (same number of tokens)")->required();
+  cmd->add_option("--target", o.target, "Answer token of the clean prompt (one token, e.g. ' the')")
+      ->required();
+  cmd->add_option("--foil", o.foil, "Competing token (the corrupt prompt's answer)")->required();
+  cmd->add_option("--over", o.over, "heads (layer x head) or positions (residual stream)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"heads", "positions"}));
+  cmd->add_option("--threads", o.threads, "Worker threads (0 = all)");
+  cmd->add_option("--json", o.json_out, "Write the effects and both logit differences as JSON");
+  cmd->add_option("--figure", o.figure, "The effect grid (.png/.svg/.pdf)");
+  cmd->callback([&action] {
+    action = [] {
+      if (!o.figure.empty()) {
+        try {
+          fig::check_figure_path(o.figure);
+        } catch (const Error& e) {
+          throw UsageError(std::string("--figure: ") + e.what(), e.code());
+        }
+      }
+      if (!o.json_out.empty()) core::check_output_path(o.json_out);
+      check_model_path(o.model, o.model);
+      std::shared_ptr<const Model> model = core::cached_model(o.model);
+      usage(!model->info().vision && model->info().vocab > 0,
+            "--model " + o.model + " has no token logits: patching needs a language model");
+      const TextInput clean = encode_for_model(*model, o.clean, "--clean");
+      const TextInput corrupt = encode_for_model(*model, o.corrupt, "--corrupt");
+      usage(clean.ids.size() == corrupt.ids.size(),
+            "--clean is " + std::to_string(clean.ids.size()) + " tokens but --corrupt is " +
+                std::to_string(corrupt.ids.size()) + ": patching needs the same length");
+      int32_t target = 0, foil = 0;
+      try {
+        target = core::single_token(*model, o.target, "--target");
+        foil = core::single_token(*model, o.foil, "--foil");
+      } catch (const Error& e) {
+        throw UsageError(e.what());
+      }
+      usage(target != foil, "--target and --foil are the same token");
+      core::PatchOptions po;
+      po.over = o.over;
+      po.threads = o.threads;
+      core::PatchResult r =
+          core::activation_patching(*model, clean.ids, corrupt.ids, target, foil, po);
+      r.target_text = o.target;
+      r.foil_text = o.foil;
+      std::printf(
+          "%s: %zu tokens; LD = logit('%s') - logit('%s') at the last position: clean "
+          "%.4f, corrupt %.4f\n",
+          o.model.c_str(), clean.ids.size(), o.target.c_str(), o.foil.c_str(), r.ld_clean,
+          r.ld_corrupt);
+      std::vector<std::string> header = {"layer"};
+      for (int j = 0; j < r.cols; ++j)
+        header.push_back(o.over == "heads" ? "H" + std::to_string(j)
+                         : j < int(r.corrupt_labels.size())
+                             ? std::to_string(j) + ":" + r.corrupt_labels[size_t(j)]
+                             : std::to_string(j));
+      Table t(header);
+      for (int l = 0; l < r.rows; ++l) {
+        std::vector<std::string> row = {"L" + std::to_string(l)};
+        for (int j = 0; j < r.cols; ++j) row.push_back(fixed(r.effect[size_t(l) * r.cols + j], 3));
+        t.add(row);
+      }
+      t.print();
+      std::printf(
+          "effect = (LD_patched - LD_corrupt) / (LD_clean - LD_corrupt): 1 restores the "
+          "clean answer, 0 changes nothing\n");
+      if (!o.json_out.empty()) {
+        std::ofstream f(o.json_out);
+        require(bool(f), ErrorCode::Io, o.json_out + ": cannot write");
+        f << core::patch_json(r).dump(1) << "\n";
+        require(bool(f), ErrorCode::Io, o.json_out + ": write failed");
+      }
+      if (!o.figure.empty()) {
+        const core::FigureData fd = core::patch_figure(r, o.model);
+        fig::export_figure(fd, o.figure, fig::fit_height(fd, {2100, 0, 300}));
+        std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
+      }
+      return kExitOk;
+    };
+  });
+}
+
+}  // namespace attn::cli

@@ -1,0 +1,303 @@
+#include "app/core/interventions.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <span>
+
+#include "app/core/head_atlas.h"
+#include "compute/error.h"
+#include "compute/parallel.h"
+
+namespace attn::core {
+namespace {
+
+double logit_difference(const ModelOutput& out, int32_t target, int32_t foil) {
+  const float* last = out.logits.data() + size_t(out.n_tokens - 1) * size_t(out.n_logits);
+  return double(last[target]) - double(last[foil]);
+}
+
+ModelOutput run(const Model& m, const std::vector<int32_t>& ids, const Intervention* iv,
+                Capture* cap, int threads) {
+  ModelInput in;
+  in.ids = ids;
+  ForwardOptions fo;
+  fo.intervention = iv;
+  fo.capture = cap;
+  fo.threads = threads;
+  return m.forward(in, fo);
+}
+
+}  // namespace
+
+std::vector<std::pair<int, int>> parse_heads(const std::string& list) {
+  static const std::regex dotted(R"(\s*(\d+)\.(\d+)\s*)"), named(R"(\s*[Ll](\d+)[Hh](\d+)\s*)");
+  std::vector<std::pair<int, int>> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    const std::string item = list.substr(start, end - start);
+    std::smatch m;
+    require(std::regex_match(item, m, dotted) || std::regex_match(item, m, named),
+            ErrorCode::InvalidArgument,
+            "'" + item + "' is not a head: write LAYER.HEAD or LxHy, 0-based (0.3 or L0H3)");
+    require(m[1].length() < 7 && m[2].length() < 7, ErrorCode::InvalidArgument,
+            "'" + item + "': layer or head out of range");
+    const std::pair<int, int> h{std::stoi(m[1]), std::stoi(m[2])};
+    if (std::find(out.begin(), out.end(), h) == out.end()) out.push_back(h);
+    start = end + 1;
+  }
+  return out;
+}
+
+void check_heads(const std::vector<std::pair<int, int>>& heads, const ModelInfo& info) {
+  for (const auto& [l, h] : heads)
+    require(l < info.n_layers && h < info.n_heads, ErrorCode::InvalidArgument,
+            head_name(l, h) + " is outside the model: it has " + std::to_string(info.n_layers) +
+                " layers and " + std::to_string(info.n_heads) + " heads (0-based)");
+}
+
+HeadEdit::Mode ablation_mode(const std::string& name) {
+  if (name == "zero") return HeadEdit::Zero;
+  if (name == "mean") return HeadEdit::Mean;
+  throw Error(ErrorCode::InvalidArgument,
+              "unknown ablation mode '" + name + "' (known: zero, mean)");
+}
+
+Intervention ablation(const std::vector<std::pair<int, int>>& heads, HeadEdit::Mode mode) {
+  Intervention iv;
+  for (const auto& [l, h] : heads) {
+    HeadEdit e;
+    e.mode = mode;
+    e.layer = l;
+    e.head = h;
+    iv.heads.push_back(e);
+  }
+  return iv;
+}
+
+InterventionRun run_intervention(const Model& model, const ModelInput& in, const Intervention& iv,
+                                 const std::string& hooks, int threads) {
+  InterventionRun r;
+  ForwardOptions fo;
+  fo.threads = threads;
+  r.plain = model.forward(in, fo);
+  if (!hooks.empty()) r.capture = std::make_shared<Capture>(HookSelection::parse(hooks));
+  fo.capture = r.capture.get();
+  fo.intervention = &iv;
+  r.edited = model.forward(in, fo);
+  r.effect = end_to_end(model.info(), in, r.plain, r.edited);
+  return r;
+}
+
+double next_token_loss(const ModelOutput& out, const std::vector<int32_t>& ids) {
+  require(out.n_logits > 0 && out.logits.size() == size_t(out.n_tokens) * out.n_logits &&
+              ids.size() == size_t(out.n_tokens),
+          ErrorCode::InvalidArgument, "next-token loss: the model has no token logits");
+  double s = 0;
+  const int N = out.n_tokens, V = out.n_logits;
+  for (int t = 0; t + 1 < N; ++t) {
+    const float* row = out.logits.data() + size_t(t) * size_t(V);
+    const float mx = *std::max_element(row, row + V);
+    double z = 0;
+    for (int v = 0; v < V; ++v) z += std::exp(double(row[v]) - mx);
+    s += std::log(z) + mx - row[ids[size_t(t) + 1]];
+  }
+  return N > 1 ? s / (N - 1) : std::nan("");
+}
+
+AblationScan ablation_scan(const Model& model, const std::vector<std::vector<int32_t>>& windows,
+                           HeadEdit::Mode mode, int threads, int bootstrap, uint64_t seed) {
+  const ModelInfo& info = model.info();
+  require(info.causal && info.vocab > 0, ErrorCode::Unsupported,
+          "the ablation scan needs a causal language model");
+  require(!windows.empty(), ErrorCode::InvalidArgument, "the ablation scan has no text windows");
+  const int L = info.n_layers, H = info.n_heads, W = int(windows.size());
+  AblationScan s;
+  s.mode = mode == HeadEdit::Zero ? "zero" : "mean";
+  s.n_layers = L;
+  s.n_heads = H;
+  s.windows = W;
+  std::vector<double> base(static_cast<size_t>(W));
+  std::vector<std::vector<double>> delta(size_t(L) * H, std::vector<double>(size_t(W)));
+  for (int w = 0; w < W; ++w) {
+    const auto& ids = windows[size_t(w)];
+    base[size_t(w)] = next_token_loss(run(model, ids, nullptr, nullptr, threads), ids);
+    for (int i = 0; i < L * H; ++i) {
+      const Intervention iv = ablation({{i / H, i % H}}, mode);
+      delta[size_t(i)][size_t(w)] =
+          next_token_loss(run(model, ids, &iv, nullptr, threads), ids) - base[size_t(w)];
+    }
+  }
+  for (double b : base) s.loss += b / W;
+  for (int i = 0; i < L * H; ++i) {
+    double m = 0;
+    for (double d : delta[size_t(i)]) m += d / W;
+    s.delta.push_back(float(m));
+    const auto [lo, hi] = bootstrap_ci(delta[size_t(i)], bootstrap, seed + uint64_t(i));
+    s.lo.push_back(float(lo));
+    s.hi.push_back(float(hi));
+  }
+  return s;
+}
+
+int32_t single_token(const Model& model, const std::string& text, const std::string& what) {
+  require(model.tokenizer() != nullptr, ErrorCode::InvalidArgument,
+          "the model has no tokenizer: give " + what + " as a token id");
+  const std::vector<Token> t = model.tokenizer()->encode(text);
+  std::vector<int32_t> ids;
+  std::string pieces;
+  for (const Token& k : t) {
+    if (model.config().bos_token_id && k.id == *model.config().bos_token_id && t.size() > 1)
+      continue;  // a tokenizer that adds BOS
+    ids.push_back(k.id);
+    pieces += (pieces.empty() ? "'" : ", '") + model.tokenizer()->id_to_piece(k.id) + "'";
+  }
+  require(ids.size() == 1, ErrorCode::InvalidArgument,
+          what + " '" + text + "' is " + std::to_string(ids.size()) + " tokens (" + pieces +
+              "), not one: give a single token (often with a leading space)");
+  return ids[0];
+}
+
+PatchResult activation_patching(const Model& model, const std::vector<int32_t>& clean,
+                                const std::vector<int32_t>& corrupt, int32_t target, int32_t foil,
+                                const PatchOptions& o) {
+  const ModelInfo& info = model.info();
+  require(!info.vision && info.vocab > 0, ErrorCode::Unsupported,
+          "activation patching needs a model with token logits; " + info.model_type + " has none");
+  require(o.over == "heads" || o.over == "positions", ErrorCode::InvalidArgument,
+          "unknown patching target '" + o.over + "' (known: heads, positions)");
+  require(!clean.empty() && clean.size() == corrupt.size(), ErrorCode::InvalidArgument,
+          "clean and corrupt inputs must have the same number of tokens: clean has " +
+              std::to_string(clean.size()) + ", corrupt " + std::to_string(corrupt.size()));
+  for (int32_t id : {target, foil})
+    require(id >= 0 && id < info.vocab, ErrorCode::InvalidArgument,
+            "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                std::to_string(info.vocab) + ")");
+  const int L = info.n_layers, H = info.n_heads, N = int(clean.size()), d = info.head_dim;
+  PatchResult r;
+  r.over = o.over;
+  r.target = target;
+  r.foil = foil;
+  Capture cap(HookSelection::parse("blocks.*.attn.out,blocks.*.resid"));
+  const ModelOutput c = run(model, clean, nullptr, &cap, o.threads);
+  const ModelOutput k = run(model, corrupt, nullptr, nullptr, o.threads);
+  r.ld_clean = logit_difference(c, target, foil);
+  r.ld_corrupt = logit_difference(k, target, foil);
+  const double span = r.ld_clean - r.ld_corrupt;
+  require(std::abs(span) > 1e-9, ErrorCode::InvalidArgument,
+          "the clean and corrupt runs give the same logit difference (" +
+              std::to_string(r.ld_clean) + "): nothing to restore");
+  const bool heads = o.over == "heads";
+  r.rows = L;
+  r.cols = heads ? H : N;
+  r.effect.assign(size_t(r.rows) * r.cols, 0.0f);
+  if (const Tokenizer* tok = model.tokenizer())
+    for (int t = 0; t < N; ++t) {
+      r.clean_labels.push_back(tok->decode(std::span(&clean[size_t(t)], 1), false));
+      r.corrupt_labels.push_back(tok->decode(std::span(&corrupt[size_t(t)], 1), false));
+    }
+  for (int l = 0; l < L; ++l) {
+    const LayerCapture& lc = cap.layers[size_t(l)];
+    for (int j = 0; j < r.cols; ++j) {
+      Intervention iv;
+      if (heads) {
+        HeadEdit e;
+        e.mode = HeadEdit::Replace;
+        e.layer = l;
+        e.head = j;
+        e.values.assign(lc.out.begin() + ptrdiff_t(size_t(j) * N * d),
+                        lc.out.begin() + ptrdiff_t(size_t(j + 1) * N * d));
+        iv.heads.push_back(std::move(e));
+      } else {
+        ResidEdit e;
+        e.layer = l;
+        e.position = j;
+        e.values.assign(lc.resid.begin() + ptrdiff_t(size_t(j) * info.hidden),
+                        lc.resid.begin() + ptrdiff_t(size_t(j + 1) * info.hidden));
+        iv.resid.push_back(std::move(e));
+      }
+      const ModelOutput p = run(model, corrupt, &iv, nullptr, o.threads);
+      r.effect[size_t(l) * r.cols + j] =
+          float((logit_difference(p, target, foil) - r.ld_corrupt) / span);
+    }
+  }
+  return r;
+}
+
+nlohmann::json patch_json(const PatchResult& r) {
+  using nlohmann::json;
+  json grid = json::array();
+  for (int i = 0; i < r.rows; ++i) {
+    json row = json::array();
+    for (int j = 0; j < r.cols; ++j) row.push_back(r.effect[size_t(i) * r.cols + j]);
+    grid.push_back(row);
+  }
+  return {{"version", 1},
+          {"over", r.over},
+          {"rows", r.over == "heads" ? "layer" : "layer (residual stream after the block)"},
+          {"cols", r.over == "heads" ? "head" : "position"},
+          {"target", {{"text", r.target_text}, {"id", r.target}}},
+          {"foil", {{"text", r.foil_text}, {"id", r.foil}}},
+          {"ld_clean", r.ld_clean},
+          {"ld_corrupt", r.ld_corrupt},
+          {"effect_definition",
+           "(LD_patched - LD_corrupt) / (LD_clean - LD_corrupt), LD = logit(target) - "
+           "logit(foil) at the last position"},
+          {"clean_tokens", r.clean_labels},
+          {"corrupt_tokens", r.corrupt_labels},
+          {"effect", grid}};
+}
+
+nlohmann::json ablation_json(const AblationScan& s) {
+  using nlohmann::json;
+  auto grid = [&](const std::vector<float>& v) {
+    json g = json::array();
+    for (int l = 0; l < s.n_layers; ++l) {
+      json row = json::array();
+      for (int h = 0; h < s.n_heads; ++h) row.push_back(v[size_t(l) * s.n_heads + h]);
+      g.push_back(row);
+    }
+    return g;
+  };
+  return {{"mode", s.mode},
+          {"windows", s.windows},
+          {"loss", s.loss},
+          {"definition",
+           "mean next-token loss over the windows with the head ablated alone, "
+           "minus the loss without ablation"},
+          {"delta_loss", grid(s.delta)},
+          {"ci_low", grid(s.lo)},
+          {"ci_high", grid(s.hi)}};
+}
+
+FigureData patch_figure(const PatchResult& r, const std::string& model_name) {
+  FigureData f;
+  f.view = View::Patch;
+  const bool heads = r.over == "heads";
+  f.values.row_title = heads ? "Layer" : "Layer (residual stream after it)";
+  f.values.col_title = heads ? "Head" : "Position (corrupt token)";
+  if (!heads) f.values.col_labels = r.corrupt_labels;
+  double m = 1;
+  for (float x : r.effect)
+    if (std::isfinite(x)) m = std::max(m, double(std::abs(x)));
+  f.values.vmin = -m;
+  f.values.vmax = m;
+  f.values.scale_title = "Patching effect";
+  ValueGrid g;
+  g.caption = heads ? "Head outputs patched from clean into corrupt"
+                    : "Residual stream patched at one position";
+  g.rows = r.rows;
+  g.cols = r.cols;
+  g.values = r.effect;
+  f.values.panels.push_back(std::move(g));
+  f.title = "Activation patching: (LD patched - LD corrupt) / (LD clean - LD corrupt)";
+  f.subtitle = model_name + " \u00b7 target '" + r.target_text + "' vs foil '" + r.foil_text +
+               "' \u00b7 LD clean " + std::to_string(r.ld_clean).substr(0, 6) + ", corrupt " +
+               std::to_string(r.ld_corrupt).substr(0, 6);
+  return f;
+}
+
+}  // namespace attn::core

@@ -1,0 +1,98 @@
+// Interventions through the analysis core: head ablation (`attnscope analyze --ablate`), the
+// single-head ablation scan over a corpus, and activation patching on a clean/corrupt pair
+// (`attnscope patch`). The edits themselves are models/arch/intervention.h's, applied inside the
+// forward pass of every architecture.
+//
+// Activation patching (Meng et al. 2022, "Locating and Editing Factual Associations in GPT";
+// Wang et al. 2022; TransformerLens's patching): run the clean and the corrupt input (same
+// length), then the corrupt one again with one piece taken from the clean run, and measure
+//   LD = logit(target) - logit(foil) at the last position,
+//   effect = (LD_patched - LD_corrupt) / (LD_clean - LD_corrupt)
+// (1: the piece restores the clean behaviour alone; 0: it changes nothing). Pieces:
+//   heads      head h's output at layer l (blocks.l.attn.out, every position), per layer x head
+//   positions  the residual stream after block l at position t (blocks.l.resid), per layer x
+//              position
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "app/core/figure_data.h"
+#include "models/arch/intervention.h"
+#include "models/arch/model.h"
+#include "models/arch/substitution.h"
+
+namespace attn::core {
+
+// "0.3,1.2" or "L0H3,L1H2" -> {{0, 3}, {1, 2}}; throws Error(InvalidArgument) naming the bad
+// entry. Ranges are checked against a model by check_heads().
+std::vector<std::pair<int, int>> parse_heads(const std::string& list);
+// Throws Error(InvalidArgument) for a layer or head the model does not have.
+void check_heads(const std::vector<std::pair<int, int>>& heads, const ModelInfo& info);
+// "zero" | "mean" -> the edit's mode; throws Error(InvalidArgument) listing the modes.
+HeadEdit::Mode ablation_mode(const std::string& name);
+
+// The edits that ablate `heads` (every position).
+Intervention ablation(const std::vector<std::pair<int, int>>& heads, HeadEdit::Mode mode);
+
+// A forward pass with an intervention beside the plain one on the same input; `hooks` (may be
+// empty) are captured in the intervened pass.
+struct InterventionRun {
+  ModelOutput plain, edited;
+  std::shared_ptr<Capture> capture;  // the edited pass's hooks (null when none were asked)
+  EndToEnd effect;                   // edited vs plain: next-token KL, top-1, perplexity
+};
+InterventionRun run_intervention(const Model& model, const ModelInput& in, const Intervention& iv,
+                                 const std::string& hooks = "", int threads = 0);
+
+// Mean next-token loss (nats) of a causal LM's logits f32 [N, vocab] on ids [N].
+double next_token_loss(const ModelOutput& out, const std::vector<int32_t>& ids);
+
+// Single-head ablation over a corpus: each head ablated alone on every window, the rise of the
+// mean next-token loss over the windows.
+struct AblationScan {
+  std::string mode;  // "zero" | "mean"
+  int n_layers = 0, n_heads = 0, windows = 0;
+  double loss = 0;            // without ablation
+  std::vector<float> delta;   // f32 [L, H]: loss with the head ablated - loss
+  std::vector<float> lo, hi;  // f32 [L, H]: bootstrap 95% interval of delta over the windows
+};
+AblationScan ablation_scan(const Model& model, const std::vector<std::vector<int32_t>>& windows,
+                           HeadEdit::Mode mode, int threads = 0, int bootstrap = 1000,
+                           uint64_t seed = 1234);
+
+struct PatchOptions {
+  std::string over = "heads";  // "heads" | "positions"
+  int threads = 0;
+};
+
+struct PatchResult {
+  std::string over;
+  int rows = 0, cols = 0;                                 // layers x heads, or layers x positions
+  std::vector<float> effect;                              // f32 [rows, cols]
+  double ld_clean = 0, ld_corrupt = 0;                    // logit differences of the two runs
+  int32_t target = 0, foil = 0;                           // token ids
+  std::string target_text, foil_text;                     // as given
+  std::vector<std::string> clean_labels, corrupt_labels;  // [N] token pieces
+};
+
+// Throws Error(InvalidArgument) for inputs of different lengths (naming both), ids outside the
+// vocabulary, a model without token logits, an unknown `over`, or clean and corrupt runs whose
+// logit differences are equal (the effect would divide by zero).
+PatchResult activation_patching(const Model& model, const std::vector<int32_t>& clean,
+                                const std::vector<int32_t>& corrupt, int32_t target, int32_t foil,
+                                const PatchOptions& o = {});
+
+// The one token id of `text` (" Paris"); throws Error(InvalidArgument) when it is not exactly
+// one token, naming the pieces.
+int32_t single_token(const Model& model, const std::string& text, const std::string& what);
+
+nlohmann::json patch_json(const PatchResult& r);
+nlohmann::json ablation_json(const AblationScan& s);
+// Figure data: the effect grid (diverging around 0).
+FigureData patch_figure(const PatchResult& r, const std::string& model_name);
+
+}  // namespace attn::core

@@ -1,0 +1,56 @@
+#include "app/core/text_dataset.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "compute/error.h"
+
+namespace attn::core {
+
+std::vector<TextRecord> read_text_dataset(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<TextRecord> out;
+  if (fs::is_directory(path, ec)) {
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(path, ec))
+      if (e.is_regular_file() && e.path().extension() == ".txt") files.push_back(e.path());
+    require(!ec, ErrorCode::Io, path + ": cannot list the folder (" + ec.message() + ")");
+    std::sort(files.begin(), files.end());
+    for (const fs::path& f : files) {
+      std::ifstream in(f, std::ios::binary);
+      require(bool(in), ErrorCode::Io, f.string() + ": cannot open");
+      out.push_back({f.string(), std::string(std::istreambuf_iterator<char>(in), {})});
+    }
+    require(!out.empty(), ErrorCode::Format, path + ": the folder holds no .txt files");
+    return out;
+  }
+  std::ifstream in(path, std::ios::binary);
+  require(bool(in), ErrorCode::Io, path + ": cannot open the dataset");
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    const std::string where = path + ":" + std::to_string(n);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(ErrorCode::Format, where + ": not a JSON line (" + e.what() + ")");
+    }
+    require(j.is_object(), ErrorCode::Format, where + ": a record must be a JSON object");
+    const auto t = j.find("text");
+    require(t != j.end() && t->is_string(), ErrorCode::Format,
+            where + ": the record has no string \"text\"");
+    out.push_back({where, t->get<std::string>()});
+  }
+  require(!out.empty(), ErrorCode::Format, path + ": the dataset holds no records");
+  return out;
+}
+
+}  // namespace attn::core

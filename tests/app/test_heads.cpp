@@ -1,0 +1,330 @@
+// Head roles (app/core/head_roles.h) on hand-made attention patterns with known scores, the
+// atlas (head_atlas.h) on the default text model against the probes its model card recorded
+// (assets/models/default-text/phenomena.json, measured in PyTorch by measure_text.py), bootstrap
+// interval coverage, the dataset reader's errors, the role metrics of the head grid, and the
+// `heads` verb.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "app/core/analysis.h"
+#include "app/core/head_atlas.h"
+#include "app/core/head_metrics.h"
+#include "app/core/head_roles.h"
+#include "app/core/text_dataset.h"
+#include "app/core/views.h"
+#include "compute/error.h"
+#include "tests/app/image_compare.h"
+#include "tests/app/model_available.h"
+
+namespace attn {
+namespace {
+namespace fs = std::filesystem;
+using core::HeadRows;
+using core::role_scores;
+
+// A causal pattern f32 [n, n] from a rule giving each row's weights (normalised here).
+std::vector<float> pattern(int n, const std::function<double(int t, int k)>& w) {
+  std::vector<float> p(size_t(n) * n, 0.0f);
+  for (int t = 0; t < n; ++t) {
+    double s = 0;
+    for (int k = 0; k <= t; ++k) s += w(t, k);
+    for (int k = 0; k <= t; ++k) p[size_t(t) * n + k] = float(w(t, k) / s);
+  }
+  return p;
+}
+
+TEST(HeadRoles, HandMadePatternsHaveTheirScores) {
+  const int n = 8;
+  // Previous token (the first query attends to itself).
+  const auto prev = pattern(n, [](int t, int k) { return t == 0 || k == t - 1 ? 1.0 : 0.0; });
+  core::RoleScores r = role_scores(core::pattern_rows(prev.data(), n, n));
+  EXPECT_DOUBLE_EQ(r.get("previous_token"), 1.0);
+  EXPECT_NEAR(r.get("sink"), 1.0 / 7, 1e-12);  // only query 1's previous token is the first
+  EXPECT_DOUBLE_EQ(r.get("offset"), 1.0);
+  EXPECT_EQ(r.offset, 1);
+  double harmonic = 0;
+  for (int t = 1; t < n; ++t) harmonic += 1.0 / t;
+  EXPECT_NEAR(r.get("distance"), harmonic / 7, 1e-12);
+  EXPECT_TRUE(std::isnan(r.get("duplicate_token")));  // no ids given
+  EXPECT_TRUE(std::isnan(r.get("no_op")));            // no norms given
+
+  // Sink: everything on the first token.
+  const auto sink = pattern(n, [](int, int k) { return k == 0 ? 1.0 : 0.0; });
+  HeadRows rows = core::pattern_rows(sink.data(), n, n);
+  rows.out_norm.assign(n, 0.0);  // the sink's value writes nothing
+  rows.value_norm.assign(n, 2.0);
+  r = role_scores(rows, {2});
+  EXPECT_DOUBLE_EQ(r.get("sink"), 1.0);
+  EXPECT_DOUBLE_EQ(r.get("previous_token"), 0.0);
+  EXPECT_DOUBLE_EQ(r.get("distance"), 1.0);
+  EXPECT_NEAR(r.get("offset"), 1.0 / 7, 1e-12);  // one query per offset
+  EXPECT_DOUBLE_EQ(r.get("long_range"), 0.0);    // the first token is the sink's, not far mass
+  EXPECT_DOUBLE_EQ(r.get("no_op"), 1.0);
+  rows.out_norm.assign(n, 1.0);  // half the mean value norm: half a no-op
+  EXPECT_DOUBLE_EQ(role_scores(rows).get("no_op"), 0.5);
+
+  // Uniform rows.
+  const auto uni = pattern(n, [](int, int) { return 1.0; });
+  r = role_scores(core::pattern_rows(uni.data(), n, n));
+  double s = 0, p = 0;
+  for (int t = 1; t < n; ++t) s += 1.0 / (t + 1) / 7;
+  for (int t = 2; t < n; ++t) p += 1.0 / (t + 1) / 6;
+  EXPECT_NEAR(r.get("sink"), s, 1e-7);
+  EXPECT_NEAR(r.get("previous_token"), p, 1e-7);
+  EXPECT_NEAR(r.get("distance"), 0.5, 1e-7);  // the mean of 0..t over t is t/2
+
+  // Long range: always 5 tokens back (from query 5 on), D = 3.
+  const auto far = pattern(n, [](int t, int k) { return t < 5 ? (k == t) : (k == t - 5); });
+  r = role_scores(core::pattern_rows(far.data(), n, n), {3});
+  // Queries with keys beyond D (first token excepted) are 5, 6, 7; query 5's far mass is on
+  // the first token.
+  EXPECT_NEAR(r.get("long_range"), 2.0 / 3, 1e-7);
+}
+
+TEST(HeadRoles, InductionAndDuplicateOnARepeatedSequence) {
+  // BOS a b c a b c: the second copy attends to the token after the earlier occurrence.
+  const std::vector<int32_t> ids = {9, 1, 2, 3, 1, 2, 3};
+  const int n = 7;
+  const auto ind = pattern(n, [](int t, int k) { return t >= 4 ? k == t - 2 : k == t; });
+  HeadRows rows = core::pattern_rows(ind.data(), n, n);
+  rows.ids = &ids;
+  core::RoleScores r = role_scores(rows);
+  EXPECT_DOUBLE_EQ(r.get("induction"), 1.0);
+  EXPECT_DOUBLE_EQ(r.get("duplicate_token"), 0.0);
+  rows.repeat_start = 1;
+  rows.repeat_period = 3;
+  r = role_scores(rows);
+  EXPECT_DOUBLE_EQ(r.get("induction"), 1.0);
+  EXPECT_DOUBLE_EQ(r.get("duplicate_token"), 0.0);
+  const auto dup = pattern(n, [](int t, int k) { return t >= 4 ? k == t - 3 : k == t; });
+  rows = core::pattern_rows(dup.data(), n, n);
+  rows.ids = &ids;
+  r = role_scores(rows);
+  EXPECT_DOUBLE_EQ(r.get("duplicate_token"), 1.0);
+  EXPECT_DOUBLE_EQ(r.get("induction"), 0.0);
+  // R repeating a token inside itself: the positional (protocol) score ignores it, the token
+  // rule counts both occurrences.
+  const std::vector<int32_t> twice = {9, 1, 1, 3, 1, 1, 3};
+  rows.ids = &twice;
+  rows.repeat_start = 1;
+  rows.repeat_period = 3;
+  EXPECT_DOUBLE_EQ(role_scores(rows).get("duplicate_token"), 1.0);
+  rows.repeat_period = 0;
+  EXPECT_LT(role_scores(rows).get("duplicate_token"), 1.0);
+}
+
+TEST(HeadRoles, BadInputsAreRefused) {
+  const auto p = pattern(4, [](int, int) { return 1.0; });
+  HeadRows rows = core::pattern_rows(p.data(), 4, 4);
+  const std::vector<int32_t> three = {1, 2, 3};
+  rows.ids = &three;
+  EXPECT_THROW(role_scores(rows), Error);
+  rows.ids = nullptr;
+  rows.repeat_period = 3;  // 2 x 3 does not fit in 4 tokens
+  EXPECT_THROW(role_scores(rows), Error);
+  try {
+    core::head_role_index("copy");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("previous_token"), std::string::npos);
+  }
+  EXPECT_THROW(role_scores(HeadRows{}), Error);
+}
+
+// Percentile intervals of the mean cover the true mean about 95% of the time.
+TEST(HeadAtlas, BootstrapIntervalsCoverTheMean) {
+  std::mt19937_64 g(5);
+  std::normal_distribution<double> dist(0.3, 0.1);
+  int covered = 0;
+  const int trials = 200;
+  for (int i = 0; i < trials; ++i) {
+    std::vector<double> x(40);
+    for (double& v : x) v = dist(g);
+    const auto [lo, hi] = core::bootstrap_ci(x, 400, 100 + i);
+    EXPECT_LT(lo, hi);
+    covered += lo <= 0.3 && 0.3 <= hi;
+  }
+  EXPECT_GE(covered, int(0.88 * trials));
+  EXPECT_LE(covered, int(0.995 * trials));
+  const auto [a, b] = core::bootstrap_ci({0.5, std::nan("")}, 100, 1);
+  EXPECT_EQ(a, 0.5);  // one value: no spread
+  EXPECT_EQ(b, 0.5);
+}
+
+const nlohmann::json& card() {
+  static const nlohmann::json j =
+      nlohmann::json::parse(std::ifstream(resolve_model_dir("default-text") + "/phenomena.json"));
+  return j;
+}
+
+// The atlas on the card's own probe inputs gives the card's per-head numbers.
+TEST(HeadAtlas, ReproducesTheModelCardProbes) {
+  REQUIRE_MODEL("default-text");
+  const auto model = core::cached_model("default-text");
+  const nlohmann::json& probes = card()["probes"];
+  core::AtlasInput in;
+  in.windows.push_back(probes["text"]["input_ids"].get<std::vector<int32_t>>());
+  in.repeats.push_back(probes["induction"]["input_ids"].get<std::vector<int32_t>>());
+  in.repeat_start = 1;
+  in.repeat_length = probes["induction"]["random_length"];
+  const core::HeadAtlas a = core::head_atlas(*model, "default-text", in);
+  for (int l = 0; l < a.n_layers; ++l)
+    for (int h = 0; h < a.n_heads; ++h) {
+      EXPECT_NEAR(a.mean_of("previous_token", l, h),
+                  double(probes["text"]["previous_token_per_head"][l][h]), 1e-3)
+          << "L" << l << "H" << h;
+      EXPECT_NEAR(a.mean_of("sink", l, h), double(probes["text"]["sink_per_head"][l][h]), 1e-3)
+          << "L" << l << "H" << h;
+      EXPECT_NEAR(a.mean_of("induction", l, h),
+                  double(probes["induction"]["induction_per_head"][l][h]), 1e-3)
+          << "L" << l << "H" << h;
+    }
+  EXPECT_NEAR(a.text_loss, double(probes["text"]["heldout_loss"]), 1e-3);
+  // The roles the card names.
+  EXPECT_GT(a.mean_of("previous_token", 0, 3), 0.85);
+  EXPECT_EQ(a.offset[3], 1);
+  EXPECT_GT(a.mean_of("offset", 0, 3), 0.85);
+}
+
+// The protocol over held-out KJV (the streaming reproduction's excerpt): the card's best heads.
+TEST(HeadAtlas, HeldOutTextGivesTheCardsHeads) {
+  REQUIRE_MODEL("default-text");
+  const std::string path =
+      std::string(ATTN_TEST_SOURCE_DIR) + "/docs/repro/streaming/kjv_heldout.txt";
+  if (!fs::exists(path)) GTEST_SKIP() << path << " not found";
+  std::ifstream f(path);
+  const std::string text((std::istreambuf_iterator<char>(f)), {});
+  const auto model = core::cached_model("default-text");
+  core::AtlasOptions o;
+  o.repeat_sequences = 8;
+  o.bootstrap = 200;
+  const core::AtlasInput in = core::atlas_input(*model, {text}, o);
+  ASSERT_EQ(in.windows.size(), 32u);
+  EXPECT_EQ(in.windows[0].size(), 256u);
+  EXPECT_EQ(in.windows[0][0], *model->config().bos_token_id);
+  EXPECT_EQ(in.repeats[0].size(), 101u);
+  const core::HeadAtlas a = core::head_atlas(*model, "default-text", in, o);
+  const double card_prev = card()["previous_token"]["best"][2];
+  const double card_sink = card()["sink"]["best_layer_ge_1"][2];
+  EXPECT_NEAR(a.mean_of("previous_token", 0, 3), card_prev, 0.03);
+  EXPECT_NEAR(a.mean_of("sink", 1, 2), card_sink, 0.06);
+  EXPECT_LE(a.lo_of("previous_token", 0, 3), a.mean_of("previous_token", 0, 3));
+  EXPECT_GE(a.hi_of("previous_token", 0, 3), a.mean_of("previous_token", 0, 3));
+  for (size_t r = 0; r < a.roles.size(); ++r)
+    for (float x : a.mean[r])
+      if (!std::isnan(x)) {
+        EXPECT_GE(x, 0.0f) << a.roles[r];
+        EXPECT_LE(x, 1.0f) << a.roles[r];
+      }
+  const nlohmann::json j = core::atlas_json(a);
+  EXPECT_EQ(j["roles"][0]["name"], "previous_token");
+  EXPECT_EQ(j["roles"][0]["best"]["layer"], 0);
+  EXPECT_EQ(j["roles"][0]["best"]["head"], 3);
+}
+
+// The head grid's role metrics are the role detectors on the panel's own rows.
+TEST(HeadAtlas, HeadGridShowsTheRoles) {
+  REQUIRE_MODEL("default-text");
+  core::Session s;
+  s.model.id = "default-text";
+  s.input.kind = "text";
+  s.input.text =
+      "And God said, Let there be light: and there was light. And God said, Let there "
+      "be light: and there was light.";
+  s.variants = {"window(size=4)"};
+  const auto a = core::analyze(s, "");
+  const core::HeadGrid dense = core::head_grid(*a, 0), win = core::head_grid(*a, 1);
+  const auto& sink = dense.metric("first_token");
+  const auto& ind = dense.metric("induction");
+  for (int l = 0; l < a->n_layers(); ++l) {
+    const Problem& p = a->problem(l);
+    for (int h = 0; h < a->n_heads(); ++h) {
+      const core::RoleScores r = core::panel_role_scores(*a->panels[0].variant, p,
+                                                         a->panels[0].result(l), h, &a->input.ids);
+      EXPECT_NEAR(sink[size_t(l * a->n_heads() + h)], r.get("sink"), 1e-6);
+      EXPECT_NEAR(ind[size_t(l * a->n_heads() + h)], r.get("induction"), 1e-6);
+    }
+  }
+  // A 4-token window sees the first token from queries 1-3 only.
+  for (float x : win.metric("first_token")) EXPECT_LE(x, 3.0 / (a->n_tokens() - 1) + 1e-6);
+  EXPECT_GT(dense.metric("offset_conc")[3], 0.8f);  // L0H3, the previous-token head
+}
+
+TEST(TextDataset, ReadsJsonlAndFoldersAndNamesBadLines) {
+  const fs::path dir = fs::path(ATTN_TEST_WORK_DIR) / "text_dataset";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "folder");
+  std::ofstream(dir / "ok.jsonl") << "{\"text\": \"a b\"}\n\n{\"text\": \"c\", \"id\": 2}\n";
+  const auto ok = core::read_text_dataset((dir / "ok.jsonl").string());
+  ASSERT_EQ(ok.size(), 2u);
+  EXPECT_EQ(ok[1].text, "c");
+  EXPECT_NE(ok[1].source.find("ok.jsonl:3"), std::string::npos);
+  std::ofstream(dir / "bad.jsonl") << "{\"text\": \"a\"}\n{\"text\": 3}\n";
+  std::ofstream(dir / "broken.jsonl") << "{\"text\": \"a\"}\n{\"text\": \"b\"\n";
+  for (const char* name : {"bad.jsonl", "broken.jsonl"}) {
+    try {
+      core::read_text_dataset((dir / name).string());
+      FAIL() << name;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::Format);
+      EXPECT_NE(std::string(e.what()).find(std::string(name) + ":2"), std::string::npos)
+          << e.what();
+    }
+  }
+  std::ofstream(dir / "folder" / "b.txt") << "second";
+  std::ofstream(dir / "folder" / "a.txt") << "first";
+  std::ofstream(dir / "folder" / "skip.md") << "not text";
+  const auto folder = core::read_text_dataset((dir / "folder").string());
+  ASSERT_EQ(folder.size(), 2u);
+  EXPECT_EQ(folder[0].text, "first");
+  EXPECT_THROW(core::read_text_dataset((dir / "missing.jsonl").string()), Error);
+}
+
+struct CliRun {
+  int status = -1;
+  std::string out;
+};
+CliRun cli(const std::string& args) {
+  CliRun r;
+  r.status = test::run_command(std::string(ATTN_CLI) + " " + args + " 2>&1", &r.out);
+  return r;
+}
+
+TEST(HeadAtlas, HeadsCommand) {
+  REQUIRE_MODEL("default-text");
+  const fs::path dir = fs::path(ATTN_TEST_WORK_DIR) / "heads_cli";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "d.jsonl") << "{\"text\": \"In the beginning God created the heaven and "
+                                    "the earth.\"}\n{\"text\": \"And the earth was without "
+                                    "form, and void.\"}\n";
+  const CliRun r = cli("heads --model default-text --dataset " + (dir / "d.jsonl").string() +
+                       " --repeats 4 --json " + (dir / "h.json").string() + " --figure " +
+                       (dir / "h.png").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("previous_token"), std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(dir / "h.json"));
+  EXPECT_EQ(j["protocol"]["text_windows"], 2);
+  EXPECT_EQ(j["roles"].size(), core::head_roles().size());
+  EXPECT_EQ(j["roles"][0]["mean"].size(), 2u);
+  EXPECT_TRUE(fs::exists(dir / "h.png"));
+  const CliRun role = cli("heads --model default-text --text hi --roles copying");
+  EXPECT_EQ(role.status, 2) << role.out;
+  EXPECT_NE(role.out.find("induction"), std::string::npos) << role.out;
+  const CliRun vision = cli("heads --model default-vision --text hi");
+  EXPECT_EQ(vision.status, 2) << vision.out;
+  const CliRun none = cli("heads --model default-text --repeats 0");
+  EXPECT_EQ(none.status, 2) << none.out;
+  std::ofstream(dir / "bad.jsonl") << "{\"text\": \"ok\"}\nnot json\n";
+  const CliRun bad = cli("heads --model default-text --dataset " + (dir / "bad.jsonl").string());
+  EXPECT_EQ(bad.status, 1) << bad.out;
+  EXPECT_NE(bad.out.find("bad.jsonl:2"), std::string::npos) << bad.out;
+}
+
+}  // namespace
+}  // namespace attn

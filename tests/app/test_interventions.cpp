@@ -1,0 +1,261 @@
+// Interventions (app/core/interventions.h, models/arch/intervention.h): zero and mean ablation of
+// heads and activation patching over heads and positions against an independent float64 NumPy
+// implementation (tests/ref/make_intervention_goldens.py) on the tiny random GPT-2 and Llama
+// (GQA, llama3 RoPE) checkpoints, the hook seeing the edited values, bad inputs, and the CLI
+// (`analyze --ablate --dump`, `patch`).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "app/core/analysis.h"
+#include "app/core/interventions.h"
+#include "compute/error.h"
+#include "models/formats/npy.h"
+#include "tests/app/image_compare.h"
+#include "tests/app/model_available.h"
+
+namespace attn {
+namespace {
+namespace fs = std::filesystem;
+
+std::string golden_dir(const std::string& model) {
+  return std::string(ATTN_TEST_SOURCE_DIR) + "/tests/ref/goldens/" + model;
+}
+std::string iv_dir(const std::string& model) {
+  return std::string(ATTN_TEST_SOURCE_DIR) + "/tests/ref/goldens/interventions/" + model;
+}
+
+std::vector<int32_t> read_ids(const std::string& path) {
+  std::vector<int32_t> ids;
+  for (float x : read_npy(path).to_f32()) ids.push_back(int32_t(x));
+  return ids;
+}
+
+ModelOutput forward(const Model& m, const std::vector<int32_t>& ids, const Intervention* iv,
+                    Capture* cap = nullptr) {
+  ModelInput in;
+  in.ids = ids;
+  ForwardOptions fo;
+  fo.intervention = iv;
+  fo.capture = cap;
+  return m.forward(in, fo);
+}
+
+// Largest |a - b| over the logits, against the golden's f8 values.
+double max_diff(const FloatBuffer& got, const std::vector<float>& want) {
+  EXPECT_EQ(got.size(), want.size());
+  double d = 0;
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i)
+    d = std::max(d, std::abs(double(got[i]) - double(want[i])));
+  return d;
+}
+
+class InterventionGolden : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(InterventionGolden, AblationMatchesFloat64Reference) {
+  const std::string name = GetParam();
+  const auto model = core::cached_model(golden_dir(name));
+  const ModelInfo& info = model->info();
+  const std::vector<int32_t> ids = read_ids(iv_dir(name) + "/ids.npy");
+  for (int l = 0; l < info.n_layers; ++l)
+    for (int h = 0; h < info.n_heads; ++h)
+      for (const char* mode : {"zero", "mean"}) {
+        const Intervention iv = core::ablation({{l, h}}, core::ablation_mode(mode));
+        const auto want = read_npy(iv_dir(name) + "/" + mode + "_" + std::to_string(l) + "_" +
+                                   std::to_string(h) + ".npy")
+                              .to_f32();
+        EXPECT_LT(max_diff(forward(*model, ids, &iv).logits, want), 1e-5)
+            << name << " " << mode << " " << head_name(l, h);
+      }
+  // Several heads at once.
+  const nlohmann::json meta = nlohmann::json::parse(std::ifstream(iv_dir(name) + "/patch.json"));
+  std::vector<std::pair<int, int>> heads;
+  for (const auto& p : meta["multi"]) heads.push_back({int(p[0]), int(p[1])});
+  const Intervention multi = core::ablation(heads, HeadEdit::Zero);
+  EXPECT_LT(max_diff(forward(*model, ids, &multi).logits,
+                     read_npy(iv_dir(name) + "/zero_multi.npy").to_f32()),
+            1e-5);
+  // The plain pass is unchanged by an empty intervention.
+  const Intervention none;
+  const ModelOutput a = forward(*model, ids, nullptr), b = forward(*model, ids, &none);
+  EXPECT_EQ(max_diff(a.logits, std::vector<float>(b.logits.begin(), b.logits.end())), 0.0);
+}
+
+TEST_P(InterventionGolden, PatchingMatchesFloat64Reference) {
+  const std::string name = GetParam();
+  const auto model = core::cached_model(golden_dir(name));
+  const std::vector<int32_t> clean = read_ids(iv_dir(name) + "/ids.npy");
+  const std::vector<int32_t> corrupt = read_ids(iv_dir(name) + "/corrupt_ids.npy");
+  const nlohmann::json meta = nlohmann::json::parse(std::ifstream(iv_dir(name) + "/patch.json"));
+  for (const char* over : {"heads", "positions"}) {
+    core::PatchOptions o;
+    o.over = over;
+    const core::PatchResult r =
+        core::activation_patching(*model, clean, corrupt, meta["target"], meta["foil"], o);
+    EXPECT_NEAR(r.ld_clean, double(meta["ld_clean"]), 1e-5);
+    EXPECT_NEAR(r.ld_corrupt, double(meta["ld_corrupt"]), 1e-5);
+    const auto want = read_npy(iv_dir(name) + "/patch_" + over + ".npy").to_f32();
+    ASSERT_EQ(r.effect.size(), want.size()) << over;
+    EXPECT_EQ(r.rows, model->info().n_layers);
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(r.effect[i], want[i], 1e-5) << name << " " << over << " cell " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Checkpoints, InterventionGolden, ::testing::Values("gpt2", "llama"));
+
+// The hook blocks.L.attn.out shows the ablated head, and mean ablation puts one row everywhere.
+TEST(Interventions, CapturedOutputIsTheEditedOne) {
+  const auto model = core::cached_model(golden_dir("llama"));
+  const std::vector<int32_t> ids = read_ids(iv_dir("llama") + "/ids.npy");
+  const int d = model->info().head_dim, N = int(ids.size());
+  Capture plain(HookSelection::parse("blocks.1.attn.out"));
+  forward(*model, ids, nullptr, &plain);
+  Capture zero(HookSelection::parse("blocks.1.attn.out"));
+  const Intervention z = core::ablation({{1, 2}}, HeadEdit::Zero);
+  forward(*model, ids, &z, &zero);
+  Capture mean(HookSelection::parse("blocks.1.attn.out"));
+  const Intervention m = core::ablation({{1, 2}}, HeadEdit::Mean);
+  forward(*model, ids, &m, &mean);
+  const auto& p = plain.layers[1].out;
+  for (int h = 0; h < 4; ++h)
+    for (int t = 0; t < N; ++t)
+      for (int e = 0; e < d; ++e) {
+        const size_t i = (size_t(h) * N + t) * d + e;
+        if (h != 2) {
+          EXPECT_EQ(zero.layers[1].out[i], p[i]);
+          continue;
+        }
+        EXPECT_EQ(zero.layers[1].out[i], 0.0f);
+        double mu = 0;
+        for (int s = 0; s < N; ++s) mu += p[(size_t(h) * N + s) * d + e] / N;
+        EXPECT_NEAR(mean.layers[1].out[i], mu, 1e-6);
+      }
+}
+
+TEST(Interventions, BadInputsSayWhatIsWrong) {
+  auto message = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(core::parse_heads("0.3, L1H2,1.0"),
+            (std::vector<std::pair<int, int>>{{0, 3}, {1, 2}, {1, 0}}));
+  EXPECT_NE(message([] { core::parse_heads("0.x"); }).find("'0.x' is not a head"),
+            std::string::npos);
+  EXPECT_NE(message([] { core::parse_heads(""); }).find("not a head"), std::string::npos);
+  EXPECT_NE(message([] { core::ablation_mode("half"); }).find("zero, mean"), std::string::npos);
+  const auto model = core::cached_model(golden_dir("gpt2"));
+  EXPECT_NE(message([&] {
+              core::check_heads({{2, 0}}, model->info());
+            }).find("L2H0"),
+            std::string::npos);
+  const std::vector<int32_t> ids = read_ids(iv_dir("gpt2") + "/ids.npy");
+  std::vector<int32_t> shorter(ids.begin(), ids.end() - 1);
+  const std::string len = message([&] { core::activation_patching(*model, ids, shorter, 1, 2); });
+  EXPECT_NE(len.find("clean has 11, corrupt 10"), std::string::npos) << len;
+  EXPECT_NE(message([&] {
+              core::PatchOptions o;
+              o.over = "layers";
+              core::activation_patching(*model, ids, ids, 1, 2, o);
+            }).find("heads, positions"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              core::activation_patching(*model, ids, ids, 1, 2);
+            }).find("same logit difference"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              core::activation_patching(*model, ids, shorter, 1, 99999);
+            }).find("same number of tokens"),
+            std::string::npos);
+  Intervention wrong;
+  wrong.heads.push_back({HeadEdit::Replace, 0, 1, -1, std::vector<float>(3)});
+  EXPECT_NE(message([&] { forward(*model, ids, &wrong); }).find("the two runs must have"),
+            std::string::npos);
+  Intervention far;
+  far.heads.push_back({HeadEdit::Zero, 0, 7, -1, {}});
+  EXPECT_NE(message([&] { forward(*model, ids, &far); }).find("L0H7"), std::string::npos);
+}
+
+struct CliRun {
+  int status = -1;
+  std::string out;
+};
+CliRun cli(const std::string& args) {
+  CliRun r;
+  r.status = test::run_command(std::string(ATTN_CLI) + " " + args + " 2>&1", &r.out);
+  return r;
+}
+
+// `analyze --ablate --dump`: logits.npy is the ablated pass's, as the core computes it.
+TEST(Interventions, AnalyzeAblateDumpsTheAblatedPass) {
+  REQUIRE_MODEL("default-text");
+  const fs::path dir = fs::path(ATTN_TEST_WORK_DIR) / "ablate_dump";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string text = "In the beginning God created the heaven and the earth.";
+  const CliRun r = cli("analyze --model default-text --text '" + text +
+                       "' --ablate L0H3 --ablate-mode zero --dump " + dir.string() +
+                       " --hooks blocks.0.attn.out --json " + (dir / "a.json").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("zero ablation of L0H3"), std::string::npos) << r.out;
+  const auto model = core::cached_model("default-text");
+  ModelInput in;
+  in.ids = read_ids((dir / "ids.npy").string());
+  const Intervention iv = core::ablation({{0, 3}}, HeadEdit::Zero);
+  const ModelOutput want = forward(*model, in.ids, &iv);
+  const NpyArray got = read_npy((dir / "logits.npy").string());
+  ASSERT_EQ(got.shape, (std::vector<int64_t>{int64_t(in.ids.size()), model->info().vocab}));
+  const std::vector<float> g = got.to_f32();
+  EXPECT_EQ(max_diff(want.logits, g), 0.0);
+  const auto out = read_npy((dir / "blocks.0.attn.out.npy").string()).to_f32();
+  const int d = model->info().head_dim, N = int(in.ids.size());
+  for (int t = 0; t < N; ++t) EXPECT_EQ(out[(size_t(3) * N + t) * d], 0.0f);
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(dir / "a.json"));
+  EXPECT_EQ(j["ablate"], "L0H3");
+  EXPECT_NE(double(j["perplexity_ablated"]), double(j["perplexity_plain"]));
+  // Usage errors: exit 2 naming the problem.
+  const CliRun bad = cli("analyze --model default-text --text hi --ablate 5.0");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("L5H0 is outside the model"), std::string::npos) << bad.out;
+  const CliRun both =
+      cli("analyze --model default-text --text hi --ablate 0.0 --variants 'window(size=4)'");
+  EXPECT_EQ(both.status, 2) << both.out;
+  const CliRun mode = cli("analyze --model default-text --text hi --ablate 0.0 --ablate-mode x");
+  EXPECT_EQ(mode.status, 2) << mode.out;
+}
+
+TEST(Interventions, PatchCommand) {
+  REQUIRE_MODEL("default-text");
+  const fs::path dir = fs::path(ATTN_TEST_WORK_DIR) / "patch_cli";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const CliRun r =
+      cli("patch --model default-text --clean 'And God said, Let there be light' --corrupt 'And "
+          "Moses said, Let there be light' --target ' and' --foil ' upon' --over heads --json " +
+          (dir / "p.json").string() + " --figure " + (dir / "p.png").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(dir / "p.json"));
+  EXPECT_EQ(j["effect"].size(), 2u);
+  EXPECT_EQ(j["effect"][0].size(), 4u);
+  EXPECT_TRUE(fs::exists(dir / "p.png"));
+  const CliRun len =
+      cli("patch --model default-text --clean 'And God said' --corrupt 'And the Lord God said' "
+          "--target ' and' --foil ' upon'");
+  EXPECT_EQ(len.status, 2) << len.out;
+  EXPECT_NE(len.out.find("same length"), std::string::npos) << len.out;
+  const CliRun two =
+      cli("patch --model default-text --clean 'And God said' --corrupt 'And Moses said' "
+          "--target ' Pharaohs' --foil ' upon'");
+  EXPECT_EQ(two.status, 2) << two.out;
+  EXPECT_NE(two.out.find("not one"), std::string::npos) << two.out;
+}
+
+}  // namespace
+}  // namespace attn
