@@ -20,6 +20,7 @@
 // by the largest exponent of their head (kept in Result::approx, so implied entries use the same).
 #include <Eigen/Dense>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 
@@ -183,22 +184,24 @@ class FeatureAttention final : public Approximation {
     const Eigen::Map<const Mat<float>> xs(x, n, d);
     switch (kind_) {
       case Feature::Elu1:
-        out = xs.cast<T>().unaryExpr([](T t) { return t > T(0) ? t + T(1) : T(std::exp(t)); });
+        out = xs.cast<T>();
+        // elu(x) + 1 = max(x, 0) + exp(min(x, 0)).
+        out = (out.array().max(T(0)) + out.array().min(T(0)).exp()).matrix();
         break;
       case Feature::Relu:
         out = xs.cast<T>().cwiseMax(T(0));
         break;
       case Feature::Cosformer: {
         const double m = double(std::max(p.qpos(p.n_q - 1), p.kpos(p.n_k - 1))) + 1.0;
+        Vec<T> cs(n), sn(n);
         for (int a = 0; a < n; ++a) {
           const double t = key ? p.kpos(first + a) : p.qpos(first + a);
-          const T c = T(std::cos(M_PI * t / (2.0 * m))), s = T(std::sin(M_PI * t / (2.0 * m)));
-          for (int c0 = 0; c0 < d; ++c0) {
-            const T rl = std::max(T(xs(a, c0)), T(0));
-            out(a, c0) = rl * c;
-            out(a, d + c0) = rl * s;
-          }
+          cs[a] = T(std::cos(M_PI * t / (2.0 * m)));
+          sn[a] = T(std::sin(M_PI * t / (2.0 * m)));
         }
+        out.leftCols(d) = xs.cast<T>().cwiseMax(T(0));
+        out.rightCols(d) = out.leftCols(d).array().colwise() * sn.array();
+        out.leftCols(d).array().colwise() *= cs.array();
         break;
       }
       case Feature::Performer: {
@@ -206,30 +209,32 @@ class FeatureAttention final : public Approximation {
         const T root = T(std::sqrt(double(p.effective_scale())));
         const Mat<T> xr = xs.cast<T>() * root;
         out.noalias() = xr * w.cast<T>().transpose();
-        for (int a = 0; a < n; ++a) {
-          if (key) {
-            const T half = T(0.5) * xr.row(a).squaredNorm();
-            for (int f = 0; f < F; ++f) out(a, f) = T(std::exp(out(a, f) - half - T(shift)));
-          } else {
-            const T top = out.row(a).maxCoeff();
-            for (int f = 0; f < F; ++f) out(a, f) = T(std::exp(out(a, f) - top));
-          }
-        }
+        // Keys: exp(u - |x'|^2 / 2 - shift); queries: exp(u - max_r u) (a per-row constant).
+        const Vec<T> offset = key ? Vec<T>((T(0.5) * xr.rowwise().squaredNorm()).array() + T(shift))
+                                  : Vec<T>(out.rowwise().maxCoeff());
+        out.array().colwise() -= offset.array();
+        out = out.array().exp().matrix();
         break;
       }
     }
   }
 
-  // Performer's key shift: the largest exponent w_r.k' - |k'|^2 / 2 over head h's keys.
+  // Performer's key shift: the largest exponent w_r.k' - |k'|^2 / 2 over head h's keys, computed
+  // over blocks of keys (no [n_k, F] buffer).
   template <class T>
   double key_shift(const Problem& p, int h, const Mat<double>& w) const {
     if (kind_ != Feature::Performer) return 0.0;
     const T root = T(std::sqrt(double(p.effective_scale())));
-    const Mat<T> xr = Eigen::Map<const Mat<float>>(p.k_row(h, 0), p.n_k, p.d).cast<T>() * root;
-    const Mat<T> u = xr * w.cast<T>().transpose();
+    const Mat<T> wt = w.cast<T>().transpose();
     double top = -INFINITY;
-    for (int a = 0; a < p.n_k; ++a)
-      top = std::max(top, double(u.row(a).maxCoeff() - T(0.5) * xr.row(a).squaredNorm()));
+    Mat<T> xr, u;
+    for (int j0 = 0; j0 < p.n_k; j0 += 256) {
+      const int len = std::min(256, p.n_k - j0);
+      xr = Eigen::Map<const Mat<float>>(p.k_row(h, j0), len, p.d).cast<T>() * root;
+      u.noalias() = xr * wt;
+      for (int a = 0; a < len; ++a)
+        top = std::max(top, double(u.row(a).maxCoeff() - T(0.5) * xr.row(a).squaredNorm()));
+    }
     return top;
   }
 
@@ -242,45 +247,86 @@ class FeatureAttention final : public Approximation {
       throw Error(ErrorCode::Cancelled, "feature attention: cancelled");
   }
 
-  // f32 prefix-sum routine for head h; returns its flops.
+  // Key features of head h in blocks of kChunk keys, each mapped once while the walk moves
+  // forward (a few recent blocks are kept).
+  class KeyBlocks {
+   public:
+    KeyBlocks(const FeatureAttention& fa, const Problem& p, int h, const Mat<double>& w,
+              double shift)
+        : fa_(fa), p_(p), h_(h), w_(w), shift_(shift) {}
+    // Features of key block b (keys [b * kChunk, ...)).
+    const Mat<float>& block(int b) {
+      for (Slot& s : slots_)
+        if (s.b == b) return s.f;
+      Slot& s = slots_[next_++ % slots_.size()];
+      s.b = b;
+      const int j0 = b * kChunk, len = std::min(kChunk, p_.n_k - j0);
+      fa_.map<float>(p_, p_.k_row(h_, j0), len, j0, true, w_, shift_, s.f);
+      mapped_ += len;
+      return s.f;
+    }
+    int64_t mapped() const { return mapped_; }
+
+   private:
+    struct Slot {
+      int b = -1;
+      Mat<float> f;
+    };
+    const FeatureAttention& fa_;
+    const Problem& p_;
+    int h_;
+    const Mat<double>& w_;
+    double shift_;
+    std::array<Slot, 4> slots_;
+    size_t next_ = 0;
+    int64_t mapped_ = 0;
+  };
+
+  // f32 prefix-sum routine for head h; returns its flops. Memory: the F x d state and a few
+  // kChunk-row feature blocks, whatever N is.
   double head_fast(const Problem& p, int h, const Mat<double>& w, Result& r, double* shift,
                    const RunOptions& opt) const {
     const int d = p.d, F = n_features(p);
     *shift = key_shift<float>(p, h, w);
-    Mat<float> fq, fk;
-    map<float>(p, p.q_row(h, 0), p.n_q, 0, false, w, 0.0, fq);
-    map<float>(p, p.k_row(h, 0), p.n_k, 0, true, w, *shift, fk);
+    KeyBlocks keys(*this, p, h, w, *shift);
     const Eigen::Map<const Mat<float>> vv(p.v_row(h, 0), p.n_k, d);
-    double flops = (p.n_q + p.n_k) * map_flops(p);
-    if (kind_ == Feature::Performer) flops += p.n_k * 2.0 * F * d;  // the key shift's projection
-    Mat<float> s = Mat<float>::Zero(F, d), num, a;
+    double flops = kind_ == Feature::Performer ? p.n_k * 2.0 * F * d : 0.0;  // the key shift
+    Mat<float> s = Mat<float>::Zero(F, d), num, a, fqc;
     Vec<float> z = Vec<float>::Zero(F), den;
+    // Calls fn(features, first key, count) over the key blocks covering [j0, j1).
+    auto over_keys = [&](int j0, int j1, auto&& fn) {
+      for (int b = j0 / kChunk; b * kChunk < j1; ++b) {
+        const Mat<float>& f = keys.block(b);
+        const int lo = std::max(j0, b * kChunk), hi = std::min(j1, b * kChunk + int(f.rows()));
+        fn(f.middleRows(lo - b * kChunk, hi - lo), lo, hi - lo);
+      }
+    };
     int done = 0;  // keys folded into s and z
     for (int i0 = 0; i0 < p.n_q; i0 += kChunk) {
       check_cancel(opt);
       const int i1 = std::min(i0 + kChunk, p.n_q), rows = i1 - i0;
       const int fa = frontier(p, i0), fb = frontier(p, i1 - 1);
       if (fa > done) {
-        s.noalias() += fk.middleRows(done, fa - done).transpose() * vv.middleRows(done, fa - done);
-        z += fk.middleRows(done, fa - done).colwise().sum().transpose();
+        over_keys(done, fa, [&](const auto& f, int j, int len) {
+          s.noalias() += f.transpose() * vv.middleRows(j, len);
+          z += f.colwise().sum().transpose();
+        });
         flops += double(fa - done) * (2.0 * F * d + F);
         done = fa;
       }
-      const auto fqc = fq.middleRows(i0, rows);
+      map<float>(p, p.q_row(h, i0), rows, i0, false, w, 0.0, fqc);
       num.noalias() = fqc * s;
       den.noalias() = fqc * z;
       flops += rows * (2.0 * F * d + 2.0 * F);
-      if (fb > fa) {
-        // Keys [fa, fb): seen by the later queries of the chunk only.
-        a.noalias() = fqc * fk.middleRows(fa, fb - fa).transpose();
-        for (int q = 0; q < rows; ++q) {
-          const int f = frontier(p, i0 + q);
-          for (int j = std::max(f, fa); j < fb; ++j) a(q, j - fa) = 0.0f;
-        }
-        num.noalias() += a * vv.middleRows(fa, fb - fa);
+      // Keys [fa, fb): seen by the later queries of the chunk only.
+      over_keys(fa, fb, [&](const auto& f, int j, int len) {
+        a.noalias() = fqc * f.transpose();
+        for (int q = 0; q < rows; ++q)
+          for (int e = std::max(frontier(p, i0 + q), j) - j; e < len; ++e) a(q, e) = 0.0f;
+        num.noalias() += a * vv.middleRows(j, len);
         den += a.rowwise().sum();
-        flops += double(rows) * (fb - fa) * (2.0 * F + 2.0 * d + 1.0);
-      }
+        flops += double(rows) * len * (2.0 * F + 2.0 * d + 1.0);
+      });
       for (int q = 0; q < rows; ++q) {
         const size_t i = size_t(i0 + q);
         float* o = r.o.data() + (size_t(h) * p.n_q + i) * d;
@@ -290,6 +336,7 @@ class FeatureAttention final : public Approximation {
         for (int c = 0; c < d; ++c) o[c] = num(q, c) / dn;
       }
     }
+    flops += double(p.n_q + keys.mapped()) * map_flops(p);
     return flops;
   }
 
