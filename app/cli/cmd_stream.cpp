@@ -11,6 +11,7 @@
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
 #include "app/core/analysis.h"
+#include "app/core/decode_trace.h"
 #include "app/core/stream.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
@@ -178,6 +179,8 @@ void add_generate_command(CLI::App& app, Action& action) {
     std::vector<int32_t> ids;
     core::SamplingOptions s;
     int threads = 0;
+    std::string trace_out, figure;
+    int layer = 0, head = 0, step = -1;
   };
   static Opts o;
   auto* cmd = app.add_subcommand("generate", "Sample a continuation with a KV-cache policy");
@@ -194,9 +197,23 @@ void add_generate_command(CLI::App& app, Action& action) {
   cmd->add_option("--max-new-tokens", o.s.max_new_tokens, "Tokens to sample")
       ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("--threads", o.threads, "Worker threads (0 = all)");
+  cmd->add_option("--trace", o.trace_out,
+                  "Write each step's attention over the cache and what it held (JSON; "
+                  "--layer's attention, every layer's cache)");
+  cmd->add_option("--figure", o.figure, "Decode figure of --layer/--head (PNG, SVG or PDF)");
+  cmd->add_option("--layer", o.layer, "Layer of --trace and --figure (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--head", o.head, "Query head of --figure (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--step", o.step, "Step the figure shows in detail (default: the last)")
+      ->check(CLI::Range(-1, core::kMaxTraceSteps - 1));
   cmd->callback([&action] {
     action = [] {
       usage(!o.prompt.empty() || !o.ids.empty(), "give the prompt: --prompt or --ids");
+      const bool tracing = !o.trace_out.empty() || !o.figure.empty();
+      usage(!tracing || (o.s.max_new_tokens >= 1 && o.s.max_new_tokens <= core::kMaxTraceSteps),
+            "--trace and --figure trace at most " + std::to_string(core::kMaxTraceSteps) +
+                " new tokens (and at least 1)");
       check_policies({o.policy});
       check_model_path(o.model, o.model);
       std::shared_ptr<const Model> model = core::cached_model(o.model);
@@ -232,6 +249,37 @@ void add_generate_command(CLI::App& app, Action& action) {
                    g.ids.size(), make_kv_policy(o.policy).spec.c_str(), g.seconds_per_token * 1e3,
                    g.ids.empty() ? 0.0 : lp / double(g.ids.size()), (long long)g.entries,
                    human_bytes(g.bytes).c_str());
+      if (tracing && !g.ids.empty()) {
+        // The same tokens again, teacher-forced (decoding is deterministic): each step reads one
+        // token, from the prompt's last, and chose the token after it.
+        std::vector<int32_t> all = prompt_ids;
+        all.insert(all.end(), g.ids.begin(), g.ids.end());
+        core::TraceOptions to;
+        to.policy = o.policy;
+        to.prefill = int(prompt_ids.size()) - 1;
+        to.steps = int(g.ids.size());
+        to.threads = o.threads;
+        to.layer = o.layer;
+        usage(o.layer < model->info().n_layers && o.head < model->info().n_heads,
+              "--layer/--head: the model has " + std::to_string(model->info().n_layers) +
+                  " layers of " + std::to_string(model->info().n_heads) + " heads");
+        const core::DecodeTrace t = core::trace_decode(*model, o.model, all, to);
+        if (!o.trace_out.empty()) {
+          std::ofstream f(o.trace_out);
+          require(bool(f), ErrorCode::Io, o.trace_out + ": cannot write");
+          f << core::trace_json(t, o.layer).dump() << "\n";
+          require(bool(f), ErrorCode::Io, o.trace_out + ": write failed");
+          std::fprintf(stderr, "wrote %s\n", o.trace_out.c_str());
+        }
+        if (!o.figure.empty()) {
+          usage(o.step < int(t.steps.size()), "--step " + std::to_string(o.step) +
+                                                  ": the trace has " +
+                                                  std::to_string(t.steps.size()) + " steps");
+          const FigureData fd = core::decode_figure(t, o.layer, o.head, o.step);
+          fig::export_figure(fd, o.figure, fig::fit_height(fd, {2100, 0, 300}));
+          std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
+        }
+      }
       return kExitOk;
     };
   });

@@ -16,7 +16,7 @@ namespace attn::core {
 const std::vector<std::string>& view_names() {
   static const std::vector<std::string> names = {"heatmap", "variants", "grid",   "sinks",
                                                  "image",   "tradeoff", "tokens", "stream",
-                                                 "cache",   "heads",    "patch"};
+                                                 "cache",   "heads",    "patch",  "decode"};
   return names;
 }
 
@@ -99,9 +99,11 @@ FigureData collect_figure(const Analysis& a, View view, int max_cells) {
       break;
     case View::Stream:
     case View::Cache:
+    case View::Decode:
       throw Error(ErrorCode::InvalidArgument,
                   std::string("the ") + view_name(view) +
-                      " view comes from a stream run (`attnscope stream --figure/--timeline`), "
+                      " view comes from a stream run (`attnscope stream --figure/--timeline`) or a "
+                      "decode trace (`attnscope generate --figure`), "
                       "not from an analysis");
     case View::Heads:
     case View::Patch:

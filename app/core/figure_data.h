@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "app/core/decode_figure.h"
 #include "app/core/session.h"
 #include "app/core/views.h"
 
@@ -31,7 +32,8 @@ enum class View {
   Stream,
   Cache,
   Heads,
-  Patch
+  Patch,
+  Decode
 };
 
 // "heatmap", "variants", ...; view_from_name throws Error(InvalidArgument) listing the names.
@@ -100,6 +102,7 @@ struct FigureData {
   std::vector<TokensData> tokens;       // tokens: dense then each variant
   StreamFigure stream;                  // stream
   CacheFigure cache;                    // cache
+  DecodeFigure decode;                  // decode
   ValueGrids values;                    // heads, patch
 };
 

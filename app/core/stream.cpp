@@ -21,16 +21,15 @@ double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// -log softmax(row)[target], in double.
-double nll_of(const float* row, int vocab, int target) {
+}  // namespace
+
+double token_nll(const float* row, int vocab, int target) {
   double mx = row[0];
   for (int j = 1; j < vocab; ++j) mx = std::max(mx, double(row[j]));
   double sum = 0;
   for (int j = 0; j < vocab; ++j) sum += std::exp(double(row[j]) - mx);
   return std::log(sum) + mx - double(row[target]);
 }
-
-}  // namespace
 
 double PolicyRun::mean_nll(int from, int to) const {
   to = std::min<int>(to, int(nll.size()));
@@ -110,7 +109,7 @@ StreamResult run_stream(const Model& model, const std::string& model_name,
         const int row = first + i;
         const float* lg = out.logits.data() + size_t(i) * V;
         if (row + 1 < T) {
-          run.nll.push_back(float(nll_of(lg, V, ids[size_t(row) + 1])));
+          run.nll.push_back(float(token_nll(lg, V, ids[size_t(row) + 1])));
           const double prev = run.ppl.empty() ? 0 : std::log(run.ppl.back()) * double(row);
           run.ppl.push_back(std::exp((prev + run.nll.back()) / double(row + 1)));
         }
@@ -279,7 +278,7 @@ Generation generate(const Model& model, const std::vector<int32_t>& prompt,
   for (int i = 0; i < s.max_new_tokens; ++i) {
     const int32_t id = sample_token(last, V, s, unif(rng));
     g.ids.push_back(id);
-    g.logprob.push_back(float(-nll_of(last, V, id)));
+    g.logprob.push_back(float(-token_nll(last, V, id)));
     if (on_token) on_token(id);
     if (id == s.stop_id || i + 1 == s.max_new_tokens) break;
     out = model.decode({id}, cache, fo);

@@ -101,6 +101,9 @@ Generation generate(const Model& model, const std::vector<int32_t>& prompt,
                     const std::string& policy, const SamplingOptions& s, int threads = 0,
                     const std::function<void(int32_t)>& on_token = {});
 
+// -log softmax(logits)[target], in double.
+double token_nll(const float* logits, int vocab, int target);
+
 // The sampling rule alone (exposed for tests): the index drawn from `logits` given a uniform
 // draw u in [0, 1).
 int32_t sample_token(const float* logits, int vocab, const SamplingOptions& s, double u);

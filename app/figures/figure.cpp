@@ -92,6 +92,9 @@ double paint_figure(QPainter& p, const FigureData& d, double w_pt, double h_pt,
     case View::Cache:
       bottom = paint_cache(c, area, d);
       break;
+    case View::Decode:
+      bottom = paint_decode(c, area, d);
+      break;
     case View::Heads:
     case View::Patch:
       bottom = paint_value_grids(c, area, d);

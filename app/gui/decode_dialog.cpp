@@ -19,6 +19,7 @@
 #include "app/core/analysis.h"
 #include "app/core/figure_data.h"
 #include "app/figures/figure.h"
+#include "app/gui/decode_steps.h"
 #include "compute/error.h"
 
 namespace attn::gui {
@@ -96,6 +97,17 @@ DecodeDialog::DecodeDialog(std::string model_id, std::string text, QWidget* pare
   tabs_->addTab(stream_view_, "Perplexity");
   tabs_->addTab(cache_view_, "Cache timeline");
   tabs_->addTab(table_, "Summary");
+  steps_view_ = new DecodeStepsView(model_id_, text_);
+  tabs_->addTab(steps_view_, "Step through");
+  // The step-through view offers the lab's policies.
+  const auto offer = [this] {
+    std::vector<std::string> specs;
+    for (const QString& line : policies_->toPlainText().split('\n', Qt::SkipEmptyParts))
+      if (!line.trimmed().isEmpty()) specs.push_back(line.trimmed().toStdString());
+    steps_view_->set_policies(specs);
+  };
+  offer();
+  connect(policies_, &QPlainTextEdit::textChanged, this, offer);
 
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(form);
@@ -104,7 +116,10 @@ DecodeDialog::DecodeDialog(std::string model_id, std::string text, QWidget* pare
   resize(1100, 820);
   connect(run_, &QPushButton::clicked, this, &DecodeDialog::run);
   connect(export_, &QPushButton::clicked, this, &DecodeDialog::export_current);
-  connect(tabs_, &QTabWidget::currentChanged, this, [this] { show_figures(); });
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] {
+    export_->setEnabled(tabs_->currentWidget() == steps_view_ || result_ != nullptr);
+    show_figures();
+  });
 }
 
 DecodeDialog::~DecodeDialog() {
@@ -220,12 +235,18 @@ void DecodeDialog::show_figures() {
 }
 
 void DecodeDialog::export_current() {
-  if (!result_) return;
-  const QString path = QFileDialog::getSaveFileName(this, "Export figure", "stream.pdf",
-                                                    "Figures (*.pdf *.svg *.png)");
+  const bool steps = tabs_->currentWidget() == steps_view_;
+  if (steps && !steps_view_->result()) {
+    status_->setText("Trace a policy in the step-through tab first.");
+    return;
+  }
+  if (!steps && !result_) return;
+  const QString path = QFileDialog::getSaveFileName(
+      this, "Export figure", steps ? "decode.pdf" : "stream.pdf", "Figures (*.pdf *.svg *.png)");
   if (path.isEmpty()) return;
   try {
-    const core::FigureData d = tabs_->currentIndex() == 1
+    const core::FigureData d = steps ? steps_view_->figure()
+                               : tabs_->currentIndex() == 1
                                    ? core::cache_figure(*result_, layer_->value(), head_->value())
                                    : core::stream_figure(*result_);
     fig::export_figure(d, path.toStdString(), fig::fit_height(d, {2100, 0, 300}));

@@ -1,7 +1,8 @@
 // The decode lab: streams the session's text through its model token by token under several
 // KV-cache policies (app/core/stream.h) and shows the two figures of the run, perplexity
 // against tokens streamed beside quality against cache memory, and the cache timeline of a
-// chosen layer and KV head, with a summary table and figure export. The stream runs on a
+// chosen layer and KV head, with a summary table and figure export; a step-through tab traces
+// one policy token by token (app/gui/decode_steps.h). The stream runs on a
 // worker thread; closing the dialog cancels it.
 #pragma once
 #include <QDialog>
@@ -24,6 +25,8 @@ class QTabWidget;
 
 namespace attn::gui {
 
+class DecodeStepsView;
+
 class DecodeDialog : public QDialog {
   Q_OBJECT
  public:
@@ -40,7 +43,8 @@ class DecodeDialog : public QDialog {
   const core::StreamResult* result() const { return result_.get(); }
   QString error() const;
   int table_rows() const;
-  QImage figure_image(int tab) const;  // 0: perplexity, 1: cache timeline
+  QImage figure_image(int tab) const;                          // 0: perplexity, 1: cache timeline
+  DecodeStepsView* steps_view() const { return steps_view_; }  // the "Step through" tab
 
  private:
   void finished(std::shared_ptr<core::StreamResult> r, QString error);
@@ -57,6 +61,7 @@ class DecodeDialog : public QDialog {
   QTabWidget* tabs_ = nullptr;
   QLabel *stream_view_ = nullptr, *cache_view_ = nullptr;
   QTableWidget* table_ = nullptr;
+  DecodeStepsView* steps_view_ = nullptr;
   QImage images_[2];
   std::shared_ptr<core::StreamResult> result_;
   std::thread worker_;

@@ -221,6 +221,17 @@ bool kv_begin_layer(KvCache& c, int layer, int n_layers, Problem& p, const Rope*
     nk = int(pick[0].size());
   }
   c.policy_seconds += since(t0);
+  if (c.record) {
+    c.attending.resize(size_t(n_layers));
+    auto& heads = c.attending[size_t(layer)];
+    heads.assign(size_t(hkv), {});
+    for (int h = 0; h < hkv; ++h) {
+      const int32_t* order = L.order.data() + size_t(h) * cap;
+      const int32_t* pos = L.pos.data() + size_t(h) * cap;
+      for (int j = 0; j < nk; ++j)
+        heads[size_t(h)].push_back(pos[order[quest ? pick[size_t(h)][size_t(j)] : j]]);
+    }
+  }
   if (!gather && !quest && n == 1) return false;  // kv_attend reads the rows in place
 
   std::vector<float> k(size_t(hkv) * nk * d), v(k.size());
@@ -353,7 +364,17 @@ void kv_end_pass(KvCache& c, int n) {
       heads.push_back(std::move(kept));
     }
     s.kept.push_back(std::move(heads));
+    std::vector<int32_t> q(static_cast<size_t>(c.n_kv_heads), 0);
+    const KvPolicy& pol = c.policy;
+    for (int h = 0; h < c.n_kv_heads; ++h)
+      q[size_t(h)] = pol.precision == KvPolicy::Precision::F32 ? 0
+                     : pol.precision == KvPolicy::Precision::Quant && pol.k_per_channel
+                         ? L.quantised[size_t(h)]
+                         : L.len;
+    s.quantised.push_back(std::move(q));
   }
+  s.attended = std::move(c.attending);
+  c.attending.clear();
   c.history.push_back(std::move(s));
 }
 

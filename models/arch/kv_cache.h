@@ -38,6 +38,14 @@ struct KvSnapshot {
   int step = 0;  // stream position of the pass's last token
   // [layer][kv head]: stream positions held after eviction
   std::vector<std::vector<std::vector<int32_t>>> kept;
+  // [layer][kv head]: stream positions the pass's last query attended, in stream order (what
+  // the cache held before eviction, or kv_quest's pages); the attention pattern hook's last row
+  // spans them in this order.
+  std::vector<std::vector<std::vector<int32_t>>> attended;
+  // [layer][kv head]: how many of `kept` (the first ones, in stream order) hold their key in
+  // the storage precision rather than f32 (all of them for per-token and float formats; the
+  // completed groups for kv_quant's per-channel keys; none for f32).
+  std::vector<std::vector<int32_t>> quantised;
 };
 
 struct KvCache {
@@ -49,7 +57,9 @@ struct KvCache {
   std::vector<KvLayer> layers;
   bool record = false;              // keep a KvSnapshot per pass in `history`
   std::vector<KvSnapshot> history;  // filled when `record` is set
-  double policy_seconds = 0;        // time spent on eviction, rotation and quantisation
+  // While recording: [layer][kv head] positions this pass's last query attends (kv_begin_layer).
+  std::vector<std::vector<std::vector<int32_t>>> attending;
+  double policy_seconds = 0;  // time spent on eviction, rotation and quantisation
 
   KvCache() = default;
   explicit KvCache(KvPolicy p) : policy(std::move(p)) {}

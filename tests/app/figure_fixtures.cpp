@@ -111,6 +111,49 @@ core::CacheFigure cache_panels(int n, int tokens, bool long_specs) {
   return cf;
 }
 
+// A decode trace's figure: kv_streaming over `steps` steps from position `first`, two sinks and
+// a window of 12, the detail at the middle step (quantised entries when `long_specs`).
+core::DecodeFigure decode_panel(const std::vector<std::string>& labels, int first,
+                                bool long_specs) {
+  core::DecodeFigure d;
+  d.policy = std::string("kv_streaming(sinks=2,window=12,reposition=true)") +
+             (long_specs ? "+kv_quant(bits=2,group=32,k_axis=channel,v_axis=token)" : "");
+  d.layer = 1;
+  d.head = 2;
+  d.first = first;
+  d.positions = int(labels.size());
+  d.steps = d.positions - first;
+  d.rows = d.steps;
+  d.cols = d.positions;
+  const auto state = [&](int q, int p) {
+    if (p > q) return core::DecodeCell::Future;
+    if (p < 2 || p > q - 12)
+      return long_specs && p < q - 4 ? core::DecodeCell::Quantised : core::DecodeCell::Held;
+    return core::DecodeCell::Evicted;
+  };
+  const auto weight = [&](int q, int p) { return p < 2 ? 0.3f : 0.4f / float(1 + q - p); };
+  for (int s = 0; s < d.steps; ++s)
+    for (int p = 0; p < d.positions; ++p) {
+      const core::DecodeCell c = state(first + s, p);
+      d.state.push_back(c);
+      d.attention.push_back(c == core::DecodeCell::Held || c == core::DecodeCell::Quantised
+                                ? weight(first + s, p)
+                                : NAN);
+    }
+  d.step = d.steps / 2;
+  d.query = first + d.step;
+  d.pieces.assign(labels.begin(), labels.begin() + d.query + 1);
+  for (int p = 0; p <= d.query; ++p) {
+    d.cells.push_back(state(d.query, p));
+    d.weight.push_back(d.attention[size_t(d.step) * d.cols + p]);
+  }
+  d.entries = 14 * 4 * 4;
+  d.bytes = d.entries * 2 * 64 * 4.0;
+  d.next = labels.back();
+  d.nll = 2.5f;
+  return d;
+}
+
 // Value-grid panels (heads, patch presets): `panels` grids of rows x cols, values spread over
 // [0, 1] (or [-1, 1] when diverging, with token column labels).
 core::ValueGrids value_grids(int panels, int rows, int cols, bool diverging) {
@@ -277,6 +320,9 @@ FigureData long_figure(View view) {
     case View::Cache:
       f.cache = cache_panels(5, 3000, true);
       break;
+    case View::Decode:
+      f.decode = decode_panel(labels, 40, true);
+      break;
     case View::Heads:
       f.values = value_grids(8, 12, 12, false);
       break;
@@ -371,6 +417,9 @@ FigureData synthetic_figure(View view) {
       break;
     case View::Cache:
       f.cache = cache_panels(2, 60, false);
+      break;
+    case View::Decode:
+      f.decode = decode_panel(words(), 4, false);
       break;
     case View::Heads:
       f.values = value_grids(8, 2, 4, false);

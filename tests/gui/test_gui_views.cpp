@@ -7,6 +7,7 @@
 
 #include <QApplication>
 #include <QMouseEvent>
+#include <QTabWidget>
 #include <QVersionNumber>
 #include <QVulkanInstance>
 #include <algorithm>
@@ -17,8 +18,9 @@
 #include <string>
 
 #include "app/core/analysis.h"
-#include "app/gui/input_dock.h"
 #include "app/gui/decode_dialog.h"
+#include "app/gui/decode_steps.h"
+#include "app/gui/input_dock.h"
 #include "app/gui/main_window.h"
 #include "app/gui/vulkan_view.h"
 #include "compute/error.h"
@@ -369,7 +371,6 @@ TEST(GuiViews, InputDockTooltipUsesTheViewsLabels) {
   EXPECT_TRUE(sat);
 }
 
-
 // Tools > Decode lab on the session's text: the stream runs on a worker while the window stays
 // responsive, the table lists every policy, both figures are drawn, a bad policy says why.
 TEST(GuiViews, DecodeLabStreamsTheSessionTextUnderPolicies) {
@@ -402,6 +403,59 @@ TEST(GuiViews, DecodeLabStreamsTheSessionTextUnderPolicies) {
   ASSERT_TRUE(wait_until([&] { return !d->running(); }, 30000));
   EXPECT_NE(d->error().toStdString().find("recent"), std::string::npos) << d->error().toStdString();
   EXPECT_EQ(d->table_rows(), 3) << "a failed run leaves the last results";
+  d->close();
+}
+
+TEST(GuiViews, DecodeLabStepsThroughEachTokensAttentionOverTheCache) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  GuiOptions o = base_options();
+  MainWindow w(o);
+  ASSERT_TRUE(show_settled(w));
+  DecodeDialog* d = w.open_decode_lab();
+  d->set_policies("kv_full\nkv_streaming(sinks=4,window=16)+kv_quant(bits=4,group=8)\n");
+  DecodeStepsView* v = d->steps_view();
+  ASSERT_NE(v, nullptr);
+  v->set_policy(1);
+  v->set_steps(40);
+  v->set_layer_head(1, 2);
+  v->trace();
+  ASSERT_TRUE(wait_until([&] { return !v->running(); }, 120000));
+  ASSERT_TRUE(v->error().isEmpty()) << v->error().toStdString();
+  ASSERT_NE(v->result(), nullptr);
+  EXPECT_EQ(v->result()->steps.size(), 40u);
+  EXPECT_EQ(v->result()->policy,
+            "kv_streaming(sinks=4,window=16,reposition=true)+kv_quant(bits=4,group=8,"
+            "k_axis=channel,v_axis=token)");
+  // Each step of the slider draws that step: the query moves one position per step.
+  v->set_step(30);
+  const core::FigureData f = v->figure();
+  EXPECT_EQ(f.decode.step, 30);
+  EXPECT_EQ(f.decode.query, v->result()->steps[30].position);
+  EXPECT_EQ(f.decode.layer, 1);
+  EXPECT_EQ(f.decode.head, 2);
+  int held = 0;
+  for (core::DecodeCell c : f.decode.cells)
+    held += c == core::DecodeCell::Held || c == core::DecodeCell::Quantised;
+  EXPECT_EQ(held, 20);  // 4 sinks + a window of 16
+  const QImage img = v->image();
+  ASSERT_FALSE(img.isNull());
+  EXPECT_GT(distinct_colors(img, {0, 0, float(img.width()), float(img.height())}), 20);
+  const QImage before = img;
+  v->set_step(31);
+  EXPECT_NE(v->image(), before);
+  auto* tabs = d->findChild<QTabWidget*>();
+  ASSERT_NE(tabs, nullptr);
+  tabs->setCurrentWidget(v);
+  QCoreApplication::processEvents();
+  d->grab().save(screenshot_path("decode_steps.png"));
+  // Generating past the prefill: the trace goes on with sampled tokens.
+  v->set_generate(true);
+  v->set_steps(12);
+  v->trace();
+  ASSERT_TRUE(wait_until([&] { return !v->running(); }, 60000));
+  ASSERT_TRUE(v->error().isEmpty()) << v->error().toStdString();
+  EXPECT_EQ(v->result()->steps.size(), 12u);
+  EXPECT_GT(v->result()->ids.size(), size_t(v->result()->given));
   d->close();
 }
 
