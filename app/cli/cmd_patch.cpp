@@ -11,6 +11,7 @@
 #include "app/core/analysis.h"
 #include "app/core/data_export.h"
 #include "app/core/interventions.h"
+#include "app/core/text_dataset.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
 #include "models/arch/text_input.h"
@@ -19,18 +20,25 @@ namespace attn::cli {
 
 void add_patch_command(CLI::App& app, Action& action) {
   struct Opts {
-    std::string model, clean, corrupt, target, foil, over = "heads", json_out, figure;
+    std::string model, clean, corrupt, target, foil, over = "heads", json_out, figure, dataset;
+    int bootstrap = 1000;
     int threads = 0;
   };
   static Opts o;
   auto* cmd = app.add_subcommand(
       "patch", "Activation patching: which heads or positions carry the clean run's answer");
   cmd->add_option("--model", o.model, "Model folder or embedded model name")->required();
-  cmd->add_option("--clean", o.clean, "Clean prompt")->required();
-  cmd->add_option("--corrupt", o.corrupt, "Corrupted prompt (same number of tokens)")->required();
-  cmd->add_option("--target", o.target, "Answer token of the clean prompt (one token, e.g. ' the')")
-      ->required();
-  cmd->add_option("--foil", o.foil, "Competing token (the corrupt prompt's answer)")->required();
+  cmd->add_option("--clean", o.clean, "Clean prompt");
+  cmd->add_option("--corrupt", o.corrupt, "Corrupted prompt (same number of tokens)");
+  cmd->add_option("--target", o.target,
+                  "Answer token of the clean prompt (one token, e.g. ' the')");
+  cmd->add_option("--foil", o.foil, "Competing token (the corrupt prompt's answer)");
+  cmd->add_option("--dataset", o.dataset,
+                  "JSONL of {\"clean\", \"corrupt\", \"target\", \"foil\"} pairs: mean effects "
+                  "with bootstrap 95% intervals");
+  cmd->add_option("--bootstrap", o.bootstrap, "Bootstrap resamples (--dataset)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
   cmd->add_option("--over", o.over, "heads (layer x head) or positions (residual stream)")
       ->capture_default_str()
       ->check(CLI::IsMember({"heads", "positions"}));
@@ -51,31 +59,57 @@ void add_patch_command(CLI::App& app, Action& action) {
       std::shared_ptr<const Model> model = core::cached_model(o.model);
       usage(!model->info().vision && model->info().vocab > 0,
             "--model " + o.model + " has no token logits: patching needs a language model");
-      const TextInput clean = encode_for_model(*model, o.clean, "--clean");
-      const TextInput corrupt = encode_for_model(*model, o.corrupt, "--corrupt");
-      usage(clean.ids.size() == corrupt.ids.size(),
-            "--clean is " + std::to_string(clean.ids.size()) + " tokens but --corrupt is " +
-                std::to_string(corrupt.ids.size()) + ": patching needs the same length");
-      int32_t target = 0, foil = 0;
-      try {
-        target = core::single_token(*model, o.target, "--target");
-        foil = core::single_token(*model, o.foil, "--foil");
-      } catch (const Error& e) {
-        throw UsageError(e.what());
-      }
-      usage(target != foil, "--target and --foil are the same token");
       core::PatchOptions po;
       po.over = o.over;
       po.threads = o.threads;
-      core::PatchResult r =
-          core::activation_patching(*model, clean.ids, corrupt.ids, target, foil, po);
-      r.target_text = o.target;
-      r.foil_text = o.foil;
-      std::printf(
-          "%s: %zu tokens; LD = logit('%s') - logit('%s') at the last position: clean "
-          "%.4f, corrupt %.4f\n",
-          o.model.c_str(), clean.ids.size(), o.target.c_str(), o.foil.c_str(), r.ld_clean,
-          r.ld_corrupt);
+      core::PatchResult r;
+      if (!o.dataset.empty()) {
+        usage(o.clean.empty() && o.corrupt.empty() && o.target.empty() && o.foil.empty(),
+              "--dataset holds the pairs: do not give --clean, --corrupt, --target or --foil");
+        std::vector<core::PatchRecord> records;
+        for (const core::PatchRecordText& t : core::read_patch_dataset(o.dataset)) {
+          core::PatchRecord rec;
+          rec.name = t.source;
+          rec.clean = encode_for_model(*model, t.clean, t.source + " clean").ids;
+          rec.corrupt = encode_for_model(*model, t.corrupt, t.source + " corrupt").ids;
+          require(rec.clean.size() == rec.corrupt.size(), ErrorCode::InvalidArgument,
+                  t.source + ": clean is " + std::to_string(rec.clean.size()) +
+                      " tokens but corrupt is " + std::to_string(rec.corrupt.size()));
+          rec.target = core::single_token(*model, t.target, t.source + " target");
+          rec.foil = core::single_token(*model, t.foil, t.source + " foil");
+          records.push_back(std::move(rec));
+        }
+        r = core::patch_dataset(*model, records, po, o.bootstrap);
+        r.target_text = r.foil_text = "(per pair)";
+        std::printf(
+            "%s: %d pairs from %s; mean LD = logit(target) - logit(foil) at the last "
+            "position: clean %.4f, corrupt %.4f\n",
+            o.model.c_str(), r.records, o.dataset.c_str(), r.ld_clean, r.ld_corrupt);
+      } else {
+        usage(!o.clean.empty() && !o.corrupt.empty() && !o.target.empty() && !o.foil.empty(),
+              "give --clean, --corrupt, --target and --foil (or --dataset)");
+        const TextInput clean = encode_for_model(*model, o.clean, "--clean");
+        const TextInput corrupt = encode_for_model(*model, o.corrupt, "--corrupt");
+        usage(clean.ids.size() == corrupt.ids.size(),
+              "--clean is " + std::to_string(clean.ids.size()) + " tokens but --corrupt is " +
+                  std::to_string(corrupt.ids.size()) + ": patching needs the same length");
+        int32_t target = 0, foil = 0;
+        try {
+          target = core::single_token(*model, o.target, "--target");
+          foil = core::single_token(*model, o.foil, "--foil");
+        } catch (const Error& e) {
+          throw UsageError(e.what());
+        }
+        usage(target != foil, "--target and --foil are the same token");
+        r = core::activation_patching(*model, clean.ids, corrupt.ids, target, foil, po);
+        r.target_text = o.target;
+        r.foil_text = o.foil;
+        std::printf(
+            "%s: %zu tokens; LD = logit('%s') - logit('%s') at the last position: "
+            "clean %.4f, corrupt %.4f\n",
+            o.model.c_str(), clean.ids.size(), o.target.c_str(), o.foil.c_str(), r.ld_clean,
+            r.ld_corrupt);
+      }
       std::vector<std::string> header = {"layer"};
       for (int j = 0; j < r.cols; ++j)
         header.push_back(o.over == "heads" ? "H" + std::to_string(j)

@@ -38,7 +38,7 @@ std::optional<int32_t> bos_of(const Model& m) {
 }
 
 bool is_repeat_role(const std::string& name) {
-  return name == "duplicate_token" || name == "induction";
+  return name == "duplicate_token" || name == "induction" || name == "retrieval";
 }
 
 double percentile(std::vector<double>& sorted, double q) {
@@ -62,6 +62,18 @@ std::vector<std::vector<double>> score_pass(const Model& model, const std::vecto
   fo.threads = o.threads;
   const ModelOutput out = model.forward(in, fo);
   const int N = out.n_tokens, L = info.n_layers, H = info.n_heads;
+  // Copy steps of a repeated sequence: second-copy queries whose top-1 next token is the next
+  // token of the copy (the token after the earlier occurrence).
+  std::vector<int> copy_source;
+  if (repeat_period > 0 && out.n_logits > 0 && !out.logits.empty()) {
+    copy_source.assign(size_t(N), -1);
+    for (int j = 0; j + 1 < repeat_period; ++j) {
+      const int t = repeat_start + repeat_period + j;
+      const float* row = out.logits.data() + size_t(t) * size_t(out.n_logits);
+      const int top = int(std::max_element(row, row + out.n_logits) - row);
+      if (top == ids[size_t(t) + 1]) copy_source[size_t(t)] = repeat_start + j + 1;
+    }
+  }
   if (nll_sum && out.n_logits > 0 && !out.logits.empty()) {
     double s = 0;
     for (int t = 0; t + 1 < N; ++t) {
@@ -88,6 +100,7 @@ std::vector<std::vector<double>> score_pass(const Model& model, const std::vecto
           rows.ids = &ids;
           rows.repeat_start = repeat_start;
           rows.repeat_period = repeat_period;
+          rows.copy_source = copy_source;
           rows.out_norm.resize(size_t(N));
           rows.value_norm.resize(size_t(N));
           for (int t = 0; t < N; ++t) {
@@ -282,7 +295,11 @@ HeadAtlas head_atlas(const Model& model, const std::string& model_name, const At
   a.mean.assign(R, std::vector<float>(size_t(LH), float(kNaN)));
   a.lo = a.hi = a.mean;
   for (size_t r = 0; r < R; ++r) {
-    a.samples.push_back(int(samples[r].size()));
+    // Samples that score some head (a sequence without copy steps gives no retrieval score).
+    int scored = 0;
+    for (const auto& smp : samples[r])
+      scored += std::any_of(smp.begin(), smp.end(), [](double v) { return !std::isnan(v); });
+    a.samples.push_back(scored);
     for (int i = 0; i < LH; ++i) {
       std::vector<double> x;
       for (const auto& s : samples[r]) x.push_back(s[size_t(i)]);

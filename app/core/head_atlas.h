@@ -6,9 +6,11 @@
 //   text roles (previous_token, distance, offset, sink, no_op, long_range): W-token windows,
 //     each the model's BOS token + W-1 tokens of the text, K windows at evenly spaced offsets
 //     (NumPy's linspace(0, tokens - W, K) truncated), or one window per record of a dataset;
-//   duplicate_token and induction: S sequences BOS + R + R, R being `repeat_length` tokens drawn
+//   duplicate_token, induction and retrieval: S sequences BOS + R + R, R being `repeat_length`
+//   tokens drawn
 //     uniformly (seeded) from the tokens of the text (every token but BOS/EOS without text);
-//     scores are those of the second copy (head_roles.h).
+//     scores are those of the second copy (head_roles.h); retrieval counts the second copy's
+//     copy steps, the needle being R itself with no haystack between the copies.
 // The card's own random sequences come from NumPy's generator: the atlas draws its own, so its
 // induction numbers agree with the card's in distribution, not digit for digit; given the card's
 // probe ids (AtlasInput) they agree exactly.
@@ -66,7 +68,7 @@ struct HeadAtlas {
   std::vector<std::vector<float>> mean;  // [role] f32 [L, H]: mean over the role's samples
   std::vector<std::vector<float>> lo;    // [role] f32 [L, H]: bootstrap 2.5th percentile
   std::vector<std::vector<float>> hi;    // [role] f32 [L, H]: 97.5th percentile
-  std::vector<int> samples;              // [role] samples behind the mean (windows or sequences)
+  std::vector<int> samples;              // [role] samples that scored (windows or sequences)
   std::vector<int> offset;               // i32 [L, H]: most-used offset t - k (offset role)
   int windows = 0, window_tokens = 0, text_tokens = 0;
   int repeats = 0, repeat_length = 0;

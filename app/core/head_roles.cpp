@@ -52,6 +52,10 @@ const std::vector<HeadRole>& head_roles() {
        "mass on keys more than D tokens away (first token excepted), mean over queries with "
        "such keys",
        "long-context heads; the distance D is a parameter (default 32)"},
+      {"retrieval", "Retrieval",
+       "share of copy steps (the model's top-1 token is the one being copied) whose most-"
+       "attended key is that earlier token",
+       "Wu et al. 2024, Retrieval Head Mechanistically Explains Long-Context Factuality"},
   };
   return roles;
 }
@@ -107,7 +111,7 @@ RoleScores role_scores(const HeadRows& h, const RoleOptions& o) {
     }
   }
 
-  Mean prev, dup, ind, dist, sink, noop, longr;
+  Mean prev, dup, ind, dist, sink, noop, longr, retr;
   // Mass per offset t - k (shifted by nk so that bidirectional offsets are non-negative).
   std::vector<double> at_offset(size_t(2 * nk), 0.0);
   long offset_rows = 0;
@@ -143,6 +147,11 @@ RoleScores role_scores(const HeadRows& h, const RoleOptions& o) {
       if (any) longr.add(m);
       if (!h.out_norm.empty() && mean_value > 0)
         noop.add(row[0] * std::max(0.0, 1.0 - h.out_norm[size_t(i)] / mean_value));
+    }
+    if (!h.copy_source.empty() && h.copy_source[size_t(i)] >= 0) {
+      const int kend = h.causal ? t + 1 : nk;
+      const int top = int(std::max_element(row.begin(), row.begin() + kend) - row.begin());
+      retr.add(top == h.copy_source[size_t(i)] ? 1.0 : 0.0);
     }
     if (repeat) {
       const int j = t - S - P;  // position in the second copy
@@ -182,6 +191,7 @@ RoleScores role_scores(const HeadRows& h, const RoleOptions& o) {
   set("sink", sink.get());
   set("no_op", noop.get());
   set("long_range", longr.get());
+  set("retrieval", retr.get());
   return r;
 }
 

@@ -32,6 +32,11 @@
 //                   2024, "When Attention Sink Emerges in Language Models")
 //   long_range      mean over queries with such keys of the mass on keys more than D tokens
 //                   away, the first token excepted (that mass is the sink's); D = 32 by default
+//   retrieval       share of copy steps whose most-attended key is the token being copied: at
+//                   a copy step the model's top-1 next token is the one that followed an earlier
+//                   occurrence of the query's token (copy-paste retrieval, Wu et al. 2024,
+//                   "Retrieval Head Mechanistically Explains Long-Context Factuality"); the
+//                   caller marks the copy steps (HeadRows::copy_source)
 // A score without the queries it needs (no repeated token, too short an input, no norms) is NaN.
 #pragma once
 #include <cstdint>
@@ -64,6 +69,9 @@ struct HeadRows {
   // position repeat_start) duplicate and induction are the positional scores of the second copy
   // alone, as the protocol defines them, whatever tokens R repeats inside itself.
   int repeat_start = 0, repeat_period = 0;
+  // [n_q] at a copy step, the key position of the token being copied; -1 elsewhere. Empty:
+  // retrieval is NaN.
+  std::vector<int> copy_source;
   std::vector<double> out_norm;    // [n_q] |o_t| of the head (no-op); empty: no-op is NaN
   std::vector<double> value_norm;  // [n_k] |v_k| of the head's values
 };

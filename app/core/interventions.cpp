@@ -227,6 +227,48 @@ PatchResult activation_patching(const Model& model, const std::vector<int32_t>& 
   return r;
 }
 
+PatchResult patch_dataset(const Model& model, const std::vector<PatchRecord>& records,
+                          const PatchOptions& o, int bootstrap, uint64_t seed) {
+  require(!records.empty(), ErrorCode::InvalidArgument, "the patching dataset has no pairs");
+  std::vector<PatchResult> runs;
+  for (const PatchRecord& rec : records) {
+    if (o.over == "positions")
+      require(rec.clean.size() == records.front().clean.size(), ErrorCode::InvalidArgument,
+              rec.name + ": patching over positions needs pairs of one length (" +
+                  std::to_string(records.front().clean.size()) + " tokens in the first, " +
+                  std::to_string(rec.clean.size()) + " here); patch over heads instead");
+    try {
+      runs.push_back(activation_patching(model, rec.clean, rec.corrupt, rec.target, rec.foil, o));
+    } catch (const Error& e) {
+      throw Error(e.code(), (rec.name.empty() ? "" : rec.name + ": ") + e.what());
+    }
+  }
+  PatchResult r = runs.front();
+  const size_t cells = r.effect.size();
+  const double n = double(runs.size());
+  r.records = int(runs.size());
+  r.ld_clean = r.ld_corrupt = 0;
+  for (const PatchResult& x : runs) {
+    r.ld_clean += x.ld_clean / n;
+    r.ld_corrupt += x.ld_corrupt / n;
+  }
+  r.lo.resize(cells);
+  r.hi.resize(cells);
+  for (size_t c = 0; c < cells; ++c) {
+    std::vector<double> v;
+    double m = 0;
+    for (const PatchResult& x : runs) {
+      v.push_back(x.effect[c]);
+      m += x.effect[c] / n;
+    }
+    r.effect[c] = float(m);
+    const auto [lo, hi] = bootstrap_ci(v, bootstrap, seed + c);
+    r.lo[c] = float(lo);
+    r.hi[c] = float(hi);
+  }
+  return r;
+}
+
 nlohmann::json patch_json(const PatchResult& r) {
   using nlohmann::json;
   json grid = json::array();
@@ -235,20 +277,35 @@ nlohmann::json patch_json(const PatchResult& r) {
     for (int j = 0; j < r.cols; ++j) row.push_back(r.effect[size_t(i) * r.cols + j]);
     grid.push_back(row);
   }
-  return {{"version", 1},
-          {"over", r.over},
-          {"rows", r.over == "heads" ? "layer" : "layer (residual stream after the block)"},
-          {"cols", r.over == "heads" ? "head" : "position"},
-          {"target", {{"text", r.target_text}, {"id", r.target}}},
-          {"foil", {{"text", r.foil_text}, {"id", r.foil}}},
-          {"ld_clean", r.ld_clean},
-          {"ld_corrupt", r.ld_corrupt},
-          {"effect_definition",
-           "(LD_patched - LD_corrupt) / (LD_clean - LD_corrupt), LD = logit(target) - "
-           "logit(foil) at the last position"},
-          {"clean_tokens", r.clean_labels},
-          {"corrupt_tokens", r.corrupt_labels},
-          {"effect", grid}};
+  json out = {{"version", 1},
+              {"over", r.over},
+              {"rows", r.over == "heads" ? "layer" : "layer (residual stream after the block)"},
+              {"cols", r.over == "heads" ? "head" : "position"},
+              {"target", {{"text", r.target_text}, {"id", r.target}}},
+              {"foil", {{"text", r.foil_text}, {"id", r.foil}}},
+              {"ld_clean", r.ld_clean},
+              {"ld_corrupt", r.ld_corrupt},
+              {"effect_definition",
+               "(LD_patched - LD_corrupt) / (LD_clean - LD_corrupt), LD = logit(target) - "
+               "logit(foil) at the last position"},
+              {"clean_tokens", r.clean_labels},
+              {"corrupt_tokens", r.corrupt_labels},
+              {"records", r.records},
+              {"effect", grid}};
+  auto cells = [&](const std::vector<float>& v) {
+    json g = json::array();
+    for (int i = 0; i < r.rows; ++i) {
+      json row = json::array();
+      for (int k = 0; k < r.cols; ++k) row.push_back(v[size_t(i) * r.cols + k]);
+      g.push_back(row);
+    }
+    return g;
+  };
+  if (!r.lo.empty()) {
+    out["ci_low"] = cells(r.lo);
+    out["ci_high"] = cells(r.hi);
+  }
+  return out;
 }
 
 nlohmann::json ablation_json(const AblationScan& s) {
@@ -294,8 +351,11 @@ FigureData patch_figure(const PatchResult& r, const std::string& model_name) {
   g.values = r.effect;
   f.values.panels.push_back(std::move(g));
   f.title = "Activation patching: (LD patched - LD corrupt) / (LD clean - LD corrupt)";
-  f.subtitle = model_name + " \u00b7 target '" + r.target_text + "' vs foil '" + r.foil_text +
-               "' \u00b7 LD clean " + std::to_string(r.ld_clean).substr(0, 6) + ", corrupt " +
+  const std::string what = r.records > 1
+                               ? std::to_string(r.records) + " pairs (means)"
+                               : "target '" + r.target_text + "' vs foil '" + r.foil_text + "'";
+  f.subtitle = model_name + " \u00b7 " + what + " \u00b7 LD clean " +
+               std::to_string(r.ld_clean).substr(0, 6) + ", corrupt " +
                std::to_string(r.ld_corrupt).substr(0, 6);
   return f;
 }

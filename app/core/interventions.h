@@ -77,6 +77,8 @@ struct PatchResult {
   int32_t target = 0, foil = 0;                           // token ids
   std::string target_text, foil_text;                     // as given
   std::vector<std::string> clean_labels, corrupt_labels;  // [N] token pieces
+  int records = 1;                                        // pairs averaged (datasets)
+  std::vector<float> lo, hi;  // f32 [rows, cols]: bootstrap 95% interval over the pairs
 };
 
 // Throws Error(InvalidArgument) for inputs of different lengths (naming both), ids outside the
@@ -85,6 +87,18 @@ struct PatchResult {
 PatchResult activation_patching(const Model& model, const std::vector<int32_t>& clean,
                                 const std::vector<int32_t>& corrupt, int32_t target, int32_t foil,
                                 const PatchOptions& o = {});
+
+// Activation patching over a dataset of pairs: the mean effect per cell (and mean logit
+// differences) with bootstrap 95% intervals over the pairs. Over positions every pair must have
+// the same length (Error(InvalidArgument) naming the first that does not); a pair whose runs
+// give equal logit differences is an error naming it (`names[i]`, may be empty).
+struct PatchRecord {
+  std::vector<int32_t> clean, corrupt;
+  int32_t target = 0, foil = 0;
+  std::string name;  // "pairs.jsonl:3" for messages
+};
+PatchResult patch_dataset(const Model& model, const std::vector<PatchRecord>& records,
+                          const PatchOptions& o = {}, int bootstrap = 1000, uint64_t seed = 1234);
 
 // The one token id of `text` (" Paris"); throws Error(InvalidArgument) when it is not exactly
 // one token, naming the pieces.

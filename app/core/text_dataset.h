@@ -1,4 +1,5 @@
-// Text datasets: the records a corpus-level analysis (`attnscope heads --dataset`) reads.
+// Text datasets: the records a corpus-level analysis (`attnscope heads --dataset`, `attnscope
+// patch --dataset`) reads.
 //   JSONL   one JSON object per line with a string "text" ({"text": "..."}); blank lines skipped
 //   folder  every regular file ending in .txt, in name order, one record each
 #pragma once
@@ -16,5 +17,14 @@ struct TextRecord {
 // and Error(Format) naming the file and line of a malformed record (not JSON, not an object, no
 // string "text"), or for a dataset without records.
 std::vector<TextRecord> read_text_dataset(const std::string& path);
+
+// Activation-patching pairs: JSONL, one {"clean": ..., "corrupt": ..., "target": ...,
+// "foil": ...} object per line (strings). Throws like read_text_dataset, naming the line and the
+// missing field.
+struct PatchRecordText {
+  std::string source;  // "pairs.jsonl:3"
+  std::string clean, corrupt, target, foil;
+};
+std::vector<PatchRecordText> read_patch_dataset(const std::string& path);
 
 }  // namespace attn::core

@@ -101,6 +101,14 @@ TEST(HeadRoles, InductionAndDuplicateOnARepeatedSequence) {
   r = role_scores(rows);
   EXPECT_DOUBLE_EQ(r.get("induction"), 1.0);
   EXPECT_DOUBLE_EQ(r.get("duplicate_token"), 0.0);
+  EXPECT_TRUE(std::isnan(r.get("retrieval")));  // no copy steps marked
+  // Copy steps at queries 4 and 5 (copying tokens 2 and 3): the head's top key is the copied
+  // token at both; a third step whose copied token the head does not attend to makes it 2/3.
+  rows.copy_source = {-1, -1, -1, -1, 2, 3, -1};
+  EXPECT_DOUBLE_EQ(role_scores(rows).get("retrieval"), 1.0);
+  rows.copy_source[6] = 1;
+  EXPECT_NEAR(role_scores(rows).get("retrieval"), 2.0 / 3, 1e-12);
+  rows.copy_source.clear();
   const auto dup = pattern(n, [](int t, int k) { return t >= 4 ? k == t - 3 : k == t; });
   rows = core::pattern_rows(dup.data(), n, n);
   rows.ids = &ids;
