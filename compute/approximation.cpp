@@ -1,6 +1,10 @@
 #include "compute/approximation.h"
 
+#include "compute/backend.h"
 #include "compute/cpu/huge_pages.h"
+#include "compute/error.h"
+#include "compute/layer_analysis.h"
+#include "compute/probabilities.h"
 
 namespace attn {
 
@@ -16,6 +20,37 @@ Result approx_result(const Problem& p, const char* backend) {
   r.layout.kind = Layout::Kind::Dense;
   r.stats.backend = backend;
   return r;
+}
+
+namespace {
+
+struct ChangedProblem final : ApproxState {
+  std::shared_ptr<const Problem> problem;  // what the kernels read
+
+  std::shared_ptr<const ApproxState> head(int h) const override {
+    auto s = std::make_shared<ChangedProblem>();
+    s->problem = std::make_shared<Problem>(head_problem(*problem, h));
+    return s;
+  }
+};
+
+}  // namespace
+
+Result run_changed(const Variant& v, std::shared_ptr<const Problem> changed, Backend& backend,
+                   const RunOptions& opt) {
+  Result r = run_exact(v, *changed, backend, opt);
+  auto state = std::make_shared<ChangedProblem>();
+  state->problem = std::move(changed);
+  r.approx = state;
+  return r;
+}
+
+void implied_changed(const Variant& v, const Result& r, int h, int i0, int i1, int k0, int k1,
+                     std::vector<double>& out) {
+  const auto* state = dynamic_cast<const ChangedProblem*>(r.approx.get());
+  require(state != nullptr, ErrorCode::InvalidArgument,
+          v.spec() + ": the result carries no changed problem (was it run by this variant?)");
+  probability_block(v.exact_part(), *state->problem, r, h, i0, i1, k0, k1, out);
 }
 
 }  // namespace attn

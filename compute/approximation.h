@@ -73,8 +73,17 @@ extern const ApproximationFactory kNystromApprox;    // nystrom(landmarks, pinv=
 extern const ApproximationFactory kQuantQkApprox;    // quant_qk(bits=8|4, smooth, block)
 extern const ApproximationFactory kFp8QkApprox;      // fp8_qk(format=e4m3|e5m2)
 extern const ApproximationFactory kDeltaApprox;      // delta(stride)
+extern const ApproximationFactory kVqApprox;         // vq(codebook, iters, seed)
 
 // An empty result shaped for p (o and row_stat zeroed, Dense layout, backend named).
 Result approx_result(const Problem& p, const char* backend);
+
+// For Wrap approximations that change the problem before v's exact parts run (rounded Q/K,
+// codebook keys): runs them on `changed` (run_exact) and keeps `changed` in Result::approx.
+Result run_changed(const Variant& v, std::shared_ptr<const Problem> changed, Backend& backend,
+                   const RunOptions& opt);
+// The implied matrix of such a result: the exact probabilities of the changed problem.
+void implied_changed(const Variant& v, const Result& r, int h, int i0, int i1, int k0, int k1,
+                     std::vector<double>& out);
 
 }  // namespace attn

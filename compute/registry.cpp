@@ -21,7 +21,7 @@ const PatternFactory* const kPatterns[] = {
     &kWindowPattern,   &kSinksWindowPattern,   &kStridedPattern,   &kFixedPattern,
     &kDilatedPattern,  &kBigBirdPattern,       &kBlockTopkPattern, &kTopkPattern,
     &kTopPPattern,     &kVerticalSlashPattern, &kH2oPattern,       &kSketchWalkPattern,
-    &kTopThetaPattern, &kLshPattern,           &kKmeansPattern,
+    &kTopThetaPattern, &kLshPattern,           &kKmeansPattern,    &kLokiPattern,
 };
 const ScoreModFactory* const kScoreMods[] = {&kTemperatureMod, &kAlibiMod, &kSoftcapMod};
 const NormaliserFactory* const kNormalisers[] = {
@@ -30,7 +30,7 @@ const NormaliserFactory* const kNormalisers[] = {
 };
 const ApproximationFactory* const kApproximations[] = {
     &kLinearApprox,  &kPerformerApprox, &kCosformerApprox, &kNystromApprox,
-    &kQuantQkApprox, &kFp8QkApprox,     &kDeltaApprox,
+    &kQuantQkApprox, &kFp8QkApprox,     &kVqApprox,        &kDeltaApprox,
 };
 
 // The factory registered under `id` in one table (build() has checked the id's kind already).

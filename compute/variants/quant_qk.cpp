@@ -22,23 +22,11 @@
 #include "compute/backend.h"
 #include "compute/error.h"
 #include "compute/kv/kv_precision.h"
-#include "compute/layer_analysis.h"
-#include "compute/probabilities.h"
 #include "compute/variants/patterns.h"
 
 namespace attn {
 
 namespace {
-
-struct QuantState final : ApproxState {
-  std::shared_ptr<const Problem> problem;  // Q and K as the kernels read them
-
-  std::shared_ptr<const ApproxState> head(int h) const override {
-    auto s = std::make_shared<QuantState>();
-    s->problem = std::make_shared<Problem>(head_problem(*problem, h));
-    return s;
-  }
-};
 
 // Symmetric integer round trip of rows [0, n) of one head (f32 [n, d]) in blocks of `block` rows.
 void quantise_int(float* x, int n, int d, int block, int bits, bool smooth) {
@@ -95,23 +83,17 @@ class QuantQk final : public Approximation {
       round_rows(q->k.data() + size_t(h) * q->n_k * q->d, q->n_k, q->d, true);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    Result r = run_exact(v, *q, backend, opt);
+    Result r = run_changed(v, std::move(q), backend, opt);
     r.stats.counted.flops += round_flops(p);
     r.stats.counted.bytes += round_bytes(p);
     r.stats.select_seconds += seconds;
-    auto state = std::make_shared<QuantState>();
-    state->problem = std::move(q);
-    r.approx = state;
     return r;
   }
 
   void implied_block(const Variant& v, const Problem& p, const Result& r, int h, int i0, int i1,
                      int k0, int k1, std::vector<double>& out) const override {
     (void)p;
-    const auto* state = dynamic_cast<const QuantState*>(r.approx.get());
-    require(state != nullptr, ErrorCode::InvalidArgument,
-            info().id + ": the result carries no quantised problem (was it run by this variant?)");
-    probability_block(v.exact_part(), *state->problem, r, h, i0, i1, k0, k1, out);
+    implied_changed(v, r, h, i0, i1, k0, k1, out);
   }
 
   Cost predict(const Variant& v, const Problem& p, double density) const override {

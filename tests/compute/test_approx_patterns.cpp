@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <set>
 
 #include "compute/backend.h"
@@ -206,6 +207,39 @@ TEST(ApproxPatterns, KmeansFindsPlantedClusters) {
   const Metrics m = compare(v, p, r, dense);
   EXPECT_NEAR(r.stats.density, 0.25, 0.02);
   EXPECT_GT(m.mass_recall, 0.9);
+}
+
+// ---- loki
+// ----------------------------------------------------------------------------------------
+
+TEST(ApproxPatterns, LokiWithFullRankIsExactTopk) {
+  for (const Problem& p : problems()) {
+    const std::string k = "k=" + std::to_string(std::max(1, p.n_k / 5));
+    const Layout a = make_variant("loki(rank=" + std::to_string(p.d) + "," + k + ")").select(p);
+    const Layout b = make_variant("topk(" + k + ")").select(p);
+    for (int h = 0; h < p.n_heads; ++h)
+      for (int i = 0; i < p.n_q; ++i)
+        ASSERT_EQ(row_keys(a, p, h, i), row_keys(b, p, h, i)) << label(p) << " i=" << i;
+    expect_cpu_matches_reference("loki(rank=4,k=8)", p);
+  }
+}
+
+TEST(ApproxPatterns, LokiLowRankKeysRecallTopk) {
+  // Keys in a 4-dimensional subspace (plus a little noise): rank 4 finds nearly the exact top-k.
+  Problem p = random_problem(1, 1, 200, 200, 32, true, 12);
+  for (int j = 0; j < 200; ++j)
+    for (int c = 4; c < 32; ++c) p.k[size_t(j) * 32 + size_t(c)] *= 0.02f;
+  const Layout a = make_variant("loki(rank=4,k=16)").select(p);
+  const Layout b = make_variant("topk(k=16)").select(p);
+  int64_t same = 0, total = 0;
+  for (int i = 0; i < p.n_q; ++i) {
+    const std::vector<int32_t> x = row_keys(a, p, 0, i), y = row_keys(b, p, 0, i);
+    std::vector<int32_t> both;
+    std::set_intersection(x.begin(), x.end(), y.begin(), y.end(), std::back_inserter(both));
+    same += int64_t(both.size());
+    total += int64_t(y.size());
+  }
+  EXPECT_GT(double(same) / double(total), 0.9);
 }
 
 }  // namespace

@@ -338,6 +338,35 @@ TEST(Approximations, KeySmoothingHelpsOffsetKeys) {
   EXPECT_LT(smooth, 0.5 * plain);
 }
 
+// ---- vector-quantised keys
+// -----------------------------------------------------------------------
+
+TEST(Approximations, VqWithACodewordPerKeyIsDense) {
+  for (const Problem& p : problems()) {
+    const std::string spec = "vq(codebook=" + std::to_string(p.n_k) + ")";
+    expect_equals_dense(spec, p, "cpu", 1e-6);
+    expect_equals_dense(spec, p, "reference", 1e-9);
+  }
+}
+
+TEST(Approximations, VqFastMatchesReferenceAndImplied) {
+  for (const char* spec : {"vq(codebook=8,iters=3,seed=1)", "window(size=16)+vq(codebook=4)"})
+    for (const Problem& p : problems()) {
+      const Result fast = run_on(spec, p, "cpu"), ref = run_on(spec, p, "reference");
+      EXPECT_LT(relative_error(fast.o, ref.o), 1e-5) << spec << " " << label(p);
+      expect_implied_matches_output(spec, p, 1e-4);
+    }
+  // Larger codebooks approximate better (keys around 8 centres).
+  Problem p = random_problem(1, 1, 256, 256, 16, false, 5, 0.2f);
+  for (int j = 0; j < 256; ++j) p.k[size_t(j) * 16 + size_t(j % 8)] += 3.0f;
+  const Result dense = run_on("dense", p, "cpu");
+  const double e2 = relative_error(run_on("vq(codebook=2,iters=8)", p, "cpu").o, dense.o);
+  const double e8 = relative_error(run_on("vq(codebook=8,iters=8)", p, "cpu").o, dense.o);
+  const double e64 = relative_error(run_on("vq(codebook=64,iters=8)", p, "cpu").o, dense.o);
+  EXPECT_LT(e8, e2);
+  EXPECT_LT(e64, e8);
+}
+
 // ---- delta correction
 // ----------------------------------------------------------------------------
 
