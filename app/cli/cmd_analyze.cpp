@@ -27,6 +27,7 @@ struct AnalyzeOptions {
   std::string model, text, text_file, image, tensors, variants, json_out, dump;
   std::string hooks = "all", backend;
   std::string ablate, ablate_mode = "zero";  // heads to ablate instead of substituting variants
+  std::string resample_text;                 // --ablate-mode resample: the other input
   std::string session;  // a session file supplies model, input, variants and substitution
   std::vector<int32_t> ids;
   std::vector<int> layers, heads;
@@ -285,7 +286,18 @@ int ablate(const AnalyzeOptions& o, const core::Session& s,
   ModelInput in;
   in.ids = ti.ids;
   in.labels = ti.labels;
-  const Intervention iv = core::ablation(heads, mode);
+  usage((o.ablate_mode == "resample") == !o.resample_text.empty(),
+        "--ablate-mode resample takes the other input from --resample-text (and only then)");
+  Intervention iv;
+  if (o.ablate_mode == "resample") {
+    const TextInput src = encode_for_model(*model, o.resample_text, "--resample-text");
+    usage(src.ids.size() == in.ids.size(),
+          "--resample-text is " + std::to_string(src.ids.size()) + " tokens but the input is " +
+              std::to_string(in.ids.size()) + ": resample ablation needs the same length");
+    iv = core::resample_ablation(*model, heads, src.ids, int(in.ids.size()), o.threads);
+  } else {
+    iv = core::ablation(heads, mode);
+  }
   const core::InterventionRun r =
       core::run_intervention(*model, in, iv, o.dump.empty() ? "" : o.hooks, o.threads);
   std::string list;
@@ -399,10 +411,14 @@ void add_analyze_command(CLI::App& app, Action& action) {
                   "0-based) instead of running variants; --dump then holds the "
                   "ablated pass");
   cmd->add_option("--ablate-mode", o.ablate_mode,
-                  "zero: the head's output set to 0; mean: to its mean over the input's positions "
-                  "(before the output projection, whose bias is still added)")
+                  "zero: the head's output set to 0; mean: to its mean over the input's "
+                  "positions; resample: to its output on --resample-text (before the output "
+                  "projection, whose bias is still added)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"zero", "mean"}));
+      ->check(CLI::IsMember({"zero", "mean", "resample"}));
+  cmd->add_option("--resample-text", o.resample_text,
+                  "--ablate-mode resample: the heads' outputs come from this text (same number of "
+                  "tokens)");
   cmd->callback([&action, inputs] {
     o.given_inputs = 0;
     for (CLI::Option* opt : inputs) o.given_inputs += opt->count() > 0;

@@ -62,8 +62,9 @@ void check_heads(const std::vector<std::pair<int, int>>& heads, const ModelInfo&
 HeadEdit::Mode ablation_mode(const std::string& name) {
   if (name == "zero") return HeadEdit::Zero;
   if (name == "mean") return HeadEdit::Mean;
+  if (name == "resample") return HeadEdit::Replace;
   throw Error(ErrorCode::InvalidArgument,
-              "unknown ablation mode '" + name + "' (known: zero, mean)");
+              "unknown ablation mode '" + name + "' (known: zero, mean, resample)");
 }
 
 Intervention ablation(const std::vector<std::pair<int, int>>& heads, HeadEdit::Mode mode) {
@@ -74,6 +75,29 @@ Intervention ablation(const std::vector<std::pair<int, int>>& heads, HeadEdit::M
     e.layer = l;
     e.head = h;
     iv.heads.push_back(e);
+  }
+  return iv;
+}
+
+Intervention resample_ablation(const Model& model, const std::vector<std::pair<int, int>>& heads,
+                               const std::vector<int32_t>& source, int n, int threads) {
+  require(int(source.size()) == n, ErrorCode::InvalidArgument,
+          "resample ablation: the source input has " + std::to_string(source.size()) +
+              " tokens, the input " + std::to_string(n) + "; they must be the same length");
+  check_heads(heads, model.info());
+  Capture cap(HookSelection::parse("blocks.*.attn.out"));
+  run(model, source, nullptr, &cap, threads);
+  const int d = model.info().head_dim;
+  Intervention iv;
+  for (const auto& [l, h] : heads) {
+    HeadEdit e;
+    e.mode = HeadEdit::Replace;
+    e.layer = l;
+    e.head = h;
+    const auto& out = cap.layers[size_t(l)].out;
+    e.values.assign(out.begin() + ptrdiff_t(size_t(h) * n * d),
+                    out.begin() + ptrdiff_t(size_t(h + 1) * n * d));
+    iv.heads.push_back(std::move(e));
   }
   return iv;
 }

@@ -107,6 +107,35 @@ TEST_P(InterventionGolden, PatchingMatchesFloat64Reference) {
 
 INSTANTIATE_TEST_SUITE_P(Checkpoints, InterventionGolden, ::testing::Values("gpt2", "llama"));
 
+// Resample ablation of the corrupt run from the clean one is head patching: the float64
+// reference's patching effects come back.
+TEST(Interventions, ResampleAblationIsPatchingFromTheOtherInput) {
+  const auto model = core::cached_model(golden_dir("gpt2"));
+  const std::vector<int32_t> clean = read_ids(iv_dir("gpt2") + "/ids.npy");
+  const std::vector<int32_t> corrupt = read_ids(iv_dir("gpt2") + "/corrupt_ids.npy");
+  const nlohmann::json meta = nlohmann::json::parse(std::ifstream(iv_dir("gpt2") + "/patch.json"));
+  const int32_t t = meta["target"], f = meta["foil"];
+  const auto want = read_npy(iv_dir("gpt2") + "/patch_heads.npy").to_f32();
+  const double span = double(meta["ld_clean"]) - double(meta["ld_corrupt"]);
+  const int H = model->info().n_heads, N = int(clean.size());
+  for (int l = 0; l < model->info().n_layers; ++l)
+    for (int h = 0; h < H; ++h) {
+      const Intervention iv = core::resample_ablation(*model, {{l, h}}, clean, N);
+      const ModelOutput out = forward(*model, corrupt, &iv);
+      const float* last = out.logits.data() + size_t(N - 1) * out.n_logits;
+      const double effect = (double(last[t]) - last[f] - double(meta["ld_corrupt"])) / span;
+      EXPECT_NEAR(effect, want[size_t(l * H + h)], 1e-5) << head_name(l, h);
+    }
+  std::vector<int32_t> shorter(clean.begin(), clean.end() - 1);
+  try {
+    core::resample_ablation(*model, {{0, 0}}, shorter, N);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has 10 tokens, the input 11"), std::string::npos)
+        << e.what();
+  }
+}
+
 // Over a dataset of pairs: the mean of the pairs' effects, with intervals around it.
 TEST(Interventions, PatchingOverADatasetAveragesThePairs) {
   const auto model = core::cached_model(golden_dir("llama"));
@@ -265,6 +294,15 @@ TEST(Interventions, AnalyzeAblateDumpsTheAblatedPass) {
   EXPECT_EQ(both.status, 2) << both.out;
   const CliRun mode = cli("analyze --model default-text --text hi --ablate 0.0 --ablate-mode x");
   EXPECT_EQ(mode.status, 2) << mode.out;
+  const CliRun resample =
+      cli("analyze --model default-text --text 'And God said' --ablate 0.3 "
+          "--ablate-mode resample --resample-text 'And Moses said' --json " +
+          (dir / "r.json").string());
+  EXPECT_EQ(resample.status, 0) << resample.out;
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(dir / "r.json"))["mode"], "resample");
+  const CliRun no_source =
+      cli("analyze --model default-text --text hi --ablate 0.3 --ablate-mode resample");
+  EXPECT_EQ(no_source.status, 2) << no_source.out;
 }
 
 TEST(Interventions, PatchCommand) {

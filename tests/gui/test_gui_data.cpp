@@ -140,6 +140,13 @@ TEST(GuiData, DocumentDescribesPanelsAndBlocks) {
   // The head grid lists every head metric of the core's table.
   ASSERT_EQ(d.grid.names.size(), d.grid.values.size());
   EXPECT_NE(std::find(d.grid.names.begin(), d.grid.names.end(), "prev_token"), d.grid.names.end());
+  // Every head role is a grid metric on a [0, 1] scale (app/core/head_roles.h).
+  for (const char* role : {"dup_token", "induction", "attn_distance", "offset_conc", "first_token",
+                           "no_op", "long_range"}) {
+    const auto it = std::find(d.grid.names.begin(), d.grid.names.end(), role);
+    ASSERT_NE(it, d.grid.names.end()) << role;
+    EXPECT_TRUE(d.grid.unit[size_t(it - d.grid.names.begin())]) << role;
+  }
   EXPECT_EQ(d.tradeoff.points.size(), 2u);
 }
 
