@@ -74,6 +74,7 @@ extern const ApproximationFactory kQuantQkApprox;    // quant_qk(bits=8|4, smoot
 extern const ApproximationFactory kFp8QkApprox;      // fp8_qk(format=e4m3|e5m2)
 extern const ApproximationFactory kDeltaApprox;      // delta(stride)
 extern const ApproximationFactory kVqApprox;         // vq(codebook, iters, seed)
+extern const ApproximationFactory kLinformerApprox;  // linformer(k, seed)
 
 // An empty result shaped for p (o and row_stat zeroed, Dense layout, backend named).
 Result approx_result(const Problem& p, const char* backend);

@@ -29,7 +29,7 @@ const NormaliserFactory* const kNormalisers[] = {
     &kRelu2Normaliser,   &kEntmax15Normaliser, &kSoftplusNormaliser,
 };
 const ApproximationFactory* const kApproximations[] = {
-    &kLinearApprox,  &kPerformerApprox, &kCosformerApprox, &kNystromApprox,
+    &kLinearApprox,  &kPerformerApprox, &kCosformerApprox, &kNystromApprox, &kLinformerApprox,
     &kQuantQkApprox, &kFp8QkApprox,     &kVqApprox,        &kDeltaApprox,
 };
 

@@ -249,6 +249,21 @@ TEST(Approximations, NystromLargeAndImplied) {
     if (!p.causal) expect_implied_matches_output("nystrom(landmarks=8)", p, 1e-3);
 }
 
+TEST(Approximations, LinformerFastMatchesReferenceAndImplied) {
+  for (const Problem& p : problems()) {
+    if (p.causal) continue;
+    for (const char* spec : {"linformer(k=8,seed=2)", "linformer(k=200)"}) {
+      const Result fast = run_on(spec, p, "cpu"), ref = run_on(spec, p, "reference");
+      EXPECT_LT(relative_error(fast.o, ref.o), 1e-4) << spec << " " << label(p);
+      expect_implied_matches_output(spec, p, 1e-3);
+    }
+  }
+  const Problem causal = random_problem(1, 1, 16, 16, 8, true, 1);
+  const std::string m =
+      error_of([&] { run_on("linformer", causal, "cpu"); }, ErrorCode::Unsupported);
+  EXPECT_TRUE(contains(m, "causal") && contains(m, "linformer")) << m;
+}
+
 TEST(Approximations, NystromRefusesCausalProblems) {
   const Problem p = random_problem(1, 1, 16, 16, 8, true, 1);
   const std::string m =
