@@ -44,5 +44,11 @@ base='kv_streaming(sinks=4,window=124)'
   -p 'kv_tova(budget=64)' -p 'kv_snapkv(budget=64,window=16,kernel=5)' \
   --timeline "$here/timeline.png" --timeline-layer 1 > /dev/null
 
+# One generation step in detail: H2O (48 entries, 16 recent) continuing the text's first 300
+# characters; layer 1, query head 2 (the model card's sink head) at step 100.
+"$bin" generate --model default-text --prompt "$(head -c 300 "$text")" \
+  -p 'kv_h2o(budget=48,recent=16)' --temperature 0.8 --seed 1 --max-new-tokens 120 --threads 1 \
+  --figure "$here/decode_h2o.png" --layer 1 --head 2 --step 100 > /dev/null
+
 /usr/bin/python3 "$here/summarise.py" "$out"/eviction.json "$out"/no_bos.json \
   "$out"/precision.json > "$here/summary.json"
