@@ -73,9 +73,10 @@ void add_heads_command(CLI::App& app, Action& action) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
   cmd->add_option("--ablate-each", o.ablate_each,
-                  "Also ablate each head alone (zero | mean) on every text window and report the "
-                  "rise of the next-token loss")
-      ->check(CLI::IsMember({"zero", "mean"}));
+                  "Also ablate each head alone on every text window and report the rise of the "
+                  "next-token loss: zero, mean (over the window's positions) or corpus-mean (over "
+                  "every window's positions)")
+      ->check(CLI::IsMember({"zero", "mean", "corpus-mean"}));
   cmd->add_option("--roles", o.roles, "Roles the figure shows (default all)")->delimiter(',');
   cmd->add_option("--threads", o.a.threads, "Worker threads (0 = all)");
   cmd->add_option("--json", o.json_out, "Write every role's [layer][head] means and intervals");
@@ -164,9 +165,10 @@ void add_heads_command(CLI::App& app, Action& action) {
         usage(!in.windows.empty(),
               "--ablate-each needs text windows (--text, --text-file or "
               "--dataset)");
-        const core::AblationScan scan =
-            core::ablation_scan(*model, in.windows, core::ablation_mode(o.ablate_each), o.a.threads,
-                                o.a.bootstrap, o.a.seed);
+        const core::AblationScan scan = core::ablation_scan(
+            *model, in.windows,
+            core::ablation_mode(o.ablate_each == "corpus-mean" ? "mean" : o.ablate_each),
+            o.a.threads, o.a.bootstrap, o.a.seed, o.ablate_each == "corpus-mean");
         std::printf(
             "%s ablation of each head alone over %d windows (loss without ablation "
             "%.4f):\n",

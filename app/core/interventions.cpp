@@ -133,14 +133,39 @@ double next_token_loss(const ModelOutput& out, const std::vector<int32_t>& ids) 
 }
 
 AblationScan ablation_scan(const Model& model, const std::vector<std::vector<int32_t>>& windows,
-                           HeadEdit::Mode mode, int threads, int bootstrap, uint64_t seed) {
+                           HeadEdit::Mode mode, int threads, int bootstrap, uint64_t seed,
+                           bool corpus_mean) {
   const ModelInfo& info = model.info();
   require(info.causal && info.vocab > 0, ErrorCode::Unsupported,
           "the ablation scan needs a causal language model");
   require(!windows.empty(), ErrorCode::InvalidArgument, "the ablation scan has no text windows");
-  const int L = info.n_layers, H = info.n_heads, W = int(windows.size());
+  require(mode != HeadEdit::Replace, ErrorCode::InvalidArgument,
+          "the ablation scan ablates by zero or mean, not by resampling");
+  require(!corpus_mean || mode == HeadEdit::Mean, ErrorCode::InvalidArgument,
+          "a corpus mean goes with mean ablation");
+  const int L = info.n_layers, H = info.n_heads, W = int(windows.size()), d = info.head_dim;
   AblationScan s;
-  s.mode = mode == HeadEdit::Zero ? "zero" : "mean";
+  s.mode = mode == HeadEdit::Zero ? "zero" : corpus_mean ? "corpus-mean" : "mean";
+  // The corpus mean of every head's output: f32 [L * H][d], over every position of every window.
+  std::vector<std::vector<float>> corpus(size_t(L) * H);
+  if (corpus_mean) {
+    std::vector<std::vector<double>> sum(size_t(L) * H, std::vector<double>(size_t(d), 0.0));
+    long positions = 0;
+    for (const auto& ids : windows) {
+      Capture cap(HookSelection::parse("blocks.*.attn.out"));
+      run(model, ids, nullptr, &cap, threads);
+      const size_t n = ids.size();
+      positions += long(n);
+      for (int l = 0; l < L; ++l)
+        for (int h = 0; h < H; ++h)
+          for (size_t t = 0; t < n; ++t)
+            for (int e = 0; e < d; ++e)
+              sum[size_t(l) * H + h][size_t(e)] +=
+                  cap.layers[size_t(l)].out[(size_t(h) * n + t) * d + size_t(e)];
+    }
+    for (size_t i = 0; i < sum.size(); ++i)
+      for (double x : sum[i]) corpus[i].push_back(float(x / double(positions)));
+  }
   s.n_layers = L;
   s.n_heads = H;
   s.windows = W;
@@ -150,7 +175,8 @@ AblationScan ablation_scan(const Model& model, const std::vector<std::vector<int
     const auto& ids = windows[size_t(w)];
     base[size_t(w)] = next_token_loss(run(model, ids, nullptr, nullptr, threads), ids);
     for (int i = 0; i < L * H; ++i) {
-      const Intervention iv = ablation({{i / H, i % H}}, mode);
+      Intervention iv = ablation({{i / H, i % H}}, mode);
+      if (corpus_mean) iv.heads.front().values = corpus[size_t(i)];
       delta[size_t(i)][size_t(w)] =
           next_token_loss(run(model, ids, &iv, nullptr, threads), ids) - base[size_t(w)];
     }

@@ -58,9 +58,11 @@ InterventionRun run_intervention(const Model& model, const ModelInput& in, const
 double next_token_loss(const ModelOutput& out, const std::vector<int32_t>& ids);
 
 // Single-head ablation over a corpus: each head ablated alone on every window, the rise of the
-// mean next-token loss over the windows.
+// mean next-token loss over the windows. Zero or mean ablation; with `corpus_mean` the mean is
+// the head's output averaged over every position of every window (the dataset's mean) instead
+// of over the window's own positions.
 struct AblationScan {
-  std::string mode;  // "zero" | "mean"
+  std::string mode;  // "zero" | "mean" | "corpus-mean"
   int n_layers = 0, n_heads = 0, windows = 0;
   double loss = 0;            // without ablation
   std::vector<float> delta;   // f32 [L, H]: loss with the head ablated - loss
@@ -68,7 +70,7 @@ struct AblationScan {
 };
 AblationScan ablation_scan(const Model& model, const std::vector<std::vector<int32_t>>& windows,
                            HeadEdit::Mode mode, int threads = 0, int bootstrap = 1000,
-                           uint64_t seed = 1234);
+                           uint64_t seed = 1234, bool corpus_mean = false);
 
 struct PatchOptions {
   std::string over = "heads";  // "heads" | "positions"

@@ -136,6 +136,32 @@ TEST(Interventions, ResampleAblationIsPatchingFromTheOtherInput) {
   }
 }
 
+// The single-head ablation scan: loss differences of the ablated passes; a corpus mean over one
+// window is that window's mean; over two windows it differs from each window's own mean.
+TEST(Interventions, AblationScanMeasuresLossRises) {
+  const auto model = core::cached_model(golden_dir("llama"));
+  const std::vector<int32_t> a = read_ids(iv_dir("llama") + "/ids.npy");
+  const std::vector<int32_t> b = read_ids(iv_dir("llama") + "/corrupt_ids.npy");
+  const core::AblationScan zero = core::ablation_scan(*model, {a}, HeadEdit::Zero, 0, 0);
+  const double base = core::next_token_loss(forward(*model, a, nullptr), a);
+  EXPECT_NEAR(zero.loss, base, 1e-9);
+  const Intervention iv = core::ablation({{1, 2}}, HeadEdit::Zero);
+  EXPECT_NEAR(zero.delta[size_t(1 * 4 + 2)],
+              core::next_token_loss(forward(*model, a, &iv), a) - base, 1e-6);
+  const core::AblationScan mean = core::ablation_scan(*model, {a}, HeadEdit::Mean, 0, 0);
+  const core::AblationScan corpus = core::ablation_scan(*model, {a}, HeadEdit::Mean, 0, 0, 1, true);
+  EXPECT_EQ(corpus.mode, "corpus-mean");
+  for (size_t i = 0; i < mean.delta.size(); ++i) EXPECT_NEAR(corpus.delta[i], mean.delta[i], 1e-5);
+  const core::AblationScan two = core::ablation_scan(*model, {a, b}, HeadEdit::Mean, 0, 0, 1, true);
+  const core::AblationScan own = core::ablation_scan(*model, {a, b}, HeadEdit::Mean, 0, 0);
+  double differ = 0;
+  for (size_t i = 0; i < own.delta.size(); ++i)
+    differ = std::max(differ, double(std::abs(two.delta[i] - own.delta[i])));
+  EXPECT_GT(differ, 1e-4);
+  EXPECT_THROW(core::ablation_scan(*model, {a}, HeadEdit::Replace), Error);
+  EXPECT_THROW(core::ablation_scan(*model, {}, HeadEdit::Zero), Error);
+}
+
 // Over a dataset of pairs: the mean of the pairs' effects, with intervals around it.
 TEST(Interventions, PatchingOverADatasetAveragesThePairs) {
   const auto model = core::cached_model(golden_dir("llama"));

@@ -19,6 +19,8 @@ mkdir -p "$out"
   --json "$here/atlas.json" --figure "$here/atlas.png" | tee "$here/atlas.txt"
 "$bin" heads --model default-text --text-file "$out/kjv_heldout.txt" --ablate-each mean \
   --repeats 0 --json "$here/ablation_mean.json" > "$here/ablation_mean.txt"
+"$bin" heads --model default-text --text-file "$out/kjv_heldout.txt" --ablate-each corpus-mean \
+  --repeats 0 --json "$here/ablation_corpus_mean.json" > "$here/ablation_corpus_mean.txt"
 clean='And the LORD spake unto Moses, saying, Speak unto the children of'
 corrupt='And the LORD spake unto Aaron, saying, Speak unto the children of'
 for over in heads positions; do
