@@ -22,6 +22,7 @@ const PatternFactory* const kPatterns[] = {
     &kDilatedPattern,  &kBigBirdPattern,       &kBlockTopkPattern, &kTopkPattern,
     &kTopPPattern,     &kVerticalSlashPattern, &kH2oPattern,       &kSketchWalkPattern,
     &kTopThetaPattern, &kLshPattern,           &kKmeansPattern,    &kLokiPattern,
+    &kHyperPattern,
 };
 const ScoreModFactory* const kScoreMods[] = {&kTemperatureMod, &kAlibiMod, &kSoftcapMod};
 const NormaliserFactory* const kNormalisers[] = {

@@ -31,6 +31,7 @@ extern const PatternFactory kTopThetaPattern;       // top_theta(theta, calibrat
 extern const PatternFactory kLshPattern;            // lsh(buckets, rounds, chunk, seed)
 extern const PatternFactory kKmeansPattern;         // kmeans(clusters, iters, seed)
 extern const PatternFactory kLokiPattern;           // loki(rank, k)
+extern const PatternFactory kHyperPattern;          // hyper(buckets, block, samples, seed)
 
 // The source of the pieces that are part of the original Transformer (dense, temperature, softmax).
 inline constexpr const char* kVaswaniSource = "Vaswani et al. 2017, Attention Is All You Need";

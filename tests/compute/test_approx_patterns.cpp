@@ -242,4 +242,23 @@ TEST(ApproxPatterns, LokiLowRankKeysRecallTopk) {
   EXPECT_GT(double(same) / double(total), 0.9);
 }
 
+// ---- hyper
+// ---------------------------------------------------------------------------------------
+
+TEST(ApproxPatterns, HyperOneBlockIsDenseAndBlocksStayBounded) {
+  for (const Problem& p : problems()) {
+    expect_keeps_every_visible_key("hyper(buckets=1,samples=0,block=" + std::to_string(p.n_k) + ")",
+                                   p);
+    const Layout l = make_variant("hyper(buckets=4,block=8,samples=3,seed=5)").select(p);
+    for (int h = 0; h < p.n_heads; ++h)
+      for (int i = 0; i < p.n_q; ++i) {
+        const std::vector<int32_t> keys = row_keys(l, p, h, i);
+        ASSERT_LE(keys.size(), size_t(8 + 3 + 1)) << label(p);
+        for (int32_t j : keys) ASSERT_TRUE(p.visible(i, j));
+      }
+    expect_cpu_matches_reference("hyper(buckets=4,block=8,samples=3,seed=5)", p);
+  }
+  EXPECT_THROW(make_variant("hyper(buckets=5)"), Error);
+}
+
 }  // namespace
