@@ -225,6 +225,10 @@ FigureData atlas_figure(const HeadAtlas& a, const std::vector<std::string>& role
     g.rows = a.n_layers;
     g.cols = a.n_heads;
     g.values = a.mean[r];
+    if (a.bootstrap > 1) {
+      g.lo = a.lo[r];
+      g.hi = a.hi[r];
+    }
     f.values.panels.push_back(std::move(g));
   }
   for (const std::string& r : roles) head_role_index(r);  // names a role that does not exist

@@ -79,6 +79,7 @@ struct ValueGrid {
   std::string caption;
   int rows = 0, cols = 0;
   std::vector<float> values;  // f32 [rows, cols]; NaN cells are drawn empty
+  std::vector<float> lo, hi;  // optional f32 [rows, cols]: a 95% interval, drawn as +-half-width
 };
 struct ValueGrids {
   std::string row_title = "Layer", col_title = "Head";

@@ -399,6 +399,8 @@ FigureData patch_figure(const PatchResult& r, const std::string& model_name) {
   g.rows = r.rows;
   g.cols = r.cols;
   g.values = r.effect;
+  g.lo = r.lo;
+  g.hi = r.hi;
   f.values.panels.push_back(std::move(g));
   f.title = "Activation patching: (LD patched - LD corrupt) / (LD clean - LD corrupt)";
   const std::string what = r.records > 1

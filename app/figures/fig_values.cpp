@@ -137,9 +137,24 @@ double paint_value_grids(FigurePainter& c, const QRectF& area, const FigureData&
           const float val = g.values[size_t(y) * size_t(g.cols) + size_t(x)];
           const render::Rgb8 bg = render::colormap_rgb8(cmap, std::clamp(position(val), 0.0, 1.0));
           const double lum = 0.2126 * bg.r + 0.7152 * bg.g + 0.0722 * bg.b;
-          c.text({r.left() + (x + 0.5) * cell, r.top() + (y + 0.5) * cell}, cell_text(val),
-                 value_pt, 0, 0, lum > 140 || !std::isfinite(val) ? kText : QColor(Qt::white),
-                 false, 0, cell);
+          const QColor ink = lum > 140 || !std::isfinite(val) ? kText : QColor(Qt::white);
+          const size_t i = size_t(y) * size_t(g.cols) + size_t(x);
+          // The 95% interval under the value, as +-half its width, where a cell holds two lines.
+          const double half = g.lo.size() == g.values.size() && g.hi.size() == g.values.size()
+                                  ? (double(g.hi[i]) - g.lo[i]) / 2
+                                  : std::nan("");
+          const double ci_pt = value_pt * 0.8;
+          const QString ci = "\u00b1" + QString::number(half, 'f', 2);
+          const bool two = std::isfinite(half) && std::isfinite(val) &&
+                           cell > 2.6 * c.line_height(value_pt) &&
+                           c.text_width(ci, ci_pt) < cell * 0.86;
+          const QPointF mid(r.left() + (x + 0.5) * cell, r.top() + (y + 0.5) * cell);
+          if (!two) {
+            c.text(mid, cell_text(val), value_pt, 0, 0, ink, false, 0, cell);
+            continue;
+          }
+          c.text(mid, cell_text(val), value_pt, 0, 1, ink, false, 0, cell);
+          c.text({mid.x(), mid.y() + 0.5}, ci, ci_pt, 0, -1, ink, false, 0, cell);
         }
     double lab_h = lh_tick;
     for (int x : cs) {

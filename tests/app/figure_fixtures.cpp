@@ -175,6 +175,11 @@ core::ValueGrids value_grids(int panels, int rows, int cols, bool diverging) {
       g.values.push_back(i == 1 ? NAN
                                 : float(std::fmod(0.37 * (i + k), 1.0) * (diverging ? 2 : 1) -
                                         (diverging ? 1 : 0)));
+    if (k % 2 == 0)  // intervals on every other panel
+      for (float x : g.values) {
+        g.lo.push_back(x - 0.05f);
+        g.hi.push_back(x + 0.07f);
+      }
     v.panels.push_back(std::move(g));
   }
   return v;
