@@ -37,7 +37,7 @@ std::string cell(double x) {
 
 void add_heads_command(CLI::App& app, Action& action) {
   struct Opts {
-    std::string model, text, text_file, dataset, json_out, figure, ablate_each;
+    std::string model, text, text_file, dataset, json_out, figure, ablate_each, ablation_figure;
     std::vector<std::string> roles;
     core::AtlasOptions a;
   };
@@ -77,6 +77,8 @@ void add_heads_command(CLI::App& app, Action& action) {
                   "next-token loss: zero, mean (over the window's positions) or corpus-mean (over "
                   "every window's positions)")
       ->check(CLI::IsMember({"zero", "mean", "corpus-mean"}));
+  cmd->add_option("--ablation-figure", o.ablation_figure,
+                  "With --ablate-each: the loss rise per layer x head (.png/.svg/.pdf)");
   cmd->add_option("--roles", o.roles, "Roles the figure shows (default all)")->delimiter(',');
   cmd->add_option("--threads", o.a.threads, "Worker threads (0 = all)");
   cmd->add_option("--json", o.json_out, "Write every role's [layer][head] means and intervals");
@@ -94,13 +96,17 @@ void add_heads_command(CLI::App& app, Action& action) {
           throw UsageError(std::string("--roles: ") + e.what());
         }
       }
-      if (!o.figure.empty()) {
+      for (const auto& [opt, path] :
+           {std::pair{"--figure", o.figure}, {"--ablation-figure", o.ablation_figure}}) {
+        if (path.empty()) continue;
         try {
-          fig::check_figure_path(o.figure);
+          fig::check_figure_path(path);
         } catch (const Error& e) {
-          throw UsageError(std::string("--figure: ") + e.what(), e.code());
+          throw UsageError(std::string(opt) + ": " + e.what(), e.code());
         }
       }
+      usage(o.ablation_figure.empty() || !o.ablate_each.empty(),
+            "--ablation-figure draws the --ablate-each scan: give --ablate-each too");
       if (!o.json_out.empty()) core::check_output_path(o.json_out);
       check_model_path(o.model, o.model);
       std::shared_ptr<const Model> model = core::cached_model(o.model);
@@ -180,6 +186,11 @@ void add_heads_command(CLI::App& app, Action& action) {
                  "[" + fixed(scan.lo[size_t(i)], 4) + ", " + fixed(scan.hi[size_t(i)], 4) + "]"});
         t.print();
         j["ablation"] = core::ablation_json(scan);
+        if (!o.ablation_figure.empty()) {
+          const core::FigureData fd = core::ablation_figure(scan, o.model);
+          fig::export_figure(fd, o.ablation_figure, fig::fit_height(fd, {2100, 0, 300}));
+          std::fprintf(stderr, "wrote %s\n", o.ablation_figure.c_str());
+        }
       }
       if (!o.json_out.empty()) {
         std::ofstream f(o.json_out);

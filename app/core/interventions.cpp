@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <span>
@@ -16,6 +17,12 @@ namespace {
 double logit_difference(const ModelOutput& out, int32_t target, int32_t foil) {
   const float* last = out.logits.data() + size_t(out.n_tokens - 1) * size_t(out.n_logits);
   return double(last[target]) - double(last[foil]);
+}
+
+std::string fixed4(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", x);
+  return buf;
 }
 
 ModelOutput run(const Model& m, const std::vector<int32_t>& ids, const Intervention* iv,
@@ -406,9 +413,32 @@ FigureData patch_figure(const PatchResult& r, const std::string& model_name) {
   const std::string what = r.records > 1
                                ? std::to_string(r.records) + " pairs (means)"
                                : "target '" + r.target_text + "' vs foil '" + r.foil_text + "'";
-  f.subtitle = model_name + " \u00b7 " + what + " \u00b7 LD clean " +
-               std::to_string(r.ld_clean).substr(0, 6) + ", corrupt " +
-               std::to_string(r.ld_corrupt).substr(0, 6);
+  f.subtitle = model_name + " \u00b7 " + what + " \u00b7 LD clean " + fixed4(r.ld_clean) +
+               ", corrupt " + fixed4(r.ld_corrupt);
+  return f;
+}
+
+FigureData ablation_figure(const AblationScan& s, const std::string& model_name) {
+  FigureData f;
+  f.view = View::Heads;
+  double m = 0;
+  for (float x : s.delta)
+    if (std::isfinite(x)) m = std::max(m, double(std::abs(x)));
+  if (!(m > 0)) m = 1;
+  f.values.vmin = -m;  // a head whose ablation lowers the loss shows blue
+  f.values.vmax = m;
+  f.values.scale_title = "Loss rise (nats)";
+  ValueGrid g;
+  g.caption = s.mode + " ablation of each head alone";
+  g.rows = s.n_layers;
+  g.cols = s.n_heads;
+  g.values = s.delta;
+  g.lo = s.lo;
+  g.hi = s.hi;
+  f.values.panels.push_back(std::move(g));
+  f.title = "Next-token loss rise when one head is ablated";
+  f.subtitle = model_name + " \u00b7 " + std::to_string(s.windows) + " windows \u00b7 loss " +
+               fixed4(s.loss) + " without ablation";
   return f;
 }
 

@@ -116,5 +116,7 @@ nlohmann::json patch_json(const PatchResult& r);
 nlohmann::json ablation_json(const AblationScan& s);
 // Figure data: the effect grid (diverging around 0).
 FigureData patch_figure(const PatchResult& r, const std::string& model_name);
+// Figure data: the loss rise of each head ablated alone, per layer x head, with its interval.
+FigureData ablation_figure(const AblationScan& s, const std::string& model_name);
 
 }  // namespace attn::core

@@ -313,7 +313,8 @@ TEST(HeadAtlas, HeadsCommand) {
                                     "form, and void.\"}\n";
   const CliRun r = cli("heads --model default-text --dataset " + (dir / "d.jsonl").string() +
                        " --repeats 4 --json " + (dir / "h.json").string() + " --figure " +
-                       (dir / "h.png").string());
+                       (dir / "h.png").string() + " --ablate-each zero --ablation-figure " +
+                       (dir / "a.svg").string());
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("previous_token"), std::string::npos);
   const nlohmann::json j = nlohmann::json::parse(std::ifstream(dir / "h.json"));
@@ -321,6 +322,12 @@ TEST(HeadAtlas, HeadsCommand) {
   EXPECT_EQ(j["roles"].size(), core::head_roles().size());
   EXPECT_EQ(j["roles"][0]["mean"].size(), 2u);
   EXPECT_TRUE(fs::exists(dir / "h.png"));
+  EXPECT_TRUE(fs::exists(dir / "a.svg"));
+  EXPECT_EQ(j["ablation"]["mode"], "zero");
+  EXPECT_EQ(j["ablation"]["delta_loss"].size(), 2u);
+  const CliRun lone =
+      cli("heads --model default-text --text hi --ablation-figure " + (dir / "b.png").string());
+  EXPECT_EQ(lone.status, 2) << lone.out;
   const CliRun role = cli("heads --model default-text --text hi --roles copying");
   EXPECT_EQ(role.status, 2) << role.out;
   EXPECT_NE(role.out.find("induction"), std::string::npos) << role.out;

@@ -144,10 +144,10 @@ TEST(Interventions, AblationScanMeasuresLossRises) {
   const std::vector<int32_t> b = read_ids(iv_dir("llama") + "/corrupt_ids.npy");
   const core::AblationScan zero = core::ablation_scan(*model, {a}, HeadEdit::Zero, 0, 0);
   const double base = core::next_token_loss(forward(*model, a, nullptr), a);
-  EXPECT_NEAR(zero.loss, base, 1e-9);
+  EXPECT_NEAR(zero.loss, base, 1e-6);  // the threads may sum in another order
   const Intervention iv = core::ablation({{1, 2}}, HeadEdit::Zero);
   EXPECT_NEAR(zero.delta[size_t(1 * 4 + 2)],
-              core::next_token_loss(forward(*model, a, &iv), a) - base, 1e-6);
+              core::next_token_loss(forward(*model, a, &iv), a) - base, 1e-5);
   const core::AblationScan mean = core::ablation_scan(*model, {a}, HeadEdit::Mean, 0, 0);
   const core::AblationScan corpus = core::ablation_scan(*model, {a}, HeadEdit::Mean, 0, 0, 1, true);
   EXPECT_EQ(corpus.mode, "corpus-mean");

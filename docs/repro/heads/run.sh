@@ -16,9 +16,11 @@ mkdir -p "$out"
 # BOS + R + R with |R| = 50; 1000 bootstrap resamples over windows (sequences) for the 95%
 # intervals.
 "$bin" heads --model default-text --text-file "$out/kjv_heldout.txt" --ablate-each zero \
-  --json "$here/atlas.json" --figure "$here/atlas.png" | tee "$here/atlas.txt"
+  --json "$here/atlas.json" --figure "$here/atlas.png" --ablation-figure "$here/ablation_zero.png" \
+  | tee "$here/atlas.txt"
 "$bin" heads --model default-text --text-file "$out/kjv_heldout.txt" --ablate-each mean \
-  --repeats 0 --json "$here/ablation_mean.json" > "$here/ablation_mean.txt"
+  --repeats 0 --json "$here/ablation_mean.json" --ablation-figure "$here/ablation_mean.png" \
+  > "$here/ablation_mean.txt"
 "$bin" heads --model default-text --text-file "$out/kjv_heldout.txt" --ablate-each corpus-mean \
   --repeats 0 --json "$here/ablation_corpus_mean.json" > "$here/ablation_corpus_mean.txt"
 clean='And the LORD spake unto Moses, saying, Speak unto the children of'
