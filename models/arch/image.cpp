@@ -10,9 +10,7 @@
 #include "compute/error.h"
 #include "models/formats/hf_config.h"
 
-#define STB_IMAGE_IMPLEMENTATION
-#define STBI_NO_STDIO
-#define STBI_FAILURE_USERMSG
+#define STBI_NO_STDIO  // as in stb_image_impl.cpp, which holds the implementation
 #include <stb_image.h>
 
 namespace attn {

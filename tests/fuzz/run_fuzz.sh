@@ -2,7 +2,8 @@
 # Runs fuzz targets built by the `fuzz` preset.
 #   run_fuzz.sh smoke BUILD TARGET [SECONDS]   ctest's smoke run (label fuzz): the seeds and the
 #       committed crash regressions (tests/fuzz/regressions/TARGET), then SECONDS (default 5) of
-#       fuzzing into a throw-away corpus. Fails on any crash, leak, timeout or sanitizer report.
+#       fuzzing into a throw-away corpus. Fails on any crash, leak, timeout or sanitizer report;
+#       the input that caused it is kept in BUILD/fuzz-artifacts/TARGET/.
 #   run_fuzz.sh run BUILD SECONDS [RUNS] [TARGET...]   `make fuzz`: each target (all by default)
 #       for SECONDS or RUNS executions, whichever comes first, growing a corpus kept in
 #       BUILD/fuzz-corpus/TARGET; a crashing input is written to BUILD/fuzz-artifacts/TARGET/ and
@@ -15,9 +16,8 @@ mode=$1
 build=$(cd "$2" && pwd)
 bin=$build/tests/fuzz
 seeds=$bin/seeds
-# UB fails the run (the targets are built with -fno-sanitize-recover=undefined); the one
-# suppression is a third-party null-with-length-0 copy (ubsan.supp).
-export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$here/ubsan.supp"
+# Any UB report fails the run (the targets are also built with -fno-sanitize-recover=undefined).
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 TARGETS="npy npz safetensors safetensors_index hf_config model_config tokenizer_json gpt2_vocab
   wordpiece_vocab sentencepiece tokenize_text image session spec sweep"
 
@@ -36,11 +36,13 @@ case $mode in
     seconds=${4:-5}
     scratch=$(mktemp -d)
     trap 'rm -rf "$scratch"' EXIT
+    artifacts=$build/fuzz-artifacts/$t
+    mkdir -p "$artifacts"
     dirs=("$seeds/$t")
     [ -d "$here/regressions/$t" ] && dirs+=("$here/regressions/$t")
     # shellcheck disable=SC2046
-    exec "$bin/fuzz_$t" $(options "$t") -max_total_time="$seconds" \
-      -artifact_prefix="$scratch/" "$scratch" "${dirs[@]}"
+    "$bin/fuzz_$t" $(options "$t") -max_total_time="$seconds" -artifact_prefix="$artifacts/" \
+      "$scratch" "${dirs[@]}"
     ;;
   run)
     seconds=$3
