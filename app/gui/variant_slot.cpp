@@ -9,6 +9,7 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "compute/approximation.h"
 #include "compute/backend.h"
 #include "compute/error.h"
 #include "compute/registry.h"
@@ -36,6 +37,8 @@ VariantSlot::VariantSlot(const QString& title, QWidget* parent) : QGroupBox(titl
   lay->setContentsMargins(6, 6, 6, 6);
   pattern_.combo = new QComboBox;
   norm_.combo = new QComboBox;
+  approx_.combo = new QComboBox;
+  approx_.combo->addItem("approximation: none (exact attention)", QString());
   for (const PieceInfo& p : registry_pieces()) {
     const QString label = QString::fromStdString(p.info.display_name);
     const QString id = QString::fromStdString(p.info.id);
@@ -46,9 +49,12 @@ VariantSlot::VariantSlot(const QString& title, QWidget* parent) : QGroupBox(titl
     } else if (p.kind == PieceKind::Normaliser) {
       norm_.combo->addItem(label, id);
       norm_.combo->setItemData(norm_.combo->count() - 1, tip, Qt::ToolTipRole);
+    } else if (p.kind == PieceKind::Approximation) {
+      approx_.combo->addItem("approximation: " + label, id);
+      approx_.combo->setItemData(approx_.combo->count() - 1, tip, Qt::ToolTipRole);
     }
   }
-  for (Piece* piece : {&pattern_, &norm_}) {
+  for (Piece* piece : {&pattern_, &norm_, &approx_}) {
     piece->params = new QWidget;
     piece->form = new QFormLayout(piece->params);
     piece->form->setContentsMargins(12, 0, 0, 0);
@@ -56,6 +62,11 @@ VariantSlot::VariantSlot(const QString& title, QWidget* parent) : QGroupBox(titl
     lay->addWidget(piece->params);
     connect(piece->combo, &QComboBox::currentIndexChanged, this, [this, piece] {
       rebuild_params(*piece);
+      const bool exact_parts = !replacing();
+      for (Piece* p : {&pattern_, &norm_}) {
+        p->combo->setEnabled(exact_parts);
+        p->params->setEnabled(exact_parts);
+      }
       if (!quiet_) emit changed();
     });
   }
@@ -80,6 +91,7 @@ VariantSlot::VariantSlot(const QString& title, QWidget* parent) : QGroupBox(titl
           [this] { spec_label_->setText(QString::fromStdString(spec())); });
   rebuild_params(pattern_);
   rebuild_params(norm_);
+  rebuild_params(approx_);
   spec_label_->setText(QString::fromStdString(spec()));
 }
 
@@ -111,6 +123,14 @@ void VariantSlot::rebuild_params(Piece& piece) {
         if (!quiet_) emit changed();
       });
       ed = s;
+    } else if (ps.type == ParamSpec::Type::Enum) {
+      auto* c = new QComboBox;
+      for (const std::string& w : ps.choices) c->addItem(QString::fromStdString(w));
+      c->setCurrentIndex(int(ps.def));
+      connect(c, &QComboBox::currentIndexChanged, this, [this] {
+        if (!quiet_) emit changed();
+      });
+      ed = c;
     } else {
       auto* c = new QCheckBox;
       c->setChecked(ps.def != 0);
@@ -133,6 +153,10 @@ std::string VariantSlot::piece_spec(const Piece& piece) const {
   std::string s = id + "(";
   for (size_t i = 0; i < info.info.params.size() && i < piece.editors.size(); ++i) {
     const ParamSpec& ps = info.info.params[i];
+    if (auto* e = qobject_cast<QComboBox*>(piece.editors[i])) {
+      s += (i ? "," : "") + ps.name + "=" + e->currentText().toStdString();
+      continue;
+    }
     double v = 0;
     if (auto* a = qobject_cast<QSpinBox*>(piece.editors[i]))
       v = a->value();
@@ -145,30 +169,46 @@ std::string VariantSlot::piece_spec(const Piece& piece) const {
   return s + ")";
 }
 
+bool VariantSlot::replacing() const {
+  const std::string a = approx_.combo->currentData().toString().toStdString();
+  if (a.empty()) return false;
+  const Variant v = make_variant(a);  // the piece alone, at its defaults
+  return v.approximation() && v.approximation()->kind() == Approximation::Kind::Replace;
+}
+
 std::string VariantSlot::spec() const {
+  const std::string a = approx_.combo->currentData().toString().toStdString();
+  if (!a.empty() && replacing()) return piece_spec(approx_);
   std::string s = piece_spec(pattern_);
   const std::string n = norm_.combo->currentData().toString().toStdString();
   if (n != "softmax") s += "+" + piece_spec(norm_);
+  if (!a.empty()) s += "+" + piece_spec(approx_);
   return s;
 }
 
 void VariantSlot::set_spec(const std::string& spec) {
   const Variant v = make_variant(spec);  // validates; canonical form below
   quiet_ = true;
-  bool has_norm = false;
+  bool has_norm = false, has_approx = false;
   for (const SpecPiece& p : parse_spec(v.spec())) {
     const PieceInfo& info = registry_piece(p.id);
-    Piece* target = is_pattern(info.kind)                ? &pattern_
-                    : info.kind == PieceKind::Normaliser ? &norm_
-                                                         : nullptr;
+    Piece* target = is_pattern(info.kind)                   ? &pattern_
+                    : info.kind == PieceKind::Normaliser    ? &norm_
+                    : info.kind == PieceKind::Approximation ? &approx_
+                                                            : nullptr;
     if (!target) continue;  // score modifiers are not offered in slots
     has_norm |= target == &norm_;
+    has_approx |= target == &approx_;
     target->combo->setCurrentIndex(target->combo->findData(QString::fromStdString(p.id)));
     rebuild_params(*target);
     for (const auto& [name, text] : p.params) {
-      const double value = std::stod(text);  // canonical specs spell plain numbers
       for (QWidget* ed : target->editors) {
         if (ed->objectName().toStdString() != name) continue;
+        if (auto* e = qobject_cast<QComboBox*>(ed)) {  // an Enum: its word
+          e->setCurrentIndex(e->findText(QString::fromStdString(text)));
+          continue;
+        }
+        const double value = std::stod(text);  // canonical specs spell plain numbers
         if (auto* a = qobject_cast<QSpinBox*>(ed))
           a->setValue(int(std::lround(value)));
         else if (auto* b = qobject_cast<QDoubleSpinBox*>(ed))
@@ -181,6 +221,15 @@ void VariantSlot::set_spec(const std::string& spec) {
   if (!has_norm) {
     norm_.combo->setCurrentIndex(norm_.combo->findData("softmax"));
     rebuild_params(norm_);
+  }
+  if (!has_approx) {
+    approx_.combo->setCurrentIndex(0);
+    rebuild_params(approx_);
+  }
+  const bool exact_parts = !replacing();
+  for (Piece* p : {&pattern_, &norm_}) {
+    p->combo->setEnabled(exact_parts);
+    p->params->setEnabled(exact_parts);
   }
   setChecked(true);
   quiet_ = false;

@@ -1,5 +1,8 @@
-// One variant to compare: a pattern and a normaliser chosen from the registry, with parameter
-// widgets generated from each piece's schema (compute/params.h). Emits changed() on any edit.
+// One variant to compare: a pattern, a normaliser and an optional approximation chosen from the
+// registry, with parameter widgets generated from each piece's schema (compute/params.h). An
+// approximation that replaces attention (linear, performer, nystrom, ...) stands alone, so the
+// pattern and normaliser are disabled while one is chosen; one that wraps the exact parts
+// (quant_qk, fp8_qk, vq, delta) follows them in the spec. Emits changed() on any edit.
 #pragma once
 #include <QGroupBox>
 #include <string>
@@ -37,8 +40,9 @@ class VariantSlot : public QGroupBox {
   };
   void rebuild_params(Piece& piece);
   std::string piece_spec(const Piece& piece) const;
+  bool replacing() const;  // the chosen approximation replaces attention
 
-  Piece pattern_, norm_;
+  Piece pattern_, norm_, approx_;
   QLabel* spec_label_ = nullptr;
   QComboBox* backend_ = nullptr;
   bool quiet_ = false;

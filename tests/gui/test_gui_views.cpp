@@ -6,6 +6,7 @@
 #include <imgui.h>
 
 #include <QApplication>
+#include <QComboBox>
 #include <QMouseEvent>
 #include <QTabWidget>
 #include <QVersionNumber>
@@ -22,8 +23,11 @@
 #include "app/gui/decode_steps.h"
 #include "app/gui/input_dock.h"
 #include "app/gui/main_window.h"
+#include "app/gui/variant_slot.h"
+#include "app/gui/variants_dock.h"
 #include "app/gui/vulkan_view.h"
 #include "compute/error.h"
+#include "compute/registry.h"
 #include "gui_driver.h"
 #include "models/arch/default_models.h"
 #include "render/canvas.h"
@@ -457,6 +461,42 @@ TEST(GuiViews, DecodeLabStepsThroughEachTokensAttentionOverTheCache) {
   EXPECT_EQ(v->result()->steps.size(), 12u);
   EXPECT_GT(v->result()->ids.size(), size_t(v->result()->given));
   d->close();
+}
+
+// Approximations in a variant slot: one that replaces attention stands alone (the pattern and
+// normaliser combos are disabled), one that wraps the exact parts follows them; enum parameters
+// get a word list; both run in the analysis.
+TEST(GuiViews, VariantSlotsOfferApproximations) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  GuiOptions o = base_options();
+  MainWindow w(o);
+  ASSERT_TRUE(show_settled(w));
+  VariantSlot* slot = w.variants_dock()->slot(0);
+  for (const std::string spec :
+       {"linear(feature=relu)", "cosformer", "sinks_window(sinks=4,window=16)+delta(stride=8)",
+        "window(size=32)+quant_qk(bits=4,smooth=true)"}) {
+    const std::string canonical = make_variant(spec).spec();
+    slot->set_spec(spec);
+    EXPECT_EQ(slot->spec(), canonical);
+    w.submit_now();
+    ASSERT_TRUE(wait_settled(w, 60000)) << spec << ": " << w.last_error().toStdString();
+    ASSERT_TRUE(w.last_error().isEmpty()) << w.last_error().toStdString();
+    EXPECT_EQ(w.analysis()->panels[1].spec, canonical);
+  }
+  // Choosing "none" again gives the exact pattern back; the enum editor is a word list.
+  const QList<QComboBox*> combos = slot->findChildren<QComboBox*>();
+  QComboBox* approx = nullptr;
+  for (QComboBox* c : combos)
+    if (c->count() > 0 && c->itemText(0).startsWith("approximation: none")) approx = c;
+  ASSERT_NE(approx, nullptr);
+  slot->set_spec("linear(feature=relu)");
+  QComboBox* feature = slot->findChild<QComboBox*>("feature");
+  ASSERT_NE(feature, nullptr);
+  EXPECT_EQ(feature->currentText(), "relu");
+  feature->setCurrentText("elu1");
+  EXPECT_EQ(slot->spec(), "linear(feature=elu1)");
+  approx->setCurrentIndex(0);
+  EXPECT_EQ(slot->spec(), "window(size=32)");
 }
 
 }  // namespace
