@@ -33,19 +33,14 @@ class HyperPattern final : public Pattern {
     Layout l;
     l.kind = Layout::Kind::Indices;
     l.indices.resize(size_t(p.n_heads));
-    const int half = std::max(1, buckets_ / 2);
-    std::vector<float> rot(size_t(p.d) * half);
-    detail::SplitMix64 g(seed_);
-    for (float& x : rot) {
-      const double u1 = std::max(g.uniform(), 1e-300), u2 = g.uniform();
-      x = float(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
-    }
+    const std::vector<float> rot = detail::lsh_rotation(p.d, buckets_, seed_);
     parallel_for(p.n_heads, [&](int h) {
       // Sorted order of each side by (bucket, position).
       auto sorted = [&](int n, bool key) {
         std::vector<int> b(static_cast<size_t>(n)), order(static_cast<size_t>(n));
         for (int i = 0; i < n; ++i)
-          b[size_t(i)] = hash(key ? p.k_row(h, i) : p.q_row(h, i), p.d, rot);
+          b[size_t(i)] =
+              detail::lsh_bucket(key ? p.k_row(h, i) : p.q_row(h, i), p.d, rot, buckets_);
         std::iota(order.begin(), order.end(), 0);
         std::stable_sort(order.begin(), order.end(),
                          [&](int x, int y) { return b[size_t(x)] < b[size_t(y)]; });
@@ -84,20 +79,6 @@ class HyperPattern final : public Pattern {
   }
 
  private:
-  int hash(const float* x, int d, const std::vector<float>& rot) const {
-    if (buckets_ == 1) return 0;
-    const int half = buckets_ / 2;
-    int best = 0;
-    float top = -INFINITY;
-    for (int b = 0; b < half; ++b) {
-      float s = 0;
-      for (int c = 0; c < d; ++c) s += x[c] * rot[size_t(c) * half + b];
-      if (s > top) top = s, best = b;
-      if (-s > top) top = -s, best = half + b;
-    }
-    return best;
-  }
-
   int buckets_, block_, samples_;
   uint64_t seed_;
 };

@@ -32,16 +32,9 @@ class LshPattern final : public Pattern {
     l.kind = Layout::Kind::Indices;
     l.indices.resize(size_t(p.n_heads));
     // One rotation per round, shared by every head (as Reformer shares it across a layer).
-    std::vector<std::vector<float>> rot(static_cast<size_t>(rounds_));
-    const int half = std::max(1, buckets_ / 2);
-    for (int r = 0; r < rounds_; ++r) {
-      detail::SplitMix64 g(detail::mix_seed(seed_, uint64_t(r)));
-      rot[size_t(r)].resize(size_t(p.d) * half);
-      for (float& x : rot[size_t(r)]) {
-        const double u1 = std::max(g.uniform(), 1e-300), u2 = g.uniform();
-        x = float(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
-      }
-    }
+    std::vector<std::vector<float>> rot;
+    for (int r = 0; r < rounds_; ++r)
+      rot.push_back(detail::lsh_rotation(p.d, buckets_, detail::mix_seed(seed_, uint64_t(r))));
     parallel_for(p.n_heads, [&](int h) {
       std::vector<std::vector<int32_t>> rows(size_t(p.n_q));
       std::vector<int> qb(size_t(p.n_q)), kb(size_t(p.n_k));
@@ -52,8 +45,10 @@ class LshPattern final : public Pattern {
       };
       std::vector<Item> items(size_t(p.n_q) + p.n_k);
       for (int r = 0; r < rounds_; ++r) {
-        for (int i = 0; i < p.n_q; ++i) qb[size_t(i)] = hash(p.q_row(h, i), p.d, rot[size_t(r)]);
-        for (int j = 0; j < p.n_k; ++j) kb[size_t(j)] = hash(p.k_row(h, j), p.d, rot[size_t(r)]);
+        for (int i = 0; i < p.n_q; ++i)
+          qb[size_t(i)] = detail::lsh_bucket(p.q_row(h, i), p.d, rot[size_t(r)], buckets_);
+        for (int j = 0; j < p.n_k; ++j)
+          kb[size_t(j)] = detail::lsh_bucket(p.k_row(h, j), p.d, rot[size_t(r)], buckets_);
         size_t n = 0;
         for (int j = 0; j < p.n_k; ++j) items[n++] = {kb[size_t(j)], p.kpos(j), j};
         for (int i = 0; i < p.n_q; ++i) items[n++] = {qb[size_t(i)], p.qpos(i), -1 - i};
@@ -99,20 +94,6 @@ class LshPattern final : public Pattern {
   }
 
  private:
-  int hash(const float* x, int d, const std::vector<float>& rot) const {
-    if (buckets_ == 1) return 0;
-    const int half = buckets_ / 2;
-    int best = 0;
-    float top = -INFINITY;
-    for (int b = 0; b < half; ++b) {
-      float s = 0;
-      for (int c = 0; c < d; ++c) s += x[c] * rot[size_t(c) * half + b];
-      if (s > top) top = s, best = b;
-      if (-s > top) top = -s, best = half + b;
-    }
-    return best;
-  }
-
   int buckets_, rounds_, chunk_;
   uint64_t seed_;
 };

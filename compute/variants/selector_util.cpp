@@ -6,6 +6,7 @@
 
 #include "compute/cpu/gemm.h"
 #include "compute/cpu/huge_pages.h"
+#include "compute/variants/util.h"
 
 namespace attn::detail {
 
@@ -166,6 +167,30 @@ void softmax_inplace(std::vector<double>& x) {
   double mx = *std::max_element(x.begin(), x.end()), sum = 0;
   for (auto& v : x) sum += (v = std::exp(v - mx));
   for (auto& v : x) v /= sum;
+}
+
+std::vector<float> lsh_rotation(int d, int buckets, uint64_t seed) {
+  std::vector<float> rot(size_t(d) * size_t(std::max(1, buckets / 2)));
+  SplitMix64 g(seed);
+  for (float& x : rot) {  // Box-Muller
+    const double u1 = std::max(g.uniform(), 1e-300), u2 = g.uniform();
+    x = float(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
+  }
+  return rot;
+}
+
+int lsh_bucket(const float* x, int d, const std::vector<float>& rot, int buckets) {
+  if (buckets == 1) return 0;
+  const int half = buckets / 2;
+  int best = 0;
+  float top = -INFINITY;
+  for (int b = 0; b < half; ++b) {
+    float s = 0;
+    for (int c = 0; c < d; ++c) s += x[c] * rot[size_t(c) * half + b];
+    if (s > top) top = s, best = b;
+    if (-s > top) top = -s, best = half + b;
+  }
+  return best;
 }
 
 }  // namespace attn::detail

@@ -87,4 +87,9 @@ std::vector<std::vector<double>> log_visible_counts(const Problem& p, const Bloc
 // x <- softmax(x), stable.
 void softmax_inplace(std::vector<double>& x);
 
+// Angular LSH (Reformer; lsh and hyper share it): a seeded Gaussian rotation R f32
+// [d, max(1, buckets / 2)], and the bucket of x, the argmax over [xR, -xR] (0 for one bucket).
+std::vector<float> lsh_rotation(int d, int buckets, uint64_t seed);
+int lsh_bucket(const float* x, int d, const std::vector<float>& rot, int buckets);
+
 }  // namespace attn::detail
