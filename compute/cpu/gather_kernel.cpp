@@ -16,16 +16,28 @@ constexpr int kRows = 16;   // queries per work item
 constexpr int kChunk = 64;  // keys per chunk (a multiple of kVW)
 
 struct GatherScratch {
-  std::vector<float> q;   // f32 [dv]: scaled query, zero padded
-  std::vector<float> o;   // f32 [dv]: output accumulator
+  std::vector<float> q;   // f32 [dv] (or [rows, dv] for a tile): scaled queries, zero padded
+  std::vector<float> o;   // f32 [dv] (or [rows, dv]): output accumulators
   std::vector<float> s;   // f32 [keys]: scores of one chunk, or of a whole row (entmax)
   std::vector<float> kp;  // f32 [keys]: key positions (ALiBi)
   std::vector<double> z;
   std::vector<double> acc;  // f64 [n_k]: selective attention's accumulator
+  // A tile of streamed rows: running max and sum, next list entry and end of the visible list.
+  std::vector<float> m, l;
+  std::vector<int64_t> cur, end;
+  const float* kr[kChunk];  // the chunk's gathered K and V rows
+  const float* vr[kChunk];
 };
 
-void prefetch_row(const float* row, int n) {
-  for (int k = 0; k < n; k += 16) __builtin_prefetch(row + k);
+// Where one head's K and V rows start (the GQA head mapping done once, not once per key).
+struct HeadRows {
+  const float* k;
+  const float* v;
+  size_t ldk, ldv;
+};
+
+HeadRows head_rows(const KernelContext& c, int h) {
+  return {c.p.k_row(h, 0), c.v_row(h, 0), size_t(c.d), c.v_ld()};
 }
 
 // s[c] = q . rows[c] for c < kVW: kVW independent accumulators (keys interleaved, so FMA
@@ -44,81 +56,35 @@ vf dots(const float* q, const float* const* rows, int d) {
   return s;
 }
 
-// Scores of query q against keys idx[0..n) into s[0..np) (np = n rounded up; padding -inf).
-void score_keys(const KernelContext& c, GatherScratch& w, int h, int i, const int32_t* idx, int n,
-                bool to_base2, float* s, float* kp) {
-  const int np = (n + kVW - 1) / kVW * kVW;
-  const float* rows[kVW];
-  for (int g = 0; g < np; g += kVW) {
-    for (int x = 0; x < kVW; ++x) rows[x] = c.p.k_row(h, idx[std::min(g + x, n - 1)]);
-    // The gathered rows come from anywhere in K: fetch the next group's while this one runs.
-    for (int x = g + kVW; x < std::min(g + 2 * kVW, n); ++x)
-      prefetch_row(c.p.k_row(h, idx[x]), c.d);
-    storeu(s + g, dots(w.q.data(), rows, c.d));
+// dots() for d = ND vectors exactly: q held in registers, each key's row read once and folded
+// into its own accumulator (keys outer, so only one row pointer is live at a time).
+template <int ND>
+vf dots_fixed(const float* q, const float* const* rows) {
+  vf qv[ND], acc[kVW];
+  for (int k = 0; k < ND; ++k) qv[k] = loadu(q + k * kVW);
+  for (int c = 0; c < kVW; ++c) {
+    const float* r = rows[c];
+    vf a = qv[0] * loadu(r);
+    for (int k = 1; k < ND; ++k) a = fmadd(qv[k], loadu(r + k * kVW), a);
+    acc[c] = a;
   }
-  if (!c.spec.mods.empty()) {  // key positions only for the modifiers
-    for (int x = 0; x < np; ++x) kp[x] = float(c.kpos[idx[std::min(x, n - 1)]]);
-    apply_mods_row(c, h, c.qpos[i], kp, s, np);
-    if (to_base2)
-      for (int x = 0; x < np; x += kVW) storeu(s + x, loadu(s + x) * kLog2e);
-  }
-  for (int x = n; x < np; ++x) s[x] = kNegInf;
+  return reduce_lanes(acc);
 }
 
-// o[0..dv) += sum_x p[x] V[idx[x]], with o held in registers for the common widths (two sets
-// of accumulators, even and odd keys, to hide FMA latency).
-template <int NV>
-void accumulate_v_fixed(const KernelContext& c, int h, const int32_t* idx, int n, const float* p,
-                        float* o) {
-  vf acc[2][NV];
-  for (int v = 0; v < NV; ++v) {
-    acc[0][v] = loadu(o + v * kVW);
-    acc[1][v] = vf{};
-  }
-  int x = 0;
-  for (; x + 1 < n; x += 2) {
-    if (x + 8 < n) prefetch_row(c.v_row(h, idx[x + 8]), NV * kVW);
-    if (x + 9 < n) prefetch_row(c.v_row(h, idx[x + 9]), NV * kVW);
-    const vf a0 = splat(p[x]), a1 = splat(p[x + 1]);
-    const float* r0 = c.v_row(h, idx[x]);
-    const float* r1 = c.v_row(h, idx[x + 1]);
-    for (int v = 0; v < NV; ++v) {
-      acc[0][v] = fmadd(a0, loadu(r0 + v * kVW), acc[0][v]);
-      acc[1][v] = fmadd(a1, loadu(r1 + v * kVW), acc[1][v]);
+vf dots_any(const float* q, const float* const* rows, int d) {
+  if (d % kVW == 0) switch (d / kVW) {
+      case 1:
+        return dots_fixed<1>(q, rows);
+      case 2:
+        return dots_fixed<2>(q, rows);
+      case 4:
+        return dots_fixed<4>(q, rows);
+      case 8:
+        return dots_fixed<8>(q, rows);
+      default:
+        break;
     }
-  }
-  if (x < n) {
-    const vf a = splat(p[x]);
-    const float* r = c.v_row(h, idx[x]);
-    for (int v = 0; v < NV; ++v) acc[0][v] = fmadd(a, loadu(r + v * kVW), acc[0][v]);
-  }
-  for (int v = 0; v < NV; ++v) storeu(o + v * kVW, acc[0][v] + acc[1][v]);
-}
-
-void accumulate_v(const KernelContext& c, int h, const int32_t* idx, int n, const float* p,
-                  float* o) {
-  switch (c.dv / kVW) {
-    case 1:
-      return accumulate_v_fixed<1>(c, h, idx, n, p, o);
-    case 2:
-      return accumulate_v_fixed<2>(c, h, idx, n, p, o);
-    case 3:
-      return accumulate_v_fixed<3>(c, h, idx, n, p, o);
-    case 4:
-      return accumulate_v_fixed<4>(c, h, idx, n, p, o);
-    case 5:
-      return accumulate_v_fixed<5>(c, h, idx, n, p, o);
-    case 6:
-      return accumulate_v_fixed<6>(c, h, idx, n, p, o);
-    case 8:
-      return accumulate_v_fixed<8>(c, h, idx, n, p, o);
-    default:
-      for (int x = 0; x < n; ++x) {
-        const vf a = splat(p[x]);
-        const float* v = c.v_row(h, idx[x]);
-        for (int k = 0; k < c.dv; k += kVW) storeu(o + k, fmadd(a, loadu(v + k), loadu(o + k)));
-      }
-  }
+  return dots(q, rows, d);
 }
 
 // Probabilities of a whole row of modified scores s[0..n) (padding up to np is -inf), in place;
@@ -163,108 +129,295 @@ float normalise_row(const Normaliser& norm, int n_k, float* s, int n, int np,
   }
 }
 
-// One query row. `acc` (selective attention) is the head's accumulator, else null.
-void run_row(KernelContext& c, GatherScratch& w, int h, int i, std::vector<double>* acc,
-             int64_t& entries) {
+// o[0..dv) = o * alpha + sum_x p[x] vr[x] over gathered V rows (two accumulator sets, even and
+// odd keys, to hide FMA latency; o held in registers for the common widths).
+template <int NV>
+void accumulate_rows_fixed(const float* const* vr, int n, const float* p, float alpha, float* o) {
+  vf acc[2][NV];
+  const vf a = splat(alpha);
+  for (int v = 0; v < NV; ++v) {
+    acc[0][v] = loadu(o + v * kVW) * a;
+    acc[1][v] = vf{};
+  }
+  int x = 0;
+  for (; x + 1 < n; x += 2) {
+    const vf a0 = splat(p[x]), a1 = splat(p[x + 1]);
+    for (int v = 0; v < NV; ++v) {
+      acc[0][v] = fmadd(a0, loadu(vr[x] + v * kVW), acc[0][v]);
+      acc[1][v] = fmadd(a1, loadu(vr[x + 1] + v * kVW), acc[1][v]);
+    }
+  }
+  if (x < n) {
+    const vf a0 = splat(p[x]);
+    for (int v = 0; v < NV; ++v) acc[0][v] = fmadd(a0, loadu(vr[x] + v * kVW), acc[0][v]);
+  }
+  for (int v = 0; v < NV; ++v) storeu(o + v * kVW, acc[0][v] + acc[1][v]);
+}
+
+void accumulate_rows(int dv, const float* const* vr, int n, const float* p, float alpha, float* o) {
+  switch (dv / kVW) {
+    case 1:
+      return accumulate_rows_fixed<1>(vr, n, p, alpha, o);
+    case 2:
+      return accumulate_rows_fixed<2>(vr, n, p, alpha, o);
+    case 3:
+      return accumulate_rows_fixed<3>(vr, n, p, alpha, o);
+    case 4:
+      return accumulate_rows_fixed<4>(vr, n, p, alpha, o);
+    case 5:
+      return accumulate_rows_fixed<5>(vr, n, p, alpha, o);
+    case 6:
+      return accumulate_rows_fixed<6>(vr, n, p, alpha, o);
+    case 8:
+      return accumulate_rows_fixed<8>(vr, n, p, alpha, o);
+    default:
+      for (int k = 0; k < dv; k += kVW) storeu(o + k, loadu(o + k) * splat(alpha));
+      for (int x = 0; x < n; ++x) {
+        const vf a = splat(p[x]);
+        for (int k = 0; k < dv; k += kVW) storeu(o + k, fmadd(a, loadu(vr[x] + k), loadu(o + k)));
+      }
+  }
+}
+
+void prefetch_rows(const float* const* rows, int n, int bytes) {
+  if (bytes == 256) {  // d = 64, the common head size: four lines, no inner loop
+    for (int x = 0; x < n; ++x) {
+      const char* r = reinterpret_cast<const char*>(rows[x]);
+      __builtin_prefetch(r);
+      __builtin_prefetch(r + 64);
+      __builtin_prefetch(r + 128);
+      __builtin_prefetch(r + 192);
+    }
+    return;
+  }
+  for (int x = 0; x < n; ++x)
+    for (int b = 0; b < bytes; b += 64)
+      __builtin_prefetch(reinterpret_cast<const char*>(rows[x]) + b);
+}
+
+// Pointers to the K and V rows of keys ix[0..n) (n <= kChunk), padded to whole vectors by
+// repeating the last key.
+void gather_rows(const HeadRows& hr, GatherScratch& w, const int32_t* ix, int n) {
+  const int np = (n + kVW - 1) / kVW * kVW;
+  for (int x = 0; x < np; ++x) {
+    const size_t j = size_t(ix[std::min(x, n - 1)]);
+    w.kr[x] = hr.k + j * hr.ldk;
+    w.vr[x] = hr.v + j * hr.ldv;
+  }
+}
+
+// Keys idx[0..n) of row r of a streamed tile, in chunks: scores on gathered K rows, the online
+// softmax (or an elementwise normaliser) and the gathered V rows into the row's accumulator.
+void stream_keys(const KernelContext& c, GatherScratch& w, const HeadRows& hr, int h, int i, int r,
+                 const int32_t* idx, int n) {
+  using K = Normaliser::Kind;
+  const Normaliser& norm = c.spec.norm;
+  const bool softmax = norm.kind == K::Softmax;
+  const float* q = w.q.data() + size_t(r) * c.dv;
+  float* o = w.o.data() + size_t(r) * c.dv;
+  float* s = w.s.data();
+  float m = w.m[r], l = w.l[r];
+  for (int e0 = 0; e0 < n; e0 += kChunk) {
+    const int cn = std::min(kChunk, n - e0);
+    const int np = (cn + kVW - 1) / kVW * kVW;
+    const int32_t* ix = idx + e0;
+    gather_rows(hr, w, ix, cn);
+    // V rows are read after the scores: their loads start now. K rows one group ahead.
+    prefetch_rows(w.vr, cn, c.dv * 4);
+    prefetch_rows(w.kr, std::min(cn, kVW), c.d * 4);
+    for (int g = 0; g < np; g += kVW) {
+      if (g + kVW < cn) prefetch_rows(w.kr + g + kVW, std::min(kVW, cn - g - kVW), c.d * 4);
+      storeu(s + g, dots_any(q, w.kr + g, c.d));
+    }
+    if (!c.spec.mods.empty()) {
+      for (int x = 0; x < np; ++x) w.kp[x] = float(c.kpos[ix[std::min(x, cn - 1)]]);
+      apply_mods_row(c, h, c.qpos[i], w.kp.data(), s, np);
+      if (softmax)
+        for (int x = 0; x < np; x += kVW) storeu(s + x, loadu(s + x) * kLog2e);
+    }
+    for (int x = cn; x < np; ++x) s[x] = kNegInf;
+    float alpha = 1.0f;
+    if (softmax) {
+      vf mv = splat(m);
+      for (int x = 0; x < np; x += kVW) mv = vmax(mv, loadu(s + x));
+      const float mx = hmax(mv);
+      const float m_use = mx == kNegInf ? 0.0f : mx;
+      alpha = std::exp2(m - m_use);
+      vf sum = vf{};
+      for (int x = 0; x < np; x += kVW) {
+        const vf pr = exp2v(loadu(s + x) - m_use);
+        storeu(s + x, pr);
+        sum += pr;
+      }
+      l = l * alpha + hsum(sum);
+      m = mx;
+    } else {
+      elementwise_probs(norm, c.n_k, s, 1, np, np);
+      if (norm.kind == K::SoftplusL1)
+        for (int x = 0; x < cn; ++x) l += s[x];
+    }
+    accumulate_rows(c.dv, w.vr, cn, s, alpha, o);
+  }
+  w.m[r] = m;
+  w.l[r] = l;
+}
+
+// Queries i0..i1 of head h with a streaming normaliser. The tile walks the keys in ranges small
+// enough for their K and V rows to stay in L2 while every row of the tile reads its listed keys
+// in that range: scattered lists (top-k) reuse each fetched row across the tile's queries.
+void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64_t& entries) {
   using K = Normaliser::Kind;
   const Normaliser& norm = c.spec.norm;
   const IndexLayout& x = c.layout.index(h);
-  const int32_t* idx = x.col.data() + x.row_ptr[i];
-  // Listed keys are ascending, so the causally visible ones are a prefix.
-  const int n = int(std::lower_bound(idx, x.col.data() + x.row_ptr[i + 1], c.lim[i]) - idx);
-  const bool base2 = c.base2_softmax();
-  const float qscale = c.scale * (base2 ? kLog2e : 1.0f);
-  const float* q = c.p.q_row(h, i);
-  for (int k = 0; k < c.d; ++k) w.q[k] = q[k] * qscale;
-  std::fill(w.o.begin(), w.o.end(), 0.0f);
-  float stat = 0.0f, inv = 1.0f;
-  entries += n;
-
-  if (norm.kind == K::Entmax15 || acc) {
-    // The whole row at once: entmax needs its threshold, selective its accumulator.
-    const int np = (n + kVW - 1) / kVW * kVW;
-    if (int(w.s.size()) < np) {
-      w.s.resize(np);
-      w.kp.resize(np);
+  const int32_t* col = x.col.data();
+  const HeadRows hr = head_rows(c, h);
+  const int rows = i1 - i0;
+  const float qscale = c.scale * (c.base2_softmax() ? kLog2e : 1.0f);
+  int kend = 0;
+  const int64_t listed_before = entries;
+  for (int r = 0; r < rows; ++r) {
+    const int i = i0 + r;
+    const int32_t* b = col + x.row_ptr[i];
+    // Listed keys are ascending, so the causally visible ones are a prefix.
+    const int n = int(std::lower_bound(b, col + x.row_ptr[i + 1], c.lim[i]) - b);
+    w.cur[r] = x.row_ptr[i];
+    w.end[r] = x.row_ptr[i] + n;
+    if (n > 0) kend = std::max(kend, b[n - 1] + 1);
+    entries += n;
+    const float* q = c.p.q_row(h, i);
+    float* qs = w.q.data() + size_t(r) * c.dv;
+    for (int k = 0; k < c.d; ++k) qs[k] = q[k] * qscale;
+    std::fill_n(w.o.data() + size_t(r) * c.dv, c.dv, 0.0f);
+    w.m[r] = kNegInf;
+    w.l[r] = 0.0f;
+  }
+  // ~256 KiB of K and V rows per range.
+  // ~256 KiB of K and V rows per range, widened where the rows' lists are so sparse that a
+  // range would hold only a few of each row's keys (each segment pays a chunk's fixed costs).
+  const int64_t listed = entries - listed_before;
+  int range = std::max(kChunk, int((size_t(256) << 10) / (size_t(c.d + c.dv) * 4)));
+  if (listed > 0) range = int(std::max<int64_t>(range, int64_t(kend) * rows * 48 / listed));
+  range = (range + kChunk - 1) / kChunk * kChunk;
+  for (int k0 = 0; k0 < kend; k0 += range) {
+    const int k1 = k0 + range;
+    for (int r = 0; r < rows; ++r) {
+      const int64_t a = w.cur[r], e = w.end[r];
+      if (a == e) continue;
+      int64_t b = a;  // segments are short: a forward scan beats a binary search
+      if (col[e - 1] < k1)
+        b = e;
+      else
+        while (col[b] < k1) ++b;
+      if (b == a) continue;
+      stream_keys(c, w, hr, h, i0 + r, r, col + a, int(b - a));
+      w.cur[r] = b;
     }
-    float* s = w.s.data();
-    score_keys(c, w, h, i, idx, n, false, s, w.kp.data());
-    if (acc) {
-      const int32_t qp = c.qpos[i];
-      for (int e = 0; e < n; ++e) {
-        const int j = idx[e];
-        const float raw = s[e];
-        s[e] = float(double(raw) - (*acc)[j]);
-        if (raw > 0.0f && c.kpos[j] != qp && c.kpos[j] != 0) (*acc)[j] += double(raw);
-      }
-    }
-    stat = normalise_row(norm, c.n_k, s, n, np, w.z, inv);
-    accumulate_v(c, h, idx, n, s, w.o.data());
-  } else {
-    float m = kNegInf, l = 0.0f;
-    float* s = w.s.data();
-    for (int e0 = 0; e0 < n; e0 += kChunk) {
-      const int cn = std::min(kChunk, n - e0);
-      const int np = (cn + kVW - 1) / kVW * kVW;
-      score_keys(c, w, h, i, idx + e0, cn, norm.kind == K::Softmax, s, w.kp.data());
-      if (norm.kind == K::Softmax) {
-        float mx = m;
-        for (int e = 0; e < cn; ++e) mx = std::max(mx, s[e]);
-        const float m_use = mx == kNegInf ? 0.0f : mx;
-        const float alpha = std::exp2(m - m_use);
-        vf sum = vf{};
-        for (int e = 0; e < np; e += kVW) {
-          vf p = exp2v(loadu(s + e) - m_use);
-          storeu(s + e, p);
-          sum += p;
-        }
-        l = l * alpha + hsum(sum);
-        m = mx;
-        if (alpha != 1.0f)
-          for (int k = 0; k < c.dv; k += kVW) storeu(w.o.data() + k, loadu(w.o.data() + k) * alpha);
-      } else {
-        elementwise_probs(norm, c.n_k, s, 1, np, np);
-        if (norm.kind == K::SoftplusL1)
-          for (int e = 0; e < cn; ++e) l += s[e];
-      }
-      accumulate_v(c, h, idx + e0, cn, s, w.o.data());
-    }
+  }
+  for (int r = 0; r < rows; ++r) {
+    const int i = i0 + r;
+    const float l = w.l[r];
+    float inv = w.end[r] > x.row_ptr[i] ? 1.0f : 0.0f, stat = 0.0f;
     if (norm.kind == K::Softmax || norm.kind == K::SoftplusL1) {
       inv = l > 0.0f ? 1.0f / l : 0.0f;
       if (l > 0.0f)
         // Softmax runs in base 2 (scores were multiplied by log2 e): lse = (m2 + log2 l) ln 2.
-        stat = norm.kind == K::Softmax ? (m + std::log2(l)) * kLn2 : std::log(l);
+        stat = norm.kind == K::Softmax ? (w.m[r] + std::log2(l)) * kLn2 : std::log(l);
     }
+    const float* o = w.o.data() + size_t(r) * c.dv;
+    float* out = c.o + (size_t(h) * c.n_q + i) * c.d;
+    for (int k = 0; k < c.d; ++k) out[k] = o[k] * inv;
+    c.row_stat[size_t(h) * c.n_q + i] = stat;
+  }
+}
+
+// One whole query row, for entmax (it needs the row's threshold) and selective attention (its
+// accumulator `acc` is the head's, so rows run in order). Scores land in a row buffer first.
+void run_row(KernelContext& c, GatherScratch& w, int h, int i, std::vector<double>* acc,
+             int64_t& entries) {
+  const IndexLayout& x = c.layout.index(h);
+  const int32_t* idx = x.col.data() + x.row_ptr[i];
+  // Listed keys are ascending, so the causally visible ones are a prefix.
+  const int n = int(std::lower_bound(idx, x.col.data() + x.row_ptr[i + 1], c.lim[i]) - idx);
+  const HeadRows hr = head_rows(c, h);
+  const float* q = c.p.q_row(h, i);
+  for (int k = 0; k < c.d; ++k) w.q[k] = q[k] * c.scale;
+  std::fill(w.o.begin(), w.o.begin() + c.dv, 0.0f);
+  entries += n;
+  const int np = (n + kVW - 1) / kVW * kVW;
+  if (int(w.s.size()) < np) {
+    w.s.resize(np);
+    w.kp.resize(np);
+  }
+  float* s = w.s.data();
+  for (int e0 = 0; e0 < n; e0 += kChunk) {
+    const int cn = std::min(kChunk, n - e0);
+    gather_rows(hr, w, idx + e0, cn);
+    for (int g = 0; g < cn; g += kVW) {
+      float t[kVW];
+      storeu(t, dots_any(w.q.data(), w.kr + g, c.d));
+      std::copy_n(t, std::min(kVW, cn - g), s + e0 + g);
+    }
+  }
+  if (!c.spec.mods.empty()) {
+    for (int e = 0; e < n; ++e) w.kp[e] = float(c.kpos[idx[e]]);
+    apply_mods_row(c, h, c.qpos[i], w.kp.data(), s, n);
+  }
+  for (int e = n; e < np; ++e) s[e] = kNegInf;
+  if (acc) {
+    const int32_t qp = c.qpos[i];
+    for (int e = 0; e < n; ++e) {
+      const int j = idx[e];
+      const float raw = s[e];
+      s[e] = float(double(raw) - (*acc)[j]);
+      if (raw > 0.0f && c.kpos[j] != qp && c.kpos[j] != 0) (*acc)[j] += double(raw);
+    }
+  }
+  float inv = 1.0f;
+  const float stat = normalise_row(c.spec.norm, c.n_k, s, n, np, w.z, inv);
+  for (int e0 = 0; e0 < n; e0 += kChunk) {
+    const int cn = std::min(kChunk, n - e0);
+    gather_rows(hr, w, idx + e0, cn);
+    accumulate_rows(c.dv, w.vr, cn, s + e0, 1.0f, w.o.data());
   }
   float* out = c.o + (size_t(h) * c.n_q + i) * c.d;
   for (int k = 0; k < c.d; ++k) out[k] = w.o[k] * inv;
   c.row_stat[size_t(h) * c.n_q + i] = stat;
 }
 
+// Queries per streamed tile: enough rows that each K and V row fetched into L2 serves several.
+constexpr int kTileRows = 128;
+
 }  // namespace
 
 void run_gather(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* cancel) {
   // Selective attention walks each head's rows in order; otherwise rows are independent.
   const bool selective = c.spec.selective;
-  const int tiles = selective ? 1 : (c.n_q + kRows - 1) / kRows;
+  const bool whole_rows = selective || c.spec.norm.kind == Normaliser::Kind::Entmax15;
+  const int rows = whole_rows ? kRows : kTileRows;
+  const int tiles = selective ? 1 : (c.n_q + rows - 1) / rows;
   std::vector<std::unique_ptr<GatherScratch>> scratch(pool.size());
   pool.parallel_for(
       int64_t(c.H) * tiles,
       [&](int64_t item, int wi) {
         if (!scratch[wi]) {
           scratch[wi] = std::make_unique<GatherScratch>();
-          scratch[wi]->q.assign(c.dv, 0.0f);
-          scratch[wi]->o.assign(c.dv, 0.0f);
+          scratch[wi]->q.assign(size_t(rows) * c.dv, 0.0f);
+          scratch[wi]->o.assign(size_t(rows) * c.dv, 0.0f);
+          scratch[wi]->m.resize(rows);
+          scratch[wi]->l.resize(rows);
+          scratch[wi]->cur.resize(rows);
+          scratch[wi]->end.resize(rows);
           scratch[wi]->s.resize(kChunk);
           scratch[wi]->kp.resize(kChunk);
         }
         GatherScratch& w = *scratch[wi];
         const int h = int(item / tiles);
-        const int i0 = selective ? 0 : int(item % tiles) * kRows;
-        const int i1 = selective ? c.n_q : std::min(c.n_q, i0 + kRows);
+        const int i0 = selective ? 0 : int(item % tiles) * rows;
+        const int i1 = selective ? c.n_q : std::min(c.n_q, i0 + rows);
         if (selective) w.acc.assign(c.n_k, 0.0);
         int64_t entries = 0;
-        for (int i = i0; i < i1; ++i) {
+        if (!whole_rows) run_tile(c, w, h, i0, i1, entries);
+        for (int i = i0; i < i1 && whole_rows; ++i) {
           if (selective && (i & 63) == 0 && cancel && cancel->load(std::memory_order_relaxed))
             break;
           run_row(c, w, h, i, selective ? &w.acc : nullptr, entries);

@@ -1,6 +1,7 @@
 // The gather kernel for Indices layouts: each query computes only its listed keys (K and V rows
 // gathered), with an online softmax over chunks of its list, or a row buffer for entmax and
-// for selective attention (whose rows then run in order per head).
+// for selective attention (whose rows then run in order per head). Streamed rows go in tiles
+// that walk the keys in L2-sized ranges, so scattered lists share each fetched K and V row.
 #pragma once
 #include <atomic>
 

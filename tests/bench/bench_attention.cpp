@@ -269,8 +269,11 @@ void register_all() {
       [](benchmark::State& s) { attention_case(s, "cpu", 4096, 1.0, 0, "dense+entmax15"); });
   add("cpu_selective/n:4096", 3,
       [](benchmark::State& s) { attention_case(s, "cpu", 4096, 1.0, 0, "selective"); });
-  add("cpu_gather_top256/n:4096", 3,
-      [](benchmark::State& s) { attention_case(s, "cpu", 4096, 1.0, 0, "dense", 256); });
+  // Index layouts (per-query key lists) at the sizes top-k selection produces.
+  for (int n : quick ? std::vector<int>{4096} : std::vector<int>{4096, 16384})
+    for (int k : {256, 1638})
+      add("cpu_gather_top" + std::to_string(k) + "/n:" + std::to_string(n), 3,
+          [n, k](benchmark::State& s) { attention_case(s, "cpu", n, 1.0, 0, "dense", k); });
   add("gemm_eigen_after/n:2048", 7,
       [threads](benchmark::State& s) { gemm_case(s, 2048, threads); });
 }

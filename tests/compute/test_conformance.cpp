@@ -9,8 +9,8 @@
 
 #include "compute/backend.h"
 #include "compute/error.h"
-#include "compute/reference/reference_backend.h"
 #include "compute/metrics.h"
+#include "compute/reference/reference_backend.h"
 #include "compute/registry.h"
 #include "test_util.h"
 
@@ -35,7 +35,9 @@ std::string case_name(const Case& c) {
 }
 
 // gtest prints parameters with this instead of a byte dump.
-void PrintTo(const Case& c, std::ostream* os) { *os << case_name(c); }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << case_name(c);
+}
 
 // Every pattern piece with its defaults, smaller settings so small N is sparse too, and each
 // score modifier / normaliser alone and composed with sparse patterns.
@@ -48,11 +50,14 @@ std::vector<std::string> specs() {
   for (const PieceInfo& piece : registry_pieces())
     if (piece.kind == PieceKind::ScoreMod || piece.kind == PieceKind::Normaliser)
       out.push_back("dense+" + piece.info.id);
-  for (const char* s : {"window(size=16)", "sinks_window(sinks=2,window=16)",
-                        "block_topk(block=16,k=2)", "topk(k=8)", "window(size=16)+sigmoid",
-                        "block_topk(block=16,k=2)+entmax15", "topk(k=8)+relu2",
-                        "sinks_window(sinks=2,window=16)+alibi+softcap(cap=5)",
-                        "window(size=16)+softplus+temperature(t=0.5)"})
+  for (const char* s :
+       {"window(size=16)", "sinks_window(sinks=2,window=16)", "block_topk(block=16,k=2)",
+        "topk(k=8)", "window(size=16)+sigmoid", "block_topk(block=16,k=2)+entmax15",
+        "topk(k=8)+relu2", "sinks_window(sinks=2,window=16)+alibi+softcap(cap=5)",
+        "window(size=16)+softplus+temperature(t=0.5)",
+        // per-query key lists (the gather kernel) under modifiers and the
+        // elementwise normalisers
+        "topk(k=8)+alibi+softcap(cap=5)", "h2o(heavy=8,recent=8)+softplus", "topk(k=8)+sigmoid"})
     out.push_back(s);
   return out;
 }
