@@ -81,7 +81,8 @@ struct ImageDoc {
 struct TradeoffMark {
   std::string label;
   double density = 1, seconds = 0, rel_error = 0, recall = 1, kl = 0;
-  bool shown = false;  // one of the panels
+  double select_seconds = 0;  // the part of `seconds` spent selecting (dynamic patterns)
+  bool shown = false;         // one of the panels
 };
 
 struct TradeoffDoc {

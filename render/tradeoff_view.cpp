@@ -255,7 +255,9 @@ void Canvas::build_tradeoff(float x0, float y0, float x1, float y1) {
       if (i) ImGui::Separator();
       ImGui::TextUnformatted(p->label.c_str());
       ImGui::TextDisabled("%s", p->shown ? "variant of the session" : "automatic sweep point");
-      ImGui::Text("density %.4f   time %.3f ms", p->density, p->seconds * 1e3);
+      ImGui::Text("density %.4f   time %.3f ms (select %.3f + kernel %.3f)", p->density,
+                  p->seconds * 1e3, p->select_seconds * 1e3,
+                  (p->seconds - p->select_seconds) * 1e3);
       ImGui::Text("error %.4g   recall %.4f   KL %.4g", p->rel_error, p->recall, p->kl);
     }
     ImGui::EndTooltip();

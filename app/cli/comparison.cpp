@@ -39,7 +39,7 @@ void print_comparison(const Problem& p, const Comparison& c) {
   // Two measures of sparsity, not to be confused: "kept" counts the score entries the variant
   // keeps, "computed" the work the kernels did, which covers whole blocks.
   Table t({"variant", "backend", "kept", "computed", "rel.err", "recall", "row KL", "pred GFLOP",
-           "counted GFLOP", "ms", "GFLOP/s", "speedup"});
+           "counted GFLOP", "select ms", "kernel ms", "wall ms", "GFLOP/s", "speedup"});
   const double dense_s = c.rows[0].stats.wall_seconds;
   const double dense_flops = c.rows[0].stats.counted.flops;
   for (const auto& r : c.rows) {
@@ -52,14 +52,16 @@ void print_comparison(const Problem& p, const Comparison& c) {
            r.has_metrics ? sci(r.metrics.rel_error) : "-",
            r.has_metrics ? fixed(r.metrics.mass_recall, 4) : "-",
            r.has_metrics ? sci(r.metrics.row_kl) : "-", fixed(s.predicted.flops / 1e9, 3),
-           fixed(s.counted.flops / 1e9, 3), fixed(secs * 1e3, 2),
+           fixed(s.counted.flops / 1e9, 3), fixed(s.select_seconds * 1e3, 2),
+           fixed(s.kernel_seconds * 1e3, 2), fixed(secs * 1e3, 2),
            fixed(s.counted.flops / 1e9 / secs, 1), speedup});
   }
   t.print();
   std::printf(
       "kept: share of visible entries kept; computed: counted flops vs dense, in whole kernel "
       "blocks (on a short input window 16/32/64 compute the same blocks but keep different "
-      "entries); row KL: each head's attention rows vs dense\n");
+      "entries); row KL: each head's attention rows vs dense; wall: select + kernel + run "
+      "bookkeeping\n");
   if (c.rows[0].has_metrics && !c.rows[0].metrics.sinks.empty()) {
     std::printf("sink tokens (mean received mass > 0.3):");
     for (int j : c.rows[0].metrics.sinks)
@@ -70,8 +72,8 @@ void print_comparison(const Problem& p, const Comparison& c) {
 
 nlohmann::json comparison_json(const Problem& p, const Comparison& c) {
   nlohmann::json j;
-  j["problem"] = {{"heads", p.n_heads}, {"kv_heads", p.n_kv_heads}, {"n_q", p.n_q},
-                  {"n_k", p.n_k},       {"d", p.d},                 {"causal", p.causal}};
+  j["problem"] = {{"heads", p.n_heads}, {"kv_heads", p.n_kv_heads}, {"n_q", p.n_q}, {"n_k", p.n_k},
+                  {"d", p.d},           {"causal", p.causal}};
   for (const auto& r : c.rows) {
     const Stats& s = r.stats;
     nlohmann::json row = {{"variant", r.spec},

@@ -123,6 +123,7 @@ json to_json(const TradeoffPoint& p) {
           {"pattern", p.pattern},
           {"density", num(p.density)},
           {"flops", num(p.flops)},
+          {"select_seconds", num(p.select_seconds)},
           {"kernel_seconds", num(p.kernel_seconds)},
           {"rel_error", num(p.rel_error)},
           {"mass_recall", num(p.mass_recall)},

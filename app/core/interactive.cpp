@@ -230,7 +230,8 @@ render::Document document(const Analysis& a, const std::vector<TradeoffPoint>& s
     render::TradeoffMark m;
     m.label = t.spec;
     m.density = t.density;
-    m.seconds = t.kernel_seconds;
+    m.seconds = t.select_seconds + t.kernel_seconds;
+    m.select_seconds = t.select_seconds;
     m.rel_error = t.rel_error;
     m.recall = t.mass_recall;
     m.kl = std::isfinite(t.next_token_kl) ? t.next_token_kl : t.row_kl;

@@ -98,6 +98,10 @@ std::string quote(const std::string& s) {
 }
 
 const char* kHeader =
+    "index,spec,pattern,density,flops,select_seconds,kernel_seconds,rel_error,mass_recall,"
+    "row_kl,next_token_kl,top1_agreement,perplexity,cls_cosine";
+// Tables written before selection and kernel time were kept apart (kernel_seconds held both).
+const char* kHeaderV1 =
     "index,spec,pattern,density,flops,kernel_seconds,rel_error,mass_recall,row_kl,"
     "next_token_kl,top1_agreement,perplexity,cls_cosine";
 
@@ -178,9 +182,10 @@ std::string tradeoff_csv(const std::vector<SweepRow>& rows) {
   for (const SweepRow& r : rows) {
     const TradeoffPoint& p = r.point;
     out += std::to_string(r.index) + "," + quote(p.spec) + "," + p.pattern + "," + fmt(p.density) +
-           "," + fmt(p.flops) + "," + fmt(p.kernel_seconds) + "," + fmt(p.rel_error) + "," +
-           fmt(p.mass_recall) + "," + fmt(p.row_kl) + "," + fmt(p.next_token_kl) + "," +
-           fmt(p.top1_agreement) + "," + fmt(p.perplexity) + "," + fmt(p.cls_cosine) + "\n";
+           "," + fmt(p.flops) + "," + fmt(p.select_seconds) + "," + fmt(p.kernel_seconds) + "," +
+           fmt(p.rel_error) + "," + fmt(p.mass_recall) + "," + fmt(p.row_kl) + "," +
+           fmt(p.next_token_kl) + "," + fmt(p.top1_agreement) + "," + fmt(p.perplexity) + "," +
+           fmt(p.cls_cosine) + "\n";
   }
   return out;
 }
@@ -188,7 +193,9 @@ std::string tradeoff_csv(const std::vector<SweepRow>& rows) {
 std::vector<SweepRow> parse_tradeoff_csv(const std::string& text, const std::string& source) {
   std::stringstream ss(text);
   std::string line;
-  require(bool(std::getline(ss, line)) && line == kHeader, ErrorCode::Format,
+  const bool got = bool(std::getline(ss, line));
+  const bool v1 = got && line == kHeaderV1;
+  require(got && (line == kHeader || v1), ErrorCode::Format,
           source + ": not an attnscope sweep table (first line must be the header '" +
               std::string(kHeader) + "')");
   std::vector<SweepRow> rows;
@@ -198,8 +205,10 @@ std::vector<SweepRow> parse_tradeoff_csv(const std::string& text, const std::str
     if (line.empty()) continue;
     const auto f = split_csv_line(line);
     const std::string where = source + ":" + std::to_string(n);
-    require(f.size() == 13, ErrorCode::Format,
-            where + ": expected 13 fields, found " + std::to_string(f.size()));
+    const size_t want = v1 ? 13 : 14;
+    require(f.size() == want, ErrorCode::Format,
+            where + ": expected " + std::to_string(want) + " fields, found " +
+                std::to_string(f.size()));
     auto num = [&](const std::string& s) {
       if (s == "nan") return kNaN;
       try {
@@ -214,14 +223,16 @@ std::vector<SweepRow> parse_tradeoff_csv(const std::string& text, const std::str
     r.point.pattern = f[2];
     r.point.density = num(f[3]);
     r.point.flops = num(f[4]);
-    r.point.kernel_seconds = num(f[5]);
-    r.point.rel_error = num(f[6]);
-    r.point.mass_recall = num(f[7]);
-    r.point.row_kl = num(f[8]);
-    r.point.next_token_kl = num(f[9]);
-    r.point.top1_agreement = num(f[10]);
-    r.point.perplexity = num(f[11]);
-    r.point.cls_cosine = num(f[12]);
+    const size_t o = v1 ? 0 : 1;  // v1 has no select_seconds column
+    if (!v1) r.point.select_seconds = num(f[5]);
+    r.point.kernel_seconds = num(f[5 + o]);
+    r.point.rel_error = num(f[6 + o]);
+    r.point.mass_recall = num(f[7 + o]);
+    r.point.row_kl = num(f[8 + o]);
+    r.point.next_token_kl = num(f[9 + o]);
+    r.point.top1_agreement = num(f[10 + o]);
+    r.point.perplexity = num(f[11 + o]);
+    r.point.cls_cosine = num(f[12 + o]);
     rows.push_back(std::move(r));
   }
   return rows;

@@ -144,7 +144,8 @@ TradeoffPoint tradeoff_point(const Analysis& a, int panel) {
     else
       kl_ok = false;
     t.flops += pn.result(l).stats.counted.flops;
-    t.kernel_seconds += pn.result(l).stats.kernel_seconds + pn.result(l).stats.select_seconds;
+    t.select_seconds += pn.result(l).stats.select_seconds;
+    t.kernel_seconds += pn.result(l).stats.kernel_seconds;
   }
   t.density = density;
   t.rel_error = err;

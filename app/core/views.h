@@ -61,7 +61,8 @@ struct TradeoffPoint {
   std::string pattern;           // pattern id ("window", "block_topk", "dense") for grouping
   double density = 1;            // kept / visible entries, mean over layers
   double flops = 0;              // counted flops, summed over layers
-  double kernel_seconds = 0;     // attention kernels, summed over layers
+  double select_seconds = 0;     // dynamic patterns' selection, summed over layers
+  double kernel_seconds = 0;     // attention kernels, summed over layers (selection apart)
   double rel_error = 0;          // relative output error, mean over layers
   double mass_recall = 1;        // mean over layers
   double row_kl = kNaN;          // attention-row KL, mean over layers

@@ -35,7 +35,8 @@ void check_figure_settings(const FigureData& d) {
   render::colormap_from_name(d.settings.colormap);
   if (d.view == View::Grid) core::head_metric_index(d.settings.grid_metric);
   if (d.view == View::Tradeoff) {
-    static const std::vector<std::string> x = {"density", "seconds", "flops"};
+    static const std::vector<std::string> x = {"density", "seconds", "select_seconds",
+                                               "kernel_seconds", "flops"};
     static const std::vector<std::string> y = {"rel_error", "mass_recall", "row_kl",
                                                "next_token_kl", "top1_agreement"};
     auto check = [](const std::string& v, const std::vector<std::string>& known, const char* key) {

@@ -359,16 +359,18 @@ TEST(CliRender, ExitCodesAndMessages) {
   EXPECT_NE(log.find("did you mean default-text"), std::string::npos) << log;
 }
 
-// Drops the kernel_seconds column (timings differ from run to run; everything else must not).
+// Drops the select_seconds and kernel_seconds columns (timings differ from run to run;
+// everything else must not).
 std::string without_times(const std::string& csv) {
   std::stringstream in(csv), out;
   std::string line;
   while (std::getline(in, line)) {
-    // Fields: index,"spec",pattern,density,flops,kernel_seconds,...; the spec is quoted.
+    // Fields: index,"spec",pattern,density,flops,select_seconds,kernel_seconds,...; the spec
+    // is quoted.
     const size_t spec_end = line.find('"', line.find('"') + 1);
     size_t at = spec_end == std::string::npos ? 0 : spec_end;
     for (int k = 0; k < 4; ++k) at = line.find(',', at + 1);
-    const size_t end = line.find(',', at + 1);
+    const size_t end = line.find(',', line.find(',', at + 1) + 1);
     out << line.substr(0, at) << line.substr(end) << "\n";
   }
   return out.str();

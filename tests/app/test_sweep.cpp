@@ -95,5 +95,34 @@ TEST(Sweep, CsvRoundTripAndMerge) {
   EXPECT_THROW(parse_tradeoff_csv(csv + "7,short\n", "bad.csv"), Error);
 }
 
+TEST(Sweep, SelectionAndKernelTimeKeptApart) {
+  SweepRow r;
+  r.index = 0;
+  r.point.spec = "topk(k=8)";
+  r.point.pattern = "topk";
+  r.point.select_seconds = 0.25;
+  r.point.kernel_seconds = 0.5;
+  const auto back = parse_tradeoff_csv(tradeoff_csv({r}), "t.csv");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].point.select_seconds, 0.25);
+  EXPECT_EQ(back[0].point.kernel_seconds, 0.5);
+  // A table written before the split (kernel_seconds held both) still opens.
+  const auto v1 = parse_tradeoff_csv(
+      "index,spec,pattern,density,flops,kernel_seconds,rel_error,mass_recall,row_kl,"
+      "next_token_kl,top1_agreement,perplexity,cls_cosine\n"
+      "0,\"dense\",dense,1,100,0.75,0,1,0,nan,nan,nan,nan\n",
+      "old.csv");
+  ASSERT_EQ(v1.size(), 1u);
+  EXPECT_EQ(v1[0].point.select_seconds, 0.0);
+  EXPECT_EQ(v1[0].point.kernel_seconds, 0.75);
+  EXPECT_EQ(v1[0].point.flops, 100.0);
+  EXPECT_EQ(v1[0].point.mass_recall, 1.0);
+  // The new header with the old field count is refused, with the line named.
+  EXPECT_THROW(
+      parse_tradeoff_csv(tradeoff_csv({}) + "0,\"dense\",dense,1,100,0.75,0,1,0,nan,nan,nan,nan\n",
+                         "mixed.csv"),
+      Error);
+}
+
 }  // namespace
 }  // namespace attn::core
