@@ -60,7 +60,7 @@ package: build
 # Benchmarks are measured side by side in one run; tuned for this CPU (`native` preset).
 bench: deps
 	cmake --preset native
-	cmake --build --preset native -j$(JOBS) --target attn_bench attn_gui_bench
+	cmake --build --preset native -j$(JOBS) --target attn_bench attn_gui_bench attnscope
 	/usr/bin/python3 tests/bench/run_bench.py --build build/native --out build/bench
 	/usr/bin/python3 tests/bench/forward_vs_torch.py --build build/native
 	/usr/bin/python3 tests/bench/decode_vs_torch.py --build build/native
