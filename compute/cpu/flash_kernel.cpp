@@ -23,29 +23,6 @@ struct FlashScratch {
   EntmaxScratch es;  // entmax candidates
 };
 
-// Online softmax over one key chunk (base 2): new running max per query, the chunk's
-// probabilities in place, the running sum, and alpha = the factor rescaling earlier output.
-// `masked`: the chunk may hold -inf entries (which must give exactly 0).
-void softmax_step(FlashScratch& s, int nj, int cols, int lds, bool masked) {
-  for (int v = 0; v < cols / kVW; ++v) {
-    const vf m_old = loadu(s.m + v * kVW);
-    vf mx = m_old;
-    for (int j = 0; j < nj; ++j) mx = vmax(mx, loadu(s.st.data() + size_t(j) * lds + v * kVW));
-    const vf m_use = select(mx == splat(kNegInf), splat(0.0f), mx);
-    const vf alpha = exp2v(m_old - m_use);
-    vf sum = vf{};
-    for (int j = 0; j < nj; ++j) {
-      float* p = s.st.data() + size_t(j) * lds + v * kVW;
-      vf e = masked ? exp2v(loadu(p) - m_use) : exp2v_nonpos(loadu(p) - m_use);
-      storeu(p, e);
-      sum += e;
-    }
-    storeu(s.l + v * kVW, fmadd(loadu(s.l + v * kVW), alpha, sum));
-    storeu(s.alpha + v * kVW, alpha);
-    storeu(s.m + v * kVW, mx);
-  }
-}
-
 void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
   using K = Normaliser::Kind;
   const Normaliser& norm = c.spec.norm;
@@ -87,7 +64,8 @@ void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
     for (const Chunk& ch : s.chunks) {
       score_chunk(c, t, ch, softmax, s.st.data(), kBQ);
       if (softmax) {
-        softmax_step(s, ch.nj, cols, kBQ, ch.causal || ch.partial || cols != it.rows);
+        softmax_step(s.st.data(), ch.nj, cols, kBQ, ch.causal || ch.partial || cols != it.rows,
+                     s.m, s.l, s.alpha);
       } else {
         elementwise_probs(norm, c.n_k, s.st.data(), ch.nj, cols, kBQ);
         if (norm.kind == K::SoftplusL1) add_column_sums(s.st.data(), ch.nj, cols, kBQ, s.l);

@@ -7,6 +7,7 @@
 
 #include "compute/cpu/score_tile.h"
 #include "compute/cpu/simd.h"
+#include "compute/cpu/tile_kernels.h"
 
 namespace attn::cpu::ATTN_CPU_NS {
 
@@ -27,6 +28,14 @@ struct GatherScratch {
   std::vector<int64_t> cur, end;
   const float* kr[kChunk];  // the chunk's gathered K and V rows
   const float* vr[kChunk];
+  // A union tile: the keys its rows list, each key's row membership bits, their K and V rows
+  // packed, the query tile and the transposed score chunk.
+  std::vector<int32_t> pos;  // i32 [n_k]: -1, or the key's place in `uni` while a tile runs
+  std::vector<int32_t> uni;
+  std::vector<uint64_t> member;
+  std::vector<float> kpack, vpack, st, ot;
+  QueryTile tile;
+  alignas(64) float um[kBQ], ul[kBQ], ualpha[kBQ];
 };
 
 // Where one head's K and V rows start (the GQA head mapping done once, not once per key).
@@ -384,6 +393,118 @@ void run_row(KernelContext& c, GatherScratch& w, int h, int i, std::vector<doubl
   c.row_stat[size_t(h) * c.n_q + i] = stat;
 }
 
+// Least share of a union tile's entries that its rows list for the tile to run dense (below it,
+// masked work would cost more than gathering the listed entries one by one).
+constexpr double kUnionMinOverlap = 0.3;
+
+// Rows i0..i1 (at most kBQ) of head h as one dense tile over the union of their key lists, for
+// lists that overlap (H2O's recent window and heavy set, a shared vertical set): the union's K
+// and V rows are packed, the scores come from the register-blocked micro-kernels, and entries
+// a row does not list are masked to -inf. Returns false, having done nothing, where the lists
+// overlap too little, score modifiers apply (they need each key's position), or nothing is
+// listed. `computed` gets the entries computed (union x rows).
+bool union_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64_t& listed,
+                int64_t& computed) {
+  using K = Normaliser::Kind;
+  if (!c.spec.mods.empty()) return false;
+  const IndexLayout& x = c.layout.index(h);
+  const int32_t* col = x.col.data();
+  const int rows = i1 - i0;
+  int64_t total = 0;
+  for (int i = i0; i < i1; ++i) {
+    const int32_t* b = col + x.row_ptr[i];
+    w.end[i - i0] = x.row_ptr[i] + (std::lower_bound(b, col + x.row_ptr[i + 1], c.lim[i]) - b);
+    total += w.end[i - i0] - x.row_ptr[i];
+  }
+  if (total == 0) return false;
+  if (w.pos.size() < size_t(c.n_k)) w.pos.assign(size_t(c.n_k), -1);
+  w.uni.clear();
+  const int64_t cap = int64_t(double(total) / (kUnionMinOverlap * rows)) + 1;
+  bool sparse = false;
+  for (int r = 0; r < rows && !sparse; ++r)
+    for (int64_t e = x.row_ptr[i0 + r]; e < w.end[r]; ++e)
+      if (w.pos[col[e]] < 0) {
+        w.pos[col[e]] = 0;
+        w.uni.push_back(col[e]);
+        if (int64_t(w.uni.size()) > cap) {
+          sparse = true;
+          break;
+        }
+      }
+  if (sparse) {
+    for (int32_t j : w.uni) w.pos[j] = -1;
+    return false;
+  }
+  std::sort(w.uni.begin(), w.uni.end());
+  const int u = int(w.uni.size());
+  for (int k = 0; k < u; ++k) w.pos[w.uni[k]] = k;
+  w.member.assign(size_t(u), 0);
+  for (int r = 0; r < rows; ++r)
+    for (int64_t e = x.row_ptr[i0 + r]; e < w.end[r]; ++e)
+      w.member[size_t(w.pos[col[e]])] |= uint64_t(1) << r;
+  for (int32_t j : w.uni) w.pos[j] = -1;
+
+  const HeadRows hr = head_rows(c, h);
+  w.kpack.resize(size_t(u) * c.d);
+  w.vpack.resize(size_t(u) * c.dv);
+  for (int k = 0; k < u; ++k) {
+    std::copy_n(hr.k + size_t(w.uni[k]) * hr.ldk, c.d, w.kpack.data() + size_t(k) * c.d);
+    std::copy_n(hr.v + size_t(w.uni[k]) * hr.ldv, c.dv, w.vpack.data() + size_t(k) * c.dv);
+  }
+  const Normaliser& norm = c.spec.norm;
+  const bool softmax = norm.kind == K::Softmax;
+  QueryTile& t = w.tile;
+  t.pack(c, h, i0, rows, c.scale * (c.base2_softmax() ? kLog2e : 1.0f));
+  const int cols = t.cols;
+  w.st.resize(size_t(kBK) * kBQ);
+  w.ot.resize(size_t(kBQ) * c.dv);
+  std::fill(w.um, w.um + kBQ, kNegInf);
+  std::fill(w.ul, w.ul + kBQ, 0.0f);
+  vi lane_bit;
+  for (int k = 0; k < kVW; ++k) lane_bit[k] = int32_t(1) << k;
+  for (int c0 = 0; c0 < u; c0 += kBK) {
+    const int nj = std::min(kBK, u - c0);
+    qk_tile(w.kpack.data() + size_t(c0) * c.d, size_t(c.d), nj, t.qt.data(), kBQ, cols, c.d,
+            w.st.data(), kBQ);
+    for (int j = 0; j < nj; ++j) {
+      const uint64_t bits = w.member[size_t(c0 + j)];
+      float* srow = w.st.data() + size_t(j) * kBQ;
+      for (int v = 0; v < cols / kVW; ++v) {
+        const int32_t b = int32_t((bits >> (v * kVW)) & ((uint64_t(1) << kVW) - 1));
+        const vi keep = (splati(b) & lane_bit) != splati(0);
+        storeu(srow + v * kVW, select(keep, loadu(srow + v * kVW), splat(kNegInf)));
+      }
+    }
+    if (softmax) {
+      softmax_step(w.st.data(), nj, cols, kBQ, true, w.um, w.ul, w.ualpha);
+    } else {
+      elementwise_probs(norm, c.n_k, w.st.data(), nj, cols, kBQ);
+      if (norm.kind == K::SoftplusL1) add_column_sums(w.st.data(), nj, cols, kBQ, w.ul);
+    }
+    pv_tile(w.st.data(), kBQ, nj, rows, w.vpack.data() + size_t(c0) * c.dv, size_t(c.dv), c.dv,
+            w.ot.data(), c.dv, softmax ? w.ualpha : nullptr, c0 == 0);
+  }
+  for (int r = 0; r < rows; ++r) {
+    const int i = i0 + r;
+    float inv = 1.0f, stat = 0.0f;
+    if (softmax || norm.kind == K::SoftplusL1) {
+      const float l = w.ul[r];
+      inv = l > 0.0f ? 1.0f / l : 0.0f;
+      // Softmax runs in base 2: lse = (m2 + log2 l) ln 2.
+      if (l > 0.0f) stat = softmax ? (w.um[r] + std::log2(l)) * kLn2 : std::log(l);
+    }
+    const float* o = w.ot.data() + size_t(r) * c.dv;
+    float* out = c.o + (size_t(h) * c.n_q + i) * c.d;
+    for (int k = 0; k < c.d; ++k) out[k] = o[k] * inv;
+    c.row_stat[size_t(h) * c.n_q + i] = stat;
+  }
+  listed += total;
+  computed += int64_t(u) * rows;
+  // The union's K and V rows once, one index per listed entry; Q, O and the row stat per query.
+  c.bytes += int64_t(u) * (c.d + c.dv) * 4 + total * 4 + int64_t(rows) * (c.d * 8 + 4);
+  return true;
+}
+
 // Queries per streamed tile: enough rows that each K and V row fetched into L2 serves several.
 constexpr int kTileRows = 128;
 
@@ -415,17 +536,30 @@ void run_gather(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* can
         const int i0 = selective ? 0 : int(item % tiles) * rows;
         const int i1 = selective ? c.n_q : std::min(c.n_q, i0 + rows);
         if (selective) w.acc.assign(c.n_k, 0.0);
-        int64_t entries = 0;
-        if (!whole_rows) run_tile(c, w, h, i0, i1, entries);
+        int64_t entries = 0, listed = 0, computed = 0;
+        int row_items = i1 - i0;  // rows the per-entry paths ran
+        if (!whole_rows) {
+          // Each half (kBQ rows) runs as a union tile where its lists overlap enough.
+          const int mid = std::min(i1, i0 + kBQ);
+          const bool a = union_tile(c, w, h, i0, mid, listed, computed);
+          const bool b = mid < i1 && union_tile(c, w, h, mid, i1, listed, computed);
+          if (!a && !b) {
+            run_tile(c, w, h, i0, i1, entries);
+          } else {
+            if (!a) run_tile(c, w, h, i0, mid, entries);
+            if (!b && mid < i1) run_tile(c, w, h, mid, i1, entries);
+            row_items = (a ? 0 : mid - i0) + (b ? 0 : i1 - mid);
+          }
+        }
         for (int i = i0; i < i1 && whole_rows; ++i) {
           if (selective && (i & 63) == 0 && cancel && cancel->load(std::memory_order_relaxed))
             break;
           run_row(c, w, h, i, selective ? &w.acc : nullptr, entries);
         }
-        c.qk_entries += entries;
-        c.pv_entries += entries;
+        c.qk_entries += entries + computed;
+        c.pv_entries += entries + computed;
         // K and V rows plus one index per entry; Q, O and the row stat per query.
-        c.bytes += entries * (int64_t(c.d) * 8 + 4) + int64_t(i1 - i0) * (c.d * 8 + 4);
+        c.bytes += entries * (int64_t(c.d) * 8 + 4) + int64_t(row_items) * (c.d * 8 + 4);
       },
       cancel);
 }

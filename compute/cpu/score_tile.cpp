@@ -170,6 +170,27 @@ void elementwise_probs(const Normaliser& n, int n_k, float* st, int nj, int cols
   }
 }
 
+void softmax_step(float* st, int nj, int cols, int lds, bool masked, float* m, float* l,
+                  float* alpha) {
+  for (int v = 0; v < cols / kVW; ++v) {
+    const vf m_old = loadu(m + v * kVW);
+    vf mx = m_old;
+    for (int j = 0; j < nj; ++j) mx = vmax(mx, loadu(st + size_t(j) * lds + v * kVW));
+    const vf m_use = select(mx == splat(kNegInf), splat(0.0f), mx);
+    const vf a = exp2v(m_old - m_use);
+    vf sum = vf{};
+    for (int j = 0; j < nj; ++j) {
+      float* p = st + size_t(j) * lds + v * kVW;
+      vf e = masked ? exp2v(loadu(p) - m_use) : exp2v_nonpos(loadu(p) - m_use);
+      storeu(p, e);
+      sum += e;
+    }
+    storeu(l + v * kVW, fmadd(loadu(l + v * kVW), a, sum));
+    storeu(alpha + v * kVW, a);
+    storeu(m + v * kVW, mx);
+  }
+}
+
 bool any_nonzero(const float* st, int nj, int cols, int lds) {
   vi any = vi{};
   for (int j = 0; j < nj; ++j)

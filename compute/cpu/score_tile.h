@@ -49,6 +49,12 @@ void score_chunk(const KernelContext& c, const QueryTile& t, const Chunk& chunk,
 // positions are kp[c] (c < n, n % kVW == 0), in place.
 void apply_mods_row(const KernelContext& c, int h, int32_t qp, const float* kp, float* s, int n);
 
+// Online softmax over one chunk of scores st (nj x cols, base 2): new running max m per query,
+// the chunk's probabilities in place, the running sum l, and alpha = the factor rescaling the
+// output so far. `masked`: the chunk may hold -inf entries (which must give exactly 0).
+void softmax_step(float* st, int nj, int cols, int lds, bool masked, float* m, float* l,
+                  float* alpha);
+
 // Elementwise normalisers with no row statistic across keys (Sigmoid, Relu) and SoftplusL1's
 // numerator, in place over nj x cols entries; -inf (dropped) becomes exactly 0.
 void elementwise_probs(const Normaliser& n, int n_k, float* st, int nj, int cols, int lds);
