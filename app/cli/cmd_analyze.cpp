@@ -1,5 +1,6 @@
 // `attnscope analyze`: the analysis core (app/core) on a session built from the command line
 // (or read from --session), printed as a table and written as JSON and hook dumps.
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -34,6 +35,7 @@ struct AnalyzeOptions {
   int threads = 0, image_size = 0, tensors_layer = -1, max_cells = 512;
   int given_inputs = 0;  // how many of --text, --text-file, --ids, --image were given
   bool bidirectional = false, no_end_to_end = false, no_verify = false;
+  bool timings = false;
 };
 
 std::vector<std::string> split_specs(const std::string& list) {
@@ -204,7 +206,7 @@ void print_summary(const core::Analysis& a) {
         "model: %s (%s, %d layers, %d heads, %d kv heads, d=%d) \u2014 %d tokens, dense forward "
         "%.3f s\n",
         info.dir.c_str(), info.model_type.c_str(), info.n_layers, info.n_heads, info.n_kv_heads,
-        info.head_dim, a.n_tokens(), a.dense_out.seconds);
+        info.head_dim, a.n_tokens(), a.dense_out().seconds);
   } else {
     const Problem& p = a.problem(0);
     std::printf("tensors: %d heads (%d kv), %d queries x %d keys, d=%d\n", p.n_heads, p.n_kv_heads,
@@ -334,10 +336,30 @@ int ablate(const AnalyzeOptions& o, const core::Session& s,
   return 0;
 }
 
+// Where analyze's time went, stage by stage (seconds; `--timings`).
+json stage_timings(const core::Analysis& a, double load, double total, double report) {
+  const double forward = a.info ? a.dense_out().seconds : 0.0;
+  return {{"load_seconds", load},
+          {"forward_seconds", forward},
+          {"dense_kernels_seconds", a.forward_seconds - forward},
+          {"variants_seconds", a.variants_seconds},
+          {"metrics_seconds", a.metrics_seconds},
+          {"end_to_end_seconds", a.e2e_seconds},
+          {"report_seconds", report},
+          {"analysis_seconds", total - load},
+          {"total_seconds", total}};
+}
+
 int analyze(const AnalyzeOptions& o) {
+  using Clock = std::chrono::steady_clock;
+  const auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  const auto t_start = Clock::now();
   std::string session_path;
   const core::Session s = session_of(o, session_path);
   const auto model = check_against_model(o, s, session_path);  // held: analyze reuses it
+  const double load = since(t_start);
   if (!o.ablate.empty()) return ablate(o, s, model);
   core::Options co;
   co.threads = o.threads;
@@ -350,12 +372,23 @@ int analyze(const AnalyzeOptions& o) {
     co.input_name = o.text_file.empty() ? "--text" : "--text-file " + o.text_file;
   const auto a = core::analyze(s, session_path, co);
   print_summary(*a);
-  if (!o.json_out.empty()) write_json(o.json_out, core::analysis_json(*a, o.max_cells));
+  const auto t_report = Clock::now();
+  json j;
+  if (!o.json_out.empty()) j = core::analysis_json(*a, o.max_cells);
+  if (o.timings) {
+    const json t = stage_timings(*a, load, since(t_start), since(t_report));
+    std::printf("timings:");
+    for (const auto& [k, v] : t.items())
+      std::printf(" %s %.3f s;", k.substr(0, k.size() - 8).c_str(), v.get<double>());
+    std::printf("\n");
+    if (!o.json_out.empty()) j["timings"] = t;
+  }
+  if (!o.json_out.empty()) write_json(o.json_out, j);
   if (!o.dump.empty()) {
     usage(a->capture != nullptr, "--dump needs a model (raw tensors have no hooks to dump)");
     const HookSelection asked = HookSelection::parse(o.hooks);
     const auto files =
-        dump_forward(o.dump, *a->capture, a->input, a->dense_out, a->problem(0).labels, &asked);
+        dump_forward(o.dump, *a->capture, a->input, a->dense_out(), a->problem(0).labels, &asked);
     std::printf("dumped %zu files to %s\n", files.size(), o.dump.c_str());
   }
   return 0;
@@ -400,6 +433,9 @@ void add_analyze_command(CLI::App& app, Action& action) {
   cmd->add_flag("--no-verify", o.no_verify, "Do not check a session's recorded file hashes");
   cmd->add_option("--threads", o.threads, "Worker threads (0 = all)");
   cmd->add_option("--json", o.json_out, "Write per-layer/head and end-to-end metrics as JSON");
+  cmd->add_flag("--timings", o.timings,
+                "Print where the time went (model load, forward, dense kernels, variants, "
+                "metrics, end to end, report), also under \"timings\" in --json");
   cmd->add_option("--session", o.session,
                   "Session file (.attnscope.json): model, input, variants and substitution "
                   "(options given here take precedence)");

@@ -80,7 +80,10 @@ struct Analysis {
   std::optional<ModelInfo> info;       // likewise absent
   std::string model_summary;           // "gpt2 · 2 layers · 4 heads · d=32 · context 256"
   ModelInput input;
-  ModelOutput dense_out;            // the dense forward pass (logits), models only
+  // The dense forward pass (logits), models only; shared by the stages' copies (the logits alone
+  // are N x vocab floats).
+  std::shared_ptr<const ModelOutput> dense_pass;
+  const ModelOutput& dense_out() const;
   std::vector<Token> tokens;        // text input with byte spans
   std::string notice;               // truncation notice
   std::vector<std::string> labels;  // [N] display labels of the tokens

@@ -61,14 +61,13 @@ RoleScores panel_role_scores(const Variant& v, const Problem& p, const Result& r
   auto block = std::make_shared<std::vector<double>>();
   auto block_start = std::make_shared<int>(-1);
   constexpr int kRows = 64;
-  rows.row = [&v, &p, &r, head, block, block_start](int i, std::vector<double>& row) {
+  rows.row = [&v, &p, &r, head, block, block_start](int i, std::vector<double>&) {
     if (*block_start < 0 || i < *block_start || i >= *block_start + kRows) {
       *block_start = i - i % kRows;
       probability_block(v, p, r, head, *block_start, std::min(p.n_q, *block_start + kRows), 0,
                         p.n_k, *block);
     }
-    const double* src = block->data() + size_t(i - *block_start) * size_t(p.n_k);
-    row.assign(src, src + p.n_k);
+    return block->data() + size_t(i - *block_start) * size_t(p.n_k);
   };
   if (ids && ids->size() == size_t(p.n_k)) rows.ids = ids;
   rows.out_norm.resize(size_t(p.n_q));

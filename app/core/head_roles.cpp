@@ -75,9 +75,10 @@ HeadRows pattern_rows(const float* pattern, int n_q, int n_k, bool causal) {
   h.n_q = n_q;
   h.n_k = n_k;
   h.causal = causal;
-  h.row = [pattern, n_k](int i, std::vector<double>& row) {
+  h.row = [pattern, n_k](int i, std::vector<double>& scratch) {
     const float* r = pattern + size_t(i) * size_t(n_k);
-    row.assign(r, r + n_k);
+    scratch.assign(r, r + n_k);
+    return scratch.data();
   };
   return h;
 }
@@ -116,12 +117,10 @@ RoleScores role_scores(const HeadRows& h, const RoleOptions& o) {
   std::vector<double> at_offset(size_t(2 * nk), 0.0);
   long offset_rows = 0;
   const int D = o.long_range;
-  std::vector<double> row;
+  std::vector<double> scratch;
   for (int i = 0; i < nq; ++i) {
     const int t = off + i;
-    h.row(i, row);
-    require(row.size() == size_t(nk), ErrorCode::InvalidArgument,
-            "head roles: a row has the wrong length");
+    const double* row = h.row(i, scratch);
     if (t >= 2) prev.add(row[size_t(t - 1)]);
     if (t >= 1) {
       sink.add(row[0]);
@@ -150,7 +149,7 @@ RoleScores role_scores(const HeadRows& h, const RoleOptions& o) {
     }
     if (!h.copy_source.empty() && h.copy_source[size_t(i)] >= 0) {
       const int kend = h.causal ? t + 1 : nk;
-      const int top = int(std::max_element(row.begin(), row.begin() + kend) - row.begin());
+      const int top = int(std::max_element(row, row + kend) - row);
       retr.add(top == h.copy_source[size_t(i)] ? 1.0 : 0.0);
     }
     if (repeat) {

@@ -62,8 +62,9 @@ int head_role_index(const std::string& name);
 struct HeadRows {
   int n_q = 0, n_k = 0;
   bool causal = true;
-  // Fills `row` with the probabilities of query i over keys [0, n_k).
-  std::function<void(int i, std::vector<double>& row)> row;
+  // The probabilities of query i over keys [0, n_k): a pointer to n_k values, valid until the
+  // next call (into `scratch` where the source has to convert or copy them).
+  std::function<const double*(int i, std::vector<double>& scratch)> row;
   const std::vector<int32_t>* ids = nullptr;  // [n_k] token ids (duplicate, induction); null: NaN
   // On a repeated sequence (ids = prefix + R + R, R of length repeat_period starting at key
   // position repeat_start) duplicate and induction are the positional scores of the second copy

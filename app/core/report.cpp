@@ -117,7 +117,7 @@ json dense_json(const Analysis& a) {
   if (a.predicted_class() >= 0) {
     j["class"] = a.predicted_class();
     j["class_name"] = a.predicted_name();
-    j["logits"] = std::vector<float>(a.dense_out.logits.begin(), a.dense_out.logits.end());
+    j["logits"] = std::vector<float>(a.dense_out().logits.begin(), a.dense_out().logits.end());
   }
   return j;
 }

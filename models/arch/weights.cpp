@@ -2,7 +2,9 @@
 
 #include <filesystem>
 
+#include "compute/cpu/huge_pages.h"
 #include "compute/error.h"
+#include "compute/parallel.h"
 
 namespace attn {
 namespace fs = std::filesystem;
@@ -79,9 +81,22 @@ const float* WeightStore::get_optional(const std::string& name, const std::vecto
   if (t.dtype == DType::F32 && reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0) {
     return t.f32().data();  // in place, inside the memory map
   }
-  converted_.emplace_back(t.to_f32());
-  converted_bytes_ += converted_.back().size() * sizeof(float);
-  return converted_.back().data();
+  // Checkpoints in BF16/F16 run to gigabytes of f32: the copy is not zero-filled first (every
+  // element is written), asks for huge pages (faulting in 4 KiB pages costs more than
+  // converting on some hosts) and converts in slices on every core.
+  const size_t n = t.numel();
+  converted_.emplace_back(new float[n ? n : 1]);
+  float* dst = converted_.back().get();
+  cpu::advise_huge_pages(dst, n * sizeof(float));
+  constexpr size_t kSlice = size_t(1) << 20;
+  const size_t es = dtype_size(t.dtype);
+  const auto* src = static_cast<const unsigned char*>(t.data);
+  parallel_for(int((n + kSlice - 1) / kSlice), [&](int s) {
+    const size_t a = size_t(s) * kSlice, c = std::min(n, a + kSlice);
+    convert_to_f32(t.dtype, src + a * es, c - a, dst + a);
+  });
+  converted_bytes_ += n * sizeof(float);
+  return dst;
 }
 
 std::vector<int64_t> WeightStore::shape_of(const std::string& name) const {

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -47,7 +48,7 @@ class WeightStore {
 
   SafetensorsCheckpoint ckpt_;
   std::vector<std::string> prefixes_;
-  mutable std::deque<std::vector<float>> converted_;  // owned f32 copies (stable addresses)
+  mutable std::deque<std::unique_ptr<float[]>> converted_;  // owned f32 copies
   mutable size_t converted_bytes_ = 0;
 };
 
