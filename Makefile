@@ -61,10 +61,14 @@ package: build
 bench: deps
 	cmake --preset native
 	cmake --build --preset native -j$(JOBS) --target attn_bench attn_gui_bench attnscope
-	/usr/bin/python3 tests/bench/run_bench.py --build build/native --out build/bench
-	/usr/bin/python3 tests/bench/forward_vs_torch.py --build build/native
-	/usr/bin/python3 tests/bench/decode_vs_torch.py --build build/native
-	bash tests/bench/gui_bench.sh build/native build/bench
+	@# Every step runs whatever an earlier one reported; make fails at the end if any target failed.
+	status=0; \
+	/usr/bin/python3 tests/bench/run_bench.py --build build/native --out build/bench || status=1; \
+	/usr/bin/python3 tests/bench/forward_vs_torch.py --build build/native || status=1; \
+	/usr/bin/python3 tests/bench/decode_vs_torch.py --build build/native || status=1; \
+	/usr/bin/python3 tests/bench/analyze_overhead.py --build build/native || status=1; \
+	bash tests/bench/gui_bench.sh build/native build/bench || status=1; \
+	exit $$status
 
 format:
 	clang-format -i $$(git ls-files '*.h' '*.cpp')
