@@ -302,6 +302,30 @@ class FastCompare {
 
 }  // namespace
 
+Metrics merge_head_metrics(const Variant& v, const Problem& p, const Result& var, const Result& ref,
+                           const std::vector<Metrics>& heads, double sink_threshold) {
+  check_shapes(p, var, ref);
+  require(heads.size() == size_t(p.n_heads), ErrorCode::InvalidArgument,
+          "merge_head_metrics: " + std::to_string(heads.size()) + " head metrics for " +
+              std::to_string(p.n_heads) + " heads");
+  Metrics m = start_metrics(p, var, ref);
+  std::vector<double> recall(size_t(p.n_heads)), kl(size_t(p.n_heads));
+  for (int h = 0; h < p.n_heads; ++h) {
+    const Metrics& hm = heads[size_t(h)];
+    require(
+        hm.entropy.size() == size_t(p.n_q) && hm.received.size() == size_t(p.n_k),
+        ErrorCode::InvalidArgument,
+        "merge_head_metrics: head " + std::to_string(h) + " was compared on a different problem");
+    std::copy(hm.entropy.begin(), hm.entropy.end(), m.entropy.begin() + ptrdiff_t(h) * p.n_q);
+    std::copy(hm.received.begin(), hm.received.end(), m.received.begin() + ptrdiff_t(h) * p.n_k);
+    // A head's means are over its n_q rows: back to sums, so finish() averages over all rows.
+    recall[size_t(h)] = hm.mass_recall * p.n_q;
+    kl[size_t(h)] = hm.row_kl * p.n_q;  // NaN where rows are no distributions (finish() too)
+  }
+  finish(m, p, recall, kl, v.normaliser().normalised(), sink_threshold);
+  return m;
+}
+
 Metrics compare(const Variant& v, const Problem& p, const Result& var, const Result& ref,
                 double sink_threshold, const std::atomic<bool>* cancel) {
   check_shapes(p, var, ref);

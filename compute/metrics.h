@@ -33,6 +33,12 @@ Metrics compare(const Variant& v, const Problem& p, const Result& var, const Res
 Metrics compare_naive(const Variant& v, const Problem& p, const Result& var, const Result& ref,
                       double sink_threshold = 0.3, const std::atomic<bool>* cancel = nullptr);
 
+// The layer's metrics from its heads' (compare() of head_problem(p, h) and head_result(var, p,
+// h) against head_result(ref, p, h), in head order): what compare() of the whole layer gives, up
+// to summation order, without a second pass over the probabilities.
+Metrics merge_head_metrics(const Variant& v, const Problem& p, const Result& var, const Result& ref,
+                           const std::vector<Metrics>& heads, double sink_threshold = 0.3);
+
 // Relative Frobenius error of two outputs of equal size.
 double relative_error(const std::vector<float>& o, const std::vector<float>& o_ref);
 

@@ -374,15 +374,20 @@ std::shared_ptr<Analysis> add_metrics(const Analysis& in, const Options& o) {
     for (int l = 0; l < L; ++l) {
       check_cancel(o);
       const Problem& p = a->problem(l);
-      panel.layer.push_back(
-          compare(*panel.variant, p, panel.result(l), dense.result(l), 0.3, o.cancel));
-      if (!per_head) continue;
+      if (!per_head) {
+        panel.layer.push_back(
+            compare(*panel.variant, p, panel.result(l), dense.result(l), 0.3, o.cancel));
+        continue;
+      }
+      // Head by head, and the layer's metrics from the heads' (no second pass).
       std::vector<Metrics> heads(static_cast<size_t>(H));
       parallel_for(H, [&](int h) {
         heads[size_t(h)] =
             compare(*panel.variant, head_problem(p, h), head_result(panel.result(l), p, h),
                     head_result(dense.result(l), p, h), 0.3, o.cancel);
       });
+      panel.layer.push_back(
+          merge_head_metrics(*panel.variant, p, panel.result(l), dense.result(l), heads, 0.3));
       panel.heads.push_back(std::move(heads));
     }
     if (!o.head_grid) continue;

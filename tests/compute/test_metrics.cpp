@@ -5,6 +5,7 @@
 
 #include "compute/backend.h"
 #include "compute/error.h"
+#include "compute/layer_analysis.h"
 #include "compute/metrics.h"
 #include "compute/registry.h"
 
@@ -17,6 +18,44 @@ Problem uniform_problem(int n, int d, bool causal) {
   Problem p = random_problem(1, 1, n, n, d, causal, 7);
   std::fill(p.q.begin(), p.q.end(), 0.0f);
   return p;
+}
+
+// The layer's metrics merged from per-head comparisons equal the whole layer's comparison:
+// grouped-query heads, causal and not, a sparse pattern, a dynamic one and an unnormalised one.
+TEST(Metrics, MergedHeadMetricsEqualTheLayers) {
+  for (bool causal : {true, false})
+    for (const char* spec : {"window(size=16)", "topk(k=8)", "dense+sigmoid", "dense"}) {
+      const Problem p = random_problem(4, 2, 77, 77, 32, causal, 11);
+      auto backend = make_backend("cpu");
+      const Variant v = make_variant(spec);
+      const Result ref = run(make_variant("dense"), p, *backend);
+      const Result var = run(v, p, *backend);
+      std::vector<Metrics> heads;
+      for (int h = 0; h < p.n_heads; ++h)
+        heads.push_back(
+            compare(v, head_problem(p, h), head_result(var, p, h), head_result(ref, p, h)));
+      const Metrics whole = compare(v, p, var, ref);
+      const Metrics merged = merge_head_metrics(v, p, var, ref, heads);
+      SCOPED_TRACE(std::string(spec) + (causal ? " causal" : " bidirectional"));
+      EXPECT_EQ(merged.rel_error, whole.rel_error);
+      EXPECT_EQ(merged.density, whole.density);
+      EXPECT_NEAR(merged.mass_recall, whole.mass_recall, 1e-6);
+      if (std::isnan(whole.row_kl))
+        EXPECT_TRUE(std::isnan(merged.row_kl));
+      else
+        EXPECT_NEAR(merged.row_kl, whole.row_kl, 1e-6);
+      ASSERT_EQ(merged.entropy.size(), whole.entropy.size());
+      for (size_t i = 0; i < whole.entropy.size(); ++i)
+        ASSERT_NEAR(merged.entropy[i], whole.entropy[i], 1e-4) << i;
+      ASSERT_EQ(merged.received.size(), whole.received.size());
+      for (size_t i = 0; i < whole.received.size(); ++i)
+        ASSERT_NEAR(merged.received[i], whole.received[i], 1e-5) << i;
+      EXPECT_EQ(merged.sinks, whole.sinks);
+    }
+  const Problem p = random_problem(2, 2, 9, 9, 8, true, 3);
+  auto backend = make_backend("cpu");
+  const Result r = run(make_variant("dense"), p, *backend);
+  EXPECT_THROW(merge_head_metrics(make_variant("dense"), p, r, r, {}), Error);  // no heads
 }
 
 TEST(Metrics, RelativeErrorByHand) {
