@@ -4,6 +4,10 @@
 #include <cmath>
 #include <memory>
 
+// GCC 12 warns inside Eigen's AVX-512 packet code (a known false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <Eigen/Dense>
+
 #include "compute/error.h"
 #include "compute/probabilities.h"
 
@@ -51,6 +55,36 @@ HeadMetric role_metric(const char* name, const char* id, const char* label) {
 
 }  // namespace
 
+namespace {
+
+// Plain dense softmax attention (no modifiers): its rows are exp(s - lse) over the visible keys,
+// with lse the result's row statistic. One f32 GEMM and vectorised exponentials per block of
+// rows, where probability_block() (any variant) works entry by entry in double precision.
+bool plain_dense_softmax(const Variant& v, const Result& r) {
+  return r.layout.kind == Layout::Kind::Dense && !v.approximation() && !v.selective() &&
+         v.mods().empty() && v.normaliser().kind == Normaliser::Kind::Softmax;
+}
+
+void dense_softmax_block(const Problem& p, const Result& r, int h, int i0, int i1,
+                         std::vector<double>& out) {
+  using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Eigen::Map<const Mat> q(p.q_row(h, i0), i1 - i0, p.d);
+  const Eigen::Map<const Mat> k(p.k_row(h, 0), p.n_k, p.d);
+  Mat s = (q * k.transpose()) * p.effective_scale();
+  out.assign(size_t(i1 - i0) * size_t(p.n_k), 0.0);
+  for (int i = i0; i < i1; ++i) {
+    int lim = p.n_k;
+    if (p.causal)
+      while (lim > 0 && p.kpos(lim - 1) > p.qpos(i)) --lim;
+    auto row = s.row(i - i0).head(lim).array();
+    row = (row - r.row_stat[size_t(h) * p.n_q + i]).exp();
+    double* o = out.data() + size_t(i - i0) * size_t(p.n_k);
+    for (int j = 0; j < lim; ++j) o[j] = double(row[j]);
+  }
+}
+
+}  // namespace
+
 RoleScores panel_role_scores(const Variant& v, const Problem& p, const Result& r, int head,
                              const std::vector<int32_t>* ids) {
   HeadRows rows;
@@ -61,11 +95,15 @@ RoleScores panel_role_scores(const Variant& v, const Problem& p, const Result& r
   auto block = std::make_shared<std::vector<double>>();
   auto block_start = std::make_shared<int>(-1);
   constexpr int kRows = 64;
-  rows.row = [&v, &p, &r, head, block, block_start](int i, std::vector<double>&) {
+  const bool fast = plain_dense_softmax(v, r);
+  rows.row = [&v, &p, &r, head, block, block_start, fast](int i, std::vector<double>&) {
     if (*block_start < 0 || i < *block_start || i >= *block_start + kRows) {
       *block_start = i - i % kRows;
-      probability_block(v, p, r, head, *block_start, std::min(p.n_q, *block_start + kRows), 0,
-                        p.n_k, *block);
+      const int end = std::min(p.n_q, *block_start + kRows);
+      if (fast)
+        dense_softmax_block(p, r, head, *block_start, end, *block);
+      else
+        probability_block(v, p, r, head, *block_start, end, 0, p.n_k, *block);
     }
     return block->data() + size_t(i - *block_start) * size_t(p.n_k);
   };

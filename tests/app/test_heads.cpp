@@ -17,7 +17,10 @@
 #include "app/core/head_roles.h"
 #include "app/core/text_dataset.h"
 #include "app/core/views.h"
+#include "compute/backend.h"
 #include "compute/error.h"
+#include "compute/probabilities.h"
+#include "compute/registry.h"
 #include "tests/app/image_compare.h"
 #include "tests/app/model_available.h"
 
@@ -26,6 +29,56 @@ namespace {
 namespace fs = std::filesystem;
 using core::HeadRows;
 using core::role_scores;
+
+// Dense softmax heads take a fast path for their role rows (one f32 GEMM per block, the
+// result's log-sum-exp): the scores equal those from probability_block's double-precision rows,
+// with grouped-query heads, causal and not, and a modified variant taking the general path.
+TEST(HeadRoles, DenseRowsFastPathMatchesTheGeneralOne) {
+  std::mt19937 rng(5);
+  for (bool causal : {true, false})
+    for (const char* spec : {"dense", "dense+alibi"}) {
+      const Problem p = random_problem(4, 2, 150, 150, 16, causal, 21);
+      std::vector<int32_t> ids(150);
+      for (auto& t : ids) t = int32_t(rng() % 7);  // repeats, so duplicate/induction are defined
+      auto backend = make_backend("cpu");
+      const Variant v = make_variant(spec);
+      const Result r = run(v, p, *backend);
+      for (int h = 0; h < p.n_heads; ++h) {
+        const core::RoleScores fast = core::panel_role_scores(v, p, r, h, &ids);
+        HeadRows rows;
+        rows.n_q = p.n_q;
+        rows.n_k = p.n_k;
+        rows.causal = p.causal;
+        rows.ids = &ids;
+        rows.row = [&](int i, std::vector<double>& scratch) {
+          probability_block(v, p, r, h, i, i + 1, 0, p.n_k, scratch);
+          return scratch.data();
+        };
+        rows.out_norm.resize(size_t(p.n_q));
+        rows.value_norm.resize(size_t(p.n_k));
+        for (int i = 0; i < p.n_q; ++i) {
+          double s = 0;
+          for (int e = 0; e < p.d; ++e) s += double(r.o_row(h, i)[e]) * r.o_row(h, i)[e];
+          rows.out_norm[size_t(i)] = std::sqrt(s);
+        }
+        for (int k = 0; k < p.n_k; ++k) {
+          double s = 0;
+          for (int e = 0; e < p.d; ++e) s += double(p.v_row(h, k)[e]) * p.v_row(h, k)[e];
+          rows.value_norm[size_t(k)] = std::sqrt(s);
+        }
+        const core::RoleScores slow = role_scores(rows);
+        ASSERT_EQ(fast.value.size(), slow.value.size());
+        for (size_t i = 0; i < slow.value.size(); ++i) {
+          SCOPED_TRACE(std::string(spec) + " head " + std::to_string(h) + " role " +
+                       core::head_roles()[i].name);
+          if (std::isnan(slow.value[i]))
+            EXPECT_TRUE(std::isnan(fast.value[i]));
+          else
+            EXPECT_NEAR(fast.value[i], slow.value[i], 1e-5);
+        }
+      }
+    }
+}
 
 // A causal pattern f32 [n, n] from a rule giving each row's weights (normalised here).
 std::vector<float> pattern(int n, const std::function<double(int t, int k)>& w) {
