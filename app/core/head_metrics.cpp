@@ -72,10 +72,10 @@ void dense_softmax_block(const Problem& p, const Result& r, int h, int i0, int i
   const Eigen::Map<const Mat> k(p.k_row(h, 0), p.n_k, p.d);
   Mat s = (q * k.transpose()) * p.effective_scale();
   out.assign(size_t(i1 - i0) * size_t(p.n_k), 0.0);
+  int lim = p.causal ? 0 : p.n_k;  // keys visible to query i: a prefix growing with i
   for (int i = i0; i < i1; ++i) {
-    int lim = p.n_k;
     if (p.causal)
-      while (lim > 0 && p.kpos(lim - 1) > p.qpos(i)) --lim;
+      while (lim < p.n_k && p.kpos(lim) <= p.qpos(i)) ++lim;
     auto row = s.row(i - i0).head(lim).array();
     row = (row - r.row_stat[size_t(h) * p.n_q + i]).exp();
     double* o = out.data() + size_t(i - i0) * size_t(p.n_k);
