@@ -102,15 +102,22 @@ void open_model(Analysis& a, const Options& o) {
   check_cancel(o);
   auto problems = std::make_shared<std::vector<Problem>>();
   const bool keep_capture = !o.extra_hooks.empty();
+  // Residual statistics (a median over N x hidden entries each) for every layer at once.
+  require(cap.layers.size() >= size_t(info.n_layers), ErrorCode::Format,
+          info.dir + ": the forward pass captured " + std::to_string(cap.layers.size()) +
+              " layers of " + std::to_string(info.n_layers));
+  a.resid.resize(size_t(info.n_layers));
+  parallel_for(info.n_layers, [&](int l) {
+    a.resid[size_t(l)] =
+        residual_stats(cap.layers[size_t(l)].resid, a.dense_out().n_tokens, info.hidden);
+  });
   for (int l = 0; l < info.n_layers; ++l) {
     const Problem* p = cap.problem(l);
     require(p != nullptr, ErrorCode::Format,
             info.dir + ": layer " + std::to_string(l) + " captured no Q/K/V");
     // The capture is dropped unless asked for: its problems move instead of being copied.
     problems->push_back(keep_capture ? *p : std::move(capture->layers[size_t(l)].problem));
-    a.resid.push_back(
-        residual_stats(cap.layers[size_t(l)].resid, a.dense_out().n_tokens, info.hidden));
-    for (const auto& m : a.resid.back().massive)
+    for (const auto& m : a.resid[size_t(l)].massive)
       if (std::find(a.massive_tokens.begin(), a.massive_tokens.end(), m.token) ==
           a.massive_tokens.end())
         a.massive_tokens.push_back(m.token);
