@@ -57,12 +57,13 @@ HeadMetric role_metric(const char* name, const char* id, const char* label) {
 
 namespace {
 
-// Plain dense softmax attention (no modifiers): its rows are exp(s - lse) over the visible keys,
-// with lse the result's row statistic. One f32 GEMM and vectorised exponentials per block of
-// rows, where probability_block() (any variant) works entry by entry in double precision.
-bool plain_dense_softmax(const Variant& v, const Result& r) {
-  return r.layout.kind == Layout::Kind::Dense && !v.approximation() && !v.selective() &&
-         v.mods().empty() && v.normaliser().kind == Normaliser::Kind::Softmax;
+// Softmax attention with no modifiers over any kept set (dense or a pattern's): its rows are
+// exp(s - lse) over the kept keys, with lse the result's row statistic. One f32 GEMM and
+// vectorised exponentials per block of rows, where probability_block() (any variant) works entry
+// by entry in double precision.
+bool plain_softmax(const Variant& v) {
+  return !v.approximation() && !v.selective() && v.mods().empty() &&
+         v.normaliser().kind == Normaliser::Kind::Softmax;
 }
 
 void dense_softmax_block(const Problem& p, const Result& r, int h, int i0, int i1,
@@ -73,13 +74,22 @@ void dense_softmax_block(const Problem& p, const Result& r, int h, int i0, int i
   Mat s = (q * k.transpose()) * p.effective_scale();
   out.assign(size_t(i1 - i0) * size_t(p.n_k), 0.0);
   int lim = p.causal ? 0 : p.n_k;  // keys visible to query i: a prefix growing with i
+  std::vector<int32_t> keys;
   for (int i = i0; i < i1; ++i) {
     if (p.causal)
       while (lim < p.n_k && p.kpos(lim) <= p.qpos(i)) ++lim;
     auto row = s.row(i - i0).head(lim).array();
     row = (row - r.row_stat[size_t(h) * p.n_q + i]).exp();
     double* o = out.data() + size_t(i - i0) * size_t(p.n_k);
-    for (int j = 0; j < lim; ++j) o[j] = double(row[j]);
+    if (r.layout.kind == Layout::Kind::Dense) {
+      for (int j = 0; j < lim; ++j) o[j] = double(row[j]);
+      continue;
+    }
+    layout_row_keys(r.layout, p, h, i, keys);  // ascending kept keys
+    for (int32_t j : keys) {
+      if (j >= lim) break;
+      o[j] = double(row[j]);
+    }
   }
 }
 
@@ -95,7 +105,7 @@ RoleScores panel_role_scores(const Variant& v, const Problem& p, const Result& r
   auto block = std::make_shared<std::vector<double>>();
   auto block_start = std::make_shared<int>(-1);
   constexpr int kRows = 64;
-  const bool fast = plain_dense_softmax(v, r);
+  const bool fast = plain_softmax(v);
   rows.row = [&v, &p, &r, head, block, block_start, fast](int i, std::vector<double>&) {
     if (*block_start < 0 || i < *block_start || i >= *block_start + kRows) {
       *block_start = i - i % kRows;

@@ -30,13 +30,14 @@ namespace fs = std::filesystem;
 using core::HeadRows;
 using core::role_scores;
 
-// Dense softmax heads take a fast path for their role rows (one f32 GEMM per block, the
-// result's log-sum-exp): the scores equal those from probability_block's double-precision rows,
-// with grouped-query heads, causal and not, and a modified variant taking the general path.
-TEST(HeadRoles, DenseRowsFastPathMatchesTheGeneralOne) {
+// Softmax heads without modifiers take a fast path for their role rows (one f32 GEMM per block,
+// the result's log-sum-exp, the layout's kept keys): the scores equal those from
+// probability_block's double-precision rows, with grouped-query heads, causal and not, dense,
+// static and dynamic patterns, and a modified variant taking the general path.
+TEST(HeadRoles, SoftmaxRowsFastPathMatchesTheGeneralOne) {
   std::mt19937 rng(5);
   for (bool causal : {true, false})
-    for (const char* spec : {"dense", "dense+alibi"}) {
+    for (const char* spec : {"dense", "window(size=16)", "topk(k=8)", "dense+alibi"}) {
       const Problem p = random_problem(4, 2, 150, 150, 16, causal, 21);
       std::vector<int32_t> ids(150);
       for (auto& t : ids) t = int32_t(rng() % 7);  // repeats, so duplicate/induction are defined
