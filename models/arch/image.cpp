@@ -190,6 +190,29 @@ bool jpeg_huffman_tables_fit(std::span<const uint8_t> b) {
   return true;
 }
 
+// stb_image v2.27 reads a binary PNM header's width, height and maximum value into an int with
+// value = value * 10 + digit and no bound, so a long digit run overflows (found by tests/fuzz).
+// The header is walked as stb walks it (whitespace and '#' comments between the numbers): true
+// when every number fits an int.
+bool pnm_header_numbers_fit(std::span<const uint8_t> b) {
+  size_t p = 2;
+  auto space = [](uint8_t c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
+  for (int n = 0; n < 3; ++n) {
+    while (p < b.size() && (space(b[p]) || b[p] == '#')) {
+      if (b[p] == '#')
+        while (p < b.size() && b[p] != '\n' && b[p] != '\r') ++p;
+      else
+        ++p;
+    }
+    int64_t value = 0;
+    for (; p < b.size() && b[p] >= '0' && b[p] <= '9'; ++p) {
+      value = value * 10 + (b[p] - '0');
+      if (value > INT32_MAX) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 Image8 decode_image(std::span<const uint8_t> bytes, const std::string& name, int channels) {
@@ -205,6 +228,10 @@ Image8 decode_image(std::span<const uint8_t> bytes, const std::string& name, int
   if (bytes[0] == 0xFF && !jpeg_huffman_tables_fit(bytes)) {
     throw Error(ErrorCode::Format,
                 name + ": corrupt JPEG (a Huffman table defines more than 256 codes)");
+  }
+  if (bytes.size() >= 2 && bytes[0] == 'P' && (bytes[1] == '5' || bytes[1] == '6') &&
+      !pnm_header_numbers_fit(bytes)) {
+    throw Error(ErrorCode::Format, name + ": corrupt PNM (a header number is too large)");
   }
   if (!stbi_info_from_memory(data, len, &w, &h, &comp)) {
     throw Error(ErrorCode::Format, name + ": not an image this build can decode (" +

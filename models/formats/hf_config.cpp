@@ -1,5 +1,6 @@
 #include "models/formats/hf_config.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -42,9 +43,9 @@ class Reader {
     if (!v) return std::nullopt;
     if (!v->is_number_integer()) {
       // Some configs write integers as 4096.0.
-      if (v->is_number_float() && v->get<double>() == double(int64_t(v->get<double>()))) {
-        return int64_t(v->get<double>());
-      }
+      // (Within int64's range first: converting a larger double is undefined.)
+      const double d = v->is_number_float() ? v->get<double>() : 0.5;
+      if (d >= -9.2e18 && d <= 9.2e18 && d == std::floor(d)) return int64_t(d);
       fail("key '" + key + "' must be an integer, found " + v->dump());
     }
     return v->get<int64_t>();

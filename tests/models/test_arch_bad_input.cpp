@@ -161,6 +161,13 @@ TEST(ArchBadInput, Images) {
   test::write_bytes(dir / "empty.png", {});
   EXPECT_ATTN_ERROR(load_image((dir / "empty.png").string()), ErrorCode::Format, "empty.png");
   EXPECT_ATTN_ERROR(load_image((dir / "missing.png").string()), ErrorCode::Io, "missing.png");
+  // A header number past int (stb would overflow reading it), in a comment-separated header.
+  test::write_text(dir / "long.pgm", "P5 5 3 # size\n2577777777777\n\x10\x80");
+  EXPECT_ATTN_ERROR(load_image((dir / "long.pgm").string()), ErrorCode::Format, "long.pgm",
+                    "header number is too large");
+  test::write_text(dir / "at_int_max.pgm", "P5 2 1 2147483648\n\x10\x80");
+  EXPECT_ATTN_ERROR(load_image((dir / "at_int_max.pgm").string()), ErrorCode::Format,
+                    "header number is too large");
   // A valid tiny image decodes.
   test::write_text(dir / "ok.pgm", "P5\n2 1\n255\n\x10\x80");
   const Image8 ok = load_image((dir / "ok.pgm").string(), 3);

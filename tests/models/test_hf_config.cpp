@@ -139,6 +139,13 @@ TEST(HfConfig, WrongTypesAndInconsistentShapes) {
   EXPECT_ATTN_ERROR(parse(R"({"model_type": "llama", "hidden_size": "big", "num_hidden_layers": 2,
     "num_attention_heads": 4, "intermediate_size": 8, "vocab_size": 10})"),
                     ErrorCode::Format, "config.json", "'hidden_size'", "integer");
+  // Integers written as floats are read, but not beyond int64 (converting those is undefined).
+  EXPECT_ATTN_ERROR(parse(R"({"model_type": "llama", "hidden_size": 184467440737095516154,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 8, "vocab_size": 10})"),
+                    ErrorCode::Format, "'hidden_size'", "integer");
+  EXPECT_ATTN_ERROR(parse(R"({"model_type": "llama", "hidden_size": -1e300, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "intermediate_size": 8, "vocab_size": 10})"),
+                    ErrorCode::Format, "'hidden_size'", "integer");
   EXPECT_ATTN_ERROR(parse(R"({"model_type": "llama", "hidden_size": 8, "num_hidden_layers": 2,
     "num_attention_heads": 4, "num_key_value_heads": 3, "intermediate_size": 8, "vocab_size": 10})"),
                     ErrorCode::Format, "num_key_value_heads (3)", "num_attention_heads (4)");
