@@ -189,6 +189,12 @@ bool same_as_reference(const Analysis& a, const Panel& p) {
   return p.spec == ref.spec && p.backend == ref.backend && ref.ran();
 }
 
+// A later panel that took the reference's results (run_variants()): its comparisons and
+// end-to-end figures are the reference's too.
+bool shares_reference(const Analysis& a, const Panel& p) {
+  return &p != &a.panels[0] && p.results && p.results == a.panels[0].results;
+}
+
 }  // namespace
 
 std::shared_ptr<const Model> cached_model(const std::string& id_or_dir) {
@@ -370,7 +376,7 @@ std::shared_ptr<Analysis> add_metrics(const Analysis& in, const Options& o) {
   const auto& table = head_metrics();
   for (Panel& panel : a->panels) {
     if (!panel.layer.empty()) continue;  // compared already (full_heads() clears comparisons)
-    if (&panel != &a->panels[0] && panel.results == dense.results) {
+    if (shares_reference(*a, panel)) {
       // The reference itself (a "dense" variant): its comparisons are the reference's.
       panel.layer = dense.layer;
       panel.heads = dense.heads;
@@ -444,7 +450,7 @@ std::shared_ptr<Analysis> add_end_to_end(const Analysis& in, const Options& o) {
   for (size_t v = 1; v < a->panels.size(); ++v) {
     check_cancel(o);
     Panel& p = a->panels[v];
-    if (p.results && p.results == a->panels[0].results) {  // dense substituted is the dense pass
+    if (shares_reference(*a, p)) {  // dense substituted is the dense pass
       p.e2e = a->panels[0].e2e;
       continue;
     }

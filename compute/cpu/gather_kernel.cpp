@@ -80,6 +80,7 @@ vf dots_fixed(const float* q, const float* const* rows) {
   return reduce_lanes(acc);
 }
 
+// Called for every 16 gathered keys: an explicit switch, so each dots_fixed inlines here.
 vf dots_any(const float* q, const float* const* rows, int d) {
   if (d % kVW == 0) switch (d / kVW) {
       case 1:
@@ -164,28 +165,40 @@ void accumulate_rows_fixed(const float* const* vr, int n, const float* p, float 
 }
 
 void accumulate_rows(int dv, const float* const* vr, int n, const float* p, float alpha, float* o) {
-  switch (dv / kVW) {
-    case 1:
-      return accumulate_rows_fixed<1>(vr, n, p, alpha, o);
-    case 2:
-      return accumulate_rows_fixed<2>(vr, n, p, alpha, o);
-    case 3:
-      return accumulate_rows_fixed<3>(vr, n, p, alpha, o);
-    case 4:
-      return accumulate_rows_fixed<4>(vr, n, p, alpha, o);
-    case 5:
-      return accumulate_rows_fixed<5>(vr, n, p, alpha, o);
-    case 6:
-      return accumulate_rows_fixed<6>(vr, n, p, alpha, o);
-    case 8:
-      return accumulate_rows_fixed<8>(vr, n, p, alpha, o);
-    default:
-      for (int k = 0; k < dv; k += kVW) storeu(o + k, loadu(o + k) * splat(alpha));
-      for (int x = 0; x < n; ++x) {
-        const vf a = splat(p[x]);
-        for (int k = 0; k < dv; k += kVW) storeu(o + k, fmadd(a, loadu(vr[x] + k), loadu(o + k)));
-      }
+  bool fixed = false;
+  detail::dispatch_rows(
+      dv / kVW,
+      [&](auto nv) {
+        accumulate_rows_fixed<decltype(nv)::value>(vr, n, p, alpha, o);
+        fixed = true;
+      },
+      std::make_integer_sequence<int, 8>{});
+  if (fixed) return;
+  for (int k = 0; k < dv; k += kVW) storeu(o + k, loadu(o + k) * splat(alpha));
+  for (int x = 0; x < n; ++x) {
+    const vf a = splat(p[x]);
+    for (int k = 0; k < dv; k += kVW) storeu(o + k, fmadd(a, loadu(vr[x] + k), loadu(o + k)));
   }
+}
+
+// Writes query i of head h: O = acc * inv and the row statistic.
+void write_row(const KernelContext& c, int h, int i, const float* acc, float inv, float stat) {
+  float* out = c.o + (size_t(h) * c.n_q + i) * c.d;
+  for (int k = 0; k < c.d; ++k) out[k] = acc[k] * inv;
+  c.row_stat[size_t(h) * c.n_q + i] = stat;
+}
+
+// The same for a row of a streaming normaliser, from its running max m (base 2) and sum l.
+void write_streamed_row(const KernelContext& c, int h, int i, const float* acc, float m, float l) {
+  using K = Normaliser::Kind;
+  const K kind = c.spec.norm.kind;
+  float inv = 1.0f, stat = 0.0f;
+  if (kind == K::Softmax || kind == K::SoftplusL1) {
+    inv = l > 0.0f ? 1.0f / l : 0.0f;
+    // Softmax runs in base 2 (scores were multiplied by log2 e): lse = (m2 + log2 l) ln 2.
+    if (l > 0.0f) stat = kind == K::Softmax ? (m + std::log2(l)) * kLn2 : std::log(l);
+  }
+  write_row(c, h, i, acc, inv, stat);
 }
 
 void prefetch_rows(const float* const* rows, int n, int bytes) {
@@ -275,8 +288,6 @@ void stream_keys(const KernelContext& c, GatherScratch& w, const HeadRows& hr, i
 // enough for their K and V rows to stay in L2 while every row of the tile reads its listed keys
 // in that range: scattered lists (top-k) reuse each fetched row across the tile's queries.
 void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64_t& entries) {
-  using K = Normaliser::Kind;
-  const Normaliser& norm = c.spec.norm;
   const IndexLayout& x = c.layout.index(h);
   const int32_t* col = x.col.data();
   const HeadRows hr = head_rows(c, h);
@@ -322,21 +333,8 @@ void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, i
       w.cur[r] = b;
     }
   }
-  for (int r = 0; r < rows; ++r) {
-    const int i = i0 + r;
-    const float l = w.l[r];
-    float inv = w.end[r] > x.row_ptr[i] ? 1.0f : 0.0f, stat = 0.0f;
-    if (norm.kind == K::Softmax || norm.kind == K::SoftplusL1) {
-      inv = l > 0.0f ? 1.0f / l : 0.0f;
-      if (l > 0.0f)
-        // Softmax runs in base 2 (scores were multiplied by log2 e): lse = (m2 + log2 l) ln 2.
-        stat = norm.kind == K::Softmax ? (w.m[r] + std::log2(l)) * kLn2 : std::log(l);
-    }
-    const float* o = w.o.data() + size_t(r) * c.dv;
-    float* out = c.o + (size_t(h) * c.n_q + i) * c.d;
-    for (int k = 0; k < c.d; ++k) out[k] = o[k] * inv;
-    c.row_stat[size_t(h) * c.n_q + i] = stat;
-  }
+  for (int r = 0; r < rows; ++r)
+    write_streamed_row(c, h, i0 + r, w.o.data() + size_t(r) * c.dv, w.m[r], w.l[r]);
 }
 
 // One whole query row, for entmax (it needs the row's threshold) and selective attention (its
@@ -388,9 +386,7 @@ void run_row(KernelContext& c, GatherScratch& w, int h, int i, std::vector<doubl
     gather_rows(hr, w, idx + e0, cn);
     accumulate_rows(c.dv, w.vr, cn, s + e0, 1.0f, w.o.data());
   }
-  float* out = c.o + (size_t(h) * c.n_q + i) * c.d;
-  for (int k = 0; k < c.d; ++k) out[k] = w.o[k] * inv;
-  c.row_stat[size_t(h) * c.n_q + i] = stat;
+  write_row(c, h, i, w.o.data(), inv, stat);
 }
 
 // Least share of a union tile's entries that its rows list for the tile to run dense (below it,
@@ -484,20 +480,8 @@ bool union_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
     pv_tile(w.st.data(), kBQ, nj, rows, w.vpack.data() + size_t(c0) * c.dv, size_t(c.dv), c.dv,
             w.ot.data(), c.dv, softmax ? w.ualpha : nullptr, c0 == 0);
   }
-  for (int r = 0; r < rows; ++r) {
-    const int i = i0 + r;
-    float inv = 1.0f, stat = 0.0f;
-    if (softmax || norm.kind == K::SoftplusL1) {
-      const float l = w.ul[r];
-      inv = l > 0.0f ? 1.0f / l : 0.0f;
-      // Softmax runs in base 2: lse = (m2 + log2 l) ln 2.
-      if (l > 0.0f) stat = softmax ? (w.um[r] + std::log2(l)) * kLn2 : std::log(l);
-    }
-    const float* o = w.ot.data() + size_t(r) * c.dv;
-    float* out = c.o + (size_t(h) * c.n_q + i) * c.d;
-    for (int k = 0; k < c.d; ++k) out[k] = o[k] * inv;
-    c.row_stat[size_t(h) * c.n_q + i] = stat;
-  }
+  for (int r = 0; r < rows; ++r)
+    write_streamed_row(c, h, i0 + r, w.ot.data() + size_t(r) * c.dv, w.um[r], w.ul[r]);
   listed += total;
   computed += int64_t(u) * rows;
   // The union's K and V rows once, one index per listed entry; Q, O and the row stat per query.
