@@ -144,8 +144,8 @@ class FastCompare {
     same_ = &var == &ref;
     const Normaliser& n = v.normaliser();
     // Dense softmax without modifiers: scores come from one GEMM and log a = s - lse.
-    dense_softmax_ = var.layout.kind == Layout::Kind::Dense && v.mods().empty() &&
-                     n.kind == Normaliser::Kind::Softmax;
+    plain_softmax_ = v.mods().empty() && n.kind == Normaliser::Kind::Softmax;
+    dense_softmax_ = var.layout.kind == Layout::Kind::Dense && plain_softmax_;
   }
 
   // One head: rows in chunks of 64 that share their key reads. Returns recall and KL sums.
@@ -162,7 +162,11 @@ class FastCompare {
       const int i1 = std::min(i0 + chunk, p_.n_q);
       const int kend = default_pos_ && p_.causal ? std::min(p_.n_k, p_.qpos(i1 - 1) + 1) : p_.n_k;
       if (var_.layout.kind != Layout::Kind::Dense) {
-        for (int i = i0; i < i1; ++i) add(h, i, sparse_row(h, i, keys, received), recall, kl);
+        for (int i = i0; i < i1; ++i)
+          add(h, i,
+              plain_softmax_ ? sparse_softmax_row(h, i, keys, x, a, received)
+                             : sparse_row(h, i, keys, received),
+              recall, kl);
       } else if (dense_softmax_) {
         scores(h, i0, i1, kend, s);
         recv.head(kend).setZero();
@@ -245,6 +249,37 @@ class FastCompare {
     return r;
   }
 
+  // Softmax without modifiers on kept keys only: the scores of each run of consecutive keys from
+  // one matrix-vector product, exp in float over the row (Eigen's vectorised exp), and no log:
+  // log a = x - lse_var, and every kept key's dense probability is b = a exp(lse_var - lse_ref),
+  // so recall and KL follow from the row's mass (as on the dense path).
+  RowSums sparse_softmax_row(int h, int i, std::vector<int32_t>& keys, Eigen::ArrayXf& x,
+                             Eigen::ArrayXf& a, std::vector<double>& received) const {
+    layout_row_keys(var_.layout, p_, h, i, keys);
+    const int n = int(keys.size());
+    const Eigen::Map<const Eigen::VectorXf> qi(p_.q_row(h, i), p_.d);
+    for (int a = 0; a < n;) {
+      int b = a + 1;
+      while (b < n && keys[size_t(b)] == keys[size_t(b) - 1] + 1) ++b;
+      x.segment(a, b - a).matrix().noalias() =
+          ConstMap(p_.k_row(h, keys[size_t(a)]), b - a, p_.d) * qi;
+      a = b;
+    }
+    const float lse = var_.row_stat[size_t(h) * p_.n_q + size_t(i)];
+    const float lse_ref = ref_.row_stat[size_t(h) * p_.n_q + size_t(i)];
+    auto xs = x.head(n);
+    xs = xs * p_.effective_scale() - lse;  // log a
+    auto as = a.head(n);
+    as = xs.exp();
+    RowSums r;
+    r.sum_a = as.sum();
+    r.a_log_a = (as * xs).sum();
+    for (int c = 0; c < n; ++c) received[size_t(keys[size_t(c)])] += as[c];
+    r.kept_b = r.sum_a * std::exp(double(lse) - double(lse_ref));
+    r.kl = r.sum_a * (double(lse_ref) - double(lse));
+    return r;
+  }
+
   // Kept keys only: variant and dense probabilities from one dot product per key.
   RowSums sparse_row(int h, int i, std::vector<int32_t>& keys,
                      std::vector<double>& received) const {
@@ -297,7 +332,7 @@ class FastCompare {
   Metrics& m_;
   const std::atomic<bool>* cancel_;
   const Variant dense_{"dense", nullptr, {}, Normaliser{}};
-  bool default_pos_ = true, same_ = false, dense_softmax_ = false;
+  bool default_pos_ = true, same_ = false, dense_softmax_ = false, plain_softmax_ = false;
 };
 
 }  // namespace

@@ -24,17 +24,31 @@ double mean(const std::vector<float>& v) {
 // Mean over queries of the probability on the token just before the query (Olsson et al.
 // 2022, "In-context Learning and Induction Heads": previous-token heads; TransformerLens's
 // previous-token detector). O(d) per query: one entry of each row.
+bool plain_softmax(const Variant& v);
+
 double previous_token(const HeadMetricInput& in) {
   const Problem& p = in.problem;
   const int offset = p.n_k - p.n_q;  // key position of query i is offset + i
+  // Softmax without modifiers: exp(s - lse) of the one entry, where kept (probability_row
+  // would build the row's general machinery for it).
+  const bool fast = plain_softmax(in.variant);
+  const int h = in.head;
   std::vector<double> e;
   double sum = 0;
   int rows = 0;
   for (int i = 0; i < p.n_q; ++i) {
     const int k = offset + i - 1;
     if (k < 0) continue;
-    probability_row(in.variant, p, in.result, in.head, i, k, k + 1, e);
-    sum += e[0];
+    if (fast) {
+      if (layout_keeps(in.result.layout, p, h, i, k)) {
+        double dot = 0;
+        for (int c = 0; c < p.d; ++c) dot += double(p.q_row(h, i)[c]) * p.k_row(h, k)[c];
+        sum += std::exp(dot * p.effective_scale() - in.result.row_stat[size_t(h) * p.n_q + i]);
+      }
+    } else {
+      probability_row(in.variant, p, in.result, in.head, i, k, k + 1, e);
+      sum += e[0];
+    }
     ++rows;
   }
   return rows ? sum / rows : std::nan("");
@@ -69,26 +83,44 @@ bool plain_softmax(const Variant& v) {
 void dense_softmax_block(const Problem& p, const Result& r, int h, int i0, int i1,
                          std::vector<double>& out) {
   using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  const Eigen::Map<const Mat> q(p.q_row(h, i0), i1 - i0, p.d);
-  const Eigen::Map<const Mat> k(p.k_row(h, 0), p.n_k, p.d);
-  Mat s = (q * k.transpose()) * p.effective_scale();
   out.assign(size_t(i1 - i0) * size_t(p.n_k), 0.0);
-  int lim = p.causal ? 0 : p.n_k;  // keys visible to query i: a prefix growing with i
+  // A pattern's rows: their kept keys first, so that scores are computed only over the span of
+  // keys the block keeps (a window's few hundred instead of the whole prefix).
+  const bool dense = r.layout.kind == Layout::Kind::Dense;
   std::vector<int32_t> keys;
+  std::vector<int64_t> start(size_t(i1 - i0) + 1, 0);
+  int lo = 0, hi = p.n_k;
+  if (!dense) {
+    std::vector<int32_t> row;
+    lo = p.n_k, hi = 0;
+    for (int i = i0; i < i1; ++i) {
+      layout_row_keys(r.layout, p, h, i, row);  // ascending kept keys
+      keys.insert(keys.end(), row.begin(), row.end());
+      start[size_t(i - i0) + 1] = int64_t(keys.size());
+      if (!row.empty()) lo = std::min(lo, row.front()), hi = std::max(hi, row.back() + 1);
+    }
+    if (hi <= lo) return;  // nothing kept
+  }
+  const Eigen::Map<const Mat> q(p.q_row(h, i0), i1 - i0, p.d);
+  const Eigen::Map<const Mat> k(p.k_row(h, lo), hi - lo, p.d);
+  Mat s = (q * k.transpose()) * p.effective_scale();  // columns: keys lo .. hi-1
+  int lim = p.causal ? 0 : p.n_k;  // keys visible to query i: a prefix growing with i
   for (int i = i0; i < i1; ++i) {
     if (p.causal)
       while (lim < p.n_k && p.kpos(lim) <= p.qpos(i)) ++lim;
-    auto row = s.row(i - i0).head(lim).array();
+    const int end = std::min(lim, hi);
+    if (end <= lo) continue;
+    auto row = s.row(i - i0).head(end - lo).array();
     row = (row - r.row_stat[size_t(h) * p.n_q + i]).exp();
     double* o = out.data() + size_t(i - i0) * size_t(p.n_k);
-    if (r.layout.kind == Layout::Kind::Dense) {
-      for (int j = 0; j < lim; ++j) o[j] = double(row[j]);
+    if (dense) {
+      for (int j = 0; j < end; ++j) o[j] = double(row[j]);
       continue;
     }
-    layout_row_keys(r.layout, p, h, i, keys);  // ascending kept keys
-    for (int32_t j : keys) {
-      if (j >= lim) break;
-      o[j] = double(row[j]);
+    for (int64_t c = start[size_t(i - i0)]; c < start[size_t(i - i0) + 1]; ++c) {
+      const int32_t j = keys[size_t(c)];
+      if (j >= end) break;
+      o[j] = double(row[j - lo]);
     }
   }
 }

@@ -1,9 +1,11 @@
 #include "models/arch/substitution.h"
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 
 #include "compute/error.h"
+#include "compute/parallel.h"
 
 namespace attn {
 
@@ -37,15 +39,13 @@ void Substitution::check(const ModelInfo& info) const {
 
 namespace {
 
-// log-softmax of one row, in double.
-void log_softmax(const float* x, int n, std::vector<double>& out) {
-  out.resize(size_t(n));
-  double mx = -INFINITY;
-  for (int i = 0; i < n; ++i) mx = std::max(mx, double(x[i]));
-  double s = 0;
-  for (int i = 0; i < n; ++i) s += std::exp(double(x[i]) - mx);
-  const double lse = mx + std::log(s);
-  for (int i = 0; i < n; ++i) out[size_t(i)] = double(x[i]) - lse;
+// Log-sum-exp of one row in double, with Eigen's vectorised exp; e holds exp(x - max).
+double log_sum_exp(const Eigen::Map<const Eigen::ArrayXf>& x, Eigen::ArrayXd& e) {
+  const double mx = double(x.maxCoeff());
+  if (!std::isfinite(mx)) return mx;
+  e = x.cast<double>() - mx;
+  e = e.exp();
+  return mx + std::log(e.sum());
 }
 
 int argmax(const float* x, int n) {
@@ -87,32 +87,47 @@ EndToEnd end_to_end(const ModelInfo& info, const ModelInput& in, const ModelOutp
   if (v == 0 || dense.logits.size() != size_t(n) * size_t(v)) return e;
   e.has_tokens = true;
   e.kl.assign(size_t(n), 0.0f);
-  std::vector<double> lp, lq;
-  int agree = 0;
-  double nll_d = 0, nll_v = 0;
-  for (int t = 0; t < n; ++t) {
-    const float* a = dense.logits.data() + size_t(t) * v;
-    const float* b = variant.logits.data() + size_t(t) * v;
-    log_softmax(a, v, lp);
-    log_softmax(b, v, lq);
-    double kl = 0;
-    for (int i = 0; i < v; ++i) kl += std::exp(lp[size_t(i)]) * (lp[size_t(i)] - lq[size_t(i)]);
-    e.kl[size_t(t)] = float(std::max(0.0, kl));
-    e.mean_kl += std::max(0.0, kl) / n;
-    e.max_kl = std::max(e.max_kl, kl);
-    agree += argmax(a, v) == argmax(b, v);
+  // Per token (in parallel): KL(p || q) = sum p (a - b) - (lse_a - lse_b), with p = exp(a - lse_a)
+  // (sum p = 1); the next token's log-probabilities for perplexity; top-1 agreement.
+  std::vector<double> kl(static_cast<size_t>(n)), nll_d(static_cast<size_t>(n), 0.0),
+      nll_v(static_cast<size_t>(n), 0.0);
+  std::vector<char> agree(static_cast<size_t>(n));
+  parallel_for(n, [&](int t) {
+    const Eigen::Map<const Eigen::ArrayXf> a(dense.logits.data() + size_t(t) * v, v);
+    const Eigen::Map<const Eigen::ArrayXf> b(variant.logits.data() + size_t(t) * v, v);
+    Eigen::ArrayXd ea, eb;
+    const double lse_a = log_sum_exp(a, ea), lse_b = log_sum_exp(b, eb);
+    if (!std::isfinite(lse_a) || !std::isfinite(lse_b)) {  // no distribution to compare
+      kl[size_t(t)] = NAN;
+      return;
+    }
+    // p (a - b) = exp(a - mx_a) (a - b) / sum_a: the exps are ea, scaled by exp(mx_a - lse_a).
+    const double p_scale = std::exp(double(a.maxCoeff()) - lse_a);
+    const double pd = (ea * (a - b).cast<double>()).sum() * p_scale;
+    kl[size_t(t)] = pd - (lse_a - lse_b);
+    agree[size_t(t)] = argmax(a.data(), v) == argmax(b.data(), v);
     if (info.causal && t + 1 < n && t + 1 < int(in.ids.size())) {
       const int32_t next = in.ids[size_t(t) + 1];
       if (next >= 0 && next < v) {
-        nll_d -= lp[size_t(next)];
-        nll_v -= lq[size_t(next)];
+        nll_d[size_t(t)] = lse_a - double(a[next]);
+        nll_v[size_t(t)] = lse_b - double(b[next]);
       }
     }
+  });
+  int agreeing = 0;
+  double nll_dense = 0, nll_variant = 0;
+  for (int t = 0; t < n; ++t) {
+    e.kl[size_t(t)] = float(std::max(0.0, kl[size_t(t)]));
+    e.mean_kl += std::max(0.0, kl[size_t(t)]) / n;
+    e.max_kl = std::max(e.max_kl, kl[size_t(t)]);
+    agreeing += agree[size_t(t)];
+    nll_dense += nll_d[size_t(t)];
+    nll_variant += nll_v[size_t(t)];
   }
-  e.top1_agreement = double(agree) / n;
+  e.top1_agreement = double(agreeing) / n;
   if (info.causal && n > 1) {
-    e.ppl_dense = std::exp(nll_d / (n - 1));
-    e.ppl_variant = std::exp(nll_v / (n - 1));
+    e.ppl_dense = std::exp(nll_dense / (n - 1));
+    e.ppl_variant = std::exp(nll_variant / (n - 1));
   }
   return e;
 }

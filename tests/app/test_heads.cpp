@@ -31,8 +31,8 @@ using core::HeadRows;
 using core::role_scores;
 
 // Softmax heads without modifiers take a fast path for their role rows (one f32 GEMM per block,
-// the result's log-sum-exp, the layout's kept keys): the scores equal those from
-// probability_block's double-precision rows, with grouped-query heads, causal and not, dense,
+// the result's log-sum-exp, the layout's kept keys) and the previous-token metric: the scores
+// equal those from probability_block's double-precision rows, with grouped-query heads, causal and not, dense,
 // static and dynamic patterns, and a modified variant taking the general path.
 TEST(HeadRoles, SoftmaxRowsFastPathMatchesTheGeneralOne) {
   std::mt19937 rng(5);
@@ -68,6 +68,17 @@ TEST(HeadRoles, SoftmaxRowsFastPathMatchesTheGeneralOne) {
           rows.value_norm[size_t(k)] = std::sqrt(s);
         }
         const core::RoleScores slow = role_scores(rows);
+        // The previous-token head metric takes the same fast path, one entry per row.
+        const Metrics none;
+        const double prev = core::head_metrics()[size_t(core::head_metric_index("prev_token"))]
+                                .value({v, p, r, h, none, nullptr});
+        double prev_slow = 0;
+        std::vector<double> e;
+        for (int i = 1; i < p.n_q; ++i) {
+          probability_row(v, p, r, h, i, i - 1, i, e);
+          prev_slow += e[0];
+        }
+        EXPECT_NEAR(prev, prev_slow / (p.n_q - 1), 1e-6) << spec << " head " << h;
         ASSERT_EQ(fast.value.size(), slow.value.size());
         for (size_t i = 0; i < slow.value.size(); ++i) {
           SCOPED_TRACE(std::string(spec) + " head " + std::to_string(h) + " role " +
@@ -138,6 +149,50 @@ TEST(HeadRoles, HandMadePatternsHaveTheirScores) {
   // Queries with keys beyond D (first token excepted) are 5, 6, 7; query 5's far mass is on
   // the first token.
   EXPECT_NEAR(r.get("long_range"), 2.0 / 3, 1e-7);
+}
+
+// Distance, offset and long-range come from vectorised range sums: they equal the definitions
+// evaluated key by key, on random rows with fewer queries than keys, causal and bidirectional.
+TEST(HeadRoles, RangeSumsMatchTheDefinitionsKeyByKey) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  for (const bool causal : {true, false}) {
+    const int nq = 97, nk = 131, off = nk - nq, D = 9;
+    std::vector<float> pat(size_t(nq) * nk, 0.0f);
+    for (int i = 0; i < nq; ++i) {
+      const int kend = causal ? off + i + 1 : nk;
+      float z = 0;
+      for (int k = 0; k < kend; ++k) z += pat[size_t(i) * nk + k] = u(rng) * u(rng);
+      for (int k = 0; k < kend; ++k) pat[size_t(i) * nk + k] /= z;
+    }
+    double dist = 0, longr = 0;
+    int dist_rows = 0, long_rows = 0;
+    std::vector<double> at(size_t(2 * nk), 0.0);
+    for (int i = 0; i < nq; ++i) {
+      const int t = off + i;
+      const float* row = pat.data() + size_t(i) * nk;
+      const int reach = causal ? t : std::max(t, nk - 1 - t);
+      const int kend = causal ? t + 1 : nk;
+      if (t >= 1 && reach > 0) {
+        double e = 0;
+        for (int k = 0; k < kend; ++k)
+          e += double(row[k]) * std::abs(t - k), at[size_t(t - k + nk)] += row[k];
+        dist += e / reach;
+        ++dist_rows;
+      }
+      double m = 0;
+      bool any = false;
+      for (int k = 1; k < kend; ++k)
+        if (std::abs(t - k) > D) m += row[k], any = true;
+      if (t >= 1 && any) longr += m, ++long_rows;
+    }
+    const core::RoleScores r = role_scores(core::pattern_rows(pat.data(), nq, nk, causal), {D});
+    EXPECT_NEAR(r.get("distance"), dist / dist_rows, 1e-12) << causal;
+    EXPECT_NEAR(r.get("long_range"), longr / long_rows, 1e-12) << causal;
+    const auto best = std::max_element(at.begin(), at.end());
+    EXPECT_NEAR(r.get("offset"), *best / dist_rows, 1e-12) << causal;
+    EXPECT_EQ(r.offset, int(best - at.begin()) - nk) << causal;
+  }
 }
 
 TEST(HeadRoles, InductionAndDuplicateOnARepeatedSequence) {

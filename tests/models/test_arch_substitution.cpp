@@ -1,6 +1,7 @@
 // Substitution: a compute-core variant computes the attention of chosen layers/heads inside the
 // forward pass, and end_to_end() measures the effect on logits.
 #include <cmath>
+#include <random>
 
 #include "arch_test_util.h"
 #include "compute/backend.h"
@@ -132,6 +133,46 @@ TEST(ArchSubstitution, EndToEndMetricsByHand) {
   ModelOutput c = a;
   c.n_tokens = 2;
   EXPECT_ATTN_ERROR(end_to_end(info, in, a, c), ErrorCode::InvalidArgument, "differ");
+}
+
+// A vocabulary of GPT-2's size and logits of a trained model's spread: every per-token KL and the
+// perplexities agree with a plain double-precision evaluation of the definitions.
+TEST(ArchSubstitution, EndToEndMatchesDoublePrecisionOnALargeVocabulary) {
+  ModelInfo info;
+  info.causal = true;
+  const int n = 23, v = 50257;
+  ModelInput in;
+  ModelOutput a, b;
+  a.n_tokens = b.n_tokens = n;
+  a.n_logits = b.n_logits = v;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> g(0.0f, 3.0f), noise(0.0f, 0.2f);
+  for (int t = 0; t < n; ++t) in.ids.push_back(int32_t(rng() % v));
+  for (size_t i = 0; i < size_t(n) * v; ++i) {
+    a.logits.push_back(g(rng));
+    // Tokens 0-2 identical (KL 0); the others perturbed, more with t.
+    const size_t t = i / v;
+    b.logits.push_back(a.logits.back() + (t < 3 ? 0.0f : noise(rng) * float(t) / n));
+  }
+  const EndToEnd e = end_to_end(info, in, a, b);
+  double nll_a = 0, nll_b = 0;
+  for (int t = 0; t < n; ++t) {
+    const float* x = a.logits.data() + size_t(t) * v;
+    const float* y = b.logits.data() + size_t(t) * v;
+    double mx = -INFINITY, my = -INFINITY, sx = 0, sy = 0;
+    for (int i = 0; i < v; ++i) mx = std::max(mx, double(x[i])), my = std::max(my, double(y[i]));
+    for (int i = 0; i < v; ++i) sx += std::exp(x[i] - mx), sy += std::exp(y[i] - my);
+    const double lx = mx + std::log(sx), ly = my + std::log(sy);
+    double kl = 0;
+    for (int i = 0; i < v; ++i) kl += std::exp(x[i] - lx) * ((x[i] - lx) - (y[i] - ly));
+    if (t < 3)
+      EXPECT_EQ(e.kl[size_t(t)], 0.0f) << t;
+    else
+      EXPECT_NEAR(e.kl[size_t(t)], kl, 1e-6 * kl + 1e-12) << t;
+    if (t + 1 < n) nll_a += lx - x[in.ids[size_t(t) + 1]], nll_b += ly - y[in.ids[size_t(t) + 1]];
+  }
+  EXPECT_NEAR(e.ppl_dense, std::exp(nll_a / (n - 1)), 1e-9 * std::exp(nll_a / (n - 1)));
+  EXPECT_NEAR(e.ppl_variant, std::exp(nll_b / (n - 1)), 1e-9 * std::exp(nll_b / (n - 1)));
 }
 
 TEST(ArchSubstitution, VitClassAgreementAndClsCosine) {
