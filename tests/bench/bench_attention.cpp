@@ -169,7 +169,8 @@ const Layout& index_layout(int n, int k) {
   return *slot;
 }
 
-// One attention case: times execute() only (the layout is built beforehand); `threads` 0 = all.
+// One attention case: times execute() only (the layout is built beforehand), and reports the
+// kernels' own time beside it (`kernel_seconds`); `threads` 0 = all.
 // `fraction` < 1 runs a block layout with that fraction of the causal blocks; `topk` > 0 an index
 // layout with that many keys per query; `spec` names the variant (its normaliser and modifiers).
 void attention_case(benchmark::State& st, const std::string& backend_name, int n, double fraction,
@@ -183,7 +184,7 @@ void attention_case(benchmark::State& st, const std::string& backend_name, int n
   int64_t kept = 0;
   for (int h = 0; h < p.n_heads; ++h) kept += layout_kept_entries(layout, p, h);
   const double visible = double(visible_entries(p)) * p.n_heads;
-  double extra = 0, counted = 0;
+  double extra = 0, counted = 0, kernel = 0;
   for (auto _ : st) {
     const int64_t base = g_live.load();
     g_peak = base;
@@ -200,8 +201,12 @@ void attention_case(benchmark::State& st, const std::string& backend_name, int n
                    double(b.full.capacity()) * sizeof(b.full[0]);
     extra = std::max(extra, double(g_peak.load() - base) - out_bytes);
     counted = r.stats.counted.flops;
+    kernel += r.stats.kernel_seconds;
     benchmark::DoNotOptimize(r.o.data());
   }
+  // The kernels alone (the backend's own clock): without allocating and zeroing the output,
+  // which costs every case the same whatever its density.
+  st.counters["kernel_seconds"] = kernel / double(std::max<int64_t>(1, st.iterations()));
   st.counters["n"] = n;
   st.counters["heads"] = p.n_heads;
   st.counters["d"] = p.d;
