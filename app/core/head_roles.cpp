@@ -140,11 +140,10 @@ RoleScores role_scores(const HeadRows& h, const RoleOptions& o) {
         // sum_k row[k] |t - k|, split at t: t * mass - sum k row[k] before, the reverse after
         // (Eigen's vectorised sums: these loops run over every entry of every row).
         const int before = std::min(t + 1, kend);
-        double e = double(t) * sum(row, 0, before) - index.head(before).matrix().dot(
-                                                          vec(row, 0, before).matrix());
+        double e = double(t) * sum(row, 0, before) -
+                   index.head(before).matrix().dot(vec(row, 0, before).matrix());
         if (kend > before)
-          e += index.segment(before, kend - before).matrix().dot(
-                   vec(row, before, kend).matrix()) -
+          e += index.segment(before, kend - before).matrix().dot(vec(row, before, kend).matrix()) -
                double(t) * sum(row, before, kend);
         // Mass at offset t - k: key k lands at slot t - k + nk, descending as k rises.
         Eigen::Map<Eigen::ArrayXd>(at_offset.data() + (t - kend + 1 + nk), kend) +=
@@ -155,7 +154,8 @@ RoleScores role_scores(const HeadRows& h, const RoleOptions& o) {
       // Long range: keys 1 .. t-D-1 (and t+D+1 .. nk-1 for encoders).
       const int lo_end = std::min(t - D, nk), hi_start = std::max(t + D + 1, 1);
       const bool lo = lo_end > 1, hi = !h.causal && hi_start < nk;
-      if (lo || hi) longr.add((lo ? sum(row, 1, lo_end) : 0.0) + (hi ? sum(row, hi_start, nk) : 0.0));
+      if (lo || hi)
+        longr.add((lo ? sum(row, 1, lo_end) : 0.0) + (hi ? sum(row, hi_start, nk) : 0.0));
       if (!h.out_norm.empty() && mean_value > 0)
         noop.add(row[0] * std::max(0.0, 1.0 - h.out_norm[size_t(i)] / mean_value));
     }

@@ -32,8 +32,8 @@ using core::role_scores;
 
 // Softmax heads without modifiers take a fast path for their role rows (one f32 GEMM per block,
 // the result's log-sum-exp, the layout's kept keys) and the previous-token metric: the scores
-// equal those from probability_block's double-precision rows, with grouped-query heads, causal and not, dense,
-// static and dynamic patterns, and a modified variant taking the general path.
+// equal those from probability_block's double-precision rows, with grouped-query heads, causal and
+// not, dense, static and dynamic patterns, and a modified variant taking the general path.
 TEST(HeadRoles, SoftmaxRowsFastPathMatchesTheGeneralOne) {
   std::mt19937 rng(5);
   for (bool causal : {true, false})
@@ -70,8 +70,9 @@ TEST(HeadRoles, SoftmaxRowsFastPathMatchesTheGeneralOne) {
         const core::RoleScores slow = role_scores(rows);
         // The previous-token head metric takes the same fast path, one entry per row.
         const Metrics none;
-        const double prev = core::head_metrics()[size_t(core::head_metric_index("prev_token"))]
-                                .value({v, p, r, h, none, nullptr});
+        const double prev =
+            core::head_metrics()[size_t(core::head_metric_index("prev_token"))].value(
+                {v, p, r, h, none, nullptr});
         double prev_slow = 0;
         std::vector<double> e;
         for (int i = 1; i < p.n_q; ++i) {

@@ -121,6 +121,31 @@ TEST(Selectors, TopkKeepsExactlyTheKLargestScores) {
   }
 }
 
+// Rows of thousands of keys (the sampled threshold, the vectorised candidate pass, the histogram
+// over the candidates' range), an odd length, grouped-query heads: every row keeps exactly
+// min(k, visible) keys and no dropped score beats a kept one.
+TEST(Selectors, TopkOnLongRowsKeepsTheLargestScores) {
+  const Problem p = random_problem(2, 1, 4133, 4133, 16, true, 17, 1.3f);
+  for (int k : {7, 333, 2000}) {
+    const Layout l = make_variant("topk(k=" + std::to_string(k) + ")").select(p);
+    for (int h = 0; h < p.n_heads; ++h)
+      for (int i : {0, 6, 1023, 1024, 2047, 2999, 4131, 4132}) {
+        const std::vector<int32_t> keys = row_keys(l, p, h, i);
+        ASSERT_EQ(int(keys.size()), std::min(k, i + 1)) << "k=" << k << " row " << i;
+        ASSERT_TRUE(std::is_sorted(keys.begin(), keys.end()));
+        ASSERT_EQ(std::adjacent_find(keys.begin(), keys.end()), keys.end());
+        const std::set<int32_t> kept(keys.begin(), keys.end());
+        double worst_kept = INFINITY, best_dropped = -INFINITY;
+        for (int j = 0; j <= i; ++j)
+          (kept.count(j) ? worst_kept : best_dropped) =
+              kept.count(j) ? std::min(worst_kept, qk(p, h, i, j))
+                            : std::max(best_dropped, qk(p, h, i, j));
+        ASSERT_GE(worst_kept, best_dropped - 1e-5 * (1 + std::abs(best_dropped)))
+            << "k=" << k << " row " << i;
+      }
+  }
+}
+
 // Many exactly equal scores (small integers), rows long enough for the sampled threshold: the
 // k kept keys are the larger scores, ties to the lower key index.
 TEST(Selectors, TopkBreaksTiesToTheLowerIndex) {
