@@ -19,6 +19,13 @@ inline constexpr int kBK = ATTN_CPU_BK;  // keys per chunk
 inline constexpr int kQV = kBQ / kVW;    // vectors per tile row
 
 // A run of keys [j0, j0 + nj) scored against a query tile.
+// Asks for [p, p + bytes) in cache ahead of use: key and value blocks that a sparse layout jumps
+// to start cold, where the hardware prefetcher has no stream to follow yet.
+inline void prefetch_range(const void* p, size_t bytes) {
+  const char* b = static_cast<const char*>(p);
+  for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(b + o);
+}
+
 struct Chunk {
   int j0 = 0, nj = 0;
   bool causal = false;   // some entry lies past a query's causal limit
