@@ -83,10 +83,13 @@ bool plain_softmax(const Variant& v) {
 void dense_softmax_block(const Problem& p, const Result& r, int h, int i0, int i1,
                          std::vector<double>& out) {
   using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  out.assign(size_t(i1 - i0) * size_t(p.n_k), 0.0);
+  const bool dense = r.layout.kind == Layout::Kind::Dense;
+  // Dense rows are written up to their causal limit and zeroed past it (below); a pattern's
+  // rows are zeroed first, then take their kept entries.
+  out.resize(size_t(i1 - i0) * size_t(p.n_k));
+  if (!dense) std::fill(out.begin(), out.end(), 0.0);
   // A pattern's rows: their kept keys first, so that scores are computed only over the span of
   // keys the block keeps (a window's few hundred instead of the whole prefix).
-  const bool dense = r.layout.kind == Layout::Kind::Dense;
   std::vector<int32_t> keys;
   std::vector<int64_t> start(size_t(i1 - i0) + 1, 0);
   int lo = 0, hi = p.n_k;
@@ -109,10 +112,11 @@ void dense_softmax_block(const Problem& p, const Result& r, int h, int i0, int i
     if (p.causal)
       while (lim < p.n_k && p.kpos(lim) <= p.qpos(i)) ++lim;
     const int end = std::min(lim, hi);
+    double* o = out.data() + size_t(i - i0) * size_t(p.n_k);
+    if (dense) std::fill(o + std::max(end, 0), o + p.n_k, 0.0);
     if (end <= lo) continue;
     auto row = s.row(i - i0).head(end - lo).array();
     row = (row - r.row_stat[size_t(h) * p.n_q + i]).exp();
-    double* o = out.data() + size_t(i - i0) * size_t(p.n_k);
     if (dense) {
       for (int j = 0; j < end; ++j) o[j] = double(row[j]);
       continue;

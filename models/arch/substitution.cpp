@@ -92,20 +92,24 @@ EndToEnd end_to_end(const ModelInfo& info, const ModelInput& in, const ModelOutp
   std::vector<double> kl(static_cast<size_t>(n)), nll_d(static_cast<size_t>(n), 0.0),
       nll_v(static_cast<size_t>(n), 0.0);
   std::vector<char> agree(static_cast<size_t>(n));
+  // The same logits on both sides (the dense row of a report): one log-sum-exp per token.
+  const bool same = &dense.logits == &variant.logits;
   parallel_for(n, [&](int t) {
     const Eigen::Map<const Eigen::ArrayXf> a(dense.logits.data() + size_t(t) * v, v);
     const Eigen::Map<const Eigen::ArrayXf> b(variant.logits.data() + size_t(t) * v, v);
-    Eigen::ArrayXd ea, eb;
-    const double lse_a = log_sum_exp(a, ea), lse_b = log_sum_exp(b, eb);
+    // Per-thread buffers: a fresh vocabulary-sized one per token would be mapped and faulted in
+    // again each time.
+    thread_local Eigen::ArrayXd ea, eb;
+    const double lse_a = log_sum_exp(a, ea), lse_b = same ? lse_a : log_sum_exp(b, eb);
     if (!std::isfinite(lse_a) || !std::isfinite(lse_b)) {  // no distribution to compare
       kl[size_t(t)] = NAN;
       return;
     }
     // p (a - b) = exp(a - mx_a) (a - b) / sum_a: the exps are ea, scaled by exp(mx_a - lse_a).
     const double p_scale = std::exp(double(a.maxCoeff()) - lse_a);
-    const double pd = (ea * (a - b).cast<double>()).sum() * p_scale;
+    const double pd = same ? 0.0 : (ea * (a - b).cast<double>()).sum() * p_scale;
     kl[size_t(t)] = pd - (lse_a - lse_b);
-    agree[size_t(t)] = argmax(a.data(), v) == argmax(b.data(), v);
+    agree[size_t(t)] = same || argmax(a.data(), v) == argmax(b.data(), v);
     if (info.causal && t + 1 < n && t + 1 < int(in.ids.size())) {
       const int32_t next = in.ids[size_t(t) + 1];
       if (next >= 0 && next < v) {
