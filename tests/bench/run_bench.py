@@ -12,6 +12,7 @@ Usage: /usr/bin/python3 tests/bench/run_bench.py --build build/native --out buil
 """
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -29,6 +30,9 @@ TARGETS = {
     "block_sparse_time_ratio": 1.3,  # kernel time <= 1.3 x fraction of blocks computed x dense
     "gather_fraction_of_dense": 0.5,  # key lists: GFLOP/s per kept entry >= 50% of dense's
     "extra_memory_per_qkv_tensor": 1.0,  # peak extra <= one [H, N, d] f32 tensor: O(N d)
+    "linear_growth_4k_16k": 5.0,  # linear/performer/cosformer: time(16K) / time(4K) <= 5
+    "linear_vs_dense_16k": 5.0,  # ... and >= 5x faster than dense at 16K
+    "nlogn_growth_slack": 1.25,  # lsh/kmeans: time(16K) / time(4K) <= 1.25 x (N log N ratio)
 }
 
 # The NumPy side runs in its own interpreter so OpenBLAS reads its environment at load time.
@@ -353,6 +357,32 @@ def main():
         checks.append(("key lists %s (density %.3f): GFLOP/s per kept entry / dense's" % (key.split("/")[0][4:] + " N=%d" % n, b["density"]),
                        "%.0f%% (%.0f / %.0f GFLOP/s)" % (100 * r, gf, dense_gf),
                        ">= %.0f%%" % (100 * TARGETS["gather_fraction_of_dense"]), r >= TARGETS["gather_fraction_of_dense"]))
+    # Approximations (the issue's item 6): linear families in O(N), hashing and clustering in
+    # O(N log N), each from 4K to 16K in the same run, and against dense at 16K.
+    nlogn = (16384 * math.log(16384)) / (4096 * math.log(4096))
+    d16 = gb.get("cpu_dense/n:16384")
+    for m in ("linear", "performer", "cosformer", "lsh", "kmeans"):
+        a4, a16 = gb.get("approx_%s/n:4096" % m), gb.get("approx_%s/n:16384" % m)
+        if not (a4 and a16):
+            continue
+        growth = a16["seconds"] / a4["seconds"]
+        ratios["approx_growth_%s" % m] = growth
+        label = a16.get("label", m).split(" causal")[0].replace("cpu ", "")
+        if m in ("lsh", "kmeans"):
+            bound = TARGETS["nlogn_growth_slack"] * nlogn
+            checks.append(("%s time 16K / 4K (N log N: %.2f)" % (label, nlogn),
+                           "%.2f (%.0f / %.0f ms)" % (growth, a16["seconds"] * 1e3, a4["seconds"] * 1e3),
+                           "<= %.2f" % bound, growth <= bound))
+            continue
+        checks.append(("%s time 16K / 4K (dense: 16)" % label,
+                       "%.2f (%.0f / %.0f ms)" % (growth, a16["seconds"] * 1e3, a4["seconds"] * 1e3),
+                       "<= %.0f" % TARGETS["linear_growth_4k_16k"], growth <= TARGETS["linear_growth_4k_16k"]))
+        if d16:
+            sp = d16["seconds"] / a16["seconds"]
+            ratios["approx_speedup_16k_%s" % m] = sp
+            checks.append(("%s speed-up over dense, N=16384" % label,
+                           "%.1fx (%.0f / %.0f ms)" % (sp, d16["seconds"] * 1e3, a16["seconds"] * 1e3),
+                           ">= %.0fx" % TARGETS["linear_vs_dense_16k"], sp >= TARGETS["linear_vs_dense_16k"]))
     if variants:
         lines_v, checks_v, ratios["variants"] = variant_rows.report(variants)
         checks.extend(checks_v)
