@@ -523,17 +523,17 @@ void run_gather(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* can
         int64_t entries = 0, listed = 0, computed = 0;
         int row_items = i1 - i0;  // rows the per-entry paths ran
         if (!whole_rows) {
-          // Each half (kBQ rows) runs as a union tile where its lists overlap enough.
-          const int mid = std::min(i1, i0 + kBQ);
-          const bool a = union_tile(c, w, h, i0, mid, listed, computed);
-          const bool b = mid < i1 && union_tile(c, w, h, mid, i1, listed, computed);
-          if (!a && !b) {
-            run_tile(c, w, h, i0, i1, entries);
-          } else {
-            if (!a) run_tile(c, w, h, i0, mid, entries);
-            if (!b && mid < i1) run_tile(c, w, h, mid, i1, entries);
-            row_items = (a ? 0 : mid - i0) + (b ? 0 : i1 - mid);
+          // Each kBQ rows run as a union tile where their lists overlap enough; the others as
+          // streamed rows, in runs as long as possible (each K and V row fetched serves more).
+          row_items = 0;
+          int run0 = i0;
+          for (int u0 = i0; u0 < i1; u0 += kBQ) {
+            const int u1 = std::min(i1, u0 + kBQ);
+            if (!union_tile(c, w, h, u0, u1, listed, computed)) continue;
+            if (u0 > run0) run_tile(c, w, h, run0, u0, entries), row_items += u0 - run0;
+            run0 = u1;
           }
+          if (i1 > run0) run_tile(c, w, h, run0, i1, entries), row_items += i1 - run0;
         }
         for (int i = i0; i < i1 && whole_rows; ++i) {
           if (selective && (i & 63) == 0 && cancel && cancel->load(std::memory_order_relaxed))
