@@ -14,7 +14,9 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy libopenblas0-pthread
   # models: formats, tokenizers, images
-  libpcre2-dev libsentencepiece-dev libstb-dev libzip-dev libicu-dev
+  libpcre2-dev libsentencepiece-dev libstb-dev libzip-dev zlib1g-dev libicu-dev
+  # image datasets: Fashion-MNIST (IDX, gzip), the default vision model's test set
+  dataset-fashion-mnist
   # session file hashes (SHA-256)
   libssl-dev
   # model-file tests: SentencePiece reference (npm, for fetching real vocabularies, is added below)

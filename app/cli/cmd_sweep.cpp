@@ -13,7 +13,9 @@
 #include "app/cli/usage.h"
 #include "app/core/analysis.h"
 #include "app/core/data_export.h"
+#include "app/core/dataset_eval.h"
 #include "app/core/evaluate.h"
+#include "app/core/image_dataset.h"
 #include "app/core/sweep.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
@@ -25,6 +27,8 @@ namespace {
 
 struct SweepOptions {
   std::string model = "default-text", text, text_file, image, out, figure, shard, backend = "cpu";
+  std::string dataset;  // image dataset: accuracy over every record instead of one input
+  int64_t limit = 0;    // --dataset: first records only
   std::string session;  // model and input from a session file instead
   std::vector<std::string> variants, merge;
   std::vector<int> layers, heads;
@@ -104,6 +108,67 @@ int merge(const SweepOptions& o) {
   return 0;
 }
 
+// The dataset-level table: one row per setting (dense first) with class accuracy over the
+// dataset's labelled images, agreement with dense, mean density and counted attention flops.
+std::string dataset_csv(const std::vector<DatasetEval>& rows) {
+  std::string out =
+      "spec,records,labelled,accuracy,accuracy_drop,agreement_with_dense,density,"
+      "attention_gflops_per_image,seconds\n";
+  char buf[512];
+  for (const DatasetEval& r : rows) {
+    std::snprintf(buf, sizeof buf, ",%lld,%lld,%.6f,%.6f,%.6f,%.6f,%.6f,%.3f\n",
+                  (long long)r.records, (long long)r.labelled, r.accuracy,
+                  rows.front().accuracy - r.accuracy, r.agreement, r.density,
+                  r.attention_flops / 1e9, r.seconds);
+    out += "\"" + r.spec + "\"" + buf;
+  }
+  return out;
+}
+
+int sweep_dataset(const SweepOptions& o, const std::vector<std::string>& specs) {
+  const int inputs = !o.text.empty() + !o.text_file.empty() + !o.image.empty() + !o.session.empty();
+  usage(inputs == 0,
+        "--dataset is the input: do not give --text, --text-file, --image or --session");
+  usage(o.shard.empty() && o.figure.empty() && o.layers.empty() && o.heads.empty(),
+        "--dataset runs every setting in every layer and head: --shard, --figure, --layers and "
+        "--heads are not available with it");
+  check_model_path(o.model, o.model);
+  const auto model = core::cached_model(o.model);
+  require(model->info().vision, ErrorCode::InvalidArgument,
+          o.model + " is a text model: --dataset takes image datasets (vision models)");
+  const ImageDataset d = read_image_dataset(o.dataset, model->preprocessor().channels, o.limit);
+  if (!o.quiet)
+    std::fprintf(stderr, "sweep: dense + %zu variants over %zu images of %s on %s\n",
+                 specs.size() - 1, d.records.size(), o.dataset.c_str(), o.model.c_str());
+  Progress progress(int(specs.size()), o.quiet);
+  if (isatty(2)) progress.step(0, "");
+  std::vector<DatasetEval> rows;
+  DatasetEvalOptions eo;
+  eo.backend = o.backend;
+  eo.threads = o.threads;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    rows.push_back(
+        evaluate_image_dataset(*model, d, specs[i], i ? &rows[0].predicted : nullptr, eo));
+    progress.step(int(i + 1), specs[i]);
+  }
+  write_file_atomic(o.out, dataset_csv(rows));
+  if (!o.quiet) std::fprintf(stderr, "wrote %s (%zu rows)\n", o.out.c_str(), rows.size());
+  if (o.json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const DatasetEval& r : rows)
+      j.push_back({{"spec", r.spec},
+                   {"records", r.records},
+                   {"labelled", r.labelled},
+                   {"accuracy", r.accuracy},
+                   {"agreement_with_dense", r.agreement},
+                   {"density", r.density},
+                   {"attention_flops_per_image", r.attention_flops},
+                   {"seconds", r.seconds}});
+    std::printf("%s\n", j.dump(2).c_str());
+  }
+  return 0;
+}
+
 int sweep(const SweepOptions& o) {
   usage(!o.out.empty(), "--out FILE.csv is required");
   // Outputs that cannot be written fail now, not after the sweep.
@@ -115,6 +180,20 @@ int sweep(const SweepOptions& o) {
     return merge(o);
   }
   usage(!o.variants.empty(), "give at least one --variant (e.g. \"window(size=16..1024:x2)\")");
+  usage(o.limit >= 0, "--limit must be >= 0");
+  if (!o.dataset.empty()) {
+    std::vector<std::string> specs;
+    try {
+      specs = sweep_table_specs(o.variants);
+      check_variant_specs(specs, "--variant");
+      check_backend(o.backend);
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {
+      throw UsageError(e.what(), e.code());
+    }
+    return sweep_dataset(o, specs);
+  }
   const int inputs = !o.text.empty() + !o.text_file.empty() + !o.image.empty() + !o.session.empty();
   usage(inputs == 1, "give exactly one input: --text, --text-file, --image or --session");
   // The command line's own mistakes (range grammar, specs, shard) are usage errors.
@@ -201,6 +280,11 @@ void add_sweep_command(CLI::App& app, Action& action) {
   cmd->add_option("--text-file", o.text_file, "File holding the input text (UTF-8)");
   cmd->add_option("--image", o.image, "Input image (vision models)");
   cmd->add_option("--session", o.session, "Take the model and the input from a session file");
+  cmd->add_option("--dataset", o.dataset,
+                  "Image dataset instead of one input (vision models): a Fashion-MNIST / MNIST "
+                  "IDX folder (FOLDER:train for the train split) or a folder of images (one "
+                  "subfolder per class); the table then holds class accuracy per setting");
+  cmd->add_option("--limit", o.limit, "--dataset: only the first N images (0 = all)");
   cmd->add_option("--variant", o.variants,
                   "Variant or sweep spec, repeatable: \"window(size=16..1024:x2)\", "
                   "\"block_topk(block=16,k=1..8:+1)\", \"top_p(p=0.5|0.9)\"");

@@ -1,0 +1,43 @@
+// A vision model over a whole image dataset (image_dataset.h), with a variant substituted into
+// every attention layer and head: class accuracy against the labels, agreement with dense, and
+// what the variant kept and counted. The dataset-level trade-off of `attnscope sweep --dataset`.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "app/core/image_dataset.h"
+#include "models/arch/model.h"
+
+namespace attn::core {
+
+struct DatasetEval {
+  std::string spec;                // the variant ("dense" for the baseline)
+  int64_t records = 0;             // images evaluated
+  int64_t labelled = 0;            // of which with a label
+  double accuracy = 0;             // labelled images whose predicted class is the label (share)
+  double agreement = 0;            // images whose class equals dense's (share; 1 for dense)
+  double density = 0;              // kept / visible attention entries, mean over images and layers
+  double attention_flops = 0;      // counted attention flops per image (kernels + selection)
+  double seconds = 0;              // wall time of the whole pass
+  std::vector<int32_t> predicted;  // [records] predicted class
+};
+
+struct DatasetEvalOptions {
+  std::string backend = "cpu";
+  int threads = 0;  // images run in parallel, one worker per thread (0 = all)
+  const std::atomic<bool>* cancel = nullptr;
+  std::function<void(int64_t done, int64_t total)> progress;  // from the calling thread
+};
+
+// Runs `spec` (a variant spec; "dense" runs the dense kernel the same way, so every row's
+// counted flops mean the same) over every record of `d`. `dense` (the baseline's predictions, or
+// null) gives the agreement. Throws Error(InvalidArgument) for a text model, a malformed spec,
+// or an image the model cannot take.
+DatasetEval evaluate_image_dataset(const Model& model, const ImageDataset& d,
+                                   const std::string& spec, const std::vector<int32_t>* dense,
+                                   const DatasetEvalOptions& o = {});
+
+}  // namespace attn::core
