@@ -51,6 +51,8 @@ copy image "$goldens"/deit/image.png "$src"/assets/images/coat_1.png \
   "$src"/assets/images/sneaker_1.png
 copy session "$src"/docs/sessions/*.attnscope.json "$src"/docs/figures/*.attnscope.json
 copy sweep "$src"/docs/figures/tradeoff.csv
+# The Fashion-MNIST test labels (5 KB gzipped) where Debian's dataset-fashion-mnist is installed.
+copy idx /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz
 
 # SentencePiece models, trained as the tokenizer tests train theirs.
 mkdir -p "$out/sentencepiece"
