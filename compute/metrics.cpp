@@ -242,17 +242,20 @@ class FastCompare {
     r.sum_a = as.sum();
     r.a_log_a = (as * xs).sum();
     recv.head(end) += as;
-    // b / a = exp(lse_var - lse_ref) for every kept key: one factor per row.
-    const double ratio = std::exp(double(lse) - double(lse_ref));
-    r.kept_b = same_ ? r.sum_a : r.sum_a * ratio;
-    r.kl = same_ ? 0.0 : r.sum_a * (double(lse_ref) - double(lse));
+    softmax_tail(r, lse, lse_ref);
     return r;
   }
 
+  // Plain softmax rows: b / a = exp(lse_var - lse_ref) for every kept key (one factor per row),
+  // so recall and KL follow from the row's mass.
+  void softmax_tail(RowSums& r, float lse, float lse_ref) const {
+    r.kept_b = same_ ? r.sum_a : r.sum_a * std::exp(double(lse) - double(lse_ref));
+    r.kl = same_ ? 0.0 : r.sum_a * (double(lse_ref) - double(lse));
+  }
+
   // Softmax without modifiers on kept keys only: the scores of each run of consecutive keys from
-  // one matrix-vector product, exp in float over the row (Eigen's vectorised exp), and no log:
-  // log a = x - lse_var, and every kept key's dense probability is b = a exp(lse_var - lse_ref),
-  // so recall and KL follow from the row's mass (as on the dense path).
+  // one matrix-vector product, exp in float over the row (Eigen's vectorised exp), and no log
+  // (log a = x - lse_var; recall and KL from softmax_tail, as on the dense path).
   RowSums sparse_softmax_row(int h, int i, std::vector<int32_t>& keys, Eigen::ArrayXf& x,
                              Eigen::ArrayXf& a, std::vector<double>& received) const {
     layout_row_keys(var_.layout, p_, h, i, keys);
@@ -275,8 +278,7 @@ class FastCompare {
     r.sum_a = as.sum();
     r.a_log_a = (as * xs).sum();
     for (int c = 0; c < n; ++c) received[size_t(keys[size_t(c)])] += as[c];
-    r.kept_b = r.sum_a * std::exp(double(lse) - double(lse_ref));
-    r.kl = r.sum_a * (double(lse_ref) - double(lse));
+    softmax_tail(r, lse, lse_ref);
     return r;
   }
 

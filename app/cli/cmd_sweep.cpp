@@ -108,6 +108,28 @@ int merge(const SweepOptions& o) {
   return 0;
 }
 
+// The command line's own mistakes (range grammar, specs, backend, shard) are usage errors.
+template <class F>
+auto as_usage(F&& f) {
+  try {
+    return f();
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what(), e.code());
+  }
+}
+
+// Row 0 is the dense baseline (measured in the same run); the variants follow.
+std::vector<std::string> table_specs(const SweepOptions& o) {
+  return as_usage([&] {
+    std::vector<std::string> specs = sweep_table_specs(o.variants);
+    check_variant_specs(specs, "--variant");
+    check_backend(o.backend);
+    return specs;
+  });
+}
+
 // The dataset-level table: one row per setting (dense first) with class accuracy over the
 // dataset's labelled images, agreement with dense, mean density and counted attention flops.
 std::string dataset_csv(const std::vector<DatasetEval>& rows) {
@@ -182,34 +204,13 @@ int sweep(const SweepOptions& o) {
   usage(!o.variants.empty(), "give at least one --variant (e.g. \"window(size=16..1024:x2)\")");
   usage(o.limit >= 0, "--limit must be >= 0");
   if (!o.dataset.empty()) {
-    std::vector<std::string> specs;
-    try {
-      specs = sweep_table_specs(o.variants);
-      check_variant_specs(specs, "--variant");
-      check_backend(o.backend);
-    } catch (const UsageError&) {
-      throw;
-    } catch (const Error& e) {
-      throw UsageError(e.what(), e.code());
-    }
-    return sweep_dataset(o, specs);
+    return sweep_dataset(o, table_specs(o));
   }
   const int inputs = !o.text.empty() + !o.text_file.empty() + !o.image.empty() + !o.session.empty();
   usage(inputs == 1, "give exactly one input: --text, --text-file, --image or --session");
-  // The command line's own mistakes (range grammar, specs, shard) are usage errors.
-  std::vector<std::string> specs;
+  const std::vector<std::string> specs = table_specs(o);
   Shard shard;
-  try {
-    // Row 0 is the dense baseline (measured below, in this run); the variants follow.
-    specs = sweep_table_specs(o.variants);
-    check_variant_specs(specs, "--variant");
-    check_backend(o.backend);
-    if (!o.shard.empty()) shard = parse_shard(o.shard);
-  } catch (const UsageError&) {
-    throw;
-  } catch (const Error& e) {
-    throw UsageError(e.what(), e.code());
-  }
+  if (!o.shard.empty()) shard = as_usage([&] { return parse_shard(o.shard); });
   if (o.session.empty()) check_model_path(o.model, o.model);
   const std::vector<int> mine = shard_items(int(specs.size()), shard);
 

@@ -6,8 +6,8 @@
 #include <mutex>
 
 #include "compute/backend.h"
-#include "compute/fallback.h"
 #include "compute/error.h"
+#include "compute/fallback.h"
 #include "compute/parallel.h"
 #include "compute/registry.h"
 #include "models/arch/substitution.h"
@@ -34,7 +34,7 @@ DatasetEval evaluate_image_dataset(const Model& model, const ImageDataset& d,
   std::vector<double> density(size_t(n), 0.0), flops(size_t(n), 0.0);
   const int workers =
       std::max(1, std::min<int>(thread_count(o.threads), int(std::max<int64_t>(n, 1))));
-  std::atomic<int64_t> next{0}, done{0};
+  std::atomic<int64_t> next{0};
   std::mutex error_mu;
   std::exception_ptr error;
   parallel_for(
@@ -68,7 +68,6 @@ DatasetEval evaluate_image_dataset(const Model& model, const ImageDataset& d,
             density[size_t(i)] =
                 out.substituted.empty() ? 1.0 : dens / double(out.substituted.size());
             flops[size_t(i)] = fl;
-            ++done;
           }
         } catch (...) {
           std::lock_guard<std::mutex> lock(error_mu);
@@ -94,7 +93,6 @@ DatasetEval evaluate_image_dataset(const Model& model, const ImageDataset& d,
   e.accuracy = e.labelled ? double(right) / double(e.labelled) : std::nan("");
   e.agreement = n ? double(same) / double(n) : std::nan("");
   e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (o.progress) o.progress(done.load(), n);
   return e;
 }
 

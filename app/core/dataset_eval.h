@@ -4,7 +4,6 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,7 +28,6 @@ struct DatasetEvalOptions {
   std::string backend = "cpu";
   int threads = 0;  // images run in parallel, one worker per thread (0 = all)
   const std::atomic<bool>* cancel = nullptr;
-  std::function<void(int64_t done, int64_t total)> progress;  // from the calling thread
 };
 
 // Runs `spec` (a variant spec; "dense" runs the dense kernel the same way, so every row's

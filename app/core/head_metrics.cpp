@@ -21,11 +21,18 @@ double mean(const std::vector<float>& v) {
   return s / double(v.size());
 }
 
+// Softmax attention with no modifiers over any kept set (dense or a pattern's): its rows are
+// exp(s - lse) over the kept keys, with lse the result's row statistic. One f32 GEMM and
+// vectorised exponentials per block of rows, where probability_block() (any variant) works entry
+// by entry in double precision.
+bool plain_softmax(const Variant& v) {
+  return !v.approximation() && !v.selective() && v.mods().empty() &&
+         v.normaliser().kind == Normaliser::Kind::Softmax;
+}
+
 // Mean over queries of the probability on the token just before the query (Olsson et al.
 // 2022, "In-context Learning and Induction Heads": previous-token heads; TransformerLens's
 // previous-token detector). O(d) per query: one entry of each row.
-bool plain_softmax(const Variant& v);
-
 double previous_token(const HeadMetricInput& in) {
   const Problem& p = in.problem;
   const int offset = p.n_k - p.n_q;  // key position of query i is offset + i
@@ -70,15 +77,6 @@ HeadMetric role_metric(const char* name, const char* id, const char* label) {
 }  // namespace
 
 namespace {
-
-// Softmax attention with no modifiers over any kept set (dense or a pattern's): its rows are
-// exp(s - lse) over the kept keys, with lse the result's row statistic. One f32 GEMM and
-// vectorised exponentials per block of rows, where probability_block() (any variant) works entry
-// by entry in double precision.
-bool plain_softmax(const Variant& v) {
-  return !v.approximation() && !v.selective() && v.mods().empty() &&
-         v.normaliser().kind == Normaliser::Kind::Softmax;
-}
 
 void dense_softmax_block(const Problem& p, const Result& r, int h, int i0, int i1,
                          std::vector<double>& out) {

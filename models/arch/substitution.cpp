@@ -39,9 +39,10 @@ void Substitution::check(const ModelInfo& info) const {
 
 namespace {
 
-// Log-sum-exp of one row in double, with Eigen's vectorised exp; e holds exp(x - max).
-double log_sum_exp(const Eigen::Map<const Eigen::ArrayXf>& x, Eigen::ArrayXd& e) {
-  const double mx = double(x.maxCoeff());
+// Log-sum-exp of one row in double, with Eigen's vectorised exp; e holds exp(x - mx), mx the
+// row's maximum.
+double log_sum_exp(const Eigen::Map<const Eigen::ArrayXf>& x, Eigen::ArrayXd& e, double& mx) {
+  mx = double(x.maxCoeff());
   if (!std::isfinite(mx)) return mx;
   e = x.cast<double>() - mx;
   e = e.exp();
@@ -100,13 +101,14 @@ EndToEnd end_to_end(const ModelInfo& info, const ModelInput& in, const ModelOutp
     // Per-thread buffers: a fresh vocabulary-sized one per token would be mapped and faulted in
     // again each time.
     thread_local Eigen::ArrayXd ea, eb;
-    const double lse_a = log_sum_exp(a, ea), lse_b = same ? lse_a : log_sum_exp(b, eb);
+    double mx_a = 0, mx_b = 0;
+    const double lse_a = log_sum_exp(a, ea, mx_a), lse_b = same ? lse_a : log_sum_exp(b, eb, mx_b);
     if (!std::isfinite(lse_a) || !std::isfinite(lse_b)) {  // no distribution to compare
       kl[size_t(t)] = NAN;
       return;
     }
     // p (a - b) = exp(a - mx_a) (a - b) / sum_a: the exps are ea, scaled by exp(mx_a - lse_a).
-    const double p_scale = std::exp(double(a.maxCoeff()) - lse_a);
+    const double p_scale = std::exp(mx_a - lse_a);
     const double pd = same ? 0.0 : (ea * (a - b).cast<double>()).sum() * p_scale;
     kl[size_t(t)] = pd - (lse_a - lse_b);
     agree[size_t(t)] = same || argmax(a.data(), v) == argmax(b.data(), v);

@@ -41,7 +41,6 @@ SWEEP = ["top_p(block=4,p=0.5|0.7|0.8|0.9|0.95)", "block_topk(block=4,k=2|4|6|8|
 
 def run_torch(threads, reps):
     torch.set_num_threads(threads)
-    cfg_json = json.load(open(os.path.join(MODEL, "config.json")))
     pp = json.load(open(os.path.join(MODEL, "preprocessor_config.json")))
     model = vit.ViTForImageClassification(vit.default_config())
     state, _ = safetensors_io.load_file(os.path.join(MODEL, "model.safetensors"))
@@ -63,7 +62,7 @@ def run_torch(threads, reps):
             best[batch] = (min(times), (pred == y).float().mean().item())
     batch = min(best, key=lambda b: best[b][0])
     return {"seconds": best[batch][0], "batch": batch, "accuracy": best[batch][1],
-            "by_batch": {str(b): s for b, (s, _) in best.items()}, "labels": cfg_json["id2label"]["9"]}
+            "by_batch": {str(b): s for b, (s, _) in best.items()}}
 
 
 def run_attnscope(exe, threads, variants, reps):
