@@ -59,7 +59,7 @@ int register_approx_benchmarks() {
       {"performer", "performer(features=64)"},
       {"cosformer", "cosformer"},
       {"lsh", "lsh(buckets=16,rounds=2,chunk=64)"},
-      {"kmeans", "kmeans(clusters=16,iters=4)"},
+      {"kmeans", "kmeans(size=256,iters=4)"},
   };
   for (const auto& [name, spec] : cases)
     for (int n : {4096, 16384}) {

@@ -209,6 +209,85 @@ TEST(ApproxPatterns, KmeansFindsPlantedClusters) {
   EXPECT_GT(m.mass_recall, 0.9);
 }
 
+TEST(ApproxPatterns, KmeansTreeWithRoomForEveryoneIsDense) {
+  // size >= n_q + n_k: one cluster, no split.
+  for (const Problem& p : problems())
+    expect_keeps_every_visible_key("kmeans(size=" + std::to_string(p.n_q + p.n_k) + ")", p);
+}
+
+TEST(ApproxPatterns, KmeansTreeSplitsIntoBalancedDisjointClusters) {
+  // Bidirectional, 120 queries + 120 keys, size 32: the median splits give 8 clusters of 30,
+  // so each query keeps the (at most 30) keys of its own cluster, and clusters are disjoint.
+  const Problem p = random_problem(2, 2, 120, 120, 16, false, 7);
+  const Layout l = make_variant("kmeans(size=32,iters=3,seed=2)").select(p);
+  for (int h = 0; h < p.n_heads; ++h) {
+    std::set<std::vector<int32_t>> sets;
+    for (int i = 0; i < p.n_q; ++i) {
+      const std::vector<int32_t> keys = row_keys(l, p, h, i);
+      ASSERT_LE(keys.size(), 30u);
+      sets.insert(keys);
+    }
+    std::vector<int> owner(size_t(p.n_k), 0);
+    for (const auto& s : sets) {
+      if (s.size() < 2) continue;
+      for (int32_t j : s) EXPECT_EQ(owner[size_t(j)]++, 0) << "key " << j << " in two clusters";
+    }
+    EXPECT_LE(sets.size(), 8u * 2);  // a query alone in its cluster keeps its nearest key
+  }
+  // Deterministic for a seed; odd shapes and both masks run on the cpu as on the reference.
+  EXPECT_EQ(l.index(0).col, make_variant("kmeans(size=32,iters=3,seed=2)").select(p).index(0).col);
+  for (const Problem& q : problems()) expect_cpu_matches_reference("kmeans(size=5,iters=2)", q);
+  EXPECT_THROW(make_variant("kmeans(size=1)"), Error);
+}
+
+TEST(ApproxPatterns, KmeansTreeFindsPlantedClusters) {
+  // 512 queries and keys around 4 directions, clusters of 128: the tree separates the directions.
+  Problem p = random_problem(1, 1, 256, 256, 32, false, 3, 0.1f);
+  for (int i = 0; i < 256; ++i) {
+    p.q[size_t(i) * 32 + size_t(i % 4)] += 6.0f;
+    p.k[size_t(i) * 32 + size_t(i % 4)] += 6.0f;
+  }
+  std::unique_ptr<Backend> cpu = make_backend("cpu");
+  const Variant v = make_variant("kmeans(size=128,iters=4)");
+  const Result r = run(v, p, *cpu), dense = run(make_variant("dense"), p, *cpu);
+  const Metrics m = compare(v, p, r, dense);
+  EXPECT_NEAR(r.stats.density, 0.25, 0.02);
+  EXPECT_GT(m.mass_recall, 0.9);
+}
+
+TEST(ApproxPatterns, KmeansTreeLongInputCostsNLogN) {
+  // N = 4096, causal: each query keeps at most `size` keys; the selection's counted flops are the
+  // tree's (levels x members x d), which grow as N log N, not N^2.
+  const int n = test::quick() ? 1024 : 4096;
+  const Problem p = random_problem(2, 1, n, n, 64, true, 8);
+  std::unique_ptr<Backend> cpu = make_backend("cpu"), ref = make_backend("reference");
+  const Variant v = make_variant("kmeans(size=256,iters=4)");
+  const Layout l = v.select(p);
+  for (int h = 0; h < p.n_heads; ++h)
+    for (int i = 0; i < p.n_q; i += 97) {
+      const std::vector<int32_t> keys = row_keys(l, p, h, i);
+      ASSERT_LE(keys.size(), 257u);
+      for (int32_t j : keys) ASSERT_TRUE(p.visible(i, j));
+    }
+  const Result a = run(v, p, *cpu), b = run(v, p, *ref);
+  EXPECT_LT(relative_error(a.o, b.o), 1e-5);
+  EXPECT_LT(a.stats.density, 0.15);
+  // Splits of m members halve them until <= 256; each fits its direction on at most 2048 of
+  // them ((3 power steps x 4 + 1 + 3 + 3 iters) d flops each) and projects all m (2 d each).
+  const auto tree = [&](int members) {
+    double f = 0;
+    for (int m = members, nodes = 1; m > 256; m /= 2, nodes *= 2)
+      f += nodes * (std::min(m, 2048) * p.d * (12.0 + 4 + 3 * 4) + 2.0 * m * p.d);
+    return f * p.n_heads;
+  };
+  EXPECT_DOUBLE_EQ(v.pattern()->predicted_select_flops(p), tree(2 * n));
+  // From N to 4N the tree's work grows less than 4 x the levels' ratio: N log N, not N^2.
+  const Problem big = random_problem(2, 1, 4 * n, 4 * n, 64, true, 9);
+  const double growth = v.pattern()->predicted_select_flops(big) / tree(2 * n);
+  EXPECT_DOUBLE_EQ(growth, tree(8 * n) / tree(2 * n));
+  EXPECT_LT(growth, 4.0 * std::log2(8.0 * n / 256) / std::log2(2.0 * n / 256));
+}
+
 // ---- loki
 // ----------------------------------------------------------------------------------------
 
