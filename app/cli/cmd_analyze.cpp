@@ -213,6 +213,20 @@ void print_summary(const core::Analysis& a) {
                 p.n_q, p.n_k, p.d);
   }
   if (!a.notice.empty()) std::fprintf(stderr, "attnscope: notice: %s\n", a.notice.c_str());
+  if (a.ablation_effect) {  // the session's ablation: everything below is the ablated model's
+    std::string list;
+    for (const std::string& h : a.session.ablation.heads) list += (list.empty() ? "" : ",") + h;
+    const EndToEnd& e = *a.ablation_effect;
+    std::printf("ablated: %s (%s); the ablated model against the plain one:", list.c_str(),
+                a.session.ablation.mode.c_str());
+    if (e.has_tokens)
+      std::printf(" next-token KL %s, top-1 agree %s, perplexity %s -> %s\n", sci(e.mean_kl).c_str(),
+                  fixed(e.top1_agreement, 4).c_str(), fixed(e.ppl_dense, 3).c_str(),
+                  fixed(e.ppl_variant, 3).c_str());
+    else
+      std::printf(" class %s, CLS cosine %s\n", !e.has_class ? "n/a" : e.class_agree ? "kept" : "changed",
+                  fixed(e.cls_cosine, 5).c_str());
+  }
   std::printf("sinks (dense, mass > 0.3 averaged over heads):");
   for (int l = 0; l < a.n_layers(); ++l) {
     std::string s;

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "app/core/head_metrics.h"
+#include "app/core/interventions.h"
 #include "app/core/labels.h"
 #include "compute/error.h"
 #include "compute/fallback.h"
@@ -98,7 +99,24 @@ void open_model(Analysis& a, const Options& o) {
   ForwardOptions fo;
   fo.capture = capture.get();
   fo.threads = o.threads;
-  a.dense_pass = std::make_shared<const ModelOutput>(a.model->forward(a.input, fo));
+  if (!s.ablation.empty()) {
+    // The plain model runs once, without hooks, for the effect; every view shows the ablated one.
+    std::string list;
+    for (const std::string& h : s.ablation.heads) list += (list.empty() ? "" : ",") + h;
+    const auto heads = parse_heads(list);
+    check_heads(heads, info);
+    a.ablation = std::make_shared<const Intervention>(
+        ablation(heads, ablation_mode(s.ablation.mode)));
+    ForwardOptions plain;
+    plain.threads = o.threads;
+    const ModelOutput out = a.model->forward(a.input, plain);
+    check_cancel(o);
+    fo.intervention = a.ablation.get();
+    a.dense_pass = std::make_shared<const ModelOutput>(a.model->forward(a.input, fo));
+    a.ablation_effect = end_to_end(info, a.input, out, *a.dense_pass);
+  } else {
+    a.dense_pass = std::make_shared<const ModelOutput>(a.model->forward(a.input, fo));
+  }
   check_cancel(o);
   auto problems = std::make_shared<std::vector<Problem>>();
   const bool keep_capture = !o.extra_hooks.empty();
@@ -276,6 +294,10 @@ std::string heavy_key(const Session& s) {
          (i < s.variant_backends.size() ? s.variant_backends[i] : "");
   for (int l : s.substitute_layers) k += "\x1dL" + std::to_string(l);
   for (int h : s.substitute_heads) k += "\x1dH" + std::to_string(h);
+  if (!s.ablation.empty()) {
+    k += std::string("\x1d") + "A" + s.ablation.mode;
+    for (const std::string& h : s.ablation.heads) k += "," + h;
+  }
   return k;
 }
 
@@ -303,6 +325,8 @@ std::shared_ptr<Analysis> open(const Session& s, const std::string& session_path
     a->panels.push_back(std::move(p));
   }
   const bool model_free = s.input.kind == "tensors" || s.input.kind == "synthetic";
+  require(!model_free || s.ablation.empty(), ErrorCode::InvalidArgument,
+          "ablating heads needs a model: " + s.input.kind + " inputs have no heads to ablate");
   if (o.verify_hashes && !model_free) check_session_files(s, session_path);
   progress(o, model_free ? "building the problem..." : "running the model...");
   if (model_free)
@@ -461,6 +485,7 @@ std::shared_ptr<Analysis> add_end_to_end(const Analysis& in, const Options& o) {
     sub.check(info);
     ForwardOptions fo;
     fo.substitution = &sub;
+    fo.intervention = a->ablation.get();  // the variant replaces attention in the ablated model
     fo.threads = o.threads;
     const ModelOutput out = a->model->forward(a->input, fo);
     p.e2e = end_to_end(info, a->input, a->dense_out(), out);

@@ -28,6 +28,7 @@
 #include "compute/variant.h"
 #include "models/arch/hooks.h"
 #include "models/arch/image.h"
+#include "models/arch/intervention.h"
 #include "models/arch/model.h"
 #include "models/arch/substitution.h"
 
@@ -98,6 +99,11 @@ struct Analysis {
   int head_offset = 0;
   std::vector<ResidualStats> resid;  // [L] residual stream after each layer
   std::vector<int> massive_tokens;   // tokens holding a massive activation
+
+  // Session::ablation: the edits every pass applies, and the ablated model against the plain
+  // one (next-token KL, top-1 agreement, perplexities; class agreement for vision).
+  std::shared_ptr<const Intervention> ablation;
+  std::optional<EndToEnd> ablation_effect;
 
   std::shared_ptr<const Capture> capture;  // the dense pass's hooks, when Options asked
   std::vector<Panel> panels;               // [0] dense, then the session's variants in order

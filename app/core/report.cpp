@@ -171,6 +171,12 @@ nlohmann::json analysis_json(const Analysis& a, int max_cells) {
     j["head_metrics"].push_back(
         {{"name", m.name}, {"title", m.title}, {"definition", m.definition}});
   if (a.info) j["model"] = model_json(*a.info);
+  if (!s.ablation.empty()) {
+    // Every number below comes from the ablated model; "effect" compares it with the plain one
+    // (its "perplexity_dense" is the plain model's, "perplexity_variant" the ablated one's).
+    j["ablation"] = {{"heads", s.ablation.heads}, {"mode", s.ablation.mode}};
+    if (a.ablation_effect) j["ablation"]["effect"] = end_to_end_json(*a.ablation_effect);
+  }
   if (s.input.kind == "tensors") j["tensors"] = tensors_json(a);
   if (a.has_metrics()) j["dense"] = dense_json(a);
   // The session's variants (the dense reference is panel 0 and always present).

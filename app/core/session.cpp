@@ -11,6 +11,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "app/core/interventions.h"
 #include "compute/error.h"
 #include "models/arch/default_models.h"
 #include "models/formats/limits.h"
@@ -119,6 +120,7 @@ json session_to_json(const Session& s) {
       {"backend", s.backend},
       {"variant_backends", s.variant_backends},
       {"substitution", {{"layers", s.substitute_layers}, {"heads", s.substitute_heads}}},
+      {"ablation", {{"heads", s.ablation.heads}, {"mode", s.ablation.mode}}},
       {"view",
        {{"view", v.view},
         {"colormap", v.colormap},
@@ -206,6 +208,20 @@ Session session_from_json(const json& j, const std::string& source) {
   const json& sub = object_field(j, "substitution", source, false);
   read_field(sub, "layers", s.substitute_layers, "substitution.", source);
   read_field(sub, "heads", s.substitute_heads, "substitution.", source);
+  const json& abl = object_field(j, "ablation", source, false);
+  read_field(abl, "heads", s.ablation.heads, "ablation.", source);
+  read_field(abl, "mode", s.ablation.mode, "ablation.", source);
+  require(s.ablation.mode == "zero" || s.ablation.mode == "mean", ErrorCode::Format,
+          source + ": ablation.mode must be zero or mean, not '" + s.ablation.mode + "'");
+  for (const std::string& h : s.ablation.heads) {
+    require(h.find(',') == std::string::npos, ErrorCode::Format,
+            source + ": ablation.heads takes one head per entry, not '" + h + "'");
+    try {
+      parse_heads(h);
+    } catch (const Error& e) {
+      throw Error(ErrorCode::Format, source + ": ablation.heads: " + e.what());
+    }
+  }
 
   const json& v = object_field(j, "view", source, false);
   ViewSettings& vs = s.view;

@@ -38,6 +38,15 @@ struct SessionModel {
   std::map<std::string, std::string> sha256;  // file name in the folder -> hex digest
 };
 
+// Heads ablated in every forward pass of an analysis (interventions.h): the dense capture, the
+// variants' inputs and their end-to-end substitutions all come from the ablated model, and the
+// analysis reports the ablated model against the plain one.
+struct SessionAblation {
+  std::vector<std::string> heads;  // "L0H3": 0-based layer and query head
+  std::string mode = "zero";       // zero | mean (the head's mean over this input's positions)
+  bool empty() const { return heads.empty(); }
+};
+
 // Settings of the views (the GUI's panels and the figure presets share them).
 struct ViewSettings {
   std::string view = "heatmap";          // heatmap | grid | sinks | image | tradeoff | tokens
@@ -73,6 +82,7 @@ struct Session {
   std::vector<std::string> variant_backends;  // per variant; "" or missing = `backend`
   std::vector<int> substitute_layers;         // end-to-end substitution: layers (empty = all)
   std::vector<int> substitute_heads;          // end-to-end substitution: heads (empty = all)
+  SessionAblation ablation;                   // heads ablated in every pass (models only)
   ViewSettings view;
   FigureSize figure;
   nlohmann::json extra = nlohmann::json::object();  // client-owned state kept verbatim (GUI)

@@ -33,6 +33,7 @@
 #include "app/gui/analysis_worker.h"
 #include "app/gui/decode_dialog.h"
 #include "app/gui/input_dock.h"
+#include "app/gui/interventions_dock.h"
 #include "app/gui/model_dock.h"
 #include "app/gui/shared_device.h"
 #include "app/gui/variant_slot.h"
@@ -105,9 +106,13 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   input_ = new InputDock(this);
   model_ = new ModelDock(this);
   variants_ = new VariantsDock(this);
+  interventions_ = new InterventionsDock(this);
   addDockWidget(Qt::LeftDockWidgetArea, model_);
   addDockWidget(Qt::LeftDockWidgetArea, input_);
   addDockWidget(Qt::RightDockWidgetArea, variants_);
+  addDockWidget(Qt::RightDockWidgetArea, interventions_);
+  tabifyDockWidget(variants_, interventions_);  // a tab beside Variants, which stays in front
+  variants_->raise();
   resizeDocks({model_, variants_}, {300, 300}, Qt::Horizontal);
   resizeDocks({model_, input_}, {260, 640}, Qt::Vertical);
   variants_->setMinimumWidth(270);
@@ -252,6 +257,7 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
     if (!d.isEmpty()) model_->set_tensors(d);
   });
   connect(variants_, &VariantsDock::changed, this, [this] { schedule_analysis(150); });
+  connect(interventions_, &InterventionsDock::changed, this, [this] { schedule_analysis(150); });
 
   build_menus();
 
@@ -435,6 +441,7 @@ void MainWindow::build_menus() {
   view->addAction(input_->toggleViewAction());
   view->addAction(model_->toggleViewAction());
   view->addAction(variants_->toggleViewAction());
+  view->addAction(interventions_->toggleViewAction());
 
   QMenu* tools = menuBar()->addMenu("&Tools");
   tools->addAction("&Decode lab...", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_L), this,
@@ -485,6 +492,9 @@ void MainWindow::sync_session() {
   s.input.text = input_->text();
   s.variants = variants_->specs();
   s.variant_backends = variants_->backends();
+  // An ablation needs a model; switching to tensors or a synthetic problem leaves it aside.
+  const bool model_free = s.input.kind == "tensors" || s.input.kind == "synthetic";
+  s.ablation = model_free ? core::SessionAblation{} : interventions_->ablation();
   s.view.show_dense = variants_->show_dense() || s.variants.empty();
   s.backend = model_->backend();
   s.layer = model_->layer();
@@ -534,6 +544,9 @@ void MainWindow::show_session() {
   for (size_t i = 0; i < s.variant_backends.size() && i < size_t(VariantsDock::kSlots); ++i)
     variants_->slot(int(i))->set_backend(s.variant_backends[i]);
   variants_->set_show_dense(s.view.show_dense);
+  interventions_->blockSignals(true);
+  interventions_->set_ablation(s.ablation);
+  interventions_->blockSignals(false);
   model_->show_info(std::nullopt, "Loading...", 64, 64);
   model_->set_selection(s.layer, s.head);
   model_->blockSignals(false);
@@ -609,6 +622,7 @@ void MainWindow::on_analysis(std::shared_ptr<const core::Analysis> a, double sec
   }
   publish_document();
   model_->show_info(a->info, QString::fromStdString(a->model_summary), a->n_layers(), a->n_heads());
+  interventions_->show_analysis(a);
   if (!a->tokens.empty() || a->vision())
     input_->set_tokens(a->session.input.text, a->tokens, core::received_mass(*a), doc_->heat.sinks,
                        QString::fromStdString(a->notice));

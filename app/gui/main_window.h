@@ -1,4 +1,4 @@
-// The attnscope main window: docks (Input, Model, Variants) around the Vulkan view, menus with
+// The attnscope main window: docks (Input, Model, Variants, Interventions) around the Vulkan view, menus with
 // standard shortcuts, persisted layout, themes, and the live loop: every edit is debounced, sent
 // to the worker thread (stale work cancelled), and the results flow back into the canvas.
 #pragma once
@@ -25,6 +25,7 @@ class DecodeDialog;
 
 class AnalysisWorker;
 class InputDock;
+class InterventionsDock;
 class ModelDock;
 class VariantsDock;
 class VulkanView;
@@ -60,6 +61,7 @@ class MainWindow : public QMainWindow {
   InputDock* input_dock() const { return input_; }
   ModelDock* model_dock() const { return model_; }
   VariantsDock* variants_dock() const { return variants_; }
+  InterventionsDock* interventions_dock() const { return interventions_; }
   // The core's analysis the view shows (its session is the one shown).
   std::shared_ptr<const core::Analysis> analysis() const { return analysis_; }
   // The session the docks edit: the source of truth of everything shown.
@@ -127,6 +129,7 @@ class MainWindow : public QMainWindow {
   InputDock* input_ = nullptr;
   ModelDock* model_ = nullptr;
   VariantsDock* variants_ = nullptr;
+  InterventionsDock* interventions_ = nullptr;
   std::unique_ptr<AnalysisWorker> worker_;
   core::Session session_;
   std::string session_path_;  // locates the session's relative paths ("" = unsaved)

@@ -12,6 +12,8 @@
 
 #include "app/core/analysis.h"
 #include "app/core/interventions.h"
+#include "app/core/report.h"
+#include "compute/backend.h"
 #include "compute/error.h"
 #include "models/formats/npy.h"
 #include "tests/app/image_compare.h"
@@ -329,6 +331,73 @@ TEST(Interventions, AnalyzeAblateDumpsTheAblatedPass) {
   const CliRun no_source =
       cli("analyze --model default-text --text hi --ablate 0.3 --ablate-mode resample");
   EXPECT_EQ(no_source.status, 2) << no_source.out;
+}
+
+// A session's ablation: the analysis core runs every pass on the ablated model (the GUI's
+// Interventions dock and `analyze --session` both go through it), and reports its effect.
+TEST(Interventions, SessionAblationRunsTheWholeAnalysisOnTheAblatedModel) {
+  REQUIRE_MODEL("default-text");
+  core::Session s;
+  s.input.text = "In the beginning God created the heaven and the earth. And the earth was";
+  s.variants = {"window(size=8)"};
+  core::Options o;
+  o.verify_hashes = false;
+  const auto plain = core::analyze(s, "", o);
+  s.ablation.heads = {"L0H3", "L1H2"};
+  s.ablation.mode = "mean";
+  EXPECT_NE(core::heavy_key(s), core::heavy_key(plain->session));
+  const auto a = core::analyze(s, "", o);
+  const auto model = core::cached_model("default-text");
+  const Intervention iv = core::ablation({{0, 3}, {1, 2}}, HeadEdit::Mean);
+  const core::InterventionRun r = core::run_intervention(*model, a->input, iv);
+  // The dense pass is the ablated one, and the effect is the ablated model against the plain.
+  EXPECT_LT(max_diff(a->dense_out().logits, std::vector<float>(r.edited.logits.begin(),
+                                                               r.edited.logits.end())),
+            1e-5);
+  ASSERT_TRUE(a->ablation_effect);
+  EXPECT_NEAR(a->ablation_effect->mean_kl, r.effect.mean_kl, 1e-6);
+  EXPECT_NEAR(a->ablation_effect->ppl_variant, r.effect.ppl_variant, 1e-4);
+  EXPECT_NEAR(a->ablation_effect->ppl_dense, plain->panels[0].e2e->ppl_dense, 1e-4);
+  EXPECT_GT(a->ablation_effect->mean_kl, 0);
+  // Layer 0's queries and keys come before the ablated output; layer 1's after it.
+  EXPECT_EQ(a->problem(0).q, plain->problem(0).q);
+  EXPECT_NE(a->problem(1).q, plain->problem(1).q);
+  // The variant's end-to-end substitution runs inside the ablated model too: its dense-relative
+  // perplexity starts from the ablated model's.
+  ASSERT_TRUE(a->panels[1].e2e);
+  EXPECT_NEAR(a->panels[1].e2e->ppl_dense, r.effect.ppl_variant, 1e-4);
+  ModelInput in = a->input;
+  Substitution sub{a->panels[1].variant.get(), nullptr, {}, {}, {}};
+  std::unique_ptr<Backend> cpu = make_backend("cpu");
+  sub.backend = cpu.get();
+  ForwardOptions fo;
+  fo.substitution = &sub;
+  fo.intervention = &iv;
+  const ModelOutput both = model->forward(in, fo);
+  EXPECT_NEAR(a->panels[1].e2e->ppl_variant,
+              end_to_end(model->info(), in, r.edited, both).ppl_variant, 1e-4);
+  // The report names the ablation and its effect.
+  const nlohmann::json j = core::analysis_json(*a);
+  EXPECT_EQ(j["ablation"]["heads"], nlohmann::json({"L0H3", "L1H2"}));
+  EXPECT_EQ(j["ablation"]["mode"], "mean");
+  EXPECT_NEAR(double(j["ablation"]["effect"]["next_token_kl_mean"]), r.effect.mean_kl, 1e-6);
+  // Heads the model lacks, and inputs without a model, are refused by name.
+  s.ablation.heads = {"L7H0"};
+  EXPECT_THROW(
+      {
+        try {
+          core::open(s, "", o);
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("L7H0 is outside the model"), std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      Error);
+  s.ablation.heads = {"L0H0"};
+  s.input.kind = "synthetic";
+  s.input.synthetic_tokens = 64;
+  EXPECT_THROW(core::open(s, "", o), Error);
 }
 
 TEST(Interventions, PatchCommand) {

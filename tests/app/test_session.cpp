@@ -41,6 +41,8 @@ Session sample() {
   s.layer = 2;
   s.head = 3;
   s.substitute_layers = {1, 2};
+  s.ablation.heads = {"L0H3", "L1H0"};
+  s.ablation.mode = "mean";
   s.view.view = "grid";
   s.view.log_scale = true;
   s.view.vmax = 0.5;
@@ -60,6 +62,12 @@ TEST(Session, JsonRoundTripIsExact) {
   EXPECT_EQ(r.head, 3);
   EXPECT_EQ(r.figure.dpi, 200);
   EXPECT_EQ(r.extra["gui"]["dock"], "left");
+  EXPECT_EQ(r.ablation.heads, s.ablation.heads);
+  EXPECT_EQ(r.ablation.mode, "mean");
+  // Sessions written before ablations existed read as no ablation.
+  nlohmann::json old = j;
+  old.erase("ablation");
+  EXPECT_TRUE(session_from_json(old).ablation.empty());
 }
 
 TEST(Session, SaveIsAtomicAndReloads) {
@@ -96,6 +104,17 @@ TEST(Session, BadFilesGiveClearErrors) {
   j.erase("input");
   write(d + "/noinput.json", j.dump());
   expect_error(d + "/noinput.json", ErrorCode::Format, "missing field 'input'");
+  j = session_to_json(sample());
+  j["ablation"]["mode"] = "resample";
+  write(d + "/ablation_mode.json", j.dump());
+  expect_error(d + "/ablation_mode.json", ErrorCode::Format, "ablation.mode must be zero or mean");
+  j = session_to_json(sample());
+  j["ablation"]["heads"] = {"L0H3", "head three"};
+  write(d + "/ablation_head.json", j.dump());
+  expect_error(d + "/ablation_head.json", ErrorCode::Format, "'head three' is not a head");
+  j["ablation"]["heads"] = {"L0H3,L1H1"};
+  write(d + "/ablation_list.json", j.dump());
+  expect_error(d + "/ablation_list.json", ErrorCode::Format, "one head per entry");
   write(d + "/array.json", "[1, 2]");
   expect_error(d + "/array.json", ErrorCode::Format, "must be a JSON object");
 }
