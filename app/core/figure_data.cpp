@@ -61,6 +61,11 @@ FigureData collect_figure(const Analysis& a, View view, int max_cells) {
   f.settings = s.view;
   const std::string where = "layer " + std::to_string(s.layer) + ", head " + std::to_string(s.head);
   f.subtitle = model_name(a) + " \u00b7 " + describe_input(a);
+  if (!s.ablation.empty()) {  // a figure of an ablated model says so
+    std::string heads;
+    for (const std::string& h : s.ablation.heads) heads += (heads.empty() ? "" : ", ") + h;
+    f.subtitle += " \u00b7 " + heads + " " + s.ablation.mode + "-ablated";
+  }
   const int panels = int(a.panels.size());
   std::string title;
   switch (view) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/core/analysis.h"
+#include "app/core/figure_data.h"
 #include "app/core/interventions.h"
 #include "app/core/report.h"
 #include "compute/backend.h"
@@ -381,6 +382,9 @@ TEST(Interventions, SessionAblationRunsTheWholeAnalysisOnTheAblatedModel) {
   EXPECT_EQ(j["ablation"]["heads"], nlohmann::json({"L0H3", "L1H2"}));
   EXPECT_EQ(j["ablation"]["mode"], "mean");
   EXPECT_NEAR(double(j["ablation"]["effect"]["next_token_kl_mean"]), r.effect.mean_kl, 1e-6);
+  // So does a figure of it.
+  const std::string subtitle = core::collect_figure(*a, core::View::Heatmap).subtitle;
+  EXPECT_NE(subtitle.find("L0H3, L1H2 mean-ablated"), std::string::npos) << subtitle;
   // Heads the model lacks, and inputs without a model, are refused by name.
   s.ablation.heads = {"L7H0"};
   EXPECT_THROW(
