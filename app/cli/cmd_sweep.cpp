@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
 
 #include "app/cli/commands.h"
+#include "app/cli/table.h"
 #include "app/cli/usage.h"
 #include "app/core/analysis.h"
 #include "app/core/data_export.h"
@@ -134,26 +136,29 @@ std::vector<std::string> table_specs(const SweepOptions& o) {
 // dataset's labelled images, agreement with dense, mean density and counted attention flops.
 std::string dataset_csv(const std::vector<DatasetEval>& rows) {
   std::string out =
-      "spec,records,labelled,accuracy,accuracy_drop,agreement_with_dense,density,"
-      "attention_gflops_per_image,seconds\n";
-  char buf[512];
+      "spec,records,labelled,accuracy,accuracy_lo,accuracy_hi,accuracy_drop,drop_lo,drop_hi,"
+      "agreement_with_dense,density,attention_gflops_per_image,seconds\n";
+  // An interval that does not exist (the baseline's drop) is an empty field.
+  const auto num = [](double v) { return std::isfinite(v) ? fixed(v, 6) : std::string(); };
   for (const DatasetEval& r : rows) {
-    std::snprintf(buf, sizeof buf, ",%lld,%lld,%.6f,%.6f,%.6f,%.6f,%.6f,%.3f\n",
-                  (long long)r.records, (long long)r.labelled, r.accuracy,
-                  rows.front().accuracy - r.accuracy, r.agreement, r.density,
-                  r.attention_flops / 1e9, r.seconds);
-    out += "\"" + r.spec + "\"" + buf;
+    out += "\"" + r.spec + "\"," + std::to_string(r.records) + "," + std::to_string(r.labelled) +
+           "," + num(r.accuracy) + "," + num(r.accuracy_lo) + "," + num(r.accuracy_hi) + "," +
+           num(rows.front().accuracy - r.accuracy) + "," + num(r.drop_lo) + "," +
+           num(r.drop_hi) + "," + num(r.agreement) + "," + num(r.density) + "," +
+           num(r.attention_flops / 1e9) + "," + fixed(r.seconds, 3) + "\n";
   }
   return out;
 }
+
+nlohmann::json num_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 
 int sweep_dataset(const SweepOptions& o, const std::vector<std::string>& specs) {
   const int inputs = !o.text.empty() + !o.text_file.empty() + !o.image.empty() + !o.session.empty();
   usage(inputs == 0,
         "--dataset is the input: do not give --text, --text-file, --image or --session");
-  usage(o.shard.empty() && o.figure.empty() && o.layers.empty() && o.heads.empty(),
-        "--dataset runs every setting in every layer and head: --shard, --figure, --layers and "
-        "--heads are not available with it");
+  usage(o.shard.empty() && o.layers.empty() && o.heads.empty(),
+        "--dataset runs every setting in every layer and head: --shard, --layers and --heads are "
+        "not available with it");
   check_model_path(o.model, o.model);
   const auto model = core::cached_model(o.model);
   require(model->info().vision, ErrorCode::InvalidArgument,
@@ -175,6 +180,17 @@ int sweep_dataset(const SweepOptions& o, const std::vector<std::string>& specs) 
   }
   write_file_atomic(o.out, dataset_csv(rows));
   if (!o.quiet) std::fprintf(stderr, "wrote %s (%zu rows)\n", o.out.c_str(), rows.size());
+  if (!o.figure.empty()) {
+    std::vector<TradeoffPoint> pts;
+    for (const DatasetEval& r : rows) pts.push_back(core::dataset_point(r));
+    FigureData f = tradeoff_figure(
+        pts, "Class accuracy against attention density",
+        o.model + " \u00b7 " + std::to_string(d.records.size()) + " images of " + o.dataset);
+    f.settings.tradeoff_x = "density";
+    f.settings.tradeoff_y = "accuracy";
+    fig::export_figure(f, o.figure, FigureSize{o.width, o.height, o.dpi});
+    if (!o.quiet) std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
+  }
   if (o.json) {
     nlohmann::json j = nlohmann::json::array();
     for (const DatasetEval& r : rows)
@@ -182,6 +198,8 @@ int sweep_dataset(const SweepOptions& o, const std::vector<std::string>& specs) 
                    {"records", r.records},
                    {"labelled", r.labelled},
                    {"accuracy", r.accuracy},
+                   {"accuracy_interval", {num_or_null(r.accuracy_lo), num_or_null(r.accuracy_hi)}},
+                   {"drop_interval", {num_or_null(r.drop_lo), num_or_null(r.drop_hi)}},
                    {"agreement_with_dense", r.agreement},
                    {"density", r.density},
                    {"attention_flops_per_image", r.attention_flops},

@@ -118,7 +118,7 @@ json to_json(const HeadGrid& g) {
 }
 
 json to_json(const TradeoffPoint& p) {
-  return {{"spec", p.spec},
+  json j = {{"spec", p.spec},
           {"caption", p.caption},
           {"pattern", p.pattern},
           {"density", num(p.density)},
@@ -132,6 +132,9 @@ json to_json(const TradeoffPoint& p) {
           {"top1_agreement", num(p.top1_agreement)},
           {"perplexity", num(p.perplexity)},
           {"cls_cosine", num(p.cls_cosine)}};
+  if (std::isfinite(p.accuracy))  // dataset points
+    j["accuracy"] = {{"value", p.accuracy}, {"lo", num(p.accuracy_lo)}, {"hi", num(p.accuracy_hi)}};
+  return j;
 }
 
 json to_json(const ImageAttention& a) {

@@ -4,7 +4,10 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <tuple>
 
+#include "app/core/head_atlas.h"
+#include "app/core/labels.h"
 #include "compute/backend.h"
 #include "compute/error.h"
 #include "compute/fallback.h"
@@ -79,11 +82,15 @@ DatasetEval evaluate_image_dataset(const Model& model, const ImageDataset& d,
   if (error) std::rethrow_exception(error);
   require(!(o.cancel && o.cancel->load()), ErrorCode::Cancelled, "dataset evaluation cancelled");
   int64_t right = 0, same = 0;
+  std::vector<double> correct, drop;  // per labelled image: 1 when right; dense's right - mine
   for (int64_t i = 0; i < n; ++i) {
     const ImageRecord& r = d.records[size_t(i)];
     if (r.label >= 0) {
       ++e.labelled;
-      right += e.predicted[size_t(i)] == r.label;
+      const bool mine = e.predicted[size_t(i)] == r.label;
+      right += mine;
+      correct.push_back(mine);
+      if (dense) drop.push_back(double((*dense)[size_t(i)] == r.label) - double(mine));
     }
     same += !dense || (*dense)[size_t(i)] == e.predicted[size_t(i)];
     e.density += density[size_t(i)];
@@ -91,9 +98,28 @@ DatasetEval evaluate_image_dataset(const Model& model, const ImageDataset& d,
   }
   if (n > 0) e.density /= double(n), e.attention_flops /= double(n);
   e.accuracy = e.labelled ? double(right) / double(e.labelled) : std::nan("");
+  std::tie(e.accuracy_lo, e.accuracy_hi) = e.labelled ? bootstrap_ci(correct, 1000, 1234)
+                                                      : std::pair{std::nan(""), std::nan("")};
+  std::tie(e.drop_lo, e.drop_hi) =
+      !drop.empty() ? bootstrap_ci(drop, 1000, 4321) : std::pair{std::nan(""), std::nan("")};
   e.agreement = n ? double(same) / double(n) : std::nan("");
   e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return e;
+}
+
+TradeoffPoint dataset_point(const DatasetEval& e) {
+  TradeoffPoint t;
+  t.spec = e.spec;
+  t.caption = variant_caption(e.spec);
+  t.pattern = spec_pattern_id(e.spec);
+  t.density = e.density;
+  t.flops = e.attention_flops;
+  t.rel_error = kNaN;  // no per-input comparison ran: only the dataset's numbers are drawn
+  t.mass_recall = kNaN;
+  t.accuracy = e.accuracy;
+  t.accuracy_lo = e.accuracy_lo;
+  t.accuracy_hi = e.accuracy_hi;
+  return t;
 }
 
 }  // namespace attn::core

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "app/core/image_dataset.h"
+#include "app/core/views.h"
 #include "models/arch/model.h"
 
 namespace attn::core {
@@ -17,6 +18,9 @@ struct DatasetEval {
   int64_t records = 0;             // images evaluated
   int64_t labelled = 0;            // of which with a label
   double accuracy = 0;             // labelled images whose predicted class is the label (share)
+  // Bootstrap 95% intervals over the labelled images (1,000 resamples, seeded): of the accuracy,
+  // and of the drop from dense paired image by image (NaN without a dense baseline).
+  double accuracy_lo = 0, accuracy_hi = 0, drop_lo = 0, drop_hi = 0;
   double agreement = 0;            // images whose class equals dense's (share; 1 for dense)
   double density = 0;              // kept / visible attention entries, mean over images and layers
   double attention_flops = 0;      // counted attention flops per image (kernels + selection)
@@ -37,5 +41,9 @@ struct DatasetEvalOptions {
 DatasetEval evaluate_image_dataset(const Model& model, const ImageDataset& d,
                                    const std::string& spec, const std::vector<int32_t>* dense,
                                    const DatasetEvalOptions& o = {});
+
+// A row as a trade-off point (`sweep --dataset --figure`): its density and counted attention
+// flops per image against its class accuracy, with the accuracy's interval as an error bar.
+TradeoffPoint dataset_point(const DatasetEval& e);
 
 }  // namespace attn::core

@@ -70,6 +70,9 @@ struct TradeoffPoint {
   double top1_agreement = kNaN;  // end to end: argmax agreement
   double perplexity = kNaN;      // end to end: perplexity of the input under the variant
   double cls_cosine = kNaN;      // end to end (encoders): cosine of CLS embeddings
+  // Over a dataset (`sweep --dataset`): class accuracy and its bootstrap 95% interval, drawn as
+  // error bars.
+  double accuracy = kNaN, accuracy_lo = kNaN, accuracy_hi = kNaN;
 };
 
 // CLS attention over image patches, for the overlay.

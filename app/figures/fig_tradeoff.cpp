@@ -24,6 +24,7 @@ double value(const TradeoffPoint& p, const std::string& name) {
   if (name == "row_kl") return p.row_kl;
   if (name == "next_token_kl") return p.next_token_kl;
   if (name == "top1_agreement") return p.top1_agreement;
+  if (name == "accuracy") return p.accuracy;
   return NAN;
 }
 
@@ -40,7 +41,14 @@ QString axis_title(const std::string& name) {
   if (name == "row_kl") return "Row KL vs dense (nats)";
   if (name == "next_token_kl") return "Next-token KL vs dense (nats)";
   if (name == "top1_agreement") return "Top-1 agreement";
+  if (name == "accuracy") return "Class accuracy (95% interval)";
   return qs(name);
+}
+
+// The bootstrap interval of a point's y value, where it has one: {lo, hi}, else NaNs.
+std::pair<double, double> interval(const TradeoffPoint& p, const std::string& name) {
+  if (name == "accuracy") return {p.accuracy_lo, p.accuracy_hi};
+  return {NAN, NAN};
 }
 
 // Parameters of a spec in order, as compute's parser reads them:
@@ -133,7 +141,11 @@ double paint_tradeoff(FigurePainter& c, const QRectF& area, const FigureData& d)
   for (const auto& p : pts) xs.push_back(value(p, xname));
   std::vector<std::vector<double>> ys(static_cast<size_t>(P));
   for (int k = 0; k < P; ++k)
-    for (const auto& p : pts) ys[size_t(k)].push_back(value(p, ynames[size_t(k)]));
+    for (const auto& p : pts) {
+      ys[size_t(k)].push_back(value(p, ynames[size_t(k)]));
+      const auto [lo, hi] = interval(p, ynames[size_t(k)]);  // error bars inside the axis
+      if (std::isfinite(lo) && std::isfinite(hi)) ys[size_t(k)].insert(ys[size_t(k)].end(), {lo, hi});
+    }
 
   // The layout, twice over: tick counts and title lines depend on the panels' size and back.
   double pw = (area.width() - P * 60 - (P - 1) * gap) / P;
@@ -237,6 +249,15 @@ double paint_tradeoff(FigurePainter& c, const QRectF& area, const FigureData& d)
         p.setPen(QPen(col, 1.0));
         p.setBrush(Qt::NoBrush);
         p.drawPath(path);
+      }
+      for (const auto& [vx, pt] : series) {
+        const auto [lo, hi] = interval(*pt, yname);
+        if (!std::isfinite(lo) || !std::isfinite(hi)) continue;
+        // Error bar: the interval with short caps.
+        const QPointF a = map(vx, lo), b = map(vx, hi);
+        c.line(a, b, col, s.line_pt);
+        c.line(a - QPointF(2, 0), a + QPointF(2, 0), col, s.line_pt);
+        c.line(b - QPointF(2, 0), b + QPointF(2, 0), col, s.line_pt);
       }
       for (const auto& [vx, pt] : series) {
         const QPointF q = map(vx, value(*pt, yname));

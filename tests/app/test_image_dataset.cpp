@@ -3,6 +3,8 @@
 // pairs, the default vision model over all 10,000 Fashion-MNIST test images against the accuracy
 // its model card recorded in PyTorch, and `attnscope sweep --dataset`.
 #include <gtest/gtest.h>
+
+#include <cmath>
 #include <zlib.h>
 
 #include <filesystem>
@@ -114,6 +116,12 @@ TEST(DatasetEval, DefaultVisionReproducesItsModelCardAccuracy) {
   const core::DatasetEval dense = core::evaluate_image_dataset(*model, d, "dense", nullptr, two);
   EXPECT_EQ(dense.labelled, 10000);
   EXPECT_NEAR(dense.accuracy, 0.8834, 1e-9);
+  // The bootstrap interval: around the accuracy, about as wide as the binomial one
+  // (2 x 1.96 x sqrt(p (1 - p) / n) = 0.0126 here); no dense baseline, no drop interval.
+  EXPECT_LT(dense.accuracy_lo, dense.accuracy);
+  EXPECT_GT(dense.accuracy_hi, dense.accuracy);
+  EXPECT_NEAR(dense.accuracy_hi - dense.accuracy_lo, 0.0126, 0.002);
+  EXPECT_TRUE(std::isnan(dense.drop_lo));
   EXPECT_DOUBLE_EQ(dense.density, 1.0);
   EXPECT_GT(dense.attention_flops, 0);
   core::ImageDataset first;
@@ -133,6 +141,16 @@ TEST(DatasetEval, DefaultVisionReproducesItsModelCardAccuracy) {
   EXPECT_LT(few.density, 0.1);
   EXPECT_LT(few.agreement, 1.0);
   EXPECT_LT(few.accuracy, serial.accuracy);
+  // The paired drop from dense: its interval holds the measured drop, above zero here.
+  EXPECT_LE(few.drop_lo, serial.accuracy - few.accuracy);
+  EXPECT_GE(few.drop_hi, serial.accuracy - few.accuracy);
+  EXPECT_GT(few.drop_lo, 0);
+  EXPECT_LE(few.accuracy_lo, few.accuracy);
+  const core::TradeoffPoint pt = core::dataset_point(few);
+  EXPECT_EQ(pt.pattern, "topk");
+  EXPECT_DOUBLE_EQ(pt.accuracy, few.accuracy);
+  EXPECT_DOUBLE_EQ(pt.accuracy_hi, few.accuracy_hi);
+  EXPECT_DOUBLE_EQ(pt.density, few.density);
   EXPECT_THROW(core::evaluate_image_dataset(*core::cached_model("default-text"), first, "dense",
                                             nullptr, two),
                Error);
@@ -150,13 +168,17 @@ TEST(DatasetEval, SweepCommandWritesTheAccuracyTable) {
   std::string text;
   const int status = test::run_command(
       std::string(ATTN_CLI) + " sweep --model default-vision --dataset " + kFashion +
-          " --limit 300 --variant \"topk(k=4|64)\" --quiet --out " + out + " --json",
+          " --limit 300 --variant \"topk(k=4|64)\" --quiet --out " + out + " --json --figure " +
+          (dir / "acc.png").string(),
       &text);
   ASSERT_EQ(status, 0) << text;
+  EXPECT_GT(fs::file_size(dir / "acc.png"), 10000u);  // the accuracy-vs-density plot
   std::ifstream f(out);
   std::string header, line;
   std::getline(f, header);
-  EXPECT_EQ(header.rfind("spec,records,labelled,accuracy,accuracy_drop,agreement_with_dense", 0),
+  EXPECT_EQ(header.rfind("spec,records,labelled,accuracy,accuracy_lo,accuracy_hi,accuracy_drop,"
+                         "drop_lo,drop_hi,agreement_with_dense",
+                         0),
             0u);
   std::vector<std::string> lines;
   while (std::getline(f, line)) lines.push_back(line);
@@ -166,6 +188,8 @@ TEST(DatasetEval, SweepCommandWritesTheAccuracyTable) {
   const auto j = nlohmann::json::parse(text.substr(text.find('[')));
   ASSERT_EQ(j.size(), 3u);
   EXPECT_DOUBLE_EQ(j[2]["agreement_with_dense"].get<double>(), 1.0);
+  EXPECT_TRUE(j[0]["drop_interval"][0].is_null());  // the baseline has no drop
+  EXPECT_LE(j[1]["accuracy_interval"][0].get<double>(), j[1]["accuracy"].get<double>());
   // A text model, or an input beside the dataset: usage errors.
   std::string msg;
   EXPECT_NE(test::run_command(std::string(ATTN_CLI) + " sweep --model default-text --dataset " +
