@@ -94,7 +94,55 @@ void print_json(const SweepOptions& o, const std::vector<SweepRow>& rows) {
   std::printf("%s\n", j.dump(2).c_str());
 }
 
+nlohmann::json num_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+// The dataset table's figure: accuracy against density, the intervals as error bars.
+void write_dataset_figure(const SweepOptions& o, const std::vector<DatasetRow>& rows,
+                          const std::string& subtitle) {
+  if (o.figure.empty()) return;
+  std::vector<TradeoffPoint> pts;
+  for (const DatasetRow& r : rows) pts.push_back(core::dataset_point(r.eval));
+  FigureData f = tradeoff_figure(pts, "Class accuracy against attention density", subtitle);
+  f.settings.tradeoff_x = "density";
+  f.settings.tradeoff_y = "accuracy";
+  fig::export_figure(f, o.figure, FigureSize{o.width, o.height, o.dpi});
+  if (!o.quiet) std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
+}
+
+void print_dataset_json(const SweepOptions& o, const std::vector<DatasetRow>& rows) {
+  if (!o.json) return;
+  nlohmann::json j = nlohmann::json::array();
+  for (const DatasetRow& row : rows) {
+    const DatasetEval& r = row.eval;
+    j.push_back({{"index", row.index},
+                 {"spec", r.spec},
+                 {"records", r.records},
+                 {"labelled", r.labelled},
+                 {"accuracy", r.accuracy},
+                 {"accuracy_interval", {num_or_null(r.accuracy_lo), num_or_null(r.accuracy_hi)}},
+                 {"drop_interval", {num_or_null(r.drop_lo), num_or_null(r.drop_hi)}},
+                 {"agreement_with_dense", r.agreement},
+                 {"density", r.density},
+                 {"attention_flops_per_image", r.attention_flops},
+                 {"seconds", r.seconds}});
+  }
+  std::printf("%s\n", j.dump(2).c_str());
+}
+
 int merge(const SweepOptions& o) {
+  if (!o.merge.empty() && core::is_dataset_csv(read_file(o.merge.front(), "sweep table"))) {
+    std::vector<std::vector<DatasetRow>> shards;
+    for (const std::string& f : o.merge)
+      shards.push_back(core::parse_dataset_csv(read_file(f, "sweep table"), f));
+    const std::vector<DatasetRow> rows = core::merge_dataset_rows(shards);
+    write_file_atomic(o.out, dataset_csv(rows));
+    if (!o.quiet)
+      std::fprintf(stderr, "merged %zu rows from %zu dataset tables into %s\n", rows.size(),
+                   o.merge.size(), o.out.c_str());
+    write_dataset_figure(o, rows, "merged from " + std::to_string(o.merge.size()) + " shards");
+    print_dataset_json(o, rows);
+    return 0;
+  }
   std::vector<std::vector<SweepRow>> shards;
   for (const std::string& f : o.merge)
     shards.push_back(parse_tradeoff_csv(read_file(f, "sweep table"), f));
@@ -132,80 +180,45 @@ std::vector<std::string> table_specs(const SweepOptions& o) {
   });
 }
 
-// The dataset-level table: one row per setting (dense first) with class accuracy over the
-// dataset's labelled images, agreement with dense, mean density and counted attention flops.
-std::string dataset_csv(const std::vector<DatasetEval>& rows) {
-  std::string out =
-      "spec,records,labelled,accuracy,accuracy_lo,accuracy_hi,accuracy_drop,drop_lo,drop_hi,"
-      "agreement_with_dense,density,attention_gflops_per_image,seconds\n";
-  // An interval that does not exist (the baseline's drop) is an empty field.
-  const auto num = [](double v) { return std::isfinite(v) ? fixed(v, 6) : std::string(); };
-  for (const DatasetEval& r : rows) {
-    out += "\"" + r.spec + "\"," + std::to_string(r.records) + "," + std::to_string(r.labelled) +
-           "," + num(r.accuracy) + "," + num(r.accuracy_lo) + "," + num(r.accuracy_hi) + "," +
-           num(rows.front().accuracy - r.accuracy) + "," + num(r.drop_lo) + "," +
-           num(r.drop_hi) + "," + num(r.agreement) + "," + num(r.density) + "," +
-           num(r.attention_flops / 1e9) + "," + fixed(r.seconds, 3) + "\n";
-  }
-  return out;
-}
-
-nlohmann::json num_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
-
 int sweep_dataset(const SweepOptions& o, const std::vector<std::string>& specs) {
   const int inputs = !o.text.empty() + !o.text_file.empty() + !o.image.empty() + !o.session.empty();
   usage(inputs == 0,
         "--dataset is the input: do not give --text, --text-file, --image or --session");
-  usage(o.shard.empty() && o.layers.empty() && o.heads.empty(),
-        "--dataset runs every setting in every layer and head: --shard, --layers and --heads are "
-        "not available with it");
+  usage(o.layers.empty() && o.heads.empty(),
+        "--dataset runs every setting in every layer and head: --layers and --heads are not "
+        "available with it");
+  Shard shard;
+  if (!o.shard.empty()) shard = as_usage([&] { return parse_shard(o.shard); });
+  // Every shard runs dense too: the agreement and the paired drops need its predictions.
+  std::vector<int> mine = shard_items(int(specs.size()), shard);
+  if (mine.empty() || mine.front() != 0) mine.insert(mine.begin(), 0);
   check_model_path(o.model, o.model);
   const auto model = core::cached_model(o.model);
   require(model->info().vision, ErrorCode::InvalidArgument,
           o.model + " is a text model: --dataset takes image datasets (vision models)");
   const ImageDataset d = read_image_dataset(o.dataset, model->preprocessor().channels, o.limit);
   if (!o.quiet)
-    std::fprintf(stderr, "sweep: dense + %zu variants over %zu images of %s on %s\n",
-                 specs.size() - 1, d.records.size(), o.dataset.c_str(), o.model.c_str());
-  Progress progress(int(specs.size()), o.quiet);
+    std::fprintf(stderr, "sweep: dense + %zu variants (%zu rows in shard %d/%d) over %zu images of %s on %s\n",
+                 specs.size() - 1, mine.size(), shard.index, shard.count, d.records.size(),
+                 o.dataset.c_str(), o.model.c_str());
+  Progress progress(int(mine.size()), o.quiet);
   if (isatty(2)) progress.step(0, "");
-  std::vector<DatasetEval> rows;
+  std::vector<DatasetRow> rows;
   DatasetEvalOptions eo;
   eo.backend = o.backend;
   eo.threads = o.threads;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    rows.push_back(
-        evaluate_image_dataset(*model, d, specs[i], i ? &rows[0].predicted : nullptr, eo));
-    progress.step(int(i + 1), specs[i]);
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const std::string& spec = specs[size_t(mine[i])];
+    rows.push_back({mine[i], evaluate_image_dataset(*model, d, spec,
+                                                    i ? &rows[0].eval.predicted : nullptr, eo)});
+    progress.step(int(i + 1), spec);
   }
   write_file_atomic(o.out, dataset_csv(rows));
   if (!o.quiet) std::fprintf(stderr, "wrote %s (%zu rows)\n", o.out.c_str(), rows.size());
-  if (!o.figure.empty()) {
-    std::vector<TradeoffPoint> pts;
-    for (const DatasetEval& r : rows) pts.push_back(core::dataset_point(r));
-    FigureData f = tradeoff_figure(
-        pts, "Class accuracy against attention density",
-        o.model + " \u00b7 " + std::to_string(d.records.size()) + " images of " + o.dataset);
-    f.settings.tradeoff_x = "density";
-    f.settings.tradeoff_y = "accuracy";
-    fig::export_figure(f, o.figure, FigureSize{o.width, o.height, o.dpi});
-    if (!o.quiet) std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
-  }
-  if (o.json) {
-    nlohmann::json j = nlohmann::json::array();
-    for (const DatasetEval& r : rows)
-      j.push_back({{"spec", r.spec},
-                   {"records", r.records},
-                   {"labelled", r.labelled},
-                   {"accuracy", r.accuracy},
-                   {"accuracy_interval", {num_or_null(r.accuracy_lo), num_or_null(r.accuracy_hi)}},
-                   {"drop_interval", {num_or_null(r.drop_lo), num_or_null(r.drop_hi)}},
-                   {"agreement_with_dense", r.agreement},
-                   {"density", r.density},
-                   {"attention_flops_per_image", r.attention_flops},
-                   {"seconds", r.seconds}});
-    std::printf("%s\n", j.dump(2).c_str());
-  }
+  write_dataset_figure(o, rows,
+                       o.model + " \u00b7 " + std::to_string(d.records.size()) + " images of " +
+                           o.dataset);
+  print_dataset_json(o, rows);
   return 0;
 }
 

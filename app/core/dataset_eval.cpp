@@ -2,12 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <tuple>
 
 #include "app/core/head_atlas.h"
 #include "app/core/labels.h"
+#include "app/core/sweep.h"
 #include "compute/backend.h"
 #include "compute/error.h"
 #include "compute/fallback.h"
@@ -105,6 +109,129 @@ DatasetEval evaluate_image_dataset(const Model& model, const ImageDataset& d,
   e.agreement = n ? double(same) / double(n) : std::nan("");
   e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return e;
+}
+
+namespace {
+
+constexpr const char* kDatasetHeader =
+    "index,spec,records,labelled,accuracy,accuracy_lo,accuracy_hi,accuracy_drop,drop_lo,drop_hi,"
+    "agreement_with_dense,density,attention_gflops_per_image,seconds";
+
+std::string field(double v) {
+  if (!std::isfinite(v)) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string dataset_csv(const std::vector<DatasetRow>& rows) {
+  const auto base = std::find_if(rows.begin(), rows.end(), [](const DatasetRow& r) { return r.index == 0; });
+  require(base != rows.end(), ErrorCode::InvalidArgument,
+          "a dataset table needs its dense row (index 0): the drops are against it");
+  std::string out = std::string(kDatasetHeader) + "\n";
+  for (const DatasetRow& r : rows) {
+    const DatasetEval& e = r.eval;
+    out += std::to_string(r.index) + "," + csv_quote(e.spec) + "," + std::to_string(e.records) +
+           "," + std::to_string(e.labelled) + "," + field(e.accuracy) + "," +
+           field(e.accuracy_lo) + "," + field(e.accuracy_hi) + "," +
+           field(base->eval.accuracy - e.accuracy) + "," + field(e.drop_lo) + "," +
+           field(e.drop_hi) + "," + field(e.agreement) + "," + field(e.density) + "," +
+           field(e.attention_flops / 1e9) + "," + field(e.seconds) + "\n";
+  }
+  return out;
+}
+
+bool is_dataset_csv(const std::string& text) {
+  return text.rfind(std::string(kDatasetHeader) + "\n", 0) == 0 ||
+         text == kDatasetHeader;
+}
+
+std::vector<DatasetRow> parse_dataset_csv(const std::string& text, const std::string& source) {
+  require(is_dataset_csv(text), ErrorCode::Format,
+          source + ": not an attnscope dataset table (first line must be the header '" +
+              std::string(kDatasetHeader) + "')");
+  std::stringstream ss(text);
+  std::string line;
+  std::getline(ss, line);
+  std::vector<DatasetRow> rows;
+  int n = 1;
+  while (std::getline(ss, line)) {
+    ++n;
+    if (line.empty()) continue;
+    const std::string where = source + ":" + std::to_string(n);
+    const std::vector<std::string> f = split_csv_line(line);
+    require(f.size() == 14, ErrorCode::Format,
+            where + ": expected 14 fields, found " + std::to_string(f.size()));
+    auto num = [&](const std::string& s) {
+      if (s.empty()) return kNaN;  // an interval that does not exist
+      char* end = nullptr;
+      const double x = std::strtod(s.c_str(), &end);
+      require(end && *end == '\0' && !std::isnan(x), ErrorCode::Format,
+              where + ": '" + s + "' is not a number");
+      return x;
+    };
+    auto count = [&](const std::string& s) {
+      const double x = num(s);
+      require(std::isfinite(x) && x >= 0 && x == std::floor(x) && x < 9e15, ErrorCode::Format,
+              where + ": '" + s + "' is not a count");
+      return int64_t(x);
+    };
+    DatasetRow r;
+    const int64_t index = count(f[0]);
+    require(index < (int64_t(1) << 30), ErrorCode::Format, where + ": index out of range");
+    r.index = int(index);
+    DatasetEval& e = r.eval;
+    e.spec = f[1];
+    e.records = count(f[2]);
+    e.labelled = count(f[3]);
+    e.accuracy = num(f[4]);
+    e.accuracy_lo = num(f[5]);
+    e.accuracy_hi = num(f[6]);
+    e.drop_lo = num(f[8]);
+    e.drop_hi = num(f[9]);
+    e.agreement = num(f[10]);
+    e.density = num(f[11]);
+    e.attention_flops = num(f[12]) * 1e9;
+    e.seconds = num(f[13]);
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+std::vector<DatasetRow> merge_dataset_rows(const std::vector<std::vector<DatasetRow>>& shards) {
+  std::vector<DatasetRow> all;
+  const DatasetRow* dense = nullptr;
+  for (size_t s = 0; s < shards.size(); ++s)
+    for (const DatasetRow& r : shards[s]) {
+      if (r.index != 0) {
+        all.push_back(r);
+        continue;
+      }
+      if (!dense) {
+        dense = &r;
+        all.push_back(r);
+        continue;
+      }
+      // Every shard ran dense on its own: the same data and model give the same numbers.
+      require(r.eval.records == dense->eval.records && r.eval.accuracy == dense->eval.accuracy,
+              ErrorCode::Format,
+              "shard " + std::to_string(s) + "'s dense row differs from the first shard's (" +
+                  std::to_string(r.eval.records) + " images at " + field(r.eval.accuracy) +
+                  " against " + std::to_string(dense->eval.records) + " at " +
+                  field(dense->eval.accuracy) + "): not the same dataset or model");
+    }
+  require(dense != nullptr, ErrorCode::Format, "no shard holds the dense row (index 0)");
+  std::sort(all.begin(), all.end(),
+            [](const DatasetRow& a, const DatasetRow& b) { return a.index < b.index; });
+  for (size_t i = 0; i < all.size(); ++i) {
+    require(i == 0 || all[i].index != all[i - 1].index, ErrorCode::Format,
+            "dataset row " + std::to_string(all[i].index) + " appears in two shards");
+    require(all[i].index == int(i), ErrorCode::Format,
+            "dataset row " + std::to_string(i) + " is missing: is a shard absent?");
+  }
+  return all;
 }
 
 TradeoffPoint dataset_point(const DatasetEval& e) {

@@ -42,6 +42,25 @@ DatasetEval evaluate_image_dataset(const Model& model, const ImageDataset& d,
                                    const std::string& spec, const std::vector<int32_t>* dense,
                                    const DatasetEvalOptions& o = {});
 
+// A row of a dataset sweep table: the evaluation and its place in the full sweep (0: dense, which
+// every shard runs: the agreement and the paired drop need its predictions).
+struct DatasetRow {
+  int index = 0;
+  DatasetEval eval;  // `predicted` is not part of the table
+};
+
+// CSV: a header line, then one line per row in the order given; the drop is against the row of
+// index 0, which must be present (Error(InvalidArgument) otherwise). An interval that does not
+// exist (the baseline's drop) is an empty field.
+std::string dataset_csv(const std::vector<DatasetRow>& rows);
+// Parses a table written by dataset_csv(); throws Error(Format) naming the file and line.
+std::vector<DatasetRow> parse_dataset_csv(const std::string& text, const std::string& source);
+// Whether a table's first line is dataset_csv()'s header.
+bool is_dataset_csv(const std::string& text);
+// Merges shard tables: sorted by index, the dense row once. Throws Error(Format) when shards'
+// dense rows differ (another dataset or model), an index appears twice, or one is missing.
+std::vector<DatasetRow> merge_dataset_rows(const std::vector<std::vector<DatasetRow>>& shards);
+
 // A row as a trade-off point (`sweep --dataset --figure`): its density and counted attention
 // flops per image against its class accuracy, with the accuracy's interval as an error bar.
 TradeoffPoint dataset_point(const DatasetEval& e);

@@ -63,6 +63,16 @@ std::vector<std::string> expand_value(const std::string& v, const std::string& w
   return out;
 }
 
+const char* kHeader =
+    "index,spec,pattern,density,flops,select_seconds,kernel_seconds,rel_error,mass_recall,"
+    "row_kl,next_token_kl,top1_agreement,perplexity,cls_cosine";
+// Tables written before selection and kernel time were kept apart (kernel_seconds held both).
+const char* kHeaderV1 =
+    "index,spec,pattern,density,flops,kernel_seconds,rel_error,mass_recall,row_kl,"
+    "next_token_kl,top1_agreement,perplexity,cls_cosine";
+
+}  // namespace
+
 std::vector<std::string> split_csv_line(const std::string& line) {
   std::vector<std::string> out;
   std::string cur;
@@ -91,21 +101,11 @@ std::vector<std::string> split_csv_line(const std::string& line) {
   return out;
 }
 
-std::string quote(const std::string& s) {
+std::string csv_quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
 }
-
-const char* kHeader =
-    "index,spec,pattern,density,flops,select_seconds,kernel_seconds,rel_error,mass_recall,"
-    "row_kl,next_token_kl,top1_agreement,perplexity,cls_cosine";
-// Tables written before selection and kernel time were kept apart (kernel_seconds held both).
-const char* kHeaderV1 =
-    "index,spec,pattern,density,flops,kernel_seconds,rel_error,mass_recall,row_kl,"
-    "next_token_kl,top1_agreement,perplexity,cls_cosine";
-
-}  // namespace
 
 std::vector<std::string> expand_sweep(const std::string& sweep_spec) {
   require(!sweep_spec.empty(), ErrorCode::InvalidArgument, "empty --variant");
@@ -181,7 +181,7 @@ std::string tradeoff_csv(const std::vector<SweepRow>& rows) {
   std::string out = std::string(kHeader) + "\n";
   for (const SweepRow& r : rows) {
     const TradeoffPoint& p = r.point;
-    out += std::to_string(r.index) + "," + quote(p.spec) + "," + p.pattern + "," + fmt(p.density) +
+    out += std::to_string(r.index) + "," + csv_quote(p.spec) + "," + p.pattern + "," + fmt(p.density) +
            "," + fmt(p.flops) + "," + fmt(p.select_seconds) + "," + fmt(p.kernel_seconds) + "," +
            fmt(p.rel_error) + "," + fmt(p.mass_recall) + "," + fmt(p.row_kl) + "," +
            fmt(p.next_token_kl) + "," + fmt(p.top1_agreement) + "," + fmt(p.perplexity) + "," +

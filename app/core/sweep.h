@@ -37,6 +37,10 @@ struct SweepRow {
   TradeoffPoint point;
 };
 
+// One CSV line's fields (double quotes quote, "" inside quotes is a quote), and a field quoted.
+std::vector<std::string> split_csv_line(const std::string& line);
+std::string csv_quote(const std::string& s);
+
 // CSV of trade-off rows: a header line, then one line per row in the order given. Numbers use
 // %.9g; NaN is written as "nan".
 std::string tradeoff_csv(const std::vector<SweepRow>& rows);

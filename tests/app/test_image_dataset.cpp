@@ -4,11 +4,12 @@
 // its model card recorded in PyTorch, and `attnscope sweep --dataset`.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <zlib.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "app/core/analysis.h"
@@ -176,20 +177,61 @@ TEST(DatasetEval, SweepCommandWritesTheAccuracyTable) {
   std::ifstream f(out);
   std::string header, line;
   std::getline(f, header);
-  EXPECT_EQ(header.rfind("spec,records,labelled,accuracy,accuracy_lo,accuracy_hi,accuracy_drop,"
-                         "drop_lo,drop_hi,agreement_with_dense",
+  EXPECT_EQ(header.rfind("index,spec,records,labelled,accuracy,accuracy_lo,accuracy_hi,"
+                         "accuracy_drop,drop_lo,drop_hi,agreement_with_dense",
                          0),
             0u);
   std::vector<std::string> lines;
   while (std::getline(f, line)) lines.push_back(line);
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[0].rfind("\"dense\",300,300,", 0), 0u) << lines[0];
-  EXPECT_EQ(lines[2].rfind("\"topk(k=64)\",300,300,", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[0].rfind("0,\"dense\",300,300,", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[2].rfind("2,\"topk(k=64)\",300,300,", 0), 0u) << lines[2];
   const auto j = nlohmann::json::parse(text.substr(text.find('[')));
   ASSERT_EQ(j.size(), 3u);
   EXPECT_DOUBLE_EQ(j[2]["agreement_with_dense"].get<double>(), 1.0);
   EXPECT_TRUE(j[0]["drop_interval"][0].is_null());  // the baseline has no drop
   EXPECT_LE(j[1]["accuracy_interval"][0].get<double>(), j[1]["accuracy"].get<double>());
+  // Two shards (each runs dense beside its share) merge to the single run's table, timings aside.
+  const auto table = [](const std::string& path) {
+    std::vector<core::DatasetRow> rows = core::parse_dataset_csv(
+        std::string(std::istreambuf_iterator<char>(std::ifstream(path).rdbuf()), {}), path);
+    for (auto& r : rows) r.eval.seconds = 0;
+    return core::dataset_csv(rows);
+  };
+  for (int i = 0; i < 2; ++i)
+    ASSERT_EQ(test::run_command(std::string(ATTN_CLI) + " sweep --model default-vision --dataset " +
+                                kFashion + " --limit 300 --variant \"topk(k=4|64)\" --quiet --shard " +
+                                std::to_string(i) + "/2 --out " +
+                                (dir / ("s" + std::to_string(i) + ".csv")).string()),
+              0);
+  EXPECT_EQ(table((dir / "s1.csv").string()).find("topk(k=64)"), std::string::npos);
+  ASSERT_EQ(test::run_command(std::string(ATTN_CLI) + " sweep --quiet --merge " +
+                              (dir / "s0.csv").string() + " " + (dir / "s1.csv").string() +
+                              " --out " + (dir / "merged.csv").string() + " --figure " +
+                              (dir / "merged.png").string()),
+            0);
+  EXPECT_EQ(table((dir / "merged.csv").string()), table(out));
+  EXPECT_TRUE(fs::exists(dir / "merged.png"));
+  // A missing shard, or shards of different data, are named.
+  std::string missing;
+  EXPECT_NE(test::run_command(std::string(ATTN_CLI) + " sweep --merge " + (dir / "s0.csv").string() +
+                                  " --out " + (dir / "m2.csv").string(),
+                              &missing),
+            0);
+  EXPECT_NE(missing.find("is missing"), std::string::npos) << missing;
+  std::vector<core::DatasetRow> a = core::parse_dataset_csv(
+      std::string(std::istreambuf_iterator<char>(std::ifstream(dir / "s0.csv").rdbuf()), {}), "s0");
+  std::vector<core::DatasetRow> b = core::parse_dataset_csv(
+      std::string(std::istreambuf_iterator<char>(std::ifstream(dir / "s1.csv").rdbuf()), {}), "s1");
+  b[0].eval.accuracy += 0.01;
+  try {
+    core::merge_dataset_rows({a, b});
+    ADD_FAILURE() << "shards of different data merged";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not the same dataset or model"), std::string::npos);
+  }
+  EXPECT_THROW(core::parse_dataset_csv(core::dataset_csv(a) + "3,\"x\",1,1,0.5\n", "t.csv"), Error);
+  EXPECT_THROW(core::parse_dataset_csv("spec,records\n", "t.csv"), Error);
   // A text model, or an input beside the dataset: usage errors.
   std::string msg;
   EXPECT_NE(test::run_command(std::string(ATTN_CLI) + " sweep --model default-text --dataset " +
