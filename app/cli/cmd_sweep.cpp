@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -19,6 +20,8 @@
 #include "app/core/evaluate.h"
 #include "app/core/image_dataset.h"
 #include "app/core/sweep.h"
+#include "app/core/text_dataset.h"
+#include "app/core/text_dataset_eval.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
 #include "models/arch/default_models.h"
@@ -92,6 +95,14 @@ void print_json(const SweepOptions& o, const std::vector<SweepRow>& rows) {
     j.push_back(p);
   }
   std::printf("%s\n", j.dump(2).c_str());
+}
+
+// "fashion-mnist" for /usr/share/datasets/fashion-mnist/, "pairs.jsonl" for a/b/pairs.jsonl: what
+// a figure's subtitle names.
+std::string dataset_name(const std::string& path) {
+  std::filesystem::path p(path);
+  if (!p.has_filename()) p = p.parent_path();
+  return p.filename().string();
 }
 
 nlohmann::json num_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
@@ -180,6 +191,70 @@ std::vector<std::string> table_specs(const SweepOptions& o) {
   });
 }
 
+// A text dataset (JSONL or a folder of .txt) through a causal language model: next-token loss
+// per setting with intervals over the records, KL and agreement with dense.
+int sweep_text_dataset(const SweepOptions& o, const std::vector<std::string>& specs) {
+  usage(o.shard.empty(), "--shard splits image-dataset sweeps only (for now): run the text "
+                         "dataset's settings in one process, or split them by --variant");
+  const auto model = core::cached_model(o.model);
+  std::vector<TextRecord> recs = read_text_dataset(o.dataset);
+  if (o.limit > 0 && int64_t(recs.size()) > o.limit) recs.resize(size_t(o.limit));
+  const EncodedRecords enc = encode_records(*model, recs);
+  std::vector<std::string> names;
+  for (const TextRecord& r : recs) names.push_back(r.source);
+  if (!o.quiet) {
+    std::fprintf(stderr, "sweep: dense + %zu variants over %zu records of %s on %s\n",
+                 specs.size() - 1, recs.size(), o.dataset.c_str(), o.model.c_str());
+    if (enc.truncated)
+      std::fprintf(stderr, "sweep: %lld records were cut to the model's context\n",
+                   (long long)enc.truncated);
+  }
+  Progress progress(int(specs.size()), o.quiet);
+  if (isatty(2)) progress.step(0, "");
+  std::vector<TextDatasetEval> rows;
+  DatasetEvalOptions eo;
+  eo.backend = o.backend;
+  eo.threads = o.threads;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    rows.push_back(evaluate_text_dataset(*model, enc, names, specs[i], i ? &rows[0] : nullptr, eo));
+    progress.step(int(i + 1), specs[i]);
+  }
+  write_file_atomic(o.out, text_dataset_csv(rows));
+  if (!o.quiet) std::fprintf(stderr, "wrote %s (%zu rows)\n", o.out.c_str(), rows.size());
+  if (!o.figure.empty()) {
+    std::vector<TradeoffPoint> pts;
+    for (const TextDatasetEval& r : rows) pts.push_back(core::text_dataset_point(r));
+    FigureData f = tradeoff_figure(
+        pts, "Next-token loss against attention density",
+        o.model + " \u00b7 " + std::to_string(recs.size()) + " records of " + dataset_name(o.dataset));
+    f.settings.tradeoff_x = "density";
+    f.settings.tradeoff_y = "loss";
+    fig::export_figure(f, o.figure, FigureSize{o.width, o.height, o.dpi});
+    if (!o.quiet) std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
+  }
+  if (o.json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const TextDatasetEval& r = rows[i];
+      j.push_back({{"index", i},
+                   {"spec", r.spec},
+                   {"records", r.records},
+                   {"tokens", r.tokens},
+                   {"loss", r.loss},
+                   {"loss_interval", {num_or_null(r.loss_lo), num_or_null(r.loss_hi)}},
+                   {"loss_rise", r.loss - rows.front().loss},
+                   {"rise_interval", {num_or_null(r.rise_lo), num_or_null(r.rise_hi)}},
+                   {"next_token_kl", r.next_token_kl},
+                   {"top1_agreement", r.top1_agreement},
+                   {"density", r.density},
+                   {"attention_flops_per_token", r.attention_flops},
+                   {"seconds", r.seconds}});
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+  }
+  return 0;
+}
+
 int sweep_dataset(const SweepOptions& o, const std::vector<std::string>& specs) {
   const int inputs = !o.text.empty() + !o.text_file.empty() + !o.image.empty() + !o.session.empty();
   usage(inputs == 0,
@@ -187,15 +262,14 @@ int sweep_dataset(const SweepOptions& o, const std::vector<std::string>& specs) 
   usage(o.layers.empty() && o.heads.empty(),
         "--dataset runs every setting in every layer and head: --layers and --heads are not "
         "available with it");
+  check_model_path(o.model, o.model);
+  if (!core::cached_model(o.model)->info().vision) return sweep_text_dataset(o, specs);
   Shard shard;
   if (!o.shard.empty()) shard = as_usage([&] { return parse_shard(o.shard); });
   // Every shard runs dense too: the agreement and the paired drops need its predictions.
   std::vector<int> mine = shard_items(int(specs.size()), shard);
   if (mine.empty() || mine.front() != 0) mine.insert(mine.begin(), 0);
-  check_model_path(o.model, o.model);
   const auto model = core::cached_model(o.model);
-  require(model->info().vision, ErrorCode::InvalidArgument,
-          o.model + " is a text model: --dataset takes image datasets (vision models)");
   const ImageDataset d = read_image_dataset(o.dataset, model->preprocessor().channels, o.limit);
   if (!o.quiet)
     std::fprintf(stderr, "sweep: dense + %zu variants (%zu rows in shard %d/%d) over %zu images of %s on %s\n",
@@ -217,7 +291,7 @@ int sweep_dataset(const SweepOptions& o, const std::vector<std::string>& specs) 
   if (!o.quiet) std::fprintf(stderr, "wrote %s (%zu rows)\n", o.out.c_str(), rows.size());
   write_dataset_figure(o, rows,
                        o.model + " \u00b7 " + std::to_string(d.records.size()) + " images of " +
-                           o.dataset);
+                           dataset_name(o.dataset));
   print_dataset_json(o, rows);
   return 0;
 }
@@ -313,10 +387,12 @@ void add_sweep_command(CLI::App& app, Action& action) {
   cmd->add_option("--image", o.image, "Input image (vision models)");
   cmd->add_option("--session", o.session, "Take the model and the input from a session file");
   cmd->add_option("--dataset", o.dataset,
-                  "Image dataset instead of one input (vision models): a Fashion-MNIST / MNIST "
-                  "IDX folder (FOLDER:train for the train split) or a folder of images (one "
-                  "subfolder per class); the table then holds class accuracy per setting");
-  cmd->add_option("--limit", o.limit, "--dataset: only the first N images (0 = all)");
+                  "A dataset instead of one input. Vision models: a Fashion-MNIST / MNIST IDX "
+                  "folder (FOLDER:train for the train split) or a folder of images (one subfolder "
+                  "per class); the table holds class accuracy per setting. Language models: "
+                  "JSONL ({\"text\": ...} per line) or a folder of .txt; the table holds "
+                  "next-token loss");
+  cmd->add_option("--limit", o.limit, "--dataset: only the first N records (0 = all)");
   cmd->add_option("--variant", o.variants,
                   "Variant or sweep spec, repeatable: \"window(size=16..1024:x2)\", "
                   "\"block_topk(block=16,k=1..8:+1)\", \"top_p(p=0.5|0.9)\"");

@@ -134,6 +134,8 @@ json to_json(const TradeoffPoint& p) {
           {"cls_cosine", num(p.cls_cosine)}};
   if (std::isfinite(p.accuracy))  // dataset points
     j["accuracy"] = {{"value", p.accuracy}, {"lo", num(p.accuracy_lo)}, {"hi", num(p.accuracy_hi)}};
+  if (std::isfinite(p.loss))  // text dataset points
+    j["loss"] = {{"value", p.loss}, {"lo", num(p.loss_lo)}, {"hi", num(p.loss_hi)}};
   return j;
 }
 

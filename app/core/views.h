@@ -73,6 +73,8 @@ struct TradeoffPoint {
   // Over a dataset (`sweep --dataset`): class accuracy and its bootstrap 95% interval, drawn as
   // error bars.
   double accuracy = kNaN, accuracy_lo = kNaN, accuracy_hi = kNaN;
+  // Over a text dataset: next-token loss (nats, mean over records) and its interval.
+  double loss = kNaN, loss_lo = kNaN, loss_hi = kNaN;
 };
 
 // CLS attention over image patches, for the overlay.
