@@ -197,6 +197,9 @@ int sweep_text_dataset(const SweepOptions& o, const std::vector<std::string>& sp
   usage(o.shard.empty(), "--shard splits image-dataset sweeps only (for now): run the text "
                          "dataset's settings in one process, or split them by --variant");
   const auto model = core::cached_model(o.model);
+  require(!is_image_dataset(o.dataset), ErrorCode::InvalidArgument,
+          o.model + " is a text model and " + o.dataset +
+              " an image dataset: image datasets need a vision model (default-vision)");
   std::vector<TextRecord> recs = read_text_dataset(o.dataset);
   if (o.limit > 0 && int64_t(recs.size()) > o.limit) recs.resize(size_t(o.limit));
   const EncodedRecords enc = encode_records(*model, recs);
