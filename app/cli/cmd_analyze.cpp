@@ -220,11 +220,14 @@ void print_summary(const core::Analysis& a) {
     std::printf("ablated: %s (%s); the ablated model against the plain one:", list.c_str(),
                 a.session.ablation.mode.c_str());
     if (e.has_tokens)
-      std::printf(" next-token KL %s, top-1 agree %s, perplexity %s -> %s\n", sci(e.mean_kl).c_str(),
-                  fixed(e.top1_agreement, 4).c_str(), fixed(e.ppl_dense, 3).c_str(),
-                  fixed(e.ppl_variant, 3).c_str());
+      std::printf(" next-token KL %s, top-1 agree %s, perplexity %s -> %s\n",
+                  sci(e.mean_kl).c_str(), fixed(e.top1_agreement, 4).c_str(),
+                  fixed(e.ppl_dense, 3).c_str(), fixed(e.ppl_variant, 3).c_str());
     else
-      std::printf(" class %s, CLS cosine %s\n", !e.has_class ? "n/a" : e.class_agree ? "kept" : "changed",
+      std::printf(" class %s, CLS cosine %s\n",
+                  !e.has_class    ? "n/a"
+                  : e.class_agree ? "kept"
+                                  : "changed",
                   fixed(e.cls_cosine, 5).c_str());
   }
   std::printf("sinks (dense, mass > 0.3 averaged over heads):");

@@ -105,7 +105,9 @@ std::string dataset_name(const std::string& path) {
   return p.filename().string();
 }
 
-nlohmann::json num_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+nlohmann::json num_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
 
 // The dataset table's figure: accuracy against density, the intervals as error bars.
 void write_dataset_figure(const SweepOptions& o, const std::vector<DatasetRow>& rows,
@@ -194,8 +196,9 @@ std::vector<std::string> table_specs(const SweepOptions& o) {
 // A text dataset (JSONL or a folder of .txt) through a causal language model: next-token loss
 // per setting with intervals over the records, KL and agreement with dense.
 int sweep_text_dataset(const SweepOptions& o, const std::vector<std::string>& specs) {
-  usage(o.shard.empty(), "--shard splits image-dataset sweeps only (for now): run the text "
-                         "dataset's settings in one process, or split them by --variant");
+  usage(o.shard.empty(),
+        "--shard splits image-dataset sweeps only (for now): run the text "
+        "dataset's settings in one process, or split them by --variant");
   const auto model = core::cached_model(o.model);
   require(!is_image_dataset(o.dataset), ErrorCode::InvalidArgument,
           o.model + " is a text model and " + o.dataset +
@@ -227,9 +230,9 @@ int sweep_text_dataset(const SweepOptions& o, const std::vector<std::string>& sp
   if (!o.figure.empty()) {
     std::vector<TradeoffPoint> pts;
     for (const TextDatasetEval& r : rows) pts.push_back(core::text_dataset_point(r));
-    FigureData f = tradeoff_figure(
-        pts, "Next-token loss against attention density",
-        o.model + " \u00b7 " + std::to_string(recs.size()) + " records of " + dataset_name(o.dataset));
+    FigureData f = tradeoff_figure(pts, "Next-token loss against attention density",
+                                   o.model + " \u00b7 " + std::to_string(recs.size()) +
+                                       " records of " + dataset_name(o.dataset));
     f.settings.tradeoff_x = "density";
     f.settings.tradeoff_y = "loss";
     fig::export_figure(f, o.figure, FigureSize{o.width, o.height, o.dpi});
@@ -275,9 +278,11 @@ int sweep_dataset(const SweepOptions& o, const std::vector<std::string>& specs) 
   const auto model = core::cached_model(o.model);
   const ImageDataset d = read_image_dataset(o.dataset, model->preprocessor().channels, o.limit);
   if (!o.quiet)
-    std::fprintf(stderr, "sweep: dense + %zu variants (%zu rows in shard %d/%d) over %zu images of %s on %s\n",
-                 specs.size() - 1, mine.size(), shard.index, shard.count, d.records.size(),
-                 o.dataset.c_str(), o.model.c_str());
+    std::fprintf(
+        stderr,
+        "sweep: dense + %zu variants (%zu rows in shard %d/%d) over %zu images of %s on %s\n",
+        specs.size() - 1, mine.size(), shard.index, shard.count, d.records.size(),
+        o.dataset.c_str(), o.model.c_str());
   Progress progress(int(mine.size()), o.quiet);
   if (isatty(2)) progress.step(0, "");
   std::vector<DatasetRow> rows;

@@ -105,8 +105,8 @@ void open_model(Analysis& a, const Options& o) {
     for (const std::string& h : s.ablation.heads) list += (list.empty() ? "" : ",") + h;
     const auto heads = parse_heads(list);
     check_heads(heads, info);
-    a.ablation = std::make_shared<const Intervention>(
-        ablation(heads, ablation_mode(s.ablation.mode)));
+    a.ablation =
+        std::make_shared<const Intervention>(ablation(heads, ablation_mode(s.ablation.mode)));
     ForwardOptions plain;
     plain.threads = o.threads;
     const ModelOutput out = a.model->forward(a.input, plain);

@@ -119,19 +119,19 @@ json to_json(const HeadGrid& g) {
 
 json to_json(const TradeoffPoint& p) {
   json j = {{"spec", p.spec},
-          {"caption", p.caption},
-          {"pattern", p.pattern},
-          {"density", num(p.density)},
-          {"flops", num(p.flops)},
-          {"select_seconds", num(p.select_seconds)},
-          {"kernel_seconds", num(p.kernel_seconds)},
-          {"rel_error", num(p.rel_error)},
-          {"mass_recall", num(p.mass_recall)},
-          {"row_kl", num(p.row_kl)},
-          {"next_token_kl", num(p.next_token_kl)},
-          {"top1_agreement", num(p.top1_agreement)},
-          {"perplexity", num(p.perplexity)},
-          {"cls_cosine", num(p.cls_cosine)}};
+            {"caption", p.caption},
+            {"pattern", p.pattern},
+            {"density", num(p.density)},
+            {"flops", num(p.flops)},
+            {"select_seconds", num(p.select_seconds)},
+            {"kernel_seconds", num(p.kernel_seconds)},
+            {"rel_error", num(p.rel_error)},
+            {"mass_recall", num(p.mass_recall)},
+            {"row_kl", num(p.row_kl)},
+            {"next_token_kl", num(p.next_token_kl)},
+            {"top1_agreement", num(p.top1_agreement)},
+            {"perplexity", num(p.perplexity)},
+            {"cls_cosine", num(p.cls_cosine)}};
   if (std::isfinite(p.accuracy))  // dataset points
     j["accuracy"] = {{"value", p.accuracy}, {"lo", num(p.accuracy_lo)}, {"hi", num(p.accuracy_hi)}};
   if (std::isfinite(p.loss))  // text dataset points

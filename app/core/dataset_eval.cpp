@@ -102,8 +102,8 @@ DatasetEval evaluate_image_dataset(const Model& model, const ImageDataset& d,
   }
   if (n > 0) e.density /= double(n), e.attention_flops /= double(n);
   e.accuracy = e.labelled ? double(right) / double(e.labelled) : std::nan("");
-  std::tie(e.accuracy_lo, e.accuracy_hi) = e.labelled ? bootstrap_ci(correct, 1000, 1234)
-                                                      : std::pair{std::nan(""), std::nan("")};
+  std::tie(e.accuracy_lo, e.accuracy_hi) =
+      e.labelled ? bootstrap_ci(correct, 1000, 1234) : std::pair{std::nan(""), std::nan("")};
   std::tie(e.drop_lo, e.drop_hi) =
       !drop.empty() ? bootstrap_ci(drop, 1000, 4321) : std::pair{std::nan(""), std::nan("")};
   e.agreement = n ? double(same) / double(n) : std::nan("");
@@ -127,25 +127,24 @@ std::string field(double v) {
 }  // namespace
 
 std::string dataset_csv(const std::vector<DatasetRow>& rows) {
-  const auto base = std::find_if(rows.begin(), rows.end(), [](const DatasetRow& r) { return r.index == 0; });
+  const auto base =
+      std::find_if(rows.begin(), rows.end(), [](const DatasetRow& r) { return r.index == 0; });
   require(base != rows.end(), ErrorCode::InvalidArgument,
           "a dataset table needs its dense row (index 0): the drops are against it");
   std::string out = std::string(kDatasetHeader) + "\n";
   for (const DatasetRow& r : rows) {
     const DatasetEval& e = r.eval;
     out += std::to_string(r.index) + "," + csv_quote(e.spec) + "," + std::to_string(e.records) +
-           "," + std::to_string(e.labelled) + "," + field(e.accuracy) + "," +
-           field(e.accuracy_lo) + "," + field(e.accuracy_hi) + "," +
-           field(base->eval.accuracy - e.accuracy) + "," + field(e.drop_lo) + "," +
-           field(e.drop_hi) + "," + field(e.agreement) + "," + field(e.density) + "," +
-           field(e.attention_flops / 1e9) + "," + field(e.seconds) + "\n";
+           "," + std::to_string(e.labelled) + "," + field(e.accuracy) + "," + field(e.accuracy_lo) +
+           "," + field(e.accuracy_hi) + "," + field(base->eval.accuracy - e.accuracy) + "," +
+           field(e.drop_lo) + "," + field(e.drop_hi) + "," + field(e.agreement) + "," +
+           field(e.density) + "," + field(e.attention_flops / 1e9) + "," + field(e.seconds) + "\n";
   }
   return out;
 }
 
 bool is_dataset_csv(const std::string& text) {
-  return text.rfind(std::string(kDatasetHeader) + "\n", 0) == 0 ||
-         text == kDatasetHeader;
+  return text.rfind(std::string(kDatasetHeader) + "\n", 0) == 0 || text == kDatasetHeader;
 }
 
 std::vector<DatasetRow> parse_dataset_csv(const std::string& text, const std::string& source) {

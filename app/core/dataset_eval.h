@@ -14,10 +14,10 @@
 namespace attn::core {
 
 struct DatasetEval {
-  std::string spec;                // the variant ("dense" for the baseline)
-  int64_t records = 0;             // images evaluated
-  int64_t labelled = 0;            // of which with a label
-  double accuracy = 0;             // labelled images whose predicted class is the label (share)
+  std::string spec;      // the variant ("dense" for the baseline)
+  int64_t records = 0;   // images evaluated
+  int64_t labelled = 0;  // of which with a label
+  double accuracy = 0;   // labelled images whose predicted class is the label (share)
   // Bootstrap 95% intervals over the labelled images (1,000 resamples, seeded): of the accuracy,
   // and of the drop from dense paired image by image (NaN without a dense baseline).
   double accuracy_lo = 0, accuracy_hi = 0, drop_lo = 0, drop_hi = 0;

@@ -122,8 +122,7 @@ TextDatasetEval evaluate_text_dataset(const Model& model, const EncodedRecords& 
   e.density = dens / double(n);
   e.attention_flops = all_flops / double(e.tokens);
   std::tie(e.loss_lo, e.loss_hi) = bootstrap_ci(e.record_loss, 1000, 1234);
-  std::tie(e.rise_lo, e.rise_hi) =
-      dense ? bootstrap_ci(rise, 1000, 4321) : std::pair{kNaN, kNaN};
+  std::tie(e.rise_lo, e.rise_hi) = dense ? bootstrap_ci(rise, 1000, 4321) : std::pair{kNaN, kNaN};
   e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return e;
 }
@@ -148,9 +147,8 @@ std::string text_dataset_csv(const std::vector<TextDatasetEval>& rows) {
     out += std::to_string(i) + "," + csv_quote(e.spec) + "," + std::to_string(e.records) + "," +
            std::to_string(e.tokens) + "," + field(e.loss) + "," + field(e.loss_lo) + "," +
            field(e.loss_hi) + "," + field(e.loss - rows.front().loss) + "," + field(e.rise_lo) +
-           "," + field(e.rise_hi) + "," + field(e.next_token_kl) + "," +
-           field(e.top1_agreement) + "," + field(e.density) + "," + field(e.attention_flops) +
-           "," + field(e.seconds) + "\n";
+           "," + field(e.rise_hi) + "," + field(e.next_token_kl) + "," + field(e.top1_agreement) +
+           "," + field(e.density) + "," + field(e.attention_flops) + "," + field(e.seconds) + "\n";
   }
   return out;
 }

@@ -15,11 +15,11 @@
 namespace attn::core {
 
 struct TextDatasetEval {
-  std::string spec;        // the variant ("dense" for the baseline)
-  int64_t records = 0;     // records evaluated
-  int64_t tokens = 0;      // tokens over every record (after truncation to the context)
-  int64_t truncated = 0;   // records cut to the model's context
-  double loss = 0;         // next-token loss (nats), mean over records
+  std::string spec;       // the variant ("dense" for the baseline)
+  int64_t records = 0;    // records evaluated
+  int64_t tokens = 0;     // tokens over every record (after truncation to the context)
+  int64_t truncated = 0;  // records cut to the model's context
+  double loss = 0;        // next-token loss (nats), mean over records
   // Bootstrap 95% intervals over the records (1,000 resamples, seeded): of the loss, and of its
   // rise over dense's, paired record by record (NaN for the baseline).
   double loss_lo = 0, loss_hi = 0, rise_lo = 0, rise_hi = 0;

@@ -153,7 +153,8 @@ double paint_tradeoff(FigurePainter& c, const QRectF& area, const FigureData& d)
     for (const auto& p : pts) {
       ys[size_t(k)].push_back(value(p, ynames[size_t(k)]));
       const auto [lo, hi] = interval(p, ynames[size_t(k)]);  // error bars inside the axis
-      if (std::isfinite(lo) && std::isfinite(hi)) ys[size_t(k)].insert(ys[size_t(k)].end(), {lo, hi});
+      if (std::isfinite(lo) && std::isfinite(hi))
+        ys[size_t(k)].insert(ys[size_t(k)].end(), {lo, hi});
     }
 
   // The layout, twice over: tick counts and title lines depend on the panels' size and back.

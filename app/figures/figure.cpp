@@ -37,7 +37,7 @@ void check_figure_settings(const FigureData& d) {
   if (d.view == View::Tradeoff) {
     static const std::vector<std::string> x = {"density", "seconds", "select_seconds",
                                                "kernel_seconds", "flops"};
-    static const std::vector<std::string> y = {"rel_error", "mass_recall", "row_kl",
+    static const std::vector<std::string> y = {"rel_error",     "mass_recall",    "row_kl",
                                                "next_token_kl", "top1_agreement", "accuracy",
                                                "loss"};
     auto check = [](const std::string& v, const std::vector<std::string>& known, const char* key) {

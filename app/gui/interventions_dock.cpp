@@ -24,7 +24,9 @@ std::string name(int layer, int head) {
   return "L" + std::to_string(layer) + "H" + std::to_string(head);
 }
 
-QString fixed(double v, int digits) { return QString::number(v, 'f', digits); }
+QString fixed(double v, int digits) {
+  return QString::number(v, 'f', digits);
+}
 
 }  // namespace
 
@@ -123,8 +125,9 @@ void InterventionsDock::show_analysis(std::shared_ptr<const core::Analysis> a) {
   setEnabled(model);
   if (!model) {
     shown_ = nullptr;
-    effect_->setText("Interventions need a model: raw tensors and synthetic inputs have no "
-                     "heads to ablate.");
+    effect_->setText(
+        "Interventions need a model: raw tensors and synthetic inputs have no "
+        "heads to ablate.");
     return;
   }
   // A new model or input invalidates the scan (same shape: the next scan replaces it).
@@ -142,9 +145,10 @@ void InterventionsDock::rebuild(int layers, int heads) {
   n_heads_ = heads;
   scan_.clear();
   // Heads the new model lacks are dropped from the ablation.
-  heads_.erase(std::remove_if(heads_.begin(), heads_.end(),
-                              [&](const auto& lh) { return lh.first >= layers || lh.second >= heads; }),
-               heads_.end());
+  heads_.erase(
+      std::remove_if(heads_.begin(), heads_.end(),
+                     [&](const auto& lh) { return lh.first >= layers || lh.second >= heads; }),
+      heads_.end());
   grid_->clear();
   grid_->setRowCount(layers);
   grid_->setColumnCount(heads);
@@ -176,8 +180,8 @@ void InterventionsDock::paint_cells() {
       if (have_scan) {
         const double d = scan_[size_t(l) * n_heads_ + h];
         // Diverging around 0: loss rises red, falls blue, scaled by the largest change.
-        const render::Rgb8 c = render::colormap_rgb8(render::Colormap::Diverging,
-                                                     top > 0 ? 0.5 + 0.5 * d / top : 0.5);
+        const render::Rgb8 c =
+            render::colormap_rgb8(render::Colormap::Diverging, top > 0 ? 0.5 + 0.5 * d / top : 0.5);
         bg = QColor(c.r, c.g, c.b);
         text = (d >= 0 ? "+" : "") + fixed(d, 2);
         tip += ": next-token loss " + fixed(scan_loss_, 3) + (d >= 0 ? " + " : " - ") +
@@ -191,7 +195,7 @@ void InterventionsDock::paint_cells() {
       item->setToolTip(tip);
       item->setBackground(bg);
       // Dark text on light cells, light text on dark ones (the map's ends are dark).
-      item->setForeground(!have_scan ? grid_->palette().color(QPalette::Text)
+      item->setForeground(!have_scan             ? grid_->palette().color(QPalette::Text)
                           : bg.lightness() > 140 ? QColor(20, 20, 20)
                                                  : QColor(245, 245, 245));
       QFont f = item->font();

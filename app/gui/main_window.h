@@ -1,6 +1,7 @@
-// The attnscope main window: docks (Input, Model, Variants, Interventions) around the Vulkan view, menus with
-// standard shortcuts, persisted layout, themes, and the live loop: every edit is debounced, sent
-// to the worker thread (stale work cancelled), and the results flow back into the canvas.
+// The attnscope main window: docks (Input, Model, Variants, Interventions) around the Vulkan view,
+// menus with standard shortcuts, persisted layout, themes, and the live loop: every edit is
+// debounced, sent to the worker thread (stale work cancelled), and the results flow back into the
+// canvas.
 #pragma once
 #include <QMainWindow>
 #include <QTimer>

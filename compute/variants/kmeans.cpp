@@ -11,9 +11,10 @@
 // clusters would be quadratic in its assignment. `size` > 0 therefore builds the clusters as a
 // tree: a cluster of more than `size` queries and keys is seeded by its two halves along its
 // principal direction, takes `iters` Lloyd steps of spherical 2-means and is split in two equal
-// halves at the median of its members' projection on the difference of the two centroids (the balanced clusters the paper's implementation uses, one
-// level at a time). Every level costs O((n_q + n_k) d), there are log2((n_q + n_k) / size)
-// levels, and each query attends to at most `size` keys: O(N log N) in all.
+// halves at the median of its members' projection on the difference of the two centroids (the
+// balanced clusters the paper's implementation uses, one level at a time). Every level costs O((n_q
+// + n_k) d), there are log2((n_q + n_k) / size) levels, and each query attends to at most `size`
+// keys: O(N log N) in all.
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
@@ -143,8 +144,8 @@ Eigen::RowVectorXf split_direction(const Eigen::Ref<const RowMat>& x, int iters,
       for (int r = r0; r < r0 + len; ++r)
         if (proj[r] >= 0) s1 += x.row(r), ++n1;
     });
-    const Eigen::RowVectorXf s2 = n1 < n ? Eigen::RowVectorXf(all - s1)
-                                         : Eigen::RowVectorXf::Zero(d);
+    const Eigen::RowVectorXf s2 =
+        n1 < n ? Eigen::RowVectorXf(all - s1) : Eigen::RowVectorXf::Zero(d);
     // An empty side (or a zero mean) keeps its centroid.
     if (s1.squaredNorm() > 0) c1 = s1.normalized();
     if (s2.squaredNorm() > 0) c2 = s2.normalized();

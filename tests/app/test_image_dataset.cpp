@@ -3,7 +3,6 @@
 // pairs, the default vision model over all 10,000 Fashion-MNIST test images against the accuracy
 // its model card recorded in PyTorch, and `attnscope sweep --dataset`.
 #include <gtest/gtest.h>
-
 #include <zlib.h>
 
 #include <cmath>
@@ -167,11 +166,11 @@ TEST(DatasetEval, SweepCommandWritesTheAccuracyTable) {
   fs::create_directories(dir);
   const std::string out = (dir / "acc.csv").string();
   std::string text;
-  const int status = test::run_command(
-      std::string(ATTN_CLI) + " sweep --model default-vision --dataset " + kFashion +
-          " --limit 300 --variant \"topk(k=4|64)\" --quiet --out " + out + " --json --figure " +
-          (dir / "acc.png").string(),
-      &text);
+  const int status =
+      test::run_command(std::string(ATTN_CLI) + " sweep --model default-vision --dataset " +
+                            kFashion + " --limit 300 --variant \"topk(k=4|64)\" --quiet --out " +
+                            out + " --json --figure " + (dir / "acc.png").string(),
+                        &text);
   ASSERT_EQ(status, 0) << text;
   EXPECT_GT(fs::file_size(dir / "acc.png"), 10000u);  // the accuracy-vs-density plot
   std::ifstream f(out);
@@ -199,10 +198,10 @@ TEST(DatasetEval, SweepCommandWritesTheAccuracyTable) {
     return core::dataset_csv(rows);
   };
   for (int i = 0; i < 2; ++i)
-    ASSERT_EQ(test::run_command(std::string(ATTN_CLI) + " sweep --model default-vision --dataset " +
-                                kFashion + " --limit 300 --variant \"topk(k=4|64)\" --quiet --shard " +
-                                std::to_string(i) + "/2 --out " +
-                                (dir / ("s" + std::to_string(i) + ".csv")).string()),
+    ASSERT_EQ(test::run_command(
+                  std::string(ATTN_CLI) + " sweep --model default-vision --dataset " + kFashion +
+                  " --limit 300 --variant \"topk(k=4|64)\" --quiet --shard " + std::to_string(i) +
+                  "/2 --out " + (dir / ("s" + std::to_string(i) + ".csv")).string()),
               0);
   EXPECT_EQ(table((dir / "s1.csv").string()).find("topk(k=64)"), std::string::npos);
   ASSERT_EQ(test::run_command(std::string(ATTN_CLI) + " sweep --quiet --merge " +
@@ -214,8 +213,8 @@ TEST(DatasetEval, SweepCommandWritesTheAccuracyTable) {
   EXPECT_TRUE(fs::exists(dir / "merged.png"));
   // A missing shard, or shards of different data, are named.
   std::string missing;
-  EXPECT_NE(test::run_command(std::string(ATTN_CLI) + " sweep --merge " + (dir / "s0.csv").string() +
-                                  " --out " + (dir / "m2.csv").string(),
+  EXPECT_NE(test::run_command(std::string(ATTN_CLI) + " sweep --merge " +
+                                  (dir / "s0.csv").string() + " --out " + (dir / "m2.csv").string(),
                               &missing),
             0);
   EXPECT_NE(missing.find("is missing"), std::string::npos) << missing;

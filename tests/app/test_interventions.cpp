@@ -352,8 +352,8 @@ TEST(Interventions, SessionAblationRunsTheWholeAnalysisOnTheAblatedModel) {
   const Intervention iv = core::ablation({{0, 3}, {1, 2}}, HeadEdit::Mean);
   const core::InterventionRun r = core::run_intervention(*model, a->input, iv);
   // The dense pass is the ablated one, and the effect is the ablated model against the plain.
-  EXPECT_LT(max_diff(a->dense_out().logits, std::vector<float>(r.edited.logits.begin(),
-                                                               r.edited.logits.end())),
+  EXPECT_LT(max_diff(a->dense_out().logits,
+                     std::vector<float>(r.edited.logits.begin(), r.edited.logits.end())),
             1e-5);
   ASSERT_TRUE(a->ablation_effect);
   EXPECT_NEAR(a->ablation_effect->mean_kl, r.effect.mean_kl, 1e-6);

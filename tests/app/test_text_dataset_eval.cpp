@@ -24,11 +24,13 @@ namespace fs = std::filesystem;
 
 std::vector<core::TextRecord> records() {
   return {{"r:1", "In the beginning God created the heaven and the earth."},
-          {"r:2", "And the earth was without form, and void; and darkness was upon the face of "
-                  "the deep. And the Spirit of God moved upon the face of the waters."},
+          {"r:2",
+           "And the earth was without form, and void; and darkness was upon the face of "
+           "the deep. And the Spirit of God moved upon the face of the waters."},
           {"r:3", "And God said, Let there be light: and there was light."},
-          {"r:4", "And God saw the light, that it was good: and God divided the light from the "
-                  "darkness."}};
+          {"r:4",
+           "And God saw the light, that it was good: and God divided the light from the "
+           "darkness."}};
 }
 
 TEST(TextDatasetEval, LossRiseKlAndAgreementMatchRecordByRecordPasses) {
@@ -78,9 +80,9 @@ TEST(TextDatasetEval, LossRiseKlAndAgreementMatchRecordByRecordPasses) {
   EXPECT_TRUE(std::isnan(dense.rise_lo));
   // The table and the figure's points.
   const std::string csv = core::text_dataset_csv({dense, win});
-  EXPECT_EQ(csv.rfind("index,spec,records,tokens,loss,loss_lo,loss_hi,loss_rise,rise_lo,rise_hi,",
-                      0),
-            0u);
+  EXPECT_EQ(
+      csv.rfind("index,spec,records,tokens,loss,loss_lo,loss_hi,loss_rise,rise_lo,rise_hi,", 0),
+      0u);
   EXPECT_NE(csv.find("\n1,\"window(size=6)\",4,"), std::string::npos) << csv;
   const core::TradeoffPoint pt = core::text_dataset_point(win);
   EXPECT_DOUBLE_EQ(pt.loss, win.loss);
@@ -109,7 +111,8 @@ TEST(TextDatasetEval, SweepCommandWritesTheLossTable) {
   fs::create_directories(dir);
   {
     std::ofstream f(dir / "corpus.jsonl");
-    for (const core::TextRecord& r : records()) f << nlohmann::json{{"text", r.text}}.dump() << "\n";
+    for (const core::TextRecord& r : records())
+      f << nlohmann::json{{"text", r.text}}.dump() << "\n";
   }
   const std::string out = (dir / "loss.csv").string();
   std::string text;
@@ -129,7 +132,8 @@ TEST(TextDatasetEval, SweepCommandWritesTheLossTable) {
   EXPECT_EQ(lines[1].rfind("0,\"dense\",4,", 0), 0u) << lines[1];
   const auto j = nlohmann::json::parse(text.substr(text.find('[')));
   ASSERT_EQ(j.size(), 3u);
-  EXPECT_GT(j[1]["loss_rise"].get<double>(), j[2]["loss_rise"].get<double>());  // narrower hurts more
+  EXPECT_GT(j[1]["loss_rise"].get<double>(),
+            j[2]["loss_rise"].get<double>());  // narrower hurts more
   EXPECT_TRUE(j[0]["rise_interval"][0].is_null());
   // Sharding is for image datasets only (for now): a usage error.
   EXPECT_EQ(test::run_command(std::string(ATTN_CLI) + " sweep --model default-text --dataset " +

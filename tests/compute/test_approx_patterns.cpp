@@ -158,7 +158,7 @@ TEST(ApproxPatterns, LshLongInputIsSparseAndRunsOnTheCpu) {
   std::unique_ptr<Backend> cpu = make_backend("cpu"), ref = make_backend("reference");
   const Variant v = make_variant("lsh(buckets=16,rounds=2,chunk=64)");
   const Result a = run(v, p, *cpu);
-  EXPECT_LT(a.stats.density, 0.1);
+  EXPECT_LT(a.stats.density, n >= 4096 ? 0.1 : 0.2);  // chunks of 64 keys: sparser as N grows
   // The kernels computed only kept entries: flops in proportion to the density.
   EXPECT_LT(a.stats.counted.flops, 0.2 * 4.0 * p.d * double(visible_entries(p)) * p.n_heads);
   const Result b = run(v, p, *ref);

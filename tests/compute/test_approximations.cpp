@@ -141,8 +141,14 @@ TEST(Approximations, FeatureMapsLargeCausal) {
   for (const char* spec : {"linear(feature=elu1)", "performer(features=64,seed=1)", "cosformer"}) {
     const Result fast = run_on(spec, p, "cpu"), ref = run_on(spec, p, "reference");
     EXPECT_LT(relative_error(fast.o, ref.o), 5e-5) << spec;
-    // Work is linear in N: far below the N^2 d of dense attention.
-    EXPECT_LT(fast.stats.counted.flops, 0.25 * 2.0 * p.d * double(n) * n) << spec;
+    // Work is linear in N: doubling N doubles it (dense would quadruple), and at N = 4096 it is
+    // far below the N^2 d of dense attention.
+    const Problem half = random_problem(1, 1, n / 2, n / 2, 64, true, 6);
+    EXPECT_LT(fast.stats.counted.flops / run_on(spec, half, "cpu").stats.counted.flops, 2.2)
+        << spec;
+    if (n >= 4096) {
+      EXPECT_LT(fast.stats.counted.flops, 0.25 * 2.0 * p.d * double(n) * n) << spec;
+    }
   }
 }
 
@@ -437,7 +443,9 @@ TEST(Approximations, DeltaRecoversMostOfTheLossOnLongInputs) {
   const Result corrected = run_on("sinks_window(sinks=4,window=64)+delta(stride=16)", p, "cpu");
   const double fixed = relative_error(corrected.o, dense.o);
   EXPECT_LT(fixed, 0.5 * sparse) << "sparse " << sparse << ", corrected " << fixed;
-  EXPECT_LT(corrected.stats.density, 0.1);
+  // A 68-key window and every 16th query's full row: under 10% of the entries at N = 4096,
+  // under 20% at the quick suite's 1024.
+  EXPECT_LT(corrected.stats.density, n >= 4096 ? 0.1 : 0.2);
 }
 
 TEST(Approximations, BadSpecsGiveClearErrors) {

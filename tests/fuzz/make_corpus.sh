@@ -73,7 +73,7 @@ for t in "$out"/*/; do
   t=$(basename "$t")
   : > "$out/$t.dict"
   case $t in
-    hf_config | model_config | session | tokenizer_json | safetensors | safetensors_index | \
+    hf_config | model_config | session | tokenizer_json | safetensors | safetensors_index | jsonl | \
       gpt2_vocab) cat "$here/dict/json.dict" >> "$out/$t.dict" ;;
   esac
   [ -f "$here/dict/$t.dict" ] && cat "$here/dict/$t.dict" >> "$out/$t.dict"
