@@ -79,7 +79,9 @@ int collect_portable(const float* score, int j0, int nv, float thr, int32_t* can
 #define ATTN_TOPK_AVX512 1
 // GCC 12 warns inside its own AVX-512 intrinsics' headers (a known false positive).
 #pragma GCC diagnostic push
+#if !defined(__clang__)  // clang has no such warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 // Sixteen compares at once; the passing keys and their order keys compressed into place (whole
 // vectors stored: the arrays have 16 entries of slack).
 __attribute__((target("avx512f"))) int collect_avx512(const float* score, int nv, float thr,
