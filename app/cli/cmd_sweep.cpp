@@ -142,7 +142,58 @@ void print_dataset_json(const SweepOptions& o, const std::vector<DatasetRow>& ro
   std::printf("%s\n", j.dump(2).c_str());
 }
 
+// The text dataset table's figure: loss (and KL) against density, the intervals as error bars.
+void write_text_dataset_figure(const SweepOptions& o, const std::vector<TextDatasetRow>& rows,
+                               const std::string& subtitle) {
+  if (o.figure.empty()) return;
+  std::vector<TradeoffPoint> pts;
+  for (const TextDatasetRow& r : rows) pts.push_back(core::text_dataset_point(r.eval));
+  FigureData f = tradeoff_figure(pts, "Next-token loss against attention density", subtitle);
+  f.settings.tradeoff_x = "density";
+  f.settings.tradeoff_y = "loss";
+  fig::export_figure(f, o.figure, FigureSize{o.width, o.height, o.dpi});
+  if (!o.quiet) std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
+}
+
+void print_text_dataset_json(const SweepOptions& o, const std::vector<TextDatasetRow>& rows) {
+  if (!o.json) return;
+  const auto base =
+      std::find_if(rows.begin(), rows.end(), [](const TextDatasetRow& r) { return r.index == 0; });
+  nlohmann::json j = nlohmann::json::array();
+  for (const TextDatasetRow& row : rows) {
+    const TextDatasetEval& r = row.eval;
+    j.push_back({{"index", row.index},
+                 {"spec", r.spec},
+                 {"records", r.records},
+                 {"tokens", r.tokens},
+                 {"loss", r.loss},
+                 {"loss_interval", {num_or_null(r.loss_lo), num_or_null(r.loss_hi)}},
+                 {"loss_rise",
+                  base != rows.end() ? num_or_null(r.loss - base->eval.loss) : nlohmann::json()},
+                 {"rise_interval", {num_or_null(r.rise_lo), num_or_null(r.rise_hi)}},
+                 {"next_token_kl", r.next_token_kl},
+                 {"top1_agreement", r.top1_agreement},
+                 {"density", r.density},
+                 {"attention_flops_per_token", r.attention_flops},
+                 {"seconds", r.seconds}});
+  }
+  std::printf("%s\n", j.dump(2).c_str());
+}
+
 int merge(const SweepOptions& o) {
+  if (!o.merge.empty() && core::is_text_dataset_csv(read_file(o.merge.front(), "sweep table"))) {
+    std::vector<std::vector<TextDatasetRow>> shards;
+    for (const std::string& f : o.merge)
+      shards.push_back(core::parse_text_dataset_csv(read_file(f, "sweep table"), f));
+    const std::vector<TextDatasetRow> rows = core::merge_text_dataset_rows(shards);
+    write_file_atomic(o.out, text_dataset_csv(rows));
+    if (!o.quiet)
+      std::fprintf(stderr, "merged %zu rows from %zu text dataset tables into %s\n", rows.size(),
+                   o.merge.size(), o.out.c_str());
+    write_text_dataset_figure(o, rows, "merged from " + std::to_string(o.merge.size()) + " shards");
+    print_text_dataset_json(o, rows);
+    return 0;
+  }
   if (!o.merge.empty() && core::is_dataset_csv(read_file(o.merge.front(), "sweep table"))) {
     std::vector<std::vector<DatasetRow>> shards;
     for (const std::string& f : o.merge)
@@ -196,9 +247,11 @@ std::vector<std::string> table_specs(const SweepOptions& o) {
 // A text dataset (JSONL or a folder of .txt) through a causal language model: next-token loss
 // per setting with intervals over the records, KL and agreement with dense.
 int sweep_text_dataset(const SweepOptions& o, const std::vector<std::string>& specs) {
-  usage(o.shard.empty(),
-        "--shard splits image-dataset sweeps only (for now): run the text "
-        "dataset's settings in one process, or split them by --variant");
+  Shard shard;
+  if (!o.shard.empty()) shard = as_usage([&] { return parse_shard(o.shard); });
+  // Every shard runs dense too: the paired rises need its per-record losses.
+  std::vector<int> mine = shard_items(int(specs.size()), shard);
+  if (mine.empty() || mine.front() != 0) mine.insert(mine.begin(), 0);
   const auto model = core::cached_model(o.model);
   require(!is_image_dataset(o.dataset), ErrorCode::InvalidArgument,
           o.model + " is a text model and " + o.dataset +
@@ -209,55 +262,33 @@ int sweep_text_dataset(const SweepOptions& o, const std::vector<std::string>& sp
   std::vector<std::string> names;
   for (const TextRecord& r : recs) names.push_back(r.source);
   if (!o.quiet) {
-    std::fprintf(stderr, "sweep: dense + %zu variants over %zu records of %s on %s\n",
-                 specs.size() - 1, recs.size(), o.dataset.c_str(), o.model.c_str());
+    std::fprintf(stderr,
+                 "sweep: dense + %zu variants (%zu rows in shard %d/%d) over %zu records of %s "
+                 "on %s\n",
+                 specs.size() - 1, mine.size(), shard.index, shard.count, recs.size(),
+                 o.dataset.c_str(), o.model.c_str());
     if (enc.truncated)
       std::fprintf(stderr, "sweep: %lld records were cut to the model's context\n",
                    (long long)enc.truncated);
   }
-  Progress progress(int(specs.size()), o.quiet);
+  Progress progress(int(mine.size()), o.quiet);
   if (isatty(2)) progress.step(0, "");
-  std::vector<TextDatasetEval> rows;
+  std::vector<TextDatasetRow> rows;
   DatasetEvalOptions eo;
   eo.backend = o.backend;
   eo.threads = o.threads;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    rows.push_back(evaluate_text_dataset(*model, enc, names, specs[i], i ? &rows[0] : nullptr, eo));
-    progress.step(int(i + 1), specs[i]);
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const std::string& spec = specs[size_t(mine[i])];
+    rows.push_back({mine[i], evaluate_text_dataset(*model, enc, names, spec,
+                                                   i ? &rows[0].eval : nullptr, eo)});
+    progress.step(int(i + 1), spec);
   }
   write_file_atomic(o.out, text_dataset_csv(rows));
   if (!o.quiet) std::fprintf(stderr, "wrote %s (%zu rows)\n", o.out.c_str(), rows.size());
-  if (!o.figure.empty()) {
-    std::vector<TradeoffPoint> pts;
-    for (const TextDatasetEval& r : rows) pts.push_back(core::text_dataset_point(r));
-    FigureData f = tradeoff_figure(pts, "Next-token loss against attention density",
-                                   o.model + " \u00b7 " + std::to_string(recs.size()) +
-                                       " records of " + dataset_name(o.dataset));
-    f.settings.tradeoff_x = "density";
-    f.settings.tradeoff_y = "loss";
-    fig::export_figure(f, o.figure, FigureSize{o.width, o.height, o.dpi});
-    if (!o.quiet) std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
-  }
-  if (o.json) {
-    nlohmann::json j = nlohmann::json::array();
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const TextDatasetEval& r = rows[i];
-      j.push_back({{"index", i},
-                   {"spec", r.spec},
-                   {"records", r.records},
-                   {"tokens", r.tokens},
-                   {"loss", r.loss},
-                   {"loss_interval", {num_or_null(r.loss_lo), num_or_null(r.loss_hi)}},
-                   {"loss_rise", r.loss - rows.front().loss},
-                   {"rise_interval", {num_or_null(r.rise_lo), num_or_null(r.rise_hi)}},
-                   {"next_token_kl", r.next_token_kl},
-                   {"top1_agreement", r.top1_agreement},
-                   {"density", r.density},
-                   {"attention_flops_per_token", r.attention_flops},
-                   {"seconds", r.seconds}});
-    }
-    std::printf("%s\n", j.dump(2).c_str());
-  }
+  write_text_dataset_figure(o, rows,
+                            o.model + " \u00b7 " + std::to_string(recs.size()) + " records of " +
+                                dataset_name(o.dataset));
+  print_text_dataset_json(o, rows);
   return 0;
 }
 

@@ -11,6 +11,7 @@
 
 #include "app/core/head_atlas.h"
 #include "app/core/labels.h"
+#include "app/core/shard_rows.h"
 #include "app/core/sweep.h"
 #include "compute/backend.h"
 #include "compute/error.h"
@@ -200,37 +201,13 @@ std::vector<DatasetRow> parse_dataset_csv(const std::string& text, const std::st
 }
 
 std::vector<DatasetRow> merge_dataset_rows(const std::vector<std::vector<DatasetRow>>& shards) {
-  std::vector<DatasetRow> all;
-  const DatasetRow* dense = nullptr;
-  for (size_t s = 0; s < shards.size(); ++s)
-    for (const DatasetRow& r : shards[s]) {
-      if (r.index != 0) {
-        all.push_back(r);
-        continue;
-      }
-      if (!dense) {
-        dense = &r;
-        all.push_back(r);
-        continue;
-      }
-      // Every shard ran dense on its own: the same data and model give the same numbers.
-      require(r.eval.records == dense->eval.records && r.eval.accuracy == dense->eval.accuracy,
-              ErrorCode::Format,
-              "shard " + std::to_string(s) + "'s dense row differs from the first shard's (" +
-                  std::to_string(r.eval.records) + " images at " + field(r.eval.accuracy) +
-                  " against " + std::to_string(dense->eval.records) + " at " +
-                  field(dense->eval.accuracy) + "): not the same dataset or model");
-    }
-  require(dense != nullptr, ErrorCode::Format, "no shard holds the dense row (index 0)");
-  std::sort(all.begin(), all.end(),
-            [](const DatasetRow& a, const DatasetRow& b) { return a.index < b.index; });
-  for (size_t i = 0; i < all.size(); ++i) {
-    require(i == 0 || all[i].index != all[i - 1].index, ErrorCode::Format,
-            "dataset row " + std::to_string(all[i].index) + " appears in two shards");
-    require(all[i].index == int(i), ErrorCode::Format,
-            "dataset row " + std::to_string(i) + " is missing: is a shard absent?");
-  }
-  return all;
+  return merge_shard_rows(shards, [](const DatasetRow& a, const DatasetRow& b) {
+    // Every shard ran dense on its own: the same data and model give the same numbers.
+    if (a.eval.records == b.eval.records && a.eval.accuracy == b.eval.accuracy)
+      return std::string();
+    return std::to_string(b.eval.records) + " images at " + field(b.eval.accuracy) + " against " +
+           std::to_string(a.eval.records) + " at " + field(a.eval.accuracy);
+  });
 }
 
 TradeoffPoint dataset_point(const DatasetEval& e) {

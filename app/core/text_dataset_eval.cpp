@@ -7,11 +7,13 @@
 #include <cstdio>
 #include <exception>
 #include <mutex>
+#include <sstream>
 #include <tuple>
 
 #include "app/core/head_atlas.h"
 #include "app/core/interventions.h"
 #include "app/core/labels.h"
+#include "app/core/shard_rows.h"
 #include "app/core/sweep.h"
 #include "compute/error.h"
 #include "compute/fallback.h"
@@ -138,19 +140,94 @@ std::string field(double v) {
 
 }  // namespace
 
-std::string text_dataset_csv(const std::vector<TextDatasetEval>& rows) {
-  std::string out =
-      "index,spec,records,tokens,loss,loss_lo,loss_hi,loss_rise,rise_lo,rise_hi,next_token_kl,"
-      "top1_agreement,density,attention_flops_per_token,seconds\n";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const TextDatasetEval& e = rows[i];
-    out += std::to_string(i) + "," + csv_quote(e.spec) + "," + std::to_string(e.records) + "," +
-           std::to_string(e.tokens) + "," + field(e.loss) + "," + field(e.loss_lo) + "," +
-           field(e.loss_hi) + "," + field(e.loss - rows.front().loss) + "," + field(e.rise_lo) +
-           "," + field(e.rise_hi) + "," + field(e.next_token_kl) + "," + field(e.top1_agreement) +
-           "," + field(e.density) + "," + field(e.attention_flops) + "," + field(e.seconds) + "\n";
+namespace {
+
+constexpr const char* kTextHeader =
+    "index,spec,records,tokens,loss,loss_lo,loss_hi,loss_rise,rise_lo,rise_hi,next_token_kl,"
+    "top1_agreement,density,attention_flops_per_token,seconds";
+
+}  // namespace
+
+std::string text_dataset_csv(const std::vector<TextDatasetRow>& rows) {
+  const auto base =
+      std::find_if(rows.begin(), rows.end(), [](const TextDatasetRow& r) { return r.index == 0; });
+  require(base != rows.end(), ErrorCode::InvalidArgument,
+          "a text dataset table needs its dense row (index 0): the rises are against it");
+  std::string out = std::string(kTextHeader) + "\n";
+  for (const TextDatasetRow& r : rows) {
+    const TextDatasetEval& e = r.eval;
+    out += std::to_string(r.index) + "," + csv_quote(e.spec) + "," + std::to_string(e.records) +
+           "," + std::to_string(e.tokens) + "," + field(e.loss) + "," + field(e.loss_lo) + "," +
+           field(e.loss_hi) + "," + field(e.loss - base->eval.loss) + "," + field(e.rise_lo) + "," +
+           field(e.rise_hi) + "," + field(e.next_token_kl) + "," + field(e.top1_agreement) + "," +
+           field(e.density) + "," + field(e.attention_flops) + "," + field(e.seconds) + "\n";
   }
   return out;
+}
+
+bool is_text_dataset_csv(const std::string& text) {
+  return text.rfind(std::string(kTextHeader) + "\n", 0) == 0 || text == kTextHeader;
+}
+
+std::vector<TextDatasetRow> parse_text_dataset_csv(const std::string& text,
+                                                   const std::string& source) {
+  require(is_text_dataset_csv(text), ErrorCode::Format,
+          source + ": not an attnscope text dataset table (first line must be the header '" +
+              std::string(kTextHeader) + "')");
+  std::stringstream ss(text);
+  std::string line;
+  std::getline(ss, line);
+  std::vector<TextDatasetRow> rows;
+  int n = 1;
+  while (std::getline(ss, line)) {
+    ++n;
+    if (line.empty()) continue;
+    const std::string where = source + ":" + std::to_string(n);
+    const std::vector<std::string> f = split_csv_line(line);
+    require(f.size() == 15, ErrorCode::Format,
+            where + ": expected 15 fields, found " + std::to_string(f.size()));
+    auto num = [&](const std::string& s) {
+      if (s.empty()) return kNaN;  // an interval that does not exist
+      char* end = nullptr;
+      const double x = std::strtod(s.c_str(), &end);
+      require(end && *end == '\0' && !std::isnan(x), ErrorCode::Format,
+              where + ": '" + s + "' is not a number");
+      return x;
+    };
+    auto count = [&](const std::string& s) {
+      const double x = num(s);
+      require(std::isfinite(x) && x >= 0 && x == std::floor(x) && x < 1e9, ErrorCode::Format,
+              where + ": '" + s + "' is not a count");
+      return int64_t(x);
+    };
+    TextDatasetRow r;
+    r.index = int(count(f[0]));
+    TextDatasetEval& e = r.eval;
+    e.spec = f[1];
+    e.records = count(f[2]);
+    e.tokens = count(f[3]);
+    e.loss = num(f[4]);
+    e.loss_lo = num(f[5]);
+    e.loss_hi = num(f[6]);
+    e.rise_lo = num(f[8]);
+    e.rise_hi = num(f[9]);
+    e.next_token_kl = num(f[10]);
+    e.top1_agreement = num(f[11]);
+    e.density = num(f[12]);
+    e.attention_flops = num(f[13]);
+    e.seconds = num(f[14]);
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+std::vector<TextDatasetRow> merge_text_dataset_rows(
+    const std::vector<std::vector<TextDatasetRow>>& shards) {
+  return merge_shard_rows(shards, [](const TextDatasetRow& a, const TextDatasetRow& b) {
+    if (a.eval.tokens == b.eval.tokens && a.eval.loss == b.eval.loss) return std::string();
+    return std::to_string(b.eval.tokens) + " tokens at loss " + field(b.eval.loss) + " against " +
+           std::to_string(a.eval.tokens) + " at " + field(a.eval.loss);
+  });
 }
 
 TradeoffPoint text_dataset_point(const TextDatasetEval& e) {

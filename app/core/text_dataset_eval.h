@@ -48,8 +48,22 @@ TextDatasetEval evaluate_text_dataset(const Model& model, const EncodedRecords& 
                                       const std::string& spec, const TextDatasetEval* dense,
                                       const DatasetEvalOptions& o = {});
 
-// CSV of the rows in the order given (the first is the baseline the rises are against).
-std::string text_dataset_csv(const std::vector<TextDatasetEval>& rows);
+// A row of a text dataset sweep table and its place in the full sweep (0: dense, which every
+// shard runs: the paired rises need its per-record losses).
+struct TextDatasetRow {
+  int index = 0;
+  TextDatasetEval eval;  // `record_loss` is not part of the table
+};
+// CSV in the order given; the rises are against the row of index 0 (Error(InvalidArgument)
+// without one). An interval that does not exist (the baseline's rise) is an empty field.
+std::string text_dataset_csv(const std::vector<TextDatasetRow>& rows);
+bool is_text_dataset_csv(const std::string& text);
+// Parses a table written by text_dataset_csv(); throws Error(Format) naming the file and line.
+std::vector<TextDatasetRow> parse_text_dataset_csv(const std::string& text,
+                                                   const std::string& source);
+// Merges shard tables as merge_dataset_rows() does (the dense rows must agree).
+std::vector<TextDatasetRow> merge_text_dataset_rows(
+    const std::vector<std::vector<TextDatasetRow>>& shards);
 // A row as a trade-off point: density and counted flops against the loss and its interval.
 TradeoffPoint text_dataset_point(const TextDatasetEval& e);
 

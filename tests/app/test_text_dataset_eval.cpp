@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "app/core/analysis.h"
@@ -79,7 +80,7 @@ TEST(TextDatasetEval, LossRiseKlAndAgreementMatchRecordByRecordPasses) {
   EXPECT_GE(win.rise_hi, win.loss - dense.loss);
   EXPECT_TRUE(std::isnan(dense.rise_lo));
   // The table and the figure's points.
-  const std::string csv = core::text_dataset_csv({dense, win});
+  const std::string csv = core::text_dataset_csv({{0, dense}, {1, win}});
   EXPECT_EQ(
       csv.rfind("index,spec,records,tokens,loss,loss_lo,loss_hi,loss_rise,rise_lo,rise_hi,", 0),
       0u);
@@ -135,11 +136,36 @@ TEST(TextDatasetEval, SweepCommandWritesTheLossTable) {
   EXPECT_GT(j[1]["loss_rise"].get<double>(),
             j[2]["loss_rise"].get<double>());  // narrower hurts more
   EXPECT_TRUE(j[0]["rise_interval"][0].is_null());
-  // Sharding is for image datasets only (for now): a usage error.
-  EXPECT_EQ(test::run_command(std::string(ATTN_CLI) + " sweep --model default-text --dataset " +
-                              (dir / "corpus.jsonl").string() +
-                              " --variant \"window(size=4)\" --shard 0/2 --out " + out),
-            2);
+  // Two shards (each runs dense beside its share) merge to the single run's table, timings
+  // aside; a missing shard is named.
+  const auto table = [](const std::string& path) {
+    std::ifstream in(path);
+    std::vector<core::TextDatasetRow> rows =
+        core::parse_text_dataset_csv(std::string(std::istreambuf_iterator<char>(in), {}), path);
+    for (auto& r : rows) r.eval.seconds = 0;
+    return core::text_dataset_csv(rows);
+  };
+  for (int i = 0; i < 2; ++i)
+    ASSERT_EQ(
+        test::run_command(std::string(ATTN_CLI) + " sweep --model default-text --dataset " +
+                          (dir / "corpus.jsonl").string() +
+                          " --variant \"window(size=4|16)\" --quiet --shard " + std::to_string(i) +
+                          "/2 --out " + (dir / ("s" + std::to_string(i) + ".csv")).string()),
+        0);
+  ASSERT_EQ(test::run_command(std::string(ATTN_CLI) + " sweep --quiet --merge " +
+                              (dir / "s0.csv").string() + " " + (dir / "s1.csv").string() +
+                              " --out " + (dir / "merged.csv").string() + " --figure " +
+                              (dir / "merged.png").string()),
+            0);
+  EXPECT_EQ(table((dir / "merged.csv").string()), table(out));
+  EXPECT_TRUE(fs::exists(dir / "merged.png"));
+  std::string missing;
+  EXPECT_NE(test::run_command(std::string(ATTN_CLI) + " sweep --merge " +
+                                  (dir / "s0.csv").string() + " --out " + (dir / "m.csv").string(),
+                              &missing),
+            0);
+  EXPECT_NE(missing.find("is missing"), std::string::npos) << missing;
+  EXPECT_THROW(core::parse_text_dataset_csv("index,spec\n", "t.csv"), Error);
 }
 
 }  // namespace
