@@ -232,4 +232,13 @@ std::string spec_pattern_id(const std::string& spec) {
   return "dense";
 }
 
+std::string spec_family_id(const std::string& spec) {
+  const std::vector<SpecPiece> pieces = parse_spec(spec);
+  const std::string pattern = spec_pattern_id(spec);
+  if (pattern != "dense" || pieces.empty()) return pattern;
+  for (const SpecPiece& piece : pieces)
+    if (registry_piece(piece.id).kind == PieceKind::Approximation) return piece.id;
+  return pieces.front().id;
+}
+
 }  // namespace attn

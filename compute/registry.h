@@ -41,5 +41,9 @@ Variant make_variant(const std::string& id, const Params& params);
 // "dense" when it has none ("softcap(cap=3)", "selective"). Throws like make_variant on malformed
 // text or unknown piece ids. Reads the pieces with parse_spec (compute/spec.h).
 std::string spec_pattern_id(const std::string& spec);
+// The family a variant belongs to, for grouping in plots and tables: its pattern piece's id, else
+// its approximation's ("performer" for "performer(features=64)"), else its first piece's
+// ("softcap" for "softcap(cap=3)"); "dense" for dense. Throws like spec_pattern_id.
+std::string spec_family_id(const std::string& spec);
 
 }  // namespace attn

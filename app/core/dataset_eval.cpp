@@ -214,7 +214,7 @@ TradeoffPoint dataset_point(const DatasetEval& e) {
   TradeoffPoint t;
   t.spec = e.spec;
   t.caption = variant_caption(e.spec);
-  t.pattern = spec_pattern_id(e.spec);
+  t.pattern = spec_family_id(e.spec);
   t.density = e.density;
   t.flops = e.attention_flops;
   t.rel_error = kNaN;  // no per-input comparison ran: only the dataset's numbers are drawn

@@ -234,7 +234,7 @@ TradeoffPoint text_dataset_point(const TextDatasetEval& e) {
   TradeoffPoint t;
   t.spec = e.spec;
   t.caption = variant_caption(e.spec);
-  t.pattern = spec_pattern_id(e.spec);
+  t.pattern = spec_family_id(e.spec);
   t.density = e.density;
   t.flops = e.attention_flops;
   t.rel_error = kNaN;  // no per-input comparison ran: only the dataset's numbers are drawn

@@ -130,7 +130,7 @@ TradeoffPoint tradeoff_point(const Analysis& a, int panel) {
   TradeoffPoint t;
   t.spec = pn.spec;
   t.caption = variant_caption(pn.spec);
-  t.pattern = spec_pattern_id(pn.spec);
+  t.pattern = spec_family_id(pn.spec);
   const int L = a.n_layers();
   double density = 0, err = 0, recall = 0, kl = 0;
   bool kl_ok = true;

@@ -58,7 +58,7 @@ struct HeadGrid {
 struct TradeoffPoint {
   std::string spec;
   std::string caption;           // display name with parameters
-  std::string pattern;           // pattern id ("window", "block_topk", "dense") for grouping
+  std::string pattern;           // family for grouping: "window", "performer", "dense"
   double density = 1;            // kept / visible entries, mean over layers
   double flops = 0;              // counted flops, summed over layers
   double select_seconds = 0;     // dynamic patterns' selection, summed over layers

@@ -281,3 +281,12 @@ TEST(Registry, PredictCountsKeptEntriesAndSelectorWork) {
 }
 
 }  // namespace
+
+TEST(Registry, FamiliesGroupApproximationsApartFromDense) {
+  EXPECT_EQ(spec_family_id("dense"), "dense");
+  EXPECT_EQ(spec_family_id("window(size=8)+softcap(cap=30)"), "window");
+  EXPECT_EQ(spec_family_id("performer(features=64)"), "performer");
+  EXPECT_EQ(spec_family_id("softcap(cap=3)"), "softcap");
+  EXPECT_EQ(spec_pattern_id("performer(features=64)"), "dense");  // no pattern piece
+  EXPECT_THROW(spec_family_id("nope(x=1)"), Error);
+}
