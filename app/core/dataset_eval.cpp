@@ -118,13 +118,6 @@ constexpr const char* kDatasetHeader =
     "index,spec,records,labelled,accuracy,accuracy_lo,accuracy_hi,accuracy_drop,drop_lo,drop_hi,"
     "agreement_with_dense,density,attention_gflops_per_image,seconds";
 
-std::string field(double v) {
-  if (!std::isfinite(v)) return "";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
-
 }  // namespace
 
 std::string dataset_csv(const std::vector<DatasetRow>& rows) {
@@ -136,10 +129,11 @@ std::string dataset_csv(const std::vector<DatasetRow>& rows) {
   for (const DatasetRow& r : rows) {
     const DatasetEval& e = r.eval;
     out += std::to_string(r.index) + "," + csv_quote(e.spec) + "," + std::to_string(e.records) +
-           "," + std::to_string(e.labelled) + "," + field(e.accuracy) + "," + field(e.accuracy_lo) +
-           "," + field(e.accuracy_hi) + "," + field(base->eval.accuracy - e.accuracy) + "," +
-           field(e.drop_lo) + "," + field(e.drop_hi) + "," + field(e.agreement) + "," +
-           field(e.density) + "," + field(e.attention_flops / 1e9) + "," + field(e.seconds) + "\n";
+           "," + std::to_string(e.labelled) + "," + csv_field(e.accuracy) + "," +
+           csv_field(e.accuracy_lo) + "," + csv_field(e.accuracy_hi) + "," +
+           csv_field(base->eval.accuracy - e.accuracy) + "," + csv_field(e.drop_lo) + "," +
+           csv_field(e.drop_hi) + "," + csv_field(e.agreement) + "," + csv_field(e.density) + "," +
+           csv_field(e.attention_flops / 1e9) + "," + csv_field(e.seconds) + "\n";
   }
   return out;
 }
@@ -164,20 +158,8 @@ std::vector<DatasetRow> parse_dataset_csv(const std::string& text, const std::st
     const std::vector<std::string> f = split_csv_line(line);
     require(f.size() == 14, ErrorCode::Format,
             where + ": expected 14 fields, found " + std::to_string(f.size()));
-    auto num = [&](const std::string& s) {
-      if (s.empty()) return kNaN;  // an interval that does not exist
-      char* end = nullptr;
-      const double x = std::strtod(s.c_str(), &end);
-      require(end && *end == '\0' && !std::isnan(x), ErrorCode::Format,
-              where + ": '" + s + "' is not a number");
-      return x;
-    };
-    auto count = [&](const std::string& s) {
-      const double x = num(s);
-      require(std::isfinite(x) && x >= 0 && x == std::floor(x) && x < 9e15, ErrorCode::Format,
-              where + ": '" + s + "' is not a count");
-      return int64_t(x);
-    };
+    auto num = [&](const std::string& s) { return csv_number(s, where); };
+    auto count = [&](const std::string& s) { return csv_count(s, where, 9e15); };
     DatasetRow r;
     const int64_t index = count(f[0]);
     require(index < (int64_t(1) << 30), ErrorCode::Format, where + ": index out of range");
@@ -205,8 +187,8 @@ std::vector<DatasetRow> merge_dataset_rows(const std::vector<std::vector<Dataset
     // Every shard ran dense on its own: the same data and model give the same numbers.
     if (a.eval.records == b.eval.records && a.eval.accuracy == b.eval.accuracy)
       return std::string();
-    return std::to_string(b.eval.records) + " images at " + field(b.eval.accuracy) + " against " +
-           std::to_string(a.eval.records) + " at " + field(a.eval.accuracy);
+    return std::to_string(b.eval.records) + " images at " + csv_field(b.eval.accuracy) +
+           " against " + std::to_string(a.eval.records) + " at " + csv_field(a.eval.accuracy);
   });
 }
 

@@ -107,6 +107,29 @@ std::string csv_quote(const std::string& s) {
   return out + "\"";
 }
 
+std::string csv_field(double v) {
+  if (!std::isfinite(v)) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+double csv_number(const std::string& s, const std::string& where) {
+  if (s.empty()) return kNaN;  // an interval that does not exist
+  char* end = nullptr;
+  const double x = std::strtod(s.c_str(), &end);
+  require(end && *end == '\0' && !std::isnan(x), ErrorCode::Format,
+          where + ": '" + s + "' is not a number");
+  return x;
+}
+
+int64_t csv_count(const std::string& s, const std::string& where, double max) {
+  const double x = csv_number(s, where);
+  require(std::isfinite(x) && x >= 0 && x == std::floor(x) && x < max, ErrorCode::Format,
+          where + ": '" + s + "' is not a count");
+  return int64_t(x);
+}
+
 std::vector<std::string> expand_sweep(const std::string& sweep_spec) {
   require(!sweep_spec.empty(), ErrorCode::InvalidArgument, "empty --variant");
   // compute's parser keeps values as text, so ranges and lists ("2..8:+2", "4|8") come through.

@@ -40,6 +40,12 @@ struct SweepRow {
 // One CSV line's fields (double quotes quote, "" inside quotes is a quote), and a field quoted.
 std::vector<std::string> split_csv_line(const std::string& line);
 std::string csv_quote(const std::string& s);
+// Dataset tables' fields: a number as %.9g, or "" for NaN/infinite (an interval that does not
+// exist); read back as NaN from "", else a finite-or-infinite number or Error(Format) naming
+// `where`; a count is a whole number in [0, max].
+std::string csv_field(double v);
+double csv_number(const std::string& s, const std::string& where);
+int64_t csv_count(const std::string& s, const std::string& where, double max);
 
 // CSV of trade-off rows: a header line, then one line per row in the order given. Numbers use
 // %.9g; NaN is written as "nan".

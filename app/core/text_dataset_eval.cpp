@@ -131,17 +131,6 @@ TextDatasetEval evaluate_text_dataset(const Model& model, const EncodedRecords& 
 
 namespace {
 
-std::string field(double v) {
-  if (!std::isfinite(v)) return "";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
-
-}  // namespace
-
-namespace {
-
 constexpr const char* kTextHeader =
     "index,spec,records,tokens,loss,loss_lo,loss_hi,loss_rise,rise_lo,rise_hi,next_token_kl,"
     "top1_agreement,density,attention_flops_per_token,seconds";
@@ -157,10 +146,11 @@ std::string text_dataset_csv(const std::vector<TextDatasetRow>& rows) {
   for (const TextDatasetRow& r : rows) {
     const TextDatasetEval& e = r.eval;
     out += std::to_string(r.index) + "," + csv_quote(e.spec) + "," + std::to_string(e.records) +
-           "," + std::to_string(e.tokens) + "," + field(e.loss) + "," + field(e.loss_lo) + "," +
-           field(e.loss_hi) + "," + field(e.loss - base->eval.loss) + "," + field(e.rise_lo) + "," +
-           field(e.rise_hi) + "," + field(e.next_token_kl) + "," + field(e.top1_agreement) + "," +
-           field(e.density) + "," + field(e.attention_flops) + "," + field(e.seconds) + "\n";
+           "," + std::to_string(e.tokens) + "," + csv_field(e.loss) + "," + csv_field(e.loss_lo) +
+           "," + csv_field(e.loss_hi) + "," + csv_field(e.loss - base->eval.loss) + "," +
+           csv_field(e.rise_lo) + "," + csv_field(e.rise_hi) + "," + csv_field(e.next_token_kl) +
+           "," + csv_field(e.top1_agreement) + "," + csv_field(e.density) + "," +
+           csv_field(e.attention_flops) + "," + csv_field(e.seconds) + "\n";
   }
   return out;
 }
@@ -186,20 +176,8 @@ std::vector<TextDatasetRow> parse_text_dataset_csv(const std::string& text,
     const std::vector<std::string> f = split_csv_line(line);
     require(f.size() == 15, ErrorCode::Format,
             where + ": expected 15 fields, found " + std::to_string(f.size()));
-    auto num = [&](const std::string& s) {
-      if (s.empty()) return kNaN;  // an interval that does not exist
-      char* end = nullptr;
-      const double x = std::strtod(s.c_str(), &end);
-      require(end && *end == '\0' && !std::isnan(x), ErrorCode::Format,
-              where + ": '" + s + "' is not a number");
-      return x;
-    };
-    auto count = [&](const std::string& s) {
-      const double x = num(s);
-      require(std::isfinite(x) && x >= 0 && x == std::floor(x) && x < 1e9, ErrorCode::Format,
-              where + ": '" + s + "' is not a count");
-      return int64_t(x);
-    };
+    auto num = [&](const std::string& s) { return csv_number(s, where); };
+    auto count = [&](const std::string& s) { return csv_count(s, where, 1e9); };
     TextDatasetRow r;
     r.index = int(count(f[0]));
     TextDatasetEval& e = r.eval;
@@ -225,8 +203,8 @@ std::vector<TextDatasetRow> merge_text_dataset_rows(
     const std::vector<std::vector<TextDatasetRow>>& shards) {
   return merge_shard_rows(shards, [](const TextDatasetRow& a, const TextDatasetRow& b) {
     if (a.eval.tokens == b.eval.tokens && a.eval.loss == b.eval.loss) return std::string();
-    return std::to_string(b.eval.tokens) + " tokens at loss " + field(b.eval.loss) + " against " +
-           std::to_string(a.eval.tokens) + " at " + field(a.eval.loss);
+    return std::to_string(b.eval.tokens) + " tokens at loss " + csv_field(b.eval.loss) +
+           " against " + std::to_string(a.eval.tokens) + " at " + csv_field(a.eval.loss);
   });
 }
 
