@@ -7,6 +7,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "app/cli/analyze_dataset.h"
 #include "app/cli/commands.h"
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
@@ -36,6 +37,7 @@ struct AnalyzeOptions {
   int given_inputs = 0;  // how many of --text, --text-file, --ids, --image were given
   bool bidirectional = false, no_end_to_end = false, no_verify = false;
   bool timings = false;
+  AnalyzeDatasetArgs dataset;  // --dataset and the options that go with it
 };
 
 std::vector<std::string> split_specs(const std::string& list) {
@@ -353,6 +355,66 @@ int ablate(const AnalyzeOptions& o, const core::Session& s,
   return 0;
 }
 
+// --dataset: the session over every record, aggregated with intervals
+// (app/core/dataset_analysis.h).
+int analyze_over_dataset(const AnalyzeOptions& o) {
+  usage(o.given_inputs == 0 && o.tensors.empty(),
+        "--dataset is the input: do not give --text, --text-file, --ids, --image or --tensors");
+  usage(o.dump.empty(), "--dump writes the hooks of one input: it does not go with --dataset");
+  usage(o.image_size == 0, "--image-size applies to --image only");
+  core::Session s;
+  std::string session_path;
+  if (!o.session.empty()) {
+    s = core::load_session(o.session);
+    session_path = o.session;
+  }
+  if (!o.model.empty()) {
+    check_model_path(o.model, o.model);
+    s.model.id = o.model;
+    s.model.sha256.clear();
+  } else {
+    usage(!o.session.empty(),
+          "--model DIR (or " + join_names(default_model_names()) + ") is required");
+  }
+  if (!o.variants.empty()) {
+    s.variants = split_specs(o.variants);
+    check_variant_specs(s.variants, "--variants");
+  } else if (o.session.empty()) {
+    s.variants.clear();
+  }
+  if (!o.layers.empty()) s.substitute_layers = o.layers;
+  if (!o.heads.empty()) s.substitute_heads = o.heads;
+  if (!o.backend.empty()) {
+    check_backend(o.backend);
+    s.backend = o.backend;
+    s.variant_backends.clear();
+  }
+  if (!o.ablate.empty()) {
+    usage(o.ablate_mode != "resample",
+          "--ablate-mode resample takes one other input: over a dataset ablate by zero or mean "
+          "(the head's mean over every record)");
+    s.ablation.heads.clear();
+    try {
+      for (const auto& [l, h] : core::parse_heads(o.ablate))
+        s.ablation.heads.push_back(head_name(l, h));
+      core::check_heads(
+          core::parse_heads(o.ablate),
+          core::cached_model(is_default_model_name(s.model.id)
+                                 ? s.model.id
+                                 : core::resolve_session_path(session_path, s.model.id))
+              ->info());
+    } catch (const Error& e) {
+      throw UsageError(std::string("--ablate: ") + e.what());
+    }
+    s.ablation.mode = o.ablate_mode;
+  }
+  AnalyzeDatasetArgs a = o.dataset;
+  a.json_out = o.json_out;
+  a.threads = o.threads;
+  a.end_to_end = !o.no_end_to_end;
+  return analyze_dataset(s, session_path, a);
+}
+
 // Where analyze's time went, stage by stage (seconds; `--timings`).
 json stage_timings(const core::Analysis& a, double load, double total, double report) {
   const double forward = a.info ? a.dense_out().seconds : 0.0;
@@ -373,6 +435,11 @@ int analyze(const AnalyzeOptions& o) {
     return std::chrono::duration<double>(Clock::now() - t).count();
   };
   const auto t_start = Clock::now();
+  if (!o.dataset.dataset.empty()) return analyze_over_dataset(o);
+  usage(o.dataset.figure.empty() && o.dataset.figure_metric.empty() &&
+            o.dataset.figure_variant.empty() && o.dataset.limit == 0,
+        "--figure, --figure-metric, --figure-variant and --limit go with --dataset (one input's "
+        "figures: attnscope render)");
   std::string session_path;
   const core::Session s = session_of(o, session_path);
   const auto model = check_against_model(o, s, session_path);  // held: analyze reuses it
@@ -472,6 +539,21 @@ void add_analyze_command(CLI::App& app, Action& action) {
   cmd->add_option("--resample-text", o.resample_text,
                   "--ablate-mode resample: the heads' outputs come from this text (same number of "
                   "tokens)");
+  cmd->add_option("--dataset", o.dataset.dataset,
+                  "Analyse every record of a dataset instead of one input: JSONL ({\"text\": "
+                  "...}), a folder of .txt, a folder of images, or Fashion-MNIST's IDX folder; "
+                  "per-head means and losses / accuracies with bootstrap 95% intervals");
+  cmd->add_option("--limit", o.dataset.limit, "--dataset: only the first N records (0 = all)");
+  cmd->add_option("--bootstrap", o.dataset.bootstrap, "--dataset: bootstrap resamples")
+      ->capture_default_str();
+  cmd->add_option("--figure", o.dataset.figure,
+                  "--dataset: write a figure (.png/.svg/.pdf): loss or accuracy against density "
+                  "with error bars, or with --figure-metric a per-head grid");
+  cmd->add_option("--figure-metric", o.dataset.figure_metric,
+                  "--dataset: the head metric of the grid figure (entropy, prev_token, ...)");
+  cmd->add_option("--figure-variant", o.dataset.figure_variant,
+                  "--dataset: the grid figure's variant (one of --variants; default dense)");
+  cmd->add_flag("--quiet", o.dataset.quiet, "--dataset: no progress bar");
   cmd->callback([&action, inputs] {
     o.given_inputs = 0;
     for (CLI::Option* opt : inputs) o.given_inputs += opt->count() > 0;

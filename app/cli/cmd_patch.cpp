@@ -39,9 +39,12 @@ void add_patch_command(CLI::App& app, Action& action) {
   cmd->add_option("--bootstrap", o.bootstrap, "Bootstrap resamples (--dataset)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
-  cmd->add_option("--over", o.over, "heads (layer x head) or positions (residual stream)")
+  cmd->add_option("--over", o.over,
+                  "heads (each head's output, layer x head), positions (the residual stream, "
+                  "layer x position) or patterns (each head's attention pattern, the corrupt "
+                  "run's values kept, layer x head)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"heads", "positions"}));
+      ->check(CLI::IsMember({"heads", "positions", "patterns"}));
   cmd->add_option("--threads", o.threads, "Worker threads (0 = all)");
   cmd->add_option("--json", o.json_out, "Write the effects and both logit differences as JSON");
   cmd->add_option("--figure", o.figure, "The effect grid (.png/.svg/.pdf)");
@@ -112,7 +115,7 @@ void add_patch_command(CLI::App& app, Action& action) {
       }
       std::vector<std::string> header = {"layer"};
       for (int j = 0; j < r.cols; ++j)
-        header.push_back(o.over == "heads" ? "H" + std::to_string(j)
+        header.push_back(o.over != "positions" ? "H" + std::to_string(j)
                          : j < int(r.corrupt_labels.size())
                              ? std::to_string(j) + ":" + r.corrupt_labels[size_t(j)]
                              : std::to_string(j));

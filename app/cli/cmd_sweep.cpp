@@ -12,6 +12,7 @@
 #include <iterator>
 
 #include "app/cli/commands.h"
+#include "app/cli/progress.h"
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
 #include "app/core/analysis.h"
@@ -47,34 +48,6 @@ std::string read_file(const std::string& path, const char* what) {
   require(bool(f), ErrorCode::Io, path + ": cannot open " + what);
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
-
-class Progress {
- public:
-  Progress(int total, bool quiet) : total_(total), quiet_(quiet), tty_(isatty(2) != 0) {}
-  void step(int done, const std::string& what) {
-    if (quiet_) return;
-    const double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    const double eta = done > 0 ? secs / done * (total_ - done) : 0;
-    if (tty_) {
-      const int width = 28, fill = total_ > 0 ? done * width / total_ : width;
-      std::fprintf(stderr, "\r[%s%s] %d/%d  %.1fs, ETA %.1fs  %-40.40s",
-                   std::string(size_t(fill), '#').c_str(),
-                   std::string(size_t(width - fill), '.').c_str(), done, total_, secs, eta,
-                   what.c_str());
-      if (done == total_) std::fprintf(stderr, "\n");
-    } else {
-      std::fprintf(stderr, "sweep: %d/%d %s (%.1fs, ETA %.1fs)\n", done, total_, what.c_str(), secs,
-                   eta);
-    }
-    std::fflush(stderr);
-  }
-
- private:
-  int total_;
-  bool quiet_, tty_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-};
 
 void write_figure(const SweepOptions& o, const std::vector<TradeoffPoint>& pts,
                   const std::string& subtitle, const Session* s) {

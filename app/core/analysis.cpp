@@ -73,7 +73,12 @@ void open_model(Analysis& a, const Options& o) {
       pp.shortest_edge = 0;
       pp.do_center_crop = false;
     }
-    a.image = load_image(resolve_session_path(a.session_path, s.input.image), pp.channels);
+    a.image = o.image
+                  ? *o.image
+                  : load_image(resolve_session_path(a.session_path, s.input.image), pp.channels);
+    require(a.image.channels == pp.channels, ErrorCode::InvalidArgument,
+            s.input.image + ": " + std::to_string(a.image.channels) +
+                " channels, the model takes " + std::to_string(pp.channels));
     a.input.image = pp(a.image);
     const int patch = int(a.model->config().patch_size);
     require(patch > 0, ErrorCode::Format, info.dir + ": config.json has no patch_size");
@@ -106,7 +111,9 @@ void open_model(Analysis& a, const Options& o) {
     const auto heads = parse_heads(list);
     check_heads(heads, info);
     a.ablation =
-        std::make_shared<const Intervention>(ablation(heads, ablation_mode(s.ablation.mode)));
+        o.ablation
+            ? o.ablation
+            : std::make_shared<const Intervention>(ablation(heads, ablation_mode(s.ablation.mode)));
     ForwardOptions plain;
     plain.threads = o.threads;
     const ModelOutput out = a.model->forward(a.input, plain);
@@ -327,7 +334,11 @@ std::shared_ptr<Analysis> open(const Session& s, const std::string& session_path
   const bool model_free = s.input.kind == "tensors" || s.input.kind == "synthetic";
   require(!model_free || s.ablation.empty(), ErrorCode::InvalidArgument,
           "ablating heads needs a model: " + s.input.kind + " inputs have no heads to ablate");
-  if (o.verify_hashes && !model_free) check_session_files(s, session_path);
+  if (o.verify_hashes && !model_free) {
+    Session checked = s;
+    if (o.image) checked.input = {};  // the image is in memory: no file to check
+    check_session_files(checked, session_path);
+  }
   progress(o, model_free ? "building the problem..." : "running the model...");
   if (model_free)
     open_problem(*a);

@@ -49,6 +49,12 @@ struct Options {
   std::string input_name = "the input text";  // names the text in messages ("--text-file a.txt")
   std::string extra_hooks;  // open(): also capture these hooks (names or globs) and keep them
   std::function<void(const std::string& stage)> progress;  // optional, from the calling thread
+  // open(): input kind "image" with this decoded image instead of reading Session::input.image
+  // (records of an IDX dataset, which live in memory; the session's path then only names it).
+  const Image8* image = nullptr;
+  // open(): the edits Session::ablation stands for, computed elsewhere (a dataset's corpus mean);
+  // null = built from the session.
+  std::shared_ptr<const Intervention> ablation;
 };
 
 // One variant as the analysis runs it: [0] is always the dense reference.

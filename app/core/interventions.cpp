@@ -218,14 +218,16 @@ int32_t single_token(const Model& model, const std::string& text, const std::str
   return ids[0];
 }
 
-PatchResult activation_patching(const Model& model, const std::vector<int32_t>& clean,
-                                const std::vector<int32_t>& corrupt, int32_t target, int32_t foil,
-                                const PatchOptions& o) {
-  const ModelInfo& info = model.info();
+namespace {
+
+// Checks a clean/corrupt pair and its tokens against the model and `over`.
+void check_pair(const ModelInfo& info, const std::vector<int32_t>& clean,
+                const std::vector<int32_t>& corrupt, int32_t target, int32_t foil,
+                const std::string& over) {
   require(!info.vision && info.vocab > 0, ErrorCode::Unsupported,
           "activation patching needs a model with token logits; " + info.model_type + " has none");
-  require(o.over == "heads" || o.over == "positions", ErrorCode::InvalidArgument,
-          "unknown patching target '" + o.over + "' (known: heads, positions)");
+  require(over == "heads" || over == "positions" || over == "patterns", ErrorCode::InvalidArgument,
+          "unknown patching target '" + over + "' (known: heads, positions, patterns)");
   require(!clean.empty() && clean.size() == corrupt.size(), ErrorCode::InvalidArgument,
           "clean and corrupt inputs must have the same number of tokens: clean has " +
               std::to_string(clean.size()) + ", corrupt " + std::to_string(corrupt.size()));
@@ -233,54 +235,140 @@ PatchResult activation_patching(const Model& model, const std::vector<int32_t>& 
     require(id >= 0 && id < info.vocab, ErrorCode::InvalidArgument,
             "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
                 std::to_string(info.vocab) + ")");
-  const int L = info.n_layers, H = info.n_heads, N = int(clean.size()), d = info.head_dim;
+}
+
+// The hooks of the clean run that patching over `over` takes its pieces from.
+const char* clean_hooks(const std::string& over) {
+  return over == "patterns" ? "blocks.*.attn.pattern" : "blocks.*.attn.out,blocks.*.resid";
+}
+
+// The edit that patches cell (layer, j) from the clean run's capture into the corrupt run: head
+// j's output or attention pattern, or the residual stream at position j.
+Intervention cell_intervention(const ModelInfo& info, const Capture& cap, const std::string& over,
+                               int layer, int j, int N) {
+  const LayerCapture& lc = cap.layers[size_t(layer)];
+  const int d = info.head_dim;
+  Intervention iv;
+  if (over == "positions") {
+    ResidEdit e;
+    e.layer = layer;
+    e.position = j;
+    e.values.assign(lc.resid.begin() + ptrdiff_t(size_t(j) * info.hidden),
+                    lc.resid.begin() + ptrdiff_t(size_t(j + 1) * info.hidden));
+    iv.resid.push_back(std::move(e));
+    return iv;
+  }
+  HeadEdit e;
+  e.layer = layer;
+  e.head = j;
+  if (over == "patterns") {
+    e.mode = HeadEdit::Pattern;
+    e.values.assign(lc.pattern.begin() + ptrdiff_t(size_t(j) * N * N),
+                    lc.pattern.begin() + ptrdiff_t(size_t(j + 1) * N * N));
+  } else {
+    e.mode = HeadEdit::Replace;
+    e.values.assign(lc.out.begin() + ptrdiff_t(size_t(j) * N * d),
+                    lc.out.begin() + ptrdiff_t(size_t(j + 1) * N * d));
+  }
+  iv.heads.push_back(std::move(e));
+  return iv;
+}
+
+double patch_span(double ld_clean, double ld_corrupt) {
+  const double span = ld_clean - ld_corrupt;
+  require(std::abs(span) > 1e-9, ErrorCode::InvalidArgument,
+          "the clean and corrupt runs give the same logit difference (" + std::to_string(ld_clean) +
+              "): nothing to restore");
+  return span;
+}
+
+// The `k` most likely next tokens at the last position, as (piece, probability).
+std::vector<std::pair<std::string, double>> top_tokens(const Model& model, const ModelOutput& out,
+                                                       int k) {
+  const int V = out.n_logits;
+  const float* last = out.logits.data() + size_t(out.n_tokens - 1) * size_t(V);
+  const float mx = *std::max_element(last, last + V);
+  double z = 0;
+  for (int v = 0; v < V; ++v) z += std::exp(double(last[v]) - mx);
+  std::vector<int> idx(static_cast<size_t>(V));
+  for (int v = 0; v < V; ++v) idx[size_t(v)] = v;
+  k = std::min(k, V);
+  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                    [&](int a, int b) { return last[a] > last[b]; });
+  std::vector<std::pair<std::string, double>> top;
+  const Tokenizer* tok = model.tokenizer();
+  for (int i = 0; i < k; ++i) {
+    const int32_t id = idx[size_t(i)];
+    top.push_back({tok ? tok->decode(std::span(&id, 1), false) : std::to_string(id),
+                   std::exp(double(last[id]) - mx) / z});
+  }
+  return top;
+}
+
+}  // namespace
+
+PatchResult activation_patching(const Model& model, const std::vector<int32_t>& clean,
+                                const std::vector<int32_t>& corrupt, int32_t target, int32_t foil,
+                                const PatchOptions& o) {
+  const ModelInfo& info = model.info();
+  check_pair(info, clean, corrupt, target, foil, o.over);
+  const int L = info.n_layers, H = info.n_heads, N = int(clean.size());
   PatchResult r;
   r.over = o.over;
   r.target = target;
   r.foil = foil;
-  Capture cap(HookSelection::parse("blocks.*.attn.out,blocks.*.resid"));
+  Capture cap(HookSelection::parse(clean_hooks(o.over)));
   const ModelOutput c = run(model, clean, nullptr, &cap, o.threads);
   const ModelOutput k = run(model, corrupt, nullptr, nullptr, o.threads);
   r.ld_clean = logit_difference(c, target, foil);
   r.ld_corrupt = logit_difference(k, target, foil);
-  const double span = r.ld_clean - r.ld_corrupt;
-  require(std::abs(span) > 1e-9, ErrorCode::InvalidArgument,
-          "the clean and corrupt runs give the same logit difference (" +
-              std::to_string(r.ld_clean) + "): nothing to restore");
-  const bool heads = o.over == "heads";
+  const double span = patch_span(r.ld_clean, r.ld_corrupt);
   r.rows = L;
-  r.cols = heads ? H : N;
+  r.cols = o.over != "positions" ? H : N;
   r.effect.assign(size_t(r.rows) * r.cols, 0.0f);
   if (const Tokenizer* tok = model.tokenizer())
     for (int t = 0; t < N; ++t) {
       r.clean_labels.push_back(tok->decode(std::span(&clean[size_t(t)], 1), false));
       r.corrupt_labels.push_back(tok->decode(std::span(&corrupt[size_t(t)], 1), false));
     }
-  for (int l = 0; l < L; ++l) {
-    const LayerCapture& lc = cap.layers[size_t(l)];
+  for (int l = 0; l < L; ++l)
     for (int j = 0; j < r.cols; ++j) {
-      Intervention iv;
-      if (heads) {
-        HeadEdit e;
-        e.mode = HeadEdit::Replace;
-        e.layer = l;
-        e.head = j;
-        e.values.assign(lc.out.begin() + ptrdiff_t(size_t(j) * N * d),
-                        lc.out.begin() + ptrdiff_t(size_t(j + 1) * N * d));
-        iv.heads.push_back(std::move(e));
-      } else {
-        ResidEdit e;
-        e.layer = l;
-        e.position = j;
-        e.values.assign(lc.resid.begin() + ptrdiff_t(size_t(j) * info.hidden),
-                        lc.resid.begin() + ptrdiff_t(size_t(j + 1) * info.hidden));
-        iv.resid.push_back(std::move(e));
-      }
+      const Intervention iv = cell_intervention(info, cap, o.over, l, j, N);
       const ModelOutput p = run(model, corrupt, &iv, nullptr, o.threads);
       r.effect[size_t(l) * r.cols + j] =
           float((logit_difference(p, target, foil) - r.ld_corrupt) / span);
     }
-  }
+  return r;
+}
+
+PatchCell patch_cell(const Model& model, const std::vector<int32_t>& clean,
+                     const std::vector<int32_t>& corrupt, int32_t target, int32_t foil,
+                     const std::string& over, int layer, int index, int threads) {
+  const ModelInfo& info = model.info();
+  check_pair(info, clean, corrupt, target, foil, over);
+  const int N = int(clean.size());
+  const int cols = over == "positions" ? N : info.n_heads;
+  require(layer >= 0 && layer < info.n_layers && index >= 0 && index < cols,
+          ErrorCode::InvalidArgument,
+          "patch cell (" + std::to_string(layer) + ", " + std::to_string(index) + ") is outside " +
+              std::to_string(info.n_layers) + " layers x " + std::to_string(cols) +
+              (over == "positions" ? " positions" : " heads"));
+  Capture cap(HookSelection::parse(clean_hooks(over)));
+  const ModelOutput c = run(model, clean, nullptr, &cap, threads);
+  const ModelOutput k = run(model, corrupt, nullptr, nullptr, threads);
+  const Intervention iv = cell_intervention(info, cap, over, layer, index, N);
+  const ModelOutput p = run(model, corrupt, &iv, nullptr, threads);
+  PatchCell r;
+  r.over = over;
+  r.layer = layer;
+  r.index = index;
+  r.ld_clean = logit_difference(c, target, foil);
+  r.ld_corrupt = logit_difference(k, target, foil);
+  r.ld_patched = logit_difference(p, target, foil);
+  r.effect = (r.ld_patched - r.ld_corrupt) / patch_span(r.ld_clean, r.ld_corrupt);
+  r.top_clean = top_tokens(model, c, 5);
+  r.top_corrupt = top_tokens(model, k, 5);
+  r.top_patched = top_tokens(model, p, 5);
   return r;
 }
 
@@ -336,8 +424,8 @@ nlohmann::json patch_json(const PatchResult& r) {
   }
   json out = {{"version", 1},
               {"over", r.over},
-              {"rows", r.over == "heads" ? "layer" : "layer (residual stream after the block)"},
-              {"cols", r.over == "heads" ? "head" : "position"},
+              {"rows", r.over == "positions" ? "layer (residual stream after the block)" : "layer"},
+              {"cols", r.over == "positions" ? "position" : "head"},
               {"target", {{"text", r.target_text}, {"id", r.target}}},
               {"foil", {{"text", r.foil_text}, {"id", r.foil}}},
               {"ld_clean", r.ld_clean},
@@ -390,7 +478,7 @@ nlohmann::json ablation_json(const AblationScan& s) {
 FigureData patch_figure(const PatchResult& r, const std::string& model_name) {
   FigureData f;
   f.view = View::Patch;
-  const bool heads = r.over == "heads";
+  const bool heads = r.over != "positions";
   f.values.row_title = heads ? "Layer" : "Layer (residual stream after it)";
   f.values.col_title = heads ? "Head" : "Position (corrupt token)";
   if (!heads) f.values.col_labels = r.corrupt_labels;
@@ -401,8 +489,9 @@ FigureData patch_figure(const PatchResult& r, const std::string& model_name) {
   f.values.vmax = m;
   f.values.scale_title = "Patching effect";
   ValueGrid g;
-  g.caption = heads ? "Head outputs patched from clean into corrupt"
-                    : "Residual stream patched at one position";
+  g.caption = r.over == "patterns" ? "Head attention patterns patched from clean into corrupt"
+              : heads              ? "Head outputs patched from clean into corrupt"
+                                   : "Residual stream patched at one position";
   g.rows = r.rows;
   g.cols = r.cols;
   g.values = r.effect;

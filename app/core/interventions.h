@@ -12,6 +12,8 @@
 //   heads      head h's output at layer l (blocks.l.attn.out, every position), per layer x head
 //   positions  the residual stream after block l at position t (blocks.l.resid), per layer x
 //              position
+//   patterns   head h's attention pattern at layer l (blocks.l.attn.pattern), the corrupt run's
+//              values kept: pattern patching, per layer x head
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -73,7 +75,7 @@ AblationScan ablation_scan(const Model& model, const std::vector<std::vector<int
                            uint64_t seed = 1234, bool corpus_mean = false);
 
 struct PatchOptions {
-  std::string over = "heads";  // "heads" | "positions"
+  std::string over = "heads";  // "heads" | "positions" | "patterns"
   int threads = 0;
 };
 
@@ -95,6 +97,20 @@ struct PatchResult {
 PatchResult activation_patching(const Model& model, const std::vector<int32_t>& clean,
                                 const std::vector<int32_t>& corrupt, int32_t target, int32_t foil,
                                 const PatchOptions& o = {});
+
+// One cell of a patching grid applied alone (what a click on the app's grid shows): the corrupt
+// run with that one piece from the clean run, its logit difference and effect (equal to the
+// grid's cell), and the five most likely next tokens at the last position of the clean, corrupt
+// and patched runs. Throws as activation_patching() does, and for a cell outside the grid.
+struct PatchCell {
+  std::string over;
+  int layer = 0, index = 0;  // layer, and head or position
+  double ld_clean = 0, ld_corrupt = 0, ld_patched = 0, effect = 0;
+  std::vector<std::pair<std::string, double>> top_clean, top_corrupt, top_patched;
+};
+PatchCell patch_cell(const Model& model, const std::vector<int32_t>& clean,
+                     const std::vector<int32_t>& corrupt, int32_t target, int32_t foil,
+                     const std::string& over, int layer, int index, int threads = 0);
 
 // Activation patching over a dataset of pairs: the mean effect per cell (and mean logit
 // differences) with bootstrap 95% intervals over the pairs. Over positions every pair must have

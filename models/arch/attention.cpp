@@ -178,12 +178,15 @@ void ForwardContext::attention(int layer, Problem& p, float* out, float* probs) 
   // Interventions edit the heads' outputs last, whichever kernel computed them.
   struct Intervene {
     const Intervention* iv;
+    const Problem& p;
     int layer, n, H, d;
-    float *out, *head_out;
+    float *out, *head_out, *pattern;
     ~Intervene() {
-      if (iv) iv->apply_heads(layer, out, n, H, d, head_out);
+      if (!iv) return;
+      iv->apply_patterns(layer, p, out, head_out, pattern);
+      iv->apply_heads(layer, out, n, H, d, head_out);
     }
-  } intervene{opt.intervention, layer, n, H, p.d, out, head_out};
+  } intervene{opt.intervention, p, layer, n, H, p.d, out, head_out, pattern};
   if (var_heads.empty()) return;
 
   const bool all = int(var_heads.size()) == H;

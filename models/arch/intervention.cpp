@@ -1,8 +1,10 @@
 #include "models/arch/intervention.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "compute/error.h"
+#include "compute/problem.h"
 #include "models/arch/model.h"
 
 namespace attn {
@@ -37,6 +39,15 @@ void Intervention::check(const ModelInfo& info, int n) const {
               "patching " + name + ": the replacement holds " + std::to_string(e.values.size()) +
                   " values, not " + std::to_string(n) + " tokens x " + std::to_string(d) +
                   " (the two runs must have the same length)");
+    if (e.mode == HeadEdit::Pattern) {
+      require(e.values.size() == size_t(n) * size_t(n), ErrorCode::InvalidArgument,
+              "pattern patching " + name + ": the pattern holds " +
+                  std::to_string(e.values.size()) + " values, not " + std::to_string(n) + " x " +
+                  std::to_string(n) + " (the two runs must have the same length)");
+      for (float x : e.values)
+        require(std::isfinite(x), ErrorCode::NonFinite,
+                "pattern patching " + name + ": the pattern holds a non-finite value");
+    }
     if (e.mode == HeadEdit::Mean)
       require(e.values.empty() || e.values.size() == size_t(d), ErrorCode::InvalidArgument,
               "mean ablation of " + name + ": the mean holds " + std::to_string(e.values.size()) +
@@ -59,7 +70,7 @@ void Intervention::apply_heads(int layer, float* out, int n, int n_heads, int d,
                                float* head_out) const {
   const size_t hd = size_t(n_heads) * size_t(d);
   for (const HeadEdit& e : heads) {
-    if (e.layer != layer) continue;
+    if (e.layer != layer || e.mode == HeadEdit::Pattern) continue;
     const int t0 = e.position < 0 ? 0 : e.position, t1 = e.position < 0 ? n : e.position + 1;
     std::vector<float> mean;
     if (e.mode == HeadEdit::Mean) {
@@ -85,8 +96,37 @@ void Intervention::apply_heads(int layer, float* out, int n, int n_heads, int d,
         case HeadEdit::Replace:
           std::copy_n(e.values.data() + size_t(t) * d, d, dst);
           break;
+        case HeadEdit::Pattern:
+          break;
       }
       if (head_out) std::copy_n(dst, d, head_out + (size_t(e.head) * n + t) * d);
+    }
+  }
+}
+
+void Intervention::apply_patterns(int layer, const Problem& p, float* out, float* head_out,
+                                  float* pattern) const {
+  const int n = p.n_q, nk = p.n_k, d = p.d, H = p.n_heads;
+  const size_t hd = size_t(H) * size_t(d);
+  for (const HeadEdit& e : heads) {
+    if (e.layer != layer || e.mode != HeadEdit::Pattern) continue;
+    require(n == nk, ErrorCode::InvalidArgument,
+            "pattern patching " + head_name(e.layer, e.head) +
+                " runs in a forward pass, not in a decode step");
+    const int t0 = e.position < 0 ? 0 : e.position, t1 = e.position < 0 ? n : e.position + 1;
+    std::vector<double> acc(static_cast<size_t>(d));
+    for (int t = t0; t < t1; ++t) {
+      const float* row = e.values.data() + size_t(t) * nk;
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int j = 0; j < nk; ++j) {
+        if (row[j] == 0.0f) continue;
+        const float* v = p.v_row(e.head, j);
+        for (int c = 0; c < d; ++c) acc[size_t(c)] += double(row[j]) * v[c];
+      }
+      float* dst = out + size_t(t) * hd + size_t(e.head) * d;
+      for (int c = 0; c < d; ++c) dst[c] = float(acc[size_t(c)]);
+      if (head_out) std::copy_n(dst, d, head_out + (size_t(e.head) * n + t) * d);
+      if (pattern) std::copy_n(row, nk, pattern + (size_t(e.head) * n + t) * nk);
     }
   }
 }

@@ -16,15 +16,19 @@
 namespace attn {
 
 struct ModelInfo;
+struct Problem;
 
 struct HeadEdit {
-  enum Mode { Zero, Mean, Replace };
+  // Pattern: the head attends with another attention pattern (pattern patching): its output
+  // recomputed as P V from `values` f32 [N, N] (rows: queries; each row a distribution over the
+  // keys, e.g. the same head's pattern on another input, or a variant's) and this pass's values.
+  enum Mode { Zero, Mean, Replace, Pattern };
   Mode mode = Zero;
   int layer = 0, head = 0;
   int position = -1;  // the one position edited; -1 = every position
   // Mean: f32 [d], a mean computed elsewhere (over a dataset); empty = the mean of this head's
   // output over this input's positions. Replace: f32 [N, d], the output to put in its place
-  // (patching from another run of the same length).
+  // (patching from another run of the same length). Pattern: f32 [N, N], the pattern.
   std::vector<float> values;
 };
 
@@ -48,6 +52,12 @@ struct Intervention {
   // Applies the head edits of `layer` to out f32 [n, H*d] (heads concatenated per token), and
   // to head_out f32 [H, n, d] when non-null (the captured hook).
   void apply_heads(int layer, float* out, int n, int n_heads, int d, float* head_out) const;
+  // Applies the pattern edits of `layer` (run before apply_heads): each patched head's output
+  // recomputed as P V with the values of `p` (the layer's problem, n queries over n keys), to out
+  // f32 [n, H*d], head_out f32 [H, n, d] and the captured pattern f32 [H, n, n] (either may be
+  // null). Throws Error(InvalidArgument) in a decode step (queries fewer than keys).
+  void apply_patterns(int layer, const Problem& p, float* out, float* head_out,
+                      float* pattern) const;
   // Applies the residual edits of `layer` to x f32 [n, hidden].
   void apply_resid(int layer, float* x, int n, int hidden) const;
 };

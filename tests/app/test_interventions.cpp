@@ -93,7 +93,7 @@ TEST_P(InterventionGolden, PatchingMatchesFloat64Reference) {
   const std::vector<int32_t> clean = read_ids(iv_dir(name) + "/ids.npy");
   const std::vector<int32_t> corrupt = read_ids(iv_dir(name) + "/corrupt_ids.npy");
   const nlohmann::json meta = nlohmann::json::parse(std::ifstream(iv_dir(name) + "/patch.json"));
-  for (const char* over : {"heads", "positions"}) {
+  for (const char* over : {"heads", "positions", "patterns"}) {
     core::PatchOptions o;
     o.over = over;
     const core::PatchResult r =
@@ -105,7 +105,93 @@ TEST_P(InterventionGolden, PatchingMatchesFloat64Reference) {
     EXPECT_EQ(r.rows, model->info().n_layers);
     for (size_t i = 0; i < want.size(); ++i)
       EXPECT_NEAR(r.effect[i], want[i], 1e-5) << name << " " << over << " cell " << i;
+    // One cell alone (the app's click) gives the grid's value, and the runs' top tokens.
+    const int l = r.rows - 1, j = r.cols - 1;
+    const core::PatchCell c =
+        core::patch_cell(*model, clean, corrupt, meta["target"], meta["foil"], over, l, j);
+    EXPECT_NEAR(c.effect, want[size_t(l) * r.cols + j], 1e-5) << name << " " << over;
+    EXPECT_NEAR(c.ld_clean, double(meta["ld_clean"]), 1e-5);
+    ASSERT_EQ(c.top_patched.size(), 5u);
+    EXPECT_GE(c.top_clean[0].second, c.top_clean[4].second);
+    EXPECT_THROW(
+        core::patch_cell(*model, clean, corrupt, meta["target"], meta["foil"], over, r.rows, 0),
+        Error);
   }
+}
+
+// Pattern patching's edit: a head attending with a given pattern P computes P V with this pass's
+// values (float64 here from the captured V), the captured pattern shows P, the head's own pattern
+// changes nothing, one position edits one row, and bad patterns are refused.
+TEST_P(InterventionGolden, PatternEditAttendsWithTheGivenPattern) {
+  const std::string name = GetParam();
+  const auto model = core::cached_model(golden_dir(name));
+  const ModelInfo& info = model->info();
+  const std::vector<int32_t> ids = read_ids(iv_dir(name) + "/ids.npy");
+  const int N = int(ids.size()), d = info.head_dim, L = 1, H = info.n_heads - 1;
+  Capture plain(HookSelection::parse("blocks.*.attn.pattern"));
+  const ModelOutput base = forward(*model, ids, nullptr, &plain);
+  // The head's own pattern: the same logits.
+  Intervention own;
+  HeadEdit e;
+  e.mode = HeadEdit::Pattern;
+  e.layer = L;
+  e.head = H;
+  const auto& pat = plain.layers[size_t(L)].pattern;
+  e.values.assign(pat.begin() + ptrdiff_t(size_t(H) * N * N),
+                  pat.begin() + ptrdiff_t(size_t(H + 1) * N * N));
+  own.heads.push_back(e);
+  EXPECT_LT(max_diff(forward(*model, ids, &own).logits,
+                     std::vector<float>(base.logits.begin(), base.logits.end())),
+            1e-5);
+  // A random causal pattern (rows sum to 1).
+  std::vector<float> P(size_t(N) * N, 0.0f);
+  uint32_t seed = 99;
+  for (int t = 0; t < N; ++t) {
+    double sum = 0;
+    for (int j = 0; j <= t; ++j) {
+      seed = seed * 1664525u + 1013904223u;
+      P[size_t(t) * N + j] = float((seed >> 8) % 1000 + 1);
+      sum += P[size_t(t) * N + j];
+    }
+    for (int j = 0; j <= t; ++j) P[size_t(t) * N + j] = float(P[size_t(t) * N + j] / sum);
+  }
+  Intervention iv;
+  e.values = P;
+  iv.heads.push_back(e);
+  Capture cap(HookSelection::parse("blocks.1.attn.v,blocks.1.attn.out,blocks.1.attn.pattern"));
+  forward(*model, ids, &iv, &cap);
+  const LayerCapture& lc = cap.layers[size_t(L)];
+  ASSERT_TRUE(lc.has_problem);
+  const Problem& pr = lc.problem;
+  double worst = 0, worst_p = 0;
+  for (int t = 0; t < N; ++t) {
+    for (int c = 0; c < d; ++c) {
+      double want = 0;
+      for (int j = 0; j < N; ++j) want += double(P[size_t(t) * N + j]) * pr.v_row(H, j)[c];
+      worst = std::max(worst, std::abs(want - lc.out[(size_t(H) * N + t) * d + c]));
+    }
+    for (int j = 0; j < N; ++j)
+      worst_p = std::max(worst_p, double(std::abs(lc.pattern[(size_t(H) * N + t) * N + j] -
+                                                  P[size_t(t) * N + j])));
+  }
+  EXPECT_LT(worst, 1e-5);
+  EXPECT_EQ(worst_p, 0.0);
+  // One position: only that query's row changes; the rows before it keep the head's own.
+  iv.heads[0].position = N - 1;
+  Capture one(HookSelection::parse("blocks.1.attn.pattern"));
+  forward(*model, ids, &iv, &one);
+  const auto& op = one.layers[size_t(L)].pattern;
+  for (int j = 0; j < N; ++j) {
+    EXPECT_EQ(op[(size_t(H) * N + N - 1) * N + j], P[size_t(N - 1) * N + j]);
+    EXPECT_EQ(op[(size_t(H) * N + 0) * N + j], pat[(size_t(H) * N + 0) * N + j]);
+  }
+  // Bad patterns: the wrong size, a NaN.
+  Intervention bad = iv;
+  bad.heads[0].values.resize(size_t(N) * (N - 1));
+  EXPECT_THROW(forward(*model, ids, &bad), Error);
+  bad = iv;
+  bad.heads[0].values[3] = std::nanf("");
+  EXPECT_THROW(forward(*model, ids, &bad), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Checkpoints, InterventionGolden, ::testing::Values("gpt2", "llama"));
@@ -418,6 +504,20 @@ TEST(Interventions, PatchCommand) {
   EXPECT_EQ(j["effect"].size(), 2u);
   EXPECT_EQ(j["effect"][0].size(), 4u);
   EXPECT_TRUE(fs::exists(dir / "p.png"));
+  // Pattern patching: the same grid shape, its own caption, other effects than head outputs'.
+  const CliRun pat =
+      cli("patch --model default-text --clean 'And God said, Let there be light' --corrupt 'And "
+          "Moses said, Let there be light' --target ' and' --foil ' upon' --over patterns --json " +
+          (dir / "a.json").string() + " --figure " + (dir / "a.svg").string());
+  ASSERT_EQ(pat.status, 0) << pat.out;
+  const nlohmann::json ja = nlohmann::json::parse(std::ifstream(dir / "a.json"));
+  EXPECT_EQ(ja["over"], "patterns");
+  ASSERT_EQ(ja["effect"].size(), 2u);
+  ASSERT_EQ(ja["effect"][0].size(), 4u);
+  EXPECT_NE(ja["effect"], j["effect"]);
+  std::ifstream svg(dir / "a.svg");
+  const std::string svg_text((std::istreambuf_iterator<char>(svg)), {});
+  EXPECT_NE(svg_text.find("attention patterns patched"), std::string::npos);
   const CliRun len =
       cli("patch --model default-text --clean 'And God said' --corrupt 'And the Lord God said' "
           "--target ' and' --foil ' upon'");

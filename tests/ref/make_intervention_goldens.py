@@ -12,6 +12,8 @@ tests/ref/goldens/interventions/<model>/:
   zero_multi.npy                     f8 [N, vocab]  logits with the heads of multi.json ablated
   patch_heads.npy                    f8 [L, H]  activation patching effects over heads
   patch_positions.npy                f8 [L, N]  ... over (layer, position) of the residual stream
+  patch_patterns.npy                 f8 [L, H]  pattern patching: a head attends with the clean
+                                                run's pattern over the corrupt run's values
   patch.json                         target and foil ids, LD clean and corrupt
 
 effect = (LD_patched - LD_corrupt) / (LD_clean - LD_corrupt), LD = logit(target) - logit(foil) at
@@ -61,12 +63,17 @@ def softmax(s):
     return e / e.sum(-1, keepdims=True)
 
 
-def causal_attention(q, k, v):
-    """q, k, v [H, N, d] -> per-head outputs [H, N, d]."""
+def causal_attention(q, k, v, layer=-1, patterns=()):
+    """q, k, v [H, N, d] -> per-head outputs [H, N, d] and patterns [H, N, N]; patterns lists
+    (layer, head, P): that head attends with P instead."""
     n, d = q.shape[1], q.shape[2]
     s = q @ k.transpose(0, 2, 1) / math.sqrt(d)
     s = np.where(np.triu(np.ones((n, n), dtype=bool), 1), -np.inf, s)
-    return softmax(s) @ v
+    p = softmax(s)
+    for l, h, pat in patterns:
+        if l == layer:
+            p[h] = pat
+    return p @ v, p
 
 
 def edit_heads(o, layer, edits):
@@ -92,19 +99,21 @@ def edit_resid(x, layer, edits):
     return x
 
 
-def gpt2_forward(w, cfg, ids, heads=(), resid=()):
+def gpt2_forward(w, cfg, ids, heads=(), resid=(), patterns=()):
     C, H, L = cfg["n_embd"], cfg["n_head"], cfg["n_layer"]
     eps = cfg["layer_norm_epsilon"]
     d = C // H
     n = len(ids)
     x = w["transformer.wte.weight"][ids] + w["transformer.wpe.weight"][:n]
-    outs, res = [], []
+    outs, res, pats = [], [], []
     for l in range(L):
         b = f"transformer.h.{l}."
         h = layer_norm(x, w[b + "ln_1.weight"], w[b + "ln_1.bias"], eps)
         qkv = h @ w[b + "attn.c_attn.weight"] + w[b + "attn.c_attn.bias"]
         q, k, v = (qkv[:, i * C:(i + 1) * C].reshape(n, H, d).transpose(1, 0, 2) for i in range(3))
-        o = edit_heads(causal_attention(q, k, v), l, heads)
+        o, p = causal_attention(q, k, v, l, patterns)
+        pats.append(p)
+        o = edit_heads(o, l, heads)
         outs.append(o)
         x = x + o.transpose(1, 0, 2).reshape(n, C) @ w[b + "attn.c_proj.weight"] + \
             w[b + "attn.c_proj.bias"]
@@ -115,7 +124,7 @@ def gpt2_forward(w, cfg, ids, heads=(), resid=()):
         x = edit_resid(x, l, resid)
         res.append(x)
     hs = layer_norm(x, w["transformer.ln_f.weight"], w["transformer.ln_f.bias"], eps)
-    return hs @ w["transformer.wte.weight"].T, outs, res
+    return hs @ w["transformer.wte.weight"].T, outs, res, pats
 
 
 def llama_inv_freq(d, theta, scaling):
@@ -145,13 +154,13 @@ def rope(x, inv):
     return np.concatenate([a * c - b * s, b * c + a * s], axis=-1)
 
 
-def llama_forward(w, cfg, ids, heads=(), resid=()):
+def llama_forward(w, cfg, ids, heads=(), resid=(), patterns=()):
     H, KV, D = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
     L, eps = cfg["num_hidden_layers"], cfg["rms_norm_eps"]
     inv = llama_inv_freq(D, cfg["rope_theta"], cfg.get("rope_scaling"))
     n = len(ids)
     x = w["model.embed_tokens.weight"][ids]
-    outs, res = [], []
+    outs, res, pats = [], [], []
     for l in range(L):
         b = f"model.layers.{l}."
         h = rms_norm(x, w[b + "input_layernorm.weight"], eps)
@@ -160,7 +169,9 @@ def llama_forward(w, cfg, ids, heads=(), resid=()):
         k = rope(split(h @ w[b + "self_attn.k_proj.weight"].T, KV), inv)
         v = split(h @ w[b + "self_attn.v_proj.weight"].T, KV)
         rep = H // KV
-        o = edit_heads(causal_attention(q, np.repeat(k, rep, 0), np.repeat(v, rep, 0)), l, heads)
+        o, p = causal_attention(q, np.repeat(k, rep, 0), np.repeat(v, rep, 0), l, patterns)
+        pats.append(p)
+        o = edit_heads(o, l, heads)
         outs.append(o)
         x = x + o.transpose(1, 0, 2).reshape(n, H * D) @ w[b + "self_attn.o_proj.weight"].T
         h = rms_norm(x, w[b + "post_attention_layernorm.weight"], eps)
@@ -170,7 +181,7 @@ def llama_forward(w, cfg, ids, heads=(), resid=()):
         x = edit_resid(x, l, resid)
         res.append(x)
     hs = rms_norm(x, w["model.norm.weight"], eps)
-    return hs @ w["lm_head.weight"].T, outs, res
+    return hs @ w["lm_head.weight"].T, outs, res, pats
 
 
 def make(name, forward, corrupt_at, multi):
@@ -183,7 +194,7 @@ def make(name, forward, corrupt_at, multi):
     os.makedirs(out, exist_ok=True)
     np.save(os.path.join(out, "ids.npy"), ids.astype("<i4"))
     run = lambda i, **kw: forward(w, cfg, i, **kw)
-    clean, c_outs, c_res = run(ids)
+    clean, c_outs, c_res, c_pats = run(ids)
     L, H = len(c_outs), c_outs[0].shape[0]
     for l in range(L):
         for h in range(H):
@@ -216,7 +227,13 @@ def make(name, forward, corrupt_at, multi):
         for t in range(n):
             eff_p[l, t] = (ld(run(corrupt, resid=[(l, t, c_res[l][t])])[0]) - ld_corrupt) / \
                 (ld_clean - ld_corrupt)
+    eff_a = np.zeros((L, H))
+    for l in range(L):
+        for h in range(H):
+            eff_a[l, h] = (ld(run(corrupt, patterns=[(l, h, c_pats[l][h])])[0]) -
+                           ld_corrupt) / (ld_clean - ld_corrupt)
     np.save(os.path.join(out, "patch_heads.npy"), eff_h.astype("<f8"))
+    np.save(os.path.join(out, "patch_patterns.npy"), eff_a.astype("<f8"))
     np.save(os.path.join(out, "patch_positions.npy"), eff_p.astype("<f8"))
     with open(os.path.join(out, "patch.json"), "w") as f:
         json.dump({"target": target, "foil": foil, "ld_clean": float(ld_clean),

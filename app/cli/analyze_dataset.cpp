@@ -1,0 +1,169 @@
+#include "app/cli/analyze_dataset.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "app/cli/progress.h"
+#include "app/cli/table.h"
+#include "app/cli/usage.h"
+#include "app/core/dataset_analysis.h"
+#include "app/core/head_metrics.h"
+#include "app/core/image_dataset.h"
+#include "app/core/text_dataset.h"
+#include "app/figures/figure.h"
+#include "compute/error.h"
+#include "models/arch/default_models.h"
+
+namespace attn::cli {
+namespace {
+
+std::string with_interval(const core::Interval& v, int digits) {
+  if (!std::isfinite(v.mean)) return "-";
+  std::string s = fixed(v.mean, digits);
+  if (std::isfinite(v.lo) && v.lo != v.hi)
+    s += " [" + fixed(v.lo, digits) + ", " + fixed(v.hi, digits) + "]";
+  return s;
+}
+
+std::vector<core::DatasetItem> read_items(const Model& model, const std::string& path,
+                                          int64_t limit) {
+  std::vector<core::DatasetItem> items;
+  if (core::is_image_dataset(path)) {
+    usage(model.info().vision, "--dataset " + path +
+                                   " holds images: image datasets need a vision model "
+                                   "(default-vision)");
+    core::ImageDataset d = core::read_image_dataset(path, model.preprocessor().channels, limit);
+    for (core::ImageRecord& r : d.records) {
+      core::DatasetItem it;
+      it.name = r.source;
+      it.input.kind = "image";
+      it.input.image = r.source;
+      it.image = std::move(r.image);
+      it.label = r.label;
+      items.push_back(std::move(it));
+    }
+    return items;
+  }
+  usage(!model.info().vision, "--dataset " + path +
+                                  " holds text: a vision model takes an image dataset (a folder "
+                                  "of images, or Fashion-MNIST's IDX files)");
+  for (core::TextRecord& r : core::read_text_dataset(path)) {
+    if (limit > 0 && int64_t(items.size()) >= limit) break;
+    core::DatasetItem it;
+    it.name = r.source;
+    it.input.kind = "text";
+    it.input.text = std::move(r.text);
+    items.push_back(std::move(it));
+  }
+  return items;
+}
+
+}  // namespace
+
+int analyze_dataset(const core::Session& s, const std::string& session_path,
+                    const AnalyzeDatasetArgs& a) {
+  usage(a.limit >= 0, "--limit must be >= 0");
+  usage(a.bootstrap >= 0, "--bootstrap must be >= 0");
+  if (!a.figure.empty()) {
+    try {
+      fig::check_figure_path(a.figure);
+    } catch (const Error& e) {
+      throw UsageError(std::string("--figure: ") + e.what(), e.code());
+    }
+  }
+  if (!a.figure_metric.empty()) {
+    try {
+      core::head_metric_index(a.figure_metric);
+    } catch (const Error& e) {
+      throw UsageError(std::string("--figure-metric: ") + e.what());
+    }
+  }
+  const auto model = core::cached_model(is_default_model_name(s.model.id)
+                                            ? s.model.id
+                                            : core::resolve_session_path(session_path, s.model.id));
+  const std::vector<core::DatasetItem> items = read_items(*model, a.dataset, a.limit);
+  int panel = 0;
+  if (!a.figure_variant.empty()) {
+    panel = -1;
+    for (size_t i = 0; i < s.variants.size(); ++i)
+      if (s.variants[i] == a.figure_variant) panel = int(i) + 1;
+    if (a.figure_variant == "dense") panel = 0;
+    usage(panel >= 0, "--figure-variant " + a.figure_variant + " is not one of --variants");
+  }
+  if (!a.quiet)
+    std::fprintf(stderr, "analyze: dense + %zu variants over %zu records of %s on %s\n",
+                 s.variants.size(), items.size(), a.dataset.c_str(), s.model.id.c_str());
+  Progress progress(int(items.size()), a.quiet, "analyze");
+  core::DatasetAnalysisOptions o;
+  o.analysis.threads = a.threads;
+  o.analysis.end_to_end = a.end_to_end;
+  o.bootstrap = a.bootstrap;
+  o.progress = [&](int64_t done, int64_t) {
+    progress.step(int(done), items[size_t(done - 1)].name);
+  };
+  core::DatasetAnalysis d = core::analyze_dataset(s, session_path, items, o);
+  d.dataset = a.dataset;
+
+  const bool vision = model->info().vision;
+  std::printf("model: %s \u2014 %lld records of %s (%lld cut to the context), %.1f s\n",
+              s.model.id.c_str(), (long long)d.records, a.dataset.c_str(), (long long)d.truncated,
+              d.seconds);
+  if (!d.ablation_heads.empty()) {
+    std::printf("ablated: %s (%s) in every pass; the ablated model against the plain one:",
+                d.ablation_heads.c_str(),
+                d.ablation_mode == "mean" ? "corpus mean" : d.ablation_mode.c_str());
+    if (vision)
+      std::printf(" class agreement %s\n", with_interval(d.ablation_class_agreement, 4).c_str());
+    else
+      std::printf(" loss %s -> %s, rise %s, next-token KL %s\n",
+                  with_interval(d.plain_loss, 4).c_str(), with_interval(d.ablation_loss, 4).c_str(),
+                  with_interval(d.ablation_loss_rise, 4).c_str(),
+                  with_interval(d.ablation_kl, 4).c_str());
+  }
+  std::vector<std::string> header = {"variant", "kept", "rel.err"};
+  if (vision)
+    header.insert(header.end(), {"accuracy [95% CI]", "drop [95% CI]", "class agree"});
+  else
+    header.insert(header.end(), {"loss [95% CI]", "rise [95% CI]", "next-token KL", "top-1"});
+  Table t(header);
+  for (const core::PanelSummary& p : d.panels) {
+    std::vector<std::string> row = {p.spec, fixed(p.density.mean, 4), sci(p.rel_error.mean)};
+    if (vision) {
+      row.insert(row.end(), {with_interval(p.accuracy, 4), with_interval(p.accuracy_drop, 4),
+                             with_interval(p.class_agreement, 4)});
+    } else {
+      row.insert(row.end(),
+                 {with_interval(p.loss, 4), with_interval(p.loss_rise, 4),
+                  std::isfinite(p.next_token_kl.mean) ? sci(p.next_token_kl.mean) : "-",
+                  std::isfinite(p.top1_agreement.mean) ? fixed(p.top1_agreement.mean, 4) : "-"});
+    }
+    t.add(row);
+  }
+  t.print();
+  std::printf("means over the records with bootstrap 95%% intervals (%d resamples)%s\n",
+              a.bootstrap,
+              vision ? "; accuracy against the dataset's labels"
+                     : "; loss: next-token loss in nats, rise paired record by record");
+  if (!a.json_out.empty()) {
+    std::ofstream f(a.json_out);
+    require(bool(f), ErrorCode::Io, a.json_out + ": cannot write");
+    f << core::dataset_analysis_json(d).dump(1) << "\n";
+    require(bool(f), ErrorCode::Io, a.json_out + ": write failed");
+  }
+  if (!a.figure.empty()) {
+    const bool grid = !a.figure_metric.empty() || s.variants.empty();
+    const core::FigureData fd =
+        grid ? core::dataset_analysis_grid(d, a.figure_metric.empty() ? "entropy" : a.figure_metric,
+                                           panel)
+             : core::dataset_analysis_tradeoff(d);
+    fig::export_figure(
+        fd, a.figure,
+        grid ? fig::fit_height(fd, {2100, 0, 300}) : core::FigureSize{2100, 1350, 300});
+    if (!a.quiet) std::fprintf(stderr, "wrote %s\n", a.figure.c_str());
+  }
+  return 0;
+}
+
+}  // namespace attn::cli
