@@ -121,6 +121,11 @@ json session_to_json(const Session& s) {
       {"variant_backends", s.variant_backends},
       {"substitution", {{"layers", s.substitute_layers}, {"heads", s.substitute_heads}}},
       {"ablation", {{"heads", s.ablation.heads}, {"mode", s.ablation.mode}}},
+      {"patch",
+       {{"corrupt", s.patch.corrupt},
+        {"target", s.patch.target},
+        {"foil", s.patch.foil},
+        {"over", s.patch.over}}},
       {"view",
        {{"view", v.view},
         {"colormap", v.colormap},
@@ -222,6 +227,14 @@ Session session_from_json(const json& j, const std::string& source) {
       throw Error(ErrorCode::Format, source + ": ablation.heads: " + e.what());
     }
   }
+  const json& pat = object_field(j, "patch", source, false);
+  read_field(pat, "corrupt", s.patch.corrupt, "patch.", source);
+  read_field(pat, "target", s.patch.target, "patch.", source);
+  read_field(pat, "foil", s.patch.foil, "patch.", source);
+  read_field(pat, "over", s.patch.over, "patch.", source);
+  require(s.patch.over == "heads" || s.patch.over == "positions" || s.patch.over == "patterns",
+          ErrorCode::Format,
+          source + ": patch.over must be heads, positions or patterns, not '" + s.patch.over + "'");
 
   const json& v = object_field(j, "view", source, false);
   ViewSettings& vs = s.view;

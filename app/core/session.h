@@ -47,6 +47,15 @@ struct SessionAblation {
   bool empty() const { return heads.empty(); }
 };
 
+// Activation patching set up on the session's text (the app's Interventions dock; interventions.h):
+// the session's input is the clean run. The grid is computed on request, not on every analysis.
+struct SessionPatch {
+  std::string corrupt;             // the corrupt text (as many tokens as the clean one)
+  std::string target, foil;        // single tokens: LD = logit(target) - logit(foil) at the end
+  std::string over = "positions";  // heads | positions | patterns
+  bool empty() const { return corrupt.empty(); }
+};
+
 // Settings of the views (the GUI's panels and the figure presets share them).
 struct ViewSettings {
   std::string view = "heatmap";          // heatmap | grid | sinks | image | tradeoff | tokens
@@ -83,6 +92,7 @@ struct Session {
   std::vector<int> substitute_layers;         // end-to-end substitution: layers (empty = all)
   std::vector<int> substitute_heads;          // end-to-end substitution: heads (empty = all)
   SessionAblation ablation;                   // heads ablated in every pass (models only)
+  SessionPatch patch;                         // activation patching setup (text models)
   ViewSettings view;
   FigureSize figure;
   nlohmann::json extra = nlohmann::json::object();  // client-owned state kept verbatim (GUI)

@@ -2,9 +2,12 @@
 
 #include <QComboBox>
 #include <QCoreApplication>
+#include <QFormLayout>
+#include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPointer>
 #include <QPushButton>
 #include <QTableWidget>
@@ -15,6 +18,7 @@
 
 #include "app/core/interventions.h"
 #include "compute/error.h"
+#include "models/arch/text_input.h"
 #include "render/colormap.h"
 
 namespace attn::gui {
@@ -26,6 +30,27 @@ std::string name(int layer, int head) {
 
 QString fixed(double v, int digits) {
   return QString::number(v, 'f', digits);
+}
+
+QString html(const std::string& s) {
+  return QString::fromStdString(s).toHtmlEscaped();
+}
+
+// "' and' 41%, ' upon' 12%, ..." for the patched run's summary.
+QString top_list(const std::vector<std::pair<std::string, double>>& top) {
+  QString out;
+  for (const auto& [piece, p] : top)
+    out += (out.isEmpty() ? "" : ", ") + QString("'%1' %2%").arg(html(piece), fixed(100 * p, 0));
+  return out;
+}
+
+// A cell's background on the diverging map (value / scale in [-1, 1]) and readable text on it.
+void paint_diverging(QTableWidgetItem* item, double v, double scale) {
+  const render::Rgb8 c =
+      render::colormap_rgb8(render::Colormap::Diverging, scale > 0 ? 0.5 + 0.5 * v / scale : 0.5);
+  const QColor bg(c.r, c.g, c.b);
+  item->setBackground(bg);
+  item->setForeground(bg.lightness() > 140 ? QColor(20, 20, 20) : QColor(245, 245, 245));
 }
 
 }  // namespace
@@ -67,7 +92,68 @@ InterventionsDock::InterventionsDock(QWidget* parent)
   effect_->setWordWrap(true);
   effect_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   lay->addWidget(effect_);
+
+  auto* box = new QGroupBox("Activation patching (this text is the clean run)");
+  auto* bl = new QVBoxLayout(box);
+  bl->setContentsMargins(4, 4, 4, 4);
+  auto* form = new QFormLayout;
+  corrupt_ = new QLineEdit;
+  corrupt_->setPlaceholderText("The text with a few tokens changed (same number of tokens)");
+  target_ = new QLineEdit;
+  target_->setPlaceholderText("' and'");
+  target_->setToolTip("One token the clean run predicts next (often with a leading space)");
+  foil_ = new QLineEdit;
+  foil_->setPlaceholderText("' upon'");
+  foil_->setToolTip("One token the corrupt run predicts instead");
+  over_ = new QComboBox;
+  over_->addItem("Residual stream (layer x position)", "positions");
+  over_->addItem("Head outputs (layer x head)", "heads");
+  over_->addItem("Attention patterns (layer x head)", "patterns");
+  over_->setToolTip(
+      "What is copied from the clean run into the corrupt one, one piece at a time: the residual "
+      "stream after a layer at one position, a head's output, or a head's attention pattern "
+      "(the corrupt run's values kept). The plain model runs: the ablation above does not apply.");
+  patch_button_ = new QPushButton("Patch");
+  patch_button_->setToolTip(
+      "Run the corrupt text once per cell with that piece from the clean run; each cell shows "
+      "(LD patched - LD corrupt) / (LD clean - LD corrupt), LD = logit(target) - logit(foil)");
+  form->addRow("Corrupt", corrupt_);
+  auto* tokens = new QHBoxLayout;
+  tokens->addWidget(new QLabel("Target"));
+  tokens->addWidget(target_, 1);
+  tokens->addWidget(new QLabel("Foil"));
+  tokens->addWidget(foil_, 1);
+  form->addRow(tokens);
+  auto* run_row = new QHBoxLayout;
+  run_row->addWidget(over_, 1);
+  run_row->addWidget(patch_button_);
+  form->addRow(run_row);
+  bl->addLayout(form);
+  patch_grid_ = new QTableWidget;
+  patch_grid_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  patch_grid_->setSelectionMode(QAbstractItemView::NoSelection);
+  patch_grid_->setFocusPolicy(Qt::NoFocus);
+  patch_grid_->setWordWrap(false);
+  patch_grid_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  patch_grid_->verticalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  patch_grid_->setToolTip("Click a cell to run that one patch and see the patched predictions");
+  patch_grid_->setMinimumHeight(110);
+  bl->addWidget(patch_grid_, 1);
+  patch_info_ =
+      new QLabel("Give a corrupt text of the same length, a target and a foil token, then Patch.");
+  patch_info_->setWordWrap(true);
+  patch_info_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  bl->addWidget(patch_info_);
+  lay->addWidget(box, 2);
   setWidget(w);
+
+  for (QLineEdit* e : {corrupt_, target_, foil_})
+    connect(e, &QLineEdit::textEdited, this, [this] { emit patch_edited(); });
+  connect(over_, &QComboBox::currentIndexChanged, this, [this] { emit patch_edited(); });
+  connect(corrupt_, &QLineEdit::returnPressed, this, [this] { start_patch(); });
+  connect(patch_button_, &QPushButton::clicked, this, [this] { start_patch(); });
+  connect(patch_grid_, &QTableWidget::cellClicked, this,
+          [this](int r, int c) { apply_cell(r, c); });
 
   connect(grid_, &QTableWidget::cellClicked, this, [this](int r, int c) { toggle(r, c); });
   connect(mode_, &QComboBox::currentIndexChanged, this, [this] {
@@ -135,7 +221,11 @@ void InterventionsDock::show_analysis(std::shared_ptr<const core::Analysis> a) {
   shown_ = a;
   if (a->info->n_layers != layers_ || a->info->n_heads != n_heads_)
     rebuild(a->info->n_layers, a->info->n_heads);
-  scan_button_->setEnabled(!scanning_ && a->info->causal && a->info->vocab > 0);
+  const bool lm = a->info->causal && a->info->vocab > 0 && !a->info->vision;
+  scan_button_->setEnabled(!busy_ && lm);
+  patch_button_->setEnabled(!busy_ && lm);
+  if (!lm && !busy_)
+    patch_info_->setText("Activation patching needs a causal language model and a text.");
   paint_cells();
   update_summary();
 }
@@ -235,20 +325,41 @@ void InterventionsDock::update_summary() {
   effect_->setText(text + legend);
 }
 
+void InterventionsDock::set_busy(bool busy) {
+  busy_ = busy;
+  const bool lm = shown_ && shown_->info && shown_->info->causal && shown_->info->vocab > 0 &&
+                  !shown_->info->vision;
+  scan_button_->setEnabled(!busy && lm);
+  patch_button_->setEnabled(!busy && lm);
+}
+
+void InterventionsDock::launch(std::function<std::function<void()>()> work) {
+  const std::shared_ptr<bool> alive = alive_;
+  QPointer<InterventionsDock> self(this);
+  if (worker_.joinable()) worker_.join();  // the last job has posted its result already
+  worker_ = std::thread([self, alive, work = std::move(work)] {
+    std::function<void()> done = work();
+    // Back on the GUI thread; the dock may be gone by then.
+    QMetaObject::invokeMethod(
+        QCoreApplication::instance(),
+        [self, alive, done] {
+          if (*alive && self) done();
+        },
+        Qt::QueuedConnection);
+  });
+}
+
 bool InterventionsDock::start_scan() {
-  if (scanning_ || !shown_ || !shown_->model || !shown_->info || !shown_->info->causal ||
+  if (busy_ || !shown_ || !shown_->model || !shown_->info || !shown_->info->causal ||
       shown_->input.ids.empty())
     return false;
   scanning_ = true;
-  scan_button_->setEnabled(false);
+  set_busy(true);
   scan_button_->setText("Scanning...");
   const std::shared_ptr<const Model> model = shown_->model;
   const std::vector<int32_t> ids = shown_->input.ids;
   const HeadEdit::Mode mode = core::ablation_mode(mode_->currentData().toString().toStdString());
-  const std::shared_ptr<bool> alive = alive_;
-  QPointer<InterventionsDock> self(this);
-  if (worker_.joinable()) worker_.join();  // the last scan has posted its result already
-  worker_ = std::thread([this, self, alive, model, ids, mode] {
+  launch([this, model, ids, mode]() -> std::function<void()> {
     core::AblationScan s;
     QString error;
     try {
@@ -256,27 +367,192 @@ bool InterventionsDock::start_scan() {
     } catch (const Error& e) {
       error = e.what();
     }
-    // Back on the GUI thread; the dock may be gone by then.
-    QMetaObject::invokeMethod(
-        QCoreApplication::instance(),
-        [this, self, alive, s, error] {
-          if (!*alive || !self) return;
-          scanning_ = false;
-          scan_button_->setText("Scan heads");
-          scan_button_->setEnabled(true);
-          if (error.isEmpty() && s.n_layers == layers_ && s.n_heads == n_heads_) {
-            scan_ = s.delta;
-            scan_loss_ = s.loss;
-          } else if (!error.isEmpty()) {
-            effect_->setText("Scan failed: " + error);
-          }
-          paint_cells();
-          update_summary();
-          emit scan_done();
-        },
-        Qt::QueuedConnection);
+    return [this, s, error] {
+      scanning_ = false;
+      scan_button_->setText("Scan heads");
+      set_busy(false);
+      if (error.isEmpty() && s.n_layers == layers_ && s.n_heads == n_heads_) {
+        scan_ = s.delta;
+        scan_loss_ = s.loss;
+      } else if (!error.isEmpty()) {
+        effect_->setText("Scan failed: " + error);
+      }
+      paint_cells();
+      update_summary();
+      emit scan_done();
+    };
   });
   return true;
+}
+
+core::SessionPatch InterventionsDock::patch_setup() const {
+  core::SessionPatch p;
+  p.corrupt = corrupt_->text().toStdString();
+  p.target = target_->text().toStdString();
+  p.foil = foil_->text().toStdString();
+  p.over = over_->currentData().toString().toStdString();
+  return p;
+}
+
+void InterventionsDock::set_patch_setup(const core::SessionPatch& p) {
+  corrupt_->setText(QString::fromStdString(p.corrupt));
+  target_->setText(QString::fromStdString(p.target));
+  foil_->setText(QString::fromStdString(p.foil));
+  over_->blockSignals(true);
+  over_->setCurrentIndex(std::max(0, over_->findData(QString::fromStdString(p.over))));
+  over_->blockSignals(false);
+}
+
+bool InterventionsDock::start_patch() {
+  if (busy_ || !shown_ || !shown_->model || !shown_->info || !shown_->info->causal ||
+      shown_->info->vision || shown_->input.ids.empty())
+    return false;
+  const core::SessionPatch setup = patch_setup();
+  const std::shared_ptr<const Model> model = shown_->model;
+  // The tokens, checked here: a bad setup is the user's to fix, said at once.
+  try {
+    require(!setup.corrupt.empty(), ErrorCode::InvalidArgument, "give a corrupt text");
+    clean_ids_ = shown_->input.ids;
+    corrupt_ids_ = encode_for_model(*model, setup.corrupt, "the corrupt text").ids;
+    require(corrupt_ids_.size() == clean_ids_.size(), ErrorCode::InvalidArgument,
+            "the corrupt text is " + std::to_string(corrupt_ids_.size()) +
+                " tokens and the clean one " + std::to_string(clean_ids_.size()) +
+                ": patching needs the same length");
+    target_id_ = core::single_token(*model, setup.target, "the target");
+    foil_id_ = core::single_token(*model, setup.foil, "the foil");
+  } catch (const Error& e) {
+    patch_info_->setText("<b>Cannot patch:</b> " + html(e.what()));
+    emit patch_done();
+    return true;
+  }
+  set_busy(true);
+  patch_button_->setText("Patching...");
+  patch_info_->setText("Running one patched pass per cell...");
+  core::PatchOptions po;
+  po.over = setup.over;
+  launch([this, model, clean = clean_ids_, corrupt = corrupt_ids_, t = target_id_, f = foil_id_,
+          po]() -> std::function<void()> {
+    core::PatchResult r;
+    QString error;
+    try {
+      r = core::activation_patching(*model, clean, corrupt, t, f, po);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    return [this, r, error, setup = patch_setup()] {
+      patch_button_->setText("Patch");
+      set_busy(false);
+      if (!error.isEmpty()) {
+        patch_info_->setText("<b>Cannot patch:</b> " + html(error.toStdString()));
+      } else {
+        patch_ = r;
+        patch_.target_text = setup.target;
+        patch_.foil_text = setup.foil;
+        cell_layer_ = cell_index_ = -1;
+        paint_patch();
+        patch_info_->setText(
+            QString("LD = logit('%1') - logit('%2') at the last token: clean %3, corrupt %4. "
+                    "Cells: the share of that difference one patch restores (1: all of it). "
+                    "Click a cell to run it alone.")
+                .arg(html(setup.target), html(setup.foil), fixed(r.ld_clean, 3),
+                     fixed(r.ld_corrupt, 3)));
+      }
+      emit patch_done();
+    };
+  });
+  return true;
+}
+
+bool InterventionsDock::apply_cell(int layer, int index) {
+  if (busy_ || !shown_ || !shown_->model || patch_.rows == 0 || layer < 0 || layer >= patch_.rows ||
+      index < 0 || index >= patch_.cols)
+    return false;
+  set_busy(true);
+  cell_layer_ = layer;
+  cell_index_ = index;
+  paint_patch();
+  const std::shared_ptr<const Model> model = shown_->model;
+  launch([this, model, clean = clean_ids_, corrupt = corrupt_ids_, t = target_id_, f = foil_id_,
+          over = patch_.over, layer, index]() -> std::function<void()> {
+    core::PatchCell c;
+    QString error;
+    try {
+      c = core::patch_cell(*model, clean, corrupt, t, f, over, layer, index);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    return [this, c, error] {
+      set_busy(false);
+      if (!error.isEmpty()) {
+        patch_info_->setText("<b>Cannot patch:</b> " + html(error.toStdString()));
+      } else {
+        cell_ = c;
+        QString where = "L" + QString::number(c.layer) + " ";
+        if (c.over == "positions") {
+          where += "residual stream at position " + QString::number(c.index);
+          if (size_t(c.index) < patch_.corrupt_labels.size())
+            where += " ('" + html(patch_.corrupt_labels[size_t(c.index)]) + "')";
+        } else {
+          where += "H" + QString::number(c.index) +
+                   (c.over == "patterns" ? " attention pattern" : " output");
+        }
+        patch_info_->setText(
+            "<b>" + where + "</b> from the clean run: LD " + fixed(c.ld_corrupt, 3) + " \u2192 " +
+            fixed(c.ld_patched, 3) + " (clean " + fixed(c.ld_clean, 3) + "), effect " +
+            fixed(c.effect, 3) + ".<br>Next token \u2014 clean: " + top_list(c.top_clean) +
+            "<br>corrupt: " + top_list(c.top_corrupt) + "<br>patched: " + top_list(c.top_patched));
+      }
+      emit cell_done();
+    };
+  });
+  return true;
+}
+
+void InterventionsDock::paint_patch() {
+  const core::PatchResult& r = patch_;
+  if (patch_grid_->rowCount() != r.rows || patch_grid_->columnCount() != r.cols) {
+    patch_grid_->clear();
+    patch_grid_->setRowCount(r.rows);
+    patch_grid_->setColumnCount(r.cols);
+    for (int l = 0; l < r.rows; ++l)
+      for (int j = 0; j < r.cols; ++j) {
+        auto* item = new QTableWidgetItem;
+        item->setTextAlignment(Qt::AlignCenter);
+        patch_grid_->setItem(l, j, item);
+      }
+  }
+  QStringList rows, cols;
+  for (int l = 0; l < r.rows; ++l) rows << "L" + QString::number(l);
+  for (int j = 0; j < r.cols; ++j)
+    cols << (r.over != "positions" ? "H" + QString::number(j)
+             : size_t(j) < r.corrupt_labels.size()
+                 ? QString::fromStdString(r.corrupt_labels[size_t(j)])
+                 : QString::number(j));
+  patch_grid_->setVerticalHeaderLabels(rows);
+  patch_grid_->setHorizontalHeaderLabels(cols);
+  // Positions: one column a token, sized to its label; heads share the width.
+  patch_grid_->horizontalHeader()->setSectionResizeMode(
+      r.over == "positions" ? QHeaderView::ResizeToContents : QHeaderView::Stretch);
+  double top = 1;
+  for (float v : r.effect)
+    if (std::isfinite(v)) top = std::max(top, double(std::fabs(v)));
+  for (int l = 0; l < r.rows; ++l)
+    for (int j = 0; j < r.cols; ++j) {
+      QTableWidgetItem* item = patch_grid_->item(l, j);
+      const double v = r.effect[size_t(l) * r.cols + j];
+      paint_diverging(item, v, top);
+      item->setText(fixed(v, 2));
+      QString tip = "L" + QString::number(l) + (r.over == "positions" ? " position " : " H") +
+                    QString::number(j) + ": effect " + fixed(v, 4);
+      if (size_t(j) < r.corrupt_labels.size() && r.over == "positions")
+        tip += " (corrupt token '" + QString::fromStdString(r.corrupt_labels[size_t(j)]) +
+               "', clean '" + QString::fromStdString(r.clean_labels[size_t(j)]) + "')";
+      item->setToolTip(tip);
+      QFont f = item->font();
+      f.setBold(l == cell_layer_ && j == cell_index_);
+      f.setUnderline(l == cell_layer_ && j == cell_index_);
+      item->setFont(f);
+    }
 }
 
 }  // namespace attn::gui

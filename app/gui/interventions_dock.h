@@ -3,18 +3,28 @@
 // reports the ablated model against the plain one. "Scan heads" colours each cell by the rise of
 // the next-token loss on this input when that head alone is ablated (app/core/interventions.h),
 // the map to click from.
+//
+// Below it, activation patching with the session's text as the clean run: a corrupt text of the
+// same length, a target and a foil token, and what to patch (head outputs, the residual stream
+// per position, or attention patterns). "Patch" fills a layer x head or layer x position grid of
+// effects; a click on a cell runs that one patch and shows the patched run's logit difference
+// and next-token predictions beside the clean and corrupt ones. The setup is the session's
+// (SessionPatch); the grids are computed on request on a worker thread.
 #pragma once
 #include <QDockWidget>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "app/core/analysis.h"
+#include "app/core/interventions.h"
 #include "app/core/session.h"
 
 class QComboBox;
 class QLabel;
+class QLineEdit;
 class QPushButton;
 class QTableWidget;
 
@@ -42,14 +52,37 @@ class InterventionsDock : public QDockWidget {
   void toggle(int layer, int head);
   QTableWidget* grid() const { return grid_; }
 
+  // The patching setup as the fields hold it, and setting them (no signal).
+  core::SessionPatch patch_setup() const;
+  void set_patch_setup(const core::SessionPatch& p);
+  // Runs the patching grid for the setup on the shown analysis's model and text (a worker
+  // thread); patch_done() follows. Returns false when it cannot start (no text model, a job
+  // running); a bad setup (lengths, tokens) is reported in the dock and patch_done() follows.
+  bool start_patch();
+  // Runs one cell of the last grid alone (as a click does); cell_done() follows.
+  bool apply_cell(int layer, int index);
+  bool busy() const { return busy_; }
+  const core::PatchResult& patch_result() const { return patch_; }
+  const core::PatchCell& cell() const { return cell_; }
+  QTableWidget* patch_grid() const { return patch_grid_; }
+  QLabel* patch_info() const { return patch_info_; }
+
  signals:
-  void changed();
+  void changed();       // the ablation changed: the analysis reruns
+  void patch_edited();  // the patching setup changed: the session is saved, nothing reruns
   void scan_done();
+  void patch_done();
+  void cell_done();
 
  private:
   void rebuild(int layers, int heads);
   void paint_cells();
   void update_summary();
+  void paint_patch();
+  void set_busy(bool busy);
+  // Runs `work` on the worker thread; the function it returns then runs on the GUI thread (not
+  // when the dock is gone by then).
+  void launch(std::function<std::function<void()>()> work);
 
   QComboBox* mode_ = nullptr;
   QTableWidget* grid_ = nullptr;
@@ -62,6 +95,18 @@ class InterventionsDock : public QDockWidget {
   std::vector<float> scan_;  // f32 [L, H] loss rise, empty before a scan
   double scan_loss_ = 0;
   bool scanning_ = false;
+  bool busy_ = false;  // a scan or a patching job runs (one at a time)
+
+  QLineEdit *corrupt_ = nullptr, *target_ = nullptr, *foil_ = nullptr;
+  QComboBox* over_ = nullptr;
+  QPushButton* patch_button_ = nullptr;
+  QTableWidget* patch_grid_ = nullptr;
+  QLabel* patch_info_ = nullptr;
+  core::PatchResult patch_;  // the last grid (rows 0 before one ran)
+  core::PatchCell cell_;     // the last cell applied alone
+  int cell_layer_ = -1, cell_index_ = -1;
+  std::vector<int32_t> clean_ids_, corrupt_ids_;  // of the last grid
+  int32_t target_id_ = 0, foil_id_ = 0;
   std::shared_ptr<bool> alive_;  // cleared on destruction: a late scan result is dropped
   std::thread worker_;           // the scan (joined before the next and on destruction)
 };

@@ -258,6 +258,8 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   });
   connect(variants_, &VariantsDock::changed, this, [this] { schedule_analysis(150); });
   connect(interventions_, &InterventionsDock::changed, this, [this] { schedule_analysis(150); });
+  connect(interventions_, &InterventionsDock::patch_edited, this,
+          [this] { start_autosave_timer(); });
 
   build_menus();
 
@@ -495,6 +497,7 @@ void MainWindow::sync_session() {
   // An ablation needs a model; switching to tensors or a synthetic problem leaves it aside.
   const bool model_free = s.input.kind == "tensors" || s.input.kind == "synthetic";
   s.ablation = model_free ? core::SessionAblation{} : interventions_->ablation();
+  s.patch = interventions_->patch_setup();
   s.view.show_dense = variants_->show_dense() || s.variants.empty();
   s.backend = model_->backend();
   s.layer = model_->layer();
@@ -546,6 +549,7 @@ void MainWindow::show_session() {
   variants_->set_show_dense(s.view.show_dense);
   interventions_->blockSignals(true);
   interventions_->set_ablation(s.ablation);
+  interventions_->set_patch_setup(s.patch);
   interventions_->blockSignals(false);
   model_->show_info(std::nullopt, "Loading...", 64, 64);
   model_->set_selection(s.layer, s.head);

@@ -43,6 +43,7 @@ Session sample() {
   s.substitute_layers = {1, 2};
   s.ablation.heads = {"L0H3", "L1H0"};
   s.ablation.mode = "mean";
+  s.patch = {"And Moses said", " and", " upon", "patterns"};
   s.view.view = "grid";
   s.view.log_scale = true;
   s.view.vmax = 0.5;
@@ -64,10 +65,17 @@ TEST(Session, JsonRoundTripIsExact) {
   EXPECT_EQ(r.extra["gui"]["dock"], "left");
   EXPECT_EQ(r.ablation.heads, s.ablation.heads);
   EXPECT_EQ(r.ablation.mode, "mean");
+  EXPECT_EQ(r.patch.corrupt, "And Moses said");
+  EXPECT_EQ(r.patch.target, " and");
+  EXPECT_EQ(r.patch.foil, " upon");
+  EXPECT_EQ(r.patch.over, "patterns");
   // Sessions written before ablations existed read as no ablation.
   nlohmann::json old = j;
   old.erase("ablation");
+  old.erase("patch");
   EXPECT_TRUE(session_from_json(old).ablation.empty());
+  EXPECT_TRUE(session_from_json(old).patch.empty());
+  EXPECT_EQ(session_from_json(old).patch.over, "positions");
 }
 
 TEST(Session, SaveIsAtomicAndReloads) {
@@ -108,6 +116,10 @@ TEST(Session, BadFilesGiveClearErrors) {
   j["ablation"]["mode"] = "resample";
   write(d + "/ablation_mode.json", j.dump());
   expect_error(d + "/ablation_mode.json", ErrorCode::Format, "ablation.mode must be zero or mean");
+  j["ablation"]["mode"] = "zero";
+  j["patch"]["over"] = "tokens";
+  write(d + "/patch_over.json", j.dump());
+  expect_error(d + "/patch_over.json", ErrorCode::Format, "patch.over must be heads, positions");
   j = session_to_json(sample());
   j["ablation"]["heads"] = {"L0H3", "head three"};
   write(d + "/ablation_head.json", j.dump());

@@ -12,6 +12,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
+#include <QLabel>
 #include <QMouseEvent>
 #include <QTableWidget>
 #include <QVersionNumber>
@@ -39,6 +40,7 @@
 #include "compute/error.h"
 #include "gui_driver.h"
 #include "models/arch/default_models.h"
+#include "models/arch/text_input.h"
 
 namespace attn::gui::test {
 namespace {
@@ -294,6 +296,76 @@ TEST(Gui, InterventionsDockAblatesAHeadLive) {
   EXPECT_EQ(w2.analysis()->session.ablation.heads, std::vector<std::string>{"L0H3"});
   EXPECT_EQ(w2.interventions_dock()->ablation().heads, std::vector<std::string>{"L0H3"});
   EXPECT_TRUE(w2.analysis()->ablation_effect);
+  std::filesystem::remove(path);
+}
+
+// Activation patching in the Interventions dock: the session's text is the clean run; the grid is
+// the core's, a click on a cell runs that patch alone, and the setup is saved with the session.
+TEST(Gui, InterventionsDockPatchesPositionsLive) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  GuiOptions o = base_options();
+  o.text = "And God said, Let there be light";
+  o.variants = {"window(size=8)"};
+  const std::string path =
+      QDir::temp().filePath("attnscope-gui-patch.attnscope.json").toStdString();
+  {
+    MainWindow w(o);
+    show_and_time(w);
+    ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
+    InterventionsDock* dock = w.interventions_dock();
+    dock->raise();
+    // A corrupt text of another length is refused with a message, nothing runs.
+    dock->set_patch_setup(
+        {"And the Lord God said, Let there be light", " and", " upon", "positions"});
+    ASSERT_TRUE(dock->start_patch());
+    EXPECT_NE(dock->patch_info()->text().indexOf("same length"), -1)
+        << dock->patch_info()->text().toStdString();
+    EXPECT_EQ(dock->patch_result().rows, 0);
+    dock->set_patch_setup({"And Moses said, Let there be light", " and", " upon", "positions"});
+    ASSERT_TRUE(dock->start_patch());
+    ASSERT_TRUE(wait_until([&] { return !dock->busy(); }, 60000));
+    const auto a = w.analysis();
+    const core::PatchResult& r = dock->patch_result();
+    ASSERT_EQ(r.rows, a->n_layers());
+    ASSERT_EQ(r.cols, a->n_tokens());
+    QTableWidget* grid = dock->patch_grid();
+    ASSERT_EQ(grid->rowCount(), r.rows);
+    ASSERT_EQ(grid->columnCount(), r.cols);
+    // The core on the same model and tokens gives the same grid.
+    const auto model = core::cached_model("default-text");
+    const std::vector<int32_t> corrupt =
+        encode_for_model(*model, "And Moses said, Let there be light", "c").ids;
+    core::PatchOptions po;
+    po.over = "positions";
+    const core::PatchResult want = core::activation_patching(
+        *model, a->input.ids, corrupt, core::single_token(*model, " and", "t"),
+        core::single_token(*model, " upon", "f"), po);
+    ASSERT_EQ(want.effect.size(), r.effect.size());
+    for (size_t i = 0; i < r.effect.size(); ++i) EXPECT_NEAR(r.effect[i], want.effect[i], 1e-6);
+    // A real click on the last layer's cell at the changed token (position of "Moses").
+    int changed = 0;
+    for (int t = 0; t < r.cols; ++t)
+      if (a->input.ids[size_t(t)] != corrupt[size_t(t)]) changed = t;
+    const int last = r.rows - 1;
+    click(grid->viewport(), grid->visualItemRect(grid->item(last, changed)).center());
+    ASSERT_TRUE(wait_until([&] { return !dock->busy(); }, 60000));
+    EXPECT_EQ(dock->cell().layer, last);
+    EXPECT_EQ(dock->cell().index, changed);
+    EXPECT_NEAR(dock->cell().effect, r.effect[size_t(last) * r.cols + changed], 1e-5);
+    EXPECT_NE(dock->patch_info()->text().indexOf("patched:"), -1);
+    dock->grab().toImage().save(screenshot_path("patching_dock.png"));
+    w.save_session_as(QString::fromStdString(path));
+  }
+  const Session s = load_session(path);
+  EXPECT_EQ(s.patch.corrupt, "And Moses said, Let there be light");
+  EXPECT_EQ(s.patch.target, " and");
+  EXPECT_EQ(s.patch.over, "positions");
+  GuiOptions o2 = base_options();
+  o2.session = path;
+  MainWindow w2(o2);
+  show_and_time(w2);
+  ASSERT_TRUE(wait_settled(w2, 60000)) << w2.last_error().toStdString();
+  EXPECT_EQ(w2.interventions_dock()->patch_setup().foil, " upon");
   std::filesystem::remove(path);
 }
 

@@ -25,7 +25,7 @@ mkdir -p "$out"
   --repeats 0 --json "$here/ablation_corpus_mean.json" > "$here/ablation_corpus_mean.txt"
 clean='And the LORD spake unto Moses, saying, Speak unto the children of'
 corrupt='And the LORD spake unto Aaron, saying, Speak unto the children of'
-for over in heads positions; do
+for over in heads positions patterns; do
   "$bin" patch --model default-text --clean "$clean" --corrupt "$corrupt" \
     --target ' Israel' --foil ' Aaron' --over "$over" \
     --json "$here/patch_$over.json" --figure "$here/patch_$over.png" | tee "$here/patch_$over.txt"
