@@ -307,15 +307,18 @@ int ablate(const AnalyzeOptions& o, const core::Session& s,
   ModelInput in;
   in.ids = ti.ids;
   in.labels = ti.labels;
-  usage((o.ablate_mode == "resample") == !o.resample_text.empty(),
-        "--ablate-mode resample takes the other input from --resample-text (and only then)");
+  const bool other_input = o.ablate_mode == "resample" || o.ablate_mode == "pattern";
+  usage(other_input == !o.resample_text.empty(),
+        "--ablate-mode resample and pattern take the other input from --resample-text (and only "
+        "then)");
   Intervention iv;
-  if (o.ablate_mode == "resample") {
+  if (other_input) {
     const TextInput src = encode_for_model(*model, o.resample_text, "--resample-text");
     usage(src.ids.size() == in.ids.size(),
           "--resample-text is " + std::to_string(src.ids.size()) + " tokens but the input is " +
-              std::to_string(in.ids.size()) + ": resample ablation needs the same length");
-    iv = core::resample_ablation(*model, heads, src.ids, int(in.ids.size()), o.threads);
+              std::to_string(in.ids.size()) + ": " + o.ablate_mode + " needs the same length");
+    iv = core::resample_ablation(*model, heads, src.ids, int(in.ids.size()), o.threads,
+                                 o.ablate_mode == "pattern");
   } else {
     iv = core::ablation(heads, mode);
   }
@@ -390,9 +393,10 @@ int analyze_over_dataset(const AnalyzeOptions& o) {
     s.variant_backends.clear();
   }
   if (!o.ablate.empty()) {
-    usage(o.ablate_mode != "resample",
-          "--ablate-mode resample takes one other input: over a dataset ablate by zero or mean "
-          "(the head's mean over every record)");
+    usage(o.ablate_mode == "zero" || o.ablate_mode == "mean",
+          "--ablate-mode " + o.ablate_mode +
+              " takes one other input: over a dataset ablate by zero or mean (the head's mean "
+              "over every record)");
     s.ablation.heads.clear();
     try {
       for (const auto& [l, h] : core::parse_heads(o.ablate))
@@ -533,12 +537,13 @@ void add_analyze_command(CLI::App& app, Action& action) {
   cmd->add_option("--ablate-mode", o.ablate_mode,
                   "zero: the head's output set to 0; mean: to its mean over the input's "
                   "positions; resample: to its output on --resample-text (before the output "
-                  "projection, whose bias is still added)")
+                  "projection, whose bias is still added); pattern: the head attends with its "
+                  "attention pattern on --resample-text (pattern patching)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"zero", "mean", "resample"}));
+      ->check(CLI::IsMember({"zero", "mean", "resample", "pattern"}));
   cmd->add_option("--resample-text", o.resample_text,
-                  "--ablate-mode resample: the heads' outputs come from this text (same number of "
-                  "tokens)");
+                  "--ablate-mode resample / pattern: the heads' outputs / patterns come from this "
+                  "text (same number of tokens)");
   cmd->add_option("--dataset", o.dataset.dataset,
                   "Analyse every record of a dataset instead of one input: JSONL ({\"text\": "
                   "...}), a folder of .txt, a folder of images, or Fashion-MNIST's IDX folder; "

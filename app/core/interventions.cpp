@@ -70,8 +70,9 @@ HeadEdit::Mode ablation_mode(const std::string& name) {
   if (name == "zero") return HeadEdit::Zero;
   if (name == "mean") return HeadEdit::Mean;
   if (name == "resample") return HeadEdit::Replace;
+  if (name == "pattern") return HeadEdit::Pattern;
   throw Error(ErrorCode::InvalidArgument,
-              "unknown ablation mode '" + name + "' (known: zero, mean, resample)");
+              "unknown ablation mode '" + name + "' (known: zero, mean, resample, pattern)");
 }
 
 Intervention ablation(const std::vector<std::pair<int, int>>& heads, HeadEdit::Mode mode) {
@@ -87,23 +88,26 @@ Intervention ablation(const std::vector<std::pair<int, int>>& heads, HeadEdit::M
 }
 
 Intervention resample_ablation(const Model& model, const std::vector<std::pair<int, int>>& heads,
-                               const std::vector<int32_t>& source, int n, int threads) {
+                               const std::vector<int32_t>& source, int n, int threads,
+                               bool pattern) {
   require(int(source.size()) == n, ErrorCode::InvalidArgument,
-          "resample ablation: the source input has " + std::to_string(source.size()) +
-              " tokens, the input " + std::to_string(n) + "; they must be the same length");
+          std::string(pattern ? "pattern patching" : "resample ablation") +
+              ": the source input has " + std::to_string(source.size()) + " tokens, the input " +
+              std::to_string(n) + "; they must be the same length");
   check_heads(heads, model.info());
-  Capture cap(HookSelection::parse("blocks.*.attn.out"));
+  Capture cap(HookSelection::parse(pattern ? "blocks.*.attn.pattern" : "blocks.*.attn.out"));
   run(model, source, nullptr, &cap, threads);
-  const int d = model.info().head_dim;
+  // A head's slice: its output f32 [n, d], or its pattern f32 [n, n].
+  const size_t per = size_t(n) * size_t(pattern ? n : model.info().head_dim);
   Intervention iv;
   for (const auto& [l, h] : heads) {
     HeadEdit e;
-    e.mode = HeadEdit::Replace;
+    e.mode = pattern ? HeadEdit::Pattern : HeadEdit::Replace;
     e.layer = l;
     e.head = h;
-    const auto& out = cap.layers[size_t(l)].out;
-    e.values.assign(out.begin() + ptrdiff_t(size_t(h) * n * d),
-                    out.begin() + ptrdiff_t(size_t(h + 1) * n * d));
+    const auto& from = pattern ? cap.layers[size_t(l)].pattern : cap.layers[size_t(l)].out;
+    e.values.assign(from.begin() + ptrdiff_t(size_t(h) * per),
+                    from.begin() + ptrdiff_t(size_t(h + 1) * per));
     iv.heads.push_back(std::move(e));
   }
   return iv;

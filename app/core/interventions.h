@@ -34,17 +34,21 @@ namespace attn::core {
 std::vector<std::pair<int, int>> parse_heads(const std::string& list);
 // Throws Error(InvalidArgument) for a layer or head the model does not have.
 void check_heads(const std::vector<std::pair<int, int>>& heads, const ModelInfo& info);
-// "zero" | "mean" | "resample" -> the edit's mode (resample: Replace with another input's
-// output, see resample_ablation); throws Error(InvalidArgument) listing the modes.
+// "zero" | "mean" | "resample" | "pattern" -> the edit's mode (resample: Replace with another
+// input's output; pattern: attend with another input's pattern; see resample_ablation); throws
+// Error(InvalidArgument) listing the modes.
 HeadEdit::Mode ablation_mode(const std::string& name);
 
 // The edits that ablate `heads` (every position).
 Intervention ablation(const std::vector<std::pair<int, int>>& heads, HeadEdit::Mode mode);
 // Resample ablation: each listed head's output replaced by the same head's output on another
 // input `source` (run here; the hook blocks.L.attn.out), which must have the length of the input
-// it is applied to (`n`; Error(InvalidArgument) naming both lengths otherwise).
+// it is applied to (`n`; Error(InvalidArgument) naming both lengths otherwise). With `pattern`,
+// pattern patching instead: each head attends with its attention pattern on `source`
+// (blocks.L.attn.pattern) over this input's values.
 Intervention resample_ablation(const Model& model, const std::vector<std::pair<int, int>>& heads,
-                               const std::vector<int32_t>& source, int n, int threads = 0);
+                               const std::vector<int32_t>& source, int n, int threads = 0,
+                               bool pattern = false);
 
 // A forward pass with an intervention beside the plain one on the same input; `hooks` (may be
 // empty) are captured in the intervened pass.

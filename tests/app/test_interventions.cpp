@@ -204,17 +204,21 @@ TEST(Interventions, ResampleAblationIsPatchingFromTheOtherInput) {
   const std::vector<int32_t> corrupt = read_ids(iv_dir("gpt2") + "/corrupt_ids.npy");
   const nlohmann::json meta = nlohmann::json::parse(std::ifstream(iv_dir("gpt2") + "/patch.json"));
   const int32_t t = meta["target"], f = meta["foil"];
-  const auto want = read_npy(iv_dir("gpt2") + "/patch_heads.npy").to_f32();
   const double span = double(meta["ld_clean"]) - double(meta["ld_corrupt"]);
   const int H = model->info().n_heads, N = int(clean.size());
-  for (int l = 0; l < model->info().n_layers; ++l)
-    for (int h = 0; h < H; ++h) {
-      const Intervention iv = core::resample_ablation(*model, {{l, h}}, clean, N);
-      const ModelOutput out = forward(*model, corrupt, &iv);
-      const float* last = out.logits.data() + size_t(N - 1) * out.n_logits;
-      const double effect = (double(last[t]) - last[f] - double(meta["ld_corrupt"])) / span;
-      EXPECT_NEAR(effect, want[size_t(l * H + h)], 1e-5) << head_name(l, h);
-    }
+  // Outputs (resample) and attention patterns (pattern patching) taken from the clean input.
+  for (const bool pattern : {false, true}) {
+    const auto want =
+        read_npy(iv_dir("gpt2") + (pattern ? "/patch_patterns.npy" : "/patch_heads.npy")).to_f32();
+    for (int l = 0; l < model->info().n_layers; ++l)
+      for (int h = 0; h < H; ++h) {
+        const Intervention iv = core::resample_ablation(*model, {{l, h}}, clean, N, 0, pattern);
+        const ModelOutput out = forward(*model, corrupt, &iv);
+        const float* last = out.logits.data() + size_t(N - 1) * out.n_logits;
+        const double effect = (double(last[t]) - last[f] - double(meta["ld_corrupt"])) / span;
+        EXPECT_NEAR(effect, want[size_t(l * H + h)], 1e-5) << head_name(l, h) << " " << pattern;
+      }
+  }
   std::vector<int32_t> shorter(clean.begin(), clean.end() - 1);
   try {
     core::resample_ablation(*model, {{0, 0}}, shorter, N);
@@ -418,6 +422,18 @@ TEST(Interventions, AnalyzeAblateDumpsTheAblatedPass) {
   const CliRun no_source =
       cli("analyze --model default-text --text hi --ablate 0.3 --ablate-mode resample");
   EXPECT_EQ(no_source.status, 2) << no_source.out;
+  // Pattern patching from the other text: a different pass than resampling the output.
+  const CliRun pattern =
+      cli("analyze --model default-text --text 'And God said' --ablate 0.3 "
+          "--ablate-mode pattern --resample-text 'And Moses said' --json " +
+          (dir / "p.json").string());
+  EXPECT_EQ(pattern.status, 0) << pattern.out;
+  const nlohmann::json pj = nlohmann::json::parse(std::ifstream(dir / "p.json"));
+  EXPECT_EQ(pj["mode"], "pattern");
+  EXPECT_NE(double(pj["next_token_kl"]),
+            double(nlohmann::json::parse(std::ifstream(dir / "r.json"))["next_token_kl"]));
+  EXPECT_EQ(cli("analyze --model default-text --text hi --ablate 0.3 --ablate-mode pattern").status,
+            2);
 }
 
 // A session's ablation: the analysis core runs every pass on the ablated model (the GUI's
