@@ -11,6 +11,7 @@
 #include "app/core/dataset_analysis.h"
 #include "app/core/head_metrics.h"
 #include "app/core/image_dataset.h"
+#include "app/core/sweep.h"
 #include "app/core/text_dataset.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
@@ -62,10 +63,9 @@ std::vector<core::DatasetItem> read_items(const Model& model, const std::string&
 
 }  // namespace
 
-int analyze_dataset(const core::Session& s, const std::string& session_path,
-                    const AnalyzeDatasetArgs& a) {
-  usage(a.limit >= 0, "--limit must be >= 0");
-  usage(a.bootstrap >= 0, "--bootstrap must be >= 0");
+namespace {
+
+void check_figure_options(const AnalyzeDatasetArgs& a) {
   if (!a.figure.empty()) {
     try {
       fig::check_figure_path(a.figure);
@@ -80,35 +80,20 @@ int analyze_dataset(const core::Session& s, const std::string& session_path,
       throw UsageError(std::string("--figure-metric: ") + e.what());
     }
   }
-  const auto model = core::cached_model(is_default_model_name(s.model.id)
-                                            ? s.model.id
-                                            : core::resolve_session_path(session_path, s.model.id));
-  const std::vector<core::DatasetItem> items = read_items(*model, a.dataset, a.limit);
-  int panel = 0;
-  if (!a.figure_variant.empty()) {
-    panel = -1;
-    for (size_t i = 0; i < s.variants.size(); ++i)
-      if (s.variants[i] == a.figure_variant) panel = int(i) + 1;
-    if (a.figure_variant == "dense") panel = 0;
-    usage(panel >= 0, "--figure-variant " + a.figure_variant + " is not one of --variants");
-  }
-  if (!a.quiet)
-    std::fprintf(stderr, "analyze: dense + %zu variants over %zu records of %s on %s\n",
-                 s.variants.size(), items.size(), a.dataset.c_str(), s.model.id.c_str());
-  Progress progress(int(items.size()), a.quiet, "analyze");
-  core::DatasetAnalysisOptions o;
-  o.analysis.threads = a.threads;
-  o.analysis.end_to_end = a.end_to_end;
-  o.bootstrap = a.bootstrap;
-  o.progress = [&](int64_t done, int64_t) {
-    progress.step(int(done), items[size_t(done - 1)].name);
-  };
-  core::DatasetAnalysis d = core::analyze_dataset(s, session_path, items, o);
-  d.dataset = a.dataset;
+}
 
-  const bool vision = model->info().vision;
+void write_json(const std::string& path, const nlohmann::json& j) {
+  std::ofstream f(path);
+  require(bool(f), ErrorCode::Io, path + ": cannot write");
+  f << j.dump(1) << "\n";
+  require(bool(f), ErrorCode::Io, path + ": write failed");
+}
+
+// The table, the JSON and the figure of a summary.
+void report(const core::DatasetAnalysis& d, const AnalyzeDatasetArgs& a, bool write_summary) {
+  const bool vision = d.panels.empty() || !std::isfinite(d.panels[0].loss.mean);
   std::printf("model: %s \u2014 %lld records of %s (%lld cut to the context), %.1f s\n",
-              s.model.id.c_str(), (long long)d.records, a.dataset.c_str(), (long long)d.truncated,
+              d.model.c_str(), (long long)d.records, d.dataset.c_str(), (long long)d.truncated,
               d.seconds);
   if (!d.ablation_heads.empty()) {
     std::printf("ablated: %s (%s) in every pass; the ablated model against the plain one:",
@@ -146,14 +131,16 @@ int analyze_dataset(const core::Session& s, const std::string& session_path,
               a.bootstrap,
               vision ? "; accuracy against the dataset's labels"
                      : "; loss: next-token loss in nats, rise paired record by record");
-  if (!a.json_out.empty()) {
-    std::ofstream f(a.json_out);
-    require(bool(f), ErrorCode::Io, a.json_out + ": cannot write");
-    f << core::dataset_analysis_json(d).dump(1) << "\n";
-    require(bool(f), ErrorCode::Io, a.json_out + ": write failed");
-  }
+  if (write_summary && !a.json_out.empty()) write_json(a.json_out, core::dataset_analysis_json(d));
   if (!a.figure.empty()) {
-    const bool grid = !a.figure_metric.empty() || s.variants.empty();
+    int panel = 0;
+    if (!a.figure_variant.empty() && a.figure_variant != "dense") {
+      panel = -1;
+      for (size_t i = 1; i < d.panels.size(); ++i)
+        if (d.panels[i].spec == a.figure_variant) panel = int(i);
+      usage(panel >= 0, "--figure-variant " + a.figure_variant + " is not one of the variants");
+    }
+    const bool grid = !a.figure_metric.empty() || d.panels.size() == 1;
     const core::FigureData fd =
         grid ? core::dataset_analysis_grid(d, a.figure_metric.empty() ? "entropy" : a.figure_metric,
                                            panel)
@@ -163,6 +150,77 @@ int analyze_dataset(const core::Session& s, const std::string& session_path,
         grid ? fig::fit_height(fd, {2100, 0, 300}) : core::FigureSize{2100, 1350, 300});
     if (!a.quiet) std::fprintf(stderr, "wrote %s\n", a.figure.c_str());
   }
+}
+
+}  // namespace
+
+int analyze_dataset(const core::Session& s, const std::string& session_path,
+                    const AnalyzeDatasetArgs& a) {
+  usage(a.limit >= 0, "--limit must be >= 0");
+  usage(a.bootstrap >= 0, "--bootstrap must be >= 0");
+  usage(a.merge.empty(), "--merge joins shard files: it does not go with --dataset");
+  check_figure_options(a);
+  core::Shard shard;
+  if (!a.shard.empty()) {
+    try {
+      shard = core::parse_shard(a.shard);
+    } catch (const Error& e) {
+      throw UsageError(std::string("--shard: ") + e.what());
+    }
+    usage(!a.json_out.empty(),
+          "--shard writes its records' samples to --json, for analyze --merge: give --json");
+  }
+  const auto model = core::cached_model(is_default_model_name(s.model.id)
+                                            ? s.model.id
+                                            : core::resolve_session_path(session_path, s.model.id));
+  std::vector<core::DatasetItem> all = read_items(*model, a.dataset, a.limit);
+  for (size_t i = 0; i < all.size(); ++i) all[i].index = int64_t(i);
+  std::vector<core::DatasetItem> mine;
+  for (int i : core::shard_items(int(all.size()), shard)) mine.push_back(all[size_t(i)]);
+  usage(!mine.empty(),
+        "--shard " + a.shard + " owns none of the " + std::to_string(all.size()) + " records");
+  if (!a.quiet)
+    std::fprintf(stderr, "analyze: dense + %zu variants over %zu records of %s on %s%s\n",
+                 s.variants.size(), mine.size(), a.dataset.c_str(), s.model.id.c_str(),
+                 a.shard.empty() ? "" : (" (shard " + a.shard + ")").c_str());
+  Progress progress(int(mine.size()), a.quiet, "analyze");
+  core::DatasetAnalysisOptions o;
+  o.analysis.threads = a.threads;
+  o.analysis.end_to_end = a.end_to_end;
+  o.bootstrap = a.bootstrap;
+  o.mean_over = &all;
+  o.progress = [&](int64_t done, int64_t) {
+    progress.step(int(done), mine[size_t(done - 1)].name);
+  };
+  core::DatasetSamples samples = core::collect_dataset(s, session_path, mine, o);
+  samples.dataset = a.dataset;
+  if (!a.shard.empty()) {
+    write_json(a.json_out, core::dataset_samples_json(samples));
+    if (!a.quiet)
+      std::fprintf(stderr, "wrote %s (shard %s: %zu records; join with analyze --merge)\n",
+                   a.json_out.c_str(), a.shard.c_str(), mine.size());
+  }
+  report(core::summarize_dataset(samples, a.bootstrap), a, a.shard.empty());
+  return 0;
+}
+
+int merge_dataset_shards(const AnalyzeDatasetArgs& a) {
+  usage(a.bootstrap >= 0, "--bootstrap must be >= 0");
+  check_figure_options(a);
+  std::vector<core::DatasetSamples> shards;
+  for (const std::string& f : a.merge) {
+    std::ifstream in(f);
+    require(bool(in), ErrorCode::Io, f + ": cannot open shard file");
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(ErrorCode::Format, f + ": not JSON: " + e.what());
+    }
+    shards.push_back(core::dataset_samples_from_json(j, f));
+  }
+  const core::DatasetSamples merged = core::merge_dataset_samples(shards);
+  report(core::summarize_dataset(merged, a.bootstrap), a, true);
   return 0;
 }
 

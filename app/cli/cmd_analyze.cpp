@@ -439,11 +439,20 @@ int analyze(const AnalyzeOptions& o) {
     return std::chrono::duration<double>(Clock::now() - t).count();
   };
   const auto t_start = Clock::now();
+  if (!o.dataset.merge.empty()) {
+    usage(o.dataset.dataset.empty() && o.given_inputs == 0 && o.tensors.empty() &&
+              o.model.empty() && o.session.empty() && o.variants.empty() && o.ablate.empty(),
+          "--merge joins the shard files of analyze --dataset --shard: give only the files and "
+          "the output options (--json, --figure, --bootstrap)");
+    AnalyzeDatasetArgs a = o.dataset;
+    a.json_out = o.json_out;
+    return merge_dataset_shards(a);
+  }
   if (!o.dataset.dataset.empty()) return analyze_over_dataset(o);
   usage(o.dataset.figure.empty() && o.dataset.figure_metric.empty() &&
-            o.dataset.figure_variant.empty() && o.dataset.limit == 0,
-        "--figure, --figure-metric, --figure-variant and --limit go with --dataset (one input's "
-        "figures: attnscope render)");
+            o.dataset.figure_variant.empty() && o.dataset.limit == 0 && o.dataset.shard.empty(),
+        "--figure, --figure-metric, --figure-variant, --limit and --shard go with --dataset (one "
+        "input's figures: attnscope render)");
   std::string session_path;
   const core::Session s = session_of(o, session_path);
   const auto model = check_against_model(o, s, session_path);  // held: analyze reuses it
@@ -559,6 +568,12 @@ void add_analyze_command(CLI::App& app, Action& action) {
   cmd->add_option("--figure-variant", o.dataset.figure_variant,
                   "--dataset: the grid figure's variant (one of --variants; default dense)");
   cmd->add_flag("--quiet", o.dataset.quiet, "--dataset: no progress bar");
+  cmd->add_option("--shard", o.dataset.shard,
+                  "--dataset: analyse every n-th record from the i-th (i/n, 0-based) and write "
+                  "their samples to --json, for --merge");
+  cmd->add_option("--merge", o.dataset.merge,
+                  "Join the --json files of --shard runs and report them as one run")
+      ->expected(1, -1);
   cmd->callback([&action, inputs] {
     o.given_inputs = 0;
     for (CLI::Option* opt : inputs) o.given_inputs += opt->count() > 0;

@@ -24,7 +24,8 @@ namespace attn::core {
 
 // One record: an input the session's model takes, with a name for messages.
 struct DatasetItem {
-  std::string name;  // "pairs.jsonl:3", "t10k-images-idx3-ubyte.gz:17"
+  std::string name;    // "pairs.jsonl:3", "t10k-images-idx3-ubyte.gz:17"
+  int64_t index = -1;  // its place in the whole dataset (shards); -1 = its place in the list
   SessionInput input;
   Image8 image;    // input.kind "image" with an in-memory image (IDX records); empty = read file
   int label = -1;  // class index of a labelled image; -1 = none
@@ -74,14 +75,54 @@ struct DatasetAnalysisOptions {
   uint64_t seed = 1234;
   // After each record: records done, records in all.
   std::function<void(int64_t done, int64_t total)> progress;
+  // Corpus-mean ablation averages over these records (a shard's: the whole dataset's, so every
+  // shard ablates with the same mean); null = the analysed items.
+  const std::vector<DatasetItem>* mean_over = nullptr;
+};
+
+// What every record gave, before any averaging: the unit of sharding. Values are per record in
+// `index` order; NaN where a record has none.
+struct PanelSamples {
+  std::string spec;
+  std::vector<std::vector<std::vector<double>>> heads;  // [metric][layer * H + head][record]
+  std::vector<double> density, rel_error, mass_recall, row_kl, flops;
+  std::vector<double> kl, top1, class_agree, loss, correct;
+};
+struct DatasetSamples {
+  std::string model, dataset;
+  int n_layers = 0, n_heads = 0;
+  std::vector<std::string> metrics;  // head_metrics() names
+  std::vector<int64_t> index;        // [record] its place in the whole dataset, ascending
+  std::vector<std::string> names;    // [record]
+  std::vector<int> truncated;        // [record] 1 = cut to the model's context
+  std::vector<PanelSamples> panels;  // [0] dense, then the session's variants
+  std::string ablation_heads, ablation_mode;
+  std::vector<double> ablation_kl, ablation_top1, ablation_class, plain_loss;  // [record]
+  double seconds = 0;
 };
 
 // Runs `s` (its model, variants, substitution and ablation; its input is ignored) on every item.
 // Throws Error(InvalidArgument) for an empty dataset, a record the model cannot take (named), a
 // model-free session (tensors, synthetic), or an ablation mode other than zero or mean.
+DatasetSamples collect_dataset(const Session& s, const std::string& session_path,
+                               const std::vector<DatasetItem>& items,
+                               const DatasetAnalysisOptions& o = {});
+// Means and intervals of the samples (the intervals resample the records in `index` order, so
+// merged shards give the single run's numbers exactly).
+DatasetAnalysis summarize_dataset(const DatasetSamples& d, int bootstrap = 1000,
+                                  uint64_t seed = 1234);
+// collect_dataset() then summarize_dataset().
 DatasetAnalysis analyze_dataset(const Session& s, const std::string& session_path,
                                 const std::vector<DatasetItem>& items,
                                 const DatasetAnalysisOptions& o = {});
+
+// Shards: samples as JSON (a `--shard` run's file; NaN as null) and back, and merged. Parsing
+// throws Error(Format) naming `source`; merging throws Error(Format) when the shards differ in
+// model, dataset, variants, ablation or shape, or a record appears twice.
+nlohmann::json dataset_samples_json(const DatasetSamples& d);
+bool is_dataset_samples_json(const nlohmann::json& j);
+DatasetSamples dataset_samples_from_json(const nlohmann::json& j, const std::string& source);
+DatasetSamples merge_dataset_samples(const std::vector<DatasetSamples>& shards);
 
 // The per-head means of every record's head outputs (the hook blocks.L.attn.out): f32
 // [L * H][head_dim], over every position of every token sequence. What corpus-mean ablation

@@ -41,6 +41,11 @@ std::vector<core::DatasetItem> text_items() {
   return items;
 }
 
+// Equal, or both NaN (a value no record has).
+bool same(double a, double b) {
+  return a == b || (std::isnan(a) && std::isnan(b));
+}
+
 core::Session text_session() {
   core::Session s;
   s.model.id = "default-text";
@@ -254,6 +259,69 @@ TEST(DatasetAnalysis, ImageAccuracyAgainstLabelsAndBadRecordsNamed) {
   EXPECT_THROW(core::analyze_dataset(s, "", text, o), Error);
 }
 
+// Shards: every n-th record each, samples through JSON, merged: the single run's numbers, exactly
+// (the intervals resample the same records in the same order). Corpus means come from the whole
+// dataset in every shard.
+TEST(DatasetAnalysis, ShardsMergeToTheSingleRun) {
+  REQUIRE_MODEL("default-text");
+  core::Session s = text_session();
+  s.ablation.heads = {"L1H2"};
+  s.ablation.mode = "mean";
+  std::vector<core::DatasetItem> all = text_items();
+  for (size_t i = 0; i < all.size(); ++i) all[i].index = int64_t(i);
+  core::DatasetAnalysisOptions o;
+  o.bootstrap = 200;
+  const core::DatasetAnalysis whole = core::analyze_dataset(s, "", all, o);
+  o.mean_over = &all;
+  std::vector<core::DatasetSamples> shards;
+  for (int k = 0; k < 2; ++k) {
+    std::vector<core::DatasetItem> mine;
+    for (size_t i = size_t(k); i < all.size(); i += 2) mine.push_back(all[i]);
+    core::DatasetSamples x = core::collect_dataset(s, "", mine, o);
+    x.dataset = "corpus";
+    // Through the file format.
+    const nlohmann::json j = nlohmann::json::parse(core::dataset_samples_json(x).dump());
+    ASSERT_TRUE(core::is_dataset_samples_json(j));
+    shards.push_back(core::dataset_samples_from_json(j, "shard" + std::to_string(k)));
+  }
+  // Shards in either order.
+  const core::DatasetSamples merged = core::merge_dataset_samples({shards[1], shards[0]});
+  EXPECT_EQ(merged.index, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  const core::DatasetAnalysis m = core::summarize_dataset(merged, 200);
+  ASSERT_EQ(m.panels.size(), whole.panels.size());
+  EXPECT_EQ(m.records, 5);
+  for (size_t p = 0; p < m.panels.size(); ++p) {
+    EXPECT_DOUBLE_EQ(m.panels[p].loss.mean, whole.panels[p].loss.mean);
+    EXPECT_DOUBLE_EQ(m.panels[p].loss.lo, whole.panels[p].loss.lo);
+    EXPECT_DOUBLE_EQ(m.panels[p].loss.hi, whole.panels[p].loss.hi);
+    EXPECT_TRUE(same(m.panels[p].loss_rise.hi, whole.panels[p].loss_rise.hi));
+    for (size_t k = 0; k < m.panels[p].mean.size(); ++k)
+      for (size_t i = 0; i < m.panels[p].mean[k].size(); ++i) {
+        EXPECT_TRUE(same(m.panels[p].mean[k][i], whole.panels[p].mean[k][i])) << p << " " << k;
+        EXPECT_TRUE(same(m.panels[p].hi[k][i], whole.panels[p].hi[k][i])) << p << " " << k;
+      }
+  }
+  EXPECT_DOUBLE_EQ(m.ablation_loss_rise.mean, whole.ablation_loss_rise.mean);
+  EXPECT_DOUBLE_EQ(m.ablation_kl.lo, whole.ablation_kl.lo);
+  // A record twice, another variant list, a damaged file: named.
+  EXPECT_THROW(core::merge_dataset_samples({shards[0], shards[0]}), Error);
+  core::DatasetSamples other = shards[1];
+  other.panels[1].spec = "window(size=5)";
+  EXPECT_THROW(core::merge_dataset_samples({shards[0], other}), Error);
+  nlohmann::json bad = core::dataset_samples_json(shards[0]);
+  bad["panels"][0]["loss"].erase(0);
+  try {
+    core::dataset_samples_from_json(bad, "bad.json");
+    ADD_FAILURE() << "a damaged shard was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos) << e.what();
+  }
+  bad = core::dataset_samples_json(shards[0]);
+  bad.erase("index");
+  EXPECT_THROW(core::dataset_samples_from_json(bad, "bad.json"), Error);
+  EXPECT_THROW(core::dataset_samples_from_json(nlohmann::json::object(), "x.json"), Error);
+}
+
 TEST(DatasetAnalysis, AnalyzeCommandOverAJsonlDataset) {
   REQUIRE_MODEL("default-text");
   const fs::path dir = fs::path(ATTN_TEST_WORK_DIR) / "analyze_dataset";
@@ -307,6 +375,34 @@ TEST(DatasetAnalysis, AnalyzeCommandOverAJsonlDataset) {
                               &text),
             2)
       << text;
+  // Three shards merge to the single run's JSON (timings aside).
+  const std::string one = base + " --variants \"window(size=4)\" --json ";
+  ASSERT_EQ(test::run_command(one + (dir / "all.json").string(), &text), 0) << text;
+  std::string files;
+  for (int k = 0; k < 3; ++k) {
+    const std::string f = (dir / ("s" + std::to_string(k) + ".json")).string();
+    ASSERT_EQ(test::run_command(one + f + " --shard " + std::to_string(k) + "/3", &text), 0)
+        << text;
+    files += " " + f;
+  }
+  ASSERT_EQ(test::run_command(std::string(ATTN_CLI) + " analyze --quiet --bootstrap 200 --merge" +
+                                  files + " --json " + (dir / "merged.json").string() +
+                                  " --figure " + (dir / "merged.png").string(),
+                              &text),
+            0)
+      << text;
+  nlohmann::json want = nlohmann::json::parse(std::ifstream(dir / "all.json"));
+  nlohmann::json got = nlohmann::json::parse(std::ifstream(dir / "merged.json"));
+  want.erase("seconds");
+  got.erase("seconds");
+  EXPECT_EQ(got, want);
+  EXPECT_GT(fs::file_size(dir / "merged.png"), 10000u);
+  // Usage: --shard without --json; --merge beside --dataset; a missing shard file.
+  EXPECT_EQ(test::run_command(base + " --shard 0/2", &text), 2) << text;
+  EXPECT_EQ(test::run_command(base + " --merge" + files, &text), 2) << text;
+  EXPECT_NE(test::run_command(
+                std::string(ATTN_CLI) + " analyze --merge " + (dir / "none.json").string(), &text),
+            0);
 }
 
 }  // namespace
