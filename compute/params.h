@@ -14,6 +14,9 @@ struct ParamSpec {
   double min = 0, max = 0, def = 0;  // inclusive range and default (Bool: 0/1; Enum: an index)
   std::string help;                  // one line for tooltips and --help
   std::vector<std::string> choices;  // Enum: the words, in index order (min 0, max size - 1)
+  // The name of another parameter whose nonzero value makes this one unused (kmeans' `clusters`
+  // once `size` > 0): captions and legends leave it out; the canonical spec keeps it.
+  std::string unused_when = {};
 };
 
 // Parameter values by name; ints and bools are stored as doubles.

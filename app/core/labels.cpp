@@ -1,5 +1,7 @@
 #include "app/core/labels.h"
 
+#include <cstdlib>
+
 #include "compute/error.h"
 #include "compute/registry.h"
 #include "compute/spec.h"
@@ -57,12 +59,25 @@ VariantLabel variant_label(const std::string& spec) {
   VariantLabel out;
   for (const SpecPiece& p : parse_spec(canon)) {
     std::string name = p.id;
+    const std::vector<ParamSpec>* specs = nullptr;
     try {
-      name = registry_piece(p.id).info.display_name;
+      const PieceInfo& piece = registry_piece(p.id);
+      name = piece.info.display_name;
+      specs = &piece.info.params;
     } catch (const Error&) {
     }
+    // A parameter another one makes unused is left out of the caption.
+    const auto unused = [&](const std::string& k) {
+      if (!specs) return false;
+      for (const ParamSpec& ps : *specs)
+        if (ps.name == k && !ps.unused_when.empty())
+          for (const auto& [k2, v2] : p.params)
+            if (k2 == ps.unused_when) return std::strtod(v2.c_str(), nullptr) != 0;
+      return false;
+    };
     std::string params;
-    for (const auto& [k, v] : p.params) params += (params.empty() ? "" : ", ") + k + "=" + v;
+    for (const auto& [k, v] : p.params)
+      if (!unused(k)) params += (params.empty() ? "" : ", ") + k + "=" + v;
     out.name += (out.name.empty() ? "" : " + ") + name;
     if (!params.empty()) out.params += (out.params.empty() ? "" : "; ") + params;
   }

@@ -331,6 +331,8 @@ class KmeansPattern final : public Pattern {
 };
 
 VariantInfo kmeans_info() {
+  ParamSpec clusters = int_param("clusters", 1, 65536, 8, "clusters (at most n_k are used)");
+  clusters.unused_when = "size";
   return {"kmeans",
           "k-means routing (Routing Transformer)",
           "dynamic",
@@ -338,8 +340,7 @@ VariantInfo kmeans_info() {
           "Routing Transformers",
           "Queries and keys clustered by spherical k-means; each query attends to the keys of "
           "its cluster.",
-          {int_param("clusters", 1, 65536, 8, "clusters (at most n_k are used)"),
-           int_param("iters", 0, 100, 4, "Lloyd iterations"),
+          {clusters, int_param("iters", 0, 100, 4, "Lloyd iterations"),
            int_param("seed", 0, 1000000000, 0, "random seed of the initial centroids"),
            int_param("size", 0, 1 << 24, 0,
                      "when > 0: balanced clusters of at most this many queries and keys, split "

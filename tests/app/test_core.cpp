@@ -8,8 +8,10 @@
 #include "app/core/analysis.h"
 #include "app/core/evaluate.h"
 #include "app/core/head_metrics.h"
+#include "app/core/labels.h"
 #include "app/core/views.h"
 #include "compute/error.h"
+#include "compute/registry.h"
 #include "models/arch/default_models.h"
 #include "tests/app/model_available.h"
 
@@ -280,3 +282,22 @@ TEST(Core, SyntheticAndTensorInputs) {
 
 }  // namespace
 }  // namespace attn::core
+
+namespace attn {
+namespace {
+
+// Captions name a variant with its parameters, leaving out one that another makes unused.
+TEST(Core, CaptionsLeaveOutUnusedParameters) {
+  EXPECT_EQ(core::variant_caption("dense"), "Dense softmax");
+  EXPECT_EQ(core::variant_caption("window(size=8)"), "Sliding window [size=8]");
+  const std::string tree = core::variant_caption("kmeans(size=256)");
+  EXPECT_EQ(tree.find("clusters"), std::string::npos) << tree;
+  EXPECT_NE(tree.find("size=256"), std::string::npos) << tree;
+  const std::string flat = core::variant_caption("kmeans(clusters=16)");
+  EXPECT_NE(flat.find("clusters=16"), std::string::npos) << flat;
+  // The canonical spec keeps every parameter: sessions and tables stay comparable.
+  EXPECT_NE(make_variant("kmeans(size=256)").spec().find("clusters=8"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace attn
