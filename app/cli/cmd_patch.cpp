@@ -11,6 +11,7 @@
 #include "app/core/analysis.h"
 #include "app/core/data_export.h"
 #include "app/core/interventions.h"
+#include "app/core/sweep.h"
 #include "app/core/text_dataset.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
@@ -21,13 +22,15 @@ namespace attn::cli {
 void add_patch_command(CLI::App& app, Action& action) {
   struct Opts {
     std::string model, clean, corrupt, target, foil, over = "heads", json_out, figure, dataset;
+    std::string shard;
+    std::vector<std::string> merge;
     int bootstrap = 1000;
     int threads = 0;
   };
   static Opts o;
   auto* cmd = app.add_subcommand(
       "patch", "Activation patching: which heads or positions carry the clean run's answer");
-  cmd->add_option("--model", o.model, "Model folder or embedded model name")->required();
+  cmd->add_option("--model", o.model, "Model folder or embedded model name (not with --merge)");
   cmd->add_option("--clean", o.clean, "Clean prompt");
   cmd->add_option("--corrupt", o.corrupt, "Corrupted prompt (same number of tokens)");
   cmd->add_option("--target", o.target,
@@ -48,6 +51,12 @@ void add_patch_command(CLI::App& app, Action& action) {
   cmd->add_option("--threads", o.threads, "Worker threads (0 = all)");
   cmd->add_option("--json", o.json_out, "Write the effects and both logit differences as JSON");
   cmd->add_option("--figure", o.figure, "The effect grid (.png/.svg/.pdf)");
+  cmd->add_option("--shard", o.shard,
+                  "--dataset: patch every n-th pair from the i-th (i/n, 0-based) and write their "
+                  "grids to --json, for --merge");
+  cmd->add_option("--merge", o.merge,
+                  "Join the --json files of --shard runs and report them as one run")
+      ->expected(1, -1);
   cmd->callback([&action] {
     action = [] {
       if (!o.figure.empty()) {
@@ -58,20 +67,68 @@ void add_patch_command(CLI::App& app, Action& action) {
         }
       }
       if (!o.json_out.empty()) core::check_output_path(o.json_out);
-      check_model_path(o.model, o.model);
-      std::shared_ptr<const Model> model = core::cached_model(o.model);
-      usage(!model->info().vision && model->info().vocab > 0,
-            "--model " + o.model + " has no token logits: patching needs a language model");
+      core::PatchResult r;
+      const auto read_json = [](const std::string& f) {
+        std::ifstream in(f);
+        require(bool(in), ErrorCode::Io, f + ": cannot open shard file");
+        try {
+          return nlohmann::json::parse(in);
+        } catch (const nlohmann::json::exception& e) {
+          throw Error(ErrorCode::Format, f + ": not JSON: " + e.what());
+        }
+      };
+      if (!o.merge.empty()) {
+        usage(o.model.empty() && o.dataset.empty() && o.clean.empty() && o.corrupt.empty() &&
+                  o.shard.empty(),
+              "--merge joins the shard files of patch --dataset --shard: give only the files and "
+              "the output options (--json, --figure, --bootstrap)");
+        std::vector<core::PatchShard> shards;
+        for (const std::string& f : o.merge)
+          shards.push_back(core::patch_shard_from_json(read_json(f), f));
+        const core::PatchShard m = core::merge_patch_shards(shards);
+        o.model = m.model;
+        o.dataset = m.dataset;
+        o.over = m.over;
+        r = core::summarize_patch_runs(m.runs, o.bootstrap);
+        r.target_text = r.foil_text = "(per pair)";
+        std::printf(
+            "%s: %d pairs from %s (%zu shards); mean LD = logit(target) - logit(foil) at the last "
+            "position: clean %.4f, corrupt %.4f\n",
+            o.model.c_str(), r.records, o.dataset.c_str(), o.merge.size(), r.ld_clean,
+            r.ld_corrupt);
+      }
+      std::shared_ptr<const Model> model;
+      if (o.merge.empty()) {  // a merge reads numbers only
+        usage(!o.model.empty(), "--model is required");
+        check_model_path(o.model, o.model);
+        model = core::cached_model(o.model);
+        usage(!model->info().vision && model->info().vocab > 0,
+              "--model " + o.model + " has no token logits: patching needs a language model");
+      }
       core::PatchOptions po;
       po.over = o.over;
       po.threads = o.threads;
-      core::PatchResult r;
-      if (!o.dataset.empty()) {
+      usage(o.shard.empty() || (!o.dataset.empty() && !o.json_out.empty()),
+            "--shard takes the pairs of --dataset and writes them to --json, for --merge");
+      if (!o.merge.empty()) {
+        // Merged above.
+      } else if (!o.dataset.empty()) {
         usage(o.clean.empty() && o.corrupt.empty() && o.target.empty() && o.foil.empty(),
               "--dataset holds the pairs: do not give --clean, --corrupt, --target or --foil");
         std::vector<core::PatchRecord> records;
-        for (const core::PatchRecordText& t : core::read_patch_dataset(o.dataset)) {
+        core::Shard shard;
+        if (!o.shard.empty()) {
+          try {
+            shard = core::parse_shard(o.shard);
+          } catch (const Error& e) {
+            throw UsageError(std::string("--shard: ") + e.what());
+          }
+        }
+        const std::vector<core::PatchRecordText> texts = core::read_patch_dataset(o.dataset);
+        for (int i : core::shard_items(int(texts.size()), shard)) {
+          const core::PatchRecordText& t = texts[size_t(i)];
           core::PatchRecord rec;
+          rec.index = i;
           rec.name = t.source;
           rec.clean = encode_for_model(*model, t.clean, t.source + " clean").ids;
           rec.corrupt = encode_for_model(*model, t.corrupt, t.source + " corrupt").ids;
@@ -82,7 +139,18 @@ void add_patch_command(CLI::App& app, Action& action) {
           rec.foil = core::single_token(*model, t.foil, t.source + " foil");
           records.push_back(std::move(rec));
         }
-        r = core::patch_dataset(*model, records, po, o.bootstrap);
+        usage(!records.empty(), "--shard " + o.shard + " owns none of the " +
+                                    std::to_string(texts.size()) + " pairs");
+        const std::vector<core::PatchRun> runs = core::patch_runs(*model, records, po);
+        if (!o.shard.empty()) {
+          std::ofstream f(o.json_out);
+          require(bool(f), ErrorCode::Io, o.json_out + ": cannot write");
+          f << core::patch_shard_json({o.model, o.dataset, o.over, runs}).dump(1) << "\n";
+          require(bool(f), ErrorCode::Io, o.json_out + ": write failed");
+          std::fprintf(stderr, "wrote %s (shard %s: %zu pairs; join with patch --merge)\n",
+                       o.json_out.c_str(), o.shard.c_str(), runs.size());
+        }
+        r = core::summarize_patch_runs(runs, o.bootstrap);
         r.target_text = r.foil_text = "(per pair)";
         std::printf(
             "%s: %d pairs from %s; mean LD = logit(target) - logit(foil) at the last "
@@ -129,7 +197,7 @@ void add_patch_command(CLI::App& app, Action& action) {
       std::printf(
           "effect = (LD_patched - LD_corrupt) / (LD_clean - LD_corrupt): 1 restores the "
           "clean answer, 0 changes nothing\n");
-      if (!o.json_out.empty()) {
+      if (!o.json_out.empty() && o.shard.empty()) {  // a shard's --json holds its pairs
         std::ofstream f(o.json_out);
         require(bool(f), ErrorCode::Io, o.json_out + ": cannot write");
         f << core::patch_json(r).dump(1) << "\n";

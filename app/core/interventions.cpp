@@ -376,39 +376,51 @@ PatchCell patch_cell(const Model& model, const std::vector<int32_t>& clean,
   return r;
 }
 
-PatchResult patch_dataset(const Model& model, const std::vector<PatchRecord>& records,
-                          const PatchOptions& o, int bootstrap, uint64_t seed) {
+std::vector<PatchRun> patch_runs(const Model& model, const std::vector<PatchRecord>& records,
+                                 const PatchOptions& o) {
   require(!records.empty(), ErrorCode::InvalidArgument, "the patching dataset has no pairs");
-  std::vector<PatchResult> runs;
-  for (const PatchRecord& rec : records) {
+  std::vector<PatchRun> runs;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const PatchRecord& rec = records[i];
     if (o.over == "positions")
       require(rec.clean.size() == records.front().clean.size(), ErrorCode::InvalidArgument,
               rec.name + ": patching over positions needs pairs of one length (" +
                   std::to_string(records.front().clean.size()) + " tokens in the first, " +
                   std::to_string(rec.clean.size()) + " here); patch over heads instead");
+    PatchRun run;
+    run.index = rec.index >= 0 ? rec.index : int64_t(i);
+    run.name = rec.name;
     try {
-      runs.push_back(activation_patching(model, rec.clean, rec.corrupt, rec.target, rec.foil, o));
+      run.result = activation_patching(model, rec.clean, rec.corrupt, rec.target, rec.foil, o);
     } catch (const Error& e) {
       throw Error(e.code(), (rec.name.empty() ? "" : rec.name + ": ") + e.what());
     }
+    runs.push_back(std::move(run));
   }
-  PatchResult r = runs.front();
+  return runs;
+}
+
+PatchResult summarize_patch_runs(const std::vector<PatchRun>& runs, int bootstrap, uint64_t seed) {
+  require(!runs.empty(), ErrorCode::InvalidArgument, "the patching dataset has no pairs");
+  PatchResult r = runs.front().result;
   const size_t cells = r.effect.size();
   const double n = double(runs.size());
   r.records = int(runs.size());
   r.ld_clean = r.ld_corrupt = 0;
-  for (const PatchResult& x : runs) {
-    r.ld_clean += x.ld_clean / n;
-    r.ld_corrupt += x.ld_corrupt / n;
+  for (const PatchRun& x : runs) {
+    require(x.result.effect.size() == cells, ErrorCode::InvalidArgument,
+            x.name + ": its grid has another shape than the first pair's");
+    r.ld_clean += x.result.ld_clean / n;
+    r.ld_corrupt += x.result.ld_corrupt / n;
   }
   r.lo.resize(cells);
   r.hi.resize(cells);
   for (size_t c = 0; c < cells; ++c) {
     std::vector<double> v;
     double m = 0;
-    for (const PatchResult& x : runs) {
-      v.push_back(x.effect[c]);
-      m += x.effect[c] / n;
+    for (const PatchRun& x : runs) {
+      v.push_back(x.result.effect[c]);
+      m += x.result.effect[c] / n;
     }
     r.effect[c] = float(m);
     const auto [lo, hi] = bootstrap_ci(v, bootstrap, seed + c);
@@ -416,6 +428,93 @@ PatchResult patch_dataset(const Model& model, const std::vector<PatchRecord>& re
     r.hi[c] = float(hi);
   }
   return r;
+}
+
+PatchResult patch_dataset(const Model& model, const std::vector<PatchRecord>& records,
+                          const PatchOptions& o, int bootstrap, uint64_t seed) {
+  return summarize_patch_runs(patch_runs(model, records, o), bootstrap, seed);
+}
+
+namespace {
+constexpr const char* kPatchShardKind = "attnscope-patch-shard";
+}
+
+nlohmann::json patch_shard_json(const PatchShard& s) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (const PatchRun& x : s.runs) {
+    const PatchResult& r = x.result;
+    runs.push_back({{"index", x.index},
+                    {"name", x.name},
+                    {"rows", r.rows},
+                    {"cols", r.cols},
+                    {"effect", r.effect},
+                    {"ld_clean", r.ld_clean},
+                    {"ld_corrupt", r.ld_corrupt},
+                    {"target", r.target},
+                    {"foil", r.foil},
+                    {"clean_labels", r.clean_labels},
+                    {"corrupt_labels", r.corrupt_labels}});
+  }
+  return {{"kind", kPatchShardKind}, {"version", 1},   {"model", s.model},
+          {"dataset", s.dataset},    {"over", s.over}, {"runs", runs}};
+}
+
+PatchShard patch_shard_from_json(const nlohmann::json& j, const std::string& source) {
+  require(j.is_object() && j.value("kind", "") == kPatchShardKind, ErrorCode::Format,
+          source + ": not a shard of `patch --dataset --shard` (kind " + kPatchShardKind + ")");
+  PatchShard s;
+  try {
+    require(j.at("version").get<int>() == 1, ErrorCode::Format,
+            source + ": version " + j.at("version").dump() + " is not supported");
+    s.model = j.at("model").get<std::string>();
+    s.dataset = j.at("dataset").get<std::string>();
+    s.over = j.at("over").get<std::string>();
+    for (const auto& rj : j.at("runs")) {
+      PatchRun x;
+      x.index = rj.at("index").get<int64_t>();
+      x.name = rj.at("name").get<std::string>();
+      PatchResult& r = x.result;
+      r.over = s.over;
+      r.rows = rj.at("rows").get<int>();
+      r.cols = rj.at("cols").get<int>();
+      r.effect = rj.at("effect").get<std::vector<float>>();
+      require(r.rows > 0 && r.cols > 0 && r.effect.size() == size_t(r.rows) * size_t(r.cols),
+              ErrorCode::Format, source + ": " + x.name + ": the effect grid is not rows x cols");
+      r.ld_clean = rj.at("ld_clean").get<double>();
+      r.ld_corrupt = rj.at("ld_corrupt").get<double>();
+      r.target = rj.at("target").get<int32_t>();
+      r.foil = rj.at("foil").get<int32_t>();
+      r.clean_labels = rj.at("clean_labels").get<std::vector<std::string>>();
+      r.corrupt_labels = rj.at("corrupt_labels").get<std::vector<std::string>>();
+      s.runs.push_back(std::move(x));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorCode::Format, source + ": " + e.what());
+  }
+  require(!s.runs.empty(), ErrorCode::Format, source + ": the shard holds no pairs");
+  return s;
+}
+
+PatchShard merge_patch_shards(const std::vector<PatchShard>& shards) {
+  require(!shards.empty(), ErrorCode::Format, "no shards to merge");
+  PatchShard m;
+  m.model = shards.front().model;
+  m.dataset = shards.front().dataset;
+  m.over = shards.front().over;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const PatchShard& s = shards[i];
+    require(s.model == m.model && s.dataset == m.dataset && s.over == m.over, ErrorCode::Format,
+            "shard " + std::to_string(i + 1) + " patched another model, dataset or target (" +
+                s.model + ", " + s.dataset + ", " + s.over + ") than the first (" + m.model + ", " +
+                m.dataset + ", " + m.over + ")");
+    m.runs.insert(m.runs.end(), s.runs.begin(), s.runs.end());
+  }
+  std::stable_sort(m.runs.begin(), m.runs.end(),
+                   [](const PatchRun& a, const PatchRun& b) { return a.index < b.index; });
+  for (size_t i = 1; i < m.runs.size(); ++i)
+    require(m.runs[i].index != m.runs[i - 1].index, ErrorCode::Format,
+            "pair " + m.runs[i].name + " is in two shards");
+  return m;
 }
 
 nlohmann::json patch_json(const PatchResult& r) {

@@ -123,10 +123,34 @@ PatchCell patch_cell(const Model& model, const std::vector<int32_t>& clean,
 struct PatchRecord {
   std::vector<int32_t> clean, corrupt;
   int32_t target = 0, foil = 0;
-  std::string name;  // "pairs.jsonl:3" for messages
+  std::string name;    // "pairs.jsonl:3" for messages
+  int64_t index = -1;  // its place in the whole dataset (shards); -1 = its place in the list
 };
 PatchResult patch_dataset(const Model& model, const std::vector<PatchRecord>& records,
                           const PatchOptions& o = {}, int bootstrap = 1000, uint64_t seed = 1234);
+
+// The same in two steps, for `patch --dataset --shard` and `--merge`: each pair's own grid, then
+// the means and intervals over the pairs in index order (merged shards give the single run's
+// numbers exactly).
+struct PatchRun {
+  int64_t index = 0;
+  std::string name;
+  PatchResult result;
+};
+std::vector<PatchRun> patch_runs(const Model& model, const std::vector<PatchRecord>& records,
+                                 const PatchOptions& o = {});
+PatchResult summarize_patch_runs(const std::vector<PatchRun>& runs, int bootstrap = 1000,
+                                 uint64_t seed = 1234);
+// A shard file: the runs with the model and dataset they came from. Reading throws Error(Format)
+// naming `source`; merging throws Error(Format) for shards of another model, dataset or target
+// (`over`, grid shape) and for a pair in two shards.
+struct PatchShard {
+  std::string model, dataset, over;
+  std::vector<PatchRun> runs;
+};
+nlohmann::json patch_shard_json(const PatchShard& s);
+PatchShard patch_shard_from_json(const nlohmann::json& j, const std::string& source);
+PatchShard merge_patch_shards(const std::vector<PatchShard>& shards);
 
 // The one token id of `text` (" Paris"); throws Error(InvalidArgument) when it is not exactly
 // one token, naming the pieces.

@@ -1,11 +1,14 @@
 #include "tests/app/image_compare.h"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 
 namespace attn::test {
 
@@ -60,6 +63,39 @@ std::string fresh_dir(const std::string& name) {
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d.string();
+}
+
+}  // namespace attn::test
+
+namespace attn::test {
+
+std::string json_difference(const nlohmann::json& a, const nlohmann::json& b, double tol) {
+  if (a.is_number() && b.is_number()) {
+    const double x = a.get<double>(), y = b.get<double>();
+    return std::abs(x - y) <= tol * std::max(1.0, std::abs(x))
+               ? ""
+               : ": " + a.dump() + " vs " + b.dump();
+  }
+  if (a.type() != b.type()) return ": " + a.dump().substr(0, 80) + " vs " + b.dump().substr(0, 80);
+  if (a.is_array()) {
+    if (a.size() != b.size())
+      return ": sizes " + std::to_string(a.size()) + " vs " + std::to_string(b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      const std::string d = json_difference(a[i], b[i], tol);
+      if (!d.empty()) return "[" + std::to_string(i) + "]" + d;
+    }
+    return "";
+  }
+  if (a.is_object()) {
+    if (a.size() != b.size()) return ": keys differ";
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      if (!b.contains(it.key())) return "." + it.key() + ": missing";
+      const std::string d = json_difference(it.value(), b.at(it.key()), tol);
+      if (!d.empty()) return "." + it.key() + d;
+    }
+    return "";
+  }
+  return a == b ? "" : ": " + a.dump().substr(0, 80) + " vs " + b.dump().substr(0, 80);
 }
 
 }  // namespace attn::test

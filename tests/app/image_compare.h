@@ -1,6 +1,7 @@
 // Image comparison and external tools for the figure tests.
 #pragma once
 #include <QImage>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 namespace attn::test {
@@ -20,5 +21,9 @@ bool have_tool(const std::string& tool);
 std::string read_all(const std::string& path);
 // A fresh, empty folder under the test work dir.
 std::string fresh_dir(const std::string& name);
+// "" when two JSON documents are equal, numbers within `tol` (relative to max(1, |a|)); else the
+// path of the first difference. Forward passes sum across threads in any order, so two runs of
+// one computation agree to rounding, not bit for bit.
+std::string json_difference(const nlohmann::json& a, const nlohmann::json& b, double tol = 1e-6);
 
 }  // namespace attn::test

@@ -283,6 +283,42 @@ TEST(Interventions, PatchingOverADatasetAveragesThePairs) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("pairs.jsonl:7: "), std::string::npos) << e.what();
   }
+  // Shards (every other pair) through their file format merge to the single run exactly.
+  const std::vector<core::PatchRecord> four = {{clean, corrupt, t, f, "a", 0},
+                                               {corrupt, clean, f, t, "b", 1},
+                                               {clean, corrupt, t, f, "c", 2},
+                                               {corrupt, clean, f, t, "d", 3}};
+  const core::PatchResult single = core::patch_dataset(*model, four, {}, 200);
+  std::vector<core::PatchShard> shards;
+  for (int k = 0; k < 2; ++k) {
+    const std::vector<core::PatchRecord> mine = {four[size_t(k)], four[size_t(k + 2)]};
+    const core::PatchShard sh{"llama", "pairs.jsonl", "heads", core::patch_runs(*model, mine)};
+    shards.push_back(core::patch_shard_from_json(
+        nlohmann::json::parse(core::patch_shard_json(sh).dump()), "s" + std::to_string(k)));
+  }
+  const core::PatchShard merged = core::merge_patch_shards({shards[1], shards[0]});
+  ASSERT_EQ(merged.runs.size(), 4u);
+  EXPECT_EQ(merged.runs[2].name, "c");
+  const core::PatchResult joined = core::summarize_patch_runs(merged.runs, 200);
+  // Equal to rounding: each forward pass sums across threads in its own order.
+  for (size_t i = 0; i < single.effect.size(); ++i) {
+    EXPECT_NEAR(joined.effect[i], single.effect[i], 1e-5);
+    EXPECT_NEAR(joined.lo[i], single.lo[i], 1e-5);
+    EXPECT_NEAR(joined.hi[i], single.hi[i], 1e-5);
+  }
+  EXPECT_NEAR(joined.ld_clean, single.ld_clean, 1e-5);
+  EXPECT_THROW(core::merge_patch_shards({shards[0], shards[0]}), Error);
+  core::PatchShard other = shards[1];
+  other.over = "positions";
+  EXPECT_THROW(core::merge_patch_shards({shards[0], other}), Error);
+  nlohmann::json bad = core::patch_shard_json(shards[0]);
+  bad["runs"][0]["effect"].erase(0);
+  try {
+    core::patch_shard_from_json(bad, "bad.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos) << e.what();
+  }
   core::PatchOptions pos;
   pos.over = "positions";
   std::vector<int32_t> shorter(clean.begin(), clean.end() - 1);
@@ -534,6 +570,31 @@ TEST(Interventions, PatchCommand) {
   std::ifstream svg(dir / "a.svg");
   const std::string svg_text((std::istreambuf_iterator<char>(svg)), {});
   EXPECT_NE(svg_text.find("attention patterns patched"), std::string::npos);
+  // A dataset in two shards merges to the single run's JSON.
+  {
+    std::ofstream pairs(dir / "pairs.jsonl");
+    for (const char* who : {"Moses", "Aaron", "Pharaoh"})
+      pairs << nlohmann::json{{"clean", "And God said, Let there be light"},
+                              {"corrupt", std::string("And ") + who + " said, Let there be light"},
+                              {"target", " and"},
+                              {"foil", " upon"}}
+                   .dump()
+            << "\n";
+  }
+  const std::string ds = "patch --model default-text --dataset " + (dir / "pairs.jsonl").string() +
+                         " --bootstrap 100 --json ";
+  ASSERT_EQ(cli(ds + (dir / "all.json").string()).status, 0);
+  ASSERT_EQ(cli(ds + (dir / "s0.json").string() + " --shard 0/2").status, 0);
+  ASSERT_EQ(cli(ds + (dir / "s1.json").string() + " --shard 1/2").status, 0);
+  const CliRun merged =
+      cli("patch --bootstrap 100 --merge " + (dir / "s1.json").string() + " " +
+          (dir / "s0.json").string() + " --json " + (dir / "merged.json").string());
+  ASSERT_EQ(merged.status, 0) << merged.out;
+  EXPECT_EQ(test::json_difference(nlohmann::json::parse(std::ifstream(dir / "merged.json")),
+                                  nlohmann::json::parse(std::ifstream(dir / "all.json"))),
+            "");
+  EXPECT_EQ(cli("patch --model default-text --merge " + (dir / "s0.json").string()).status, 2);
+  EXPECT_EQ(cli(ds + (dir / "x.json").string() + " --shard 2/2").status, 2);
   const CliRun len =
       cli("patch --model default-text --clean 'And God said' --corrupt 'And the Lord God said' "
           "--target ' and' --foil ' upon'");
