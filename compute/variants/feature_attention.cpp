@@ -23,6 +23,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <memory>
 
 #include "compute/approximation.h"
 #include "compute/backend.h"
@@ -123,12 +124,30 @@ class FeatureAttention final : public Approximation {
     const auto* state = dynamic_cast<const FeatureState*>(r.approx.get());
     require(state != nullptr, ErrorCode::InvalidArgument,
             info_().id + ": the result carries no feature state (was it run by this variant?)");
-    const Mat<double> w =
-        kind_ == Feature::Performer ? orthogonal_features(features_, p.d, seed_) : Mat<double>();
-    Mat<double> fq, fk;
-    map<double>(p, p.q_row(h, i0), i1 - i0, i0, false, w, 0.0, fq);
-    map<double>(p, p.k_row(h, k0), k1 - k0, k0, true, w, state->key_shift[size_t(h)], fk);
-    const Mat<double> a = fq * fk.transpose();
+    // Callers walk a head's rows block by block over the same keys (compare(), the tile query):
+    // the projection and every key's features are made once per (result, head) and thread, not
+    // once per block. The cache holds the state weakly: a freed result never matches.
+    struct KeyCache {
+      std::weak_ptr<const ApproxState> state;
+      int h = -1;
+      const float* k = nullptr;
+      int n_k = 0;
+      Mat<double> w, fk;  // projection f64 [F, d]; features of every key f64 [n_k, F]
+    };
+    thread_local KeyCache cache;
+    if (cache.state.lock() != r.approx || cache.h != h || cache.k != p.k.data() ||
+        cache.n_k != p.n_k) {
+      cache.state = r.approx;
+      cache.h = h;
+      cache.k = p.k.data();
+      cache.n_k = p.n_k;
+      cache.w =
+          kind_ == Feature::Performer ? orthogonal_features(features_, p.d, seed_) : Mat<double>();
+      map<double>(p, p.k_row(h, 0), p.n_k, 0, true, cache.w, state->key_shift[size_t(h)], cache.fk);
+    }
+    Mat<double> fq;
+    map<double>(p, p.q_row(h, i0), i1 - i0, i0, false, cache.w, 0.0, fq);
+    const Mat<double> a = fq * cache.fk.middleRows(k0, k1 - k0).transpose();
     out.assign(size_t(i1 - i0) * (k1 - k0), 0.0);
     for (int i = i0; i < i1; ++i) {
       const double den = r.row_stat[size_t(h) * p.n_q + i];
