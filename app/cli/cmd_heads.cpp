@@ -7,15 +7,18 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "app/cli/commands.h"
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
 #include "app/core/analysis.h"
+#include "app/core/atlas_shard.h"
 #include "app/core/data_export.h"
 #include "app/core/head_atlas.h"
 #include "app/core/head_roles.h"
 #include "app/core/interventions.h"
+#include "app/core/sweep.h"
 #include "app/core/text_dataset.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
@@ -33,18 +36,107 @@ std::string cell(double x) {
   return std::isfinite(x) ? fixed(x, 3) : "-";
 }
 
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  require(bool(in), ErrorCode::Io, path + ": cannot open shard file");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorCode::Format, path + ": not JSON: " + e.what());
+  }
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  std::ofstream f(path);
+  require(bool(f), ErrorCode::Io, path + ": cannot write");
+  f << j.dump(1) << "\n";
+  require(bool(f), ErrorCode::Io, path + ": write failed");
+}
+
+struct Report {
+  std::string model, json_out, figure, ablation_figure;
+  std::vector<std::string> roles;
+};
+
+// The tables, JSON and figures of an atlas (and its ablation scan), from one run or merged shards.
+void report(const core::HeadAtlas& a, const core::AblationScan* scan, const Report& o) {
+  std::printf(
+      "%s: %d layers x %d heads; %d text windows of %d tokens (%d text tokens), %d "
+      "repeated sequences of %d; %.2f s\n",
+      a.model.c_str(), a.n_layers, a.n_heads, a.windows, a.window_tokens, a.text_tokens, a.repeats,
+      a.repeat_length, a.seconds);
+  if (std::isfinite(a.text_loss))
+    std::printf("next-token loss over the windows: %.4f (perplexity %.2f)\n", a.text_loss,
+                std::exp(a.text_loss));
+  const auto& roles = core::head_roles();
+  Table best({"role", "best head", "score", "95% interval", "samples"});
+  for (size_t r = 0; r < roles.size(); ++r) {
+    int b = -1;
+    for (int i = 0; i < a.n_layers * a.n_heads; ++i)
+      if (std::isfinite(a.mean[r][size_t(i)]) &&
+          (b < 0 || a.mean[r][size_t(i)] > a.mean[r][size_t(b)]))
+        b = i;
+    if (b < 0) {
+      best.add({roles[r].name, "-", "-", "-", std::to_string(a.samples[r])});
+      continue;
+    }
+    best.add({roles[r].name,
+              "L" + std::to_string(b / a.n_heads) + "H" + std::to_string(b % a.n_heads),
+              cell(a.mean[r][size_t(b)]),
+              "[" + cell(a.lo[r][size_t(b)]) + ", " + cell(a.hi[r][size_t(b)]) + "]",
+              std::to_string(a.samples[r])});
+  }
+  best.print();
+  // Every head: one row per layer and head, one column per role.
+  std::vector<std::string> header = {"head"};
+  for (const core::HeadRole& r : roles) header.push_back(r.name);
+  Table all(header);
+  for (int l = 0; l < a.n_layers; ++l)
+    for (int h = 0; h < a.n_heads; ++h) {
+      std::vector<std::string> row = {"L" + std::to_string(l) + "H" + std::to_string(h)};
+      for (size_t r = 0; r < roles.size(); ++r)
+        row.push_back(cell(a.mean[r][size_t(l) * a.n_heads + h]));
+      all.add(row);
+    }
+  all.print();
+  nlohmann::json j = core::atlas_json(a);
+  if (scan) {
+    std::printf("%s ablation of each head alone over %d windows (loss without ablation %.4f):\n",
+                scan->mode.c_str(), scan->windows, scan->loss);
+    Table t({"head", "loss rise", "95% interval"});
+    for (int i = 0; i < scan->n_layers * scan->n_heads; ++i)
+      t.add({"L" + std::to_string(i / scan->n_heads) + "H" + std::to_string(i % scan->n_heads),
+             fixed(scan->delta[size_t(i)], 4),
+             "[" + fixed(scan->lo[size_t(i)], 4) + ", " + fixed(scan->hi[size_t(i)], 4) + "]"});
+    t.print();
+    j["ablation"] = core::ablation_json(*scan);
+    if (!o.ablation_figure.empty()) {
+      const core::FigureData fd = core::ablation_figure(*scan, o.model);
+      fig::export_figure(fd, o.ablation_figure, fig::fit_height(fd, {2100, 0, 300}));
+      std::fprintf(stderr, "wrote %s\n", o.ablation_figure.c_str());
+    }
+  }
+  if (!o.json_out.empty()) write_json(o.json_out, j);
+  if (!o.figure.empty()) {
+    const core::FigureData fd = core::atlas_figure(a, o.roles);
+    fig::export_figure(fd, o.figure, fig::fit_height(fd, {2100, 0, 300}));
+    std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
+  }
+}
+
 }  // namespace
 
 void add_heads_command(CLI::App& app, Action& action) {
   struct Opts {
-    std::string model, text, text_file, dataset, json_out, figure, ablate_each, ablation_figure;
-    std::vector<std::string> roles;
+    std::string model, text, text_file, dataset, json_out, figure, ablate_each, ablation_figure,
+        shard;
+    std::vector<std::string> roles, merge;
     core::AtlasOptions a;
   };
   static Opts o;
   auto* cmd = app.add_subcommand(
       "heads", "Head-role atlas: previous-token, induction, sink, no-op, ... per layer and head");
-  cmd->add_option("--model", o.model, "Model folder or embedded model name")->required();
+  cmd->add_option("--model", o.model, "Model folder or embedded model name");
   auto* text = cmd->add_option("--text", o.text, "Text the windows come from");
   auto* file = cmd->add_option("--text-file", o.text_file, "File holding the text (UTF-8)");
   auto* data = cmd->add_option("--dataset", o.dataset,
@@ -81,14 +173,18 @@ void add_heads_command(CLI::App& app, Action& action) {
                   "With --ablate-each: the loss rise per layer x head (.png/.svg/.pdf)");
   cmd->add_option("--roles", o.roles, "Roles the figure shows (default all)")->delimiter(',');
   cmd->add_option("--threads", o.a.threads, "Worker threads (0 = all)");
-  cmd->add_option("--json", o.json_out, "Write every role's [layer][head] means and intervals");
+  cmd->add_option("--json", o.json_out,
+                  "Write every role's [layer][head] means and intervals (with --shard: the "
+                  "shard's samples, for --merge)");
+  auto* shard = cmd->add_option("--shard", o.shard,
+                                "Run shard i of n (0-based): every n-th window and sequence, "
+                                "written to --json for --merge");
+  auto* merge = cmd->add_option("--merge", o.merge,
+                                "Join the --json files of --shard runs and report them as one run");
+  shard->excludes(merge);
   cmd->add_option("--figure", o.figure, "One layer x head panel per role (.png/.svg/.pdf)");
   cmd->callback([&action] {
     action = [] {
-      usage(
-          !o.text.empty() || !o.text_file.empty() || !o.dataset.empty() || o.a.repeat_sequences > 0,
-          "give the text: --text, --text-file or --dataset (or only --repeats for the "
-          "induction probes)");
       for (const std::string& r : o.roles) {
         try {
           core::head_role_index(r);
@@ -99,15 +195,50 @@ void add_heads_command(CLI::App& app, Action& action) {
       for (const auto& [opt, path] :
            {std::pair{"--figure", o.figure}, {"--ablation-figure", o.ablation_figure}}) {
         if (path.empty()) continue;
+        usage(o.shard.empty(),
+              std::string(opt) + " draws the whole run: give it to heads --merge, not --shard");
         try {
           fig::check_figure_path(path);
         } catch (const Error& e) {
           throw UsageError(std::string(opt) + ": " + e.what(), e.code());
         }
       }
+      if (!o.json_out.empty()) core::check_output_path(o.json_out);
+      if (!o.merge.empty()) {
+        usage(o.model.empty() && o.text.empty() && o.text_file.empty() && o.dataset.empty() &&
+                  o.ablate_each.empty(),
+              "--merge joins the files of heads --shard runs: the model, text and ablation are in "
+              "them; give only the files and the report options");
+        std::vector<core::AtlasShard> shards;
+        for (const std::string& f : o.merge)
+          shards.push_back(core::atlas_shard_from_json(read_json(f), f));
+        const core::AtlasShard m = core::merge_atlas_shards(shards);
+        const core::HeadAtlas a = core::summarize_atlas(m.atlas, o.a.bootstrap);
+        std::optional<core::AblationScan> scan;
+        if (m.ablation) scan = core::summarize_ablation(*m.ablation, o.a.bootstrap, m.atlas.seed);
+        usage(o.ablation_figure.empty() || scan,
+              "--ablation-figure: the shards ran no ablation scan (--ablate-each)");
+        report(a, scan ? &*scan : nullptr,
+               {a.model, o.json_out, o.figure, o.ablation_figure, o.roles});
+        return kExitOk;
+      }
+      usage(!o.model.empty(), "give --model (or --merge with shard files)");
+      usage(
+          !o.text.empty() || !o.text_file.empty() || !o.dataset.empty() || o.a.repeat_sequences > 0,
+          "give the text: --text, --text-file or --dataset (or only --repeats for the "
+          "induction probes)");
       usage(o.ablation_figure.empty() || !o.ablate_each.empty(),
             "--ablation-figure draws the --ablate-each scan: give --ablate-each too");
-      if (!o.json_out.empty()) core::check_output_path(o.json_out);
+      core::Shard shard;
+      if (!o.shard.empty()) {
+        try {
+          shard = core::parse_shard(o.shard);
+        } catch (const Error& e) {
+          throw UsageError(std::string("--shard: ") + e.what());
+        }
+        usage(!o.json_out.empty(),
+              "--shard writes its samples to --json, for heads --merge: give --json");
+      }
       check_model_path(o.model, o.model);
       std::shared_ptr<const Model> model = core::cached_model(o.model);
       usage(!model->info().vision,
@@ -119,90 +250,44 @@ void add_heads_command(CLI::App& app, Action& action) {
       } else if (!o.text_file.empty() || !o.text.empty()) {
         texts.push_back(o.text_file.empty() ? o.text : read_file(o.text_file));
       }
+      // Every shard builds the whole input (it is deterministic) and runs its own part of it.
       const core::AtlasInput in = core::atlas_input(*model, texts, o.a);
+      usage(o.ablate_each.empty() || !in.windows.empty(),
+            "--ablate-each needs text windows (--text, --text-file or --dataset)");
+      const int n_items = int(in.windows.size() + in.repeats.size());
+      const std::vector<int> items = core::shard_items(n_items, shard);
+      const std::vector<int> windows = core::shard_items(int(in.windows.size()), shard);
+      usage(!items.empty(), "--shard " + o.shard + " owns none of the " + std::to_string(n_items) +
+                                " windows and sequences");
       core::AtlasOptions ao = o.a;
       if (isatty(fileno(stderr)))
         ao.progress = [](int done, int total) {
           std::fprintf(stderr, "\rforward passes: %d / %d", done, total);
           if (done >= total) std::fprintf(stderr, "\n");
         };
-      const core::HeadAtlas a = core::head_atlas(*model, o.model, in, ao);
-      std::printf(
-          "%s: %d layers x %d heads; %d text windows of %d tokens (%d text tokens), %d "
-          "repeated sequences of %d; %.2f s\n",
-          o.model.c_str(), a.n_layers, a.n_heads, a.windows, a.window_tokens, a.text_tokens,
-          a.repeats, a.repeat_length, a.seconds);
-      if (std::isfinite(a.text_loss))
-        std::printf("next-token loss over the windows: %.4f (perplexity %.2f)\n", a.text_loss,
-                    std::exp(a.text_loss));
-      const auto& roles = core::head_roles();
-      Table best({"role", "best head", "score", "95% interval", "samples"});
-      for (size_t r = 0; r < roles.size(); ++r) {
-        int b = -1;
-        for (int i = 0; i < a.n_layers * a.n_heads; ++i)
-          if (std::isfinite(a.mean[r][size_t(i)]) &&
-              (b < 0 || a.mean[r][size_t(i)] > a.mean[r][size_t(b)]))
-            b = i;
-        if (b < 0) {
-          best.add({roles[r].name, "-", "-", "-", std::to_string(a.samples[r])});
-          continue;
-        }
-        best.add({roles[r].name,
-                  "L" + std::to_string(b / a.n_heads) + "H" + std::to_string(b % a.n_heads),
-                  cell(a.mean[r][size_t(b)]),
-                  "[" + cell(a.lo[r][size_t(b)]) + ", " + cell(a.hi[r][size_t(b)]) + "]",
-                  std::to_string(a.samples[r])});
-      }
-      best.print();
-      // Every head: one row per layer and head, one column per role.
-      std::vector<std::string> header = {"head"};
-      for (const core::HeadRole& r : roles) header.push_back(r.name);
-      Table all(header);
-      for (int l = 0; l < a.n_layers; ++l)
-        for (int h = 0; h < a.n_heads; ++h) {
-          std::vector<std::string> row = {"L" + std::to_string(l) + "H" + std::to_string(h)};
-          for (size_t r = 0; r < roles.size(); ++r)
-            row.push_back(cell(a.mean[r][size_t(l) * a.n_heads + h]));
-          all.add(row);
-        }
-      all.print();
-      nlohmann::json j = core::atlas_json(a);
-      if (!o.ablate_each.empty()) {
-        usage(!in.windows.empty(),
-              "--ablate-each needs text windows (--text, --text-file or "
-              "--dataset)");
-        const core::AblationScan scan = core::ablation_scan(
+      core::AtlasShard part;
+      part.atlas = core::collect_atlas(*model, o.model, in, ao, &items);
+      if (!o.ablate_each.empty())
+        part.ablation = core::ablation_samples(
             *model, in.windows,
             core::ablation_mode(o.ablate_each == "corpus-mean" ? "mean" : o.ablate_each),
-            o.a.threads, o.a.bootstrap, o.a.seed, o.ablate_each == "corpus-mean");
-        std::printf(
-            "%s ablation of each head alone over %d windows (loss without ablation "
-            "%.4f):\n",
-            scan.mode.c_str(), scan.windows, scan.loss);
-        Table t({"head", "loss rise", "95% interval"});
-        for (int i = 0; i < scan.n_layers * scan.n_heads; ++i)
-          t.add({"L" + std::to_string(i / scan.n_heads) + "H" + std::to_string(i % scan.n_heads),
-                 fixed(scan.delta[size_t(i)], 4),
-                 "[" + fixed(scan.lo[size_t(i)], 4) + ", " + fixed(scan.hi[size_t(i)], 4) + "]"});
-        t.print();
-        j["ablation"] = core::ablation_json(scan);
-        if (!o.ablation_figure.empty()) {
-          const core::FigureData fd = core::ablation_figure(scan, o.model);
-          fig::export_figure(fd, o.ablation_figure, fig::fit_height(fd, {2100, 0, 300}));
-          std::fprintf(stderr, "wrote %s\n", o.ablation_figure.c_str());
-        }
+            o.a.threads, o.ablate_each == "corpus-mean", &windows);
+      if (!o.shard.empty()) {
+        write_json(o.json_out, core::atlas_shard_json(part));
+        std::fprintf(stderr,
+                     "wrote %s (shard %s: %zu of %d windows and sequences%s; join with heads "
+                     "--merge)\n",
+                     o.json_out.c_str(), o.shard.c_str(), items.size(), n_items,
+                     part.ablation
+                         ? (", " + std::to_string(windows.size()) + " ablated windows").c_str()
+                         : "");
+        return kExitOk;
       }
-      if (!o.json_out.empty()) {
-        std::ofstream f(o.json_out);
-        require(bool(f), ErrorCode::Io, o.json_out + ": cannot write");
-        f << j.dump(1) << "\n";
-        require(bool(f), ErrorCode::Io, o.json_out + ": write failed");
-      }
-      if (!o.figure.empty()) {
-        const core::FigureData fd = core::atlas_figure(a, o.roles);
-        fig::export_figure(fd, o.figure, fig::fit_height(fd, {2100, 0, 300}));
-        std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
-      }
+      const core::HeadAtlas a = core::summarize_atlas(part.atlas, o.a.bootstrap);
+      std::optional<core::AblationScan> scan;
+      if (part.ablation) scan = core::summarize_ablation(*part.ablation, o.a.bootstrap, o.a.seed);
+      report(a, scan ? &*scan : nullptr,
+             {o.model, o.json_out, o.figure, o.ablation_figure, o.roles});
       return kExitOk;
     };
   });

@@ -61,37 +61,6 @@ std::vector<int32_t> record_ids(const Model& model, const DatasetItem& it) {
 
 }  // namespace
 
-std::vector<std::vector<float>> head_output_means(const Model& model,
-                                                  const std::vector<std::vector<int32_t>>& seqs,
-                                                  int threads) {
-  const ModelInfo& info = model.info();
-  const int L = info.n_layers, H = info.n_heads, d = info.head_dim;
-  std::vector<std::vector<double>> sum(size_t(L) * H, std::vector<double>(size_t(d), 0.0));
-  double positions = 0;
-  for (const auto& ids : seqs) {
-    Capture cap(HookSelection::parse("blocks.*.attn.out"));
-    ForwardOptions fo;
-    fo.capture = &cap;
-    fo.threads = threads;
-    ModelInput in;
-    in.ids = ids;
-    model.forward(in, fo);
-    const size_t n = ids.size();
-    positions += double(n);
-    for (int l = 0; l < L; ++l) {
-      const auto& out = cap.layers[size_t(l)].out;
-      for (int h = 0; h < H; ++h)
-        for (size_t t = 0; t < n; ++t)
-          for (int e = 0; e < d; ++e)
-            sum[size_t(l) * H + h][size_t(e)] += out[(size_t(h) * n + t) * d + size_t(e)];
-    }
-  }
-  std::vector<std::vector<float>> mean(sum.size());
-  for (size_t i = 0; i < sum.size(); ++i)
-    for (double x : sum[i]) mean[i].push_back(positions > 0 ? float(x / positions) : 0.0f);
-  return mean;
-}
-
 DatasetSamples collect_dataset(const Session& s, const std::string& session_path,
                                const std::vector<DatasetItem>& items,
                                const DatasetAnalysisOptions& o) {

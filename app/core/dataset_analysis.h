@@ -124,13 +124,6 @@ bool is_dataset_samples_json(const nlohmann::json& j);
 DatasetSamples dataset_samples_from_json(const nlohmann::json& j, const std::string& source);
 DatasetSamples merge_dataset_samples(const std::vector<DatasetSamples>& shards);
 
-// The per-head means of every record's head outputs (the hook blocks.L.attn.out): f32
-// [L * H][head_dim], over every position of every token sequence. What corpus-mean ablation
-// puts in place of a head.
-std::vector<std::vector<float>> head_output_means(const Model& model,
-                                                  const std::vector<std::vector<int32_t>>& seqs,
-                                                  int threads = 0);
-
 // JSON (version 1): model, dataset, records, and per panel each interval and each head metric's
 // [L][H] mean, ci_low, ci_high.
 nlohmann::json dataset_analysis_json(const DatasetAnalysis& d);

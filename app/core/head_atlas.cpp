@@ -232,8 +232,8 @@ std::pair<double, double> bootstrap_ci(const std::vector<double>& x0, int resamp
   return {percentile(means, a), percentile(means, 1 - a)};
 }
 
-HeadAtlas head_atlas(const Model& model, const std::string& model_name, const AtlasInput& in,
-                     const AtlasOptions& o) {
+AtlasSamples collect_atlas(const Model& model, const std::string& model_name, const AtlasInput& in,
+                           const AtlasOptions& o, const std::vector<int>* items) {
   const auto t0 = std::chrono::steady_clock::now();
   const ModelInfo& info = model.info();
   require(!info.vision, ErrorCode::Unsupported,
@@ -243,49 +243,90 @@ HeadAtlas head_atlas(const Model& model, const std::string& model_name, const At
   const int L = info.n_layers, H = info.n_heads, LH = L * H;
   const auto& roles = head_roles();
   const size_t R = roles.size();
-  HeadAtlas a;
+  AtlasSamples a;
   a.model = model_name;
   a.n_layers = L;
   a.n_heads = H;
-  for (const HeadRole& r : roles) a.roles.push_back(r.name);
   a.windows = int(in.windows.size());
   a.window_tokens = in.windows.empty() ? 0 : int(in.windows.front().size());
   a.text_tokens = in.text_tokens;
   a.repeats = int(in.repeats.size());
   a.repeat_length = in.repeat_length;
   a.long_range = o.long_range;
-  a.bootstrap = o.bootstrap;
   a.seed = o.seed;
-  // samples[r][s][head]: each role's scores per sample (its own kind of input).
-  std::vector<std::vector<std::vector<double>>> samples(R);
-  const int total = int(in.windows.size() + in.repeats.size());
+  a.lm = info.vocab > 0;
+  const int all = a.windows + a.repeats;
+  std::vector<int> run;
+  if (items) {
+    run = *items;
+    std::sort(run.begin(), run.end());
+    for (size_t k = 0; k < run.size(); ++k)
+      require(run[k] >= 0 && run[k] < all && (k == 0 || run[k] != run[k - 1]),
+              ErrorCode::InvalidArgument,
+              "atlas item " + std::to_string(run[k]) + " is outside the " + std::to_string(all) +
+                  " windows and sequences, or given twice");
+  } else {
+    for (int k = 0; k < all; ++k) run.push_back(k);
+  }
+  const int total = int(run.size());
   int done = 0;
-  auto tick = [&] {
+  for (int k : run) {
+    AtlasSample smp;
+    smp.repeat = k >= a.windows;
+    smp.index = smp.repeat ? k - a.windows : k;
+    std::vector<std::vector<double>> s;
+    if (!smp.repeat) {
+      const auto& w = in.windows[size_t(k)];
+      smp.offsets.assign(size_t(LH), 0);
+      s = score_pass(model, w, 0, 0, o, &smp.nll, &smp.offsets);
+      smp.predicted = int(w.size()) - 1;
+    } else {
+      const auto& q = in.repeats[size_t(smp.index)];
+      require(in.repeat_length > 0 && int(q.size()) >= in.repeat_start + 2 * in.repeat_length,
+              ErrorCode::InvalidArgument, "a repeated sequence is shorter than its two copies");
+      s = score_pass(model, q, in.repeat_start, in.repeat_length, o, nullptr, nullptr);
+    }
+    smp.scores.resize(R);
+    for (size_t r = 0; r < R; ++r)
+      if (is_repeat_role(roles[r].name) == smp.repeat) smp.scores[r] = std::move(s[r]);
+    a.samples.push_back(std::move(smp));
     ++done;
     if (o.progress) o.progress(done, total);
     if (o.cancel && o.cancel->load()) throw Error(ErrorCode::Cancelled, "head atlas cancelled");
-  };
+  }
+  a.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return a;
+}
+
+HeadAtlas summarize_atlas(const AtlasSamples& s, int bootstrap) {
+  const int LH = s.n_layers * s.n_heads;
+  const auto& roles = head_roles();
+  const size_t R = roles.size();
+  HeadAtlas a;
+  a.model = s.model;
+  a.n_layers = s.n_layers;
+  a.n_heads = s.n_heads;
+  for (const HeadRole& r : roles) a.roles.push_back(r.name);
+  a.windows = s.windows;
+  a.window_tokens = s.window_tokens;
+  a.text_tokens = s.text_tokens;
+  a.repeats = s.repeats;
+  a.repeat_length = s.repeat_length;
+  a.long_range = s.long_range;
+  a.bootstrap = bootstrap;
+  a.seed = s.seed;
+  a.seconds = s.seconds;
   double nll = 0;
   long predicted = 0;
   std::vector<std::map<int, int>> offset_votes(static_cast<size_t>(LH));
-  std::vector<int> offsets(static_cast<size_t>(LH));
-  for (const auto& w : in.windows) {
-    auto s = score_pass(model, w, 0, 0, o, &nll, &offsets);
-    predicted += long(w.size()) - 1;
-    for (size_t r = 0; r < R; ++r)
-      if (!is_repeat_role(roles[r].name)) samples[r].push_back(std::move(s[r]));
-    for (int i = 0; i < LH; ++i) ++offset_votes[size_t(i)][offsets[size_t(i)]];
-    tick();
+  for (const AtlasSample& smp : s.samples) {
+    if (smp.repeat) continue;
+    nll += smp.nll;
+    predicted += smp.predicted;
+    for (int i = 0; i < LH && size_t(i) < smp.offsets.size(); ++i)
+      ++offset_votes[size_t(i)][smp.offsets[size_t(i)]];
   }
-  for (const auto& q : in.repeats) {
-    require(in.repeat_length > 0 && int(q.size()) >= in.repeat_start + 2 * in.repeat_length,
-            ErrorCode::InvalidArgument, "a repeated sequence is shorter than its two copies");
-    auto s = score_pass(model, q, in.repeat_start, in.repeat_length, o, nullptr, nullptr);
-    for (size_t r = 0; r < R; ++r)
-      if (is_repeat_role(roles[r].name)) samples[r].push_back(std::move(s[r]));
-    tick();
-  }
-  a.text_loss = predicted > 0 && info.vocab > 0 ? nll / double(predicted) : kNaN;
+  a.text_loss = predicted > 0 && s.lm ? nll / double(predicted) : kNaN;
   for (int i = 0; i < LH; ++i) {
     int best = 0, votes = -1;
     for (const auto& [off, n] : offset_votes[size_t(i)])
@@ -295,27 +336,36 @@ HeadAtlas head_atlas(const Model& model, const std::string& model_name, const At
   a.mean.assign(R, std::vector<float>(size_t(LH), float(kNaN)));
   a.lo = a.hi = a.mean;
   for (size_t r = 0; r < R; ++r) {
-    // Samples that score some head (a sequence without copy steps gives no retrieval score).
+    // The role's samples in index order; those that score some head count (a sequence without
+    // copy steps gives no retrieval score).
+    std::vector<const std::vector<double>*> mine;
+    for (const AtlasSample& smp : s.samples)
+      if (r < smp.scores.size() && smp.scores[r].size() == size_t(LH))
+        mine.push_back(&smp.scores[r]);
     int scored = 0;
-    for (const auto& smp : samples[r])
-      scored += std::any_of(smp.begin(), smp.end(), [](double v) { return !std::isnan(v); });
+    for (const auto* smp : mine)
+      scored += std::any_of(smp->begin(), smp->end(), [](double v) { return !std::isnan(v); });
     a.samples.push_back(scored);
     for (int i = 0; i < LH; ++i) {
       std::vector<double> x;
-      for (const auto& s : samples[r]) x.push_back(s[size_t(i)]);
+      for (const auto* smp : mine) x.push_back((*smp)[size_t(i)]);
       double m = 0;
       int n = 0;
       for (double v : x)
         if (!std::isnan(v)) m += v, ++n;
       if (n == 0) continue;
       a.mean[r][size_t(i)] = float(m / n);
-      const auto [lo, hi] = bootstrap_ci(x, o.bootstrap, o.seed + 7919 * (r * LH + i));
+      const auto [lo, hi] = bootstrap_ci(x, bootstrap, s.seed + 7919 * (r * LH + i));
       a.lo[r][size_t(i)] = float(lo);
       a.hi[r][size_t(i)] = float(hi);
     }
   }
-  a.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return a;
+}
+
+HeadAtlas head_atlas(const Model& model, const std::string& model_name, const AtlasInput& in,
+                     const AtlasOptions& o) {
+  return summarize_atlas(collect_atlas(model, model_name, in, o), o.bootstrap);
 }
 
 namespace {

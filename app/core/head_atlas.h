@@ -82,8 +82,39 @@ struct HeadAtlas {
   double hi_of(const std::string& role, int layer, int head) const;
 };
 
-// Runs the model on every window and sequence and scores every head. Throws Error(Unsupported)
-// for vision models and Error(InvalidArgument) for an input with neither windows nor sequences.
+// One forward pass's role scores, before any averaging: the unit of sharding. A text window
+// scores the text roles and gives its offsets and next-token loss; a repeated sequence scores
+// duplicate_token, induction and retrieval.
+struct AtlasSample {
+  bool repeat = false;                      // a repeated sequence, else a text window
+  int index = 0;                            // its place among the input's windows or sequences
+  std::vector<std::vector<double>> scores;  // [role] [L * H]; empty for the other kind's roles
+  std::vector<int> offsets;                 // windows: [L * H] the most-used offset t - k
+  double nll = 0;                           // windows: summed next-token loss (0 without LM)
+  int predicted = 0;                        // windows: tokens predicted
+};
+struct AtlasSamples {
+  std::string model;
+  int n_layers = 0, n_heads = 0;
+  // The whole input's protocol (a shard's samples are part of it).
+  int windows = 0, window_tokens = 0, text_tokens = 0, repeats = 0, repeat_length = 0;
+  int long_range = 32;
+  uint64_t seed = 0;
+  bool lm = false;                   // the model predicts tokens (text_loss is defined)
+  std::vector<AtlasSample> samples;  // windows by index, then sequences by index
+  double seconds = 0;
+};
+
+// Runs the model on every window and sequence (or on `items` alone: indices into the windows
+// followed by the sequences, as a shard owns them) and scores every head. Throws
+// Error(Unsupported) for vision models and Error(InvalidArgument) for an input with neither
+// windows nor sequences or an item outside it.
+AtlasSamples collect_atlas(const Model& model, const std::string& model_name, const AtlasInput& in,
+                           const AtlasOptions& o = {}, const std::vector<int>* items = nullptr);
+// Means, intervals and offsets of the samples (intervals resample in index order, so merged
+// shards give the single run's numbers exactly).
+HeadAtlas summarize_atlas(const AtlasSamples& s, int bootstrap);
+// collect_atlas() over every item, then summarize_atlas().
 HeadAtlas head_atlas(const Model& model, const std::string& model_name, const AtlasInput& in,
                      const AtlasOptions& o = {});
 

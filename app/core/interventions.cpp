@@ -143,9 +143,41 @@ double next_token_loss(const ModelOutput& out, const std::vector<int32_t>& ids) 
   return N > 1 ? s / (N - 1) : std::nan("");
 }
 
-AblationScan ablation_scan(const Model& model, const std::vector<std::vector<int32_t>>& windows,
-                           HeadEdit::Mode mode, int threads, int bootstrap, uint64_t seed,
-                           bool corpus_mean) {
+std::vector<std::vector<float>> head_output_means(const Model& model,
+                                                  const std::vector<std::vector<int32_t>>& seqs,
+                                                  int threads) {
+  const ModelInfo& info = model.info();
+  const int L = info.n_layers, H = info.n_heads, d = info.head_dim;
+  std::vector<std::vector<double>> sum(size_t(L) * H, std::vector<double>(size_t(d), 0.0));
+  double positions = 0;
+  for (const auto& ids : seqs) {
+    Capture cap(HookSelection::parse("blocks.*.attn.out"));
+    ForwardOptions fo;
+    fo.capture = &cap;
+    fo.threads = threads;
+    ModelInput in;
+    in.ids = ids;
+    model.forward(in, fo);
+    const size_t n = ids.size();
+    positions += double(n);
+    for (int l = 0; l < L; ++l) {
+      const auto& out = cap.layers[size_t(l)].out;
+      for (int h = 0; h < H; ++h)
+        for (size_t t = 0; t < n; ++t)
+          for (int e = 0; e < d; ++e)
+            sum[size_t(l) * H + h][size_t(e)] += out[(size_t(h) * n + t) * d + size_t(e)];
+    }
+  }
+  std::vector<std::vector<float>> mean(sum.size());
+  for (size_t i = 0; i < sum.size(); ++i)
+    for (double x : sum[i]) mean[i].push_back(positions > 0 ? float(x / positions) : 0.0f);
+  return mean;
+}
+
+AblationSamples ablation_samples(const Model& model,
+                                 const std::vector<std::vector<int32_t>>& windows,
+                                 HeadEdit::Mode mode, int threads, bool corpus_mean,
+                                 const std::vector<int>* items) {
   const ModelInfo& info = model.info();
   require(info.causal && info.vocab > 0, ErrorCode::Unsupported,
           "the ablation scan needs a causal language model");
@@ -154,54 +186,64 @@ AblationScan ablation_scan(const Model& model, const std::vector<std::vector<int
           "the ablation scan ablates by zero or mean, not by resampling");
   require(!corpus_mean || mode == HeadEdit::Mean, ErrorCode::InvalidArgument,
           "a corpus mean goes with mean ablation");
-  const int L = info.n_layers, H = info.n_heads, W = int(windows.size()), d = info.head_dim;
-  AblationScan s;
+  const int L = info.n_layers, H = info.n_heads, W = int(windows.size());
+  AblationSamples s;
   s.mode = mode == HeadEdit::Zero ? "zero" : corpus_mean ? "corpus-mean" : "mean";
-  // The corpus mean of every head's output: f32 [L * H][d], over every position of every window.
-  std::vector<std::vector<float>> corpus(size_t(L) * H);
-  if (corpus_mean) {
-    std::vector<std::vector<double>> sum(size_t(L) * H, std::vector<double>(size_t(d), 0.0));
-    long positions = 0;
-    for (const auto& ids : windows) {
-      Capture cap(HookSelection::parse("blocks.*.attn.out"));
-      run(model, ids, nullptr, &cap, threads);
-      const size_t n = ids.size();
-      positions += long(n);
-      for (int l = 0; l < L; ++l)
-        for (int h = 0; h < H; ++h)
-          for (size_t t = 0; t < n; ++t)
-            for (int e = 0; e < d; ++e)
-              sum[size_t(l) * H + h][size_t(e)] +=
-                  cap.layers[size_t(l)].out[(size_t(h) * n + t) * d + size_t(e)];
-    }
-    for (size_t i = 0; i < sum.size(); ++i)
-      for (double x : sum[i]) corpus[i].push_back(float(x / double(positions)));
-  }
   s.n_layers = L;
   s.n_heads = H;
   s.windows = W;
-  std::vector<double> base(static_cast<size_t>(W));
-  std::vector<std::vector<double>> delta(size_t(L) * H, std::vector<double>(size_t(W)));
-  for (int w = 0; w < W; ++w) {
+  if (items) {
+    s.index = *items;
+    std::sort(s.index.begin(), s.index.end());
+    for (size_t k = 0; k < s.index.size(); ++k)
+      require(s.index[k] >= 0 && s.index[k] < W && (k == 0 || s.index[k] != s.index[k - 1]),
+              ErrorCode::InvalidArgument,
+              "window " + std::to_string(s.index[k]) + " is outside the " + std::to_string(W) +
+                  " windows, or given twice");
+  } else {
+    for (int w = 0; w < W; ++w) s.index.push_back(w);
+  }
+  const std::vector<std::vector<float>> corpus =
+      corpus_mean ? head_output_means(model, windows, threads) : std::vector<std::vector<float>>{};
+  s.delta.assign(size_t(L) * H, {});
+  for (int w : s.index) {
     const auto& ids = windows[size_t(w)];
-    base[size_t(w)] = next_token_loss(run(model, ids, nullptr, nullptr, threads), ids);
+    const double base = next_token_loss(run(model, ids, nullptr, nullptr, threads), ids);
+    s.base.push_back(base);
     for (int i = 0; i < L * H; ++i) {
       Intervention iv = ablation({{i / H, i % H}}, mode);
       if (corpus_mean) iv.heads.front().values = corpus[size_t(i)];
-      delta[size_t(i)][size_t(w)] =
-          next_token_loss(run(model, ids, &iv, nullptr, threads), ids) - base[size_t(w)];
+      s.delta[size_t(i)].push_back(next_token_loss(run(model, ids, &iv, nullptr, threads), ids) -
+                                   base);
     }
   }
-  for (double b : base) s.loss += b / W;
-  for (int i = 0; i < L * H; ++i) {
-    double m = 0;
-    for (double d : delta[size_t(i)]) m += d / W;
-    s.delta.push_back(float(m));
-    const auto [lo, hi] = bootstrap_ci(delta[size_t(i)], bootstrap, seed + uint64_t(i));
-    s.lo.push_back(float(lo));
-    s.hi.push_back(float(hi));
-  }
   return s;
+}
+
+AblationScan summarize_ablation(const AblationSamples& s, int bootstrap, uint64_t seed) {
+  AblationScan a;
+  a.mode = s.mode;
+  a.n_layers = s.n_layers;
+  a.n_heads = s.n_heads;
+  const int W = int(s.base.size());
+  a.windows = W;
+  for (double b : s.base) a.loss += b / W;
+  for (int i = 0; i < s.n_layers * s.n_heads; ++i) {
+    double m = 0;
+    for (double d : s.delta[size_t(i)]) m += d / W;
+    a.delta.push_back(float(m));
+    const auto [lo, hi] = bootstrap_ci(s.delta[size_t(i)], bootstrap, seed + uint64_t(i));
+    a.lo.push_back(float(lo));
+    a.hi.push_back(float(hi));
+  }
+  return a;
+}
+
+AblationScan ablation_scan(const Model& model, const std::vector<std::vector<int32_t>>& windows,
+                           HeadEdit::Mode mode, int threads, int bootstrap, uint64_t seed,
+                           bool corpus_mean) {
+  return summarize_ablation(ablation_samples(model, windows, mode, threads, corpus_mean), bootstrap,
+                            seed);
 }
 
 int32_t single_token(const Model& model, const std::string& text, const std::string& what) {

@@ -74,9 +74,34 @@ struct AblationScan {
   std::vector<float> delta;   // f32 [L, H]: loss with the head ablated - loss
   std::vector<float> lo, hi;  // f32 [L, H]: bootstrap 95% interval of delta over the windows
 };
+// Every window's losses, before averaging: the unit of sharding.
+struct AblationSamples {
+  std::string mode;
+  int n_layers = 0, n_heads = 0, windows = 0;  // windows: of the whole input
+  std::vector<int> index;                      // [window] its place in the input, ascending
+  std::vector<double> base;                    // [window] loss without ablation
+  std::vector<std::vector<double>> delta;      // [L * H][window] loss with the head ablated - base
+};
+// The scan on `items` of the windows alone (a shard's; null = every window). A corpus mean is
+// over every window, so that each shard ablates with the same mean.
+AblationSamples ablation_samples(const Model& model,
+                                 const std::vector<std::vector<int32_t>>& windows,
+                                 HeadEdit::Mode mode, int threads = 0, bool corpus_mean = false,
+                                 const std::vector<int>* items = nullptr);
+// Means and intervals (resampling in index order: merged shards give the single run's numbers).
+AblationScan summarize_ablation(const AblationSamples& s, int bootstrap = 1000,
+                                uint64_t seed = 1234);
+// ablation_samples() over every window, then summarize_ablation().
 AblationScan ablation_scan(const Model& model, const std::vector<std::vector<int32_t>>& windows,
                            HeadEdit::Mode mode, int threads = 0, int bootstrap = 1000,
                            uint64_t seed = 1234, bool corpus_mean = false);
+
+// The per-head means of every record's head outputs (the hook blocks.L.attn.out): f32
+// [L * H][head_dim], over every position of every token sequence. What corpus-mean ablation
+// puts in place of a head.
+std::vector<std::vector<float>> head_output_means(const Model& model,
+                                                  const std::vector<std::vector<int32_t>>& seqs,
+                                                  int threads = 0);
 
 struct PatchOptions {
   std::string over = "heads";  // "heads" | "positions" | "patterns"

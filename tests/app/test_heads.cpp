@@ -1,8 +1,8 @@
 // Head roles (app/core/head_roles.h) on hand-made attention patterns with known scores, the
 // atlas (head_atlas.h) on the default text model against the probes its model card recorded
 // (assets/models/default-text/phenomena.json, measured in PyTorch by measure_text.py), bootstrap
-// interval coverage, the dataset reader's errors, the role metrics of the head grid, and the
-// `heads` verb.
+// interval coverage, shards that merge to the single run, the dataset reader's errors, the role
+// metrics of the head grid, and the `heads` verb.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,9 +12,12 @@
 #include <random>
 
 #include "app/core/analysis.h"
+#include "app/core/atlas_shard.h"
 #include "app/core/head_atlas.h"
 #include "app/core/head_metrics.h"
 #include "app/core/head_roles.h"
+#include "app/core/interventions.h"
+#include "app/core/sweep.h"
 #include "app/core/text_dataset.h"
 #include "app/core/views.h"
 #include "compute/backend.h"
@@ -346,6 +349,104 @@ TEST(HeadAtlas, HeldOutTextGivesTheCardsHeads) {
 }
 
 // The head grid's role metrics are the role detectors on the panel's own rows.
+void expect_same_grids(const std::vector<std::vector<float>>& a,
+                       const std::vector<std::vector<float>>& b, const char* what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t r = 0; r < a.size(); ++r) {
+    ASSERT_EQ(a[r].size(), b[r].size()) << what;
+    for (size_t i = 0; i < a[r].size(); ++i) {
+      if (std::isnan(a[r][i])) {
+        EXPECT_TRUE(std::isnan(b[r][i])) << what << " role " << r << " head " << i;
+      } else {
+        EXPECT_NEAR(a[r][i], b[r][i], 1e-5) << what << " role " << r << " head " << i;
+      }
+    }
+  }
+}
+
+// Shards written to JSON, read back and merged give the single run's atlas and ablation scan:
+// the same means, intervals (resampled in index order), offsets and loss; a missing, doubled or
+// foreign shard is refused by name.
+TEST(HeadAtlas, ShardsMergeToTheSingleRun) {
+  REQUIRE_MODEL("default-text");
+  const auto model = core::cached_model("default-text");
+  core::AtlasOptions o;
+  o.window = 48;
+  o.windows = 7;
+  o.repeat_length = 12;
+  o.repeat_sequences = 5;
+  o.bootstrap = 200;
+  const std::string text =
+      "In the beginning God created the heaven and the earth. And the earth was without form, "
+      "and void; and darkness was upon the face of the deep. And the Spirit of God moved upon "
+      "the face of the waters. And God said, Let there be light: and there was light. And God "
+      "saw the light, that it was good: and God divided the light from the darkness.";
+  const core::AtlasInput in = core::atlas_input(*model, {text}, o);
+  ASSERT_EQ(in.windows.size(), 7u);
+  const auto mode = HeadEdit::Mean;
+  const core::HeadAtlas one = core::head_atlas(*model, "default-text", in, o);
+  const core::AblationScan scan_one =
+      core::ablation_scan(*model, in.windows, mode, 0, o.bootstrap, o.seed, true);
+
+  const int n = 3, items = int(in.windows.size() + in.repeats.size());
+  std::vector<core::AtlasShard> shards;
+  for (int i = n - 1; i >= 0; --i) {  // out of order: the merge sorts
+    const std::vector<int> mine = core::shard_items(items, {i, n});
+    const std::vector<int> wins = core::shard_items(int(in.windows.size()), {i, n});
+    core::AtlasShard s;
+    s.atlas = core::collect_atlas(*model, "default-text", in, o, &mine);
+    s.ablation = core::ablation_samples(*model, in.windows, mode, 0, true, &wins);
+    const nlohmann::json j = nlohmann::json::parse(core::atlas_shard_json(s).dump());
+    shards.push_back(core::atlas_shard_from_json(j, "shard" + std::to_string(i)));
+  }
+  const core::AtlasShard m = core::merge_atlas_shards(shards);
+  const core::HeadAtlas merged = core::summarize_atlas(m.atlas, o.bootstrap);
+  expect_same_grids(one.mean, merged.mean, "mean");
+  expect_same_grids(one.lo, merged.lo, "lo");
+  expect_same_grids(one.hi, merged.hi, "hi");
+  EXPECT_EQ(one.samples, merged.samples);
+  EXPECT_EQ(one.offset, merged.offset);
+  EXPECT_NEAR(one.text_loss, merged.text_loss, 1e-9);
+  EXPECT_EQ(merged.windows, 7);
+  EXPECT_EQ(merged.repeats, 5);
+  ASSERT_TRUE(m.ablation.has_value());
+  const core::AblationScan scan = core::summarize_ablation(*m.ablation, o.bootstrap, o.seed);
+  EXPECT_EQ(scan.mode, "corpus-mean");
+  EXPECT_EQ(scan.windows, 7);
+  EXPECT_NEAR(scan.loss, scan_one.loss, 1e-9);
+  expect_same_grids({scan_one.delta, scan_one.lo, scan_one.hi}, {scan.delta, scan.lo, scan.hi},
+                    "ablation");
+
+  // A shard missing, given twice, from another protocol, or without the others' ablation.
+  EXPECT_THROW(core::merge_atlas_shards({shards[0], shards[1]}), Error);
+  EXPECT_THROW(core::merge_atlas_shards({shards[0], shards[1], shards[2], shards[2]}), Error);
+  core::AtlasShard other = shards[0];
+  other.atlas.seed += 1;
+  EXPECT_THROW(core::merge_atlas_shards({other, shards[1], shards[2]}), Error);
+  core::AtlasShard bare = shards[0];
+  bare.ablation.reset();
+  EXPECT_THROW(core::merge_atlas_shards({bare, shards[1], shards[2]}), Error);
+  // Malformed files name themselves.
+  nlohmann::json j = core::atlas_shard_json(shards[0]);
+  j["samples"][0]["scores"]["previous_token"].erase(0);
+  try {
+    core::atlas_shard_from_json(j, "cut.json");
+    ADD_FAILURE() << "a short score row was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cut.json"), std::string::npos) << e.what();
+  }
+  j = core::atlas_shard_json(shards[0]);
+  j["samples"][0]["scores"]["copying"] = j["samples"][0]["scores"]["previous_token"];
+  EXPECT_THROW(core::atlas_shard_from_json(j, "role.json"), Error);
+  EXPECT_THROW(core::atlas_shard_from_json({{"kind", "attnscope-patch-shard"}}, "p.json"), Error);
+  j = core::atlas_shard_json(shards[0]);
+  j["samples"][0]["index"] = 99;
+  EXPECT_THROW(core::atlas_shard_from_json(j, "index.json"), Error);
+  // An item outside the input is refused before any forward pass.
+  const std::vector<int> outside = {items};
+  EXPECT_THROW(core::collect_atlas(*model, "default-text", in, o, &outside), Error);
+}
+
 TEST(HeadAtlas, HeadGridShowsTheRoles) {
   REQUIRE_MODEL("default-text");
   core::Session s;
@@ -449,6 +550,47 @@ TEST(HeadAtlas, HeadsCommand) {
   const CliRun bad = cli("heads --model default-text --dataset " + (dir / "bad.jsonl").string());
   EXPECT_EQ(bad.status, 1) << bad.out;
   EXPECT_NE(bad.out.find("bad.jsonl:2"), std::string::npos) << bad.out;
+}
+
+// `heads --shard i/n --json` twice and `heads --merge` write the JSON of one run.
+TEST(HeadAtlas, HeadsCommandShardsAndMerges) {
+  REQUIRE_MODEL("default-text");
+  const fs::path dir = fs::path(ATTN_TEST_WORK_DIR) / "heads_shards";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream d(dir / "d.jsonl");
+  for (int i = 0; i < 5; ++i)
+    d << "{\"text\": \"And God called the light Day, and the darkness " << i
+      << " he called Night. And the evening and the morning were the first day.\"}\n";
+  d.close();
+  const std::string base = "heads --model default-text --dataset " + (dir / "d.jsonl").string() +
+                           " --repeats 3 --repeat-length 10 --bootstrap 100 --ablate-each zero";
+  const CliRun one = cli(base + " --json " + (dir / "one.json").string());
+  ASSERT_EQ(one.status, 0) << one.out;
+  for (int i = 0; i < 2; ++i) {
+    const CliRun r = cli(base + " --shard " + std::to_string(i) + "/2 --json " +
+                         (dir / ("s" + std::to_string(i) + ".json")).string());
+    ASSERT_EQ(r.status, 0) << r.out;
+  }
+  const CliRun m = cli("heads --bootstrap 100 --merge " + (dir / "s1.json").string() + " " +
+                       (dir / "s0.json").string() + " --json " + (dir / "m.json").string() +
+                       " --figure " + (dir / "m.svg").string());
+  ASSERT_EQ(m.status, 0) << m.out;
+  EXPECT_TRUE(fs::exists(dir / "m.svg"));
+  nlohmann::json a = nlohmann::json::parse(std::ifstream(dir / "one.json"));
+  nlohmann::json b = nlohmann::json::parse(std::ifstream(dir / "m.json"));
+  a.erase("seconds");
+  b.erase("seconds");
+  EXPECT_EQ(test::json_difference(a, b, 1e-5), "");
+  EXPECT_EQ(b["ablation"]["windows"], 5);
+  // Usage: a shard without --json, a figure of a shard, a merge with a model, a lone shard.
+  EXPECT_EQ(cli(base + " --shard 0/2").status, 2);
+  EXPECT_EQ(cli(base + " --shard 0/2 --json x.json --figure " + (dir / "x.png").string()).status,
+            2);
+  EXPECT_EQ(cli("heads --model default-text --merge " + (dir / "s0.json").string()).status, 2);
+  const CliRun lone = cli("heads --merge " + (dir / "s0.json").string());
+  EXPECT_EQ(lone.status, 1) << lone.out;
+  EXPECT_NE(lone.out.find("missing"), std::string::npos) << lone.out;
 }
 
 }  // namespace
