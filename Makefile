@@ -29,14 +29,16 @@ test: build
 test-asan:
 	$(MAKE) test PRESET=asan
 
-# What CI runs under AddressSanitizer + UndefinedBehaviorSanitizer (`asan` preset; leak
-# suppressions by library in tests/sanitizers/lsan.supp): the compute, models and app (sessions,
-# core, sweeps, figures) suites, building only the targets they need.
-SANITIZE_TARGETS ?= test_compute test_models test_app
+# What CI runs under AddressSanitizer + UndefinedBehaviorSanitizer: the compute, models (less
+# ArchCli, which drives the app's CLI) and app-library (sessions, core, sweeps, figures) suites,
+# in the fuzz build (clang), whose libraries fuzz-smoke has already built with both sanitizers.
+# Leak suppressions by library in tests/sanitizers/lsan.supp. `make test-asan` runs every suite
+# under GCC's sanitizers (asan preset).
+SANITIZE_TARGETS ?= test_compute test_models test_app_lib
 test-sanitize: deps
-	cmake --preset asan
-	cmake --build --preset asan -j$(JOBS) --target $(SANITIZE_TARGETS)
-	ctest --preset asan -j$(JOBS) -L '^(compute|models|app)$$'
+	cmake --preset fuzz
+	cmake --build --preset fuzz -j$(JOBS) --target $(SANITIZE_TARGETS)
+	ctest --preset sanitize -j$(JOBS)
 
 # libFuzzer targets, one per loader (tests/fuzz, clang, `fuzz` preset in build/fuzz).
 # `make fuzz FUZZ_SECONDS=N` runs each for N seconds (FUZZ_RUNS caps executions; -1: no cap),

@@ -155,8 +155,10 @@ void simulate(const KvPolicy& policy, Stream& s, int prefill, Check check,
 
 TEST(KvEvict, RecentAndStreamingSeeExactlyTheirWindows) {
   for (int prefill : {0, 1, 5, 30}) {
-    for (auto [sinks, window] :
+    for (const auto& sw :
          std::vector<std::pair<int, int>>{{0, 1}, {0, 7}, {4, 7}, {9, 3}, {2, 200}}) {
+      // Named copies, not structured bindings: clang 14 (the fuzz build) cannot capture those.
+      const int sinks = sw.first, window = sw.second;
       Stream s;
       const KvPolicy p =
           make_kv_policy(sinks == 0 && window == 7 ? "kv_recent(window=7)"
@@ -248,7 +250,8 @@ TEST(KvEvict, H2oAndTovaMatchNaiveOneAtATimeEvictionInGqaGroups) {
               }
             });
       }
-      for (auto [budget, recent] : std::vector<std::pair<int, int>>{{6, 2}, {9, 9}, {400, 3}}) {
+      for (const auto& br : std::vector<std::pair<int, int>>{{6, 2}, {9, 9}, {400, 3}}) {
+        const int budget = br.first, recent = br.second;
         Stream s;
         s.G = G;
         const KvPolicy h2o = make_kv_policy("kv_h2o(budget=" + std::to_string(budget) +
