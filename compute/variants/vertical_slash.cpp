@@ -90,6 +90,7 @@ class VerticalSlashPattern final : public Pattern {
   struct Scratch {
     std::vector<float> tile;     // f32 [64, visible keys]: scores of up to 64 of the last queries
     std::vector<int32_t> lkeys;  // i32 [slash]: one row's keys on the chosen diagonals
+    std::vector<int32_t> row;    // i32 [vertical + slash]: one row's merged keys
   };
 
   IndexLayout select_head(const Problem& p, int h, Scratch& sc, double* flops) const {
@@ -166,32 +167,45 @@ class VerticalSlashPattern final : public Pattern {
     std::sort(lines.begin(), lines.end(), std::greater<int64_t>());
 
     // Per query: visible columns merged with the visible keys on the chosen diagonals (both
-    // ascending; a key on both is kept once).
+    // ascending; a key on both is kept once). Without explicit key positions the key on diagonal
+    // o is qp - o, so the visible diagonals (qp - nv < o <= qp) are one run of `lines`, found by
+    // two binary searches rather than a test per line; the merge is branch-free.
     IndexLayout x;
     x.row_ptr.assign(size_t(p.n_q) + 1, 0);
     const size_t cap = size_t(p.n_q) * size_t(nc + int(lines.size()));
     x.col.reserve(cap);
     cpu::advise_huge_pages(x.col.data(), cap * sizeof(int32_t));
     sc.lkeys.resize(lines.size());
+    sc.row.resize(lines.size() + cols.size());
     for (int i = 0; i < p.n_q; ++i) {
       const int nv = p.causal ? detail::last_visible_key(p, i) + 1 : p.n_k;
+      const int64_t qp = p.qpos(i);
       int nl = 0;
-      for (int64_t o : lines) {
-        const int j = key_at(p, int64_t(p.qpos(i)) - o);
-        if (j >= 0 && j < nv) sc.lkeys[size_t(nl++)] = j;
+      if (p.k_pos.empty()) {
+        const auto first = std::lower_bound(lines.begin(), lines.end(), qp, std::greater<>());
+        const auto last =
+            std::lower_bound(first, lines.end(), qp - int64_t(nv), std::greater<>());
+        for (auto o = first; o != last; ++o) sc.lkeys[size_t(nl++)] = int32_t(qp - *o);
+      } else {
+        for (int64_t o : lines) {
+          const int j = key_at(p, qp - o);
+          if (j >= 0 && j < nv) sc.lkeys[size_t(nl++)] = j;
+        }
       }
       const int ncv = int(std::lower_bound(cols.begin(), cols.end(), nv) - cols.begin());
-      int a = 0, b = 0;
-      while (a < ncv || b < nl) {
-        int32_t j;
-        if (b == nl || (a < ncv && cols[size_t(a)] < sc.lkeys[size_t(b)])) {
-          j = cols[size_t(a++)];
-        } else {
-          j = sc.lkeys[size_t(b++)];
-          if (a < ncv && cols[size_t(a)] == j) ++a;
-        }
-        x.col.push_back(j);
+      const int32_t* a = cols.data();
+      const int32_t* b = sc.lkeys.data();
+      int32_t* out = sc.row.data();
+      int ia = 0, ib = 0, n = 0;
+      while (ia < ncv && ib < nl) {
+        const int32_t u = a[ia], v = b[ib];
+        out[n++] = std::min(u, v);
+        ia += u <= v;
+        ib += v <= u;
       }
+      while (ia < ncv) out[n++] = a[ia++];
+      while (ib < nl) out[n++] = b[ib++];
+      x.col.insert(x.col.end(), out, out + n);
       x.row_ptr[size_t(i) + 1] = int64_t(x.col.size());
     }
     return x;
