@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "app/cli/json_file.h"
 #include "app/cli/progress.h"
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
@@ -82,13 +83,6 @@ void check_figure_options(const AnalyzeDatasetArgs& a) {
   }
 }
 
-void write_json(const std::string& path, const nlohmann::json& j) {
-  std::ofstream f(path);
-  require(bool(f), ErrorCode::Io, path + ": cannot write");
-  f << j.dump(1) << "\n";
-  require(bool(f), ErrorCode::Io, path + ": write failed");
-}
-
 // The table, the JSON and the figure of a summary.
 void report(const core::DatasetAnalysis& d, const AnalyzeDatasetArgs& a, bool write_summary) {
   const bool vision = d.panels.empty() || !std::isfinite(d.panels[0].loss.mean);
@@ -131,7 +125,8 @@ void report(const core::DatasetAnalysis& d, const AnalyzeDatasetArgs& a, bool wr
               a.bootstrap,
               vision ? "; accuracy against the dataset's labels"
                      : "; loss: next-token loss in nats, rise paired record by record");
-  if (write_summary && !a.json_out.empty()) write_json(a.json_out, core::dataset_analysis_json(d));
+  if (write_summary && !a.json_out.empty())
+    write_json_file(a.json_out, core::dataset_analysis_json(d));
   if (!a.figure.empty()) {
     int panel = 0;
     if (!a.figure_variant.empty() && a.figure_variant != "dense") {
@@ -195,7 +190,7 @@ int analyze_dataset(const core::Session& s, const std::string& session_path,
   core::DatasetSamples samples = core::collect_dataset(s, session_path, mine, o);
   samples.dataset = a.dataset;
   if (!a.shard.empty()) {
-    write_json(a.json_out, core::dataset_samples_json(samples));
+    write_json_file(a.json_out, core::dataset_samples_json(samples));
     if (!a.quiet)
       std::fprintf(stderr, "wrote %s (shard %s: %zu records; join with analyze --merge)\n",
                    a.json_out.c_str(), a.shard.c_str(), mine.size());
@@ -209,15 +204,7 @@ int merge_dataset_shards(const AnalyzeDatasetArgs& a) {
   check_figure_options(a);
   std::vector<core::DatasetSamples> shards;
   for (const std::string& f : a.merge) {
-    std::ifstream in(f);
-    require(bool(in), ErrorCode::Io, f + ": cannot open shard file");
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(ErrorCode::Format, f + ": not JSON: " + e.what());
-    }
-    shards.push_back(core::dataset_samples_from_json(j, f));
+    shards.push_back(core::dataset_samples_from_json(read_shard_json(f), f));
   }
   const core::DatasetSamples merged = core::merge_dataset_samples(shards);
   report(core::summarize_dataset(merged, a.bootstrap), a, true);

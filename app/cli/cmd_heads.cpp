@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "app/cli/commands.h"
+#include "app/cli/json_file.h"
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
 #include "app/core/analysis.h"
@@ -34,23 +35,6 @@ std::string read_file(const std::string& path) {
 
 std::string cell(double x) {
   return std::isfinite(x) ? fixed(x, 3) : "-";
-}
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  require(bool(in), ErrorCode::Io, path + ": cannot open shard file");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorCode::Format, path + ": not JSON: " + e.what());
-  }
-}
-
-void write_json(const std::string& path, const nlohmann::json& j) {
-  std::ofstream f(path);
-  require(bool(f), ErrorCode::Io, path + ": cannot write");
-  f << j.dump(1) << "\n";
-  require(bool(f), ErrorCode::Io, path + ": write failed");
 }
 
 struct Report {
@@ -116,7 +100,7 @@ void report(const core::HeadAtlas& a, const core::AblationScan* scan, const Repo
       std::fprintf(stderr, "wrote %s\n", o.ablation_figure.c_str());
     }
   }
-  if (!o.json_out.empty()) write_json(o.json_out, j);
+  if (!o.json_out.empty()) write_json_file(o.json_out, j);
   if (!o.figure.empty()) {
     const core::FigureData fd = core::atlas_figure(a, o.roles);
     fig::export_figure(fd, o.figure, fig::fit_height(fd, {2100, 0, 300}));
@@ -211,7 +195,7 @@ void add_heads_command(CLI::App& app, Action& action) {
               "them; give only the files and the report options");
         std::vector<core::AtlasShard> shards;
         for (const std::string& f : o.merge)
-          shards.push_back(core::atlas_shard_from_json(read_json(f), f));
+          shards.push_back(core::atlas_shard_from_json(read_shard_json(f), f));
         const core::AtlasShard m = core::merge_atlas_shards(shards);
         const core::HeadAtlas a = core::summarize_atlas(m.atlas, o.a.bootstrap);
         std::optional<core::AblationScan> scan;
@@ -273,7 +257,7 @@ void add_heads_command(CLI::App& app, Action& action) {
             core::ablation_mode(o.ablate_each == "corpus-mean" ? "mean" : o.ablate_each),
             o.a.threads, o.ablate_each == "corpus-mean", &windows);
       if (!o.shard.empty()) {
-        write_json(o.json_out, core::atlas_shard_json(part));
+        write_json_file(o.json_out, core::atlas_shard_json(part));
         std::fprintf(stderr,
                      "wrote %s (shard %s: %zu of %d windows and sequences%s; join with heads "
                      "--merge)\n",

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "app/cli/json_file.h"
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
 #include "app/core/analysis.h"
@@ -68,15 +69,6 @@ void add_patch_command(CLI::App& app, Action& action) {
       }
       if (!o.json_out.empty()) core::check_output_path(o.json_out);
       core::PatchResult r;
-      const auto read_json = [](const std::string& f) {
-        std::ifstream in(f);
-        require(bool(in), ErrorCode::Io, f + ": cannot open shard file");
-        try {
-          return nlohmann::json::parse(in);
-        } catch (const nlohmann::json::exception& e) {
-          throw Error(ErrorCode::Format, f + ": not JSON: " + e.what());
-        }
-      };
       if (!o.merge.empty()) {
         usage(o.model.empty() && o.dataset.empty() && o.clean.empty() && o.corrupt.empty() &&
                   o.shard.empty(),
@@ -84,7 +76,7 @@ void add_patch_command(CLI::App& app, Action& action) {
               "the output options (--json, --figure, --bootstrap)");
         std::vector<core::PatchShard> shards;
         for (const std::string& f : o.merge)
-          shards.push_back(core::patch_shard_from_json(read_json(f), f));
+          shards.push_back(core::patch_shard_from_json(read_shard_json(f), f));
         const core::PatchShard m = core::merge_patch_shards(shards);
         o.model = m.model;
         o.dataset = m.dataset;
