@@ -389,16 +389,19 @@ void run_row(KernelContext& c, GatherScratch& w, int h, int i, std::vector<doubl
   write_row(c, h, i, w.o.data(), inv, stat);
 }
 
-// Least share of a union tile's entries that its rows list for the tile to run dense (below it,
-// masked work would cost more than gathering the listed entries one by one).
+// Least share of a tile's entries that its rows list for the tile to run dense (below it,
+// masked work would cost more than gathering the listed entries one by one). A key range runs
+// straight from K and V; a union first packs its keys' rows, so it needs more overlap.
+constexpr double kRangeMinOverlap = 0.25;
 constexpr double kUnionMinOverlap = 0.3;
 
-// Rows i0..i1 (at most kBQ) of head h as one dense tile over the union of their key lists, for
-// lists that overlap (H2O's recent window and heavy set, a shared vertical set): the union's K
-// and V rows are packed, the scores come from the register-blocked micro-kernels, and entries
-// a row does not list are masked to -inf. Returns false, having done nothing, where the lists
-// overlap too little, score modifiers apply (they need each key's position), or nothing is
-// listed. `computed` gets the entries computed (union x rows).
+// Rows i0..i1 (at most kBQ) of head h as one dense tile over the keys their lists name, entries
+// a row does not list masked to -inf. Lists that fill most of their key range (a top-k's early
+// rows, a large top-k) run over that range in place; lists that share keys spread over a wide
+// range (H2O's recent window and heavy set, a shared vertical set) run over the union of their
+// keys, packed. Returns false, having done nothing, where the lists overlap too little, score
+// modifiers apply (they need each key's position), or nothing is listed. `computed` gets the
+// entries computed (tile keys x rows).
 bool union_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64_t& listed,
                 int64_t& computed) {
   using K = Normaliser::Kind;
@@ -407,46 +410,72 @@ bool union_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
   const int32_t* col = x.col.data();
   const int rows = i1 - i0;
   int64_t total = 0;
+  int kmin = c.n_k, kmax = 0;
   for (int i = i0; i < i1; ++i) {
     const int32_t* b = col + x.row_ptr[i];
-    w.end[i - i0] = x.row_ptr[i] + (std::lower_bound(b, col + x.row_ptr[i + 1], c.lim[i]) - b);
-    total += w.end[i - i0] - x.row_ptr[i];
+    const int64_t n = std::lower_bound(b, col + x.row_ptr[i + 1], c.lim[i]) - b;
+    w.end[i - i0] = x.row_ptr[i] + n;
+    total += n;
+    if (n > 0) kmin = std::min(kmin, b[0]), kmax = std::max(kmax, b[n - 1] + 1);
   }
   if (total == 0) return false;
-  if (w.pos.size() < size_t(c.n_k)) w.pos.assign(size_t(c.n_k), -1);
-  w.uni.clear();
-  const int64_t cap = int64_t(double(total) / (kUnionMinOverlap * rows)) + 1;
-  bool sparse = false;
-  for (int r = 0; r < rows && !sparse; ++r)
-    for (int64_t e = x.row_ptr[i0 + r]; e < w.end[r]; ++e)
-      if (w.pos[col[e]] < 0) {
-        w.pos[col[e]] = 0;
-        w.uni.push_back(col[e]);
-        if (int64_t(w.uni.size()) > cap) {
-          sparse = true;
-          break;
-        }
-      }
-  if (sparse) {
-    for (int32_t j : w.uni) w.pos[j] = -1;
-    return false;
-  }
-  std::sort(w.uni.begin(), w.uni.end());
-  const int u = int(w.uni.size());
-  for (int k = 0; k < u; ++k) w.pos[w.uni[k]] = k;
-  w.member.assign(size_t(u), 0);
-  for (int r = 0; r < rows; ++r)
-    for (int64_t e = x.row_ptr[i0 + r]; e < w.end[r]; ++e)
-      w.member[size_t(w.pos[col[e]])] |= uint64_t(1) << r;
-  for (int32_t j : w.uni) w.pos[j] = -1;
-
   const HeadRows hr = head_rows(c, h);
-  w.kpack.resize(size_t(u) * c.d);
-  w.vpack.resize(size_t(u) * c.dv);
-  for (int k = 0; k < u; ++k) {
-    std::copy_n(hr.k + size_t(w.uni[k]) * hr.ldk, c.d, w.kpack.data() + size_t(k) * c.d);
-    std::copy_n(hr.v + size_t(w.uni[k]) * hr.ldv, c.dv, w.vpack.data() + size_t(k) * c.dv);
+  const float *kt = nullptr, *vt = nullptr;
+  size_t ldk = 0, ldv = 0;
+  int u = 0;
+  if (double(total) >= kRangeMinOverlap * rows * double(kmax - kmin)) {
+    // Key range: one membership word per key, K and V read where they are.
+    u = kmax - kmin;
+    w.member.assign(size_t(u), 0);
+    uint64_t* member = w.member.data();
+    for (int r = 0; r < rows; ++r) {
+      const uint64_t bit = uint64_t(1) << r;
+      const int32_t* e1 = col + w.end[r];
+      for (const int32_t* e = col + x.row_ptr[i0 + r]; e < e1; ++e) member[*e - kmin] |= bit;
+    }
+    kt = hr.k + size_t(kmin) * hr.ldk;
+    vt = hr.v + size_t(kmin) * hr.ldv;
+    ldk = hr.ldk;
+    ldv = hr.ldv;
+  } else {
+    if (w.pos.size() < size_t(c.n_k)) w.pos.assign(size_t(c.n_k), -1);
+    w.uni.clear();
+    const int64_t cap = int64_t(double(total) / (kUnionMinOverlap * rows)) + 1;
+    bool sparse = false;
+    for (int r = 0; r < rows && !sparse; ++r)
+      for (int64_t e = x.row_ptr[i0 + r]; e < w.end[r]; ++e)
+        if (w.pos[col[e]] < 0) {
+          w.pos[col[e]] = 0;
+          w.uni.push_back(col[e]);
+          if (int64_t(w.uni.size()) > cap) {
+            sparse = true;
+            break;
+          }
+        }
+    if (sparse) {
+      for (int32_t j : w.uni) w.pos[j] = -1;
+      return false;
+    }
+    std::sort(w.uni.begin(), w.uni.end());
+    u = int(w.uni.size());
+    for (int k = 0; k < u; ++k) w.pos[w.uni[k]] = k;
+    w.member.assign(size_t(u), 0);
+    for (int r = 0; r < rows; ++r)
+      for (int64_t e = x.row_ptr[i0 + r]; e < w.end[r]; ++e)
+        w.member[size_t(w.pos[col[e]])] |= uint64_t(1) << r;
+    for (int32_t j : w.uni) w.pos[j] = -1;
+    w.kpack.resize(size_t(u) * c.d);
+    w.vpack.resize(size_t(u) * c.dv);
+    for (int k = 0; k < u; ++k) {
+      std::copy_n(hr.k + size_t(w.uni[k]) * hr.ldk, c.d, w.kpack.data() + size_t(k) * c.d);
+      std::copy_n(hr.v + size_t(w.uni[k]) * hr.ldv, c.dv, w.vpack.data() + size_t(k) * c.dv);
+    }
+    kt = w.kpack.data();
+    vt = w.vpack.data();
+    ldk = size_t(c.d);
+    ldv = size_t(c.dv);
   }
+
   const Normaliser& norm = c.spec.norm;
   const bool softmax = norm.kind == K::Softmax;
   QueryTile& t = w.tile;
@@ -460,8 +489,7 @@ bool union_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
   for (int k = 0; k < kVW; ++k) lane_bit[k] = int32_t(1) << k;
   for (int c0 = 0; c0 < u; c0 += kBK) {
     const int nj = std::min(kBK, u - c0);
-    qk_tile(w.kpack.data() + size_t(c0) * c.d, size_t(c.d), nj, t.qt.data(), kBQ, cols, c.d,
-            w.st.data(), kBQ);
+    qk_tile(kt + size_t(c0) * ldk, ldk, nj, t.qt.data(), kBQ, cols, c.d, w.st.data(), kBQ);
     for (int j = 0; j < nj; ++j) {
       const uint64_t bits = w.member[size_t(c0 + j)];
       float* srow = w.st.data() + size_t(j) * kBQ;
@@ -477,14 +505,14 @@ bool union_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
       elementwise_probs(norm, c.n_k, w.st.data(), nj, cols, kBQ);
       if (norm.kind == K::SoftplusL1) add_column_sums(w.st.data(), nj, cols, kBQ, w.ul);
     }
-    pv_tile(w.st.data(), kBQ, nj, rows, w.vpack.data() + size_t(c0) * c.dv, size_t(c.dv), c.dv,
-            w.ot.data(), c.dv, softmax ? w.ualpha : nullptr, c0 == 0);
+    pv_tile(w.st.data(), kBQ, nj, rows, vt + size_t(c0) * ldv, ldv, c.dv, w.ot.data(), c.dv,
+            softmax ? w.ualpha : nullptr, c0 == 0);
   }
   for (int r = 0; r < rows; ++r)
     write_streamed_row(c, h, i0 + r, w.ot.data() + size_t(r) * c.dv, w.um[r], w.ul[r]);
   listed += total;
   computed += int64_t(u) * rows;
-  // The union's K and V rows once, one index per listed entry; Q, O and the row stat per query.
+  // The tile's K and V rows once, one index per listed entry; Q, O and the row stat per query.
   c.bytes += int64_t(u) * (c.d + c.dv) * 4 + total * 4 + int64_t(rows) * (c.d * 8 + 4);
   return true;
 }

@@ -68,9 +68,7 @@ inline vf splat(float x) {
 #endif
 }
 inline vi splati(int32_t x) {
-  vi r;
-  for (int i = 0; i < kVW; ++i) r[i] = x;
-  return r;
+  return vi{} + x;  // one broadcast (a per-lane loop compiles to kVW inserts)
 }
 inline vi as_int(vf v) {
   vi r;

@@ -484,6 +484,32 @@ TEST(CpuKernels, IndexLayouts) {
   expect_matches(p, l, softmax_spec(), index_keep(l), "indices");
 }
 
+// The three ways the gather kernel runs a tile of rows: lists that fill most of their key range
+// (a dense tile over the range, in place), lists that share scattered keys (a dense tile over
+// their packed union) and sparse random lists (each row gathers its own keys).
+TEST(CpuKernels, IndexLayoutsRangeUnionAndGatheredTiles) {
+  Problem p = random_problem(3, 1, 1037, 1037, 64, true, 70);
+  std::mt19937_64 rng(71);
+  IndexLayout shared;  // 48 keys every row lists (where visible) plus its own last 3
+  std::vector<int> common(48);
+  for (int& j : common) j = int(rng() % 1037);
+  std::sort(common.begin(), common.end());
+  common.erase(std::unique(common.begin(), common.end()), common.end());
+  shared.row_ptr.push_back(0);
+  for (int i = 0; i < p.n_q; ++i) {
+    std::vector<int32_t> keys;
+    for (int j : common)
+      if (j < i - 2) keys.push_back(j);
+    for (int j = std::max(0, i - 2); j <= i; ++j) keys.push_back(j);
+    shared.col.insert(shared.col.end(), keys.begin(), keys.end());
+    shared.row_ptr.push_back(int64_t(shared.col.size()));
+  }
+  Layout l;
+  l.kind = Layout::Kind::Indices;
+  l.indices = {random_indices(p, 0.7, 72), shared, random_indices(p, 0.02, 73)};
+  for (const KernelSpec& s : all_normalisers()) expect_matches(p, l, s, index_keep(l), "indices");
+}
+
 // ---- selective ----------------------------------------------------------------------------------
 
 TEST(CpuKernels, SelectiveAttention) {
