@@ -4,7 +4,10 @@ vocabulary 50257, n_positions 2048, random weights) over a 2,048-entry KV cache:
 (attn_bench BM_DecodeStep, policy kv_recent(window=2048) so every step sees 2,048 entries)
 beside an eager PyTorch decode loop with a preallocated KV cache on the same weights, and the
 floor for one token: weight + cache bytes over the bandwidth of a threaded read of a buffer that
-large (BM_ReadBandwidth), all in one run.
+large, all in one run. Each step is followed by such a read and judged against it (the median of
+step / read over the steps): this VM's bandwidth drifts by 2-3x between minutes, so a floor
+measured at another moment says little about a step. The best read (BM_ReadBandwidth) is reported
+beside it.
 
   /usr/bin/python3 tests/bench/decode_vs_torch.py --build build/native
 
@@ -101,11 +104,12 @@ def main():
     weight_bytes = os.path.getsize(os.path.join(folder, "model.safetensors"))
     cache_bytes = 2 * fvt.L * CACHE * fvt.C * 4
     torch_steps(w, 2)  # warm-up
-    ours, theirs, bw, share = [], [], [], []
+    ours, theirs, bw, share, paired = [], [], [], [], []
     for _ in range(args.rounds):
         r = run_attnscope(exe, folder, args.steps, args.threads, weight_bytes + cache_bytes)
         ours.append(r["BM_DecodeStep"]["median_s"])
         share.append(r["BM_DecodeStep"]["policy_share"])
+        paired.append(r["BM_DecodeStep"]["over_paired_floor"])
         bw.append(r["BM_ReadBandwidth"]["gb_per_s"])
         theirs.append(statistics.median(torch_steps(w, args.steps)))
     a, t = min(ours), min(theirs)
@@ -113,18 +117,22 @@ def main():
     res = {"cache": CACHE, "threads": args.threads, "torch": torch.__version__,
            "openblas_core": openblas_core(), "attnscope_step_s": a, "torch_step_s": t,
            "speedup": t / a, "weight_bytes": weight_bytes, "cache_bytes": cache_bytes,
-           "read_gb_per_s": max(bw), "floor_s": floor, "over_floor": a / floor,
+           "read_gb_per_s": max(bw), "floor_s": floor, "over_best_read_floor": a / floor,
+           "over_floor": min(paired), "over_floor_rounds": paired,
            "policy_share": max(share), "load_average": os.getloadavg(),
            "targets": {"speedup": ">= 1.5", "over_floor": "<= 1.3", "policy_share": "<= 0.10"}}
     res["met"] = res["speedup"] >= 1.5 and res["over_floor"] <= 1.3 and res["policy_share"] <= 0.10
+    over = res["over_floor"]
     print(f"decode step, GPT-2 small shape, {CACHE}-entry KV cache, {args.threads} threads")
     print(f"  attnscope                {a * 1e3:8.2f} ms   (policy bookkeeping "
           f"{100 * max(share):.2f}% of the step)")
     print(f"  PyTorch {torch.__version__:<16} {t * 1e3:8.2f} ms   (eager, preallocated cache; "
           f"OpenBLAS core {openblas_core()}, OPENBLAS_CORETYPE/L2_SIZE unset)")
     print(f"  floor                    {floor * 1e3:8.2f} ms   ({(weight_bytes + cache_bytes) / 1e6:.0f} MB "
-          f"at {max(bw):.2f} GB/s, {args.threads}-thread read)")
-    print(f"  speed-up {t / a:.2f}x (target >= 1.5), {a / floor:.2f}x the floor (target <= 1.3), "
+          f"at {max(bw):.2f} GB/s, the best {args.threads}-thread read; the step is {a / floor:.2f}x that)")
+    print(f"  step / the read beside it, median over steps: "
+          + ", ".join(f"{x:.2f}x" for x in paired) + " (rounds)")
+    print(f"  speed-up {t / a:.2f}x (target >= 1.5), {over:.2f}x the floor (target <= 1.3), "
           f"bookkeeping {100 * max(share):.2f}% (target <= 10%) -> {'met' if res['met'] else 'NOT met'}")
     os.makedirs(os.path.join(args.build, "bench"), exist_ok=True)
     with open(os.path.join(args.build, "bench", "decode-vs-torch.json"), "w") as f:
