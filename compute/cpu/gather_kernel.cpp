@@ -402,7 +402,7 @@ constexpr double kUnionMinOverlap = 0.3;
 // keys, packed. Returns false, having done nothing, where the lists overlap too little, score
 // modifiers apply (they need each key's position), or nothing is listed. `computed` gets the
 // entries computed (tile keys x rows).
-bool union_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64_t& listed,
+bool dense_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64_t& listed,
                 int64_t& computed) {
   using K = Normaliser::Kind;
   if (!c.spec.mods.empty()) return false;
@@ -551,13 +551,13 @@ void run_gather(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* can
         int64_t entries = 0, listed = 0, computed = 0;
         int row_items = i1 - i0;  // rows the per-entry paths ran
         if (!whole_rows) {
-          // Each kBQ rows run as a union tile where their lists overlap enough; the others as
+          // Each kBQ rows run as a dense tile where their lists overlap enough; the others as
           // streamed rows, in runs as long as possible (each K and V row fetched serves more).
           row_items = 0;
           int run0 = i0;
           for (int u0 = i0; u0 < i1; u0 += kBQ) {
             const int u1 = std::min(i1, u0 + kBQ);
-            if (!union_tile(c, w, h, u0, u1, listed, computed)) continue;
+            if (!dense_tile(c, w, h, u0, u1, listed, computed)) continue;
             if (u0 > run0) run_tile(c, w, h, run0, u0, entries), row_items += u0 - run0;
             run0 = u1;
           }
