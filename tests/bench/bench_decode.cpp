@@ -95,7 +95,8 @@ void BM_DecodeStep(benchmark::State& state, const std::string& dir) {
   // measured next to the step it judges, and that step, like the read, finds nothing of the
   // weights in cache. The timed step (for the median) follows another step, as in generation.
   const char* fb = std::getenv("ATTN_DECODE_FLOOR_BYTES");
-  const std::vector<float> floor_buf = fb && *fb ? read_buffer(std::atof(fb)) : std::vector<float>{};
+  const std::vector<float> floor_buf =
+      fb && *fb ? read_buffer(std::atof(fb)) : std::vector<float>{};
   const int threads = attn::thread_count(0);
   std::vector<double> times, ratios;
   int32_t next = 1;
