@@ -264,6 +264,15 @@ TEST(Approximations, LinformerFastMatchesReferenceAndImplied) {
       expect_implied_matches_output(spec, p, 1e-3);
     }
   }
+  // k beyond the number of keys is clamped to it (more rows add no rank): the same output as
+  // k = n_k, and k = 65536 over 40 keys costs no more than that.
+  const Problem small = random_problem(2, 1, 40, 40, 8, false, 9);
+  const Result at_n = run_on("linformer(k=40,seed=5)", small, "cpu");
+  for (const char* spec : {"linformer(k=41,seed=5)", "linformer(k=65536,seed=5)"}) {
+    const Result big = run_on(spec, small, "cpu");
+    EXPECT_EQ(big.o, at_n.o) << spec;
+    EXPECT_DOUBLE_EQ(big.stats.counted.flops, at_n.stats.counted.flops) << spec;
+  }
   const Problem causal = random_problem(1, 1, 16, 16, 8, true, 1);
   const std::string m =
       error_of([&] { run_on("linformer", causal, "cpu"); }, ErrorCode::Unsupported);
