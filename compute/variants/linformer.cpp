@@ -78,8 +78,9 @@ class Linformer final : public Approximation {
     const auto t0 = std::chrono::steady_clock::now();
     const bool fast = path == ApproxPath::Fast;
     Result r = approx_result(p, fast ? "cpu" : "reference");
-    const Mat<double> e = projection(rows(p), p.n_k, seed_, 0);
-    auto f = std::make_shared<const Mat<double>>(projection(rows(p), p.n_k, seed_, 1));
+    const int kr = rows(p);
+    const Mat<double> e = projection(kr, p.n_k, seed_, 0);
+    auto f = std::make_shared<const Mat<double>>(projection(kr, p.n_k, seed_, 1));
     auto state = std::make_shared<LinformerState>();
     state->ek.resize(size_t(p.n_heads));
     state->f = f;

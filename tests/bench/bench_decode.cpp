@@ -129,7 +129,7 @@ void BM_DecodeStep(benchmark::State& state, const std::string& dir) {
   state.counters["cache_entries"] = double(kv.entries()) / double(info.n_layers * info.n_kv_heads);
   state.counters["cache_bytes"] = kv.bytes();
   state.counters["weight_bytes"] = weight_bytes(dir);
-  state.counters["threads"] = double(attn::thread_count(0));
+  state.counters["threads"] = double(threads);
 }
 
 // Reads `bytes` of memory on `threads` threads: the machine's read bandwidth, for the report.
