@@ -241,7 +241,7 @@ std::vector<SweepRow> parse_tradeoff_csv(const std::string& text, const std::str
       }
     };
     SweepRow r;
-    r.index = int(num(f[0]));
+    r.index = int(csv_count(f[0], where, 2147483648.0));
     r.point.spec = f[1];
     r.point.pattern = f[2];
     r.point.density = num(f[3]);
