@@ -93,6 +93,19 @@ TEST(Sweep, CsvRoundTripAndMerge) {
   EXPECT_THROW(merge_sweep_rows({a, b, {rows[1]}}), Error);  // a row twice
   EXPECT_THROW(parse_tradeoff_csv("x,y\n1,2\n", "bad.csv"), Error);
   EXPECT_THROW(parse_tradeoff_csv(csv + "7,short\n", "bad.csv"), Error);
+  // The index is a count: nan, fractions, negatives and values past int are refused by name.
+  const std::string rest = ",\"dense\",dense,1,100,0,0.75,0,1,0,nan,nan,nan,nan\n";
+  for (const char* index : {"nan", "1e300", "2147483648", "-1", "2.5", ""}) {
+    try {
+      parse_tradeoff_csv(tradeoff_csv({}) + index + rest, "bad.csv");
+      ADD_FAILURE() << "index '" << index << "' was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::Format) << index;
+      EXPECT_NE(std::string(e.what()).find("bad.csv:2"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(parse_tradeoff_csv(tradeoff_csv({}) + "2147483647" + rest, "ok.csv")[0].index,
+            2147483647);
 }
 
 TEST(Sweep, SelectionAndKernelTimeKeptApart) {
