@@ -49,10 +49,7 @@ Result head_result(const Result& r, const Problem& p, int h) {
     s.row_stat.assign(r.row_stat.begin() + ptrdiff_t(size_t(h) * r.n_q),
                       r.row_stat.begin() + ptrdiff_t(size_t(h + 1) * r.n_q));
   }
-  s.layout.kind = r.layout.kind;
-  s.layout.mask = r.layout.mask;
-  if (r.layout.kind == Layout::Kind::Blocks) s.layout.blocks = {r.layout.block(h)};
-  if (r.layout.kind == Layout::Kind::Indices) s.layout.indices = {r.layout.index(h)};
+  s.layout = head_layout(r.layout, h);
   s.stats = r.stats;
   if (r.approx) s.approx = r.approx->head(h);
   const Problem one = head_problem(p, h);

@@ -1,6 +1,7 @@
 #include "compute/layout.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "compute/error.h"
 #include "compute/problem.h"
@@ -31,7 +32,95 @@ int64_t find_block(const BlockLayout& b, int r, int c) {
   return (it != last && *it == c) ? int64_t(it - b.col.begin()) : -1;
 }
 
+// Index of the key at position kp, or -1.
+int key_at(const Problem& p, int64_t kp) {
+  if (p.k_pos.empty()) return kp >= 0 && kp < p.n_k ? int(kp) : -1;
+  auto it = std::lower_bound(p.k_pos.begin(), p.k_pos.end(), kp);
+  return it != p.k_pos.end() && *it == kp ? int(it - p.k_pos.begin()) : -1;
+}
+
+// Offsets [first, last) of x whose key for query i is one of its nv visible keys: one run of
+// the descending offsets with default key positions (key qp - o), found by two binary searches.
+std::pair<size_t, size_t> visible_offsets(const LineLayout& x, const Problem& p, int i, int nv) {
+  const int64_t qp = p.qpos(i);
+  const auto b = x.offsets.begin();
+  const auto first = std::lower_bound(b, x.offsets.end(), qp, std::greater<>());
+  const auto last = std::lower_bound(first, x.offsets.end(), qp - int64_t(nv), std::greater<>());
+  return {size_t(first - b), size_t(last - b)};
+}
+
+// Appends the kept keys of query i (nv visible keys) under lines x: its visible columns merged
+// with its keys on the diagonals, both ascending, a key on both kept once.
+void append_line_row(const LineLayout& x, const Problem& p, int i, int nv,
+                     std::vector<int32_t>& out) {
+  const int64_t qp = p.qpos(i);
+  const int ncv = int(std::lower_bound(x.columns.begin(), x.columns.end(), nv) - x.columns.begin());
+  const int32_t* a = x.columns.data();
+  int ia = 0;
+  auto put_diagonal_key = [&](int32_t j) {
+    while (ia < ncv && a[ia] < j) out.push_back(a[ia++]);
+    if (ia < ncv && a[ia] == j) ++ia;
+    out.push_back(j);
+  };
+  if (p.k_pos.empty()) {
+    const auto [first, last] = visible_offsets(x, p, i, nv);
+    for (size_t o = first; o < last; ++o) put_diagonal_key(int32_t(qp - x.offsets[o]));
+  } else {
+    for (int64_t o : x.offsets) {
+      const int j = key_at(p, qp - o);
+      if (j >= 0 && j < nv) put_diagonal_key(j);
+    }
+  }
+  out.insert(out.end(), a + ia, a + ncv);
+}
+
+// Kept entries of lines x: per query its visible columns and visible diagonal keys, less the
+// keys on both. With default positions the keys on both are counted per (column, offset) pair:
+// column c lies on diagonal o for the query at position kpos(c) + o, if there is one and it
+// sees c.
+int64_t line_kept_entries(const LineLayout& x, const Problem& p) {
+  int64_t total = 0;
+  const bool default_positions = p.q_pos.empty() && p.k_pos.empty();
+  const size_t per_pair = x.columns.size() * x.offsets.size();
+  if (!default_positions || per_pair > size_t(p.n_q) * (x.columns.size() + x.offsets.size())) {
+    std::vector<int32_t> keys;
+    for (int i = 0; i < p.n_q; ++i) {
+      keys.clear();
+      append_line_row(x, p, i, visible_in_range(p, i, 0, p.n_k), keys);
+      total += int64_t(keys.size());
+    }
+    return total;
+  }
+  for (int i = 0; i < p.n_q; ++i) {
+    const int nv = visible_in_range(p, i, 0, p.n_k);
+    const auto [first, last] = visible_offsets(x, p, i, nv);
+    total += int64_t(last - first) +
+             (std::lower_bound(x.columns.begin(), x.columns.end(), nv) - x.columns.begin());
+  }
+  // Column c and offset o meet at query position c + o, which exists when it lies in
+  // [qpos(0), qpos(n_q - 1)] and sees c (causal: o >= 0).
+  const int64_t q_lo = p.qpos(0), q_hi = p.qpos(p.n_q - 1);
+  for (int32_t c : x.columns) {
+    const int64_t o_hi = q_hi - c, o_lo = p.causal ? std::max<int64_t>(q_lo - c, 0) : q_lo - c;
+    if (o_lo > o_hi) continue;
+    const auto first = std::lower_bound(x.offsets.begin(), x.offsets.end(), o_hi, std::greater<>());
+    const auto last = std::lower_bound(first, x.offsets.end(), o_lo - 1, std::greater<>());
+    total -= last - first;
+  }
+  return total;
+}
+
 }  // namespace
+
+Layout head_layout(const Layout& l, int h) {
+  Layout s;
+  s.kind = l.kind;
+  s.mask = l.mask;
+  if (l.kind == Layout::Kind::Blocks) s.blocks = {l.block(h)};
+  if (l.kind == Layout::Kind::Indices) s.indices = {l.index(h)};
+  if (l.kind == Layout::Kind::Lines) s.lines = {l.line(h)};
+  return s;
+}
 
 int64_t visible_entries(const Problem& p) {
   int64_t total = 0;
@@ -54,6 +143,13 @@ bool layout_keeps(const Layout& l, const Problem& p, int h, int i, int j) {
       const IndexLayout& x = l.index(h);
       auto first = x.col.begin() + x.row_ptr[i], last = x.col.begin() + x.row_ptr[i + 1];
       return std::binary_search(first, last, j);
+    }
+    case Layout::Kind::Lines: {
+      const LineLayout& x = l.line(h);
+      if (std::binary_search(x.columns.begin(), x.columns.end(), j)) return true;
+      const int64_t o = int64_t(p.qpos(i)) - p.kpos(j);
+      return std::binary_search(x.offsets.begin(), x.offsets.end(), o, std::greater<>()) &&
+             key_at(p, p.kpos(j)) == j;
     }
   }
   return false;
@@ -85,6 +181,9 @@ void layout_row_keys(const Layout& l, const Problem& p, int h, int i, std::vecto
         if (p.visible(i, x.col[e])) out.push_back(x.col[e]);
       break;
     }
+    case Layout::Kind::Lines:
+      append_line_row(l.line(h), p, i, visible_in_range(p, i, 0, p.n_k), out);
+      break;
   }
 }
 
@@ -110,6 +209,7 @@ int64_t layout_kept_entries(const Layout& l, const Problem& p, int h) {
     }
     return total;
   }
+  if (l.kind == Layout::Kind::Lines) return line_kept_entries(l.line(h), p);
   // Listed keys ascend and positions increase, so a row's visible keys are a prefix: the
   // keys below lim, the first key its query cannot see (walked once over the queries).
   const IndexLayout& x = l.index(h);
@@ -127,6 +227,15 @@ int64_t layout_kept_entries(const Layout& l, const Problem& p, int h) {
 IndexLayout to_index_layout(const Layout& l, const Problem& p, int h) {
   IndexLayout x;
   x.row_ptr.assign(size_t(p.n_q) + 1, 0);
+  if (l.kind == Layout::Kind::Lines) {
+    const LineLayout& lx = l.line(h);
+    x.col.reserve(size_t(p.n_q) * (lx.columns.size() + lx.offsets.size()));
+    for (int i = 0; i < p.n_q; ++i) {
+      append_line_row(lx, p, i, visible_in_range(p, i, 0, p.n_k), x.col);
+      x.row_ptr[size_t(i) + 1] = int64_t(x.col.size());
+    }
+    return x;
+  }
   std::vector<int32_t> keys;
   for (int i = 0; i < p.n_q; ++i) {
     layout_row_keys(l, p, h, i, keys);
@@ -134,6 +243,15 @@ IndexLayout to_index_layout(const Layout& l, const Problem& p, int h) {
     x.row_ptr[i + 1] = int64_t(x.col.size());
   }
   return x;
+}
+
+Layout lines_to_indices(const Layout& l, const Problem& p) {
+  if (l.kind != Layout::Kind::Lines) return l;
+  Layout out;
+  out.kind = Layout::Kind::Indices;
+  out.indices.resize(l.lines.size());
+  for (size_t h = 0; h < l.lines.size(); ++h) out.indices[h] = to_index_layout(l, p, int(h));
+  return out;
 }
 
 BlockLayout block_layout_from_mask(const Mask& m, const Problem& p, int bq, int bk) {

@@ -30,18 +30,35 @@ struct IndexLayout {
   int64_t nnz() const { return int64_t(col.size()); }
 };
 
+// Kept set made of lines, the shape of MInference's vertical-slash pattern: every query keeps
+// its visible keys among `columns` and, for each offset o in `offsets`, the visible key at
+// position qpos - o (one per diagonal). O(columns + offsets) memory however many queries run,
+// where per-query lists would repeat every column in every row.
+struct LineLayout {
+  std::vector<int32_t> columns;  // i32 [vertical]: key indices, strictly ascending
+  std::vector<int64_t> offsets;  // i64 [slash]: qpos - kpos, strictly descending (so a row's
+                                 //              keys on them ascend), |o| < 2^32
+};
+
 struct Layout {
-  enum class Kind { Dense, Blocks, Indices };
+  enum class Kind { Dense, Blocks, Indices, Lines };
   Kind kind = Kind::Dense;  // Dense: every visible key is kept
   // One entry per query head, or exactly one entry shared by every head (static patterns).
   std::vector<BlockLayout> blocks;   // Kind::Blocks
   std::vector<IndexLayout> indices;  // Kind::Indices
+  std::vector<LineLayout> lines;     // Kind::Lines
   // Element mask consulted in partial blocks (Kind::Blocks only); null = causal rule only.
   std::shared_ptr<const Mask> mask;
 
   const BlockLayout& block(int head) const { return blocks.size() == 1 ? blocks[0] : blocks[head]; }
-  const IndexLayout& index(int head) const { return indices.size() == 1 ? indices[0] : indices[head]; }
+  const IndexLayout& index(int head) const {
+    return indices.size() == 1 ? indices[0] : indices[head];
+  }
+  const LineLayout& line(int head) const { return lines.size() == 1 ? lines[0] : lines[head]; }
 };
+
+// Layout l restricted to head h: a one-head layout of the same kind.
+Layout head_layout(const Layout& l, int h);
 
 struct Problem;
 
@@ -61,6 +78,9 @@ void layout_row_keys(const Layout& l, const Problem& p, int h, int i, std::vecto
 // Converts any layout to per-query key lists (exact kept set), e.g. for backends that only run
 // index-sparse kernels.
 IndexLayout to_index_layout(const Layout& l, const Problem& p, int h);
+
+// `l` with every head's lines as per-query key lists (kind Indices); other kinds unchanged.
+Layout lines_to_indices(const Layout& l, const Problem& p);
 
 // Builds a block layout for a static mask analytically from Mask::classify over position ranges.
 BlockLayout block_layout_from_mask(const Mask& m, const Problem& p, int bq, int bk);

@@ -22,6 +22,7 @@ Layout copy_with_huge_pages(const Layout& l) {
   out.kind = l.kind;
   out.blocks = l.blocks;
   out.mask = l.mask;
+  out.lines = l.lines;
   out.indices.resize(l.indices.size());
   for (size_t h = 0; h < l.indices.size(); ++h) {
     out.indices[h].row_ptr = copy_huge(l.indices[h].row_ptr);
@@ -86,10 +87,21 @@ Result CpuBackend::execute_spec(const KernelSpec& spec, const Problem& p, const 
   assign_huge(r.row_stat, size_t(p.n_heads) * p.n_q, 0.0f);
 
   const auto t0 = std::chrono::steady_clock::now();
-  KernelContext c(p, layout, spec, kernels_->width, r.o.data(), r.row_stat.data());
+  // Lines run as lines for a plain softmax over default positions (each row's diagonal keys
+  // then lie next to its neighbours'); otherwise as the per-query lists they stand for.
+  const bool lines = layout.kind == Layout::Kind::Lines;
+  const bool run_lines = lines && !spec.selective && spec.mods.empty() &&
+                         spec.norm.kind == Normaliser::Kind::Softmax && p.q_pos.empty() &&
+                         p.k_pos.empty();
+  Layout listed;
+  if (lines && !run_lines) listed = lines_to_indices(layout, p);
+  KernelContext c(p, lines && !run_lines ? listed : layout, spec, kernels_->width, r.o.data(),
+                  r.row_stat.data());
   if (spec.selective)
     kernels_->selective(c, *pool_, opt.cancel);
-  else if (layout.kind == Layout::Kind::Indices)
+  else if (run_lines)
+    kernels_->lines(c, *pool_, opt.cancel);
+  else if (c.layout.kind == Layout::Kind::Indices)
     kernels_->gather(c, *pool_, opt.cancel);
   else
     kernels_->flash(c, *pool_, opt.cancel);

@@ -35,6 +35,7 @@
 
 #include "compute/cpu/flash_kernel.cpp"
 #include "compute/cpu/gather_kernel.cpp"
+#include "compute/cpu/lines_kernel.cpp"
 #include "compute/cpu/score_tile.cpp"
 #include "compute/cpu/selective_kernel.cpp"
 #include "compute/cpu/tile_plan.cpp"
@@ -43,8 +44,12 @@
 
 namespace attn::cpu {
 const KernelSet* avx512_kernel_set_if_built() {
-  static const KernelSet k{"avx512", isa_avx512::kVW, &isa_avx512::run_flash,
-                           &isa_avx512::run_gather, &isa_avx512::run_selective};
+  static const KernelSet k{"avx512",
+                           isa_avx512::kVW,
+                           &isa_avx512::run_flash,
+                           &isa_avx512::run_gather,
+                           &isa_avx512::run_lines,
+                           &isa_avx512::run_selective};
   return &k;
 }
 }  // namespace attn::cpu

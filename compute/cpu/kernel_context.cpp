@@ -1,6 +1,7 @@
 #include "compute/cpu/kernel_context.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "compute/error.h"
@@ -107,6 +108,25 @@ void check_layout(const Layout& l, const Problem& p) {
         }
       }
     });
+  } else if (l.kind == Layout::Kind::Lines) {
+    if (!count_ok(l.lines.size()))
+      fail("line layout has " + std::to_string(l.lines.size()) +
+           " entries, expected 1 or n_heads = " + std::to_string(p.n_heads));
+    for (size_t h = 0; h < l.lines.size(); ++h) {
+      const LineLayout& x = l.lines[h];
+      const std::string at = "line layout " + std::to_string(h) + ": ";
+      for (size_t e = 0; e < x.columns.size(); ++e) {
+        if (x.columns[e] < 0 || x.columns[e] >= p.n_k)
+          fail(at + "column " + std::to_string(x.columns[e]) + " out of range");
+        if (e > 0 && x.columns[e] <= x.columns[e - 1]) fail(at + "columns not ascending");
+      }
+      // Positions are int32, so no query and key are further apart than 2^32 - 1.
+      for (size_t e = 0; e < x.offsets.size(); ++e) {
+        if (std::abs(x.offsets[e]) >= (int64_t(1) << 32))
+          fail(at + "offset " + std::to_string(x.offsets[e]) + " beyond any position difference");
+        if (e > 0 && x.offsets[e] >= x.offsets[e - 1]) fail(at + "offsets not descending");
+      }
+    }
   }
 }
 

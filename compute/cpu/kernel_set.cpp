@@ -5,6 +5,7 @@
 
 #include "compute/cpu/flash_kernel.h"
 #include "compute/cpu/gather_kernel.h"
+#include "compute/cpu/lines_kernel.h"
 #include "compute/cpu/selective_kernel.h"
 #include "compute/cpu/simd.h"
 
@@ -14,8 +15,9 @@ namespace attn::cpu {
 const KernelSet* avx512_kernel_set_if_built();
 
 const KernelSet& baseline_kernels() {
-  static const KernelSet k{ATTN_CPU_ISA_NAME, ATTN_CPU_NS::kVW, &ATTN_CPU_NS::run_flash,
-                           &ATTN_CPU_NS::run_gather, &ATTN_CPU_NS::run_selective};
+  static const KernelSet k{ATTN_CPU_ISA_NAME,       ATTN_CPU_NS::kVW,
+                           &ATTN_CPU_NS::run_flash, &ATTN_CPU_NS::run_gather,
+                           &ATTN_CPU_NS::run_lines, &ATTN_CPU_NS::run_selective};
   return k;
 }
 

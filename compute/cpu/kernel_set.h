@@ -17,6 +17,7 @@ struct KernelSet {
   int width = 1;                 // floats per vector: KernelContext pads V rows and O to it
   KernelFn flash = nullptr;      // Dense and Blocks layouts
   KernelFn gather = nullptr;     // Indices layouts
+  KernelFn lines = nullptr;      // Lines layouts (softmax, default positions)
   KernelFn selective = nullptr;  // selective attention, any layout
 };
 

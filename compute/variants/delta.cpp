@@ -31,10 +31,7 @@ Result head_slice(const Result& r, int h) {
   s.d = r.d;
   s.row_stat.assign(r.row_stat.begin() + ptrdiff_t(size_t(h) * r.n_q),
                     r.row_stat.begin() + ptrdiff_t(size_t(h + 1) * r.n_q));
-  s.layout.kind = r.layout.kind;
-  s.layout.mask = r.layout.mask;
-  if (r.layout.kind == Layout::Kind::Blocks) s.layout.blocks = {r.layout.block(h)};
-  if (r.layout.kind == Layout::Kind::Indices) s.layout.indices = {r.layout.index(h)};
+  s.layout = head_layout(r.layout, h);
   return s;
 }
 

@@ -3,7 +3,8 @@
 // per offset qp - kp gives slash (diagonal) scores. Every query then keeps the `vertical` best
 // columns and the keys on the `slash` best diagonals, each restricted to its visible keys, so a
 // row holds at most vertical + slash keys. The main diagonal (offset 0) is always one of the
-// slash lines, so every query whose own position is a key keeps at least that key.
+// slash lines, so every query whose own position is a key keeps at least that key. The result is
+// a line layout (the columns and offsets once per head), not per-query key lists.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -59,8 +60,8 @@ class VerticalSlashPattern final : public Pattern {
 
   Layout select(const Problem& p, SelectStats* stats, SequenceState*) const override {
     Layout l;
-    l.kind = Layout::Kind::Indices;
-    l.indices.resize(size_t(p.n_heads));
+    l.kind = Layout::Kind::Lines;
+    l.lines.resize(size_t(p.n_heads));
     std::vector<double> flops(size_t(p.n_heads), 0.0);
     // Heads in parallel; each worker keeps its score tile for every head it takes.
     const int workers = std::max(1, std::min(thread_count(), p.n_heads));
@@ -70,7 +71,7 @@ class VerticalSlashPattern final : public Pattern {
         [&](int) {
           Scratch sc;
           for (int h = next++; h < p.n_heads; h = next++)
-            l.indices[size_t(h)] = select_head(p, h, sc, &flops[size_t(h)]);
+            l.lines[size_t(h)] = select_head(p, h, sc, &flops[size_t(h)]);
         },
         workers);
     if (stats)
@@ -88,12 +89,10 @@ class VerticalSlashPattern final : public Pattern {
 
  private:
   struct Scratch {
-    std::vector<float> tile;     // f32 [64, visible keys]: scores of up to 64 of the last queries
-    std::vector<int32_t> lkeys;  // i32 [slash]: one row's keys on the chosen diagonals
-    std::vector<int32_t> row;    // i32 [vertical + slash]: one row's merged keys
+    std::vector<float> tile;  // f32 [64, visible keys]: scores of up to 64 of the last queries
   };
 
-  IndexLayout select_head(const Problem& p, int h, Scratch& sc, double* flops) const {
+  LineLayout select_head(const Problem& p, int h, Scratch& sc, double* flops) const {
     namespace simd = cpu::ATTN_CPU_NS;
     const float scale2 = float(p.effective_scale() * 1.4426950408889634);  // base-2 exponent
     std::vector<double> vertical(size_t(p.n_k), 0.0);
@@ -166,56 +165,11 @@ class VerticalSlashPattern final : public Pattern {
     for (int t = 0; t < no; ++t) lines.push_back(offs[t].first);
     std::sort(lines.begin(), lines.end(), std::greater<int64_t>());
 
-    // Per query: visible columns merged with the visible keys on the chosen diagonals (both
-    // ascending; a key on both is kept once). Without explicit key positions the key on diagonal
-    // o is qp - o, so the visible diagonals (qp - nv < o <= qp) are one run of `lines`, found by
-    // two binary searches rather than a test per line; the merge is branch-free.
-    IndexLayout x;
-    x.row_ptr.assign(size_t(p.n_q) + 1, 0);
-    const size_t cap = size_t(p.n_q) * size_t(nc + int(lines.size()));
-    x.col.reserve(cap);
-    cpu::advise_huge_pages(x.col.data(), cap * sizeof(int32_t));
-    sc.lkeys.resize(lines.size());
-    sc.row.resize(lines.size() + cols.size());
-    for (int i = 0; i < p.n_q; ++i) {
-      const int nv = p.causal ? detail::last_visible_key(p, i) + 1 : p.n_k;
-      const int64_t qp = p.qpos(i);
-      int nl = 0;
-      if (p.k_pos.empty()) {
-        const auto first = std::lower_bound(lines.begin(), lines.end(), qp, std::greater<>());
-        const auto last =
-            std::lower_bound(first, lines.end(), qp - int64_t(nv), std::greater<>());
-        for (auto o = first; o != last; ++o) sc.lkeys[size_t(nl++)] = int32_t(qp - *o);
-      } else {
-        for (int64_t o : lines) {
-          const int j = key_at(p, qp - o);
-          if (j >= 0 && j < nv) sc.lkeys[size_t(nl++)] = j;
-        }
-      }
-      const int ncv = int(std::lower_bound(cols.begin(), cols.end(), nv) - cols.begin());
-      const int32_t* a = cols.data();
-      const int32_t* b = sc.lkeys.data();
-      int32_t* out = sc.row.data();
-      int ia = 0, ib = 0, n = 0;
-      while (ia < ncv && ib < nl) {
-        const int32_t u = a[ia], v = b[ib];
-        out[n++] = std::min(u, v);
-        ia += u <= v;
-        ib += v <= u;
-      }
-      while (ia < ncv) out[n++] = a[ia++];
-      while (ib < nl) out[n++] = b[ib++];
-      x.col.insert(x.col.end(), out, out + n);
-      x.row_ptr[size_t(i) + 1] = int64_t(x.col.size());
-    }
+    // Every query keeps the same columns and diagonals: the layout stores them once.
+    LineLayout x;
+    x.columns = std::move(cols);
+    x.offsets = std::move(lines);
     return x;
-  }
-
-  // Index of the key at position kp, or -1.
-  static int key_at(const Problem& p, int64_t kp) {
-    if (p.k_pos.empty()) return kp >= 0 && kp < p.n_k ? int(kp) : -1;
-    auto it = std::lower_bound(p.k_pos.begin(), p.k_pos.end(), kp);
-    return it != p.k_pos.end() && *it == kp ? int(it - p.k_pos.begin()) : -1;
   }
 
   int last_q_, vertical_, slash_;

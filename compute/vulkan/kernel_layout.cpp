@@ -131,6 +131,12 @@ KernelLayout make_kernel_layout(const Problem& p, const Layout& l, int dense_row
       }
       break;
     }
+    case Layout::Kind::Lines: {
+      // The shaders run per-query lists: the lines are listed here.
+      const Layout listed = lines_to_indices(l, p);
+      k = make_kernel_layout(p, listed, dense_rows, only_head);
+      break;
+    }
     case Layout::Kind::Indices: {
       k.indices = true;
       check(l.indices.size() == 1 || int(l.indices.size()) == p.n_heads,

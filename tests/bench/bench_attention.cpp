@@ -196,6 +196,8 @@ void attention_case(benchmark::State& st, const std::string& backend_name, int n
     double out_bytes = double(r.o.capacity() + r.row_stat.capacity()) * sizeof(float);
     for (const IndexLayout& x : r.layout.indices)
       out_bytes += double(x.col.capacity()) * 4 + double(x.row_ptr.capacity()) * 8;
+    for (const LineLayout& x : r.layout.lines)
+      out_bytes += double(x.columns.capacity()) * 4 + double(x.offsets.capacity()) * 8;
     for (const BlockLayout& b : r.layout.blocks)
       out_bytes += double(b.col.capacity()) * 4 + double(b.row_ptr.capacity()) * 4 +
                    double(b.full.capacity()) * sizeof(b.full[0]);

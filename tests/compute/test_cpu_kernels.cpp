@@ -510,6 +510,119 @@ TEST(CpuKernels, IndexLayoutsRangeUnionAndGatheredTiles) {
   for (const KernelSpec& s : all_normalisers()) expect_matches(p, l, s, index_keep(l), "indices");
 }
 
+// ---- lines --------------------------------------------------------------------------------------
+
+// Random columns, and offsets that include 0, runs of neighbours, negative ones (keys after the
+// query, seen without the causal rule) and ones crossing the columns.
+LineLayout random_lines(const Problem& p, int n_cols, int n_offs, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  LineLayout x;
+  for (int e = 0; e < n_cols; ++e) x.columns.push_back(int32_t(rng() % uint64_t(p.n_k)));
+  std::sort(x.columns.begin(), x.columns.end());
+  x.columns.erase(std::unique(x.columns.begin(), x.columns.end()), x.columns.end());
+  const int64_t span = int64_t(p.qpos(p.n_q - 1)) - p.kpos(0) + 1;
+  std::vector<int64_t> offs = {0, 1, 2, 3};
+  for (int e = 0; e < n_offs; ++e) offs.push_back(int64_t(rng() % uint64_t(span + 8)) - 4);
+  std::sort(offs.begin(), offs.end(), std::greater<>());
+  offs.erase(std::unique(offs.begin(), offs.end()), offs.end());
+  x.offsets = offs;
+  return x;
+}
+
+// Kept set of lines from their definition, causal rule excluded.
+KeepFn line_keep(const Layout& l, const Problem& p) {
+  return [&l, &p](int h, int i, int j) {
+    const LineLayout& x = l.line(h);
+    if (std::binary_search(x.columns.begin(), x.columns.end(), j)) return true;
+    const int64_t o = int64_t(p.qpos(i)) - p.kpos(j);
+    return std::find(x.offsets.begin(), x.offsets.end(), o) != x.offsets.end();
+  };
+}
+
+TEST(CpuKernels, LineLayoutsMatchTheReferenceAndTheirLists) {
+  struct Case {
+    int H, Hkv, n_q, n_k, d;
+    bool causal;
+    int cols, offs;
+  };
+  std::vector<Case> cases = {{2, 1, 77, 77, 64, true, 9, 12},
+                             {3, 3, 130, 300, 24, false, 40, 30},
+                             {2, 2, 1, 50, 16, true, 5, 5},
+                             {2, 1, 200, 131, 80, true, 300, 70},
+                             {3, 1, 1037, 1037, 64, true, 128, 128}};
+  if (!quick()) cases.push_back({2, 1, 4099, 4099, 64, true, 128, 128});
+  uint64_t seed = 900;
+  for (const Case& k : cases) {
+    const Problem p = random_problem(k.H, k.Hkv, k.n_q, k.n_k, k.d, k.causal, seed++);
+    Layout l;
+    l.kind = Layout::Kind::Lines;
+    for (int h = 0; h < p.n_heads; ++h) l.lines.push_back(random_lines(p, k.cols, k.offs, seed++));
+    const KeepFn keep = line_keep(l, p);
+    // The layout's own queries agree with the definition and with its per-query lists.
+    const Layout listed = lines_to_indices(l, p);
+    ASSERT_EQ(listed.kind, Layout::Kind::Indices);
+    for (int h = 0; h < p.n_heads; ++h) {
+      int64_t want = 0;
+      std::vector<int32_t> keys;
+      for (int i = 0; i < p.n_q; i += std::max(1, p.n_q / 97)) {
+        layout_row_keys(l, p, h, i, keys);
+        std::vector<int32_t> expect;
+        for (int j = 0; j < p.n_k; ++j)
+          if (p.visible(i, j) && keep(h, i, j)) expect.push_back(j);
+        ASSERT_EQ(keys, expect) << "head " << h << " row " << i;
+        for (int j = 0; j < p.n_k; j += 7)
+          ASSERT_EQ(layout_keeps(l, p, h, i, j), p.visible(i, j) && keep(h, i, j));
+      }
+      for (int i = 0; i < p.n_q; ++i)
+        for (int j = 0; j < p.n_k; ++j) want += p.visible(i, j) && keep(h, i, j);
+      EXPECT_EQ(layout_kept_entries(l, p, h), want) << "head " << h;
+      EXPECT_EQ(listed.index(h).nnz(), want) << "head " << h;
+    }
+    std::vector<int> rows;
+    if (p.n_q > 2000)
+      for (int i : {0, 1, 63, 64, 65, 1000, p.n_q / 2, p.n_q - 65, p.n_q - 2, p.n_q - 1})
+        rows.push_back(i);
+    expect_matches(p, l, softmax_spec(), keep, "lines", rows);  // the lines kernel
+    if (p.n_q <= 2000)                                          // other normalisers run the lists
+      for (const KernelSpec& s : all_normalisers()) expect_matches(p, l, s, keep, "lines");
+    // The lines kernel and the gather kernel on the same kept set.
+    const Result a = run_cpu(p, l, softmax_spec()), b = run_cpu(p, listed, softmax_spec());
+    for (size_t e = 0; e < a.o.size(); ++e) ASSERT_NEAR(a.o[e], b.o[e], 2e-5) << e;
+    for (size_t e = 0; e < a.row_stat.size(); ++e) ASSERT_NEAR(a.row_stat[e], b.row_stat[e], 2e-5);
+    EXPECT_EQ(a.layout.kind, Layout::Kind::Lines);  // the result keeps the compact layout
+  }
+  // Explicit positions run the lists.
+  const Problem q = with_positions(random_problem(2, 1, 60, 90, 32, true, 910), 911, 40, 0, 2);
+  Layout l;
+  l.kind = Layout::Kind::Lines;
+  l.lines = {random_lines(q, 10, 20, 912)};
+  expect_matches(q, l, softmax_spec(), line_keep(l, q), "lines with positions");
+}
+
+TEST(CpuKernels, BadLineLayoutsAreRefused) {
+  const Problem p = random_problem(2, 1, 40, 40, 16, true, 920);
+  auto refused = [&](LineLayout x, int copies) {
+    Layout l;
+    l.kind = Layout::Kind::Lines;
+    l.lines.assign(size_t(copies), x);
+    try {
+      run_cpu(p, l, softmax_spec());
+      return false;
+    } catch (const Error& e) {
+      return e.code() == ErrorCode::InvalidArgument;
+    }
+  };
+  EXPECT_TRUE(refused({{3, 2}, {0}}, 1));              // columns not ascending
+  EXPECT_TRUE(refused({{3, 40}, {0}}, 1));             // column out of range
+  EXPECT_TRUE(refused({{-1}, {0}}, 1));                // negative column
+  EXPECT_TRUE(refused({{1}, {0, 5}}, 1));              // offsets ascending
+  EXPECT_TRUE(refused({{1}, {5, 5}}, 1));              // offset twice
+  EXPECT_TRUE(refused({{1}, {0}}, 3));                 // neither one layout nor one per head
+  EXPECT_TRUE(refused({{1}, {int64_t(1) << 32}}, 1));  // beyond any position difference
+  const int64_t far = (int64_t(1) << 32) - 1;
+  EXPECT_FALSE(refused({{}, {far, 0, -far}}, 2));  // far offsets keep nothing
+}
+
 // ---- selective ----------------------------------------------------------------------------------
 
 TEST(CpuKernels, SelectiveAttention) {

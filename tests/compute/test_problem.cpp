@@ -45,8 +45,9 @@ TEST(Problem, NonFiniteInputsAreNamed) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::NonFinite);
-    EXPECT_NE(std::string(e.what()).find("V has a non-finite value (NaN) at head 0, token 1, dim 3"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("V has a non-finite value (NaN) at head 0, token 1, dim 3"),
+        std::string::npos)
         << e.what();
   }
   p = random_problem(2, 1, 5, 5, 8, false, 3);

@@ -42,9 +42,9 @@ TEST(Reference, DenseEqualsTextbookSoftmax) {
 TEST(Reference, RowsSumToOneAndDroppedEntriesAreZero) {
   Problem p = random_problem(2, 2, 100, 100, 16, true, 5);
   auto backend = make_reference_backend();
-  for (const char* spec : {"dense", "window(size=10)", "sinks_window(sinks=3,window=10)",
-                           "block_topk(block=16,k=2)", "topk(k=5)", "dense+entmax15",
-                           "window(size=10)+softplus"}) {
+  for (const char* spec :
+       {"dense", "window(size=10)", "sinks_window(sinks=3,window=10)", "block_topk(block=16,k=2)",
+        "topk(k=5)", "dense+entmax15", "window(size=10)+softplus"}) {
     Variant v = make_variant(spec);
     Result r = run(v, p, *backend);
     std::vector<double> row;

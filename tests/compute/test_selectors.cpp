@@ -59,6 +59,15 @@ void expect_well_formed(const Layout& l, const Problem& p, const std::string& sp
             ASSERT_LT(x.col[e - 1], x.col[e]) << spec;
           }
         }
+      } else if (l.kind == Layout::Kind::Lines) {
+        std::vector<int32_t> keys;
+        layout_row_keys(l, p, h, i, keys);
+        for (size_t e = 0; e < keys.size(); ++e) {
+          ASSERT_TRUE(p.visible(i, keys[e])) << spec << ": invisible key kept";
+          if (e > 0) {
+            ASSERT_LT(keys[e - 1], keys[e]) << spec;
+          }
+        }
       }
     }
   if (l.kind != Layout::Kind::Blocks) return;
@@ -78,8 +87,10 @@ TEST(Selectors, EverySelectorIsWellFormedAndCountsFlops) {
       SelectStats st;
       Layout l = v.select(p, &st);
       expect_well_formed(l, p, spec);
-      EXPECT_EQ(int(l.kind == Layout::Kind::Blocks ? l.blocks.size() : l.indices.size()), p.n_heads)
-          << spec;
+      const size_t heads = l.kind == Layout::Kind::Blocks    ? l.blocks.size()
+                           : l.kind == Layout::Kind::Indices ? l.indices.size()
+                                                             : l.lines.size();
+      EXPECT_EQ(int(heads), p.n_heads) << spec;
       EXPECT_GT(st.flops, 0) << spec;
       EXPECT_GE(st.seconds, 0) << spec;
       EXPECT_GT(v.predict(p).flops, 0) << spec;

@@ -1,0 +1,264 @@
+#include "compute/cpu/lines_kernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "compute/cpu/score_tile.h"
+#include "compute/cpu/simd.h"
+#include "compute/cpu/tile_kernels.h"
+
+namespace attn::cpu::ATTN_CPU_NS {
+
+// Named, not anonymous: isa_avx512.cpp compiles every kernel source into one unit.
+namespace lines_impl {
+
+// One head's lines, prepared once for all its tiles: the columns' K and V rows packed, and the
+// number of columns below each key (a key j is a column when below[j + 1] > below[j]).
+struct LineHead {
+  const LineLayout* x = nullptr;
+  std::vector<float> kc, vc;   // f32 [columns, d], [columns, dv]
+  std::vector<int32_t> below;  // i32 [n_k + 1]
+};
+
+struct LineScratch {
+  QueryTile tile;
+  std::vector<float> qs;  // f32 [kBQ, d]: the tile's scaled queries, row-major (diagonal dots)
+  std::vector<float> st;  // f32 [kBK, kBQ]: one chunk's scores, transposed
+  std::vector<float> ot;  // f32 [kBQ, dv]: output accumulators
+  alignas(64) float m[kBQ], l[kBQ], alpha[kBQ];
+};
+
+// s[c] = a[c] . b[c] for c < kVW: one pair of rows per lane, summed by a transpose and add tree.
+template <int ND>
+vf pair_dots_fixed(const float* const* a, const float* const* b) {
+  vf acc[kVW];
+  for (int c = 0; c < kVW; ++c) {
+    vf s = loadu(a[c]) * loadu(b[c]);
+    for (int k = 1; k < ND; ++k) s = fmadd(loadu(a[c] + k * kVW), loadu(b[c] + k * kVW), s);
+    acc[c] = s;
+  }
+  return reduce_lanes(acc);
+}
+
+vf pair_dots(const float* const* a, const float* const* b, int d) {
+  if (d % kVW == 0) switch (d / kVW) {
+      case 1:
+        return pair_dots_fixed<1>(a, b);
+      case 2:
+        return pair_dots_fixed<2>(a, b);
+      case 4:
+        return pair_dots_fixed<4>(a, b);
+      case 8:
+        return pair_dots_fixed<8>(a, b);
+      default:
+        break;
+    }
+  vf acc[kVW];
+  const int full = d / kVW * kVW;
+  for (int c = 0; c < kVW; ++c) {
+    vf s = vf{};
+    for (int k = 0; k < full; k += kVW) s = fmadd(loadu(a[c] + k), loadu(b[c] + k), s);
+    acc[c] = s;
+  }
+  vf s = reduce_lanes(acc);
+  for (int c = 0; c < kVW; ++c)
+    for (int k = full; k < d; ++k) s[c] += a[c][k] * b[c][k];
+  return s;
+}
+
+// O[r] = alpha[r] O[r] + sum_t P[t][r] V[key of row r on diagonal t] for one chunk of diagonals:
+// row r's keys are qp[r] - off[t] (clamped into range: entries outside it have P = 0).
+template <int NV>
+void diagonal_pv_fixed(const KernelContext& c, int h, const float* st, int nt, int rows,
+                       const int32_t* qp, const int64_t* off, const float* alpha, float* ot) {
+  for (int r = 0; r < rows; ++r) {
+    float* o = ot + size_t(r) * c.dv;
+    vf acc[NV];
+    const vf a = splat(alpha[r]);
+    for (int v = 0; v < NV; ++v) acc[v] = loadu(o + v * kVW) * a;
+    for (int t = 0; t < nt; ++t) {
+      const float pr = st[size_t(t) * kBQ + r];
+      if (pr == 0.0f) continue;
+      const int j = int(std::clamp<int64_t>(int64_t(qp[r]) - off[t], 0, c.n_k - 1));
+      const float* vr = c.v_row(h, j);
+      const vf pv = splat(pr);
+      for (int v = 0; v < NV; ++v) acc[v] = fmadd(pv, loadu(vr + v * kVW), acc[v]);
+    }
+    for (int v = 0; v < NV; ++v) storeu(o + v * kVW, acc[v]);
+  }
+}
+
+void diagonal_pv(const KernelContext& c, int h, const float* st, int nt, int rows,
+                 const int32_t* qp, const int64_t* off, const float* alpha, float* ot) {
+  bool fixed = false;
+  detail::dispatch_rows(
+      c.dv / kVW,
+      [&](auto nv) {
+        diagonal_pv_fixed<decltype(nv)::value>(c, h, st, nt, rows, qp, off, alpha, ot);
+        fixed = true;
+      },
+      std::make_integer_sequence<int, 8>{});
+  if (fixed) return;
+  for (int r = 0; r < rows; ++r) {
+    float* o = ot + size_t(r) * c.dv;
+    for (int k = 0; k < c.dv; ++k) o[k] *= alpha[r];
+    for (int t = 0; t < nt; ++t) {
+      const float pr = st[size_t(t) * kBQ + r];
+      if (pr == 0.0f) continue;
+      const int j = int(std::clamp<int64_t>(int64_t(qp[r]) - off[t], 0, c.n_k - 1));
+      const float* vr = c.v_row(h, j);
+      for (int k = 0; k < c.dv; ++k) o[k] += pr * vr[k];
+    }
+  }
+}
+
+// Queries i0..i1 (at most kBQ) of head h.
+void run_line_tile(KernelContext& c, LineScratch& w, const LineHead& lh, int h, int i0, int i1,
+                   int64_t& computed) {
+  const LineLayout& x = *lh.x;
+  const int rows = i1 - i0;
+  const float qscale = c.scale * kLog2e;
+  QueryTile& t = w.tile;
+  t.pack(c, h, i0, rows, qscale);
+  const int cols = t.cols;
+  for (int r = 0; r < kBQ; ++r) {
+    float* q = w.qs.data() + size_t(r) * c.d;
+    if (r < rows) {
+      const float* src = c.p.q_row(h, i0 + r);
+      for (int k = 0; k < c.d; ++k) q[k] = src[k] * qscale;
+    } else {
+      std::fill_n(q, c.d, 0.0f);
+    }
+  }
+  std::fill_n(w.m, kBQ, kNegInf);
+  std::fill_n(w.l, kBQ, 0.0f);
+  std::fill(w.ot.begin(), w.ot.end(), 0.0f);
+  float* st = w.st.data();
+
+  // Columns: a dense tile over the packed rows; a column past a query's causal limit is -inf.
+  const int ncv =
+      int(std::lower_bound(x.columns.begin(), x.columns.end(), t.lim_hi) - x.columns.begin());
+  for (int c0 = 0; c0 < ncv; c0 += kBK) {
+    const int nj = std::min(kBK, ncv - c0);
+    qk_tile(lh.kc.data() + size_t(c0) * c.d, size_t(c.d), nj, t.qt.data(), kBQ, cols, c.d, st, kBQ);
+    for (int j = 0; j < nj; ++j) {
+      const int32_t key = x.columns[size_t(c0 + j)];
+      if (key < t.lim_lo) continue;
+      float* srow = st + size_t(j) * kBQ;
+      for (int v = 0; v < cols / kVW; ++v)
+        storeu(srow + v * kVW,
+               select(splati(key) < t.lim[v], loadu(srow + v * kVW), splat(kNegInf)));
+    }
+    softmax_step(st, nj, cols, kBQ, true, w.m, w.l, w.alpha);
+    pv_tile(st, kBQ, nj, rows, lh.vc.data() + size_t(c0) * c.dv, size_t(c.dv), c.dv, w.ot.data(),
+            c.dv, w.alpha, false);
+  }
+  computed += int64_t(ncv) * rows;
+
+  // Diagonals: the offsets some query of the tile has a visible key on, o in (min(qp - lim),
+  // max qp]; keys outside a query's range, or that are columns (counted there), are -inf.
+  const int32_t* qp = c.qpos.data() + i0;
+  const int32_t* lim = c.lim.data() + i0;
+  int64_t lo = INT64_MAX;
+  for (int r = 0; r < rows; ++r) lo = std::min(lo, int64_t(qp[r]) - lim[r]);
+  const auto ob = x.offsets.begin();
+  const auto first = std::lower_bound(ob, x.offsets.end(), int64_t(qp[rows - 1]), std::greater<>());
+  const auto last = std::lower_bound(first, x.offsets.end(), lo, std::greater<>());
+  const float* kbase = c.p.k_row(h, 0);
+  const float* a[kVW];
+  const float* b[kVW];
+  for (auto t0 = first; t0 < last; t0 += kBK) {
+    const int nt = int(std::min<ptrdiff_t>(kBK, last - t0));
+    const int64_t* off = &*t0;
+    for (int e = 0; e < nt; ++e) {
+      float* srow = st + size_t(e) * kBQ;
+      for (int g = 0; g < cols; g += kVW) {
+        vi keep = vi{};
+        bool column = false;
+        for (int u = 0; u < kVW; ++u) {
+          const int r = g + u;
+          const int64_t j = r < rows ? int64_t(qp[r]) - off[e] : -1;
+          keep[u] = j >= 0 && j < (r < rows ? lim[r] : 0);
+          const int jc = keep[u] ? int(j) : 0;
+          a[u] = w.qs.data() + size_t(r) * c.d;
+          b[u] = kbase + size_t(jc) * c.d;
+          column |= keep[u] && lh.below[size_t(jc) + 1] > lh.below[size_t(jc)];
+        }
+        if (column)
+          for (int u = 0; u < kVW; ++u) {
+            const int64_t j = int64_t(qp[g + u]) - off[e];
+            if (keep[u] && lh.below[size_t(j) + 1] > lh.below[size_t(j)]) keep[u] = 0;
+          }
+        const vf s = pair_dots(a, b, c.d);
+        storeu(srow + g, select(keep != splati(0), s, splat(kNegInf)));
+      }
+    }
+    softmax_step(st, nt, cols, kBQ, true, w.m, w.l, w.alpha);
+    diagonal_pv(c, h, st, nt, rows, qp, off, w.alpha, w.ot.data());
+    computed += int64_t(nt) * rows;
+  }
+
+  for (int r = 0; r < rows; ++r) {
+    const float* acc = w.ot.data() + size_t(r) * c.dv;
+    const float inv = w.l[r] > 0.0f ? 1.0f / w.l[r] : 0.0f;
+    float* out = c.o + (size_t(h) * c.n_q + i0 + r) * c.d;
+    for (int k = 0; k < c.d; ++k) out[k] = acc[k] * inv;
+    // Scores were in base 2: lse = (m + log2 l) ln 2.
+    c.row_stat[size_t(h) * c.n_q + i0 + r] =
+        w.l[r] > 0.0f ? (w.m[r] + std::log2(w.l[r])) * kLn2 : 0.0f;
+  }
+  // Q, O and the row stat per query; the columns' packed rows and the diagonals' K and V rows.
+  c.bytes += int64_t(rows) * (c.d * 8 + 4) + int64_t(ncv) * (c.d + c.dv) * 4 +
+             int64_t(last - first) * rows * (c.d + c.dv) * 4;
+}
+
+LineHead prepare_head(const KernelContext& c, int h) {
+  LineHead lh;
+  lh.x = &c.layout.line(h);
+  const std::vector<int32_t>& cols = lh.x->columns;
+  lh.kc.resize(cols.size() * size_t(c.d));
+  lh.vc.resize(cols.size() * size_t(c.dv));
+  for (size_t e = 0; e < cols.size(); ++e) {
+    std::copy_n(c.p.k_row(h, cols[e]), c.d, lh.kc.data() + e * c.d);
+    std::copy_n(c.v_row(h, cols[e]), c.dv, lh.vc.data() + e * c.dv);
+  }
+  lh.below.assign(size_t(c.n_k) + 1, 0);
+  for (int32_t j : cols) lh.below[size_t(j) + 1] = 1;
+  for (int j = 0; j < c.n_k; ++j) lh.below[size_t(j) + 1] += lh.below[size_t(j)];
+  return lh;
+}
+
+}  // namespace lines_impl
+
+void run_lines(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* cancel) {
+  using namespace lines_impl;
+  std::vector<LineHead> heads(size_t(c.H));
+  pool.parallel_for(
+      c.H, [&](int64_t h, int) { heads[size_t(h)] = prepare_head(c, int(h)); }, cancel);
+  const int tiles = (c.n_q + kBQ - 1) / kBQ;
+  std::vector<std::unique_ptr<LineScratch>> scratch(pool.size());
+  pool.parallel_for(
+      int64_t(c.H) * tiles,
+      [&](int64_t item, int wi) {
+        if (!scratch[wi]) {
+          scratch[wi] = std::make_unique<LineScratch>();
+          scratch[wi]->qs.resize(size_t(kBQ) * c.d);
+          scratch[wi]->st.resize(size_t(kBK) * kBQ);
+          scratch[wi]->ot.resize(size_t(kBQ) * c.dv);
+        }
+        const int h = int(item / tiles);
+        const int i0 = int(item % tiles) * kBQ;
+        if (!heads[size_t(h)].x) return;  // cancelled before the head was prepared
+        int64_t computed = 0;
+        run_line_tile(c, *scratch[wi], heads[size_t(h)], h, i0, std::min(c.n_q, i0 + kBQ),
+                      computed);
+        c.qk_entries += computed;
+        c.pv_entries += computed;
+      },
+      cancel);
+}
+
+}  // namespace attn::cpu::ATTN_CPU_NS
