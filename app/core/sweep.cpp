@@ -63,6 +63,9 @@ std::vector<std::string> expand_value(const std::string& v, const std::string& w
   return out;
 }
 
+// Variants one sweep may expand to: each runs attention over the whole input.
+constexpr int kMaxSweepVariants = 10000;
+
 const char* kHeader =
     "index,spec,pattern,density,flops,select_seconds,kernel_seconds,rel_error,mass_recall,"
     "row_kl,next_token_kl,top1_agreement,perplexity,cls_cosine";
@@ -139,6 +142,12 @@ std::vector<std::string> expand_sweep(const std::string& sweep_spec) {
   for (const SpecPiece& p : pieces)
     for (const auto& [name, value] : p.params)
       axes.push_back(expand_value(value, "sweep '" + sweep_spec + "' " + name));
+  // The grid's size first: a grid too large to run is refused before any variant is written.
+  double grid = 1;
+  for (const auto& axis : axes) grid *= double(axis.size());
+  require(grid <= kMaxSweepVariants, ErrorCode::InvalidArgument,
+          "sweep '" + sweep_spec + "' expands to more than " + std::to_string(kMaxSweepVariants) +
+              " variants");
   std::vector<size_t> at(axes.size(), 0);
   std::vector<std::string> out;
   while (true) {
@@ -152,8 +161,6 @@ std::vector<std::string> expand_sweep(const std::string& sweep_spec) {
     int i = int(axes.size()) - 1;
     while (i >= 0 && ++at[size_t(i)] == axes[size_t(i)].size()) at[size_t(i--)] = 0;
     if (i < 0) break;
-    require(out.size() <= 100000, ErrorCode::InvalidArgument,
-            "sweep '" + sweep_spec + "' expands to more than 100000 variants");
   }
   return out;
 }

@@ -46,10 +46,16 @@ TEST(Sweep, TableStartsWithTheDenseBaseline) {
   }
 }
 
+TEST(Sweep, GridsUpToTheLimitExpand) {
+  EXPECT_EQ(expand_sweep("window(size=1..100:+1)+softcap(cap=1..100:+1)").size(), 10000u);
+}
+
 TEST(Sweep, BadRangesAreNamed) {
   for (const char* bad : {"window(size=16..8:x2)", "window(size=16..64)", "window(size=1..8:x1)",
                           "window(size=a..8:x2)", "window(size=4..8:+0)", "window(size)",
-                          "window(size=8", "window(size=8||16)"}) {
+                          "window(size=8", "window(size=8||16)",
+                          // 100 x 101 variants: refused before any is written
+                          "window(size=1..100:+1)+softcap(cap=1..101:+1)"}) {
     try {
       expand_sweep(bad);
       ADD_FAILURE() << bad << " expanded";
