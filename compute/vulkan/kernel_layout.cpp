@@ -132,8 +132,14 @@ KernelLayout make_kernel_layout(const Problem& p, const Layout& l, int dense_row
       break;
     }
     case Layout::Kind::Lines: {
-      // The shaders run per-query lists: the lines are listed here.
-      const Layout listed = lines_to_indices(l, p);
+      // The shaders run per-query lists: the lines are listed here (one head's when one runs).
+      Layout listed;
+      if (only_head >= 0) {
+        listed.kind = Layout::Kind::Indices;
+        listed.indices = {to_index_layout(l, p, only_head)};
+      } else {
+        listed = lines_to_indices(l, p);
+      }
       k = make_kernel_layout(p, listed, dense_rows, only_head);
       break;
     }
