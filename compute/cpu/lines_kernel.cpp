@@ -43,6 +43,41 @@ vf pair_dots_fixed(const float* const* a, const float* const* b) {
   return reduce_lanes(acc);
 }
 
+// The same for rows a + c * lda and b + c * ldb (consecutive queries and consecutive keys).
+template <int ND>
+vf pair_dots_strided_fixed(const float* a, size_t lda, const float* b, size_t ldb) {
+  vf acc[kVW];
+  for (int c = 0; c < kVW; ++c) {
+    const float* x = a + size_t(c) * lda;
+    const float* y = b + size_t(c) * ldb;
+    vf s = loadu(x) * loadu(y);
+    for (int k = 1; k < ND; ++k) s = fmadd(loadu(x + k * kVW), loadu(y + k * kVW), s);
+    acc[c] = s;
+  }
+  return reduce_lanes(acc);
+}
+
+vf pair_dots(const float* const* a, const float* const* b, int d);
+
+vf pair_dots_strided(const float* a, size_t lda, const float* b, size_t ldb, int d) {
+  if (d % kVW == 0) switch (d / kVW) {
+      case 1:
+        return pair_dots_strided_fixed<1>(a, lda, b, ldb);
+      case 2:
+        return pair_dots_strided_fixed<2>(a, lda, b, ldb);
+      case 4:
+        return pair_dots_strided_fixed<4>(a, lda, b, ldb);
+      case 8:
+        return pair_dots_strided_fixed<8>(a, lda, b, ldb);
+      default:
+        break;
+    }
+  const float* pa[kVW];
+  const float* pb[kVW];
+  for (int c = 0; c < kVW; ++c) pa[c] = a + size_t(c) * lda, pb[c] = b + size_t(c) * ldb;
+  return pair_dots(pa, pb, d);
+}
+
 vf pair_dots(const float* const* a, const float* const* b, int d) {
   if (d % kVW == 0) switch (d / kVW) {
       case 1:
@@ -69,22 +104,26 @@ vf pair_dots(const float* const* a, const float* const* b, int d) {
   return s;
 }
 
-// O[r] = alpha[r] O[r] + sum_t P[t][r] V[key of row r on diagonal t] for one chunk of diagonals:
-// row r's keys are qp[r] - off[t] (clamped into range: entries outside it have P = 0).
+// O[r] = alpha[r] O[r] + sum_t P[t][r] V[key of row r on diagonal t] for one chunk of diagonals.
+// Row r's key on diagonal t is key0[t] + r (default positions); an entry outside the keys has
+// P = 0 and is skipped, so only kept entries' rows are addressed.
 template <int NV>
 void diagonal_pv_fixed(const KernelContext& c, int h, const float* st, int nt, int rows,
-                       const int32_t* qp, const int64_t* off, const float* alpha, float* ot) {
+                       const int64_t* key0, const float* alpha, float* ot) {
+  const float* v0 = c.v_row(h, 0);
+  const int64_t ldv = int64_t(c.v_ld());
+  const uint64_t nk = uint64_t(c.n_k);
   for (int r = 0; r < rows; ++r) {
     float* o = ot + size_t(r) * c.dv;
     vf acc[NV];
     const vf a = splat(alpha[r]);
     for (int v = 0; v < NV; ++v) acc[v] = loadu(o + v * kVW) * a;
-    for (int t = 0; t < nt; ++t) {
-      const float pr = st[size_t(t) * kBQ + r];
-      if (pr == 0.0f) continue;
-      const int j = int(std::clamp<int64_t>(int64_t(qp[r]) - off[t], 0, c.n_k - 1));
-      const float* vr = c.v_row(h, j);
-      const vf pv = splat(pr);
+    const float* pr = st + r;
+    for (int t = 0; t < nt; ++t, pr += kBQ) {
+      // Dropped entries have P = 0 (the key test also holds if overflowing scores made P NaN).
+      if (*pr == 0.0f || uint64_t(key0[t] + r) >= nk) continue;
+      const float* vr = v0 + (key0[t] + r) * ldv;
+      const vf pv = splat(*pr);
       for (int v = 0; v < NV; ++v) acc[v] = fmadd(pv, loadu(vr + v * kVW), acc[v]);
     }
     for (int v = 0; v < NV; ++v) storeu(o + v * kVW, acc[v]);
@@ -92,24 +131,26 @@ void diagonal_pv_fixed(const KernelContext& c, int h, const float* st, int nt, i
 }
 
 void diagonal_pv(const KernelContext& c, int h, const float* st, int nt, int rows,
-                 const int32_t* qp, const int64_t* off, const float* alpha, float* ot) {
+                 const int64_t* key0, const float* alpha, float* ot) {
   bool fixed = false;
   detail::dispatch_rows(
       c.dv / kVW,
       [&](auto nv) {
-        diagonal_pv_fixed<decltype(nv)::value>(c, h, st, nt, rows, qp, off, alpha, ot);
+        diagonal_pv_fixed<decltype(nv)::value>(c, h, st, nt, rows, key0, alpha, ot);
         fixed = true;
       },
       std::make_integer_sequence<int, 8>{});
   if (fixed) return;
+  const float* v0 = c.v_row(h, 0);
+  const int64_t ldv = int64_t(c.v_ld());
+  const uint64_t nk = uint64_t(c.n_k);
   for (int r = 0; r < rows; ++r) {
     float* o = ot + size_t(r) * c.dv;
     for (int k = 0; k < c.dv; ++k) o[k] *= alpha[r];
     for (int t = 0; t < nt; ++t) {
       const float pr = st[size_t(t) * kBQ + r];
-      if (pr == 0.0f) continue;
-      const int j = int(std::clamp<int64_t>(int64_t(qp[r]) - off[t], 0, c.n_k - 1));
-      const float* vr = c.v_row(h, j);
+      if (pr == 0.0f || uint64_t(key0[t] + r) >= nk) continue;
+      const float* vr = v0 + (key0[t] + r) * ldv;
       for (int k = 0; k < c.dv; ++k) o[k] += pr * vr[k];
     }
   }
@@ -167,37 +208,44 @@ void run_line_tile(KernelContext& c, LineScratch& w, const LineHead& lh, int h, 
   const auto ob = x.offsets.begin();
   const auto first = std::lower_bound(ob, x.offsets.end(), int64_t(qp[rows - 1]), std::greater<>());
   const auto last = std::lower_bound(first, x.offsets.end(), lo, std::greater<>());
+  // Default positions: query r's key on diagonal o is qp[0] + r - o, so a vector of queries
+  // meets a run of consecutive keys. A run wholly inside every lane's visible keys and free of
+  // columns is scored straight from K; the others lane by lane.
   const float* kbase = c.p.k_row(h, 0);
+  const int64_t q0 = qp[0];
   const float* a[kVW];
   const float* b[kVW];
+  int64_t key0[kBK];
   for (auto t0 = first; t0 < last; t0 += kBK) {
     const int nt = int(std::min<ptrdiff_t>(kBK, last - t0));
     const int64_t* off = &*t0;
     for (int e = 0; e < nt; ++e) {
+      key0[e] = q0 - off[e];
       float* srow = st + size_t(e) * kBQ;
       for (int g = 0; g < cols; g += kVW) {
+        const int64_t jb = key0[e] + g;  // lane 0's key
+        // lim - qp does not grow along the rows, so the last lane is the tightest.
+        if (g + kVW <= rows && jb >= 0 && jb + kVW - 1 < lim[g + kVW - 1] &&
+            lh.below[size_t(jb + kVW)] == lh.below[size_t(jb)]) {
+          storeu(srow + g, pair_dots_strided(w.qs.data() + size_t(g) * c.d, size_t(c.d),
+                                             kbase + size_t(jb) * c.d, size_t(c.d), c.d));
+          continue;
+        }
         vi keep = vi{};
-        bool column = false;
         for (int u = 0; u < kVW; ++u) {
           const int r = g + u;
-          const int64_t j = r < rows ? int64_t(qp[r]) - off[e] : -1;
-          keep[u] = j >= 0 && j < (r < rows ? lim[r] : 0);
-          const int jc = keep[u] ? int(j) : 0;
+          const int64_t j = jb + u;
+          const bool in =
+              r < rows && j >= 0 && j < lim[r] && lh.below[size_t(j) + 1] == lh.below[size_t(j)];
+          keep[u] = in ? -1 : 0;
           a[u] = w.qs.data() + size_t(r) * c.d;
-          b[u] = kbase + size_t(jc) * c.d;
-          column |= keep[u] && lh.below[size_t(jc) + 1] > lh.below[size_t(jc)];
+          b[u] = kbase + size_t(in ? j : 0) * c.d;
         }
-        if (column)
-          for (int u = 0; u < kVW; ++u) {
-            const int64_t j = int64_t(qp[g + u]) - off[e];
-            if (keep[u] && lh.below[size_t(j) + 1] > lh.below[size_t(j)]) keep[u] = 0;
-          }
-        const vf s = pair_dots(a, b, c.d);
-        storeu(srow + g, select(keep != splati(0), s, splat(kNegInf)));
+        storeu(srow + g, select(keep, pair_dots(a, b, c.d), splat(kNegInf)));
       }
     }
     softmax_step(st, nt, cols, kBQ, true, w.m, w.l, w.alpha);
-    diagonal_pv(c, h, st, nt, rows, qp, off, w.alpha, w.ot.data());
+    diagonal_pv(c, h, st, nt, rows, key0, w.alpha, w.ot.data());
     computed += int64_t(nt) * rows;
   }
 

@@ -36,6 +36,8 @@ class OffsetSums {
     else
       sparse_[o] += x;
   }
+  // With the dense array: the sum for offset o is at base()[o] (o within the offset range).
+  double* base() { return dense_.empty() ? nullptr : dense_.data() - lo_; }
   std::vector<std::pair<int64_t, double>> nonzero() const {
     std::vector<std::pair<int64_t, double>> out;
     for (size_t t = 0; t < dense_.size(); ++t)
@@ -130,10 +132,21 @@ class VerticalSlashPattern final : public Pattern {
       }
       const double inv = 1.0 / double(simd::hsum(sum));
       const int64_t qp = p.qpos(i);
-      for (int j = 0; j < nv; ++j) {
-        const double pr = double(row[j]) * inv;
-        vertical[size_t(j)] += pr;
-        slash.add(qp - p.kpos(j), pr);
+      if (double* sb = slash.base(); sb && p.k_pos.empty()) {
+        // Key j lies on offset qp - j: both sums run over consecutive entries (vectorised).
+        double* sl = sb + qp;
+        double* vt = vertical.data();
+        for (int j = 0; j < nv; ++j) {
+          const double pr = double(row[j]) * inv;
+          vt[j] += pr;
+          sl[-j] += pr;
+        }
+      } else {
+        for (int j = 0; j < nv; ++j) {
+          const double pr = double(row[j]) * inv;
+          vertical[size_t(j)] += pr;
+          slash.add(qp - p.kpos(j), pr);
+        }
       }
       *flops += double(nv) * (2.0 * p.d + 5.0);  // dot, scale, max, exp, sum, divide
     }
