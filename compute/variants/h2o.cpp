@@ -163,10 +163,12 @@ class H2oPattern final : public Pattern {
         for (int e = 0; e < nh; ++e) s[size_t(e)] = srow[col[size_t(e)]] * scale2;
         for (int j = window_lo; j <= t; ++j)
           s[size_t(nh + j - window_lo)] = srow[h0 + j - lo] * scale2;
-        float mx = simd::kNegInf;
-        for (int e = 0; e < n; ++e) mx = std::max(mx, s[size_t(e)]);
         const int np = (n + simd::kVW - 1) / simd::kVW * simd::kVW;
         for (int e = n; e < np; ++e) s[size_t(e)] = simd::kNegInf;
+        // Vector max: a scalar std::max chain is one dependent instruction per key.
+        simd::vf mv = simd::splat(simd::kNegInf);
+        for (int e = 0; e < np; e += simd::kVW) mv = simd::vmax(mv, simd::loadu(s.data() + e));
+        const float mx = simd::hmax(mv);
         simd::vf sum = simd::vf{};
         for (int e = 0; e < np; e += simd::kVW) {
           const simd::vf pr = simd::exp2v(simd::loadu(s.data() + e) - simd::splat(mx));
