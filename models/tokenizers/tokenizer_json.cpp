@@ -155,8 +155,10 @@ void read_special_tokens(const json& config,
   read("mask_token", &special->mask);
 }
 
-std::unique_ptr<PipelineTokenizer> tokenizer_from_json(const json& j, const std::string& source,
-                                                       const json& config) {
+namespace {
+
+std::unique_ptr<PipelineTokenizer> build_tokenizer(const json& j, const std::string& source,
+                                                   const json& config) {
   if (!j.is_object()) throw Error(ErrorCode::Format, source + ": not a JSON object");
   PipelineParts parts;
   parts.model = model_from_json(j.value("model", json()), source, &parts.kind);
@@ -201,6 +203,19 @@ std::unique_ptr<PipelineTokenizer> tokenizer_from_json(const json& j, const std:
     if (auto unk = opt_string(j["model"], "unk_token")) parts.special.unk = model.token_to_id(*unk);
   }
   return std::make_unique<PipelineTokenizer>(std::move(parts));
+}
+
+}  // namespace
+
+std::unique_ptr<PipelineTokenizer> tokenizer_from_json(const json& j, const std::string& source,
+                                                       const json& config) {
+  // A field of the wrong type anywhere (an added token's "special": 1, a model's "fuse_unk":
+  // "yes") is a format error of this file, not nlohmann's type_error escaping.
+  try {
+    return build_tokenizer(j, source, config);
+  } catch (const json::exception& e) {
+    throw Error(ErrorCode::Format, source + ": " + e.what());
+  }
 }
 
 std::unique_ptr<PipelineTokenizer> load_tokenizer_json(const std::string& path,

@@ -1,5 +1,5 @@
 // The sweep grammar (expand_sweep: "a..b:xF", "a..b:+S", "a|b|c" inside a spec), shard strings
-// (parse_shard: "i/n") and trade-off tables (parse_tradeoff_csv). Every expanded spec parses; a
+// (parse_shard: "i/n") and trade-off tables (parse_tradeoff_csv). Expanded specs parse; a
 // table that parses prints and parses back to as many rows.
 #include "app/core/sweep.h"
 #include "compute/spec.h"
@@ -11,11 +11,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(fuzz::as_text(data, size));
   if (size <= 4096) {
     fuzz::refuse_only_with_attn_error([&] {
-      for (const std::string& s : core::expand_sweep(text)) {
+      // The first 256 expanded specs and the last (a grid runs to 10,000 variants of up to 4 KB
+      // each: parsing them all would spend seconds per input on one code path).
+      const std::vector<std::string> specs = core::expand_sweep(text);
+      for (size_t i = 0; i < specs.size(); ++i) {
+        if (i >= 256 && i + 1 < specs.size()) continue;
         try {
-          (void)parse_spec(s);
+          (void)parse_spec(specs[i]);
         } catch (const attn::Error& e) {
-          fuzz::broken("expanded spec '" + s + "' does not parse: " + e.what());
+          fuzz::broken("expanded spec '" + specs[i] + "' does not parse: " + e.what());
         }
       }
     });

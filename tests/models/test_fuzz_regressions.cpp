@@ -65,6 +65,14 @@ TEST(FuzzRegressions, SentencePieceCorruptCharacterMaps) {
   }
 }
 
+// An added token whose "special" is a number: nlohmann's type_error escaped the loader.
+TEST(FuzzRegressions, TokenizerJsonFieldOfTheWrongType) {
+  const std::string path =
+      (regressions("tokenizer_json") / "added_token_special_not_bool.json").string();
+  EXPECT_ATTN_ERROR(load_tokenizer_json(path), ErrorCode::Format,
+                    "added_token_special_not_bool.json", "type must be boolean");
+}
+
 // Every committed regression of the model-file targets goes through its loader: it may load or
 // throw attn::Error, nothing else.
 TEST(FuzzRegressions, EveryCommittedInputIsRefusedOrLoaded) {
