@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <new>
@@ -169,17 +170,41 @@ const Layout& index_layout(int n, int k) {
   return *slot;
 }
 
+// Vertical-slash shaped lines: `count` random key columns and the main diagonal plus
+// count - 1 random others, the same for every head (the lines kernel).
+const Layout& line_layout(int n, int count) {
+  static std::map<std::pair<int, int>, std::unique_ptr<Layout>> cache;
+  auto& slot = cache[{n, count}];
+  if (slot) return *slot;
+  std::mt19937_64 rng(4321);
+  LineLayout x;
+  for (int e = 0; e < count; ++e) x.columns.push_back(int32_t(rng() % uint64_t(n)));
+  x.offsets.push_back(0);
+  for (int e = 1; e < count; ++e) x.offsets.push_back(int64_t(1 + rng() % uint64_t(n - 1)));
+  std::sort(x.columns.begin(), x.columns.end());
+  x.columns.erase(std::unique(x.columns.begin(), x.columns.end()), x.columns.end());
+  std::sort(x.offsets.begin(), x.offsets.end(), std::greater<>());
+  x.offsets.erase(std::unique(x.offsets.begin(), x.offsets.end()), x.offsets.end());
+  slot = std::make_unique<Layout>();
+  slot->kind = Layout::Kind::Lines;
+  slot->lines = {std::move(x)};
+  return *slot;
+}
+
 // One attention case: times execute() only (the layout is built beforehand), and reports the
 // kernels' own time beside it (`kernel_seconds`); `threads` 0 = all.
 // `fraction` < 1 runs a block layout with that fraction of the causal blocks; `topk` > 0 an index
-// layout with that many keys per query; `spec` names the variant (its normaliser and modifiers).
+// layout with that many keys per query; `lines` > 0 a line layout with that many columns and
+// diagonals; `spec` names the variant (its normaliser and modifiers).
 void attention_case(benchmark::State& st, const std::string& backend_name, int n, double fraction,
-                    int threads = 0, const std::string& spec = "dense", int topk = 0) {
+                    int threads = 0, const std::string& spec = "dense", int topk = 0,
+                    int lines = 0) {
   const Problem& p = problem(n);
   const Variant v = make_variant(spec);
   const Layout dense;
-  const Layout& layout =
-      topk > 0 ? index_layout(n, topk) : (fraction < 1.0 ? block_layout(n, fraction) : dense);
+  const Layout& layout = lines > 0  ? line_layout(n, lines)
+                         : topk > 0 ? index_layout(n, topk)
+                                    : (fraction < 1.0 ? block_layout(n, fraction) : dense);
   auto backend = make_backend(backend_name);
   int64_t kept = 0;
   for (int h = 0; h < p.n_heads; ++h) kept += layout_kept_entries(layout, p, h);
@@ -219,8 +244,9 @@ void attention_case(benchmark::State& st, const std::string& backend_name, int n
   st.counters["peak_extra_bytes"] = extra;
   const auto* cpu = dynamic_cast<const cpu::CpuBackend*>(backend.get());
   st.counters["topk"] = topk;
+  st.counters["lines"] = lines;
   st.SetLabel(backend_name + " " + spec + (fraction < 1.0 ? " block_sparse" : "") +
-              (topk > 0 ? " indices" : "") +
+              (topk > 0 ? " indices" : "") + (lines > 0 ? " lines" : "") +
               (cpu ? std::string(" isa=") + cpu->isa() : std::string()));
 }
 
@@ -292,6 +318,10 @@ void register_all() {
     for (int k : {256, 1638})
       add("cpu_gather_top" + std::to_string(k) + "/n:" + std::to_string(n), 3,
           [n, k](benchmark::State& s) { attention_case(s, "cpu", n, 1.0, 0, "dense", k); });
+  // Line layouts (vertical-slash's default 128 columns and 128 diagonals).
+  if (!quick)
+    add("cpu_lines128/n:16384", 3,
+        [](benchmark::State& s) { attention_case(s, "cpu", 16384, 1.0, 0, "dense", 0, 128); });
   add("gemm_eigen_after/n:2048", 7,
       [threads](benchmark::State& s) { gemm_case(s, 2048, threads); });
 }

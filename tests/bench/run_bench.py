@@ -281,6 +281,11 @@ def main():
         add("top-%d gather" % int(b["topk"]), "cpu", "indices", int(b["n"]), b["density"], b["seconds"],
             b["useful_flops"], "per-query key lists; peak extra %s" % fmt_bytes(b["peak_extra_bytes"]),
             {"peak_extra_bytes": b["peak_extra_bytes"]})
+    lines = {k: v for k, v in gb.items() if k.startswith("cpu_lines")}
+    for key, b in sorted(lines.items()):
+        add("%d-line layout" % int(b["lines"]), "cpu", "lines", int(b["n"]), b["density"], b["seconds"],
+            b["useful_flops"], "vertical-slash shaped: columns and diagonals once per head; peak extra %s" %
+            fmt_bytes(b["peak_extra_bytes"]), {"peak_extra_bytes": b["peak_extra_bytes"]})
     others = {}
     for key, case, variant in (("cpu_entmax/n:4096", "entmax15 causal", "dense+entmax15"),
                                ("cpu_selective/n:4096", "selective causal", "selective")):
@@ -294,7 +299,7 @@ def main():
     # Anything else attn_bench measured (other backends' cases): info rows, as reported.
     known = {"gemm_eigen/n:2048", "gemm_eigen_after/n:2048", "gemm_eigen_1t/n:2048", "cpu_dense_1t/n:4096",
              "reference_dense/n:1024", "cpu_entmax/n:4096", "cpu_selective/n:4096"} | \
-        {"cpu_dense/n:%d" % n for n in sizes} | set(gather)
+        {"cpu_dense/n:%d" % n for n in sizes} | set(gather) | set(lines)
     vulkan_rows = []
     for key, b in sorted(gb.items()):
         if key in known:
@@ -357,6 +362,15 @@ def main():
         checks.append(("key lists %s (density %.3f): GFLOP/s per kept entry / dense's" % (key.split("/")[0][4:] + " N=%d" % n, b["density"]),
                        "%.0f%% (%.0f / %.0f GFLOP/s)" % (100 * r, gf, dense_gf),
                        ">= %.0f%%" % (100 * TARGETS["gather_fraction_of_dense"]), r >= TARGETS["gather_fraction_of_dense"]))
+    # Line layouts: information beside the key lists (vertical-slash's target is judged on
+    # select + kernel in the variant rows).
+    for key, b in sorted(lines.items()):
+        n = int(b["n"])
+        if "cpu_dense/n:%d" % n not in dense_any:
+            continue
+        dense_gf = useful_causal(n) / dense_any["cpu_dense/n:%d" % n]["seconds"] / 1e9
+        gf = b["useful_flops"] / b["seconds"] / 1e9
+        ratios["lines_fraction_of_dense_%s" % key] = gf / dense_gf
     # Approximations (the issue's item 6): linear families in O(N), hashing and clustering in
     # O(N log N), each from 4K to 16K in the same run, and against dense at 16K.
     nlogn = (16384 * math.log(16384)) / (4096 * math.log(4096))
