@@ -211,11 +211,14 @@ std::string tradeoff_csv(const std::vector<SweepRow>& rows) {
   std::string out = std::string(kHeader) + "\n";
   for (const SweepRow& r : rows) {
     const TradeoffPoint& p = r.point;
-    out += std::to_string(r.index) + "," + csv_quote(p.spec) + "," + p.pattern + "," +
-           fmt(p.density) + "," + fmt(p.flops) + "," + fmt(p.select_seconds) + "," +
-           fmt(p.kernel_seconds) + "," + fmt(p.rel_error) + "," + fmt(p.mass_recall) + "," +
-           fmt(p.row_kl) + "," + fmt(p.next_token_kl) + "," + fmt(p.top1_agreement) + "," +
-           fmt(p.perplexity) + "," + fmt(p.cls_cosine) + "\n";
+    // A pattern id is a plain word; one read from a file may hold anything, so it is quoted
+    // where it needs to be to read back the same.
+    const bool plain = p.pattern.find_first_of(",\"\r\n") == std::string::npos;
+    out += std::to_string(r.index) + "," + csv_quote(p.spec) + "," +
+           (plain ? p.pattern : csv_quote(p.pattern)) + "," + fmt(p.density) + "," + fmt(p.flops) +
+           "," + fmt(p.select_seconds) + "," + fmt(p.kernel_seconds) + "," + fmt(p.rel_error) +
+           "," + fmt(p.mass_recall) + "," + fmt(p.row_kl) + "," + fmt(p.next_token_kl) + "," +
+           fmt(p.top1_agreement) + "," + fmt(p.perplexity) + "," + fmt(p.cls_cosine) + "\n";
   }
   return out;
 }

@@ -112,6 +112,15 @@ TEST(Sweep, CsvRoundTripAndMerge) {
   }
   EXPECT_EQ(parse_tradeoff_csv(tradeoff_csv({}) + "2147483647" + rest, "ok.csv")[0].index,
             2147483647);
+  // A pattern with quotes or commas (read from a file) is written so that it reads back.
+  for (const char* pattern : {"a\"b", "a,b", "\"\"", "plain"}) {
+    SweepRow odd;
+    odd.point.spec = "dense";
+    odd.point.pattern = pattern;
+    const auto again = parse_tradeoff_csv(tradeoff_csv({odd}), "odd.csv");
+    ASSERT_EQ(again.size(), 1u);
+    EXPECT_EQ(again[0].point.pattern, pattern);
+  }
 }
 
 TEST(Sweep, SelectionAndKernelTimeKeptApart) {
