@@ -350,27 +350,30 @@ def main():
                        (100 * f, b["block_density"], b["density"], sn),
                        "%.2f (rounds %.2f-%.2f)" % (r, lo, hi),
                        "<= %.1f" % TARGETS["block_sparse_time_ratio"], r <= TARGETS["block_sparse_time_ratio"]))
+    # GFLOP/s per kept entry of a sparse row and of dense at the same N (None without that dense).
+    def per_entry_gflops(b):
+        dense_b = dense_any.get("cpu_dense/n:%d" % int(b["n"]))
+        if not dense_b:
+            return None
+        return b["useful_flops"] / b["seconds"] / 1e9, useful_causal(int(b["n"])) / dense_b["seconds"] / 1e9
+
     # Key lists (the gather kernel): GFLOP/s per kept entry against dense at the same N.
     for key, b in sorted(gather.items()):
-        n = int(b["n"])
-        if "cpu_dense/n:%d" % n not in dense_any:
+        both = per_entry_gflops(b)
+        if not both:
             continue
-        dense_gf = useful_causal(n) / dense_any["cpu_dense/n:%d" % n]["seconds"] / 1e9
-        gf = b["useful_flops"] / b["seconds"] / 1e9
+        gf, dense_gf = both
         r = gf / dense_gf
         ratios["gather_fraction_of_dense_%s" % key] = r
-        checks.append(("key lists %s (density %.3f): GFLOP/s per kept entry / dense's" % (key.split("/")[0][4:] + " N=%d" % n, b["density"]),
+        checks.append(("key lists %s (density %.3f): GFLOP/s per kept entry / dense's" % (key.split("/")[0][4:] + " N=%d" % int(b["n"]), b["density"]),
                        "%.0f%% (%.0f / %.0f GFLOP/s)" % (100 * r, gf, dense_gf),
                        ">= %.0f%%" % (100 * TARGETS["gather_fraction_of_dense"]), r >= TARGETS["gather_fraction_of_dense"]))
     # Line layouts: information beside the key lists (vertical-slash's target is judged on
     # select + kernel in the variant rows).
     for key, b in sorted(lines.items()):
-        n = int(b["n"])
-        if "cpu_dense/n:%d" % n not in dense_any:
-            continue
-        dense_gf = useful_causal(n) / dense_any["cpu_dense/n:%d" % n]["seconds"] / 1e9
-        gf = b["useful_flops"] / b["seconds"] / 1e9
-        ratios["lines_fraction_of_dense_%s" % key] = gf / dense_gf
+        both = per_entry_gflops(b)
+        if both:
+            ratios["lines_fraction_of_dense_%s" % key] = both[0] / both[1]
     # Approximations (the item 6): linear families in O(N), hashing and clustering in
     # O(N log N), each from 4K to 16K in the same run, and against dense at 16K.
     nlogn = (16384 * math.log(16384)) / (4096 * math.log(4096))
