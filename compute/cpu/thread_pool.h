@@ -38,9 +38,10 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable wake_, done_;
-  uint64_t generation_ = 0;  // bumped per job
-  int busy_ = 0;             // workers still inside the current job
-  bool stop_ = false;
+  // Written under mu_; atomic so that a thread may spin on them briefly before it blocks.
+  std::atomic<uint64_t> generation_{0};  // bumped per job
+  std::atomic<int> busy_{0};             // workers still inside the current job
+  std::atomic<bool> stop_{false};
 
   // The current job.
   const std::function<void(int64_t, int)>* fn_ = nullptr;
