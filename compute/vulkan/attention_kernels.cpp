@@ -153,21 +153,24 @@ AttentionOutput run_attention(Context& ctx, const Problem& p, const Layout& layo
     const bool pow2_lanes = c.lanes == 1 || c.lanes == 2 || c.lanes == 4 || c.lanes == 8;
     require(pow2_lanes && c.lanes <= int(ctx.subgroup_size()) && c.d_padded >= p.d &&
                 c.d_padded % (4 * c.lanes) == 0 && (c.tile == 8 || c.tile == 16 || c.tile == 32) &&
-                c.rows > 0 && c.rows * c.lanes <= int(ctx.limits().maxComputeWorkGroupInvocations) &&
+                c.rows > 0 &&
+                c.rows * c.lanes <= int(ctx.limits().maxComputeWorkGroupInvocations) &&
                 size_t(2 * c.tile * c.d_padded + c.tile) * 4 <=
                     ctx.limits().maxComputeSharedMemorySize &&
                 c.keys_per_dispatch >= 0,
             ErrorCode::InvalidArgument, "vulkan: kernel configuration does not fit the device");
   }
-  const KernelLayout kl = make_kernel_layout(p, layout, c.rows);
+  const KernelLayout kl = make_kernel_layout(p, layout, c.rows, -1, /*keep_lines=*/true);
+  const bool per_query = kl.indices || kl.lines;  // a workgroup per ROWS queries, 11 buffers
 
   SpecConstants spec;
   spec.set(0, uint32_t(c.d_padded)).set(1, uint32_t(c.lanes)).set(2, uint32_t(c.rows));
   spec.set(3, uint32_t(c.tile)).set(15, uint32_t(c.rows * c.lanes));
   set_score_constants(spec, mods, norm);
-  const ShaderCode code =
-      kl.indices ? attention_indices_shader(c.unrolled) : attention_ranges_shader(c.unrolled);
-  const uint32_t n_buffers = kl.indices ? 11 : 12;
+  const ShaderCode code = kl.lines     ? attention_lines_shader(c.unrolled)
+                          : kl.indices ? attention_indices_shader(c.unrolled)
+                                       : attention_ranges_shader(c.unrolled);
+  const uint32_t n_buffers = per_query ? 11 : 12;
   const ComputePipeline& pipeline =
       ctx.pipelines().get(code, n_buffers, sizeof(AttentionPush), spec);
 
@@ -179,11 +182,11 @@ AttentionOutput run_attention(Context& ctx, const Problem& p, const Layout& layo
   push.scale = p.effective_scale();
   push.log_nk = std::log(float(p.n_k));
   push.per_head_layout = kl.n_layouts > 1 ? 1 : 0;
-  push.bq = uint32_t(kl.indices ? c.rows : kl.bq);
+  push.bq = uint32_t(per_query ? c.rows : kl.bq);
   push.n_qb = uint32_t(kl.n_qb);
-  push.chunks = uint32_t(kl.indices ? 1 : (kl.bq + c.rows - 1) / c.rows);
+  push.chunks = uint32_t(per_query ? 1 : (kl.bq + c.rows - 1) / c.rows);
   const uint32_t groups_x =
-      kl.indices ? uint32_t((p.n_q + c.rows - 1) / c.rows) : uint32_t(kl.n_qb) * push.chunks;
+      per_query ? uint32_t((p.n_q + c.rows - 1) / c.rows) : uint32_t(kl.n_qb) * push.chunks;
 
   Job job(ctx);
   std::vector<float> qs, ks, vs;
@@ -204,7 +207,10 @@ AttentionOutput run_attention(Context& ctx, const Problem& p, const Layout& layo
   const int n_chunks = (p.n_k + chunk - 1) / chunk;
   const int bst = job.buffer(n_chunks > 1 ? rows * kStateFloats * sizeof(float) : 16);
   int b0 = -1, b1 = -1, b2 = -1;
-  if (kl.indices) {
+  if (kl.lines) {
+    b0 = job.input(kl.line_ptr);
+    b1 = job.input(kl.line_data);
+  } else if (kl.indices) {
     b0 = job.input(kl.idx_ptr);
     b1 = job.input(kl.idx);
   } else {
@@ -213,7 +219,7 @@ AttentionOutput run_attention(Context& ctx, const Problem& p, const Layout& layo
     b2 = job.input(kl.mask_bits);
   }
   auto dispatch = [&]() {
-    if (kl.indices)
+    if (per_query)
       job.dispatch(pipeline, {bq, bk, bv, bo, bs, bqp, bkp, bke, bst, b0, b1}, &push, sizeof push,
                    groups_x, uint32_t(p.n_heads));
     else

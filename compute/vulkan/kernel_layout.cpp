@@ -110,9 +110,31 @@ void add_indices(const Problem& p, const IndexLayout& x, KernelLayout& k, int he
   k.kv_rows_read += n * heads;
 }
 
+// One head's lines as the lines kernel reads them: the columns, and only the offsets whose
+// diagonal meets a key for some query (so every key qpos - offset the kernel forms fits in i32).
+void add_lines(const Problem& p, const LineLayout& x, KernelLayout& k, int heads) {
+  const int64_t qp_lo = p.qpos(0), qp_hi = p.qpos(p.n_q - 1);
+  const uint32_t c0 = uint32_t(k.line_data.size());
+  for (int32_t c : x.columns) {
+    check(c >= 0 && c < p.n_k, "line column " + std::to_string(c) + " is out of range");
+    k.line_data.push_back(c);
+  }
+  const uint32_t o0 = uint32_t(k.line_data.size());
+  for (int64_t o : x.offsets)
+    if (o <= qp_hi && o > qp_lo - p.n_k) k.line_data.push_back(int32_t(o));
+  k.line_ptr.insert(k.line_ptr.end(), {c0, o0, o0, uint32_t(k.line_data.size())});
+  Layout one;
+  one.kind = Layout::Kind::Lines;
+  one.lines = {x};
+  const double n = double(layout_kept_entries(one, p, 0));
+  k.computed_entries += n * heads;
+  k.kv_rows_read += n * heads;
+}
+
 }  // namespace
 
-KernelLayout make_kernel_layout(const Problem& p, const Layout& l, int dense_rows, int only_head) {
+KernelLayout make_kernel_layout(const Problem& p, const Layout& l, int dense_rows, int only_head,
+                                bool keep_lines) {
   KernelLayout k;
   k.kend = visible_prefix(p);
   const int heads = only_head >= 0 ? 1 : p.n_heads;
@@ -132,7 +154,19 @@ KernelLayout make_kernel_layout(const Problem& p, const Layout& l, int dense_row
       break;
     }
     case Layout::Kind::Lines: {
-      // The shaders run per-query lists: the lines are listed here (one head's when one runs).
+      check(l.lines.size() == 1 || int(l.lines.size()) == p.n_heads,
+            "line layout needs 1 or n_heads entries, has " + std::to_string(l.lines.size()));
+      if (keep_lines && p.q_pos.empty() && p.k_pos.empty() && p.n_q > 0) {
+        k.lines = true;
+        if (only_head >= 0 || l.lines.size() == 1) {
+          add_lines(p, l.line(std::max(only_head, 0)), k, heads);
+        } else {
+          k.n_layouts = p.n_heads;
+          for (int h = 0; h < p.n_heads; ++h) add_lines(p, l.line(h), k, 1);
+        }
+        break;
+      }
+      // Otherwise the lists the lines stand for (one head's when one runs).
       Layout listed;
       if (only_head >= 0) {
         listed.kind = Layout::Kind::Indices;

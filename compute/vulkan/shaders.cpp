@@ -18,6 +18,12 @@ const uint32_t kAttentionIndicesUnrolled[] =
 const uint32_t kAttentionIndicesLooped[] =
 #include "attention_indices_looped.inc"
     ;
+const uint32_t kAttentionLinesUnrolled[] =
+#include "attention_lines_unrolled.inc"
+    ;
+const uint32_t kAttentionLinesLooped[] =
+#include "attention_lines_looped.inc"
+    ;
 const uint32_t kTileProbabilities[] =
 #include "tile_probabilities.inc"
     ;
@@ -47,13 +53,26 @@ ShaderCode attention_indices_shader(bool unrolled) {
             sizeof kAttentionIndicesUnrolled};
   return {"attention_indices_looped", kAttentionIndicesLooped, sizeof kAttentionIndicesLooped};
 }
+ShaderCode attention_lines_shader(bool unrolled) {
+  if (unrolled)
+    return {"attention_lines_unrolled", kAttentionLinesUnrolled, sizeof kAttentionLinesUnrolled};
+  return {"attention_lines_looped", kAttentionLinesLooped, sizeof kAttentionLinesLooped};
+}
 ShaderCode tile_probabilities_shader() {
   return {"tile_probabilities", kTileProbabilities, sizeof kTileProbabilities};
 }
 
-ShaderCode topk_scores_shader() { return {"topk_scores", kTopkScores, sizeof kTopkScores}; }
-ShaderCode topk_select_shader() { return {"topk_select", kTopkSelect, sizeof kTopkSelect}; }
-ShaderCode block_pool_shader() { return {"block_pool", kBlockPool, sizeof kBlockPool}; }
-ShaderCode block_scores_shader() { return {"block_scores", kBlockScores, sizeof kBlockScores}; }
+ShaderCode topk_scores_shader() {
+  return {"topk_scores", kTopkScores, sizeof kTopkScores};
+}
+ShaderCode topk_select_shader() {
+  return {"topk_select", kTopkSelect, sizeof kTopkSelect};
+}
+ShaderCode block_pool_shader() {
+  return {"block_pool", kBlockPool, sizeof kBlockPool};
+}
+ShaderCode block_scores_shader() {
+  return {"block_scores", kBlockScores, sizeof kBlockScores};
+}
 
 }  // namespace attn::vk

@@ -8,6 +8,8 @@ namespace attn::vk {
 ShaderCode attention_ranges_shader(bool unrolled);
 // Index-sparse attention (per-query key lists).
 ShaderCode attention_indices_shader(bool unrolled);
+// Line-sparse attention (key columns and diagonals, formed per row on the fly).
+ShaderCode attention_lines_shader(bool unrolled);
 ShaderCode tile_probabilities_shader();  // pooled probabilities of a tile
 // Selector helpers (selectors.h).
 ShaderCode topk_scores_shader();   // raw q.k scores of a chunk of rows as ordered bits

@@ -15,11 +15,13 @@
 #include "compute/backend.h"
 #include "compute/error.h"
 #include "compute/fallback.h"
+#include "compute/layout.h"
 #include "compute/metrics.h"
 #include "compute/reference/reference_backend.h"
 #include "compute/registry.h"
 #include "compute/vulkan/attention_kernels.h"
 #include "compute/vulkan/device_select.h"
+#include "compute/vulkan/kernel_layout.h"
 #include "compute/vulkan/vulkan_backend.h"
 #include "test_vulkan_util.h"
 
@@ -349,6 +351,91 @@ TEST_F(VulkanBackendTest, IndexLayoutsPerHeadWithEmptyRows) {
       EXPECT_EQ(r.row_stat[size_t(h) * p.n_q + 3], 0.0f) << spec;
     }
   }
+}
+
+// Line layouts run as lines (no per-query lists): per-head and shared columns and diagonals,
+// columns lying on diagonals, offsets past every key and future keys, causal and bidirectional
+// with n_q != n_k, GQA, every normaliser's passes, a modifier that reads key positions, and the
+// unrolled build with small key chunks.
+TEST_F(VulkanBackendTest, LineLayoutsRunAsLines) {
+  struct Case {
+    int H, Hkv, n_q, n_k, d;
+    bool causal, per_head;
+  };
+  const Case cases[] = {{2, 1, 77, 77, 64, true, true},
+                        {3, 3, 130, 300, 24, false, true},
+                        {2, 2, 1, 50, 16, true, false},
+                        {2, 1, 200, 131, 32, true, false},
+                        {1, 1, 1500, 1500, 64, true, true}};
+  uint64_t seed = 40;
+  for (const Case& k : cases) {
+    const Problem p = random_problem(k.H, k.Hkv, k.n_q, k.n_k, k.d, k.causal, seed++);
+    std::mt19937_64 rng(seed++);
+    Layout l;
+    l.kind = Layout::Kind::Lines;
+    for (int h = 0; h < (k.per_head ? p.n_heads : 1); ++h) {
+      LineLayout x;
+      for (int e = 0; e < 12 + 20 * h; ++e) x.columns.push_back(int32_t(rng() % uint64_t(p.n_k)));
+      std::sort(x.columns.begin(), x.columns.end());
+      x.columns.erase(std::unique(x.columns.begin(), x.columns.end()), x.columns.end());
+      // Offsets from past the last key to before the first (future keys, when bidirectional),
+      // plus the diagonal through every column's first query, so columns and diagonals meet.
+      const int64_t span = int64_t(p.qpos(p.n_q - 1)) + 1;
+      std::vector<int64_t> offs = {0, 1, 3, span + 5, -int64_t(p.n_k) - 7, int64_t(1) << 31};
+      for (int e = 0; e < 15; ++e) offs.push_back(int64_t(rng() % uint64_t(2 * span)) - span / 2);
+      for (int32_t c : x.columns) offs.push_back(int64_t(p.qpos(0)) - c);
+      std::sort(offs.begin(), offs.end(), std::greater<>());
+      offs.erase(std::unique(offs.begin(), offs.end()), offs.end());
+      x.offsets = offs;
+      l.lines.push_back(x);
+    }
+    const vk::KernelLayout kl = vk::make_kernel_layout(p, l, 32, -1, true);
+    ASSERT_TRUE(kl.lines);
+    EXPECT_TRUE(kl.idx.empty());
+    int64_t kept = 0;
+    for (int h = 0; h < p.n_heads; ++h) kept += layout_kept_entries(l, p, h);
+    EXPECT_EQ(kl.computed_entries, double(kept));
+    auto gpu = make_backend("vulkan");
+    const std::string what = std::to_string(p.n_q) + "x" + std::to_string(p.n_k);
+    for (const char* spec : {"dense", "dense+entmax15", "dense+alibi+sigmoid"}) {
+      Variant v = make_variant(spec);
+      Result r = gpu->execute(v, p, l, {});
+      EXPECT_EQ(r.layout.kind, Layout::Kind::Lines);
+      expect_matches_reference(v, p, r, what + " " + spec);
+    }
+    vk::KernelConfig c;
+    c.lanes = 4;
+    c.d_padded = (p.d + 15) / 16 * 16;
+    c.rows = 32;
+    c.tile = 8;
+    for (bool unrolled : {true, false}) {
+      c.unrolled = unrolled;
+      c.keys_per_dispatch = unrolled ? 0 : 28;
+      Variant v = make_variant("dense+entmax15");
+      vk::AttentionOutput out = vk::run_attention(*ctx_, p, l, v.mods(), v.normaliser(), &c);
+      Result r;
+      r.n_heads = p.n_heads;
+      r.n_q = p.n_q;
+      r.d = p.d;
+      r.o = out.o;
+      r.row_stat = out.row_stat;
+      r.layout = l;
+      expect_matches_reference(v, p, r, what + (unrolled ? " unrolled" : " chunks of 28"));
+    }
+  }
+  // Explicit positions: the lines become the lists they stand for.
+  Problem p = random_problem(1, 1, 40, 40, 16, true, 3);
+  p.k_pos.resize(40);
+  p.q_pos.resize(40);
+  for (int j = 0; j < 40; ++j) p.k_pos[j] = p.q_pos[j] = 2 * j;
+  Layout l;
+  l.kind = Layout::Kind::Lines;
+  l.lines = {LineLayout{{0, 5}, {4, 0}}};
+  const vk::KernelLayout kl = vk::make_kernel_layout(p, l, 32, -1, true);
+  EXPECT_FALSE(kl.lines);
+  EXPECT_TRUE(kl.indices);
+  Result r = make_backend("vulkan")->execute(make_variant("dense"), p, l, {});
+  expect_matches_reference(make_variant("dense"), p, r, "positions");
 }
 
 TEST_F(VulkanBackendTest, HeadDimensionsViaPaddingAndSpecialisation) {
