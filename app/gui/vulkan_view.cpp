@@ -13,6 +13,16 @@
 
 namespace attn::gui {
 
+namespace {
+
+void append_time(std::vector<double>& v, double ms) {
+  if (v.size() >= 2 * VulkanView::kFrameTimesKept)
+    v.erase(v.begin(), v.begin() + std::ptrdiff_t(VulkanView::kFrameTimesKept));
+  v.push_back(ms);
+}
+
+}  // namespace
+
 class ViewRenderer : public QVulkanWindowRenderer {
  public:
   explicit ViewRenderer(VulkanView* w) : w_(w) {}
@@ -63,7 +73,7 @@ class ViewRenderer : public QVulkanWindowRenderer {
   void startNextFrame() override {
     VulkanView& w = *w_;
     const double now = w.clock_.nsecsElapsed() / 1e6;
-    if (w.last_start_ms_ >= 0) w.intervals_.push_back(now - w.last_start_ms_);
+    if (w.last_start_ms_ >= 0) append_time(w.intervals_, now - w.last_start_ms_);
     const double dt = w.last_start_ms_ >= 0 ? (now - w.last_start_ms_) / 1e3 : 1.0 / 60;
     w.last_start_ms_ = now;
     const QSize sz = w.swapChainImageSize();
@@ -110,12 +120,12 @@ class ViewRenderer : public QVulkanWindowRenderer {
     df->vkCmdBeginRenderPass(cb, &rbi, VK_SUBPASS_CONTENTS_INLINE);
     w.canvas_->record_draw(cb, uint32_t(sz.width()), uint32_t(sz.height()));
     df->vkCmdEndRenderPass(cb);
-    w.cpu_ms_.push_back(w.clock_.nsecsElapsed() / 1e6 - now);
+    append_time(w.cpu_ms_, w.clock_.nsecsElapsed() / 1e6 - now);
     if (w.cpu_ms_.back() > 30 && qEnvironmentVariableIsSet("ATTNSCOPE_GUI_TRACE"))
       std::fprintf(stderr, "[trace] frame build+record %.1f ms\n", w.cpu_ms_.back());
     const double before_present = w.clock_.nsecsElapsed() / 1e6;
     w.frameReady();
-    w.present_ms_.push_back(w.clock_.nsecsElapsed() / 1e6 - before_present);
+    append_time(w.present_ms_, w.clock_.nsecsElapsed() / 1e6 - before_present);
     ++w.frames_;
     if (w.on_frame) w.on_frame();
     if (w.continuous_ || w.canvas_->wants_redraw() || !w.buttons_.empty()) w.requestUpdate();

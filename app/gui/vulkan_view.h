@@ -32,6 +32,9 @@ class VulkanView : public QVulkanWindow {
   // Render every frame (for measurements) instead of on demand.
   void set_continuous(bool on);
   void redraw() { requestUpdate(); }
+  // Frame timings keep the latest kFrameTimesKept frames at least (a view left open for days
+  // must not grow without bound): past twice that, the older half is dropped.
+  static constexpr size_t kFrameTimesKept = size_t(1) << 16;
   // Intervals between the starts of consecutive frames, ms (cleared by clear_frame_times()).
   const std::vector<double>& frame_intervals() const { return intervals_; }
   // CPU time spent building and recording each frame, ms.
