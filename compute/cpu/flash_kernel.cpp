@@ -65,13 +65,13 @@ void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
     // are asked for while this chunk's scores are computed.
     const bool jumps = c.layout.kind != Layout::Kind::Dense;
     if (jumps && !s.chunks.empty())
-      prefetch_range(c.k_row(it.h, s.chunks[0].j0), size_t(s.chunks[0].nj) * c.d * 4);
+      prefetch_range(c.p.k_row(it.h, s.chunks[0].j0), size_t(s.chunks[0].nj) * c.d * 4);
     for (size_t ci = 0; ci < s.chunks.size(); ++ci) {
       const Chunk& ch = s.chunks[ci];
       if (jumps) {
         prefetch_range(c.v_row(it.h, ch.j0), size_t(ch.nj) * c.v_ld() * 4);
         if (ci + 1 < s.chunks.size() && s.chunks[ci + 1].j0 != ch.j0 + ch.nj)
-          prefetch_range(c.k_row(it.h, s.chunks[ci + 1].j0),
+          prefetch_range(c.p.k_row(it.h, s.chunks[ci + 1].j0),
                          size_t(s.chunks[ci + 1].nj) * c.d * 4);
       }
       score_chunk(c, t, ch, softmax, s.st.data(), kBQ);

@@ -46,7 +46,7 @@ struct HeadRows {
 };
 
 HeadRows head_rows(const KernelContext& c, int h) {
-  return {c.k_row(h, 0), c.v_row(h, 0), size_t(c.d), c.v_ld()};
+  return {c.p.k_row(h, 0), c.v_row(h, 0), size_t(c.d), c.v_ld()};
 }
 
 // s[c] = q . rows[c] for c < kVW: kVW independent accumulators (keys interleaved, so FMA

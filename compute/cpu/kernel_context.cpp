@@ -1,7 +1,6 @@
 #include "compute/cpu/kernel_context.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -34,42 +33,17 @@ KernelContext::KernelContext(const Problem& p_, const Layout& layout_, const Ker
     while (j < n_k && kpos[j] <= qpos[i]) ++j;
     lim[i] = j;
   }
-  const size_t rows = size_t(p.n_kv_heads) * size_t(n_k);
-  // Rows of d floats can all start on a line only when 16 floats divide d. Only key lists and
-  // lines read scattered rows in place (the tiled kernels read runs of rows, and pack them).
-  const bool scattered = layout.kind == Layout::Kind::Indices || layout.kind == Layout::Kind::Lines;
-  const bool alignable = scattered && d % 16 == 0;
-  k_base_ = p.k.data();
-  if (alignable && !aligned64(k_base_)) {
-    k_base_ = aligned_copy(p.k.data(), rows, d, d, k_copy_);
-    bytes += int64_t(2 * rows * size_t(d)) * 4;
+  if (dv == d) {
+    v_base_ = p.v.data();
+    v_ld_ = size_t(d);
+  } else {
+    v_pad_.assign(size_t(p.n_kv_heads) * n_k * dv, 0.0f);
+    for (size_t r = 0; r < size_t(p.n_kv_heads) * n_k; ++r)
+      std::copy_n(p.v.data() + r * d, d, v_pad_.data() + r * dv);
+    v_base_ = v_pad_.data();
+    v_ld_ = size_t(dv);
+    bytes += int64_t(v_pad_.size() + p.v.size()) * 4;
   }
-  v_base_ = p.v.data();
-  v_ld_ = size_t(dv);
-  if (dv == d && (!alignable || aligned64(v_base_))) return;
-  v_base_ = aligned_copy(p.v.data(), rows, d, dv, v_pad_);
-  bytes += int64_t(rows * size_t(d + dv)) * 4;
-}
-
-bool KernelContext::aligned64(const float* x) {
-  return reinterpret_cast<uintptr_t>(x) % 64 == 0;
-}
-
-const float* KernelContext::aligned_copy(const float* src, size_t rows, int d, int ld,
-                                         std::vector<float>& store) {
-  store.resize(rows * size_t(ld) + 16);
-  const size_t skip = (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64 / sizeof(float);
-  float* dst = store.data() + skip;
-  // Rows in parallel: a 32K-token problem copies ~100 MB per tensor.
-  parallel_for(int(std::min<size_t>(rows, 64)), [&](int part) {
-    const size_t r0 = rows * size_t(part) / std::min<size_t>(rows, 64);
-    const size_t r1 = rows * size_t(part + 1) / std::min<size_t>(rows, 64);
-    for (size_t r = r0; r < r1; ++r) {
-      std::copy_n(src + r * size_t(d), d, dst + r * size_t(ld));
-      std::fill(dst + r * size_t(ld) + d, dst + (r + 1) * size_t(ld), 0.0f);
-    }
-  });
-  return dst;
 }
 
 bool KernelContext::base2_softmax() const {

@@ -41,9 +41,6 @@ struct KernelContext {
   std::atomic<int64_t> pv_entries{0};  // probabilities applied to V (2d flops each)
   std::atomic<int64_t> bytes{0};       // bytes read and written by the kernels
 
-  const float* k_row(int h, int j) const {
-    return k_base_ + (size_t(p.kv_head(h)) * n_k + j) * size_t(d);
-  }
   const float* v_row(int h, int j) const {
     return v_base_ + (size_t(p.kv_head(h)) * n_k + j) * v_ld_;
   }
@@ -52,15 +49,7 @@ struct KernelContext {
   bool base2_softmax() const;
 
  private:
-  static bool aligned64(const float* x);
-  // src's rows of d floats copied to rows `ld` apart (zero padded) from a 64-byte line in store.
-  static const float* aligned_copy(const float* src, size_t rows, int d, int ld,
-                                   std::vector<float>& store);
-  // K and V rows the kernels read in place start on 64-byte lines: std::vector's storage starts
-  // 16 bytes into one, and a row read from there splits every vector load across two lines
-  // (scattered rows then come from L2 at half the rate). Copies are made only when needed.
-  std::vector<float> k_copy_, v_pad_;  // 64-byte aligned inside, [H_kv, n_k, d] and [.., dv]
-  const float* k_base_ = nullptr;
+  std::vector<float> v_pad_;  // f32 [H_kv, n_k, dv] when dv != d
   const float* v_base_ = nullptr;
   size_t v_ld_ = 0;
 };

@@ -211,7 +211,7 @@ void run_line_tile(KernelContext& c, LineScratch& w, const LineHead& lh, int h, 
   // Default positions: query r's key on diagonal o is qp[0] + r - o, so a vector of queries
   // meets a run of consecutive keys. A run wholly inside every lane's visible keys and free of
   // columns is scored straight from K; the others lane by lane.
-  const float* kbase = c.k_row(h, 0);
+  const float* kbase = c.p.k_row(h, 0);
   const int64_t q0 = qp[0];
   const float* a[kVW];
   const float* b[kVW];
@@ -270,7 +270,7 @@ LineHead prepare_head(const KernelContext& c, int h) {
   lh.kc.resize(cols.size() * size_t(c.d));
   lh.vc.resize(cols.size() * size_t(c.dv));
   for (size_t e = 0; e < cols.size(); ++e) {
-    std::copy_n(c.k_row(h, cols[e]), c.d, lh.kc.data() + e * c.d);
+    std::copy_n(c.p.k_row(h, cols[e]), c.d, lh.kc.data() + e * c.d);
     std::copy_n(c.v_row(h, cols[e]), c.dv, lh.vc.data() + e * c.dv);
   }
   lh.below.assign(size_t(c.n_k) + 1, 0);

@@ -44,7 +44,7 @@ void QueryTile::pack(const KernelContext& c, int h_, int q0_, int rows_, float q
 void score_chunk(const KernelContext& c, const QueryTile& t, const Chunk& ch, bool to_base2,
                  float* st, int lds) {
   const int nv = t.cols / kVW;
-  qk_tile(c.k_row(t.h, ch.j0), size_t(c.d), ch.nj, t.qt.data(), kBQ, t.cols, c.d, st, lds);
+  qk_tile(c.p.k_row(t.h, ch.j0), size_t(c.d), ch.nj, t.qt.data(), kBQ, t.cols, c.d, st, lds);
   for (const ScoreMod& m : c.spec.mods) {
     switch (m.kind) {
       case ScoreMod::Kind::Temperature: {
