@@ -15,12 +15,12 @@ namespace attn {
 namespace {
 
 // ---- what libsentencepiece (0.1.97, Debian 12) does not check ------------------------------
-// Its normalizer follows the model's precompiled character map, a darts-clone double-array trie
-// followed by NUL-terminated replacement strings, without any bounds check: a crafted map makes
-// it read outside the model (found by tests/fuzz). Before the library sees a model, the maps of
-// normalizer_spec (field 3) and denormalizer_spec (field 5) are walked here: every trie node
-// reachable for any input byte lies in the trie, and every value it yields starts a
-// NUL-terminated string inside the map.
+// Its pieces' text: see check_pieces. Its normalizer follows the model's precompiled character map,
+// a darts-clone double-array trie followed by NUL-terminated replacement strings, without any
+// bounds check: a crafted map makes it read outside the model (found by tests/fuzz). Before the
+// library sees a model, the maps of normalizer_spec (field 3) and denormalizer_spec (field 5) are
+// walked here: every trie node reachable for any input byte lies in the trie, and every value it
+// yields starts a NUL-terminated string inside the map.
 
 // A protobuf varint at `p`; false when truncated or longer than 10 bytes.
 bool read_varint(std::string_view b, size_t& p, uint64_t& v) {
@@ -133,6 +133,30 @@ void check_charsmaps(std::string_view model, const std::string& path) {
   }
 }
 
+// Refuses a model with an empty piece or a piece holding a NUL byte: libsentencepiece builds a
+// darts-clone trie of its pieces (the unigram vocabulary, the user-defined symbols), whose
+// builder throws on such a key, and the exception ends the process (found by tests/fuzz).
+void check_pieces(std::string_view model, const std::string& path) {
+  int index = 0;
+  std::string bad;
+  for_each_bytes_field(model, [&](uint64_t field, std::string_view piece_msg) {
+    if (field != 1) return true;  // ModelProto.pieces
+    bool has_piece = false, ok = true;
+    for_each_bytes_field(piece_msg, [&](uint64_t f, std::string_view text) {
+      if (f != 1) return true;  // SentencePiece.piece
+      has_piece = true;
+      ok = ok && !text.empty() && text.find('\0') == std::string_view::npos;
+      return true;
+    });
+    if (!(has_piece && ok) && bad.empty())
+      bad = "piece " + std::to_string(index) +
+            (has_piece ? " is empty or holds a NUL byte" : " has no text");
+    ++index;
+    return true;
+  });
+  require(bad.empty(), ErrorCode::Format, path + ": not a SentencePiece model: " + bad);
+}
+
 }  // namespace
 
 SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path,
@@ -152,6 +176,7 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path,
   const std::string model(std::istreambuf_iterator<char>(in), {});
   if (!in.good() && !in.eof()) throw Error(ErrorCode::Io, model_path + ": cannot read");
   check_charsmaps(model, model_path);
+  check_pieces(model, model_path);
   const auto status = sp_->LoadFromSerializedProto(model);
   if (!status.ok()) {
     throw Error(ErrorCode::Format,

@@ -65,6 +65,42 @@ TEST(FuzzRegressions, SentencePieceCorruptCharacterMaps) {
   }
 }
 
+// A piece holding a NUL byte: libsentencepiece's trie builder threw while loading the model and
+// the process ended (std::terminate); an empty piece takes the same path.
+TEST(FuzzRegressions, SentencePiecePieceWithNulByte) {
+  const std::string path = (regressions("sentencepiece") / "piece_with_nul_byte.model").string();
+  EXPECT_ATTN_ERROR(SentencePieceTokenizer{path}, ErrorCode::Format, "piece_with_nul_byte.model",
+                    "piece 3 is empty or holds a NUL byte");
+  // The same model with that piece's byte made printable loads and encodes.
+  std::string bytes;
+  {
+    const auto raw = test::read_bytes(path);
+    bytes.assign(raw.begin(), raw.end());
+  }
+  const std::string nul_piece("\x0a\x01\x00", 3);
+  const size_t at = bytes.find(nul_piece);
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 2] = 'x';
+  const fs::path fixed = fs::temp_directory_path() / "attnscope_piece_fixed.model";
+  {
+    std::ofstream out(fixed, std::ios::binary);
+    out << bytes;
+  }
+  SentencePieceTokenizer ok(fixed.string());
+  EXPECT_FALSE(ok.encode("xx").empty());
+  // An empty piece.
+  bytes[at + 1] = 0;  // length 0; the former byte now starts the next field
+  bytes.erase(at + 2, 1);
+  bytes[at - 1] = char(uint8_t(bytes[at - 1]) - 1);  // the enclosing piece message is one shorter
+  {
+    std::ofstream out(fixed, std::ios::binary);
+    out << bytes;
+  }
+  EXPECT_ATTN_ERROR(SentencePieceTokenizer{fixed.string()}, ErrorCode::Format,
+                    "is empty or holds a NUL byte");
+  fs::remove(fixed);
+}
+
 // An added token whose "special" is a number: nlohmann's type_error escaped the loader.
 TEST(FuzzRegressions, TokenizerJsonFieldOfTheWrongType) {
   const std::string path =
