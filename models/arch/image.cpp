@@ -152,8 +152,9 @@ constexpr FormatDensity kDensities[] = {
     {"HDR", "#?", 2, 64},             // RLE: 127 per 2 bytes and channel
     {"PNM", "P5", 2, 1},              // one byte per sample at least
     {"PNM", "P6", 2, 1},
-    // TGA has no magic (RLE: 64 pixels per byte); Softimage PIC runs reach 65535 pixels.
-    {"TGA or PIC", "", 0, 16384},
+    {"PIC", "\x53\x80\xF6\x34", 4, 16384},  // Softimage runs of up to 65535 in 4 bytes
+    // TGA has no magic: RLE runs of 128 pixels in a header byte and one 8-bit pixel.
+    {"TGA", "", 0, 64},
 };
 
 const FormatDensity& density_of(std::span<const uint8_t> bytes) {

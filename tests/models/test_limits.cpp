@@ -328,6 +328,26 @@ Bytes png_header(uint32_t w, uint32_t h) {
   return b;
 }
 
+// An 8-bit grayscale RLE TGA of w x h pixels, `packets` runs of 128 at value 200 (stb reads
+// zeros past the end of a file that runs short).
+Bytes tga_rle_gray(uint32_t w, uint32_t h, size_t packets) {
+  Bytes b = {0, 0, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  put16le(b, w);
+  put16le(b, h);
+  b.insert(b.end(), {8, 0});
+  for (size_t i = 0; i < packets; ++i) b.insert(b.end(), {0xFF, 200});
+  return b;
+}
+
+// TGA at its densest, runs of 128 pixels in two bytes, still decodes: the bound is 64 per byte.
+TEST(Limits, DensestTgaDecodes) {
+  const Bytes b = tga_rle_gray(256, 256, 256 * 256 / 128);
+  const Image8 img = decode_image(b, "dense.tga", 1);
+  ASSERT_EQ(img.width, 256);
+  ASSERT_EQ(img.height, 256);
+  for (uint8_t v : img.data) ASSERT_EQ(v, 200);
+}
+
 TEST(Limits, ImageOverTheSideLimit) {
   const fs::path dir = test::scratch_dir();
   const std::string p = path_of(dir, "wide.bmp", bmp_header(100000, 100000));
@@ -345,10 +365,9 @@ TEST(Limits, ImageHeaderClaimsMorePixelsThanTheFileHolds) {
     const char* format;
   };
   const Case cases[] = {
-      {"cut.bmp", bmp_header(4000, 4000), "BMP"},
-      {"cut.gif", gif_header(4000, 4000), "GIF"},
-      {"cut.jpg", jpeg_header(4000, 4000), "JPEG"},
-      {"cut.png", png_header(16000, 8000), "PNG"},
+      {"cut.bmp", bmp_header(4000, 4000), "BMP"},      {"cut.gif", gif_header(4000, 4000), "GIF"},
+      {"cut.jpg", jpeg_header(4000, 4000), "JPEG"},    {"cut.png", png_header(16000, 8000), "PNG"},
+      {"cut.tga", tga_rle_gray(4000, 4000, 8), "TGA"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
