@@ -56,6 +56,18 @@ void expect_matches_reference(const Variant& v, const Problem& p, const Result& 
         << what << " row " << i;
 }
 
+// A kernel's direct output as a Result over `l`, for expect_matches_reference.
+Result kernel_result(vk::AttentionOutput out, const Problem& p, const Layout& l) {
+  Result r;
+  r.n_heads = p.n_heads;
+  r.n_q = p.n_q;
+  r.d = p.d;
+  r.o = std::move(out.o);
+  r.row_stat = std::move(out.row_stat);
+  r.layout = l;
+  return r;
+}
+
 // Keeps (q, k) when a hash of the positions says so: an irregular mask for partial blocks.
 class HashMask : public Mask {
  public:
@@ -413,14 +425,8 @@ TEST_F(VulkanBackendTest, LineLayoutsRunAsLines) {
       c.unrolled = unrolled;
       c.keys_per_dispatch = unrolled ? 0 : 28;
       Variant v = make_variant("dense+entmax15");
-      vk::AttentionOutput out = vk::run_attention(*ctx_, p, l, v.mods(), v.normaliser(), &c);
-      Result r;
-      r.n_heads = p.n_heads;
-      r.n_q = p.n_q;
-      r.d = p.d;
-      r.o = out.o;
-      r.row_stat = out.row_stat;
-      r.layout = l;
+      const Result r =
+          kernel_result(vk::run_attention(*ctx_, p, l, v.mods(), v.normaliser(), &c), p, l);
       expect_matches_reference(v, p, r, what + (unrolled ? " unrolled" : " chunks of 28"));
     }
   }
@@ -499,14 +505,8 @@ TEST_F(VulkanBackendTest, UnrolledGpuBuildAndSmallKeyChunks) {
         b.full.assign(6, 0);
         l.blocks = {b};
       }
-      vk::AttentionOutput out = vk::run_attention(*ctx_, p, l, v.mods(), v.normaliser(), &c);
-      Result r;
-      r.n_heads = p.n_heads;
-      r.n_q = p.n_q;
-      r.d = p.d;
-      r.o = out.o;
-      r.row_stat = out.row_stat;
-      r.layout = l;
+      const Result r =
+          kernel_result(vk::run_attention(*ctx_, p, l, v.mods(), v.normaliser(), &c), p, l);
       expect_matches_reference(v, p, r, std::string(spec) + (unrolled ? " unrolled" : " chunks"));
     }
   }
