@@ -112,7 +112,8 @@ void add_indices(const Problem& p, const IndexLayout& x, KernelLayout& k, int he
 
 // One head's lines as the lines kernel reads them: the columns, and only the offsets whose
 // diagonal meets a key for some query (so every key qpos - offset the kernel forms fits in i32).
-void add_lines(const Problem& p, const LineLayout& x, KernelLayout& k, int heads) {
+void add_lines(const Problem& p, const Layout& l, int h, KernelLayout& k, int heads) {
+  const LineLayout& x = l.line(h);
   const int64_t qp_lo = p.qpos(0), qp_hi = p.qpos(p.n_q - 1);
   const uint32_t c0 = uint32_t(k.line_data.size());
   for (int32_t c : x.columns) {
@@ -123,10 +124,7 @@ void add_lines(const Problem& p, const LineLayout& x, KernelLayout& k, int heads
   for (int64_t o : x.offsets)
     if (o <= qp_hi && o > qp_lo - p.n_k) k.line_data.push_back(int32_t(o));
   k.line_ptr.insert(k.line_ptr.end(), {c0, o0, o0, uint32_t(k.line_data.size())});
-  Layout one;
-  one.kind = Layout::Kind::Lines;
-  one.lines = {x};
-  const double n = double(layout_kept_entries(one, p, 0));
+  const double n = double(layout_kept_entries(l, p, h));
   k.computed_entries += n * heads;
   k.kv_rows_read += n * heads;
 }
@@ -159,10 +157,10 @@ KernelLayout make_kernel_layout(const Problem& p, const Layout& l, int dense_row
       if (keep_lines && p.q_pos.empty() && p.k_pos.empty() && p.n_q > 0) {
         k.lines = true;
         if (only_head >= 0 || l.lines.size() == 1) {
-          add_lines(p, l.line(std::max(only_head, 0)), k, heads);
+          add_lines(p, l, std::max(only_head, 0), k, heads);
         } else {
           k.n_layouts = p.n_heads;
-          for (int h = 0; h < p.n_heads; ++h) add_lines(p, l.line(h), k, 1);
+          for (int h = 0; h < p.n_heads; ++h) add_lines(p, l, h, k, 1);
         }
         break;
       }
