@@ -3,6 +3,8 @@
 // problem. The last test replays every committed regression of the model-file targets through
 // its loader, so that an input added there is covered by this suite too (and by its sanitizer
 // run in CI), not only by the fuzz smoke run.
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -63,6 +65,42 @@ TEST(FuzzRegressions, SentencePieceCorruptCharacterMaps) {
     EXPECT_ATTN_ERROR(SentencePieceTokenizer{path}, ErrorCode::Format, f,
                       "normalizer character map (precompiled_charsmap) is corrupt");
   }
+}
+
+// A scan whose component names a Huffman table that no DHT segment defined: stb_image v2.27
+// decodes it with the table's uninitialised heap bytes, and after 1.09 million fuzz inputs that
+// leftover memory sent its symbol lookup to values[-849]. Its decoder state now comes from
+// calloc: an undefined table is all zeros, decodes every code as symbol 0 (a zero DC difference,
+// then end of block) and the image is flat mid-grey whatever the heap held before. The heap is
+// dirtied first with 0xFF bytes (as glibc hands a freed block straight back, the old build read
+// those: a fast-table miss and delta -1 give values[-1], and the decode failed).
+TEST(FuzzRegressions, JpegScanWithUndefinedHuffmanTables) {
+  std::vector<uint8_t> jpeg = {0xFF, 0xD8, 0xFF, 0xDB, 0x00, 0x43, 0x00};  // SOI, DQT table 0
+  jpeg.insert(jpeg.end(), 64, 1);
+  // SOF0: 8 bits, 8 x 8, one component (id 1, 1x1 sampling, table 0); SOS: that component with
+  // DC table 0 and AC table 0, neither defined; no entropy-coded bytes; EOI.
+  for (const uint8_t b :
+       {0xFF, 0xC0, 0x00, 0x0B, 0x08, 0x00, 0x08, 0x00, 0x08, 0x01, 0x01, 0x11, 0x00,
+        0xFF, 0xDA, 0x00, 0x08, 0x01, 0x01, 0x00, 0x00, 0x3F, 0x00, 0xFF, 0xD9})
+    jpeg.push_back(b);
+  for (const int size : {16384, 20000, 32768, 65536}) {
+    std::vector<char*> blocks;
+    for (int i = 0; i < 4; ++i) {
+      blocks.push_back(static_cast<char*>(std::malloc(size_t(size))));
+      std::memset(blocks.back(), 0xFF, size_t(size));
+    }
+    for (char* b : blocks) std::free(b);
+    const Image8 img = decode_image(jpeg, "undefined_tables.jpg");
+    ASSERT_EQ(img.height, 8);
+    ASSERT_EQ(img.width, 8);
+    for (const uint8_t v : img.data) ASSERT_EQ(v, 128) << "dirtied with blocks of " << size;
+  }
+  // The fuzz input itself (its second and third components use AC table 1, never defined) is
+  // refused for what stb finds after the scan, never read outside a table.
+  EXPECT_ATTN_ERROR(decode_image(test::read_bytes(regressions("image") /
+                                                  "jpeg_scan_uses_undefined_huffman_table.jpg"),
+                                 "scan.jpg"),
+                    ErrorCode::Format, "scan.jpg");
 }
 
 // A piece holding a NUL byte: libsentencepiece's trie builder threw while loading the model and
