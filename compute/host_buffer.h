@@ -39,4 +39,22 @@ struct UninitAllocator {
 // f32 array whose resize() does not zero: every element must be written before it is read.
 using FloatBuffer = std::vector<float, UninitAllocator<float>>;
 
+// The same 64-byte aligned storage with std::vector's usual zeroing resize. Q, K and V rows live
+// in it: with a row stride of a whole number of lines (d = 16, 32, 64, ...) every row then starts
+// on a line, where malloc's 16-byte alignment split each row read by the gather and lines
+// kernels over one line more (their L2-bound loads ran ~2x slower, tests/bench's
+// cpu_gather_ceiling rows).
+template <typename T>
+struct AlignedAllocator {
+  using value_type = T;
+  AlignedAllocator() = default;
+  template <typename U>
+  AlignedAllocator(const AlignedAllocator<U>&) noexcept {}
+  T* allocate(std::size_t n) { return static_cast<T*>(detail::host_alloc(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t n) noexcept { detail::host_free(p, n * sizeof(T)); }
+  friend bool operator==(const AlignedAllocator&, const AlignedAllocator&) { return true; }
+};
+
+using AlignedFloats = std::vector<float, AlignedAllocator<float>>;
+
 }  // namespace attn

@@ -16,7 +16,7 @@ float Problem::effective_scale() const {
 
 namespace {
 
-void check_finite(const std::vector<float>& t, const char* name, int rows_per_head, int d) {
+void check_finite(const AlignedFloats& t, const char* name, int rows_per_head, int d) {
   for (size_t i = 0; i < t.size(); ++i) {
     if (!std::isfinite(t[i])) {
       size_t row = i / size_t(d);
@@ -55,7 +55,7 @@ void validate(const Problem& p) {
   if (p.n_q <= 0 || p.n_k <= 0)
     fail("n_q and n_k must be positive, got n_q=" + std::to_string(p.n_q) +
          ", n_k=" + std::to_string(p.n_k));
-  auto expect = [&](const std::vector<float>& t, const char* name, size_t heads, size_t rows) {
+  auto expect = [&](const AlignedFloats& t, const char* name, size_t heads, size_t rows) {
     size_t want = heads * rows * size_t(p.d);
     if (t.size() != want)
       fail(std::string(name) + " has " + std::to_string(t.size()) + " floats, expected " +
@@ -81,7 +81,7 @@ namespace {
 // Standard normal samples in parallel: one counter-based stream per block of 4096 values
 // (splitmix64 uniforms, Box-Muller), so the values depend on the seed alone, not on the thread
 // count. A 32K-token, 4-head problem is 25M values: ~0.05 s here against ~0.7 s serially.
-void fill_normal(std::vector<float>& out, size_t n, float stddev, uint64_t seed) {
+void fill_normal(AlignedFloats& out, size_t n, float stddev, uint64_t seed) {
   out.resize(n);
   constexpr size_t kBlock = 4096;
   parallel_for(int((n + kBlock - 1) / kBlock), [&](int b) {

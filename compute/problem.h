@@ -5,24 +5,27 @@
 #include <string>
 #include <vector>
 
+#include "compute/host_buffer.h"
+
 namespace attn {
 
 struct Problem {
-  int n_heads = 1;     // H: query heads
-  int n_kv_heads = 1;  // H_kv: key/value heads; H % H_kv == 0, query head h uses kv head h / (H/H_kv)
-  int n_q = 0;         // queries per head
-  int n_k = 0;         // keys per head
-  int d = 0;           // head dimension (Q, K and V share it)
+  int n_heads = 1;  // H: query heads
+  int n_kv_heads =
+      1;        // H_kv: key/value heads; H % H_kv == 0, query head h uses kv head h / (H/H_kv)
+  int n_q = 0;  // queries per head
+  int n_k = 0;  // keys per head
+  int d = 0;    // head dimension (Q, K and V share it)
   bool causal = true;  // key j visible from query i iff k_pos[j] <= q_pos[i]
   float scale = 0.0f;  // score scale; 0 means 1/sqrt(d)
 
-  std::vector<float> q;  // f32 [H, n_q, d]
-  std::vector<float> k;  // f32 [H_kv, n_k, d]
-  std::vector<float> v;  // f32 [H_kv, n_k, d]
+  AlignedFloats q;  // f32 [H, n_q, d], 64-byte aligned (host_buffer.h)
+  AlignedFloats k;  // f32 [H_kv, n_k, d]
+  AlignedFloats v;  // f32 [H_kv, n_k, d]
   // Token positions, strictly increasing. Empty means defaults:
   // k_pos[j] = j, q_pos[i] = n_k - n_q + i (queries are the last n_q tokens).
-  std::vector<int32_t> q_pos;  // i32 [n_q]
-  std::vector<int32_t> k_pos;  // i32 [n_k]
+  std::vector<int32_t> q_pos;       // i32 [n_q]
+  std::vector<int32_t> k_pos;       // i32 [n_k]
   std::vector<std::string> labels;  // optional token labels [n_k] for display
 
   float effective_scale() const;

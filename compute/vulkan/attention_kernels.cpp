@@ -119,8 +119,8 @@ std::string attention_unsupported(const Context& ctx, const Problem& p,
   return "";
 }
 
-const std::vector<float>& pad_rows(const std::vector<float>& x, int d, int dp,
-                                   std::vector<float>& storage) {
+std::span<const float> pad_rows(std::span<const float> x, int d, int dp,
+                                std::vector<float>& storage) {
   if (d == dp) return x;
   const size_t rows = x.size() / size_t(d);
   storage.assign(rows * size_t(dp), 0.0f);

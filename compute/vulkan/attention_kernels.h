@@ -2,6 +2,7 @@
 // the ranges or indices kernel specialised for the head dimension, score modifiers and
 // normaliser, and reads back O and the row statistics.
 #pragma once
+#include <span>
 #include <string>
 #include <vector>
 
@@ -51,8 +52,8 @@ AttentionOutput run_attention(Context& ctx, const Problem& p, const Layout& layo
                               const KernelConfig* config = nullptr);
 
 // Q/K/V rows [rows, d] zero-padded to [rows, dp] (returns the input when d == dp).
-const std::vector<float>& pad_rows(const std::vector<float>& x, int d, int dp,
-                                   std::vector<float>& storage);
+std::span<const float> pad_rows(std::span<const float> x, int d, int dp,
+                                std::vector<float>& storage);
 
 // Token positions with the problem's defaults filled in.
 std::vector<int32_t> query_positions(const Problem& p);

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "compute/vulkan/buffer.h"
@@ -25,9 +26,13 @@ class Job {
 
   // A device buffer holding a copy of `bytes` of host data; returns its index in this job.
   int input(const void* data, size_t bytes);
-  template <typename T>
-  int input(const std::vector<T>& v) {
+  template <typename T, typename A>
+  int input(const std::vector<T, A>& v) {
     return input(v.data(), v.size() * sizeof(T));
+  }
+  template <typename T>
+  int input(std::span<const T> v) {
+    return input(v.data(), v.size_bytes());
   }
   // A device buffer the kernels fill (zeroed first).
   int buffer(size_t bytes);

@@ -234,7 +234,7 @@ bool kv_begin_layer(KvCache& c, int layer, int n_layers, Problem& p, const Rope*
   }
   if (!gather && !quest && n == 1) return false;  // kv_attend reads the rows in place
 
-  std::vector<float> k(size_t(hkv) * nk * d), v(k.size());
+  AlignedFloats k(size_t(hkv) * nk * d), v(k.size());
   for (int h = 0; h < hkv; ++h) {
     const float* ck = L.k.data() + size_t(h) * cap * d;
     const float* cv = L.v.data() + size_t(h) * cap * d;

@@ -18,7 +18,7 @@ std::string shape_str(const std::vector<int64_t>& s) {
 }
 
 // Reads a float array as [heads, n, d].
-std::vector<float> read_heads(const std::string& path, int64_t* h, int64_t* n, int64_t* d) {
+AlignedFloats read_heads(const std::string& path, int64_t* h, int64_t* n, int64_t* d) {
   const NpyArray a = read_npy(path);
   if (!dtype_is_float(a.dtype)) {
     throw Error(ErrorCode::Format,
@@ -42,7 +42,8 @@ std::vector<float> read_heads(const std::string& path, int64_t* h, int64_t* n, i
                                                 std::to_string(kMaxInputTokens) +
                                                 " (kMaxInputTokens)");
   }
-  return a.to_f32();
+  const std::vector<float> x = a.to_f32();
+  return AlignedFloats(x.begin(), x.end());
 }
 
 std::vector<std::string> read_labels(const std::string& path) {

@@ -37,7 +37,7 @@ using namespace attn;
 
 // Uniform values of unit variance from a counter hash, filled on all cores: the 65536-token GPU
 // shapes need 3 GiB of inputs, too many for std::normal_distribution in a benchmark.
-void fill(std::vector<float>& x, uint64_t seed) {
+void fill(AlignedFloats& x, uint64_t seed) {
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> pool;
   const size_t per = (x.size() + threads - 1) / threads;

@@ -13,9 +13,9 @@ namespace {
 
 using test::scratch_dir;
 
-void write(const std::filesystem::path& p, std::vector<int64_t> shape,
-           const std::vector<float>& v) {
-  write_npy(p.string(), NpyArray::from_f32(std::move(shape), v));
+template <typename Floats>  // std::vector<float> or a Problem's AlignedFloats
+void write(const std::filesystem::path& p, std::vector<int64_t> shape, const Floats& v) {
+  write_npy(p.string(), NpyArray::from_f32(std::move(shape), {v.begin(), v.end()}));
 }
 
 TEST(ArchRawTensors, LoadsGqaProblemWithLabelsAndRunsIt) {
