@@ -19,7 +19,7 @@ seeds=$bin/seeds
 # Any UB report fails the run (the targets are also built with -fno-sanitize-recover=undefined).
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 TARGETS="npy npz safetensors safetensors_index hf_config model_config tokenizer_json gpt2_vocab
-  wordpiece_vocab sentencepiece tokenize_text image session spec sweep idx"
+  wordpiece_vocab sentencepiece tokenize_text image session spec sweep idx jsonl"
 
 # Options every run shares: the target's dictionary, a per-input time limit, no leak of a
 # scratch file descriptor into the report.
