@@ -129,6 +129,20 @@ std::span<const float> pad_rows(std::span<const float> x, int d, int dp,
   return storage;
 }
 
+Result attention_result(AttentionOutput out, const Problem& p, const Layout& layout) {
+  Result r;
+  r.n_heads = p.n_heads;
+  r.n_q = p.n_q;
+  r.d = p.d;
+  r.o = std::move(out.o);
+  r.row_stat = std::move(out.row_stat);
+  r.layout = layout;
+  r.stats.counted.flops = out.flops;
+  r.stats.counted.bytes = out.bytes;
+  r.stats.kernel_seconds = out.seconds;
+  return r;
+}
+
 std::vector<int32_t> query_positions(const Problem& p) {
   std::vector<int32_t> pos(size_t(p.n_q));
   for (int i = 0; i < p.n_q; ++i) pos[size_t(i)] = p.qpos(i);

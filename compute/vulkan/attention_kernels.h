@@ -8,6 +8,7 @@
 
 #include "compute/layout.h"
 #include "compute/problem.h"
+#include "compute/result.h"
 #include "compute/score_mod.h"
 #include "compute/vulkan/pipeline.h"
 
@@ -43,6 +44,10 @@ struct AttentionOutput {
   double flops = 0;             // work the kernel did (multiply-add = 2)
   double bytes = 0;             // Q, O and the K/V rows it read
 };
+
+// The output as a Result over `layout`: shape, O, row statistics, and the kernel's time, flops
+// and bytes in its stats (the caller names the backend).
+Result attention_result(AttentionOutput out, const Problem& p, const Layout& layout);
 
 // Throws Error(Unsupported) for what attention_unsupported() rejects, Error(Device) on Vulkan
 // failures (a lost device marks the context lost). `config` overrides the device's kernel shape

@@ -60,18 +60,9 @@ class VulkanBackend final : public Backend {
     if (v.selective())
       throw Error(ErrorCode::Unsupported, "vulkan: selective attention has no Vulkan kernel");
     if (opt.cancel && opt.cancel->load()) throw Error(ErrorCode::Cancelled, "vulkan: cancelled");
-    vk::AttentionOutput out = vk::run_attention(*ctx, p, layout, v.mods(), v.normaliser());
-    Result r;
-    r.n_heads = p.n_heads;
-    r.n_q = p.n_q;
-    r.d = p.d;
-    r.o = std::move(out.o);
-    r.row_stat = std::move(out.row_stat);
-    r.layout = layout;
+    Result r = vk::attention_result(vk::run_attention(*ctx, p, layout, v.mods(), v.normaliser()), p,
+                                    layout);
     r.stats.backend = name();
-    r.stats.counted.flops = out.flops;
-    r.stats.counted.bytes = out.bytes;
-    r.stats.kernel_seconds = out.seconds;
     return r;
   }
 

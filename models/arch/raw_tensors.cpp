@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compute/error.h"
+#include "models/formats/dtype.h"
 #include "models/formats/limits.h"
 #include "models/formats/npy.h"
 
@@ -42,8 +43,9 @@ AlignedFloats read_heads(const std::string& path, int64_t* h, int64_t* n, int64_
                                                 std::to_string(kMaxInputTokens) +
                                                 " (kMaxInputTokens)");
   }
-  const std::vector<float> x = a.to_f32();
-  return AlignedFloats(x.begin(), x.end());
+  AlignedFloats out(a.numel());  // converted in place: no std::vector copy first
+  convert_to_f32(a.dtype, a.data.data(), out.size(), out.data());
+  return out;
 }
 
 std::vector<std::string> read_labels(const std::string& path) {

@@ -56,18 +56,6 @@ void expect_matches_reference(const Variant& v, const Problem& p, const Result& 
         << what << " row " << i;
 }
 
-// A kernel's direct output as a Result over `l`, for expect_matches_reference.
-Result kernel_result(vk::AttentionOutput out, const Problem& p, const Layout& l) {
-  Result r;
-  r.n_heads = p.n_heads;
-  r.n_q = p.n_q;
-  r.d = p.d;
-  r.o = std::move(out.o);
-  r.row_stat = std::move(out.row_stat);
-  r.layout = l;
-  return r;
-}
-
 // Keeps (q, k) when a hash of the positions says so: an irregular mask for partial blocks.
 class HashMask : public Mask {
  public:
@@ -426,7 +414,7 @@ TEST_F(VulkanBackendTest, LineLayoutsRunAsLines) {
       c.keys_per_dispatch = unrolled ? 0 : 28;
       Variant v = make_variant("dense+entmax15");
       const Result r =
-          kernel_result(vk::run_attention(*ctx_, p, l, v.mods(), v.normaliser(), &c), p, l);
+          vk::attention_result(vk::run_attention(*ctx_, p, l, v.mods(), v.normaliser(), &c), p, l);
       expect_matches_reference(v, p, r, what + (unrolled ? " unrolled" : " chunks of 28"));
     }
   }
@@ -506,7 +494,7 @@ TEST_F(VulkanBackendTest, UnrolledGpuBuildAndSmallKeyChunks) {
         l.blocks = {b};
       }
       const Result r =
-          kernel_result(vk::run_attention(*ctx_, p, l, v.mods(), v.normaliser(), &c), p, l);
+          vk::attention_result(vk::run_attention(*ctx_, p, l, v.mods(), v.normaliser(), &c), p, l);
       expect_matches_reference(v, p, r, std::string(spec) + (unrolled ? " unrolled" : " chunks"));
     }
   }

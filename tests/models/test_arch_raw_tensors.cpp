@@ -1,5 +1,6 @@
 // Raw Q/K/V .npy files as a Problem source.
 #include <cmath>
+#include <span>
 
 #include "compute/backend.h"
 #include "compute/metrics.h"
@@ -13,9 +14,8 @@ namespace {
 
 using test::scratch_dir;
 
-template <typename Floats>  // std::vector<float> or a Problem's AlignedFloats
-void write(const std::filesystem::path& p, std::vector<int64_t> shape, const Floats& v) {
-  write_npy(p.string(), NpyArray::from_f32(std::move(shape), {v.begin(), v.end()}));
+void write(const std::filesystem::path& p, std::vector<int64_t> shape, std::span<const float> v) {
+  write_npy(p.string(), NpyArray::from_f32(std::move(shape), v));
 }
 
 TEST(ArchRawTensors, LoadsGqaProblemWithLabelsAndRunsIt) {
