@@ -272,9 +272,10 @@ void gemm_case(benchmark::State& st, int n, int threads) {
 }
 
 // The most a kernel that loads every kept entry's own K and V rows can reach on this machine:
-// random rows of a working set that stays in L2 (`keys` rows of K and of V, d = 64), loaded and
-// summed with nothing else to do, each thread its own entries (the kernels' pool). Scattered key
-// lists (a top-k of 256 in 16K keys) cannot run faster per entry unless rows are reused from L1.
+// random rows of a working set (`keys` rows of K and of V, d = 64: 2048 keys make 1 MiB, which
+// stays in L2), loaded and summed with nothing else to do, each thread its own entries (the
+// kernels' pool). Scattered key lists (a top-k of 256 in 16K keys) cannot run faster per entry
+// unless rows are reused from L1.
 // Rows in a Problem's storage (AlignedFloats: each row on its own 64-byte lines), or with
 // `split` 16 bytes into a line, where a plain std::vector<float> puts them (each vector load of
 // a row then touches two lines; the problems were stored that way before).
@@ -313,8 +314,9 @@ void gather_ceiling_case(benchmark::State& st, int keys, int threads, bool split
   st.counters["n"] = keys;
   st.counters["entries"] = double(kEntries);
   st.counters["useful_flops"] = 4.0 * d * double(kEntries);  // what a kernel would do per entry
-  st.SetLabel(split ? "loads of random K and V rows, L2-resident, 16 bytes into a line"
-                    : "loads of random K and V rows, L2-resident, as a Problem stores them");
+  const std::string set = std::to_string(size_t(keys) * d * 8 >> 10) + " KiB set";
+  st.SetLabel("loads of random K and V rows, " + set +
+              (split ? ", 16 bytes into a line" : ", as a Problem stores them"));
 }
 
 void register_all() {
@@ -368,6 +370,11 @@ void register_all() {
   for (bool split : {false, true})
     add(std::string("cpu_gather_ceiling") + (split ? "_split" : "") + "/n:2048", 3,
         [threads, split](benchmark::State& s) { gather_ceiling_case(s, 2048, threads, split); });
+  // The same loads from a set of K and V rows deep inside L2 (256 KiB), and from one beyond it
+  // (4 MiB, a head's rows at N = 8192): the cost of a fetched row against the working set.
+  for (int keys : {512, 8192})
+    add("cpu_gather_ceiling/n:" + std::to_string(keys), 3,
+        [threads, keys](benchmark::State& s) { gather_ceiling_case(s, keys, threads, false); });
   // Line layouts (vertical-slash's default 128 columns and 128 diagonals).
   if (!quick)
     add("cpu_lines128/n:16384", 3,
