@@ -370,9 +370,10 @@ void register_all() {
   for (bool split : {false, true})
     add(std::string("cpu_gather_ceiling") + (split ? "_split" : "") + "/n:2048", 3,
         [threads, split](benchmark::State& s) { gather_ceiling_case(s, 2048, threads, split); });
-  // The same loads from a set of K and V rows deep inside L2 (256 KiB), and from one beyond it
-  // (4 MiB, a head's rows at N = 8192): the cost of a fetched row against the working set.
-  for (int keys : {512, 8192})
+  // The same loads from a set of K and V rows deep inside L2 (256 KiB), and from sets beyond it
+  // (a head's rows at N = 8192 and 16384: 4 and 8 MiB): the cost of a fetched row against the
+  // working set.
+  for (int keys : {512, 8192, 16384})
     add("cpu_gather_ceiling/n:" + std::to_string(keys), 3,
         [threads, keys](benchmark::State& s) { gather_ceiling_case(s, keys, threads, false); });
   // Line layouts (vertical-slash's default 128 columns and 128 diagonals).

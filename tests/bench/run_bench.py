@@ -373,13 +373,14 @@ def main():
     # N=4096 (information: what a kernel that reads each kept entry's own rows cannot beat here),
     # with rows on 64-byte lines as a Problem stores them, and 16 bytes into a line (where a plain
     # std::vector puts them: each row load splits over one line more).
-    # The same loads from a 256 KiB set (512 keys) and a 4 MiB one (8192 keys, beyond L2) show
+    # The same loads from a 256 KiB set (512 keys) and 4 and 8 MiB ones (8192 and 16384 keys) show
     # what a fetched row costs against the working set a kernel can keep.
     dense4 = dense_any.get("cpu_dense/n:4096")
     for key, how, suffix in (("cpu_gather_ceiling/n:2048", "1 MiB set, as a Problem stores them", ""),
                              ("cpu_gather_ceiling_split/n:2048", "1 MiB set, 16 bytes into a line", "_split"),
                              ("cpu_gather_ceiling/n:512", "256 KiB set", "_256k"),
-                             ("cpu_gather_ceiling/n:8192", "4 MiB set, beyond L2", "_4m")):
+                             ("cpu_gather_ceiling/n:8192", "4 MiB set, beyond L2", "_4m"),
+                             ("cpu_gather_ceiling/n:16384", "8 MiB set, a head's rows at N=16384", "_8m")):
         ceiling = gb.get(key)
         if ceiling and dense4:
             r = (ceiling["useful_flops"] / ceiling["seconds"]) / (useful_causal(4096) / dense4["seconds"])
