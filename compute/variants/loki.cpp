@@ -8,10 +8,11 @@
 // Selection costs rank/d of exact top-k's scoring plus the projections.
 #include <Eigen/Dense>
 #include <algorithm>
-#include <numeric>
 
+#include "compute/cpu/huge_pages.h"
 #include "compute/parallel.h"
 #include "compute/variants/patterns.h"
+#include "compute/variants/row_select.h"
 #include "compute/variants/selector_util.h"
 
 namespace attn {
@@ -19,6 +20,10 @@ namespace attn {
 namespace {
 
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+int visible(const Problem& p, int i) {
+  return p.causal ? detail::last_visible_key(p, i) + 1 : p.n_k;
+}
 
 class LokiPattern final : public Pattern {
  public:
@@ -41,23 +46,28 @@ class LokiPattern final : public Pattern {
       const Eigen::MatrixXf basis =
           eig.eigenvectors().rightCols(r).rowwise().reverse().cast<float>();
       const RowMatrix kr = k * basis, qr = q * basis;  // f32 [n, r]
-      std::vector<std::vector<int32_t>> rows(static_cast<size_t>(p.n_q));
-      std::vector<int32_t> idx;
-      Eigen::VectorXf s;
-      for (int i = 0; i < p.n_q; ++i) {
-        const int nv = p.causal ? detail::last_visible_key(p, i) + 1 : p.n_k;
-        if (nv <= 0) continue;
-        s.noalias() = kr.topRows(nv) * qr.row(i).transpose();
-        idx.resize(size_t(nv));
-        std::iota(idx.begin(), idx.end(), 0);
-        const int take = std::min(k_, nv);
-        auto better = [&](int32_t a, int32_t b) { return s[a] > s[b] || (s[a] == s[b] && a < b); };
-        std::nth_element(idx.begin(), idx.begin() + (take - 1), idx.end(), better);
-        idx.resize(size_t(take));
-        std::sort(idx.begin(), idx.end());
-        rows[size_t(i)] = idx;
+      // Each row keeps min(k, visible) keys, so the list's offsets are known before any score.
+      IndexLayout& x = l.indices[size_t(h)];
+      x.row_ptr.assign(size_t(p.n_q) + 1, 0);
+      for (int i = 0; i < p.n_q; ++i)
+        x.row_ptr[size_t(i) + 1] = x.row_ptr[size_t(i)] + std::min(k_, std::max(0, visible(p, i)));
+      x.col.resize(size_t(x.row_ptr.back()));
+      // Approximate scores of 64 queries at a time (one product), then each row's top k.
+      constexpr int kTile = 64;
+      detail::RowScratch scratch;
+      // One score tile for the widest query tile, sized once (huge pages): a tile resized as the
+      // visible keys grow would be allocated and faulted in again for every tile.
+      std::vector<float> s;
+      cpu::resize_huge(s, size_t(kTile) * size_t(p.n_k));
+      for (int i0 = 0; i0 < p.n_q; i0 += kTile) {
+        const int i1 = std::min(i0 + kTile, p.n_q), nv_max = visible(p, i1 - 1);
+        if (nv_max <= 0) continue;
+        detail::gemm_abt(qr.row(i0).data(), r, kr.data(), r, s.data(), nv_max, i1 - i0, nv_max, r);
+        for (int i = i0; i < i1; ++i)
+          if (const int nv = visible(p, i); nv > 0)
+            detail::top_keys(s.data() + size_t(i - i0) * size_t(nv_max), nv, k_, scratch,
+                             x.col.data() + x.row_ptr[size_t(i)]);
       }
-      l.indices[size_t(h)] = detail::index_layout_from_rows(rows);
     });
     if (stats) stats->flops += predicted_select_flops(p);
     return l;

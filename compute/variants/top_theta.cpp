@@ -10,31 +10,30 @@
 // Selection computes every visible score once (f32 GEMMs over query tiles, as exact top-k does);
 // the attention kernels then run only the kept entries. Scores are compared before any score
 // modifier.
-#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 
+#include "compute/cpu/huge_pages.h"
 #include "compute/error.h"
 #include "compute/parallel.h"
 #include "compute/variants/patterns.h"
+#include "compute/variants/row_select.h"
 #include "compute/variants/selector_util.h"
 
 namespace attn {
 
 namespace {
 
-using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
 int n_visible(const Problem& p, int i) {
   return p.causal ? detail::last_visible_key(p, i) + 1 : p.n_k;
 }
 
-// Scaled scores of queries [i0, i1) of head h against keys [0, nv): f32 [i1 - i0, nv].
-void scores(const Problem& p, int h, int i0, int i1, int nv, RowMatrix& s) {
-  s.resize(i1 - i0, nv);
+// Scaled scores of queries [i0, i1) of head h against keys [0, nv): f32 [i1 - i0, nv] at out.
+void scores(const Problem& p, int h, int i0, int i1, int nv, float* out) {
   if (nv == 0) return;
-  detail::gemm_abt(p.q_row(h, i0), p.d, p.k_row(h, 0), p.d, s.data(), nv, i1 - i0, nv, p.d);
-  s *= p.effective_scale();
+  detail::gemm_abt(p.q_row(h, i0), p.d, p.k_row(h, 0), p.d, out, nv, i1 - i0, nv, p.d);
+  const float scale = float(p.effective_scale());
+  for (size_t e = 0, n = size_t(i1 - i0) * size_t(nv); e < n; ++e) out[e] *= scale;
 }
 
 class TopThetaPattern final : public Pattern {
@@ -50,26 +49,42 @@ class TopThetaPattern final : public Pattern {
     std::vector<double> flops(size_t(p.n_heads), 0.0);
     parallel_for(p.n_heads, [&](int h) {
       const float theta = float(calibrate_ > 0 ? calibrated(p, h, &flops[size_t(h)]) : theta_);
-      std::vector<std::vector<int32_t>> rows(size_t(p.n_q));
-      RowMatrix s;
+      // Each row's keys collected by one vectorised compare pass, appended to the head's list.
+      IndexLayout& x = l.indices[size_t(h)];
+      x.row_ptr.assign(size_t(p.n_q) + 1, 0);
+      // Room for every visible entry reserved once: only the pages a kept key lands on are ever
+      // touched (huge ones), where growing the list would move it and fault fresh pages in again
+      // and again (most of the selection's time on some hosts).
+      size_t bound = 0;
+      for (int i = 0; i < p.n_q; ++i) bound += size_t(std::max(0, n_visible(p, i)));
+      x.col.reserve(std::max<size_t>(bound, 1));
+      cpu::advise_huge_pages(x.col.data(), bound * sizeof(int32_t));
+      std::vector<int32_t> cand(size_t(p.n_k) + 16);
+      detail::RowScratch scratch;
       constexpr int kTile = 64;
+      // One score tile for the widest query tile, sized once (huge pages): a tile resized as the
+      // visible keys grow would be allocated and faulted in again for every tile.
+      std::vector<float> s;
+      cpu::resize_huge(s, size_t(kTile) * size_t(p.n_k));
       for (int i0 = 0; i0 < p.n_q; i0 += kTile) {
         const int i1 = std::min(i0 + kTile, p.n_q), nv_max = n_visible(p, i1 - 1);
-        scores(p, h, i0, i1, nv_max, s);
+        scores(p, h, i0, i1, nv_max, s.data());
         for (int i = i0; i < i1; ++i) {
           const int nv = n_visible(p, i);
           const float* row = s.data() + size_t(i - i0) * nv_max;
-          std::vector<int32_t>& keep = rows[size_t(i)];
-          int best = -1;
-          for (int j = 0; j < nv; ++j) {
-            if (row[j] >= theta) keep.push_back(j);
-            if (best < 0 || row[j] > row[best]) best = j;
+          int n = nv > 0 ? detail::keys_at_or_above(row, nv, theta, cand.data(), scratch) : 0;
+          if (n == 0 && nv > 0) {  // no score reaches theta: the largest-score key alone
+            int best = 0;
+            for (int j = 1; j < nv; ++j)
+              if (row[j] > row[best]) best = j;
+            cand[0] = best;
+            n = 1;
           }
-          if (keep.empty() && best >= 0) keep.push_back(best);
+          x.col.insert(x.col.end(), cand.begin(), cand.begin() + n);
+          x.row_ptr[size_t(i) + 1] = int64_t(x.col.size());
           flops[size_t(h)] += 2.0 * p.d * nv;
         }
       }
-      l.indices[size_t(h)] = detail::index_layout_from_rows(rows);
     });
     if (stats)
       for (double f : flops) stats->flops += f;
@@ -86,11 +101,11 @@ class TopThetaPattern final : public Pattern {
   double calibrated(const Problem& p, int h, double* flops) const {
     const int sample = std::min(p.n_q, 256);
     std::vector<float> all;
-    RowMatrix s;
+    std::vector<float> s(size_t(p.n_k));
     for (int t = 0; t < sample; ++t) {
       const int i = int(int64_t(t) * p.n_q / sample);
       const int nv = n_visible(p, i);
-      scores(p, h, i, i + 1, nv, s);
+      scores(p, h, i, i + 1, nv, s.data());
       all.insert(all.end(), s.data(), s.data() + nv);
       *flops += 2.0 * p.d * nv;
     }
