@@ -160,10 +160,16 @@ void elementwise_probs(const Normaliser& n, int n_k, float* st, int nj, int cols
       }
     }
   } else if (n.kind == K::SoftplusL1) {
+    // softplus(s) = max(s, 0) + log(1 + e^-|s|), the exponent at most 0 so nothing overflows.
     for (int j = 0; j < nj; ++j) {
       float* p = st + size_t(j) * lds;
-      for (int i = 0; i < cols; ++i) {
-        float s = p[i];
+      for (int v = 0; v < nv; ++v) {
+        const vf s = loadu(p + v * kVW);
+        const vf e = exp2v(vmin(s, -s) * kLog2e);
+        storeu(p + v * kVW, select(s == ninf, zero, vmax(s, zero) + log1p_unitv(e)));
+      }
+      for (int i = nv * kVW; i < cols; ++i) {
+        const float s = p[i];
         p[i] = s == kNegInf ? 0.0f : std::max(s, 0.0f) + std::log1p(std::exp(-std::fabs(s)));
       }
     }
