@@ -5,7 +5,9 @@
 // kIndexWasteRatio.
 #include <algorithm>
 
+#include "compute/cpu/huge_pages.h"
 #include "compute/error.h"
+#include "compute/parallel.h"
 #include "compute/variants/patterns.h"
 #include "compute/variants/static_pattern.h"
 #include "compute/variants/util.h"
@@ -71,17 +73,27 @@ class FixedPattern final : public StaticPattern {
   // Per query: summary columns of earlier blocks, the own block, summary columns after it.
   bool fast_indices(const Problem& p, IndexLayout* out) const override {
     if (!detail::default_positions(p)) return false;
-    int64_t first_summary = b_ - static_cast<const FixedMask&>(*mask_).summary();
+    const int64_t first_summary = b_ - static_cast<const FixedMask&>(*mask_).summary();
+    // Row sizes first, then rows filled in place in parallel (a list grown entry by entry moves
+    // and faults fresh pages in again and again).
     out->row_ptr.assign(size_t(p.n_q) + 1, 0);
-    out->col.clear();
-    for (int i = 0; i < p.n_q; ++i) {
-      int64_t qp = p.qpos(i), jmax = detail::last_key(p, qp), own = floor_div(qp, b_) * b_;
-      for (int64_t s = 0; s <= jmax; s += b_) {
-        int64_t lo = s == own ? s : s + first_summary, hi = std::min(jmax, s + b_ - 1);
-        for (int64_t j = lo; j <= hi; ++j) out->col.push_back(int32_t(j));
+    for (int i = 0; i < p.n_q; ++i)
+      out->row_ptr[size_t(i) + 1] = out->row_ptr[size_t(i)] + row_kept(p, *mask_, p.qpos(i));
+    cpu::resize_huge(out->col, size_t(out->row_ptr.back()));
+    constexpr int kRows = 256;
+    parallel_for((p.n_q + kRows - 1) / kRows, [&](int c) {
+      for (int i = c * kRows; i < std::min(p.n_q, (c + 1) * kRows); ++i) {
+        const int64_t qp = p.qpos(i), jmax = detail::last_key(p, qp);
+        const int64_t own = floor_div(qp, b_) * b_;
+        int32_t* w = out->col.data() + out->row_ptr[size_t(i)];
+        int32_t* const end = out->col.data() + out->row_ptr[size_t(i) + 1];
+        for (int64_t s = 0; s <= jmax; s += b_) {
+          const int64_t lo = s == own ? s : s + first_summary, hi = std::min(jmax, s + b_ - 1);
+          for (int64_t j = lo; j <= hi && w < end; ++j) *w++ = int32_t(j);
+        }
+        require(w == end, ErrorCode::InvalidArgument, "fixed: kept count disagrees");
       }
-      out->row_ptr[i + 1] = int64_t(out->col.size());
-    }
+    });
     return true;
   }
 

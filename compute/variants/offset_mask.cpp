@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "compute/cpu/huge_pages.h"
+#include "compute/error.h"
+#include "compute/parallel.h"
 #include "compute/problem.h"
 #include "compute/variants/util.h"
 
@@ -32,21 +35,29 @@ BlockClass OffsetMask::classify(int32_t q_lo, int32_t q_hi, int32_t k_lo, int32_
 }
 
 IndexLayout offset_index_layout(const OffsetMask& m, const Problem& p) {
+  // Each row's count first (O(1) per row), then rows filled in place in parallel: growing one
+  // list entry by entry moved it and faulted fresh pages in again and again.
   IndexLayout x;
   x.row_ptr.assign(size_t(p.n_q) + 1, 0);
   for (int i = 0; i < p.n_q; ++i) {
-    int64_t qp = p.qpos(i), jmax = detail::last_key(p, qp);
-    if (jmax >= 0) {
-      // Offsets ascend as keys descend: collect, then reverse the row into ascending keys.
-      size_t start = x.col.size();
-      int64_t dhi = qp;  // key 0
-      for (int64_t d = m.next_kept(qp - jmax); d != OffsetMask::kNone && d <= dhi;
-           d = m.next_kept(d + 1))
-        x.col.push_back(int32_t(qp - d));
-      std::reverse(x.col.begin() + start, x.col.end());
-    }
-    x.row_ptr[i + 1] = int64_t(x.col.size());
+    const int64_t qp = p.qpos(i), jmax = detail::last_key(p, qp);
+    x.row_ptr[size_t(i) + 1] = x.row_ptr[size_t(i)] + (jmax >= 0 ? m.count_kept(qp - jmax, qp) : 0);
   }
+  cpu::resize_huge(x.col, size_t(x.row_ptr.back()));
+  constexpr int kRows = 256;
+  parallel_for((p.n_q + kRows - 1) / kRows, [&](int c) {
+    for (int i = c * kRows; i < std::min(p.n_q, (c + 1) * kRows); ++i) {
+      const int64_t qp = p.qpos(i), jmax = detail::last_key(p, qp);
+      if (jmax < 0) continue;
+      // Offsets ascend as keys descend: the row is written from its end.
+      int32_t* out = x.col.data() + x.row_ptr[size_t(i) + 1];
+      const int32_t* begin = x.col.data() + x.row_ptr[size_t(i)];
+      for (int64_t d = m.next_kept(qp - jmax); d != OffsetMask::kNone && d <= qp && out > begin;
+           d = m.next_kept(d + 1))
+        *--out = int32_t(qp - d);
+      require(out == begin, ErrorCode::InvalidArgument, "offset mask: kept count disagrees");
+    }
+  });
   return x;
 }
 
