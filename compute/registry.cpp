@@ -7,9 +7,9 @@
 #include "compute/approximation.h"
 #include "compute/error.h"
 #include "compute/spec.h"
-#include "compute/variants/normalisers.h"
+#include "compute/variants/modifiers/normalisers.h"
+#include "compute/variants/modifiers/score_mods.h"
 #include "compute/variants/patterns.h"
-#include "compute/variants/score_mods.h"
 
 namespace attn {
 

@@ -1,11 +1,11 @@
-// `attnscope analyze --dataset`: the analysis core's dataset mode (app/core/dataset_analysis.h)
-// as a table, JSON and a figure.
+// `attnscope analyze --dataset`: the analysis core's dataset mode
+// (app/core/datasets/dataset_analysis.h) as a table, JSON and a figure.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "app/core/session.h"
+#include "app/core/session/session.h"
 
 namespace attn::cli {
 

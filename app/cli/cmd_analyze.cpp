@@ -11,10 +11,10 @@
 #include "app/cli/commands.h"
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
-#include "app/core/analysis.h"
-#include "app/core/interventions.h"
-#include "app/core/report.h"
-#include "app/core/views.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/analysis/report.h"
+#include "app/core/analysis/views.h"
+#include "app/core/heads/interventions.h"
 #include "compute/error.h"
 #include "models/arch/default_models.h"
 #include "models/arch/dump.h"
@@ -359,7 +359,7 @@ int ablate(const AnalyzeOptions& o, const core::Session& s,
 }
 
 // --dataset: the session over every record, aggregated with intervals
-// (app/core/dataset_analysis.h).
+// (app/core/datasets/dataset_analysis.h).
 int analyze_over_dataset(const AnalyzeOptions& o) {
   usage(o.given_inputs == 0 && o.tensors.empty(),
         "--dataset is the input: do not give --text, --text-file, --ids, --image or --tensors");

@@ -1,5 +1,5 @@
-// `attnscope heads`: the head-role atlas (app/core/head_atlas.h) of a text model over a text, a
-// dataset or the repeated random sequences alone, as a table, JSON and a figure.
+// `attnscope heads`: the head-role atlas (app/core/heads/head_atlas.h) of a text model over a text,
+// a dataset or the repeated random sequences alone, as a table, JSON and a figure.
 #include <unistd.h>
 
 #include <cmath>
@@ -13,14 +13,14 @@
 #include "app/cli/json_file.h"
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
-#include "app/core/analysis.h"
-#include "app/core/atlas_shard.h"
-#include "app/core/data_export.h"
-#include "app/core/head_atlas.h"
-#include "app/core/head_roles.h"
-#include "app/core/interventions.h"
-#include "app/core/sweep.h"
-#include "app/core/text_dataset.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/analysis/sweep.h"
+#include "app/core/datasets/text_dataset.h"
+#include "app/core/export/data_export.h"
+#include "app/core/heads/atlas_shard.h"
+#include "app/core/heads/head_atlas.h"
+#include "app/core/heads/head_roles.h"
+#include "app/core/heads/interventions.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
 

@@ -1,4 +1,4 @@
-// `attnscope patch`: activation patching on a clean/corrupt pair (app/core/interventions.h),
+// `attnscope patch`: activation patching on a clean/corrupt pair (app/core/heads/interventions.h),
 // over heads (layer x head) or positions (layer x position), as a table, JSON and a figure.
 #include <cmath>
 #include <cstdio>
@@ -9,11 +9,11 @@
 #include "app/cli/json_file.h"
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
-#include "app/core/analysis.h"
-#include "app/core/data_export.h"
-#include "app/core/interventions.h"
-#include "app/core/sweep.h"
-#include "app/core/text_dataset.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/analysis/sweep.h"
+#include "app/core/datasets/text_dataset.h"
+#include "app/core/export/data_export.h"
+#include "app/core/heads/interventions.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
 #include "models/arch/text_input.h"

@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
-#include "app/core/analysis.h"
-#include "app/core/data_export.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/export/data_export.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
 

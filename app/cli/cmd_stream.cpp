@@ -1,5 +1,5 @@
 // `attnscope stream` (teacher-forced streaming perplexity under KV-cache policies) and
-// `attnscope generate` (sampling with a policy): thin shells over app/core/stream.h.
+// `attnscope generate` (sampling with a policy): thin shells over app/core/decode/stream.h.
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,9 +10,9 @@
 #include "app/cli/commands.h"
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
-#include "app/core/analysis.h"
-#include "app/core/decode_trace.h"
-#include "app/core/stream.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/decode/decode_trace.h"
+#include "app/core/decode/stream.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
 #include "compute/kv/kv_policy.h"

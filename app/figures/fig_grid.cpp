@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "app/core/head_metrics.h"
+#include "app/core/heads/head_metrics.h"
 #include "app/figures/presets.h"
 
 namespace attn::fig {

@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <memory>
 
-#include "app/core/data_export.h"
-#include "app/core/head_metrics.h"
+#include "app/core/export/data_export.h"
+#include "app/core/heads/head_metrics.h"
 #include "app/figures/figure_painter.h"
 #include "app/figures/presets.h"
 #include "compute/error.h"

@@ -1,4 +1,4 @@
-// Publication figures: each view of FigureData (app/core/figure_data.h) painted with
+// Publication figures: each view of FigureData (app/core/export/figure_data.h) painted with
 // QPainter in points (1/72 inch) onto PNG (QImage at a chosen size and DPI), SVG (QSvgGenerator:
 // text stays text, heatmap cells are rectangles, or one embedded full-resolution image for
 // very large maps) or PDF (QPdfWriter: one page of the requested size). Everything here is in
@@ -17,14 +17,16 @@
 #include <string>
 #include <vector>
 
-#include "app/core/analysis.h"
-#include "app/core/figure_data.h"
-#include "app/core/labels.h"
-#include "app/core/session.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/export/figure_data.h"
+#include "app/core/session/labels.h"
+#include "app/core/session/session.h"
 
 namespace attn::fig {
 
 // The figures paint the core's plain view structs.
+using core::CacheFigure;
+using core::CacheTimeline;
 using core::FigureData;
 using core::FigureSize;
 using core::HeadGrid;
@@ -32,8 +34,6 @@ using core::HeatmapData;
 using core::ImageAttention;
 using core::Session;
 using core::SinkData;
-using core::CacheFigure;
-using core::CacheTimeline;
 using core::StreamCurve;
 using core::StreamFigure;
 using core::TokensData;

@@ -3,7 +3,7 @@
 // page (FigurePainter::free_height() false) a preset fits `area` and uses it; at a free height it
 // takes the height its content needs. Internal to app/figures/; figure.cpp dispatches on the view.
 #pragma once
-#include "app/core/figure_data.h"
+#include "app/core/export/figure_data.h"
 #include "app/figures/figure_painter.h"
 
 namespace attn::fig {

@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "app/core/evaluate.h"
-#include "app/core/interactive.h"
+#include "app/core/analysis/evaluate.h"
+#include "app/core/analysis/interactive.h"
 #include "compute/error.h"
 
 namespace attn::gui {

@@ -15,8 +15,8 @@
 #include <string>
 #include <thread>
 
-#include "app/core/analysis.h"
-#include "app/core/views.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/analysis/views.h"
 #include "render/document.h"
 
 namespace attn::gui {

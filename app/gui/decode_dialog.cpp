@@ -16,8 +16,8 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
-#include "app/core/analysis.h"
-#include "app/core/figure_data.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/export/figure_data.h"
 #include "app/figures/figure.h"
 #include "app/gui/decode_steps.h"
 #include "compute/error.h"

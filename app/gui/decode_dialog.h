@@ -1,5 +1,5 @@
 // The decode lab: streams the session's text through its model token by token under several
-// KV-cache policies (app/core/stream.h) and shows the two figures of the run, perplexity
+// KV-cache policies (app/core/decode/stream.h) and shows the two figures of the run, perplexity
 // against tokens streamed beside quality against cache memory, and the cache timeline of a
 // chosen layer and KV head, with a summary table and figure export; a step-through tab traces
 // one policy token by token (app/gui/decode_steps.h). The stream runs on a
@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "app/core/stream.h"
+#include "app/core/decode/stream.h"
 
 class QCheckBox;
 class QLabel;

@@ -12,7 +12,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
-#include "app/core/analysis.h"
+#include "app/core/analysis/analysis.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
 

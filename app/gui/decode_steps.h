@@ -1,8 +1,8 @@
 // The decode lab's step-through view: traces the session's text (or a generation from its first
-// tokens) one token at a time under a chosen KV-cache policy (app/core/decode_trace.h), then a
-// slider walks the steps: each shows the decode figure, the query's attention over what the
-// cache holds beside what was evicted, for a chosen layer and query head. The trace runs on a
-// worker thread; destroying the view cancels it.
+// tokens) one token at a time under a chosen KV-cache policy (app/core/decode/decode_trace.h), then
+// a slider walks the steps: each shows the decode figure, the query's attention over what the cache
+// holds beside what was evicted, for a chosen layer and query head. The trace runs on a worker
+// thread; destroying the view cancels it.
 #pragma once
 #include <QImage>
 #include <QWidget>
@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "app/core/decode_trace.h"
+#include "app/core/decode/decode_trace.h"
 
 class QCheckBox;
 class QComboBox;

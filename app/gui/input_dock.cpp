@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "app/core/labels.h"
+#include "app/core/session/labels.h"
 
 namespace attn::gui {
 

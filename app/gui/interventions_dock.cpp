@@ -16,7 +16,7 @@
 #include <cmath>
 #include <thread>
 
-#include "app/core/interventions.h"
+#include "app/core/heads/interventions.h"
 #include "compute/error.h"
 #include "models/arch/text_input.h"
 #include "render/colormap.h"

@@ -1,8 +1,8 @@
 // Interventions dock: a layer x head grid of the model's heads. A click ablates a head (or
 // restores it) in the session, so every view and variant then shows the ablated model; the dock
 // reports the ablated model against the plain one. "Scan heads" colours each cell by the rise of
-// the next-token loss on this input when that head alone is ablated (app/core/interventions.h),
-// the map to click from.
+// the next-token loss on this input when that head alone is ablated
+// (app/core/heads/interventions.h), the map to click from.
 //
 // Below it, activation patching with the session's text as the clean run: a corrupt text of the
 // same length, a target and a foil token, and what to patch (head outputs, the residual stream
@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "app/core/analysis.h"
-#include "app/core/interventions.h"
-#include "app/core/session.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/heads/interventions.h"
+#include "app/core/session/session.h"
 
 class QComboBox;
 class QLabel;

@@ -27,8 +27,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "app/core/figure_data.h"
-#include "app/core/interactive.h"
+#include "app/core/analysis/interactive.h"
+#include "app/core/export/figure_data.h"
 #include "app/figures/figure.h"
 #include "app/gui/analysis_worker.h"
 #include "app/gui/decode_dialog.h"

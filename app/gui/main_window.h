@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "app/core/analysis.h"
-#include "app/core/session.h"
-#include "app/core/views.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/analysis/views.h"
+#include "app/core/session/session.h"
 #include "render/document.h"
 #include "render/view_settings.h"
 

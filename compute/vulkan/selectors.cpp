@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "compute/error.h"
-#include "compute/variants/selector_util.h"
+#include "compute/variants/selectors/selector_util.h"
 #include "compute/vulkan/attention_kernels.h"
 #include "compute/vulkan/context.h"
 #include "compute/vulkan/job.h"

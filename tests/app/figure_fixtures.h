@@ -1,7 +1,7 @@
 // Synthetic, deterministic data for every figure preset (no model needed), so golden images
 // test the drawing code alone.
 #pragma once
-#include "app/core/figure_data.h"
+#include "app/core/export/figure_data.h"
 
 namespace attn::test {
 

@@ -9,9 +9,9 @@
 #include <regex>
 #include <sstream>
 
-#include "app/core/analysis.h"
-#include "app/core/session.h"
-#include "app/core/sweep.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/analysis/sweep.h"
+#include "app/core/session/session.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
 #include "models/arch/default_models.h"

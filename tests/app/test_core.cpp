@@ -5,11 +5,11 @@
 #include <cmath>
 #include <filesystem>
 
-#include "app/core/analysis.h"
-#include "app/core/evaluate.h"
-#include "app/core/head_metrics.h"
-#include "app/core/labels.h"
-#include "app/core/views.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/analysis/evaluate.h"
+#include "app/core/analysis/views.h"
+#include "app/core/heads/head_metrics.h"
+#include "app/core/session/labels.h"
 #include "compute/error.h"
 #include "compute/registry.h"
 #include "models/arch/default_models.h"

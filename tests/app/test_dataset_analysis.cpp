@@ -1,5 +1,5 @@
-// `analyze --dataset` (app/core/dataset_analysis.h): every number over a dataset is the mean of
-// what the single-input analysis gives record by record, with an interval around it; the
+// `analyze --dataset` (app/core/datasets/dataset_analysis.h): every number over a dataset is the
+// mean of what the single-input analysis gives record by record, with an interval around it; the
 // ablation's corpus mean equals the per-input mean on a one-record dataset; image accuracy
 // against labels; bad datasets named; the CLI writes its JSON and figures.
 #include <gtest/gtest.h>
@@ -11,11 +11,11 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "app/core/analysis.h"
-#include "app/core/dataset_analysis.h"
-#include "app/core/head_metrics.h"
-#include "app/core/interventions.h"
-#include "app/core/views.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/analysis/views.h"
+#include "app/core/datasets/dataset_analysis.h"
+#include "app/core/heads/head_metrics.h"
+#include "app/core/heads/interventions.h"
 #include "compute/error.h"
 #include "models/arch/text_input.h"
 #include "tests/app/image_compare.h"

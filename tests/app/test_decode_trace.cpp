@@ -1,5 +1,5 @@
-// Decode traces (app/core/decode_trace.h): each step's attention over the cache equals the full
-// forward pass's row where the cache is full; under an evicting policy the query attends
+// Decode traces (app/core/decode/decode_trace.h): each step's attention over the cache equals the
+// full forward pass's row where the cache is full; under an evicting policy the query attends
 // exactly what the rule keeps; reduced-precision entries are marked; the decode figure's cells
 // follow the trace; `attnscope generate --trace/--figure` writes both.
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include <numeric>
 #include <set>
 
-#include "app/core/analysis.h"
-#include "app/core/decode_trace.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/decode/decode_trace.h"
 #include "compute/error.h"
 #include "models/arch/hooks.h"
 #include "tests/app/image_compare.h"

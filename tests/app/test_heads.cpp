@@ -1,4 +1,4 @@
-// Head roles (app/core/head_roles.h) on hand-made attention patterns with known scores, the
+// Head roles (app/core/heads/head_roles.h) on hand-made attention patterns with known scores, the
 // atlas (head_atlas.h) on the default text model against the probes its model card recorded
 // (assets/models/default-text/phenomena.json, measured in PyTorch by measure_text.py), bootstrap
 // interval coverage, shards that merge to the single run, the dataset reader's errors, the role
@@ -11,15 +11,15 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "app/core/analysis.h"
-#include "app/core/atlas_shard.h"
-#include "app/core/head_atlas.h"
-#include "app/core/head_metrics.h"
-#include "app/core/head_roles.h"
-#include "app/core/interventions.h"
-#include "app/core/sweep.h"
-#include "app/core/text_dataset.h"
-#include "app/core/views.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/analysis/sweep.h"
+#include "app/core/analysis/views.h"
+#include "app/core/datasets/text_dataset.h"
+#include "app/core/heads/atlas_shard.h"
+#include "app/core/heads/head_atlas.h"
+#include "app/core/heads/head_metrics.h"
+#include "app/core/heads/head_roles.h"
+#include "app/core/heads/interventions.h"
 #include "compute/backend.h"
 #include "compute/error.h"
 #include "compute/probabilities.h"

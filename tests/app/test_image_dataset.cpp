@@ -1,5 +1,5 @@
-// Image datasets (app/core/image_dataset.h) and the dataset-level evaluation of a vision model
-// (dataset_eval.h): folders of class folders and loose images written here, malformed IDX
+// Image datasets (app/core/datasets/image_dataset.h) and the dataset-level evaluation of a vision
+// model (dataset_eval.h): folders of class folders and loose images written here, malformed IDX
 // pairs, the default vision model over all 10,000 Fashion-MNIST test images against the accuracy
 // its model card recorded in PyTorch, and `attnscope sweep --dataset`.
 #include <gtest/gtest.h>
@@ -11,9 +11,9 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
-#include "app/core/analysis.h"
-#include "app/core/dataset_eval.h"
-#include "app/core/image_dataset.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/datasets/dataset_eval.h"
+#include "app/core/datasets/image_dataset.h"
 #include "compute/error.h"
 #include "tests/app/image_compare.h"
 #include "tests/app/model_available.h"

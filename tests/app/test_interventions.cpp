@@ -1,6 +1,6 @@
-// Interventions (app/core/interventions.h, models/arch/intervention.h): zero and mean ablation of
-// heads and activation patching over heads and positions against an independent float64 NumPy
-// implementation (tests/ref/make_intervention_goldens.py) on the tiny random GPT-2 and Llama
+// Interventions (app/core/heads/interventions.h, models/arch/intervention.h): zero and mean
+// ablation of heads and activation patching over heads and positions against an independent float64
+// NumPy implementation (tests/ref/make_intervention_goldens.py) on the tiny random GPT-2 and Llama
 // (GQA, llama3 RoPE) checkpoints, the hook seeing the edited values, bad inputs, and the CLI
 // (`analyze --ablate --dump`, `patch`).
 #include <gtest/gtest.h>
@@ -10,10 +10,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "app/core/analysis.h"
-#include "app/core/figure_data.h"
-#include "app/core/interventions.h"
-#include "app/core/report.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/analysis/report.h"
+#include "app/core/export/figure_data.h"
+#include "app/core/heads/interventions.h"
 #include "compute/backend.h"
 #include "compute/error.h"
 #include "models/formats/npy.h"

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "app/core/session.h"
+#include "app/core/session/session.h"
 #include "compute/error.h"
 
 namespace attn::core {

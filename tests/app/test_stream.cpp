@@ -1,5 +1,5 @@
-// Streaming evaluation and generation (app/core/stream.h) and their CLI verbs: the per-token loss
-// equals a full forward pass's where the cache is full, a policy that runs out of positions
+// Streaming evaluation and generation (app/core/decode/stream.h) and their CLI verbs: the per-token
+// loss equals a full forward pass's where the cache is full, a policy that runs out of positions
 // stops with its reason, the dump has NumPy's layout, and sampling follows its rules.
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "app/core/analysis.h"
-#include "app/core/stream.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/decode/stream.h"
 #include "compute/error.h"
 #include "models/formats/npy.h"
 #include "tests/app/image_compare.h"

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "app/core/sweep.h"
+#include "app/core/analysis/sweep.h"
 #include "compute/error.h"
 
 namespace attn::core {

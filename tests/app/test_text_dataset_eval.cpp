@@ -1,6 +1,6 @@
-// A language model over a text dataset (app/core/text_dataset_eval.h): the loss, its rise over
-// dense paired by record, KL and agreement against forward passes run here one record at a time,
-// bad records named, and `attnscope sweep --dataset` on a JSONL file.
+// A language model over a text dataset (app/core/datasets/text_dataset_eval.h): the loss, its rise
+// over dense paired by record, KL and agreement against forward passes run here one record at a
+// time, bad records named, and `attnscope sweep --dataset` on a JSONL file.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,9 +9,9 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
-#include "app/core/analysis.h"
-#include "app/core/interventions.h"
-#include "app/core/text_dataset_eval.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/datasets/text_dataset_eval.h"
+#include "app/core/heads/interventions.h"
 #include "compute/backend.h"
 #include "compute/error.h"
 #include "compute/registry.h"

@@ -7,7 +7,7 @@
 #include "compute/layout.h"
 #include "compute/mask.h"
 #include "compute/registry.h"
-#include "compute/variants/static_pattern.h"
+#include "compute/variants/patterns/static_pattern.h"
 #include "test_util.h"
 
 using namespace attn;

@@ -10,7 +10,7 @@
 
 #include "compute/layout.h"
 #include "compute/registry.h"
-#include "compute/variants/sketch_walk.h"
+#include "compute/variants/selectors/sketch_walk.h"
 #include "test_util.h"
 
 using namespace attn;

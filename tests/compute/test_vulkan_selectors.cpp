@@ -22,7 +22,7 @@
 #include "compute/metrics.h"
 #include "compute/reference/reference_backend.h"
 #include "compute/registry.h"
-#include "compute/variants/selector_util.h"
+#include "compute/variants/selectors/selector_util.h"
 #include "compute/vulkan/selectors.h"
 #include "test_util.h"
 #include "test_vulkan_util.h"

@@ -2,7 +2,7 @@
 // reads names each record by its line, in order; its records written back as JSONL read the same.
 #include <nlohmann/json.hpp>
 
-#include "app/core/text_dataset.h"
+#include "app/core/datasets/text_dataset.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace attn;

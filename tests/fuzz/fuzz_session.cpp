@@ -1,6 +1,6 @@
 // Session files (load_session): format tag, version, every field's type and range, the GUI's
 // extra state. A session that loads survives session_to_json / session_from_json unchanged.
-#include "app/core/session.h"
+#include "app/core/session/session.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace attn;

@@ -1,7 +1,7 @@
 // The sweep grammar (expand_sweep: "a..b:xF", "a..b:+S", "a|b|c" inside a spec), shard strings
 // (parse_shard: "i/n") and trade-off tables (parse_tradeoff_csv). Expanded specs parse; a
 // table that parses prints and parses back to as many rows.
-#include "app/core/sweep.h"
+#include "app/core/analysis/sweep.h"
 #include "compute/spec.h"
 #include "tests/fuzz/fuzz_util.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "app/core/session.h"
+#include "app/core/session/session.h"
 #include "compute/registry.h"
 #include "compute/spec.h"
 #include "models/formats/npy.h"

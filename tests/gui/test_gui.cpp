@@ -26,11 +26,11 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "app/core/analysis.h"
-#include "app/core/head_metrics.h"
-#include "app/core/interactive.h"
-#include "app/core/session.h"
-#include "app/core/views.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/analysis/interactive.h"
+#include "app/core/analysis/views.h"
+#include "app/core/heads/head_metrics.h"
+#include "app/core/session/session.h"
 #include "app/gui/interventions_dock.h"
 #include "app/gui/main_window.h"
 #include "app/gui/model_dock.h"

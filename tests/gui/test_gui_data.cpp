@@ -7,8 +7,8 @@
 #include <atomic>
 #include <cmath>
 
-#include "app/core/analysis.h"
-#include "app/core/interactive.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/analysis/interactive.h"
 #include "compute/error.h"
 #include "compute/layout.h"
 #include "compute/probabilities.h"
@@ -140,7 +140,7 @@ TEST(GuiData, DocumentDescribesPanelsAndBlocks) {
   // The head grid lists every head metric of the core's table.
   ASSERT_EQ(d.grid.names.size(), d.grid.values.size());
   EXPECT_NE(std::find(d.grid.names.begin(), d.grid.names.end(), "prev_token"), d.grid.names.end());
-  // Every head role is a grid metric on a [0, 1] scale (app/core/head_roles.h).
+  // Every head role is a grid metric on a [0, 1] scale (app/core/heads/head_roles.h).
   for (const char* role : {"dup_token", "induction", "attn_distance", "offset_conc", "first_token",
                            "no_op", "long_range"}) {
     const auto it = std::find(d.grid.names.begin(), d.grid.names.end(), role);

@@ -64,8 +64,8 @@
 #include <thread>
 #include <vector>
 
-#include "app/core/analysis.h"
-#include "app/core/session.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/session/session.h"
 #include "app/gui/input_dock.h"
 #include "app/gui/main_window.h"
 #include "app/gui/model_dock.h"

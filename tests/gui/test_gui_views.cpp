@@ -18,7 +18,7 @@
 #include <set>
 #include <string>
 
-#include "app/core/analysis.h"
+#include "app/core/analysis/analysis.h"
 #include "app/gui/decode_dialog.h"
 #include "app/gui/decode_steps.h"
 #include "app/gui/input_dock.h"
