@@ -21,6 +21,7 @@
 #include "app/figures/figure.h"
 #include "app/gui/decode_steps.h"
 #include "compute/error.h"
+#include "compute/kv/kv_policy.h"
 
 namespace attn::gui {
 
@@ -48,7 +49,11 @@ DecodeDialog::DecodeDialog(std::string model_id, std::string text, QWidget* pare
   setWindowTitle("Decode lab: KV-cache policies");
   auto* form = new QFormLayout;
   policies_ = new QPlainTextEdit(kDefaultPolicies);
-  policies_->setToolTip("One KV-cache policy per line (attnscope variants --kv lists the pieces)");
+  std::string pieces;  // from the policy table, so the hint names every piece there is
+  for (const VariantInfo& info : kv_pieces()) pieces += (pieces.empty() ? "" : ", ") + info.id;
+  policies_->setToolTip(QString::fromStdString(
+      "One KV-cache policy per line, an eviction and a precision piece joined by '+'. Pieces: " +
+      pieces + " (attnscope variants --kv lists their parameters)"));
   policies_->setMinimumHeight(90);
   policies_->setMaximumHeight(130);
   form->addRow("Policies", policies_);

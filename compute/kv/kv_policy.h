@@ -5,6 +5,8 @@
 // kv_full) and one precision piece (default: f32), e.g.
 //   "kv_streaming(sinks=4,window=252)"   "kv_h2o(budget=128,recent=32)+kv_quant(bits=4)"
 //   "kv_fp8(format=e4m3)"                "kv_recent(window=64,reposition=false)"
+// The pieces are the entries of one table (compute/kv/kv_pieces.h); `attnscope variants --kv`
+// lists them with their parameters and sources.
 //
 // Rules every eviction piece follows (step t is the token at stream position t):
 //  * token t's K/V is appended, its query attends over the cache, and only then do score-based
@@ -19,6 +21,7 @@
 // every step (as StreamingLLM does), absolute-position models give a new token the position of
 // its slot and never recompute cached K/V. With reposition=false they keep their stream position.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,48 +29,87 @@
 
 namespace attn {
 
-struct KvPolicy {
-  enum class Evict { Full, Recent, Streaming, H2o, Tova, SnapKv, PyramidKv, Quest };
-  enum class Precision { F32, Quant, Fp8, Fp16, Bf16 };
+struct KvHeadState;  // compute/kv/kv_evict.h
 
-  std::string spec = "kv_full";  // canonical text (every parameter spelled out)
-  Evict evict = Evict::Full;
-  Precision precision = Precision::F32;
-  bool reposition = true;
-  // Eviction parameters (those the piece does not take stay 0).
-  int window = 0, sinks = 0, budget = 0, recent = 0, kernel = 0, page = 0, k = 0;
-  double beta = 0;
-  // Precision parameters: kv_quant bits and group; axes true = per channel (K's default);
-  // kv_fp8 format.
-  int bits = 0, group = 0;
-  bool k_per_channel = true, v_per_channel = false;
-  bool e4m3 = true;
-
+// An eviction piece with its parameters: which entries one KV head of one layer keeps.
+class KvEviction {
+ public:
+  virtual ~KvEviction() = default;
+  // False when no entry is ever dropped (kv_full, kv_quest): the cache grows with the stream.
+  virtual bool evicts() const { return true; }
   // True when eviction reads attention probabilities (h2o, tova, snapkv, pyramidkv).
-  bool needs_scores() const;
+  virtual bool needs_scores() const { return false; }
   // True when eviction happens once, after the prefill (snapkv, pyramidkv).
-  bool prefill_only() const;
+  virtual bool prefill_only() const { return false; }
   // Entries layer `layer` (of n_layers) keeps once a step (or the prefill) has attended, ready
   // for the next token; -1 = no bound (kv_full, kv_quest, and snapkv/pyramidkv after their one
   // compression).
-  int keep_after(int layer, int n_layers) const;
-  // Bytes one cached element of K or V takes in this precision (kv_quant: bits/8 plus its share
-  // of the group's scale and minimum, 2 bytes each).
-  double key_bytes_per_element(int head_dim) const;
-  double value_bytes_per_element(int head_dim) const;
+  virtual int keep_after(int layer, int n_layers) const;
+  // The entries to keep after a pass attended, as kv_keep (compute/kv/kv_evict.h) documents;
+  // called with at least one entry. Default: every entry.
+  virtual std::vector<int> keep(int layer, int n_layers, KvHeadState& st, const float* probs, int G,
+                                int nq, bool first_pass) const;
+  // True when a decode step attends to entries it picks rather than the whole cache (kv_quest).
+  virtual bool selects() const { return false; }
+  // The entries a decode step attends to, as kv_select (compute/kv/kv_evict.h) documents.
+  // Default: every entry.
+  virtual std::vector<int> select(const float* q, int G, const float* keys, int n, int d) const;
 };
 
-// Every KV piece (eviction first, then precision), with schemas and sources.
+// A storage (precision) piece with its parameters: what a cached K or V element decodes to.
+class KvStorage {
+ public:
+  virtual ~KvStorage() = default;
+  // True when the stored values are the f32 ones (nothing rounded).
+  virtual bool exact() const { return false; }
+  // Bytes one cached element of K (`key`) or V takes, with its share of any group scales.
+  virtual double bytes_per_element(bool key, int head_dim) const = 0;
+  // Rounds n new rows f32 [n, d] of K (`key`) or V to what the cache holds; leaves them alone
+  // when that tensor is quantised in per-channel groups (channel_group > 0).
+  virtual void store_rows(float* x, int n, int d, bool key) const = 0;
+  // Tokens per group when K (`key`) or V is quantised per channel along tokens (KIVI's keys);
+  // 0 = stored token by token (store_rows).
+  virtual int channel_group(bool key) const {
+    (void)key;
+    return 0;
+  }
+  // Rounds one channel's completed group (n = channel_group(key) values, in stream order).
+  virtual void store_channel(float* col, int n) const {
+    (void)col;
+    (void)n;
+  }
+};
+
+struct KvPolicy {
+  KvPolicy();  // kv_full, f32
+
+  std::string spec = "kv_full";  // canonical text (every parameter spelled out)
+  bool reposition = true;
+  std::string evict_id = "kv_full";          // the eviction piece
+  std::string storage_id;                    // the precision piece; empty = f32
+  Params evict_params, storage_params;       // the pieces' resolved parameters
+  std::shared_ptr<const KvEviction> evict;   // never null
+  std::shared_ptr<const KvStorage> storage;  // never null
+
+  bool needs_scores() const { return evict->needs_scores(); }
+  bool prefill_only() const { return evict->prefill_only(); }
+  int keep_after(int layer, int n_layers) const { return evict->keep_after(layer, n_layers); }
+  // Bytes one cached element of K or V takes in this precision (kv_quant: bits/8 plus its share
+  // of the group's scale and minimum, 2 bytes each).
+  double key_bytes_per_element(int head_dim) const {
+    return storage->bytes_per_element(true, head_dim);
+  }
+  double value_bytes_per_element(int head_dim) const {
+    return storage->bytes_per_element(false, head_dim);
+  }
+};
+
+// Every KV piece of the table (eviction first, then precision), with schemas and sources.
 const std::vector<VariantInfo>& kv_pieces();
 
 // Parses a policy. Throws Error(UnknownVariant) for an unknown piece, Error(BadParameter) for an
 // out-of-range or unknown parameter (and budget < recent, window > budget and the like), and
 // Error(InvalidArgument) for two eviction or two precision pieces or malformed text.
 KvPolicy make_kv_policy(const std::string& spec);
-
-// PyramidKV's budget for one layer (keys kept besides the observation window): linearly from
-// 2(budget-window) - m at layer 0 down to m = (budget-window)/beta at the last layer, so the
-// layers share (budget-window) per layer on average (Cai et al. 2024).
-int pyramid_layer_keep(int budget, int window, double beta, int layer, int n_layers);
 
 }  // namespace attn

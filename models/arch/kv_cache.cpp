@@ -6,7 +6,6 @@
 
 #include "compute/error.h"
 #include "compute/kv/kv_evict.h"
-#include "compute/kv/kv_precision.h"
 #include "compute/parallel.h"
 #include "compute/problem.h"
 #include "models/arch/rope.h"
@@ -44,46 +43,22 @@ void grow(KvCache& c, int cap) {
   c.capacity = cap;
 }
 
-// Rounds `n` rows of `d` values at `x` to the storage precision (kv_quant: per-token groups of
-// channels when `per_token`; per-channel groups are done by quantise_channels).
-void store_rows(const KvPolicy& p, float* x, int n, int d, bool per_token) {
-  const size_t m = size_t(n) * d;
-  switch (p.precision) {
-    case KvPolicy::Precision::F32:
-      return;
-    case KvPolicy::Precision::Fp16:
-      for (size_t i = 0; i < m; ++i) x[i] = round_fp16(x[i]);
-      return;
-    case KvPolicy::Precision::Bf16:
-      for (size_t i = 0; i < m; ++i) x[i] = round_bf16(x[i]);
-      return;
-    case KvPolicy::Precision::Fp8:
-      for (size_t i = 0; i < m; ++i) x[i] = round_fp8(x[i], p.e4m3);
-      return;
-    case KvPolicy::Precision::Quant:
-      if (!per_token) return;
-      for (int r = 0; r < n; ++r)
-        for (int c0 = 0; c0 < d; c0 += p.group)
-          quantise_group(x + size_t(r) * d + c0, std::min(p.group, d - c0), 1, p.bits);
-      return;
-  }
-}
-
 // KIVI's per-channel groups: once `group` entries beyond the quantised ones exist (in stream
 // order), each channel of those entries shares a minimum and scale; the newest incomplete group
 // stays in full precision. `rows` holds the head's rows, `order` its rows in stream order.
 // Returns the first entry that changed (or `len` when none did).
-int quantise_channels(const KvPolicy& p, float* rows, const int32_t* order, int len, int d,
-                      int& done) {
+int quantise_channels(const KvStorage& s, bool key, float* rows, const int32_t* order, int len,
+                      int d, int& done) {
   const int first = done;
-  std::vector<float> col(static_cast<size_t>(p.group));
-  while (len - done >= p.group) {
+  const int group = s.channel_group(key);
+  std::vector<float> col(static_cast<size_t>(group));
+  while (len - done >= group) {
     for (int c = 0; c < d; ++c) {
-      for (int j = 0; j < p.group; ++j) col[size_t(j)] = rows[size_t(order[done + j]) * d + c];
-      quantise_group(col.data(), p.group, 1, p.bits);
-      for (int j = 0; j < p.group; ++j) rows[size_t(order[done + j]) * d + c] = col[size_t(j)];
+      for (int j = 0; j < group; ++j) col[size_t(j)] = rows[size_t(order[done + j]) * d + c];
+      s.store_channel(col.data(), group);
+      for (int j = 0; j < group; ++j) rows[size_t(order[done + j]) * d + c] = col[size_t(j)];
     }
-    done += p.group;
+    done += group;
   }
   return done > first ? first : len;
 }
@@ -106,8 +81,7 @@ double KvCache::bytes() const {
 std::vector<int> kv_input_positions(const KvCache& c, int n, int max_positions) {
   int slot = 0;
   for (const KvLayer& L : c.layers) slot = std::max(slot, L.len);
-  const bool evicts =
-      c.policy.evict != KvPolicy::Evict::Full && c.policy.evict != KvPolicy::Evict::Quest;
+  const bool evicts = c.policy.evict->evicts();
   const int base = c.policy.reposition && evicts ? slot : c.length;
   std::vector<int> pos(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) pos[size_t(i)] = base + i;
@@ -152,16 +126,17 @@ bool kv_begin_layer(KvCache& c, int layer, int n_layers, Problem& p, const Rope*
 
   const auto t0 = Clock::now();
   const int len0 = L.len, len = len0 + n;
-  const bool per_channel_k = pol.precision == KvPolicy::Precision::Quant && pol.k_per_channel;
-  const bool per_channel_v = pol.precision == KvPolicy::Precision::Quant && pol.v_per_channel;
+  const KvStorage& store = *pol.storage;
+  const bool per_channel_k = store.channel_group(true) > 0;
+  const bool per_channel_v = store.channel_group(false) > 0;
   for (int h = 0; h < hkv; ++h) {
     float* stored_k = (rope ? L.k_raw : L.k).data() + size_t(h) * cap * d;
     float* v = L.v.data() + size_t(h) * cap * d;
     // New entries take the rows after the last ones, in stream order.
     std::copy_n(p.k.data() + size_t(h) * n * d, size_t(n) * d, stored_k + size_t(len0) * d);
     std::copy_n(p.v.data() + size_t(h) * n * d, size_t(n) * d, v + size_t(len0) * d);
-    store_rows(pol, stored_k + size_t(len0) * d, n, d, !pol.k_per_channel);
-    store_rows(pol, v + size_t(len0) * d, n, d, !pol.v_per_channel);
+    store.store_rows(stored_k + size_t(len0) * d, n, d, true);
+    store.store_rows(v + size_t(len0) * d, n, d, false);
     int32_t* order = L.order.data() + size_t(h) * cap;
     int32_t* pos = L.pos.data() + size_t(h) * cap;
     int32_t* kpos = L.kpos.data() + size_t(h) * cap;
@@ -172,10 +147,11 @@ bool kv_begin_layer(KvCache& c, int layer, int n_layers, Problem& p, const Rope*
       L.acc[size_t(h) * cap + len0 + i] = 0;
     }
     if (per_channel_k) {
-      const int changed = quantise_channels(pol, stored_k, order, len, d, L.quantised[size_t(h)]);
+      const int changed =
+          quantise_channels(store, true, stored_k, order, len, d, L.quantised[size_t(h)]);
       for (int e = changed; e < len; ++e) kpos[order[e]] = -1;
     }
-    if (per_channel_v) quantise_channels(pol, v, order, len, d, L.vquantised[size_t(h)]);
+    if (per_channel_v) quantise_channels(store, false, v, order, len, d, L.vquantised[size_t(h)]);
   }
   L.len = len;
 
@@ -205,18 +181,18 @@ bool kv_begin_layer(KvCache& c, int layer, int n_layers, Problem& p, const Rope*
       rope->apply_at(p.q.data() + size_t(h) * n * d, n, qpos.data(), longest);
   }
 
-  // Quest: the pages each KV head's queries attend to, as entries in stream order.
-  const bool quest = pol.evict == KvPolicy::Evict::Quest && n == 1 && c.passes > 0;
+  // A selecting policy (kv_quest): the entries each KV head's queries attend to, in stream order.
+  const bool selecting = pol.evict->selects() && n == 1 && c.passes > 0;
   std::vector<std::vector<int>> pick(static_cast<size_t>(hkv));
   int nk = len;
-  if (quest) {
+  if (selecting) {
     std::vector<float> keys(size_t(len) * d);
     for (int h = 0; h < hkv; ++h) {
       const int32_t* order = L.order.data() + size_t(h) * cap;
       const float* k = L.k.data() + size_t(h) * cap * d;
       for (int e = 0; e < len; ++e)
         std::copy_n(k + size_t(order[e]) * d, d, keys.data() + size_t(e) * d);
-      pick[size_t(h)] = quest_select(pol, p.q.data() + size_t(h) * G * d, G, keys.data(), len, d);
+      pick[size_t(h)] = kv_select(pol, p.q.data() + size_t(h) * G * d, G, keys.data(), len, d);
     }
     nk = int(pick[0].size());
   }
@@ -229,10 +205,10 @@ bool kv_begin_layer(KvCache& c, int layer, int n_layers, Problem& p, const Rope*
       const int32_t* order = L.order.data() + size_t(h) * cap;
       const int32_t* pos = L.pos.data() + size_t(h) * cap;
       for (int j = 0; j < nk; ++j)
-        heads[size_t(h)].push_back(pos[order[quest ? pick[size_t(h)][size_t(j)] : j]]);
+        heads[size_t(h)].push_back(pos[order[selecting ? pick[size_t(h)][size_t(j)] : j]]);
     }
   }
-  if (!gather && !quest && n == 1) return false;  // kv_attend reads the rows in place
+  if (!gather && !selecting && n == 1) return false;  // kv_attend reads the rows in place
 
   AlignedFloats k(size_t(hkv) * nk * d), v(k.size());
   for (int h = 0; h < hkv; ++h) {
@@ -242,7 +218,7 @@ bool kv_begin_layer(KvCache& c, int layer, int n_layers, Problem& p, const Rope*
     float* dk = k.data() + size_t(h) * nk * d;
     float* dv = v.data() + size_t(h) * nk * d;
     for (int j = 0; j < nk; ++j) {
-      const int r = order[quest ? pick[size_t(h)][size_t(j)] : j];
+      const int r = order[selecting ? pick[size_t(h)][size_t(j)] : j];
       std::copy_n(ck + size_t(r) * d, d, dk + size_t(j) * d);
       std::copy_n(cv + size_t(r) * d, d, dv + size_t(j) * d);
     }
@@ -286,7 +262,7 @@ void kv_attend(const KvCache& c, int layer, const Problem& p, float* out, float*
 
 void kv_end_layer(KvCache& c, int layer, int n_layers, const Problem& p, const float* pattern) {
   const KvPolicy& pol = c.policy;
-  if (pol.evict == KvPolicy::Evict::Full || pol.evict == KvPolicy::Evict::Quest) return;
+  if (!pol.evict->evicts()) return;
   require(!pol.needs_scores() || pattern, ErrorCode::InvalidArgument,
           pol.spec + ": eviction needs the attention probabilities");
   const auto t0 = Clock::now();
@@ -367,10 +343,9 @@ void kv_end_pass(KvCache& c, int n) {
     std::vector<int32_t> q(static_cast<size_t>(c.n_kv_heads), 0);
     const KvPolicy& pol = c.policy;
     for (int h = 0; h < c.n_kv_heads; ++h)
-      q[size_t(h)] = pol.precision == KvPolicy::Precision::F32 ? 0
-                     : pol.precision == KvPolicy::Precision::Quant && pol.k_per_channel
-                         ? L.quantised[size_t(h)]
-                         : L.len;
+      q[size_t(h)] = pol.storage->exact()                   ? 0
+                     : pol.storage->channel_group(true) > 0 ? L.quantised[size_t(h)]
+                                                            : L.len;
     s.quantised.push_back(std::move(q));
   }
   s.attended = std::move(c.attending);

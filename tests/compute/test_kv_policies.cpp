@@ -30,17 +30,19 @@ TEST(KvPolicy, SpecsParseToCanonicalText) {
   EXPECT_EQ(make_kv_policy("kv_full").spec, "kv_full(reposition=true)");
   const KvPolicy s = make_kv_policy("kv_streaming(window=8)");
   EXPECT_EQ(s.spec, "kv_streaming(sinks=4,window=8,reposition=true)");
-  EXPECT_EQ(s.evict, KvPolicy::Evict::Streaming);
+  EXPECT_EQ(s.evict_id, "kv_streaming");
   EXPECT_EQ(s.keep_after(0, 2), 11);
   const KvPolicy q =
       make_kv_policy("kv_quant(bits=2,group=16,v_axis=channel)+kv_h2o(budget=9,recent=3)");
   EXPECT_EQ(q.spec,
             "kv_h2o(budget=9,recent=3,reposition=true)+kv_quant(bits=2,group=16,k_axis=channel,"
             "v_axis=channel)");
-  EXPECT_TRUE(q.v_per_channel);
-  EXPECT_TRUE(q.k_per_channel);
+  EXPECT_EQ(q.storage->channel_group(false), 16);  // V per channel
+  EXPECT_EQ(q.storage->channel_group(true), 16);   // K per channel
   EXPECT_EQ(make_kv_policy("kv_fp8(format=e5m2)").spec, "kv_fp8(format=e5m2)");
-  EXPECT_FALSE(make_kv_policy("kv_fp8(format=e5m2)").e4m3);
+  float big = 1000;  // e5m2 rounds it to 1024, e4m3 would saturate at 448
+  make_kv_policy("kv_fp8(format=e5m2)").storage->store_rows(&big, 1, 1, true);
+  EXPECT_EQ(big, round_fp8(1000, false));
   EXPECT_EQ(make_kv_policy("kv_recent(window=4,reposition=false)").reposition, false);
   EXPECT_EQ(make_kv_policy(make_kv_policy("kv_snapkv(budget=64)").spec).spec,
             make_kv_policy("kv_snapkv(budget=64)").spec);
@@ -295,6 +297,8 @@ TEST(KvEvict, SnapKvAndPyramidKvCompressThePromptOnceByPooledWindowScores) {
          {"kv_snapkv(budget=20,window=6,kernel=3)", "kv_snapkv(budget=200,window=6,kernel=5)",
           "kv_pyramidkv(budget=20,window=4,kernel=1,beta=4)"}) {
       const KvPolicy p = make_kv_policy(spec);
+      const int window = int(p.evict_params.at("window")),
+                kernel = int(p.evict_params.at("kernel"));
       for (int layer : {0, 3}) {
         Stream s;
         s.G = G;
@@ -310,15 +314,15 @@ TEST(KvEvict, SnapKvAndPyramidKvCompressThePromptOnceByPooledWindowScores) {
           want.resize(prefill);
           std::iota(want.begin(), want.end(), 0);
         } else {
-          const int pre = prefill - p.window;
+          const int pre = prefill - window;
           std::vector<double> raw(static_cast<size_t>(pre), 0.0), pooled(static_cast<size_t>(pre));
           for (int e = 0; e < pre; ++e)
             for (int g = 0; g < G; ++g)
-              for (int q = prefill - p.window; q < prefill; ++q)
+              for (int q = prefill - window; q < prefill; ++q)
                 raw[size_t(e)] += pr[(size_t(g) * prefill + q) * prefill + e];
           for (int e = 0; e < pre; ++e) {
             pooled[size_t(e)] = -1;
-            for (int j = e - p.kernel / 2; j <= e + p.kernel / 2; ++j)
+            for (int j = e - kernel / 2; j <= e + kernel / 2; ++j)
               if (j >= 0 && j < pre)
                 pooled[size_t(e)] = std::max(pooled[size_t(e)], raw[size_t(j)]);
           }
@@ -326,7 +330,7 @@ TEST(KvEvict, SnapKvAndPyramidKvCompressThePromptOnceByPooledWindowScores) {
           std::iota(order.begin(), order.end(), 0);
           std::stable_sort(order.begin(), order.end(),
                            [&](int a, int b) { return pooled[size_t(a)] > pooled[size_t(b)]; });
-          want.assign(order.begin(), order.begin() + (target - p.window));
+          want.assign(order.begin(), order.begin() + (target - window));
           for (int e = pre; e < prefill; ++e) want.push_back(e);
           std::sort(want.begin(), want.end());
         }
@@ -354,7 +358,7 @@ TEST(KvEvict, QuestPicksThePagesWithTheHighestBound) {
       std::vector<float> q(size_t(G) * d), keys(size_t(n) * d);
       for (float& x : q) x = nd(rng);
       for (float& x : keys) x = nd(rng);
-      const std::vector<int> got = quest_select(p, q.data(), G, keys.data(), n, d);
+      const std::vector<int> got = kv_select(p, q.data(), G, keys.data(), n, d);
       const int pages = (n + page - 1) / page;
       std::vector<std::pair<double, int>> bound;
       for (int pg = 0; pg + 1 < pages; ++pg) {

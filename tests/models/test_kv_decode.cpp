@@ -164,7 +164,7 @@ TEST(KvDecodePolicies, PromptCompressionKeepsItsBudgetPerLayer) {
     model->decode(std::vector<int32_t>(ids.begin(), ids.begin() + 30), c);
     for (int l = 0; l < L; ++l)
       EXPECT_EQ(c.layers[size_t(l)].len, c.policy.keep_after(l, L)) << spec;
-    if (c.policy.evict == KvPolicy::Evict::PyramidKv) {
+    if (c.policy.evict_id == "kv_pyramidkv") {
       EXPECT_GT(c.layers[0].len, c.layers[size_t(L) - 1].len);
     }
     for (int t = 30; t < 40; ++t) model->decode({ids[size_t(t)]}, c);
