@@ -4,6 +4,7 @@
 #include "compute/cpu/huge_pages.h"
 #include "compute/error.h"
 #include "compute/layer_analysis.h"
+#include "compute/parallel.h"
 #include "compute/probabilities.h"
 
 namespace attn {
@@ -19,6 +20,31 @@ Result approx_result(const Problem& p, const char* backend) {
   cpu::assign_huge(r.row_stat, size_t(p.n_heads) * p.n_q, 0.0f);
   r.layout.kind = Layout::Kind::Dense;
   r.stats.backend = backend;
+  return r;
+}
+
+std::string refuse_causal(const Problem& p, const std::string& id, const std::string& why) {
+  if (!p.causal) return "";
+  return id + " is unsupported on causal problems (" + why +
+         "); use it on a bidirectional model (BERT, ViT), or use linear, performer or cosformer";
+}
+
+Result run_heads(const Approximation& a, const Variant& v, const Problem& p, ApproxPath path,
+                 const RunOptions& opt, std::chrono::steady_clock::time_point t0,
+                 std::shared_ptr<const ApproxState> state,
+                 const std::function<void(int h, Result& r)>& head) {
+  Result r = approx_result(p, path == ApproxPath::Fast ? "cpu" : "reference");
+  parallel_for(
+      p.n_heads,
+      [&](int h) {
+        if (opt.cancel && opt.cancel->load()) throw Error(ErrorCode::Cancelled, "cancelled");
+        head(h, r);
+      },
+      opt.threads);
+  r.stats.counted = a.predict(v, p, -1);
+  r.stats.kernel_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.approx = std::move(state);
   return r;
 }
 

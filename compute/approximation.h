@@ -1,15 +1,16 @@
 // The approximation part of a variant: methods that change how attention is computed rather than
-// which entries are kept (kernel/linear feature maps, Nystrom, quantised Q/K, delta correction).
-// Methods that do keep an explicit subset of entries (LSH buckets, k-means clusters, thresholds)
-// are dynamic Patterns instead, so the sparse kernels run them for real.
+// which entries are kept (kernel/linear feature maps, low-rank projections, quantised Q/K, delta
+// correction). Methods that do keep an explicit subset of entries (LSH buckets, k-means
+// clusters, thresholds) are dynamic Patterns instead, so the sparse kernels run them for real.
+// `attnscope variants` lists every approximation with its parameters and paper.
 //
 // How one runs (compute/backend.cpp run()):
-//   - Kind::Replace (linear, performer, cosformer, nystrom): the approximation's own routine
-//     computes O in O(N * features * d) or O(N * landmarks * d), never N x N. It stands alone:
-//     no pattern, score modifier, normaliser or selective piece beside it. On the `reference`
-//     backend its double-precision routine runs (the oracle of the same approximation, same
-//     seed); on any other backend its threaded f32 routine.
-//   - Kind::Wrap (quant_qk, fp8_qk, delta): runs the variant's exact parts (pattern, modifiers,
+//   - Kind::Replace (e.g. linear, nystrom): the approximation's own routine computes O in
+//     O(N * features * d) or O(N * landmarks * d), never N x N. It stands alone: no pattern,
+//     score modifier, normaliser or selective piece beside it. On the `reference` backend its
+//     double-precision routine runs (the oracle of the same approximation, same seed); on any
+//     other backend its threaded f32 routine.
+//   - Kind::Wrap (e.g. quant_qk, delta): runs the variant's exact parts (pattern, modifiers,
 //     normaliser) through the backend's own kernels on a changed problem (quantised Q and K) or
 //     on extra rows (delta's dense queries), then combines.
 // Either way the result's stats count what ran, and Result::approx keeps whatever the implied
@@ -17,6 +18,8 @@
 // probability_block() and the tile query serve heatmaps, difference-from-dense and recall for
 // approximations too, a block at a time (never N x N).
 #pragma once
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,24 +63,38 @@ class Approximation {
   virtual Cost predict(const Variant& v, const Problem& p, double density) const = 0;
 };
 
-// Factories, one file each in compute/variants/ (the registry lists them beside the patterns).
+// Factories, in compute/variants/approximations/ (a file per method or family), registered in
+// compute/registry.cpp's table beside the patterns.
 struct ApproximationFactory {
   VariantInfo (*info)();
   std::shared_ptr<const Approximation> (*make)(const Params& params);
 };
 
-extern const ApproximationFactory kLinearApprox;     // linear(feature=elu1|relu)
-extern const ApproximationFactory kPerformerApprox;  // performer(features, seed)
-extern const ApproximationFactory kCosformerApprox;  // cosformer
-extern const ApproximationFactory kNystromApprox;    // nystrom(landmarks, pinv=exact|iterative)
-extern const ApproximationFactory kQuantQkApprox;    // quant_qk(bits=8|4, smooth, block)
-extern const ApproximationFactory kFp8QkApprox;      // fp8_qk(format=e4m3|e5m2)
-extern const ApproximationFactory kDeltaApprox;      // delta(stride)
-extern const ApproximationFactory kVqApprox;         // vq(codebook, iters, seed)
-extern const ApproximationFactory kLinformerApprox;  // linformer(k, seed)
+extern const ApproximationFactory kLinearApprox;
+extern const ApproximationFactory kPerformerApprox;
+extern const ApproximationFactory kCosformerApprox;
+extern const ApproximationFactory kNystromApprox;
+extern const ApproximationFactory kQuantQkApprox;
+extern const ApproximationFactory kFp8QkApprox;
+extern const ApproximationFactory kDeltaApprox;
+extern const ApproximationFactory kVqApprox;
+extern const ApproximationFactory kLinformerApprox;
 
 // An empty result shaped for p (o and row_stat zeroed, Dense layout, backend named).
 Result approx_result(const Problem& p, const char* backend);
+
+// For Replace approximations that only work bidirectionally: "" when p is not causal, else the
+// refusal naming `id`, `why` (how its rows would see the future) and the kernels that can.
+std::string refuse_causal(const Problem& p, const std::string& id, const std::string& why);
+
+// The frame of a Replace approximation's run() whose heads are independent: an empty result
+// for p on `path` (approx_result), head(h, r) for every head in parallel, Error(Cancelled)
+// between heads once opt.cancel is set; then `state` in Result::approx, the counted cost
+// a.predict(v, p, -1) and the kernel time since `t0`, when the run began.
+Result run_heads(const Approximation& a, const Variant& v, const Problem& p, ApproxPath path,
+                 const RunOptions& opt, std::chrono::steady_clock::time_point t0,
+                 std::shared_ptr<const ApproxState> state,
+                 const std::function<void(int h, Result& r)>& head);
 
 // For Wrap approximations that change the problem before v's exact parts run (rounded Q/K,
 // codebook keys): runs them on `changed` (run_exact) and keeps `changed` in Result::approx.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <exception>
 #include <map>
 #include <memory>
@@ -39,15 +38,42 @@ SharedPool& shared_pool(int threads) {
 
 thread_local bool in_parallel_job = false;
 
+// Items [0, n) handed out in order from one counter to every worker that calls work(); the first
+// error stops the handing out and is kept for the caller to rethrow.
+class ItemQueue {
+ public:
+  ItemQueue(int64_t n, const std::atomic<bool>* cancel) : n_(n), cancel_(cancel) {}
+
+  void work(const std::function<std::function<void(int64_t)>()>& start) {
+    try {
+      const std::function<void(int64_t)> item = start();
+      for (int64_t i = next_++; i < n_; i = next_++) {
+        if (cancel_ && cancel_->load(std::memory_order_relaxed)) break;
+        item(i);
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex_);
+      if (!error_) error_ = std::current_exception();
+      next_ = n_;  // the other workers stop too
+    }
+  }
+
+  void rethrow() const {
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  const int64_t n_;
+  const std::atomic<bool>* cancel_;
+  std::atomic<int64_t> next_{0};
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
+};
+
 }  // namespace
 
 int thread_count(int requested) {
-  if (requested > 0) return requested;
-  if (const char* env = std::getenv("ATTNSCOPE_THREADS")) {
-    int n = std::atoi(env);
-    if (n > 0) return n;
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
+  return cpu::resolve_threads(requested);
 }
 
 void parallel_for(int n, const std::function<void(int)>& fn, int threads) {
@@ -69,25 +95,24 @@ void parallel_for(int n, const std::function<void(int)>& fn, int threads) {
     });
     return;
   }
-  std::atomic<int> next{0};
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  auto worker = [&] {
-    for (int i = next++; i < n; i = next++) {
-      try {
-        fn(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!error) error = std::current_exception();
-        next = n;  // stop handing out work
-      }
-    }
-  };
+  ItemQueue items(n, nullptr);
+  auto worker = [&] { items.work([&] { return [&](int64_t i) { fn(int(i)); }; }); };
   std::vector<std::thread> pool;
   for (int k = 1; k < t; ++k) pool.emplace_back(worker);
   worker();
   for (auto& th : pool) th.join();
-  if (error) std::rethrow_exception(error);
+  items.rethrow();
+}
+
+void parallel_items(int64_t n, int threads,
+                    const std::function<std::function<void(int64_t)>()>& start,
+                    const std::atomic<bool>* cancel) {
+  const int workers = int(std::clamp<int64_t>(n, 1, thread_count(threads)));
+  ItemQueue items(n, cancel);
+  // One parallel_for item per worker: each worker then drains the shared queue.
+  parallel_for(
+      workers, [&](int) { items.work(start); }, workers);
+  items.rethrow();
 }
 
 }  // namespace attn

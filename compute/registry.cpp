@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 
 #include "compute/approximation.h"
 #include "compute/error.h"
@@ -15,19 +16,15 @@ namespace attn {
 
 namespace {
 
-// The tables of pieces, in display order. A new piece is one file in compute/variants/ and one
-// entry here.
+// The tables of pieces, in display order. A new pattern or approximation is one file in
+// compute/variants/{patterns,selectors,approximations}/ and one entry here; a new score modifier
+// or normaliser is one row of its table in compute/variants/modifiers/.
 const PatternFactory* const kPatterns[] = {
     &kWindowPattern,   &kSinksWindowPattern,   &kStridedPattern,   &kFixedPattern,
     &kDilatedPattern,  &kBigBirdPattern,       &kBlockTopkPattern, &kTopkPattern,
     &kTopPPattern,     &kVerticalSlashPattern, &kH2oPattern,       &kSketchWalkPattern,
     &kTopThetaPattern, &kLshPattern,           &kKmeansPattern,    &kLokiPattern,
     &kHyperPattern,
-};
-const ScoreModFactory* const kScoreMods[] = {&kTemperatureMod, &kAlibiMod, &kSoftcapMod};
-const NormaliserFactory* const kNormalisers[] = {
-    &kSoftmaxNormaliser, &kSigmoidNormaliser,  &kReluNormaliser,
-    &kRelu2Normaliser,   &kEntmax15Normaliser, &kSoftplusNormaliser,
 };
 const ApproximationFactory* const kApproximations[] = {
     &kLinearApprox,  &kPerformerApprox, &kCosformerApprox, &kNystromApprox, &kLinformerApprox,
@@ -42,6 +39,15 @@ const Factory& factory(const Factory* const (&table)[N], const std::string& id) 
   throw Error(ErrorCode::UnknownVariant, "no factory registered for piece '" + id + "'");
 }
 
+// The row registered under `id` in a modifier table (score_mods.h, normalisers.h).
+template <class Piece>
+const ModifierEntry<Piece>& entry(const std::vector<ModifierEntry<Piece>>& table,
+                                  const std::string& id) {
+  for (const ModifierEntry<Piece>& e : table)
+    if (e.info.id == id) return e;
+  throw Error(ErrorCode::UnknownVariant, "no factory registered for piece '" + id + "'");
+}
+
 std::vector<PieceInfo> build_pieces() {
   std::vector<PieceInfo> out;
   out.push_back({PieceKind::Dense,
@@ -52,8 +58,8 @@ std::vector<PieceInfo> build_pieces() {
                   "Every visible key (the baseline every variant is compared with).",
                   {}}});
   for (const PatternFactory* f : kPatterns) out.push_back({PieceKind::Pattern, f->info()});
-  for (const ScoreModFactory* f : kScoreMods) out.push_back({PieceKind::ScoreMod, f->info()});
-  for (const NormaliserFactory* f : kNormalisers) out.push_back({PieceKind::Normaliser, f->info()});
+  for (const auto& e : score_mod_table()) out.push_back({PieceKind::ScoreMod, e.info});
+  for (const auto& e : normaliser_table()) out.push_back({PieceKind::Normaliser, e.info});
   out.push_back({PieceKind::Selective,
                  {"selective",
                   "Selective attention",
@@ -146,7 +152,7 @@ Variant build(const std::vector<PieceSpec>& pieces, const std::string& original)
         if (piece.kind == PieceKind::Pattern) pattern = factory(kPatterns, ps.id).make(values);
         break;
       case PieceKind::ScoreMod:
-        mods.push_back(factory(kScoreMods, ps.id).make(values));
+        mods.push_back(entry(score_mod_table(), ps.id).make(values));
         mod_pieces.push_back(canon);
         break;
       case PieceKind::Normaliser:
@@ -156,7 +162,7 @@ Variant build(const std::vector<PieceSpec>& pieces, const std::string& original)
                           "' and '" + ps.id + "'); a variant has at most one");
         norm_id = ps.id;
         norm_piece = canon;
-        norm = factory(kNormalisers, ps.id).make(values);
+        norm = entry(normaliser_table(), ps.id).make(values);
         break;
       case PieceKind::Selective:
         if (selective)
@@ -201,6 +207,13 @@ Variant build(const std::vector<PieceSpec>& pieces, const std::string& original)
 }
 
 }  // namespace
+
+const char* piece_kind_name(PieceKind kind) {
+  static constexpr const char* kNames[] = {"pattern", "score-mod", "normaliser",
+                                           "dense",   "selective", "approximation"};
+  static_assert(std::size(kNames) == size_t(PieceKind::Approximation) + 1, "a name per kind");
+  return kNames[size_t(kind)];
+}
 
 const std::vector<PieceInfo>& registry_pieces() {
   static const std::vector<PieceInfo> pieces = build_pieces();

@@ -4,8 +4,9 @@
 // Spec grammar (parsed by compute/spec.h):  piece ('+' piece)*      piece := id [ '(' name '='
 // value (',' name '=' value)* ')' ] At most one pattern and one normaliser; modifiers apply in
 // order. At most one approximation (compute/approximation.h): one that replaces attention
-// (linear, performer, cosformer, nystrom) stands alone; one that wraps it (quant_qk, fp8_qk,
-// delta) composes with a pattern, modifiers and a normaliser, and is written last. Examples:
+// (Approximation::Kind::Replace) stands alone; one that wraps it (Kind::Wrap) composes with a
+// pattern, modifiers and a normaliser, and is written last. The pieces themselves are the
+// tables in registry.cpp: registry_pieces(), which `attnscope variants` prints. Examples:
 //   "dense"   "window(size=256)"   "sinks_window(sinks=4,window=256)+softcap(cap=30)"
 //   "block_topk(block=64,k=8)+sigmoid"   "selective"   "linear(feature=elu1)"
 //   "sinks_window(sinks=4,window=64)+delta(stride=16)"
@@ -23,6 +24,9 @@ struct PieceInfo {
   PieceKind kind;
   VariantInfo info;
 };
+
+// The kind's word in tables and JSON: "pattern", "score-mod", "normaliser", ...
+const char* piece_kind_name(PieceKind kind);
 
 // Every registered piece, in display order.
 const std::vector<PieceInfo>& registry_pieces();

@@ -1,6 +1,8 @@
-// Factories of every pattern (static masks and dynamic selectors), one file each in this folder.
-// `info()` gives the id, source and parameter schema; `make(params)` expects parameters already
-// resolved by resolve_params (defaults filled, ranges checked) and checks cross-parameter rules.
+// Factories of every pattern: static masks in compute/variants/patterns/, dynamic selectors in
+// compute/variants/selectors/, one file each, registered in compute/registry.cpp's table.
+// `info()` gives the id, source and parameter schema (`attnscope variants` prints them);
+// `make(params)` expects parameters already resolved by resolve_params (defaults filled, ranges
+// checked) and checks cross-parameter rules.
 #pragma once
 #include <memory>
 
@@ -14,24 +16,24 @@ struct PatternFactory {
 };
 
 // Static patterns.
-extern const PatternFactory kWindowPattern;       // window(size)
-extern const PatternFactory kSinksWindowPattern;  // sinks_window(sinks, window)
-extern const PatternFactory kStridedPattern;      // strided(stride)
-extern const PatternFactory kFixedPattern;        // fixed(block, summary)
-extern const PatternFactory kDilatedPattern;      // dilated(local, base)
-extern const PatternFactory kBigBirdPattern;      // bigbird(block, global, window, random, seed)
+extern const PatternFactory kWindowPattern;
+extern const PatternFactory kSinksWindowPattern;
+extern const PatternFactory kStridedPattern;
+extern const PatternFactory kFixedPattern;
+extern const PatternFactory kDilatedPattern;
+extern const PatternFactory kBigBirdPattern;
 // Dynamic selectors.
-extern const PatternFactory kBlockTopkPattern;      // block_topk(block, k)
-extern const PatternFactory kTopkPattern;           // topk(k)
-extern const PatternFactory kTopPPattern;           // top_p(block, p)
-extern const PatternFactory kVerticalSlashPattern;  // vertical_slash(last_q, vertical, slash)
-extern const PatternFactory kH2oPattern;            // h2o(heavy, recent)
-extern const PatternFactory kSketchWalkPattern;     // sketch_walk(block, density, sketch_dim, seed)
-extern const PatternFactory kTopThetaPattern;       // top_theta(theta, calibrate)
-extern const PatternFactory kLshPattern;            // lsh(buckets, rounds, chunk, seed)
-extern const PatternFactory kKmeansPattern;         // kmeans(clusters, iters, seed)
-extern const PatternFactory kLokiPattern;           // loki(rank, k)
-extern const PatternFactory kHyperPattern;          // hyper(buckets, block, samples, seed)
+extern const PatternFactory kBlockTopkPattern;
+extern const PatternFactory kTopkPattern;
+extern const PatternFactory kTopPPattern;
+extern const PatternFactory kVerticalSlashPattern;
+extern const PatternFactory kH2oPattern;
+extern const PatternFactory kSketchWalkPattern;
+extern const PatternFactory kTopThetaPattern;
+extern const PatternFactory kLshPattern;
+extern const PatternFactory kKmeansPattern;
+extern const PatternFactory kLokiPattern;
+extern const PatternFactory kHyperPattern;
 
 // The source of the pieces that are part of the original Transformer (dense, temperature, softmax).
 inline constexpr const char* kVaswaniSource = "Vaswani et al. 2017, Attention Is All You Need";

@@ -16,28 +16,14 @@
 #include "test_util.h"
 
 using namespace attn;
+using attn::test::contains;
+using attn::test::error_of;
 
 namespace {
 
 Result run_on(const std::string& spec, const Problem& p, const std::string& backend) {
   std::unique_ptr<Backend> b = make_backend(backend);
   return run(make_variant(spec), p, *b);
-}
-
-template <class F>
-std::string error_of(F&& f, ErrorCode want) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(int(e.code()), int(want)) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error thrown";
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
 }
 
 // Problems with odd sizes, grouped-query heads, decode-like n_q < n_k, and both masks.

@@ -6,22 +6,12 @@
 #include "compute/backend.h"
 #include "compute/error.h"
 #include "compute/registry.h"
+#include "test_util.h"
 
 using namespace attn;
+using attn::test::error_of;
 
 namespace {
-
-template <typename F>
-std::string error_of(F&& f, ErrorCode want) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(int(e.code()), int(want)) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error thrown";
-  return "";
-}
 
 TEST(BadInput, RunRejectsBrokenProblems) {
   for (const char* backend_name : {"reference", "cpu"}) {

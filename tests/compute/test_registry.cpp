@@ -8,26 +8,13 @@
 #include "compute/layout.h"
 #include "compute/registry.h"
 #include "compute/spec.h"
+#include "test_util.h"
 
 using namespace attn;
+using attn::test::contains;
+using attn::test::error_of;
 
 namespace {
-
-template <typename F>
-std::string error_of(F&& f, ErrorCode want) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(int(e.code()), int(want)) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error thrown";
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 TEST(Registry, EveryPieceIsDocumented) {
   std::set<std::string> ids;
@@ -133,6 +120,11 @@ TEST(Registry, ScoreModAndNormaliserTablesBuildTheirPieces) {
   EXPECT_EQ(make_variant("alibi").mods()[0].kind, ScoreMod::Kind::Alibi);
   EXPECT_FLOAT_EQ(make_variant("alibi").mods()[0].a, 8.0f);
   EXPECT_FLOAT_EQ(make_variant("sigmoid(bias_offset=-3)").normaliser().a, -3.0f);
+  EXPECT_FLOAT_EQ(make_variant("relu").normaliser().a, 1.0f);
+  EXPECT_FLOAT_EQ(make_variant("relu2").normaliser().a, 2.0f);
+  EXPECT_EQ(make_variant("relu2").normaliser().kind, Normaliser::Kind::Relu);
+  EXPECT_STREQ(piece_kind_name(PieceKind::ScoreMod), "score-mod");
+  EXPECT_STREQ(piece_kind_name(PieceKind::Approximation), "approximation");
   // Display order: dense, patterns, score modifiers, normalisers, selective, approximations.
   auto rank = [](PieceKind k) {
     switch (k) {

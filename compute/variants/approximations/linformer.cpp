@@ -13,7 +13,6 @@
 #include "compute/approximation.h"
 #include "compute/backend.h"
 #include "compute/error.h"
-#include "compute/parallel.h"
 #include "compute/variants/patterns.h"
 #include "compute/variants/util.h"
 
@@ -65,19 +64,15 @@ class Linformer final : public Approximation {
   Kind kind() const override { return Kind::Replace; }
 
   std::string unsupported(const Problem& p) const override {
-    if (p.causal)
-      return "linformer is unsupported on causal problems (its projections along the sequence "
-             "mix later tokens into every row); use it on a bidirectional model (BERT, ViT), or "
-             "use linear, performer or cosformer";
-    return "";
+    return refuse_causal(p, "linformer",
+                         "its projections along the sequence mix later tokens into every row");
   }
 
   Result run(const Variant& v, const Problem& p, Backend& backend, ApproxPath path,
              const RunOptions& opt) const override {
-    (void)v, (void)backend;
+    (void)backend;
     const auto t0 = std::chrono::steady_clock::now();
     const bool fast = path == ApproxPath::Fast;
-    Result r = approx_result(p, fast ? "cpu" : "reference");
     const int kr = rows(p);
     const Mat<double> e = projection(kr, p.n_k, seed_, 0);
     auto f = std::make_shared<const Mat<double>>(projection(kr, p.n_k, seed_, 1));
@@ -85,34 +80,25 @@ class Linformer final : public Approximation {
     state->ek.resize(size_t(p.n_heads));
     state->f = f;
     const Mat<float> ef = e.cast<float>(), ff = f->cast<float>();
-    parallel_for(
-        p.n_heads,
-        [&](int h) {
-          if (opt.cancel && opt.cancel->load()) throw Error(ErrorCode::Cancelled, "cancelled");
-          const Eigen::Map<const Mat<float>> q(p.q_row(h, 0), p.n_q, p.d),
-              k(p.k_row(h, 0), p.n_k, p.d), vv(p.v_row(h, 0), p.n_k, p.d);
-          Eigen::Map<Mat<float>> o(r.o.data() + size_t(h) * p.n_q * p.d, p.n_q, p.d);
-          const double scale = p.effective_scale();
-          if (fast) {
-            const Mat<float> ek = ef * k, fv = ff * vv;
-            Mat<float> a = (q * ek.transpose()) * float(scale);
-            softmax_rows(a);
-            o = a * fv;
-            state->ek[size_t(h)] = ek.cast<double>();
-          } else {
-            const Mat<double> ek = e * k.cast<double>(), fv = *f * vv.cast<double>();
-            Mat<double> a = (q.cast<double>() * ek.transpose()) * scale;
-            softmax_rows(a);
-            o = (a * fv).cast<float>();
-            state->ek[size_t(h)] = ek;
-          }
-        },
-        opt.threads);
-    r.stats.counted = predict(v, p, -1);
-    r.stats.kernel_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    r.approx = state;
-    return r;
+    return run_heads(*this, v, p, path, opt, t0, state, [&](int h, Result& r) {
+      const Eigen::Map<const Mat<float>> q(p.q_row(h, 0), p.n_q, p.d), k(p.k_row(h, 0), p.n_k, p.d),
+          vv(p.v_row(h, 0), p.n_k, p.d);
+      Eigen::Map<Mat<float>> o(r.o.data() + size_t(h) * p.n_q * p.d, p.n_q, p.d);
+      const double scale = p.effective_scale();
+      if (fast) {
+        const Mat<float> ek = ef * k, fv = ff * vv;
+        Mat<float> a = (q * ek.transpose()) * float(scale);
+        softmax_rows(a);
+        o = a * fv;
+        state->ek[size_t(h)] = ek.cast<double>();
+      } else {
+        const Mat<double> ek = e * k.cast<double>(), fv = *f * vv.cast<double>();
+        Mat<double> a = (q.cast<double>() * ek.transpose()) * scale;
+        softmax_rows(a);
+        o = (a * fv).cast<float>();
+        state->ek[size_t(h)] = ek;
+      }
+    });
   }
 
   void implied_block(const Variant& v, const Problem& p, const Result& r, int h, int i0, int i1,

@@ -17,7 +17,6 @@
 #include "compute/approximation.h"
 #include "compute/backend.h"
 #include "compute/error.h"
-#include "compute/parallel.h"
 #include "compute/variants/patterns.h"
 
 namespace attn {
@@ -93,36 +92,24 @@ class Nystrom final : public Approximation {
   Kind kind() const override { return Kind::Replace; }
 
   std::string unsupported(const Problem& p) const override {
-    if (p.causal)
-      return "nystrom is unsupported on causal problems (each landmark averages tokens from "
-             "the whole sequence, so every row would see the future); use it on a "
-             "bidirectional model (BERT, ViT), or use linear, performer or cosformer";
-    return "";
+    return refuse_causal(p, "nystrom",
+                         "each landmark averages tokens from the whole sequence, so every row "
+                         "would see the future");
   }
 
   Result run(const Variant& v, const Problem& p, Backend& backend, ApproxPath path,
              const RunOptions& opt) const override {
-    (void)v, (void)backend;
+    (void)backend;
     const auto t0 = std::chrono::steady_clock::now();
     const bool fast = path == ApproxPath::Fast;
-    Result r = approx_result(p, fast ? "cpu" : "reference");
     auto state = std::make_shared<NystromState>();
     state->heads.resize(size_t(p.n_heads));
-    parallel_for(
-        p.n_heads,
-        [&](int h) {
-          if (opt.cancel && opt.cancel->load()) throw Error(ErrorCode::Cancelled, "cancelled");
-          if (fast)
-            head<float>(p, h, r, state->heads[size_t(h)]);
-          else
-            head<double>(p, h, r, state->heads[size_t(h)]);
-        },
-        opt.threads);
-    r.stats.counted = predict(v, p, -1);
-    r.stats.kernel_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    r.approx = state;
-    return r;
+    return run_heads(*this, v, p, path, opt, t0, state, [&](int h, Result& r) {
+      if (fast)
+        head<float>(p, h, r, state->heads[size_t(h)]);
+      else
+        head<double>(p, h, r, state->heads[size_t(h)]);
+    });
   }
 
   void implied_block(const Variant& v, const Problem& p, const Result& r, int h, int i0, int i1,

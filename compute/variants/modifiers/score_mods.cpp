@@ -7,50 +7,37 @@
 
 namespace attn {
 
-namespace {
-
-VariantInfo temperature_info() {
-  return {"temperature",
-          "Temperature",
-          "score-mod",
-          kVaswaniSource,
-          "Divides the scaled scores by t (t < 1 sharpens, t > 1 flattens).",
-          {float_param("t", 0.01, 100, 1, "temperature")}};
+const std::vector<ModifierEntry<ScoreMod>>& score_mod_table() {
+  using K = ScoreMod::Kind;
+  static const std::vector<ModifierEntry<ScoreMod>> table = {
+      {.info = {"temperature",
+                "Temperature",
+                "score-mod",
+                kVaswaniSource,
+                "Divides the scaled scores by t (t < 1 sharpens, t > 1 flattens).",
+                {float_param("t", 0.01, 100, 1, "temperature")}},
+       .kind = K::Temperature,
+       .a_param = "t"},
+      // a = 8: the paper's geometric slope sequence 2^(-8/H), 2^(-16/H), ...
+      {.info = {"alibi",
+                "ALiBi",
+                "score-mod",
+                "Press, Smith, Lewis 2022, Train Short, Test Long: Attention with Linear Biases "
+                "Enables Input Length Extrapolation",
+                "Subtracts a per-head slope times the distance qp - kp (slopes 2^(-8(h+1)/H)).",
+                {}},
+       .kind = K::Alibi,
+       .a = 8.0f},
+      {.info = {"softcap",
+                "Soft-capping",
+                "score-mod",
+                "Gemma Team 2024, Gemma 2: Improving Open Language Models at a Practical Size",
+                "Squashes scores smoothly into (-cap, cap): cap * tanh(s / cap).",
+                {float_param("cap", 0.1, 1000, 50, "cap on the absolute score")}},
+       .kind = K::Softcap,
+       .a_param = "cap"},
+  };
+  return table;
 }
-ScoreMod make_temperature(const Params& params) {
-  return {ScoreMod::Kind::Temperature, float(params.at("t"))};
-}
-
-VariantInfo alibi_info() {
-  return {"alibi",
-          "ALiBi",
-          "score-mod",
-          "Press, Smith, Lewis 2022, Train Short, Test Long: Attention with Linear Biases "
-          "Enables Input Length Extrapolation",
-          "Subtracts a per-head slope times the distance qp - kp (slopes 2^(-8(h+1)/H)).",
-          {}};
-}
-// a = 8: the paper's geometric slope sequence 2^(-8/H), 2^(-16/H), ...
-ScoreMod make_alibi(const Params&) {
-  return {ScoreMod::Kind::Alibi, 8.0f};
-}
-
-VariantInfo softcap_info() {
-  return {"softcap",
-          "Soft-capping",
-          "score-mod",
-          "Gemma Team 2024, Gemma 2: Improving Open Language Models at a Practical Size",
-          "Squashes scores smoothly into (-cap, cap): cap * tanh(s / cap).",
-          {float_param("cap", 0.1, 1000, 50, "cap on the absolute score")}};
-}
-ScoreMod make_softcap(const Params& params) {
-  return {ScoreMod::Kind::Softcap, float(params.at("cap"))};
-}
-
-}  // namespace
-
-const ScoreModFactory kTemperatureMod = {temperature_info, make_temperature};
-const ScoreModFactory kAlibiMod = {alibi_info, make_alibi};
-const ScoreModFactory kSoftcapMod = {softcap_info, make_softcap};
 
 }  // namespace attn

@@ -1,19 +1,14 @@
-// Factories of the score modifiers (s' = f(s, head, positions), see compute/score_mod.h), one
-// table entry each, registered like the patterns in patterns.h. `make(params)` expects parameters
-// already resolved by resolve_params.
+// The score modifiers (s' = f(s, head, positions), see compute/score_mod.h) as one table, read
+// by the registry: a new modifier is one row here and its arithmetic in compute/score_mod.cpp.
 #pragma once
+#include <vector>
+
 #include "compute/score_mod.h"
-#include "compute/variant.h"
+#include "compute/variants/modifiers/modifier_table.h"
 
 namespace attn {
 
-struct ScoreModFactory {
-  VariantInfo (*info)();
-  ScoreMod (*make)(const Params& params);
-};
-
-extern const ScoreModFactory kTemperatureMod;  // temperature(t)
-extern const ScoreModFactory kAlibiMod;        // alibi
-extern const ScoreModFactory kSoftcapMod;      // softcap(cap)
+// Every score modifier, in display order.
+const std::vector<ModifierEntry<ScoreMod>>& score_mod_table();
 
 }  // namespace attn
