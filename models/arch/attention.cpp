@@ -13,7 +13,7 @@
 #include "models/arch/intervention.h"
 #include "models/arch/substitution.h"
 
-namespace attn {
+namespace attn::models {
 namespace {
 
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -220,4 +220,4 @@ void ForwardContext::attention(int layer, Problem& p, float* out, float* probs) 
   substituted.push_back({layer, var_heads, r.stats});
 }
 
-}  // namespace attn
+}  // namespace attn::models

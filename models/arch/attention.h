@@ -11,7 +11,7 @@
 #include "compute/variant.h"
 #include "models/arch/model.h"
 
-namespace attn {
+namespace attn::models {
 
 // State of one forward pass, shared by its layers.
 class ForwardContext {
@@ -65,4 +65,4 @@ void split_heads(const float* src, int n, int src_stride, int col0, int heads, i
 void dense_attention(const Problem& p, const std::vector<int>& heads, float* out, float* scores,
                      float* pattern, float* head_out, int threads);
 
-}  // namespace attn
+}  // namespace attn::models

@@ -9,7 +9,7 @@
 #include "models/arch/layers.h"
 #include "models/arch/weights.h"
 
-namespace attn {
+namespace attn::models {
 namespace {
 
 class Bert : public Model {
@@ -153,4 +153,4 @@ std::unique_ptr<Model> make_bert(const std::string& dir, const HfConfig& config)
   return std::make_unique<Bert>(dir, config);
 }
 
-}  // namespace attn
+}  // namespace attn::models

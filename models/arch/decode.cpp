@@ -2,7 +2,7 @@
 #include "compute/error.h"
 #include "models/arch/model.h"
 
-namespace attn {
+namespace attn::models {
 
 ModelOutput Model::decode(const std::vector<int32_t>&, KvCache&, const ForwardOptions&) const {
   throw Error(ErrorCode::Unsupported,
@@ -10,4 +10,4 @@ ModelOutput Model::decode(const std::vector<int32_t>&, KvCache&, const ForwardOp
                   info_.model_type + " is not one");
 }
 
-}  // namespace attn
+}  // namespace attn::models

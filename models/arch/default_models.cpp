@@ -9,7 +9,7 @@
 #define ATTN_SOURCE_DIR ""
 #endif
 
-namespace attn {
+namespace attn::models {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& default_model_names() {
@@ -57,4 +57,4 @@ std::string resolve_model_dir(const std::string& name) {
                                  ".py, set ATTNSCOPE_MODELS, or pass --model DIR");
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace attn {
+namespace attn::models {
 
 // "default-text" and "default-vision".
 const std::vector<std::string>& default_model_names();
@@ -23,4 +23,4 @@ std::string missing_model_message(const std::string& name);
 // the candidates above. Throws Error(Io) listing every place looked at when none exists.
 std::string resolve_model_dir(const std::string& name);
 
-}  // namespace attn
+}  // namespace attn::models

@@ -8,7 +8,7 @@
 #include "compute/error.h"
 #include "models/formats/npy.h"
 
-namespace attn {
+namespace attn::models {
 namespace fs = std::filesystem;
 
 std::vector<std::string> dump_forward(const std::string& dir, const Capture& capture,
@@ -62,4 +62,4 @@ std::vector<std::string> dump_forward(const std::string& dir, const Capture& cap
   return written;
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -12,7 +12,7 @@
 
 #include "models/arch/model.h"
 
-namespace attn {
+namespace attn::models {
 
 // Creates `dir` when needed; returns the files written. `only`, when given, limits the hooks
 // written to those it matches. Throws Error(Io) naming the file.
@@ -21,4 +21,4 @@ std::vector<std::string> dump_forward(const std::string& dir, const Capture& cap
                                       const std::vector<std::string>& labels,
                                       const HookSelection* only = nullptr);
 
-}  // namespace attn
+}  // namespace attn::models

@@ -5,13 +5,14 @@
 #include "compute/error.h"
 #include "models/arch/architectures.h"
 #include "models/arch/attention.h"
+#include "models/arch/causal_lm.h"
 #include "models/arch/layers.h"
 #include "models/arch/weights.h"
 
-namespace attn {
+namespace attn::models {
 namespace {
 
-class Gpt2 : public Model {
+class Gpt2 : public CausalLm {
  public:
   Gpt2(const std::string& dir, const HfConfig& c) : ws_(dir) {
     config_ = c;
@@ -50,21 +51,10 @@ class Gpt2 : public Model {
     tokenizer_ = load_tokenizer_if_present(dir);
   }
 
-  ModelOutput forward(const ModelInput& in, const ForwardOptions& opt) const override {
-    return run(in, nullptr, opt);
-  }
-
-  ModelOutput decode(const std::vector<int32_t>& ids, KvCache& cache,
-                     const ForwardOptions& opt) const override {
-    ModelInput in;
-    in.ids = ids;
-    return run(in, &cache, opt);
-  }
-
  private:
   // The forward pass; with a cache, `in` follows its tokens (positions cache->length on) and
   // attends over them, and its keys and values are appended.
-  ModelOutput run(const ModelInput& in, KvCache* cache, const ForwardOptions& opt) const {
+  ModelOutput run(const ModelInput& in, KvCache* cache, const ForwardOptions& opt) const override {
     const auto t0 = std::chrono::steady_clock::now();
     check_token_ids(info_, in, lm_head_.out);
     const int N = int(in.ids.size()), C = info_.hidden, H = info_.n_heads, d = info_.head_dim;
@@ -90,18 +80,7 @@ class Gpt2 : public Model {
       split_heads(qkv.data(), N, 3 * C, 0, H, d, p.q.data(), th);
       split_heads(qkv.data(), N, 3 * C, C, H, d, p.k.data(), th);
       split_heads(qkv.data(), N, 3 * C, 2 * C, H, d, p.v.data(), th);
-      bool in_place = false;
-      if (cache) {
-        in_place = !kv_begin_layer(*cache, l, info_.n_layers, p, nullptr, ctx.needs_problem(l));
-        if (cache->policy.needs_scores())
-          probs.resize(size_t(H) * N * size_t(kv_layer_length(*cache, l)));
-      }
-      float* pr = probs.empty() ? nullptr : probs.data();
-      if (in_place)
-        kv_attend(*cache, l, p, att.data(), pr, th);
-      else
-        ctx.attention(l, p, att.data(), pr);
-      if (cache) kv_end_layer(*cache, l, info_.n_layers, p, pr);
+      causal_attention(ctx, cache, l, p, nullptr, att.data(), probs);
       linear(att.data(), N, L.proj, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());
       layer_norm(x.data(), N, C, L.ln2_g, L.ln2_b, eps_, h.data(), th);
@@ -111,18 +90,8 @@ class Gpt2 : public Model {
       add_inplace(x.data(), tmp.data(), x.size());
       ctx.end_block(l, x.data());
     }
-    ModelOutput out;
-    out.n_tokens = N;
-    out.hidden = C;
-    out.hidden_state.resize(x.size());
-    layer_norm(x.data(), N, C, lnf_g_, lnf_b_, eps_, out.hidden_state.data(), th);
-    out.n_logits = lm_head_.out;
-    out.logits.resize(size_t(N) * lm_head_.out);
-    linear(out.hidden_state.data(), N, lm_head_, out.logits.data(), th);
-    out.substituted = std::move(ctx.substituted);
-    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (cache) kv_end_pass(*cache, N);
-    return out;
+    layer_norm(x.data(), N, C, lnf_g_, lnf_b_, eps_, h.data(), th);
+    return causal_output(std::move(h), N, C, lm_head_, ctx, t0, cache);
   }
 
   struct Layer {
@@ -146,4 +115,4 @@ std::unique_ptr<Model> make_gpt2(const std::string& dir, const HfConfig& config)
   return std::make_unique<Gpt2>(dir, config);
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -5,7 +5,7 @@
 
 #include "compute/error.h"
 
-namespace attn {
+namespace attn::models {
 
 const std::vector<std::string>& hook_kinds() {
   static const std::vector<std::string> kinds = {
@@ -174,4 +174,4 @@ ResidualStats residual_stats(const std::vector<float>& resid, int n, int hidden,
   return s;
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -16,7 +16,7 @@
 #include "compute/host_buffer.h"
 #include "compute/problem.h"
 
-namespace attn {
+namespace attn::models {
 
 class HookSelection {
  public:
@@ -100,4 +100,4 @@ struct ResidualStats {
 ResidualStats residual_stats(const std::vector<float>& resid, int n, int hidden,
                              float min_abs = 100.0f, float min_ratio = 1000.0f);
 
-}  // namespace attn
+}  // namespace attn::models

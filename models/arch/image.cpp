@@ -13,7 +13,7 @@
 #define STBI_NO_STDIO  // as in stb_image_impl.cpp, which holds the implementation
 #include <stb_image.h>
 
-namespace attn {
+namespace attn::models {
 namespace {
 
 // Pillow's RGB -> L: ITU-R 601-2 luma in 16-bit fixed point.
@@ -470,4 +470,4 @@ Image ImagePreprocessor::operator()(const Image8& in) const {
   return out;
 }
 
-}  // namespace attn
+}  // namespace attn::models

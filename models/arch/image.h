@@ -12,7 +12,7 @@
 
 #include "models/formats/limits.h"
 
-namespace attn {
+namespace attn::models {
 
 struct HfConfig;
 
@@ -64,4 +64,4 @@ struct ImagePreprocessor {
   Image operator()(const Image8& in) const;
 };
 
-}  // namespace attn
+}  // namespace attn::models

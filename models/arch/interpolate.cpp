@@ -4,7 +4,7 @@
 #include <array>
 #include <cmath>
 
-namespace attn {
+namespace attn::models {
 namespace {
 
 // Cubic convolution weights for the 4 taps around a fractional offset t in [0, 1).
@@ -57,4 +57,4 @@ std::vector<float> interpolate_grid_bicubic(const float* src, int h0, int w0, in
   return out;
 }
 
-}  // namespace attn
+}  // namespace attn::models

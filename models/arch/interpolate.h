@@ -5,9 +5,9 @@
 #pragma once
 #include <vector>
 
-namespace attn {
+namespace attn::models {
 
 // src f32 [h0 * w0, c] (row-major grid) -> f32 [h * w, c].
 std::vector<float> interpolate_grid_bicubic(const float* src, int h0, int w0, int c, int h, int w);
 
-}  // namespace attn
+}  // namespace attn::models

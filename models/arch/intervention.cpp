@@ -7,7 +7,7 @@
 #include "compute/problem.h"
 #include "models/arch/model.h"
 
-namespace attn {
+namespace attn::models {
 
 std::string head_name(int layer, int head) {
   return "L" + std::to_string(layer) + "H" + std::to_string(head);
@@ -137,4 +137,4 @@ void Intervention::apply_resid(int layer, float* x, int n, int hidden) const {
       std::copy_n(e.values.data(), hidden, x + size_t(e.position) * hidden);
 }
 
-}  // namespace attn
+}  // namespace attn::models

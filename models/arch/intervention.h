@@ -14,9 +14,12 @@
 #include <vector>
 
 namespace attn {
+struct Problem;
+}  // namespace attn
+
+namespace attn::models {
 
 struct ModelInfo;
-struct Problem;
 
 struct HeadEdit {
   // Pattern: the head attends with another attention pattern (pattern patching): its output
@@ -65,4 +68,4 @@ struct Intervention {
 // "L0H3" for messages.
 std::string head_name(int layer, int head);
 
-}  // namespace attn
+}  // namespace attn::models

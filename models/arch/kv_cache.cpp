@@ -10,7 +10,7 @@
 #include "compute/problem.h"
 #include "models/arch/rope.h"
 
-namespace attn {
+namespace attn::models {
 
 namespace {
 
@@ -353,4 +353,4 @@ void kv_end_pass(KvCache& c, int n) {
   c.history.push_back(std::move(s));
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -16,9 +16,12 @@
 #include "compute/kv/kv_policy.h"
 
 namespace attn {
+struct Problem;
+}  // namespace attn
+
+namespace attn::models {
 
 class Rope;
-struct Problem;
 
 struct KvLayer {
   int len = 0;                  // entries held per head
@@ -98,4 +101,4 @@ void kv_end_layer(KvCache& cache, int layer, int n_layers, const Problem& p, con
 // After every layer ran: advances the stream and records the snapshot.
 void kv_end_pass(KvCache& cache, int n);
 
-}  // namespace attn
+}  // namespace attn::models

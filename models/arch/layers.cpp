@@ -14,7 +14,7 @@
 #include "compute/parallel.h"
 #include "models/arch/weights.h"
 
-namespace attn {
+namespace attn::models {
 namespace {
 
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -66,7 +66,7 @@ void gemv_rows_portable(const float* x, const float* w, int rows, int out, float
 // The same with AVX-512, eight rows per pass over acc: half the accumulator traffic, and the
 // read of W (the decode step's bound) measured ~20% faster than the AVX2 loop above.
 #pragma GCC diagnostic push
-#if !defined(__clang__)  // clang has no such warning
+#if !defined(__clang__)                                 // clang has no such warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12, inside its AVX-512 headers
 #endif
 __attribute__((target("avx512f"))) void gemv_rows_avx512(const float* x, const float* w, int rows,
@@ -250,4 +250,4 @@ void add_inplace(float* x, const float* y, size_t count) {
   ArrMap(x, Eigen::Index(count)) += Eigen::Map<const Eigen::ArrayXf>(y, Eigen::Index(count));
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <string>
 
-namespace attn {
+namespace attn::models {
 
 class WeightStore;
 
@@ -43,4 +43,4 @@ void gated_activate(Activation act, float* gate, const float* up, size_t count, 
 // x f32 [count] += y f32 [count].
 void add_inplace(float* x, const float* y, size_t count);
 
-}  // namespace attn
+}  // namespace attn::models

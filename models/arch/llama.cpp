@@ -7,14 +7,15 @@
 #include "compute/error.h"
 #include "models/arch/architectures.h"
 #include "models/arch/attention.h"
+#include "models/arch/causal_lm.h"
 #include "models/arch/layers.h"
 #include "models/arch/rope.h"
 #include "models/arch/weights.h"
 
-namespace attn {
+namespace attn::models {
 namespace {
 
-class Llama : public Model {
+class Llama : public CausalLm {
  public:
   Llama(const std::string& dir, const HfConfig& c)
       : ws_(dir),
@@ -60,21 +61,10 @@ class Llama : public Model {
     tokenizer_ = load_tokenizer_if_present(dir);
   }
 
-  ModelOutput forward(const ModelInput& in, const ForwardOptions& opt) const override {
-    return run(in, nullptr, opt);
-  }
-
-  ModelOutput decode(const std::vector<int32_t>& ids, KvCache& cache,
-                     const ForwardOptions& opt) const override {
-    ModelInput in;
-    in.ids = ids;
-    return run(in, &cache, opt);
-  }
-
  private:
   // The forward pass; with a cache, `in` follows its tokens (positions cache->length on) and
   // attends over them, and its keys and values are appended.
-  ModelOutput run(const ModelInput& in, KvCache* cache, const ForwardOptions& opt) const {
+  ModelOutput run(const ModelInput& in, KvCache* cache, const ForwardOptions& opt) const override {
     const auto t0 = std::chrono::steady_clock::now();
     check_token_ids(info_, in, lm_head_.out);
     const int N = int(in.ids.size()), C = info_.hidden;
@@ -97,28 +87,8 @@ class Llama : public Model {
       split_heads(q.data(), N, H * d, 0, H, d, p.q.data(), th);
       split_heads(k.data(), N, Hkv * d, 0, Hkv, d, p.k.data(), th);
       split_heads(v.data(), N, Hkv * d, 0, Hkv, d, p.v.data(), th);
-      bool in_place = false;
-      if (cache) {  // the cache rotates q and k to the positions its policy gives them
-        in_place = !kv_begin_layer(*cache, l, info_.n_layers, p, &rope_, ctx.needs_problem(l));
-        if (cache->policy.needs_scores())
-          probs.resize(size_t(H) * N * size_t(kv_layer_length(*cache, l)));
-      } else if (in.positions.empty()) {
-        rope_.apply(p.q.data(), H, N, th);
-        rope_.apply(p.k.data(), Hkv, N, th);
-      } else {
-        const int32_t* at = in.positions.data();
-        const int longest = *std::max_element(at, at + N) + 1;
-        for (int hq = 0; hq < H; ++hq)
-          rope_.apply_at(p.q.data() + size_t(hq) * N * d, N, at, longest);
-        for (int hk = 0; hk < Hkv; ++hk)
-          rope_.apply_at(p.k.data() + size_t(hk) * N * d, N, at, longest);
-      }
-      float* pr = probs.empty() ? nullptr : probs.data();
-      if (in_place)
-        kv_attend(*cache, l, p, att.data(), pr, th);
-      else
-        ctx.attention(l, p, att.data(), pr);
-      if (cache) kv_end_layer(*cache, l, info_.n_layers, p, pr);
+      if (!cache) rotate(p, in.positions, th);  // a cache rotates them to its policy's positions
+      causal_attention(ctx, cache, l, p, &rope_, att.data(), probs);
       linear(att.data(), N, L.o, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());
       rms_norm(x.data(), N, C, L.ln2, eps_, h.data(), th);
@@ -129,18 +99,24 @@ class Llama : public Model {
       add_inplace(x.data(), tmp.data(), x.size());
       ctx.end_block(l, x.data());
     }
-    ModelOutput out;
-    out.n_tokens = N;
-    out.hidden = C;
-    out.hidden_state.resize(x.size());
-    rms_norm(x.data(), N, C, norm_, eps_, out.hidden_state.data(), th);
-    out.n_logits = lm_head_.out;
-    out.logits.resize(size_t(N) * lm_head_.out);
-    linear(out.hidden_state.data(), N, lm_head_, out.logits.data(), th);
-    out.substituted = std::move(ctx.substituted);
-    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (cache) kv_end_pass(*cache, N);
-    return out;
+    rms_norm(x.data(), N, C, norm_, eps_, h.data(), th);
+    return causal_output(std::move(h), N, C, lm_head_, ctx, t0, cache);
+  }
+
+  // RoPE on p's queries and keys at positions 0..N-1, or at `positions` when given.
+  void rotate(Problem& p, const std::vector<int32_t>& positions, int th) const {
+    const int N = p.n_q, d = p.d;
+    if (positions.empty()) {
+      rope_.apply(p.q.data(), p.n_heads, N, th);
+      rope_.apply(p.k.data(), p.n_kv_heads, N, th);
+      return;
+    }
+    const int32_t* at = positions.data();
+    const int longest = *std::max_element(at, at + N) + 1;
+    for (int hq = 0; hq < p.n_heads; ++hq)
+      rope_.apply_at(p.q.data() + size_t(hq) * N * d, N, at, longest);
+    for (int hk = 0; hk < p.n_kv_heads; ++hk)
+      rope_.apply_at(p.k.data() + size_t(hk) * N * d, N, at, longest);
   }
 
   struct Layer {
@@ -164,4 +140,4 @@ std::unique_ptr<Model> make_llama(const std::string& dir, const HfConfig& config
   return std::make_unique<Llama>(dir, config);
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -21,7 +21,7 @@
 #include "models/formats/hf_config.h"
 #include "models/tokenizers/tokenizer.h"
 
-namespace attn {
+namespace attn::models {
 
 struct Substitution;
 struct Intervention;
@@ -117,4 +117,4 @@ class Model {
 // Missing or mis-shaped tensors throw Error(Format) naming the tensor and the file.
 std::unique_ptr<Model> load_model(const std::string& dir);
 
-}  // namespace attn
+}  // namespace attn::models

@@ -1,13 +1,11 @@
-// Picks the architecture of a model folder from config.json and loads it.
+// Loads a model folder: config.json's model_type picks the architecture (architectures.h).
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "compute/error.h"
 #include "models/arch/architectures.h"
 #include "models/tokenizers/factory.h"
 
-namespace attn {
+namespace attn::models {
 namespace fs = std::filesystem;
 
 const char* family_name(Family f) {
@@ -86,40 +84,11 @@ std::unique_ptr<Model> load_model(const std::string& dir) {
           dir +
               ": no config.json (a model folder holds config.json, model.safetensors and "
               "tokenizer or preprocessor files)");
-  // The architecture is checked first, so an unsupported model is named as such rather than
-  // by the first config key its family spells differently.
-  const std::string file = (fs::path(dir) / "config.json").string();
-  std::ifstream in(file);
-  nlohmann::json raw;
-  try {
-    raw = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorCode::Format, file + ": not valid JSON: " + e.what());
-  }
-  require(raw.is_object(), ErrorCode::Format, file + ": not a JSON object");
-  require(raw.contains("model_type") && raw["model_type"].is_string(), ErrorCode::Format,
-          file + ": missing required key 'model_type' (a string naming the architecture)");
-  const std::string t = raw["model_type"].get<std::string>();
-  std::string arch_list;
-  if (raw.contains("architectures") && raw["architectures"].is_array()) {
-    for (const auto& a : raw["architectures"]) {
-      if (a.is_string()) arch_list += (arch_list.empty() ? "" : ", ") + a.get<std::string>();
-    }
-  }
-  const bool known =
-      t == "gpt2" || t == "llama" || t == "qwen2" || t == "bert" || t == "vit" || t == "deit";
-  if (!known) {
-    throw Error(ErrorCode::Unsupported,
-                file + ": model_type '" + t + "'" +
-                    (arch_list.empty() ? "" : " (architectures: " + arch_list + ")") +
-                    " is not supported; supported model types: gpt2, llama, qwen2, bert, vit, "
-                    "deit");
-  }
-  const HfConfig c = parse_hf_config(raw, file);
-  if (t == "gpt2") return make_gpt2(dir, c);
-  if (t == "llama" || t == "qwen2") return make_llama(dir, c);
-  if (t == "bert") return make_bert(dir, c);
-  return make_vit(dir, c);
+  // The parser checks model_type against the architecture table before any other key, so an
+  // unsupported model is named as such rather than by the first key its family spells
+  // differently; what it accepts, the table loads.
+  const HfConfig c = load_hf_config(dir);
+  return find_architecture(c.model_type)->make(dir, c);
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -9,7 +9,7 @@
 #include "models/formats/limits.h"
 #include "models/formats/npy.h"
 
-namespace attn {
+namespace attn::models {
 namespace {
 
 std::string shape_str(const std::vector<int64_t>& s) {
@@ -128,4 +128,4 @@ Problem load_problem_dir(const std::string& dir, int layer, const RawTensorOptio
                           fs::exists(labels) ? labels.string() : "", options);
 }
 
-}  // namespace attn
+}  // namespace attn::models

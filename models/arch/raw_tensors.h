@@ -5,7 +5,7 @@
 
 #include "compute/problem.h"
 
-namespace attn {
+namespace attn::models {
 
 struct RawTensorOptions {
   bool causal = true;  // queries are the last n_q positions; false = bidirectional
@@ -25,4 +25,4 @@ Problem load_problem_npy(const std::string& q_path, const std::string& k_path,
 Problem load_problem_dir(const std::string& dir, int layer = -1,
                          const RawTensorOptions& options = {});
 
-}  // namespace attn
+}  // namespace attn::models

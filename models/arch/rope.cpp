@@ -5,7 +5,7 @@
 #include "compute/error.h"
 #include "compute/parallel.h"
 
-namespace attn {
+namespace attn::models {
 namespace {
 
 std::vector<float> plain_inv_freq(int d, double theta) {
@@ -120,4 +120,4 @@ void Rope::apply_at(float* x, int n, const int32_t* pos, int length) const {
   }
 }
 
-}  // namespace attn
+}  // namespace attn::models

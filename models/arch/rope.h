@@ -9,7 +9,7 @@
 
 #include "models/formats/hf_config.h"
 
-namespace attn {
+namespace attn::models {
 
 class Rope {
  public:
@@ -37,4 +37,4 @@ class Rope {
   std::vector<float> base_inv_freq_;  // f32 [d/2], after static scaling
 };
 
-}  // namespace attn
+}  // namespace attn::models

@@ -7,7 +7,7 @@
 #include "compute/error.h"
 #include "compute/parallel.h"
 
-namespace attn {
+namespace attn::models {
 
 bool Substitution::applies(int layer) const {
   return variant &&
@@ -138,4 +138,4 @@ EndToEnd end_to_end(const ModelInfo& info, const ModelInput& in, const ModelOutp
   return e;
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -9,7 +9,7 @@
 #include "compute/variant.h"
 #include "models/arch/model.h"
 
-namespace attn {
+namespace attn::models {
 
 struct Substitution {
   const Variant* variant = nullptr;  // what runs in the chosen heads
@@ -49,4 +49,4 @@ struct EndToEnd {
 EndToEnd end_to_end(const ModelInfo& info, const ModelInput& in, const ModelOutput& dense,
                     const ModelOutput& variant);
 
-}  // namespace attn
+}  // namespace attn::models

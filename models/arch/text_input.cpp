@@ -3,7 +3,7 @@
 #include "compute/error.h"
 #include "models/formats/limits.h"
 
-namespace attn {
+namespace attn::models {
 namespace {
 
 // Cuts to the model's context, or to kMaxInputTokens when the model sets none or a longer one.
@@ -78,4 +78,4 @@ TextInput ids_for_model(const Model& model, std::vector<int32_t> ids) {
   return in;
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -8,7 +8,7 @@
 
 #include "models/arch/model.h"
 
-namespace attn {
+namespace attn::models {
 
 struct TextInput {
   std::vector<int32_t> ids;         // i32 [N]
@@ -30,4 +30,4 @@ TextInput encode_for_model(const Model& model, std::string_view text,
 // them, and truncates as above.
 TextInput ids_for_model(const Model& model, std::vector<int32_t> ids);
 
-}  // namespace attn
+}  // namespace attn::models

@@ -13,7 +13,7 @@
 #include "models/arch/layers.h"
 #include "models/arch/weights.h"
 
-namespace attn {
+namespace attn::models {
 namespace {
 
 class Vit : public Model {
@@ -220,4 +220,4 @@ std::unique_ptr<Model> make_vit(const std::string& dir, const HfConfig& config) 
   return std::make_unique<Vit>(dir, config);
 }
 
-}  // namespace attn
+}  // namespace attn::models

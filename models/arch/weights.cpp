@@ -6,7 +6,7 @@
 #include "compute/error.h"
 #include "compute/parallel.h"
 
-namespace attn {
+namespace attn::models {
 namespace fs = std::filesystem;
 
 namespace {
@@ -117,4 +117,4 @@ const float* WeightStore::get(const std::string& name, const std::vector<int64_t
   return p;
 }
 
-}  // namespace attn
+}  // namespace attn::models

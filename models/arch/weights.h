@@ -11,7 +11,7 @@
 
 #include "models/formats/safetensors.h"
 
-namespace attn {
+namespace attn::models {
 
 class WeightStore {
  public:
@@ -55,4 +55,4 @@ class WeightStore {
 // "[768, 2304]" for messages.
 std::string shape_string(const std::vector<int64_t>& shape);
 
-}  // namespace attn
+}  // namespace attn::models

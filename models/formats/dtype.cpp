@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-namespace attn {
+namespace attn::models {
 
 size_t dtype_size(DType dtype) {
   switch (dtype) {
@@ -185,4 +185,4 @@ void convert_to_f32(DType dtype, const void* src, size_t count, float* dst) {
   }
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace attn {
+namespace attn::models {
 
 enum class DType { F32, F16, BF16, F64, I64, I32, I16, I8, U8, Bool };
 
@@ -31,4 +31,4 @@ uint16_t f32_to_bf16(float value);
 // Integer and bool types convert by value (large i64 lose precision, as in NumPy's astype).
 void convert_to_f32(DType dtype, const void* src, size_t count, float* dst);
 
-}  // namespace attn
+}  // namespace attn::models

@@ -6,19 +6,12 @@
 #include <initializer_list>
 
 #include "compute/error.h"
+#include "models/arch/architectures.h"
 
-namespace attn {
+namespace attn::models {
 namespace {
 
 using nlohmann::json;
-
-bool is_vision_type(const std::string& t) {
-  return t == "vit" || t == "deit" || t == "dinov2" || t == "vit_mae" || t == "vit_msn";
-}
-bool is_llama_like(const std::string& t) {
-  return t == "llama" || t == "qwen2" || t == "mistral" || t == "gemma" || t == "phi3" ||
-         t == "olmo" || t == "smollm3";
-}
 
 // Looks keys up by any of their family spellings and reports type errors naming key and file.
 class Reader {
@@ -147,9 +140,21 @@ HfConfig parse_hf_config(const json& j, const std::string& source) {
       c.architectures.push_back(s.get<std::string>());
     }
   }
-  const bool gpt2 = c.model_type == "gpt2";
-  const bool vision = is_vision_type(c.model_type);
-  const bool llama_like = is_llama_like(c.model_type);
+  // The architecture table (models/arch/architectures.h) decides what is accepted, before any
+  // other key is read; the family picks the key spellings and defaults below.
+  const Architecture* arch = find_architecture(c.model_type);
+  if (!arch) {
+    std::string listed;
+    for (const std::string& a : c.architectures) listed += (listed.empty() ? "" : ", ") + a;
+    throw Error(ErrorCode::Unsupported,
+                source + ": model_type '" + c.model_type + "'" +
+                    (listed.empty() ? "" : " (architectures: " + listed + ")") +
+                    " is not supported; supported model types: " + supported_model_types());
+  }
+  const bool gpt2 = arch->family == Family::Gpt2;
+  const bool vision = arch->family == Family::Vit;
+  const bool llama_like = arch->family == Family::Llama;
+  const bool bert = arch->family == Family::Bert;
 
   c.hidden_size = r.require_int({"hidden_size", "n_embd", "d_model"});
   c.num_hidden_layers = r.require_int({"num_hidden_layers", "n_layer", "num_layers"});
@@ -196,10 +201,10 @@ HfConfig parse_hf_config(const json& j, const std::string& source) {
     c.vocab_size = r.require_int({"vocab_size"});
   }
   c.max_position_embeddings = r.get_int({"max_position_embeddings", "n_positions", "n_ctx"})
-                                  .value_or(gpt2                     ? 1024
-                                            : c.model_type == "bert" ? 512
-                                                                     : 0);
-  c.type_vocab_size = r.get_int({"type_vocab_size"}).value_or(c.model_type == "bert" ? 2 : 0);
+                                  .value_or(gpt2   ? 1024
+                                            : bert ? 512
+                                                   : 0);
+  c.type_vocab_size = r.get_int({"type_vocab_size"}).value_or(bert ? 2 : 0);
 
   c.rope_theta = r.get_double({"rope_theta"}).value_or(10000.0);
   if (const json* rs = r.find({"rope_scaling"})) c.rope_scaling = parse_rope_scaling(*rs, source);
@@ -213,14 +218,13 @@ HfConfig parse_hf_config(const json& j, const std::string& source) {
                                             : "gelu");
   // transformers: PretrainedConfig ties by default; the Llama-family configs untie by default.
   c.tie_word_embeddings = r.get_bool({"tie_word_embeddings"}).value_or(!llama_like);
-  if (c.model_type == "qwen2") {
-    c.attention_bias = true;  // Qwen2 always has q/k/v biases; its config has no key for it
-  } else if (llama_like) {
+  if (llama_like) {
     c.attention_bias = r.get_bool({"attention_bias"}).value_or(false);
   } else {
     c.attention_bias = r.get_bool({"qkv_bias", "attention_bias"}).value_or(true);
   }
   c.mlp_bias = r.get_bool({"mlp_bias"}).value_or(!llama_like);
+  if (arch->configure) arch->configure(c);
 
   if (const json* labels = r.find({"id2label"})) {
     if (!labels->is_object()) r.fail("key 'id2label' must be an object");
@@ -270,4 +274,4 @@ HfConfig load_hf_config(const std::string& path) {
   return parse_hf_config(j, p.string());
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -1,6 +1,8 @@
 // Hugging Face config.json, read into one struct for every supported family (GPT-2, Llama
 // family, BERT family, ViT family). Family-specific key names (GPT-2's n_embd, n_layer, ...) and
 // the defaults of the transformers config classes are applied here, so callers see one vocabulary.
+// A model_type is accepted exactly when the architecture table (models/arch/architectures.h)
+// loads it.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -9,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace attn {
+namespace attn::models {
 
 // rope_scaling, as in transformers' rope utilities. `type` is "linear", "dynamic", "llama3",
 // "yarn", ... (also read from the newer key "rope_type"); fields a type does not use stay unset.
@@ -60,9 +62,10 @@ struct HfConfig {
 };
 
 // Reads `path` (a config.json, or a folder holding one). Throws Error(Io) when unreadable and
-// Error(Format) naming the key and the file when a required key is missing or has the wrong type.
+// Error(Format) naming the key and the file when a required key is missing or has the wrong type,
+// and Error(Unsupported) naming a model_type the table lacks and listing those it has.
 HfConfig load_hf_config(const std::string& path);
 // Same from parsed JSON; `source` names it in messages.
 HfConfig parse_hf_config(const nlohmann::json& json, const std::string& source);
 
-}  // namespace attn
+}  // namespace attn::models

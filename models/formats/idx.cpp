@@ -8,7 +8,7 @@
 #include "compute/error.h"
 #include "models/formats/limits.h"
 
-namespace attn {
+namespace attn::models {
 
 namespace {
 
@@ -94,4 +94,4 @@ IdxArray read_idx(const std::string& path) {
   return a;
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace attn {
+namespace attn::models {
 
 struct IdxArray {
   std::vector<int64_t> shape;  // [count, rows, cols] for images, [count] for labels
@@ -21,4 +21,4 @@ struct IdxArray {
 // sizes is allocated before that many bytes have actually been read.
 IdxArray read_idx(const std::string& path);
 
-}  // namespace attn
+}  // namespace attn::models

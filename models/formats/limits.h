@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace attn {
+namespace attn::models {
 
 // Longest token sequence a text or id input may have. A longer input is cut to its first
 // kMaxInputTokens tokens (or the model's own context, when shorter) with the truncation notice;
@@ -39,4 +39,4 @@ constexpr uint64_t kMaxSafetensorsHeaderBytes = uint64_t(100) << 20;
 constexpr int32_t kMaxVocabId = (1 << 22) - 1;
 constexpr int64_t kMaxVocabHoles = 4096;
 
-}  // namespace attn
+}  // namespace attn::models

@@ -11,7 +11,7 @@
 
 #include "compute/error.h"
 
-namespace attn {
+namespace attn::models {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -64,4 +64,4 @@ void MappedFile::release() {
   size_ = 0;
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-namespace attn {
+namespace attn::models {
 
 class MappedFile {
  public:
@@ -27,4 +27,4 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-}  // namespace attn
+}  // namespace attn::models

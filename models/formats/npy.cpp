@@ -15,7 +15,7 @@
 #include "models/formats/limits.h"
 #include "models/formats/mapped_file.h"
 
-namespace attn {
+namespace attn::models {
 namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
@@ -503,4 +503,4 @@ void write_npz(const std::string& path, const std::map<std::string, NpyArray>& a
   archive.release();  // zip_close freed it
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -10,7 +10,7 @@
 
 #include "models/formats/dtype.h"
 
-namespace attn {
+namespace attn::models {
 
 struct NpyArray {
   DType dtype = DType::F32;    // '<f4' F32, '<f2' F16, '<f8' F64, '<i4' I32, '<i8' I64,
@@ -42,4 +42,4 @@ std::map<std::string, NpyArray> read_npz(const std::string& path);
 void write_npz(const std::string& path, const std::map<std::string, NpyArray>& arrays,
                bool compress = false);
 
-}  // namespace attn
+}  // namespace attn::models

@@ -9,7 +9,7 @@
 #include "compute/error.h"
 #include "models/formats/limits.h"
 
-namespace attn {
+namespace attn::models {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -288,4 +288,4 @@ const TensorView& SafetensorsCheckpoint::tensor(const std::string& name) const {
   return it->second->tensor(name);
 }
 
-}  // namespace attn
+}  // namespace attn::models

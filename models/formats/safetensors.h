@@ -18,7 +18,7 @@
 #include "models/formats/dtype.h"
 #include "models/formats/mapped_file.h"
 
-namespace attn {
+namespace attn::models {
 
 // One tensor inside a mapped file. Valid while the file object that produced it lives.
 struct TensorView {
@@ -105,4 +105,4 @@ class SafetensorsCheckpoint {
   std::map<std::string, const SafetensorsFile*> where_;
 };
 
-}  // namespace attn
+}  // namespace attn::models

@@ -6,7 +6,7 @@
 
 #include "compute/error.h"
 
-namespace attn {
+namespace attn::models {
 
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata) {
@@ -46,4 +46,4 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   require(bool(out), ErrorCode::Io, path + ": write failed");
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -9,7 +9,7 @@
 
 #include "models/formats/dtype.h"
 
-namespace attn {
+namespace attn::models {
 
 struct TensorToWrite {
   std::string name;
@@ -23,4 +23,4 @@ struct TensorToWrite {
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
-}  // namespace attn
+}  // namespace attn::models

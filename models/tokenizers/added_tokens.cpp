@@ -6,7 +6,7 @@
 #include "models/tokenizers/unicode.h"
 #include "models/tokenizers/utf8.h"
 
-namespace attn {
+namespace attn::models {
 namespace {
 
 // The code point that ends just before byte `at` (text is valid UTF-8).
@@ -103,4 +103,4 @@ const AddedToken* AddedVocabulary::by_id(int32_t id) const {
   return it == by_id_.end() ? nullptr : &tokens_[it->second];
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace attn {
+namespace attn::models {
 
 struct AddedToken {
   std::string content;
@@ -46,4 +46,4 @@ class AddedVocabulary {
   std::vector<std::vector<size_t>> by_first_byte_ = std::vector<std::vector<size_t>>(256);
 };
 
-}  // namespace attn
+}  // namespace attn::models

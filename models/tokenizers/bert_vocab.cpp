@@ -5,7 +5,7 @@
 #include "compute/error.h"
 #include "models/tokenizers/wordpiece_model.h"
 
-namespace attn {
+namespace attn::models {
 
 std::unique_ptr<PipelineTokenizer> load_bert_vocab(const std::string& vocab_txt,
                                                    const BertVocabOptions& options) {
@@ -59,4 +59,4 @@ std::unique_ptr<PipelineTokenizer> load_bert_vocab(const std::string& vocab_txt,
   return std::make_unique<PipelineTokenizer>(std::move(parts));
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -5,7 +5,7 @@
 
 #include "models/tokenizers/pipeline_tokenizer.h"
 
-namespace attn {
+namespace attn::models {
 
 struct BertVocabOptions {
   bool do_lower_case = true;          // uncased models; tokenizer_config.json's do_lower_case
@@ -19,4 +19,4 @@ struct BertVocabOptions {
 std::unique_ptr<PipelineTokenizer> load_bert_vocab(const std::string& vocab_txt,
                                                    const BertVocabOptions& options = {});
 
-}  // namespace attn
+}  // namespace attn::models

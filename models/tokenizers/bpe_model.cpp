@@ -7,7 +7,7 @@
 #include "models/tokenizers/byte_level.h"
 #include "models/tokenizers/utf8.h"
 
-namespace attn {
+namespace attn::models {
 
 BpeModel::BpeModel(std::unordered_map<std::string, int32_t> vocab,
                    const std::vector<std::pair<std::string, std::string>>& merges,
@@ -170,4 +170,4 @@ void BpeModel::tokenize(std::string_view piece, bool byte_level,
   }
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -10,7 +10,7 @@
 
 #include "models/tokenizers/vocab_model.h"
 
-namespace attn {
+namespace attn::models {
 
 struct BpeOptions {
   std::optional<std::string> unk_token;   // used for characters missing from the vocabulary
@@ -51,4 +51,4 @@ class BpeModel : public VocabModel {
   int32_t byte_ids_[256];  // ids of "<0x00>".."<0xFF>" (byte_fallback), -1 when absent
 };
 
-}  // namespace attn
+}  // namespace attn::models

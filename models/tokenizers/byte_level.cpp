@@ -2,7 +2,7 @@
 
 #include "models/tokenizers/utf8.h"
 
-namespace attn::byte_level {
+namespace attn::models::byte_level {
 namespace {
 
 struct Alphabet {
@@ -70,4 +70,4 @@ bool decode(std::string_view text, std::string* bytes) {
   return ok;
 }
 
-}  // namespace attn::byte_level
+}  // namespace attn::models::byte_level

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace attn::byte_level {
+namespace attn::models::byte_level {
 
 // UTF-8 of the code point standing for byte `b`.
 const std::string& char_for_byte(uint8_t b);
@@ -19,4 +19,4 @@ std::string encode(std::string_view bytes);
 // Maps alphabet characters back to bytes; returns false if `text` has characters outside it.
 bool decode(std::string_view text, std::string* bytes);
 
-}  // namespace attn::byte_level
+}  // namespace attn::models::byte_level

@@ -8,7 +8,7 @@
 #include "models/tokenizers/split_pattern.h"
 #include "models/tokenizers/utf8.h"
 
-namespace attn {
+namespace attn::models {
 namespace {
 
 using nlohmann::json;
@@ -246,4 +246,4 @@ std::unique_ptr<Decoder> decoder_from_json(const json& j) {
   throw Error(ErrorCode::Unsupported, "decoder type '" + type + "' is not supported");
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace attn {
+namespace attn::models {
 
 class Decoder {
  public:
@@ -24,4 +24,4 @@ std::unique_ptr<Decoder> make_wordpiece_decoder(std::string prefix = "##", bool 
 // Strip, BPEDecoder, Sequence. nullptr for null; Error(Unsupported) for other types.
 std::unique_ptr<Decoder> decoder_from_json(const nlohmann::json& j);
 
-}  // namespace attn
+}  // namespace attn::models

@@ -8,7 +8,7 @@
 #include "models/tokenizers/sentencepiece_tokenizer.h"
 #include "models/tokenizers/tokenizer_json.h"
 
-namespace attn {
+namespace attn::models {
 namespace fs = std::filesystem;
 
 namespace {
@@ -84,4 +84,4 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
                                  "merges.txt, vocab.txt, tokenizer.model)");
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -5,7 +5,7 @@
 
 #include "models/tokenizers/tokenizer.h"
 
-namespace attn {
+namespace attn::models {
 
 // `path` is a model folder, or one tokenizer file (tokenizer.json, vocab.json, vocab.txt,
 // *.model). In a folder the first usable of these is taken:
@@ -17,4 +17,4 @@ namespace attn {
 // Throws Error(Io) naming the folder and the files looked for when none is there.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path);
 
-}  // namespace attn
+}  // namespace attn::models

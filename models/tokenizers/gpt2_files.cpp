@@ -7,7 +7,7 @@
 #include "models/tokenizers/bpe_model.h"
 #include "models/tokenizers/tokenizer_json.h"
 
-namespace attn {
+namespace attn::models {
 
 std::unique_ptr<PipelineTokenizer> load_gpt2_bpe(const std::string& vocab_json,
                                                  const std::string& merges_txt) {
@@ -60,4 +60,4 @@ std::unique_ptr<PipelineTokenizer> load_gpt2_bpe(const std::string& vocab_json,
   return std::make_unique<PipelineTokenizer>(std::move(parts));
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -6,7 +6,7 @@
 
 #include "models/tokenizers/pipeline_tokenizer.h"
 
-namespace attn {
+namespace attn::models {
 
 // Builds the byte-level BPE tokenizer GPT-2 uses: GPT-2 regex split, no prefix space, no
 // special tokens added on encode; "<|endoftext|>" (when in the vocabulary) is a special token
@@ -14,4 +14,4 @@ namespace attn {
 std::unique_ptr<PipelineTokenizer> load_gpt2_bpe(const std::string& vocab_json,
                                                  const std::string& merges_txt);
 
-}  // namespace attn
+}  // namespace attn::models

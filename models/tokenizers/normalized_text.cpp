@@ -3,7 +3,7 @@
 #include "models/tokenizers/unicode.h"
 #include "models/tokenizers/utf8.h"
 
-namespace attn {
+namespace attn::models {
 
 NormalizedText::NormalizedText(std::string_view text, size_t offset)
     : text_(text), begin_(text.size()), end_(text.size()), start_(offset) {
@@ -153,4 +153,4 @@ void NormalizedText::strip(bool left, bool right) {
   if (b != 0 || e != text_.size()) *this = slice(b, e);
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace attn {
+namespace attn::models {
 
 class NormalizedText {
  public:
@@ -51,4 +51,4 @@ class NormalizedText {
   size_t start_ = 0;             // input offset of the text's start (spans of empty ranges)
 };
 
-}  // namespace attn
+}  // namespace attn::models

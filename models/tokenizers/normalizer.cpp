@@ -7,7 +7,7 @@
 #include "models/tokenizers/unicode.h"
 #include "models/tokenizers/utf8.h"
 
-namespace attn {
+namespace attn::models {
 namespace {
 
 using nlohmann::json;
@@ -189,4 +189,4 @@ std::unique_ptr<Normalizer> normalizer_from_json(const json& j) {
   throw Error(ErrorCode::Unsupported, "normalizer type '" + type + "' is not supported");
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -7,7 +7,7 @@
 
 #include "models/tokenizers/normalized_text.h"
 
-namespace attn {
+namespace attn::models {
 
 class Normalizer {
  public:
@@ -31,4 +31,4 @@ std::unique_ptr<Normalizer> make_bert_normalizer(const BertNormalizerOptions& op
 // Error(Unsupported) naming the type for others (e.g. SentencePiece's Precompiled).
 std::unique_ptr<Normalizer> normalizer_from_json(const nlohmann::json& j);
 
-}  // namespace attn
+}  // namespace attn::models

@@ -3,7 +3,7 @@
 #include "compute/error.h"
 #include "models/tokenizers/utf8.h"
 
-namespace attn {
+namespace attn::models {
 
 PipelineTokenizer::PipelineTokenizer(PipelineParts parts) : p_(std::move(parts)) {
   require(p_.model != nullptr, ErrorCode::InvalidArgument, "PipelineTokenizer needs a model");
@@ -88,4 +88,4 @@ bool PipelineTokenizer::is_special(int32_t id) const {
   return t && t->special;
 }
 
-}  // namespace attn
+}  // namespace attn::models

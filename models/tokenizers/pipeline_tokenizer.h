@@ -12,7 +12,7 @@
 #include "models/tokenizers/tokenizer.h"
 #include "models/tokenizers/vocab_model.h"
 
-namespace attn {
+namespace attn::models {
 
 struct PipelineParts {
   std::string kind;                               // "bpe" or "wordpiece"
@@ -48,4 +48,4 @@ class PipelineTokenizer : public Tokenizer {
   size_t vocab_size_ = 0;
 };
 
-}  // namespace attn
+}  // namespace attn::models

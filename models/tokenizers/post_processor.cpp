@@ -2,7 +2,7 @@
 
 #include "compute/error.h"
 
-namespace attn {
+namespace attn::models {
 namespace {
 
 using nlohmann::json;
@@ -128,4 +128,4 @@ std::unique_ptr<PostProcessor> post_processor_from_json(const json& j) {
   throw Error(ErrorCode::Unsupported, "post_processor type '" + type + "' is not supported");
 }
 
-}  // namespace attn
+}  // namespace attn::models

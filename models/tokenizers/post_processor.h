@@ -7,7 +7,7 @@
 
 #include "models/tokenizers/tokenizer.h"
 
-namespace attn {
+namespace attn::models {
 
 class PostProcessor {
  public:
@@ -27,4 +27,4 @@ std::unique_ptr<PostProcessor> make_wrap_post_processor(std::vector<Token> prefi
 // ByteLevel (adds nothing), Sequence. nullptr for null; Error(Unsupported) for other types.
 std::unique_ptr<PostProcessor> post_processor_from_json(const nlohmann::json& j);
 
-}  // namespace attn
+}  // namespace attn::models

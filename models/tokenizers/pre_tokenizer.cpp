@@ -7,7 +7,7 @@
 #include "models/tokenizers/unicode.h"
 #include "models/tokenizers/utf8.h"
 
-namespace attn {
+namespace attn::models {
 
 const char* const kGpt2SplitPattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
@@ -319,4 +319,4 @@ std::unique_ptr<PreTokenizer> pre_tokenizer_from_json(const json& j) {
   throw Error(ErrorCode::Unsupported, "pre_tokenizer type '" + type + "' is not supported");
 }
 
-}  // namespace attn
+}  // namespace attn::models

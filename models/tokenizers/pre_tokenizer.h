@@ -7,7 +7,7 @@
 
 #include "models/tokenizers/normalized_text.h"
 
-namespace attn {
+namespace attn::models {
 
 // How a split treats the matched parts (tokenizers' SplitDelimiterBehavior).
 enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
@@ -35,4 +35,4 @@ std::unique_ptr<PreTokenizer> pre_tokenizer_from_json(const nlohmann::json& j);
 // The split pattern of GPT-2's ByteLevel pre-tokenizer.
 extern const char* const kGpt2SplitPattern;
 
-}  // namespace attn
+}  // namespace attn::models

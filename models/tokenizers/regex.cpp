@@ -6,7 +6,7 @@
 #include "compute/error.h"
 #include "models/tokenizers/utf8.h"
 
-namespace attn {
+namespace attn::models {
 namespace {
 std::string pcre2_message(int code) {
   PCRE2_UCHAR buf[256];
@@ -63,4 +63,4 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view subject)
   return out;
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-namespace attn {
+namespace attn::models {
 
 class Regex {
  public:
@@ -28,4 +28,4 @@ class Regex {
   void* code_ = nullptr;  // pcre2_code_8*
 };
 
-}  // namespace attn
+}  // namespace attn::models

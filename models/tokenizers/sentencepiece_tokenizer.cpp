@@ -11,7 +11,7 @@
 
 #include "compute/error.h"
 
-namespace attn {
+namespace attn::models {
 namespace {
 
 // ---- what libsentencepiece (0.1.97, Debian 12) does not check ------------------------------
@@ -278,4 +278,4 @@ bool SentencePieceTokenizer::is_special(int32_t id) const {
   return id >= 0 && id < sp_->GetPieceSize() && (sp_->IsControl(id) || sp_->IsUnknown(id));
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -11,7 +11,7 @@ namespace sentencepiece {
 class SentencePieceProcessor;
 }
 
-namespace attn {
+namespace attn::models {
 
 struct SentencePieceOptions {
   std::optional<bool> add_bos;  // unset: add BOS when the model has one
@@ -45,4 +45,4 @@ class SentencePieceTokenizer : public Tokenizer {
   bool add_eos_ = false;
 };
 
-}  // namespace attn
+}  // namespace attn::models

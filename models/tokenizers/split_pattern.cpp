@@ -2,7 +2,7 @@
 
 #include "compute/error.h"
 
-namespace attn {
+namespace attn::models {
 
 SplitPattern SplitPattern::from_json(const nlohmann::json& j, const std::string& where) {
   if (j.is_object() && j.contains("String") && j["String"].is_string()) {
@@ -37,4 +37,4 @@ std::vector<std::pair<size_t, size_t>> SplitPattern::find_all(std::string_view t
   return out;
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -10,7 +10,7 @@
 
 #include "models/tokenizers/regex.h"
 
-namespace attn {
+namespace attn::models {
 
 class SplitPattern {
  public:
@@ -27,4 +27,4 @@ class SplitPattern {
   std::shared_ptr<const Regex> regex_;
 };
 
-}  // namespace attn
+}  // namespace attn::models

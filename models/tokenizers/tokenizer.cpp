@@ -5,7 +5,7 @@
 #include "compute/error.h"
 #include "models/tokenizers/utf8.h"
 
-namespace attn {
+namespace attn::models {
 
 std::vector<Token> Tokenizer::encode(std::string_view text, const EncodeOptions& options) const {
   if (text.empty()) return {};
@@ -26,4 +26,4 @@ std::vector<int32_t> Tokenizer::encode_ids(std::string_view text,
   return ids;
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-namespace attn {
+namespace attn::models {
 
 struct Token {
   int32_t id = 0;
@@ -67,4 +67,4 @@ class Tokenizer {
   SpecialTokens special_;
 };
 
-}  // namespace attn
+}  // namespace attn::models

@@ -8,7 +8,7 @@
 #include "models/tokenizers/bpe_model.h"
 #include "models/tokenizers/wordpiece_model.h"
 
-namespace attn {
+namespace attn::models {
 namespace {
 
 using nlohmann::json;
@@ -226,4 +226,4 @@ std::unique_ptr<PipelineTokenizer> load_tokenizer_json(const std::string& path,
   return tokenizer_from_json(j, path, config);
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -9,7 +9,7 @@
 
 #include "models/tokenizers/pipeline_tokenizer.h"
 
-namespace attn {
+namespace attn::models {
 
 // Reads `path`. When `config_path` names a tokenizer_config.json, its bos/eos/unk/pad/cls/sep/
 // mask tokens fill SpecialTokens. Throws Error(Io) when unreadable, Error(Format) naming the file
@@ -30,4 +30,4 @@ void read_special_tokens(const nlohmann::json& config,
 // Parses a JSON file, with errors naming it.
 nlohmann::json read_json_file(const std::string& path);
 
-}  // namespace attn
+}  // namespace attn::models

@@ -7,7 +7,7 @@
 
 #include "compute/error.h"
 
-namespace attn::unicode {
+namespace attn::models::unicode {
 namespace {
 
 const icu::Normalizer2& normalizer(NormForm form) {
@@ -134,4 +134,4 @@ bool has_boundary_before(char32_t c, NormForm form) {
   return normalizer(form).hasBoundaryBefore(UChar32(c));
 }
 
-}  // namespace attn::unicode
+}  // namespace attn::models::unicode

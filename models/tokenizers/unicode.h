@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-namespace attn::unicode {
+namespace attn::models::unicode {
 
 // BERT whitespace: space, \t, \n, \r, or general category Zs.
 bool is_bert_whitespace(char32_t c);
@@ -31,4 +31,4 @@ std::string normalize(const std::string& utf8, NormForm form);
 // normalised piecewise at such code points (ICU's hasBoundaryBefore).
 bool has_boundary_before(char32_t c, NormForm form);
 
-}  // namespace attn::unicode
+}  // namespace attn::models::unicode

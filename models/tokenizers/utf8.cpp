@@ -1,6 +1,6 @@
 #include "models/tokenizers/utf8.h"
 
-namespace attn {
+namespace attn::models {
 namespace {
 
 // Length of the valid sequence at `i`, or 0 with `*bad` set to the length of the maximal
@@ -106,4 +106,4 @@ std::string utf8_repair(std::string_view bytes) {
   return out;
 }
 
-}  // namespace attn
+}  // namespace attn::models

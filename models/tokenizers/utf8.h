@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-namespace attn {
+namespace attn::models {
 
 // Index of the first byte that does not start a valid UTF-8 sequence (overlongs, surrogates and
 // values past U+10FFFF are invalid), or npos when `text` is valid.
@@ -22,4 +22,4 @@ void utf8_append(std::string& out, char32_t cp);
 // bytes.decode("utf-8", errors="replace") does.
 std::string utf8_repair(std::string_view bytes);
 
-}  // namespace attn
+}  // namespace attn::models

@@ -3,7 +3,7 @@
 #include "compute/error.h"
 #include "models/formats/limits.h"
 
-namespace attn {
+namespace attn::models {
 
 size_t checked_vocab_table_size(const std::unordered_map<std::string, int32_t>& vocab,
                                 const std::string& what) {
@@ -28,4 +28,4 @@ size_t checked_vocab_table_size(const std::unordered_map<std::string, int32_t>& 
   return size_t(max_id + 1);
 }
 
-}  // namespace attn
+}  // namespace attn::models

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace attn {
+namespace attn::models {
 
 struct VocabToken {
   int32_t id;
@@ -35,4 +35,4 @@ class VocabModel {
 size_t checked_vocab_table_size(const std::unordered_map<std::string, int32_t>& vocab,
                                 const std::string& what);
 
-}  // namespace attn
+}  // namespace attn::models

@@ -3,7 +3,7 @@
 #include "compute/error.h"
 #include "models/tokenizers/utf8.h"
 
-namespace attn {
+namespace attn::models {
 
 WordPieceModel::WordPieceModel(std::unordered_map<std::string, int32_t> vocab,
                                WordPieceOptions options)
@@ -73,4 +73,4 @@ void WordPieceModel::tokenize(std::string_view word, bool, std::vector<VocabToke
   }
 }
 
-}  // namespace attn
+}  // namespace attn::models

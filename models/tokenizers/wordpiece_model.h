@@ -7,7 +7,7 @@
 
 #include "models/tokenizers/vocab_model.h"
 
-namespace attn {
+namespace attn::models {
 
 struct WordPieceOptions {
   std::string unk_token = "[UNK]";
@@ -35,4 +35,4 @@ class WordPieceModel : public VocabModel {
   int32_t unk_id_ = 0;
 };
 
-}  // namespace attn
+}  // namespace attn::models

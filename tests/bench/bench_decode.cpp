@@ -81,12 +81,12 @@ double median(std::vector<double> v) {
 }
 
 void BM_DecodeStep(benchmark::State& state, const std::string& dir) {
-  auto model = attn::load_model(dir);
-  const attn::ModelInfo& info = model->info();
+  auto model = attn::models::load_model(dir);
+  const attn::models::ModelInfo& info = model->info();
   const int cache = env_int("ATTN_DECODE_CACHE", 2048), steps = env_int("ATTN_DECODE_STEPS", 32);
   const char* pol = std::getenv("ATTN_DECODE_POLICY");
   const std::string policy = pol && *pol ? pol : "kv_recent(window=" + std::to_string(cache) + ")";
-  attn::KvCache kv(attn::make_kv_policy(policy));
+  attn::models::KvCache kv(attn::make_kv_policy(policy));
   std::vector<int32_t> ids(static_cast<size_t>(cache - 1));
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t((i * 7919 + 13) % size_t(info.vocab));
   model->decode(ids, kv);  // prefill: the next step attends over `cache` entries
@@ -104,7 +104,7 @@ void BM_DecodeStep(benchmark::State& state, const std::string& dir) {
   const auto step = [&] {
     const double p0 = kv.policy_seconds;
     const auto t = Clock::now();
-    const attn::ModelOutput out = model->decode({next}, kv);
+    const attn::models::ModelOutput out = model->decode({next}, kv);
     const double dt = std::chrono::duration<double>(Clock::now() - t).count();
     next = int32_t(std::max_element(out.logits.begin(), out.logits.end()) - out.logits.begin());
     benchmark::DoNotOptimize(out.logits.data());

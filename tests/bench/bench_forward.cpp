@@ -30,16 +30,17 @@ double process_cpu_seconds() {
 void BM_Forward(benchmark::State& state, const std::string& dir) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
-  auto model = attn::load_model(dir);
+  auto model = attn::models::load_model(dir);
   const double load_s = std::chrono::duration<double>(clock::now() - t0).count();
-  attn::ModelInput in;
-  for (float v : attn::read_npy(dir + "/ids.npy").to_f32()) in.ids.push_back(int32_t(v));
+  attn::models::ModelInput in;
+  for (float v : attn::models::read_npy(dir + "/ids.npy").to_f32()) in.ids.push_back(int32_t(v));
   const char* hooks = std::getenv("ATTN_FORWARD_HOOKS");
-  attn::Capture cap(attn::HookSelection::parse(hooks ? hooks : "blocks.*.attn.pattern"));
-  attn::ForwardOptions opt;
+  attn::models::Capture cap(
+      attn::models::HookSelection::parse(hooks ? hooks : "blocks.*.attn.pattern"));
+  attn::models::ForwardOptions opt;
   opt.capture = &cap;
   std::vector<double> times, cpu;
-  attn::ModelOutput out;
+  attn::models::ModelOutput out;
   for (auto _ : state) {
     const auto t = clock::now();
     const double c = process_cpu_seconds();
@@ -58,12 +59,12 @@ void BM_Forward(benchmark::State& state, const std::string& dir) {
   state.counters["median_s"] = times[times.size() / 2];
   state.counters["threads"] = double(attn::thread_count(0));
   const int n = out.n_tokens, last = model->info().n_layers - 1;
-  attn::write_npy(dir + "/attnscope_logits.npy",
-                  attn::NpyArray::from_f32({n, out.n_logits}, out.logits));
+  attn::models::write_npy(dir + "/attnscope_logits.npy",
+                          attn::models::NpyArray::from_f32({n, out.n_logits}, out.logits));
   const auto& pat = cap.layers[size_t(last)].pattern;
   if (!pat.empty()) {
-    attn::write_npy(dir + "/attnscope_pattern_last.npy",
-                    attn::NpyArray::from_f32({model->info().n_heads, n, n}, pat));
+    attn::models::write_npy(dir + "/attnscope_pattern_last.npy",
+                            attn::models::NpyArray::from_f32({model->info().n_heads, n, n}, pat));
   }
 }
 

@@ -14,6 +14,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string merges = fuzz::write_scratch(
       "merges.txt", nul == std::string_view::npos ? std::string_view() : all.substr(nul + 1));
   fuzz::refuse_only_with_attn_error(
-      [&] { fuzz::exercise_tokenizer(*load_gpt2_bpe(vocab, merges)); });
+      [&] { fuzz::exercise_tokenizer(*models::load_gpt2_bpe(vocab, merges)); });
   return 0;
 }

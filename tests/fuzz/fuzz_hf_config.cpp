@@ -7,6 +7,6 @@ using namespace attn;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = fuzz::write_scratch("config.json", {data, size});
-  fuzz::refuse_only_with_attn_error([&] { (void)load_hf_config(path); });
+  fuzz::refuse_only_with_attn_error([&] { (void)models::load_hf_config(path); });
   return 0;
 }

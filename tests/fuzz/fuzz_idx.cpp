@@ -8,7 +8,7 @@ using namespace attn;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = fuzz::write_scratch("in.idx", {data, size});
   fuzz::refuse_only_with_attn_error([&] {
-    const IdxArray a = read_idx(path);
+    const models::IdxArray a = models::read_idx(path);
     size_t count = 1;
     for (int64_t d : a.shape) count *= size_t(d);
     fuzz::check(!a.shape.empty() && a.shape.size() <= 4, "an IDX array with 0 or > 4 dimensions");

@@ -11,7 +11,7 @@ using namespace attn;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const int channels : {3, 1}) {
     fuzz::refuse_only_with_attn_error([&] {
-      const Image8 img = decode_image({data, size}, "fuzz.img", channels);
+      const models::Image8 img = models::decode_image({data, size}, "fuzz.img", channels);
       fuzz::check(img.channels == channels && img.height > 0 && img.width > 0 &&
                       img.data.size() == size_t(img.height) * img.width * img.channels,
                   "decoded image has inconsistent dimensions");
@@ -19,11 +19,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       // Resizing runs on at most the top-left 512 x 512 pixels: a few hundred bytes of RLE can
       // decode to megapixels, and libFuzzer's comparison tracing of every filter tap made
       // resampling those take 10-26 s per input (0.1-0.4 s in a release build).
-      Image8 part{std::min(img.height, 512), std::min(img.width, 512), img.channels, {}};
+      models::Image8 part{std::min(img.height, 512), std::min(img.width, 512), img.channels, {}};
       for (int y = 0; y < part.height; ++y)
         part.data.insert(part.data.end(), img.data.begin() + size_t(y) * img.width * img.channels,
                          img.data.begin() + (size_t(y) * img.width + part.width) * img.channels);
-      for (const Resample r : {Resample::Nearest, Resample::Bilinear, Resample::Bicubic}) {
+      for (const models::Resample r :
+           {models::Resample::Nearest, models::Resample::Bilinear, models::Resample::Bicubic}) {
         (void)resize_image(part, 5, 7, r);
         (void)resize_image(part, part.height * 2 > 64 ? 64 : part.height * 2, 3, r);
       }

@@ -69,13 +69,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   fuzz::refuse_only_with_attn_error([&] {
-    const std::unique_ptr<Model> model = load_model(dir);
-    const ModelInfo& info = model->info();
-    ForwardOptions opt;
+    const std::unique_ptr<models::Model> model = models::load_model(dir);
+    const models::ModelInfo& info = model->info();
+    models::ForwardOptions opt;
     opt.threads = 1;
-    ModelInput in;
+    models::ModelInput in;
     if (info.vision) {
-      Image8 img;
+      models::Image8 img;
       img.height = 19;
       img.width = 23;
       img.channels = model->preprocessor().channels;
@@ -89,7 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (int i = 0; i < 5; ++i) in.ids.push_back(vocab > 0 ? int32_t((i * 3 + 1) % vocab) : i);
     (void)model->forward(in, opt);
     if (info.causal) {
-      KvCache cache;
+      models::KvCache cache;
       (void)model->decode(in.ids, cache, opt);
       (void)model->decode({in.ids[0]}, cache, opt);
     }

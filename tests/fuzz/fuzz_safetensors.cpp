@@ -9,9 +9,9 @@ using namespace attn;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = fuzz::write_scratch("model.safetensors", {data, size});
   fuzz::refuse_only_with_attn_error([&] {
-    const SafetensorsCheckpoint ck = SafetensorsCheckpoint::open(path);
+    const models::SafetensorsCheckpoint ck = models::SafetensorsCheckpoint::open(path);
     for (const std::string& name : ck.names()) {
-      const TensorView& t = ck.tensor(name);
+      const models::TensorView& t = ck.tensor(name);
       fuzz::check(t.to_f32().size() == t.numel(), "to_f32 size differs for " + name);
       fuzz::refuse_only_with_attn_error([&] { (void)t.f32(); });
     }

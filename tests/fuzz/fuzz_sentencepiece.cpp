@@ -10,6 +10,6 @@ using namespace attn;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = fuzz::write_scratch("tokenizer.model", {data, size});
   fuzz::refuse_only_with_attn_error(
-      [&] { fuzz::exercise_tokenizer(SentencePieceTokenizer(path)); });
+      [&] { fuzz::exercise_tokenizer(models::SentencePieceTokenizer(path)); });
   return 0;
 }

@@ -16,8 +16,8 @@
 using namespace attn;
 
 namespace {
-std::vector<std::unique_ptr<Tokenizer>>& tokenizers() {
-  static std::vector<std::unique_ptr<Tokenizer>> all;
+std::vector<std::unique_ptr<models::Tokenizer>>& tokenizers() {
+  static std::vector<std::unique_ptr<models::Tokenizer>> all;
   return all;
 }
 }  // namespace
@@ -25,16 +25,18 @@ std::vector<std::unique_ptr<Tokenizer>>& tokenizers() {
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const std::string src = fuzz::source_dir();
   auto& all = tokenizers();
-  all.push_back(load_tokenizer_json(src + "/assets/models/default-text/tokenizer.json",
-                                    src + "/assets/models/default-text/tokenizer_config.json"));
-  all.push_back(load_gpt2_bpe(src + "/tests/ref/goldens/gpt2/vocab.json",
-                              src + "/tests/ref/goldens/gpt2/merges.txt"));
-  all.push_back(load_bert_vocab(src + "/tests/ref/goldens/bert/vocab.txt"));
   all.push_back(
-      load_bert_vocab(src + "/tests/ref/goldens/bert/vocab.txt", {.do_lower_case = false}));
+      models::load_tokenizer_json(src + "/assets/models/default-text/tokenizer.json",
+                                  src + "/assets/models/default-text/tokenizer_config.json"));
+  all.push_back(models::load_gpt2_bpe(src + "/tests/ref/goldens/gpt2/vocab.json",
+                                      src + "/tests/ref/goldens/gpt2/merges.txt"));
+  all.push_back(models::load_bert_vocab(src + "/tests/ref/goldens/bert/vocab.txt"));
+  all.push_back(
+      models::load_bert_vocab(src + "/tests/ref/goldens/bert/vocab.txt", {.do_lower_case = false}));
   // Trained when the seed corpora are made (needs python3-sentencepiece); optional.
   const std::string sp = ATTN_FUZZ_SENTENCEPIECE_MODEL;
-  if (std::filesystem::exists(sp)) all.push_back(std::make_unique<SentencePieceTokenizer>(sp));
+  if (std::filesystem::exists(sp))
+    all.push_back(std::make_unique<models::SentencePieceTokenizer>(sp));
   return 0;
 }
 

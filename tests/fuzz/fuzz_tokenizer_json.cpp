@@ -9,6 +9,7 @@ using namespace attn;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = fuzz::write_scratch("tokenizer.json", {data, size});
-  fuzz::refuse_only_with_attn_error([&] { fuzz::exercise_tokenizer(*load_tokenizer_json(path)); });
+  fuzz::refuse_only_with_attn_error(
+      [&] { fuzz::exercise_tokenizer(*models::load_tokenizer_json(path)); });
   return 0;
 }

@@ -10,7 +10,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = fuzz::write_scratch("vocab.txt", {data, size});
   for (const bool lower : {true, false}) {
     fuzz::refuse_only_with_attn_error([&] {
-      BertVocabOptions options;
+      models::BertVocabOptions options;
       options.do_lower_case = lower;
       fuzz::exercise_tokenizer(*load_bert_vocab(path, options));
     });

@@ -47,26 +47,26 @@ std::vector<uint8_t> pattern_bytes(size_t n) {
   return b;
 }
 
-NpyArray array_of(DType dtype, std::vector<int64_t> shape) {
-  NpyArray a;
+models::NpyArray array_of(models::DType dtype, std::vector<int64_t> shape) {
+  models::NpyArray a;
   a.dtype = dtype;
   a.shape = std::move(shape);
   a.data = pattern_bytes(a.numel() * dtype_size(dtype));
-  if (dtype == DType::Bool)
+  if (dtype == models::DType::Bool)
     for (auto& b : a.data) b &= 1;
   return a;
 }
 
 void npy_seeds() {
-  const std::pair<DType, const char*> dtypes[] = {
-      {DType::F32, "f4"}, {DType::F16, "f2"}, {DType::F64, "f8"},
-      {DType::I32, "i4"}, {DType::I64, "i8"}, {DType::I8, "i1"},
-      {DType::I16, "i2"}, {DType::U8, "u1"},  {DType::Bool, "b1"}};
+  const std::pair<models::DType, const char*> dtypes[] = {
+      {models::DType::F32, "f4"}, {models::DType::F16, "f2"}, {models::DType::F64, "f8"},
+      {models::DType::I32, "i4"}, {models::DType::I64, "i8"}, {models::DType::I8, "i1"},
+      {models::DType::I16, "i2"}, {models::DType::U8, "u1"},  {models::DType::Bool, "b1"}};
   for (const auto& [dtype, tag] : dtypes)
     put("npy", std::string("dtype_") + tag + ".npy", serialize_npy(array_of(dtype, {2, 3})));
-  put("npy", "scalar.npy", serialize_npy(array_of(DType::F32, {})));
-  put("npy", "empty.npy", serialize_npy(array_of(DType::F32, {0, 4})));
-  put("npy", "rank4.npy", serialize_npy(array_of(DType::F32, {2, 1, 3, 2})));
+  put("npy", "scalar.npy", serialize_npy(array_of(models::DType::F32, {})));
+  put("npy", "empty.npy", serialize_npy(array_of(models::DType::F32, {0, 4})));
+  put("npy", "rank4.npy", serialize_npy(array_of(models::DType::F32, {2, 1, 3, 2})));
   // Hand-made headers: big-endian, version 2.0 and 3.0, Fortran order (refused).
   auto with_header = [](int major, const std::string& dict, size_t data_bytes) {
     std::string h = dict;
@@ -99,33 +99,38 @@ void npy_seeds() {
 
   const fs::path dir = out_dir / "npz";
   fs::create_directories(dir);
-  std::map<std::string, NpyArray> arrays = {{"q", array_of(DType::F32, {2, 3, 4})},
-                                            {"ids", array_of(DType::I64, {5})},
-                                            {"mask", array_of(DType::Bool, {2, 2})}};
-  write_npz((dir / "stored.npz").string(), arrays, false);
-  write_npz((dir / "deflated.npz").string(), arrays, true);
-  write_npz((dir / "one.npz").string(), {{"x", array_of(DType::F16, {3})}}, true);
+  std::map<std::string, models::NpyArray> arrays = {
+      {"q", array_of(models::DType::F32, {2, 3, 4})},
+      {"ids", array_of(models::DType::I64, {5})},
+      {"mask", array_of(models::DType::Bool, {2, 2})}};
+  models::write_npz((dir / "stored.npz").string(), arrays, false);
+  models::write_npz((dir / "deflated.npz").string(), arrays, true);
+  models::write_npz((dir / "one.npz").string(), {{"x", array_of(models::DType::F16, {3})}}, true);
 }
 
 void safetensors_seeds() {
   const fs::path dir = out_dir / "safetensors";
   fs::create_directories(dir);
-  const DType dtypes[] = {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64,
-                          DType::I32, DType::I16, DType::I8,   DType::U8,  DType::Bool};
+  const models::DType dtypes[] = {models::DType::F32, models::DType::F16, models::DType::BF16,
+                                  models::DType::F64, models::DType::I64, models::DType::I32,
+                                  models::DType::I16, models::DType::I8,  models::DType::U8,
+                                  models::DType::Bool};
   std::vector<std::vector<uint8_t>> store;
-  std::vector<TensorToWrite> all;
-  for (const DType d : dtypes) {
+  std::vector<models::TensorToWrite> all;
+  for (const models::DType d : dtypes) {
     store.push_back(pattern_bytes(6 * dtype_size(d)));
-    if (d == DType::Bool)
+    if (d == models::DType::Bool)
       for (auto& b : store.back()) b &= 1;
   }
   for (size_t i = 0; i < std::size(dtypes); ++i)
     all.push_back({std::string("t.") + dtype_name(dtypes[i]), dtypes[i], {2, 3}, store[i]});
-  write_safetensors((dir / "all_dtypes.safetensors").string(), all, {{"format", "pt"}});
+  models::write_safetensors((dir / "all_dtypes.safetensors").string(), all, {{"format", "pt"}});
   const auto one = pattern_bytes(4);
-  write_safetensors((dir / "scalar.safetensors").string(), {{"s", DType::F32, {}, one}});
-  write_safetensors((dir / "empty_tensor.safetensors").string(), {{"e", DType::F32, {0, 3}, {}}});
-  write_safetensors((dir / "no_tensors.safetensors").string(), {}, {{"note", "empty"}});
+  models::write_safetensors((dir / "scalar.safetensors").string(),
+                            {{"s", models::DType::F32, {}, one}});
+  models::write_safetensors((dir / "empty_tensor.safetensors").string(),
+                            {{"e", models::DType::F32, {0, 3}, {}}});
+  models::write_safetensors((dir / "no_tensors.safetensors").string(), {}, {{"note", "empty"}});
 
   // The index target's folder holds model-00001-of-00002.safetensors (a.weight F32 [2,3],
   // b.bias F16 [4]) and model-00002-of-00002.safetensors (c.weight BF16 [2,2], d.ids I64 [3]).

@@ -7,9 +7,9 @@
 
 namespace attn::fuzz {
 
-void check_encode(const Tokenizer& tok, std::string_view text) {
+void check_encode(const models::Tokenizer& tok, std::string_view text) {
   for (const bool special : {true, false}) {
-    std::vector<Token> tokens;
+    std::vector<models::Token> tokens;
     try {
       tokens = tok.encode(text, {.add_special_tokens = special, .parse_special = special});
     } catch (const attn::Error&) {
@@ -17,7 +17,7 @@ void check_encode(const Tokenizer& tok, std::string_view text) {
     }
     size_t last_begin = 0;
     std::vector<int32_t> ids;
-    for (const Token& t : tokens) {
+    for (const models::Token& t : tokens) {
       check(t.begin <= t.end && t.end <= text.size(), "token span outside the text");
       check(t.begin >= last_begin, "token spans out of order");
       last_begin = t.begin;
@@ -32,7 +32,7 @@ void check_encode(const Tokenizer& tok, std::string_view text) {
   }
 }
 
-void exercise_tokenizer(const Tokenizer& tok) {
+void exercise_tokenizer(const models::Tokenizer& tok) {
   static const char* kTexts[] = {
       "Hello world",
       "  The lighthouse keeper's log,   1893: 'fog'!\n\tNext line.",

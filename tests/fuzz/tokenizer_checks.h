@@ -11,9 +11,9 @@
 namespace attn::fuzz {
 
 // Encodes `text` both ways and checks the result (aborts on a broken property).
-void check_encode(const Tokenizer& tok, std::string_view text);
+void check_encode(const models::Tokenizer& tok, std::string_view text);
 // check_encode() over the fixed texts, then id_to_piece / token_to_id / is_special on the first
 // ids of the vocabulary.
-void exercise_tokenizer(const Tokenizer& tok);
+void exercise_tokenizer(const models::Tokenizer& tok);
 
 }  // namespace attn::fuzz

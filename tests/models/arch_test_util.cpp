@@ -12,12 +12,12 @@ std::string golden_dir(const std::string& name) {
   return std::string(ATTN_TEST_SOURCE_DIR) + "/../ref/goldens/" + name;
 }
 
-NpyArray golden(const std::string& name, const std::string& file) {
-  return read_npy(golden_dir(name) + "/" + file + ".npy");
+models::NpyArray golden(const std::string& name, const std::string& file) {
+  return models::read_npy(golden_dir(name) + "/" + file + ".npy");
 }
 
 std::vector<int32_t> golden_ints(const std::string& name, const std::string& file) {
-  const NpyArray a = golden(name, file);
+  const models::NpyArray a = golden(name, file);
   std::vector<int32_t> out;
   for (float v : a.to_f32()) out.push_back(int32_t(v));
   return out;

@@ -12,7 +12,7 @@ namespace attn::test {
 // tests/ref/goldens/<name>
 std::string golden_dir(const std::string& name);
 // <golden_dir(name)>/<file>.npy
-NpyArray golden(const std::string& name, const std::string& file);
+models::NpyArray golden(const std::string& name, const std::string& file);
 std::vector<int32_t> golden_ints(const std::string& name, const std::string& file);
 
 // max |got - want| / max |want| (the tests' "relative" error of a whole tensor).

@@ -66,7 +66,7 @@ TEST(ArchCli, AnalyzeTextWritesJsonAndDump) {
   EXPECT_EQ(int(j["dense"]["layers"][0]["resid_token_norm"].size()), n);
 
   // Dumped hooks read back with the documented shapes.
-  const NpyArray pat = read_npy(dump + "/blocks.1.attn.pattern.npy");
+  const models::NpyArray pat = models::read_npy(dump + "/blocks.1.attn.pattern.npy");
   EXPECT_EQ(pat.shape, (std::vector<int64_t>{2, n, n}));
   const std::vector<float> p = pat.to_f32();
   for (int row = 0; row < 2 * n; ++row) {
@@ -74,9 +74,9 @@ TEST(ArchCli, AnalyzeTextWritesJsonAndDump) {
     for (int c = 0; c < n; ++c) s += p[size_t(row) * n + c];
     EXPECT_NEAR(s, 1.0, 1e-5);
   }
-  EXPECT_EQ(read_npy(dump + "/logits.npy").shape, (std::vector<int64_t>{n, 291}));
-  EXPECT_EQ(read_npy(dump + "/ids.npy").dtype, DType::I32);
-  EXPECT_EQ(read_npy(dump + "/blocks.0.resid.npy").shape, (std::vector<int64_t>{n, 16}));
+  EXPECT_EQ(models::read_npy(dump + "/logits.npy").shape, (std::vector<int64_t>{n, 291}));
+  EXPECT_EQ(models::read_npy(dump + "/ids.npy").dtype, models::DType::I32);
+  EXPECT_EQ(models::read_npy(dump + "/blocks.0.resid.npy").shape, (std::vector<int64_t>{n, 16}));
 
   // The dump is a raw-tensor source: dense vs dense on layer 1 is exact.
   const std::string out2 = (dir / "t.json").string();
@@ -172,17 +172,17 @@ TEST(ArchCli, BadInputExitsWithAClearMessage) {
 }
 
 TEST(ArchCli, DefaultModelNamesResolve) {
-  EXPECT_EQ(resolve_model_dir("some/dir"), "some/dir");
-  EXPECT_TRUE(is_default_model_name("default-vision"));
+  EXPECT_EQ(models::resolve_model_dir("some/dir"), "some/dir");
+  EXPECT_TRUE(models::is_default_model_name("default-vision"));
   const auto root = test::scratch_dir();
   std::filesystem::create_directories(root / "default-text");
   test::write_text(root / "default-text" / "config.json", "{}");
   setenv("ATTNSCOPE_MODELS", root.c_str(), 1);
-  EXPECT_EQ(resolve_model_dir("default-text"), (root / "default-text").string());
+  EXPECT_EQ(models::resolve_model_dir("default-text"), (root / "default-text").string());
   // default-vision is not under ATTNSCOPE_MODELS: either the source tree has it, or the error
   // lists every place looked at.
   try {
-    const std::string d = resolve_model_dir("default-vision");
+    const std::string d = models::resolve_model_dir("default-vision");
     EXPECT_TRUE(std::filesystem::exists(d + "/config.json"));
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::Io);

@@ -24,7 +24,7 @@ using test::max_rel_error;
 
 constexpr double kTol = 1e-5;
 
-std::span<const float> row(const ModelOutput& o, int r) {
+std::span<const float> row(const models::ModelOutput& o, int r) {
   return {o.logits.data() + size_t(r) * o.n_logits, size_t(o.n_logits)};
 }
 
@@ -32,22 +32,22 @@ class Decode : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Decode, PrefillThenStepsEqualAFullForwardPass) {
   const std::string name = GetParam();
-  auto model = load_model(golden_dir(name));
+  auto model = models::load_model(golden_dir(name));
   const std::vector<int32_t> ids = golden_ints(name, "golden_ids");
   const int n = int(ids.size());
   ASSERT_GE(n, 4);
-  const ModelOutput full = model->forward({.ids = ids});
+  const models::ModelOutput full = model->forward({.ids = ids});
   // Prefill in two chunks (the second attends over the first through the cache), then steps.
   for (int prefill : {1, n / 2}) {
-    KvCache cache;
+    models::KvCache cache;
     const int first = std::max(1, prefill / 2);
-    const ModelOutput a =
+    const models::ModelOutput a =
         model->decode(std::vector<int32_t>(ids.begin(), ids.begin() + first), cache);
     ASSERT_EQ(a.n_tokens, first);
     for (int r = 0; r < first; ++r)
       EXPECT_LE(max_rel_error(row(a, r), row(full, r)), kTol) << name << " prefill row " << r;
     if (prefill > first) {
-      const ModelOutput b =
+      const models::ModelOutput b =
           model->decode(std::vector<int32_t>(ids.begin() + first, ids.begin() + prefill), cache);
       for (int r = 0; r < prefill - first; ++r)
         EXPECT_LE(max_rel_error(row(b, r), row(full, first + r)), kTol)
@@ -56,7 +56,7 @@ TEST_P(Decode, PrefillThenStepsEqualAFullForwardPass) {
     EXPECT_EQ(cache.length, prefill);
     double worst = 0;
     for (int t = prefill; t < n; ++t) {
-      const ModelOutput s = model->decode({ids[size_t(t)]}, cache);
+      const models::ModelOutput s = model->decode({ids[size_t(t)]}, cache);
       ASSERT_EQ(s.n_tokens, 1);
       const double err = max_rel_error(row(s, 0), row(full, t));
       worst = std::max(worst, err);
@@ -70,15 +70,15 @@ TEST_P(Decode, PrefillThenStepsEqualAFullForwardPass) {
 
 TEST_P(Decode, HooksSeeEachStepOverTheWholeCache) {
   const std::string name = GetParam();
-  auto model = load_model(golden_dir(name));
+  auto model = models::load_model(golden_dir(name));
   const std::vector<int32_t> ids = golden_ints(name, "golden_ids");
   const int n = int(ids.size()), H = model->info().n_heads;
-  Capture full_cap(HookSelection::parse("blocks.0.attn.pattern"));
+  models::Capture full_cap(models::HookSelection::parse("blocks.0.attn.pattern"));
   model->forward({.ids = ids}, {.capture = &full_cap});
   const auto& fp = full_cap.layers[0].pattern;  // f32 [H, n, n]
-  KvCache cache;
+  models::KvCache cache;
   model->decode(std::vector<int32_t>(ids.begin(), ids.end() - 1), cache);
-  Capture step_cap(HookSelection::parse("blocks.0.attn.pattern"));
+  models::Capture step_cap(models::HookSelection::parse("blocks.0.attn.pattern"));
   model->decode({ids.back()}, cache, {.capture = &step_cap});
   const auto& sp = step_cap.layers[0].pattern;  // f32 [H, 1, n]
   ASSERT_EQ(sp.size(), size_t(H) * size_t(n));
@@ -92,17 +92,17 @@ TEST_P(Decode, HooksSeeEachStepOverTheWholeCache) {
 // over the tokens so far: a window is positional, so the step's logits equal that row.
 TEST_P(Decode, SubstitutedVariantStepsEqualTheFullSubstitutedPass) {
   const std::string name = GetParam();
-  auto model = load_model(golden_dir(name));
+  auto model = models::load_model(golden_dir(name));
   const std::vector<int32_t> ids = golden_ints(name, "golden_ids");
   const int n = int(ids.size());
   const Variant v = make_variant("window(size=3)");
   auto backend = make_backend("cpu");
-  const Substitution sub{&v, backend.get()};
-  const ModelOutput full = model->forward({.ids = ids}, {.substitution = &sub});
-  KvCache cache;
+  const models::Substitution sub{&v, backend.get()};
+  const models::ModelOutput full = model->forward({.ids = ids}, {.substitution = &sub});
+  models::KvCache cache;
   model->decode({ids[0]}, cache, {.substitution = &sub});
   for (int t = 1; t < n; ++t) {
-    const ModelOutput s = model->decode({ids[size_t(t)]}, cache, {.substitution = &sub});
+    const models::ModelOutput s = model->decode({ids[size_t(t)]}, cache, {.substitution = &sub});
     ASSERT_FALSE(s.substituted.empty());
     EXPECT_LE(max_rel_error(row(s, 0), row(full, t)), kTol) << name << " step " << t;
   }
@@ -111,10 +111,10 @@ TEST_P(Decode, SubstitutedVariantStepsEqualTheFullSubstitutedPass) {
 INSTANTIATE_TEST_SUITE_P(Causal, Decode, ::testing::Values("gpt2", "llama", "qwen2"));
 
 TEST(Decode, LearnedPositionsStopAtTheContext) {
-  auto model = load_model(golden_dir("gpt2"));
+  auto model = models::load_model(golden_dir("gpt2"));
   const int ctx = int(model->info().max_tokens);
   ASSERT_GT(ctx, 1);
-  KvCache cache;
+  models::KvCache cache;
   model->decode(std::vector<int32_t>(size_t(ctx), 1), cache);
   try {
     model->decode({1}, cache);
@@ -129,8 +129,8 @@ TEST(Decode, LearnedPositionsStopAtTheContext) {
 
 TEST(Decode, EncodersAndVisionModelsSayTheyCannotDecode) {
   for (const char* name : {"bert", "vit"}) {
-    auto model = load_model(golden_dir(name));
-    KvCache cache;
+    auto model = models::load_model(golden_dir(name));
+    models::KvCache cache;
     try {
       model->decode({1, 2}, cache);
       FAIL() << name;

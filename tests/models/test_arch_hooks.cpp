@@ -17,41 +17,41 @@ using test::golden_dir;
 using test::golden_ints;
 
 TEST(ArchHooks, GlobMatching) {
-  EXPECT_TRUE(glob_match("blocks.*.attn.pattern", "blocks.11.attn.pattern"));
-  EXPECT_TRUE(glob_match("*", "blocks.0.resid"));
-  EXPECT_TRUE(glob_match("blocks.1*.attn.*", "blocks.12.attn.q"));
-  EXPECT_FALSE(glob_match("blocks.1.attn.*", "blocks.12.attn.q"));
-  EXPECT_FALSE(glob_match("blocks.*.attn.pattern", "blocks.1.resid"));
-  EXPECT_TRUE(glob_match("b*s.*.r*d", "blocks.3.resid"));
+  EXPECT_TRUE(models::glob_match("blocks.*.attn.pattern", "blocks.11.attn.pattern"));
+  EXPECT_TRUE(models::glob_match("*", "blocks.0.resid"));
+  EXPECT_TRUE(models::glob_match("blocks.1*.attn.*", "blocks.12.attn.q"));
+  EXPECT_FALSE(models::glob_match("blocks.1.attn.*", "blocks.12.attn.q"));
+  EXPECT_FALSE(models::glob_match("blocks.*.attn.pattern", "blocks.1.resid"));
+  EXPECT_TRUE(models::glob_match("b*s.*.r*d", "blocks.3.resid"));
 }
 
 TEST(ArchHooks, SelectionParsesAndRejects) {
-  HookSelection s = HookSelection::parse("blocks.*.attn.pattern, blocks.3.resid");
+  models::HookSelection s = models::HookSelection::parse("blocks.*.attn.pattern, blocks.3.resid");
   EXPECT_TRUE(s.wants(7, "attn.pattern"));
   EXPECT_TRUE(s.wants(3, "resid"));
   EXPECT_FALSE(s.wants(4, "resid"));
   EXPECT_FALSE(s.wants(0, "attn.q"));
-  EXPECT_TRUE(HookSelection::all().wants(5, "attn.v"));
-  EXPECT_ATTN_ERROR(HookSelection::parse("blocks.0.attn.patern"), ErrorCode::InvalidArgument,
-                    "blocks.0.attn.patern", "matches no hook");
-  EXPECT_ATTN_ERROR(HookSelection::parse("blocks.0.resid,,"), ErrorCode::InvalidArgument,
+  EXPECT_TRUE(models::HookSelection::all().wants(5, "attn.v"));
+  EXPECT_ATTN_ERROR(models::HookSelection::parse("blocks.0.attn.patern"),
+                    ErrorCode::InvalidArgument, "blocks.0.attn.patern", "matches no hook");
+  EXPECT_ATTN_ERROR(models::HookSelection::parse("blocks.0.resid,,"), ErrorCode::InvalidArgument,
                     "empty entry");
-  EXPECT_ATTN_ERROR(HookSelection::parse("blocks.40.resid").check(12), ErrorCode::InvalidArgument,
-                    "blocks.40.resid", "12 layers");
+  EXPECT_ATTN_ERROR(models::HookSelection::parse("blocks.40.resid").check(12),
+                    ErrorCode::InvalidArgument, "blocks.40.resid", "12 layers");
 }
 
 // Every hook of every layer, checked against each other and against the compute core.
 void check_all_hooks(const std::string& name) {
-  auto model = load_model(golden_dir(name));
-  const ModelInfo& info = model->info();
-  ModelInput in;
+  auto model = models::load_model(golden_dir(name));
+  const models::ModelInfo& info = model->info();
+  models::ModelInput in;
   in.ids = golden_ints(name, "golden_ids");
-  Capture cap(HookSelection::all());
-  ModelOutput out = model->forward(in, {.capture = &cap});
+  models::Capture cap(models::HookSelection::all());
+  models::ModelOutput out = model->forward(in, {.capture = &cap});
   const int n = out.n_tokens;
   ASSERT_EQ(int(cap.layers.size()), info.n_layers);
 
-  const std::vector<HookTensor> tensors = cap.tensors();
+  const std::vector<models::HookTensor> tensors = cap.tensors();
   ASSERT_EQ(tensors.size(), size_t(7 * info.n_layers));
   EXPECT_EQ(tensors[0].name, "blocks.0.attn.q");
   EXPECT_EQ(tensors[0].shape, (std::vector<int64_t>{info.n_heads, n, info.head_dim}));
@@ -64,7 +64,7 @@ void check_all_hooks(const std::string& name) {
   auto dense = make_variant("dense");
   auto reference = make_backend("reference");
   for (int l = 0; l < info.n_layers; ++l) {
-    const LayerCapture& c = cap.layers[size_t(l)];
+    const models::LayerCapture& c = cap.layers[size_t(l)];
     const Problem* p = cap.problem(l);
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(p->n_kv_heads, info.n_kv_heads);
@@ -90,9 +90,10 @@ void check_all_hooks(const std::string& name) {
     }
     // The captured problem, run by the compute core's reference, gives the captured outputs.
     Result r = run(dense, *p, *reference);
-    EXPECT_LE(relative_error(std::vector<float>(c.out.begin(), c.out.end()), r.o), 1e-5) << name << " layer " << l;
+    EXPECT_LE(relative_error(std::vector<float>(c.out.begin(), c.out.end()), r.o), 1e-5)
+        << name << " layer " << l;
     // Residual stats: norms per token.
-    ResidualStats rs = residual_stats(c.resid, n, info.hidden);
+    models::ResidualStats rs = models::residual_stats(c.resid, n, info.hidden);
     for (int t = 0; t < n; ++t) {
       double sq = 0;
       for (int j = 0; j < info.hidden; ++j)
@@ -113,11 +114,11 @@ TEST(ArchHooks, BertBidirectionalHooksConsistent) {
 }
 
 TEST(ArchHooks, LabelsReachTheProblem) {
-  auto model = load_model(golden_dir("gpt2"));
-  ModelInput in;
+  auto model = models::load_model(golden_dir("gpt2"));
+  models::ModelInput in;
   in.ids = {1, 2, 3};
   in.labels = {"a", "b", "c"};
-  Capture cap(HookSelection::parse("blocks.1.attn.k"));
+  models::Capture cap(models::HookSelection::parse("blocks.1.attn.k"));
   model->forward(in, {.capture = &cap});
   ASSERT_NE(cap.problem(1), nullptr);
   EXPECT_EQ(cap.problem(0), nullptr);  // not wanted
@@ -127,10 +128,10 @@ TEST(ArchHooks, LabelsReachTheProblem) {
 }
 
 TEST(ArchHooks, VitPatchLabels) {
-  auto model = load_model(golden_dir("deit"));
-  ModelInput in;
+  auto model = models::load_model(golden_dir("deit"));
+  models::ModelInput in;
   in.image = {3, 16, 16, std::vector<float>(3 * 16 * 16, 0.1f)};
-  Capture cap(HookSelection::parse("blocks.0.attn.q"));
+  models::Capture cap(models::HookSelection::parse("blocks.0.attn.q"));
   model->forward(in, {.capture = &cap});
   const auto& labels = cap.problem(0)->labels;
   ASSERT_EQ(labels.size(), 18u);
@@ -148,7 +149,7 @@ TEST(ArchHooks, MassiveActivationsFound) {
   r[size_t(0) * hidden + 5] = -900.0f;  // the first token's massive dimension
   r[size_t(9) * hidden + 5] = 450.0f;
   r[size_t(3) * hidden + 7] = 50.0f;  // large, but below the absolute threshold
-  ResidualStats s = residual_stats(r, n, hidden);
+  models::ResidualStats s = models::residual_stats(r, n, hidden);
   ASSERT_EQ(s.massive.size(), 2u);
   EXPECT_EQ(s.massive[0].token, 0);
   EXPECT_EQ(s.massive[0].dim, 5);
@@ -158,7 +159,8 @@ TEST(ArchHooks, MassiveActivationsFound) {
   EXPECT_FLOAT_EQ(s.dim_absmax[5], 900.0f);
   EXPECT_FLOAT_EQ(s.dim_absmax[7], 50.0f);
   EXPECT_NEAR(s.token_norm[0], 900.0, 0.1);
-  EXPECT_ATTN_ERROR(residual_stats(r, n + 1, hidden), ErrorCode::InvalidArgument, "residual");
+  EXPECT_ATTN_ERROR(models::residual_stats(r, n + 1, hidden), ErrorCode::InvalidArgument,
+                    "residual");
 }
 
 }  // namespace

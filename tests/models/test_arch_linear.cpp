@@ -24,7 +24,7 @@ TEST(ArchLinear, MatchesADoubleProductOnOddSizes) {
         for (float& v : w) v = g(rng);
         for (float& v : b) v = g(rng);
         for (float& v : x) v = g(rng);
-        Linear l;
+        models::Linear l;
         l.w = w.data();
         l.b = b.data();
         l.in = in;

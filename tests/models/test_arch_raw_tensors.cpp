@@ -15,7 +15,7 @@ namespace {
 using test::scratch_dir;
 
 void write(const std::filesystem::path& p, std::vector<int64_t> shape, std::span<const float> v) {
-  write_npy(p.string(), NpyArray::from_f32(std::move(shape), v));
+  write_npy(p.string(), models::NpyArray::from_f32(std::move(shape), v));
 }
 
 TEST(ArchRawTensors, LoadsGqaProblemWithLabelsAndRunsIt) {
@@ -25,7 +25,7 @@ TEST(ArchRawTensors, LoadsGqaProblemWithLabelsAndRunsIt) {
   write(dir / "k.npy", {2, 7, 3}, src.k);
   write(dir / "v.npy", {2, 7, 3}, src.v);
   test::write_text(dir / "labels.json", R"(["a","b","c","d","e","f","g"])");
-  const Problem p = load_problem_dir(dir.string());
+  const Problem p = models::load_problem_dir(dir.string());
   EXPECT_EQ(p.n_heads, 4);
   EXPECT_EQ(p.n_kv_heads, 2);
   EXPECT_EQ(p.n_q, 5);
@@ -47,13 +47,14 @@ TEST(ArchRawTensors, TwoDimensionalIsOneHeadAndHookDumpsLoad) {
   write(dir / "blocks.2.attn.q.npy", {6, 4}, src.q);
   write(dir / "blocks.2.attn.k.npy", {1, 6, 4}, src.k);
   write(dir / "blocks.2.attn.v.npy", {1, 6, 4}, src.v);
-  RawTensorOptions o;
+  models::RawTensorOptions o;
   o.causal = false;
   const Problem p = load_problem_dir(dir.string(), 2, o);
   EXPECT_EQ(p.n_heads, 1);
   EXPECT_FALSE(p.causal);
-  EXPECT_ATTN_ERROR(load_problem_dir(dir.string(), 3), ErrorCode::Io, "blocks.3.attn.q.npy");
-  EXPECT_ATTN_ERROR(load_problem_dir(dir.string()), ErrorCode::Io, "q.npy");
+  EXPECT_ATTN_ERROR(models::load_problem_dir(dir.string(), 3), ErrorCode::Io,
+                    "blocks.3.attn.q.npy");
+  EXPECT_ATTN_ERROR(models::load_problem_dir(dir.string()), ErrorCode::Io, "q.npy");
 }
 
 TEST(ArchRawTensors, BadShapesAndValuesNameTheFile) {
@@ -63,25 +64,27 @@ TEST(ArchRawTensors, BadShapesAndValuesNameTheFile) {
   write(q, {3, 4, 2}, std::vector<float>(24, 0.5f));
   write(k, {2, 4, 2}, std::vector<float>(16, 0.5f));
   write(v, {2, 4, 2}, std::vector<float>(16, 0.5f));
-  EXPECT_ATTN_ERROR(load_problem_npy(q, k, v), ErrorCode::InvalidArgument, "q.npy", "3 heads");
+  EXPECT_ATTN_ERROR(models::load_problem_npy(q, k, v), ErrorCode::InvalidArgument, "q.npy",
+                    "3 heads");
   write(q, {4, 4, 3}, std::vector<float>(48, 0.5f));
-  EXPECT_ATTN_ERROR(load_problem_npy(q, k, v), ErrorCode::InvalidArgument, "head dimension");
+  EXPECT_ATTN_ERROR(models::load_problem_npy(q, k, v), ErrorCode::InvalidArgument,
+                    "head dimension");
   write(q, {2, 4, 2}, std::vector<float>(16, 0.5f));
   write(v, {2, 5, 2}, std::vector<float>(20, 0.5f));
-  EXPECT_ATTN_ERROR(load_problem_npy(q, k, v), ErrorCode::InvalidArgument, "same shape");
+  EXPECT_ATTN_ERROR(models::load_problem_npy(q, k, v), ErrorCode::InvalidArgument, "same shape");
   write(v, {2, 4, 2}, std::vector<float>(16, 0.5f));
   write(bad, {2, 2, 2, 2}, std::vector<float>(16, 0.5f));
-  EXPECT_ATTN_ERROR(load_problem_npy(bad, k, v), ErrorCode::InvalidArgument, "bad.npy",
+  EXPECT_ATTN_ERROR(models::load_problem_npy(bad, k, v), ErrorCode::InvalidArgument, "bad.npy",
                     "[2, 2, 2, 2]");
   std::vector<float> nan(16, 0.5f);
   nan[3] = NAN;
   write(bad, {2, 4, 2}, nan);
-  EXPECT_ATTN_ERROR(load_problem_npy(bad, k, v), ErrorCode::NonFinite, "bad.npy");
+  EXPECT_ATTN_ERROR(models::load_problem_npy(bad, k, v), ErrorCode::NonFinite, "bad.npy");
   test::write_text(dir / "labels.json", R"(["x"])");
-  EXPECT_ATTN_ERROR(load_problem_npy(q, k, v, (dir / "labels.json").string()),
+  EXPECT_ATTN_ERROR(models::load_problem_npy(q, k, v, (dir / "labels.json").string()),
                     ErrorCode::InvalidArgument, "1 labels for 4 keys");
   test::write_bytes(bad, {1, 2, 3});
-  EXPECT_ATTN_ERROR(load_problem_npy(bad, k, v), ErrorCode::Format, "bad.npy");
+  EXPECT_ATTN_ERROR(models::load_problem_npy(bad, k, v), ErrorCode::Format, "bad.npy");
 }
 
 }  // namespace

@@ -18,27 +18,27 @@ using test::golden_dir;
 using test::golden_ints;
 using test::max_rel_error;
 
-ModelInput gpt2_input() {
-  ModelInput in;
+models::ModelInput gpt2_input() {
+  models::ModelInput in;
   in.ids = golden_ints("gpt2", "golden_ids");
   return in;
 }
 
 TEST(ArchSubstitution, DenseVariantReproducesTheModel) {
   for (const char* name : {"gpt2", "llama", "bert"}) {
-    auto model = load_model(golden_dir(name));
-    ModelInput in;
+    auto model = models::load_model(golden_dir(name));
+    models::ModelInput in;
     in.ids = golden_ints(name, "golden_ids");
-    const ModelOutput base = model->forward(in);
+    const models::ModelOutput base = model->forward(in);
     const Variant v = make_variant("dense");
     auto backend = make_backend("cpu");
-    Substitution sub{&v, backend.get()};
-    const ModelOutput out = model->forward(in, {.substitution = &sub});
+    models::Substitution sub{&v, backend.get()};
+    const models::ModelOutput out = model->forward(in, {.substitution = &sub});
     EXPECT_LE(max_rel_error(out.logits, base.logits), 1e-5) << name;
     ASSERT_EQ(int(out.substituted.size()), model->info().n_layers);
     EXPECT_EQ(int(out.substituted[0].heads.size()), model->info().n_heads);
     EXPECT_DOUBLE_EQ(out.substituted[0].stats.density, 1.0);
-    const EndToEnd e = end_to_end(model->info(), in, base, out);
+    const models::EndToEnd e = end_to_end(model->info(), in, base, out);
     EXPECT_TRUE(e.has_tokens);
     EXPECT_LT(e.mean_kl, 1e-9);
     EXPECT_DOUBLE_EQ(e.top1_agreement, 1.0);
@@ -51,17 +51,17 @@ TEST(ArchSubstitution, DenseVariantReproducesTheModel) {
 }
 
 TEST(ArchSubstitution, WindowInOneHeadChangesOnlyThatHead) {
-  auto model = load_model(golden_dir("gpt2"));
-  const ModelInput in = gpt2_input();
+  auto model = models::load_model(golden_dir("gpt2"));
+  const models::ModelInput in = gpt2_input();
   const int n = int(in.ids.size());
-  Capture base_cap(HookSelection::parse("blocks.0.attn.out,blocks.0.attn.q"));
-  const ModelOutput base = model->forward(in, {.capture = &base_cap});
+  models::Capture base_cap(models::HookSelection::parse("blocks.0.attn.out,blocks.0.attn.q"));
+  const models::ModelOutput base = model->forward(in, {.capture = &base_cap});
 
   const Variant v = make_variant("window(size=2)");
   auto backend = make_backend("reference");
-  Substitution sub{&v, backend.get(), {0}, {1}};
-  Capture cap(HookSelection::parse("blocks.0.attn.out,blocks.0.attn.pattern"));
-  const ModelOutput out = model->forward(in, {.capture = &cap, .substitution = &sub});
+  models::Substitution sub{&v, backend.get(), {0}, {1}};
+  models::Capture cap(models::HookSelection::parse("blocks.0.attn.out,blocks.0.attn.pattern"));
+  const models::ModelOutput out = model->forward(in, {.capture = &cap, .substitution = &sub});
   ASSERT_EQ(out.substituted.size(), 1u);
   EXPECT_EQ(out.substituted[0].layer, 0);
   EXPECT_EQ(out.substituted[0].heads, std::vector<int>{1});
@@ -98,7 +98,7 @@ TEST(ArchSubstitution, WindowInOneHeadChangesOnlyThatHead) {
     EXPECT_NEAR(sum, 1.0, 1e-5);
   }
 
-  const EndToEnd e = end_to_end(model->info(), in, base, out);
+  const models::EndToEnd e = end_to_end(model->info(), in, base, out);
   EXPECT_GT(e.mean_kl, 0.0);
   EXPECT_EQ(e.kl[0], 0.0f);  // the first token sees only itself either way
   EXPECT_GE(e.max_kl, e.mean_kl);
@@ -107,16 +107,16 @@ TEST(ArchSubstitution, WindowInOneHeadChangesOnlyThatHead) {
 }
 
 TEST(ArchSubstitution, EndToEndMetricsByHand) {
-  ModelInfo info;
+  models::ModelInfo info;
   info.causal = true;
-  ModelInput in;
+  models::ModelInput in;
   in.ids = {0, 1, 2};
-  ModelOutput a, b;
+  models::ModelOutput a, b;
   a.n_tokens = b.n_tokens = 3;
   a.n_logits = b.n_logits = 3;
   a.logits = {0, 0, 0, /**/ 1, 2, 3, /**/ 5, 0, 0};
   b.logits = {0, 0, 0, /**/ 3, 2, 1, /**/ 5, 0, 0};
-  const EndToEnd e = end_to_end(info, in, a, b);
+  const models::EndToEnd e = end_to_end(info, in, a, b);
   // Row 1: p = softmax(1,2,3), q = softmax(3,2,1); KL(p||q) = sum p (log p - log q).
   const double z = std::exp(1) + std::exp(2) + std::exp(3);
   const double p[3] = {std::exp(1) / z, std::exp(2) / z, std::exp(3) / z};
@@ -130,7 +130,7 @@ TEST(ArchSubstitution, EndToEndMetricsByHand) {
   const double nll_b = std::log(3.0) + (std::log(z) - 1);
   EXPECT_NEAR(e.ppl_dense, std::exp(nll_a / 2), 1e-9);
   EXPECT_NEAR(e.ppl_variant, std::exp(nll_b / 2), 1e-9);
-  ModelOutput c = a;
+  models::ModelOutput c = a;
   c.n_tokens = 2;
   EXPECT_ATTN_ERROR(end_to_end(info, in, a, c), ErrorCode::InvalidArgument, "differ");
 }
@@ -138,11 +138,11 @@ TEST(ArchSubstitution, EndToEndMetricsByHand) {
 // A vocabulary of GPT-2's size and logits of a trained model's spread: every per-token KL and the
 // perplexities agree with a plain double-precision evaluation of the definitions.
 TEST(ArchSubstitution, EndToEndMatchesDoublePrecisionOnALargeVocabulary) {
-  ModelInfo info;
+  models::ModelInfo info;
   info.causal = true;
   const int n = 23, v = 50257;
-  ModelInput in;
-  ModelOutput a, b;
+  models::ModelInput in;
+  models::ModelOutput a, b;
   a.n_tokens = b.n_tokens = n;
   a.n_logits = b.n_logits = v;
   std::mt19937 rng(5);
@@ -154,7 +154,7 @@ TEST(ArchSubstitution, EndToEndMatchesDoublePrecisionOnALargeVocabulary) {
     const size_t t = i / v;
     b.logits.push_back(a.logits.back() + (t < 3 ? 0.0f : noise(rng) * float(t) / n));
   }
-  const EndToEnd e = end_to_end(info, in, a, b);
+  const models::EndToEnd e = end_to_end(info, in, a, b);
   double nll_a = 0, nll_b = 0;
   for (int t = 0; t < n; ++t) {
     const float* x = a.logits.data() + size_t(t) * v;
@@ -174,7 +174,7 @@ TEST(ArchSubstitution, EndToEndMatchesDoublePrecisionOnALargeVocabulary) {
   EXPECT_NEAR(e.ppl_dense, std::exp(nll_a / (n - 1)), 1e-9 * std::exp(nll_a / (n - 1)));
   EXPECT_NEAR(e.ppl_variant, std::exp(nll_b / (n - 1)), 1e-9 * std::exp(nll_b / (n - 1)));
   // One output against itself (the dense row of a report) takes a shortcut with the same values.
-  const EndToEnd self = end_to_end(info, in, a, a);
+  const models::EndToEnd self = end_to_end(info, in, a, a);
   for (int t = 0; t < n; ++t) EXPECT_EQ(self.kl[size_t(t)], 0.0f);
   EXPECT_EQ(self.top1_agreement, 1.0);
   EXPECT_EQ(self.ppl_dense, e.ppl_dense);
@@ -182,16 +182,16 @@ TEST(ArchSubstitution, EndToEndMatchesDoublePrecisionOnALargeVocabulary) {
 }
 
 TEST(ArchSubstitution, VitClassAgreementAndClsCosine) {
-  auto model = load_model(golden_dir("vit"));
-  ModelInput in;
+  auto model = models::load_model(golden_dir("vit"));
+  models::ModelInput in;
   const auto& pp = model->preprocessor();
-  in.image = pp(load_image(golden_dir("vit") + "/image.png", pp.channels));
-  const ModelOutput base = model->forward(in);
+  in.image = pp(models::load_image(golden_dir("vit") + "/image.png", pp.channels));
+  const models::ModelOutput base = model->forward(in);
   const Variant v = make_variant("window(size=1)");  // bidirectional window: each patch alone
   auto backend = make_backend("cpu");
-  Substitution sub{&v, backend.get()};
-  const ModelOutput out = model->forward(in, {.substitution = &sub});
-  const EndToEnd e = end_to_end(model->info(), in, base, out);
+  models::Substitution sub{&v, backend.get()};
+  const models::ModelOutput out = model->forward(in, {.substitution = &sub});
+  const models::EndToEnd e = end_to_end(model->info(), in, base, out);
   EXPECT_TRUE(e.has_class);
   EXPECT_FALSE(e.has_tokens);
   EXPECT_GE(e.class_dense, 0);
@@ -202,25 +202,25 @@ TEST(ArchSubstitution, VitClassAgreementAndClsCosine) {
 
 TEST(ArchSubstitution, SequenceStateAcrossLayers) {
   // Sketch&Walk carries its walk across the layers of one pass.
-  auto model = load_model(golden_dir("llama"));
-  ModelInput in;
+  auto model = models::load_model(golden_dir("llama"));
+  models::ModelInput in;
   in.ids = golden_ints("llama", "golden_ids");
   const Variant v = make_variant("sketch_walk(block=4,density=0.5)");
   auto backend = make_backend("cpu");
-  Substitution sub{&v, backend.get()};
-  const ModelOutput out = model->forward(in, {.substitution = &sub});
+  models::Substitution sub{&v, backend.get()};
+  const models::ModelOutput out = model->forward(in, {.substitution = &sub});
   ASSERT_EQ(out.substituted.size(), 2u);
   for (float x : out.logits) ASSERT_TRUE(std::isfinite(x));
 }
 
 TEST(ArchSubstitution, BadLayerOrHead) {
-  auto model = load_model(golden_dir("gpt2"));
+  auto model = models::load_model(golden_dir("gpt2"));
   const Variant v = make_variant("dense");
   auto backend = make_backend("cpu");
-  Substitution bad_layer{&v, backend.get(), {2}};
+  models::Substitution bad_layer{&v, backend.get(), {2}};
   EXPECT_ATTN_ERROR(model->forward(gpt2_input(), {.substitution = &bad_layer}),
                     ErrorCode::InvalidArgument, "layer 2", "2 layers");
-  Substitution bad_head{&v, backend.get(), {}, {5}};
+  models::Substitution bad_head{&v, backend.get(), {}, {5}};
   EXPECT_ATTN_ERROR(model->forward(gpt2_input(), {.substitution = &bad_head}),
                     ErrorCode::InvalidArgument, "head 5", "2 heads");
 }

@@ -38,12 +38,12 @@ double max_rel_diff(std::span<const float> a, std::span<const float> b) {
 }
 
 // Probabilities of every layer for `ids`: pattern[l] is f32 [H, N, N].
-std::vector<std::vector<float>> patterns(const Model& m, const std::vector<int32_t>& ids,
-                                         ModelOutput* out_logits = nullptr) {
-  Capture cap(HookSelection::parse("blocks.*.attn.pattern"));
-  ModelInput in;
+std::vector<std::vector<float>> patterns(const models::Model& m, const std::vector<int32_t>& ids,
+                                         models::ModelOutput* out_logits = nullptr) {
+  models::Capture cap(models::HookSelection::parse("blocks.*.attn.pattern"));
+  models::ModelInput in;
   in.ids = ids;
-  ModelOutput out = m.forward(in, {.capture = &cap});
+  models::ModelOutput out = m.forward(in, {.capture = &cap});
   std::vector<std::vector<float>> p;
   for (const auto& l : cap.layers) p.emplace_back(l.pattern.begin(), l.pattern.end());
   if (out_logits) *out_logits = std::move(out);
@@ -53,18 +53,18 @@ std::vector<std::vector<float>> patterns(const Model& m, const std::vector<int32
 class DefaultTextModel : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = resolve_model_dir("default-text");
-    model_ = load_model(dir_);
+    dir_ = models::resolve_model_dir("default-text");
+    model_ = models::load_model(dir_);
     ph_ = read_json(fs::path(dir_) / "phenomena.json");
   }
   std::string dir_;
-  std::unique_ptr<Model> model_;
+  std::unique_ptr<models::Model> model_;
   json ph_;
 };
 
 TEST_F(DefaultTextModel, MatchesTheTrainingScriptsGoldens) {
-  const ModelInfo& info = model_->info();
-  EXPECT_EQ(info.family, Family::Gpt2);
+  const models::ModelInfo& info = model_->info();
+  EXPECT_EQ(info.family, models::Family::Gpt2);
   EXPECT_GE(info.max_tokens, 256);
   // The bundled tokenizer gives the ids the script recorded (BOS prepended there).
   const std::string text = ph_["golden"]["text"];
@@ -74,17 +74,18 @@ TEST_F(DefaultTextModel, MatchesTheTrainingScriptsGoldens) {
     ids.push_back(id);
   ASSERT_EQ(ids, want_ids);
 
-  ModelOutput out;
+  models::ModelOutput out;
   const auto pat = patterns(*model_, ids, &out);
   const int n = int(ids.size()), vocab = out.n_logits;
-  const NpyArray first8 = read_npy(dir_ + "/golden/logits_first8.npy");
-  const NpyArray last = read_npy(dir_ + "/golden/logits_last.npy");
+  const models::NpyArray first8 = models::read_npy(dir_ + "/golden/logits_first8.npy");
+  const models::NpyArray last = models::read_npy(dir_ + "/golden/logits_last.npy");
   const int n_first = int(first8.shape[1]);
   std::vector<float> got_first(out.logits.begin(), out.logits.begin() + size_t(n_first) * vocab);
   std::vector<float> got_last(out.logits.end() - vocab, out.logits.end());
   EXPECT_LT(max_rel_diff(got_first, first8.to_f32()), 1e-4);
   EXPECT_LT(max_rel_diff(got_last, last.to_f32()), 1e-4);
-  EXPECT_LT(max_rel_diff(pat[0], read_npy(dir_ + "/golden/attention_layer0.npy").to_f32()), 1e-4);
+  EXPECT_LT(max_rel_diff(pat[0], models::read_npy(dir_ + "/golden/attention_layer0.npy").to_f32()),
+            1e-4);
   // Top-5 next tokens after the golden sentence, in order.
   std::vector<int> order(static_cast<size_t>(vocab));
   for (int i = 0; i < vocab; ++i) order[size_t(i)] = i;
@@ -128,7 +129,7 @@ TEST_F(DefaultTextModel, InductionHeadAsRecorded) {
   const std::vector<int32_t> ids = probe["input_ids"];
   const int len = probe["random_length"], n = int(ids.size());
   ASSERT_EQ(n, 2 * len + 1);
-  ModelOutput out;
+  models::ModelOutput out;
   const auto pat = patterns(*model_, ids, &out);
   const int H = model_->info().n_heads;
   double best = 0;
@@ -168,39 +169,40 @@ TEST_F(DefaultTextModel, InductionHeadAsRecorded) {
 class DefaultVisionModel : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = resolve_model_dir("default-vision");
-    model_ = load_model(dir_);
+    dir_ = models::resolve_model_dir("default-vision");
+    model_ = models::load_model(dir_);
     ph_ = read_json(fs::path(dir_) / "phenomena.json");
     // assets/models/default-vision -> assets/
     assets_ = fs::path(dir_).parent_path().parent_path();
   }
   // The image `rel` (as phenomena.json names it, "assets/images/x.png"), preprocessed.
-  Image image(const std::string& rel) const {
+  models::Image image(const std::string& rel) const {
     const fs::path p = assets_ / fs::path(rel).lexically_relative("assets");
-    return model_->preprocessor()(load_image(p.string(), model_->preprocessor().channels));
+    return model_->preprocessor()(models::load_image(p.string(), model_->preprocessor().channels));
   }
   std::string dir_;
   fs::path assets_;
-  std::unique_ptr<Model> model_;
+  std::unique_ptr<models::Model> model_;
   json ph_;
 };
 
 TEST_F(DefaultVisionModel, MatchesTheTrainingScriptsGoldens) {
-  const ModelInfo& info = model_->info();
+  const models::ModelInfo& info = model_->info();
   EXPECT_TRUE(info.vision);
   EXPECT_EQ(info.n_classes, 10);
-  ModelInput in;
+  models::ModelInput in;
   in.image = image(ph_["golden"]["image"]);
-  EXPECT_LT(max_rel_diff(in.image.data, read_npy(dir_ + "/golden/input_pixel_values.npy").to_f32()),
+  EXPECT_LT(max_rel_diff(in.image.data,
+                         models::read_npy(dir_ + "/golden/input_pixel_values.npy").to_f32()),
             1e-6);
-  Capture cap(HookSelection::parse("blocks.*.attn.pattern"));
-  ModelOutput out = model_->forward(in, {.capture = &cap});
-  EXPECT_LT(max_rel_diff(out.logits, read_npy(dir_ + "/golden/logits.npy").to_f32()), 1e-4);
+  models::Capture cap(models::HookSelection::parse("blocks.*.attn.pattern"));
+  models::ModelOutput out = model_->forward(in, {.capture = &cap});
+  EXPECT_LT(max_rel_diff(out.logits, models::read_npy(dir_ + "/golden/logits.npy").to_f32()), 1e-4);
   EXPECT_LT(max_rel_diff(cap.layers.front().pattern,
-                         read_npy(dir_ + "/golden/attention_layer0.npy").to_f32()),
+                         models::read_npy(dir_ + "/golden/attention_layer0.npy").to_f32()),
             1e-4);
   EXPECT_LT(max_rel_diff(cap.layers.back().pattern,
-                         read_npy(dir_ + "/golden/attention_last_layer.npy").to_f32()),
+                         models::read_npy(dir_ + "/golden/attention_last_layer.npy").to_f32()),
             1e-4);
 }
 
@@ -212,18 +214,18 @@ TEST_F(DefaultVisionModel, BundledImagesAccuracyAndClsForegroundAsRecorded) {
   ASSERT_GE(probes.size(), 10u);
   for (const json& pr : probes) {
     const std::string name = pr["image"];
-    ModelInput in;
+    models::ModelInput in;
     in.image = image(name);
-    Capture cap(HookSelection::parse("blocks.*.attn.pattern"));
-    ModelOutput out = model_->forward(in, {.capture = &cap});
+    models::Capture cap(models::HookSelection::parse("blocks.*.attn.pattern"));
+    models::ModelOutput out = model_->forward(in, {.capture = &cap});
     const int pred =
         int(std::max_element(out.logits.begin(), out.logits.end()) - out.logits.begin());
     EXPECT_EQ(pred, int(pr["predicted"])) << name;
     EXPECT_LT(max_rel_diff(out.logits, pr["logits"].get<std::vector<float>>()), 1e-4) << name;
     correct += pred == int(pr["label"]);
     // Last layer, CLS query, mean over heads; foreground patches by raw pixel mean.
-    const Image8 raw =
-        load_image((assets_ / fs::path(name).lexically_relative("assets")).string(), 1);
+    const models::Image8 raw =
+        models::load_image((assets_ / fs::path(name).lexically_relative("assets")).string(), 1);
     const int n = out.n_tokens, patch = int(model_->config().patch_size), g = raw.width / patch;
     const auto& a = cap.layers.back().pattern;
     double fg = 0, bg = 0;

@@ -36,7 +36,7 @@ fs::path regressions(const std::string& target) {
 TEST(FuzzRegressions, JpegHuffmanTableWithTooManyCodes) {
   const auto bytes =
       test::read_bytes(regressions("image") / "jpeg_huffman_table_over_256_codes.jpg");
-  EXPECT_ATTN_ERROR(decode_image(bytes, "dht.jpg"), ErrorCode::Format, "dht.jpg",
+  EXPECT_ATTN_ERROR(models::decode_image(bytes, "dht.jpg"), ErrorCode::Format, "dht.jpg",
                     "Huffman table defines more than 256 codes");
 }
 
@@ -44,13 +44,13 @@ TEST(FuzzRegressions, JpegHuffmanTableWithTooManyCodes) {
 TEST(FuzzRegressions, JpegHuffmanCountsPastTheEnd) {
   std::vector<uint8_t> bytes = {0xFF, 0xD8, 0xFF, 0xC4, 0x00, 0x13, 0x10};
   for (int i = 0; i < 3; ++i) bytes.push_back(0xFF);
-  EXPECT_ATTN_ERROR(decode_image(bytes, "cut.jpg"), ErrorCode::Format, "Huffman");
+  EXPECT_ATTN_ERROR(models::decode_image(bytes, "cut.jpg"), ErrorCode::Format, "Huffman");
   // A table that fits is not refused by that check.
   std::vector<uint8_t> fits = {0xFF, 0xD8, 0xFF, 0xC4, 0x00, 0x14, 0x00, 1};
   for (int i = 0; i < 15; ++i) fits.push_back(0);
   fits.push_back(0);  // the one value
   try {
-    decode_image(fits, "fits.jpg");
+    models::decode_image(fits, "fits.jpg");
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).find("Huffman"), std::string::npos) << e.what();
   }
@@ -62,7 +62,7 @@ TEST(FuzzRegressions, SentencePieceCorruptCharacterMaps) {
   for (const char* f : {"charsmap_value_past_strings.model", "charsmap_node_past_trie.model"}) {
     SCOPED_TRACE(f);
     const std::string path = (regressions("sentencepiece") / f).string();
-    EXPECT_ATTN_ERROR(SentencePieceTokenizer{path}, ErrorCode::Format, f,
+    EXPECT_ATTN_ERROR(models::SentencePieceTokenizer{path}, ErrorCode::Format, f,
                       "normalizer character map (precompiled_charsmap) is corrupt");
   }
 }
@@ -90,25 +90,26 @@ TEST(FuzzRegressions, JpegScanWithUndefinedHuffmanTables) {
       std::memset(blocks.back(), 0xFF, size_t(size));
     }
     for (char* b : blocks) std::free(b);
-    const Image8 img = decode_image(jpeg, "undefined_tables.jpg");
+    const models::Image8 img = models::decode_image(jpeg, "undefined_tables.jpg");
     ASSERT_EQ(img.height, 8);
     ASSERT_EQ(img.width, 8);
     for (const uint8_t v : img.data) ASSERT_EQ(v, 128) << "dirtied with blocks of " << size;
   }
   // The fuzz input itself (its second and third components use AC table 1, never defined) is
   // refused for what stb finds after the scan, never read outside a table.
-  EXPECT_ATTN_ERROR(decode_image(test::read_bytes(regressions("image") /
-                                                  "jpeg_scan_uses_undefined_huffman_table.jpg"),
-                                 "scan.jpg"),
-                    ErrorCode::Format, "scan.jpg");
+  EXPECT_ATTN_ERROR(
+      models::decode_image(
+          test::read_bytes(regressions("image") / "jpeg_scan_uses_undefined_huffman_table.jpg"),
+          "scan.jpg"),
+      ErrorCode::Format, "scan.jpg");
 }
 
 // A piece holding a NUL byte: libsentencepiece's trie builder threw while loading the model and
 // the process ended (std::terminate); an empty piece takes the same path.
 TEST(FuzzRegressions, SentencePiecePieceWithNulByte) {
   const std::string path = (regressions("sentencepiece") / "piece_with_nul_byte.model").string();
-  EXPECT_ATTN_ERROR(SentencePieceTokenizer{path}, ErrorCode::Format, "piece_with_nul_byte.model",
-                    "piece 3 is empty or holds a NUL byte");
+  EXPECT_ATTN_ERROR(models::SentencePieceTokenizer{path}, ErrorCode::Format,
+                    "piece_with_nul_byte.model", "piece 3 is empty or holds a NUL byte");
   // The same model with that piece's byte made printable loads and encodes.
   std::string bytes;
   {
@@ -124,7 +125,7 @@ TEST(FuzzRegressions, SentencePiecePieceWithNulByte) {
     std::ofstream out(fixed, std::ios::binary);
     out << bytes;
   }
-  SentencePieceTokenizer ok(fixed.string());
+  models::SentencePieceTokenizer ok(fixed.string());
   EXPECT_FALSE(ok.encode("xx").empty());
   // An empty piece.
   bytes[at + 1] = 0;  // length 0; the former byte now starts the next field
@@ -134,7 +135,7 @@ TEST(FuzzRegressions, SentencePiecePieceWithNulByte) {
     std::ofstream out(fixed, std::ios::binary);
     out << bytes;
   }
-  EXPECT_ATTN_ERROR(SentencePieceTokenizer{fixed.string()}, ErrorCode::Format,
+  EXPECT_ATTN_ERROR(models::SentencePieceTokenizer{fixed.string()}, ErrorCode::Format,
                     "is empty or holds a NUL byte");
   fs::remove(fixed);
 }
@@ -143,7 +144,7 @@ TEST(FuzzRegressions, SentencePiecePieceWithNulByte) {
 TEST(FuzzRegressions, TokenizerJsonFieldOfTheWrongType) {
   const std::string path =
       (regressions("tokenizer_json") / "added_token_special_not_bool.json").string();
-  EXPECT_ATTN_ERROR(load_tokenizer_json(path), ErrorCode::Format,
+  EXPECT_ATTN_ERROR(models::load_tokenizer_json(path), ErrorCode::Format,
                     "added_token_special_not_bool.json", "type must be boolean");
 }
 
@@ -152,24 +153,25 @@ TEST(FuzzRegressions, TokenizerJsonFieldOfTheWrongType) {
 TEST(FuzzRegressions, EveryCommittedInputIsRefusedOrLoaded) {
   using Loader = std::function<void(const fs::path&)>;
   const std::map<std::string, Loader> loaders = {
-      {"npy", [](const fs::path& p) { parse_npy(test::read_bytes(p), p.string()).to_f32(); }},
-      {"npz", [](const fs::path& p) { read_npz(p.string()); }},
+      {"npy",
+       [](const fs::path& p) { models::parse_npy(test::read_bytes(p), p.string()).to_f32(); }},
+      {"npz", [](const fs::path& p) { models::read_npz(p.string()); }},
       {"safetensors",
        [](const fs::path& p) {
-         const auto ck = SafetensorsCheckpoint::open(p.string());
+         const auto ck = models::SafetensorsCheckpoint::open(p.string());
          for (const auto& n : ck.names()) ck.tensor(n).to_f32();
        }},
-      {"hf_config", [](const fs::path& p) { load_hf_config(p.string()); }},
+      {"hf_config", [](const fs::path& p) { models::load_hf_config(p.string()); }},
       {"tokenizer_json",
-       [](const fs::path& p) { load_tokenizer_json(p.string())->encode("Hello world"); }},
+       [](const fs::path& p) { models::load_tokenizer_json(p.string())->encode("Hello world"); }},
       {"wordpiece_vocab",
-       [](const fs::path& p) { load_bert_vocab(p.string())->encode("Hello world"); }},
+       [](const fs::path& p) { models::load_bert_vocab(p.string())->encode("Hello world"); }},
       {"sentencepiece",
-       [](const fs::path& p) { SentencePieceTokenizer(p.string()).encode("Hello world"); }},
+       [](const fs::path& p) { models::SentencePieceTokenizer(p.string()).encode("Hello world"); }},
       {"image",
        [](const fs::path& p) {
-         decode_image(test::read_bytes(p), p.string(), 3);
-         decode_image(test::read_bytes(p), p.string(), 1);
+         models::decode_image(test::read_bytes(p), p.string(), 3);
+         models::decode_image(test::read_bytes(p), p.string(), 1);
        }},
   };
   int replayed = 0;

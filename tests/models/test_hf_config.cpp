@@ -1,11 +1,12 @@
+#include "models/arch/architectures.h"
 #include "models/formats/hf_config.h"
 #include "test_util.h"
 
 namespace attn {
 namespace {
 
-HfConfig parse(const std::string& text) {
-  return parse_hf_config(nlohmann::json::parse(text), "config.json");
+models::HfConfig parse(const std::string& text) {
+  return models::parse_hf_config(nlohmann::json::parse(text), "config.json");
 }
 
 TEST(HfConfig, Gpt2KeysAndDefaults) {
@@ -109,10 +110,24 @@ TEST(HfConfig, BertAndVit) {
   EXPECT_EQ(vit.id2label.size(), 3u);
   EXPECT_EQ(vit.id2label.at(999), "toilet tissue");
 
-  auto dino = parse(R"({"model_type": "dinov2", "hidden_size": 384, "num_hidden_layers": 12,
+  auto ratio = parse(R"({"model_type": "vit", "hidden_size": 384, "num_hidden_layers": 12,
     "num_attention_heads": 6, "mlp_ratio": 4, "image_size": 518, "patch_size": 14})");
-  EXPECT_EQ(dino.intermediate_size, 1536);
-  EXPECT_EQ(dino.num_channels, 3);
+  EXPECT_EQ(ratio.intermediate_size, 1536);
+  EXPECT_EQ(ratio.num_channels, 3);
+}
+
+// What the architecture table lacks is refused before any other key is read (these configs are
+// otherwise complete), naming the type and the checkpoint's class and listing the supported ones.
+TEST(HfConfig, ModelTypesOutsideTheArchitectureTableAreRefused) {
+  const std::string supported = "supported model types: " + models::supported_model_types();
+  for (const std::string type : {"mistral", "gemma", "phi3", "dinov2", "mamba"}) {
+    const std::string named = "model_type '" + type + "' (architectures: SomeModel)";
+    EXPECT_ATTN_ERROR(parse(R"({"model_type": ")" + type + R"(", "architectures": ["SomeModel"],
+      "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+      "intermediate_size": 128, "vocab_size": 100, "image_size": 32, "patch_size": 8})"),
+                      ErrorCode::Unsupported, "config.json", named.c_str(), supported.c_str());
+  }
+  EXPECT_ATTN_ERROR(parse(R"({"model_type": "mistral"})"), ErrorCode::Unsupported, "mistral");
 }
 
 TEST(HfConfig, MissingRequiredKeysNameKeyAndFile) {
@@ -166,13 +181,14 @@ TEST(HfConfig, WrongTypesAndInconsistentShapes) {
 
 TEST(HfConfig, LoadFromFolderAndFileErrors) {
   auto dir = test::scratch_dir();
-  EXPECT_ATTN_ERROR(load_hf_config(dir.string()), ErrorCode::Io, "config.json", "cannot open");
+  EXPECT_ATTN_ERROR(models::load_hf_config(dir.string()), ErrorCode::Io, "config.json",
+                    "cannot open");
   test::write_text(dir / "config.json", "{\"model_type\": ");
-  EXPECT_ATTN_ERROR(load_hf_config(dir.string()), ErrorCode::Format, "config.json",
+  EXPECT_ATTN_ERROR(models::load_hf_config(dir.string()), ErrorCode::Format, "config.json",
                     "not valid JSON");
   test::write_text(dir / "config.json", R"({"model_type": "gpt2", "n_embd": 8, "n_layer": 1,
     "n_head": 2, "vocab_size": 10})");
-  auto c = load_hf_config(dir.string());
+  auto c = models::load_hf_config(dir.string());
   EXPECT_EQ(c.hidden_size, 8);
   EXPECT_EQ(c.source, (dir / "config.json").string());
 }

@@ -42,38 +42,41 @@ std::string write(const std::string& name, const std::vector<uint8_t>& bytes, bo
 TEST(Idx, ReadsWhatWasWrittenPlainAndGzipped) {
   for (const bool gz : {false, true}) {
     const std::string p = write("ok", idx_bytes(0x08, {3, 5, 7}, 105), gz);
-    const IdxArray a = read_idx(p);
+    const models::IdxArray a = models::read_idx(p);
     EXPECT_EQ(a.shape, (std::vector<int64_t>{3, 5, 7}));
     ASSERT_EQ(a.data.size(), 105u);
     for (size_t i = 0; i < 105; ++i) ASSERT_EQ(a.data[i], uint8_t(i * 7 + 3));
-    const IdxArray labels = read_idx(write("labels", idx_bytes(0x08, {9}, 9), gz));
+    const models::IdxArray labels = models::read_idx(write("labels", idx_bytes(0x08, {9}, 9), gz));
     EXPECT_EQ(labels.shape, (std::vector<int64_t>{9}));
   }
 }
 
 TEST(Idx, MalformedFilesNameTheFault) {
   for (const bool gz : {false, true}) {
-    EXPECT_ATTN_ERROR(read_idx(write("short", {0, 0, 8}, gz)), ErrorCode::Format, "too short");
-    EXPECT_ATTN_ERROR(read_idx(write("magic", {1, 0, 8, 1, 0, 0, 0, 1, 0}, gz)), ErrorCode::Format,
-                      "not an IDX file");
-    EXPECT_ATTN_ERROR(read_idx(write("type", idx_bytes(0x0D, {2}, 8), gz)), ErrorCode::Format,
-                      "0x0d is not supported");
-    EXPECT_ATTN_ERROR(read_idx(write("ndim0", idx_bytes(0x08, {}, 0), gz)), ErrorCode::Format,
-                      "0 dimensions");
-    EXPECT_ATTN_ERROR(read_idx(write("ndim5", idx_bytes(0x08, {1, 1, 1, 1, 1}, 1), gz)),
+    EXPECT_ATTN_ERROR(models::read_idx(write("short", {0, 0, 8}, gz)), ErrorCode::Format,
+                      "too short");
+    EXPECT_ATTN_ERROR(models::read_idx(write("magic", {1, 0, 8, 1, 0, 0, 0, 1, 0}, gz)),
+                      ErrorCode::Format, "not an IDX file");
+    EXPECT_ATTN_ERROR(models::read_idx(write("type", idx_bytes(0x0D, {2}, 8), gz)),
+                      ErrorCode::Format, "0x0d is not supported");
+    EXPECT_ATTN_ERROR(models::read_idx(write("ndim0", idx_bytes(0x08, {}, 0), gz)),
+                      ErrorCode::Format, "0 dimensions");
+    EXPECT_ATTN_ERROR(models::read_idx(write("ndim5", idx_bytes(0x08, {1, 1, 1, 1, 1}, 1), gz)),
                       ErrorCode::Format, "5 dimensions");
-    EXPECT_ATTN_ERROR(read_idx(write("zero", idx_bytes(0x08, {4, 0}, 0), gz)), ErrorCode::Format,
-                      "dimension 1 is zero");
+    EXPECT_ATTN_ERROR(models::read_idx(write("zero", idx_bytes(0x08, {4, 0}, 0), gz)),
+                      ErrorCode::Format, "dimension 1 is zero");
     std::vector<uint8_t> cut = idx_bytes(0x08, {2, 3}, 6);
     cut.resize(9);  // inside the second dimension
-    EXPECT_ATTN_ERROR(read_idx(write("dims", cut, gz)), ErrorCode::Format, "inside its dimensions");
-    EXPECT_ATTN_ERROR(read_idx(write("trunc", idx_bytes(0x08, {10, 10}, 99), gz)),
+    EXPECT_ATTN_ERROR(models::read_idx(write("dims", cut, gz)), ErrorCode::Format,
+                      "inside its dimensions");
+    EXPECT_ATTN_ERROR(models::read_idx(write("trunc", idx_bytes(0x08, {10, 10}, 99), gz)),
                       ErrorCode::Format, "truncated");
-    EXPECT_ATTN_ERROR(read_idx(write("extra", idx_bytes(0x08, {10}, 11), gz)), ErrorCode::Format,
-                      "bytes after");
+    EXPECT_ATTN_ERROR(models::read_idx(write("extra", idx_bytes(0x08, {10}, 11), gz)),
+                      ErrorCode::Format, "bytes after");
     // A header promising 2^32 x 2^32 elements: refused before anything is allocated.
-    EXPECT_ATTN_ERROR(read_idx(write("huge", idx_bytes(0x08, {0xFFFFFFFF, 0xFFFFFFFF}, 0), gz)),
-                      ErrorCode::Format, "tensor size limit");
+    EXPECT_ATTN_ERROR(
+        models::read_idx(write("huge", idx_bytes(0x08, {0xFFFFFFFF, 0xFFFFFFFF}, 0), gz)),
+        ErrorCode::Format, "tensor size limit");
   }
   // A gzip stream cut in half.
   const std::string whole = write("cut", idx_bytes(0x08, {64, 64}, 4096), true);
@@ -82,8 +85,8 @@ TEST(Idx, MalformedFilesNameTheFault) {
   bytes.resize(bytes.size() / 2);
   const std::string half = (fs::temp_directory_path() / "attn_idx_half.gz").string();
   std::ofstream(half, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
-  EXPECT_THROW(read_idx(half), Error);
-  EXPECT_ATTN_ERROR(read_idx("/nonexistent/t10k-images-idx3-ubyte.gz"), ErrorCode::Io,
+  EXPECT_THROW(models::read_idx(half), Error);
+  EXPECT_ATTN_ERROR(models::read_idx("/nonexistent/t10k-images-idx3-ubyte.gz"), ErrorCode::Io,
                     "cannot open");
 }
 
@@ -91,8 +94,8 @@ TEST(Idx, ReadsFashionMnistTest) {
   const std::string dir = "/usr/share/datasets/fashion-mnist";
   if (!fs::exists(dir + "/t10k-images-idx3-ubyte.gz"))
     GTEST_SKIP() << "apt-get install dataset-fashion-mnist";
-  const IdxArray images = read_idx(dir + "/t10k-images-idx3-ubyte.gz");
-  const IdxArray labels = read_idx(dir + "/t10k-labels-idx1-ubyte.gz");
+  const models::IdxArray images = models::read_idx(dir + "/t10k-images-idx3-ubyte.gz");
+  const models::IdxArray labels = models::read_idx(dir + "/t10k-labels-idx1-ubyte.gz");
   EXPECT_EQ(images.shape, (std::vector<int64_t>{10000, 28, 28}));
   EXPECT_EQ(labels.shape, (std::vector<int64_t>{10000}));
   std::vector<int> per_class(10, 0);

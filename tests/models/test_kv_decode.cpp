@@ -19,7 +19,7 @@ namespace {
 
 using test::golden_dir;
 
-std::vector<int32_t> random_ids(const Model& m, int n, unsigned seed) {
+std::vector<int32_t> random_ids(const models::Model& m, int n, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> u(0, m.info().vocab - 1);
   std::vector<int32_t> ids(static_cast<size_t>(n));
@@ -36,20 +36,20 @@ class KvDecode : public ::testing::TestWithParam<Case> {};
 
 TEST_P(KvDecode, FirstLayerAttendsOverTheKeptTokensAtTheirPositions) {
   const Case c = GetParam();
-  auto model = load_model(golden_dir(c.model));
-  const ModelInfo& info = model->info();
-  const bool rotary = info.family == Family::Llama;
+  auto model = models::load_model(golden_dir(c.model));
+  const models::ModelInfo& info = model->info();
+  const bool rotary = info.family == models::Family::Llama;
   const int T = std::min(40, info.max_tokens), H = info.n_heads, Hkv = info.n_kv_heads;
   const int G = H / Hkv;
   const std::vector<int32_t> ids = random_ids(*model, T, 21);
-  KvCache cache(make_kv_policy(c.policy));
+  models::KvCache cache(make_kv_policy(c.policy));
   cache.record = true;
   std::vector<int32_t> given(static_cast<size_t>(T));  // learned positions each token received
   double worst = 0;
   int evicted_steps = 0;
   for (int t = 0; t < T; ++t) {
     given[size_t(t)] = kv_input_positions(cache, 1, info.max_tokens)[0];
-    Capture cap(HookSelection::parse("blocks.0.attn.pattern"));
+    models::Capture cap(models::HookSelection::parse("blocks.0.attn.pattern"));
     model->decode({ids[size_t(t)]}, cache, {.capture = &cap});
     const auto& step = cap.layers[0].pattern;  // f32 [H, 1, nk]
     for (int g = 0; g < Hkv; ++g) {
@@ -59,13 +59,13 @@ TEST_P(KvDecode, FirstLayerAttendsOverTheKeptTokensAtTheirPositions) {
       const int nk = int(kept.size());
       ASSERT_EQ(step.size(), size_t(H) * nk) << c.policy << " step " << t;
       evicted_steps += g == 0 && nk < t + 1;
-      ModelInput in;
+      models::ModelInput in;
       for (int32_t j : kept) {
         in.ids.push_back(ids[size_t(j)]);
         in.positions.push_back(rotary ? (cache.policy.reposition ? int32_t(in.positions.size()) : j)
                                       : given[size_t(j)]);
       }
-      Capture direct(HookSelection::parse("blocks.0.attn.pattern"));
+      models::Capture direct(models::HookSelection::parse("blocks.0.attn.pattern"));
       model->forward(in, {.capture = &direct});
       const auto& want = direct.layers[0].pattern;  // f32 [H, nk, nk]
       for (int h = g * G; h < (g + 1) * G; ++h)
@@ -108,14 +108,15 @@ double max_rel(const float* a, const float* b, int n) {
 }
 
 // Streams `ids` under `policy` (prefill then steps) and returns the logits f32 [T, V].
-std::vector<float> stream(const Model& m, const std::vector<int32_t>& ids, int prefill,
-                          KvCache& cache) {
+std::vector<float> stream(const models::Model& m, const std::vector<int32_t>& ids, int prefill,
+                          models::KvCache& cache) {
   const int V = m.info().vocab;
   std::vector<float> out;
-  const ModelOutput p = m.decode(std::vector<int32_t>(ids.begin(), ids.begin() + prefill), cache);
+  const models::ModelOutput p =
+      m.decode(std::vector<int32_t>(ids.begin(), ids.begin() + prefill), cache);
   out.insert(out.end(), p.logits.begin(), p.logits.end());
   for (size_t t = size_t(prefill); t < ids.size(); ++t) {
-    const ModelOutput s = m.decode({ids[t]}, cache);
+    const models::ModelOutput s = m.decode({ids[t]}, cache);
     EXPECT_EQ(int(s.logits.size()), V);
     out.insert(out.end(), s.logits.begin(), s.logits.end());
   }
@@ -124,10 +125,10 @@ std::vector<float> stream(const Model& m, const std::vector<int32_t>& ids, int p
 
 TEST(KvDecodePolicies, PrecisionsStayCloseToF32AndCountTheirBytes) {
   for (const char* name : {"llama", "gpt2"}) {
-    auto model = load_model(golden_dir(name));
+    auto model = models::load_model(golden_dir(name));
     const int V = model->info().vocab, T = std::min(40, model->info().max_tokens);
     const std::vector<int32_t> ids = random_ids(*model, T, 5);
-    KvCache full;
+    models::KvCache full;
     const std::vector<float> ref = stream(*model, ids, 8, full);
     double prev_err = 0;
     // Bounds for these tiny random models (head dimension 8 to 32): a loose check that each
@@ -137,7 +138,7 @@ TEST(KvDecodePolicies, PrecisionsStayCloseToF32AndCountTheirBytes) {
                                                                {"kv_quant(bits=4,group=8)", 0.6},
                                                                {"kv_quant(bits=2,group=8)", 4.0}};
     for (const auto& [spec, bound] : cases) {
-      KvCache c(make_kv_policy(spec));
+      models::KvCache c(make_kv_policy(spec));
       const std::vector<float> got = stream(*model, ids, 8, c);
       double err = 0;
       for (int t = 0; t < T; ++t)
@@ -155,12 +156,12 @@ TEST(KvDecodePolicies, PrecisionsStayCloseToF32AndCountTheirBytes) {
 }
 
 TEST(KvDecodePolicies, PromptCompressionKeepsItsBudgetPerLayer) {
-  auto model = load_model(golden_dir("qwen2"));
+  auto model = models::load_model(golden_dir("qwen2"));
   const int L = model->info().n_layers;
   const std::vector<int32_t> ids = random_ids(*model, 40, 8);
   for (const char* spec : {"kv_snapkv(budget=12,window=4,kernel=3)",
                            "kv_pyramidkv(budget=12,window=4,kernel=3,beta=2)"}) {
-    KvCache c(make_kv_policy(spec));
+    models::KvCache c(make_kv_policy(spec));
     model->decode(std::vector<int32_t>(ids.begin(), ids.begin() + 30), c);
     for (int l = 0; l < L; ++l)
       EXPECT_EQ(c.layers[size_t(l)].len, c.policy.keep_after(l, L)) << spec;
@@ -172,24 +173,24 @@ TEST(KvDecodePolicies, PromptCompressionKeepsItsBudgetPerLayer) {
       EXPECT_EQ(c.layers[size_t(l)].len, c.policy.keep_after(l, L) + 10) << "decoding appends";
   }
   // Quest evicts nothing and attends to k pages.
-  KvCache q(make_kv_policy("kv_quest(page=4,k=2)"));
+  models::KvCache q(make_kv_policy("kv_quest(page=4,k=2)"));
   model->decode(std::vector<int32_t>(ids.begin(), ids.begin() + 20), q);
-  Capture cap(HookSelection::parse("blocks.1.attn.pattern"));
+  models::Capture cap(models::HookSelection::parse("blocks.1.attn.pattern"));
   model->decode({ids[20]}, q, {.capture = &cap});
   EXPECT_EQ(q.layers[1].len, 21);
   EXPECT_EQ(cap.layers[1].pattern.size(), size_t(model->info().n_heads) * (4 + 1));
 }
 
 TEST(KvDecodePolicies, LearnedPositionsStreamPastTheContextOnlyWhenRepositioning) {
-  auto model = load_model(golden_dir("gpt2"));
+  auto model = models::load_model(golden_dir("gpt2"));
   const int ctx = model->info().max_tokens;
   const std::vector<int32_t> ids = random_ids(*model, ctx + 20, 4);
-  KvCache ok(make_kv_policy("kv_streaming(sinks=4,window=16)"));
+  models::KvCache ok(make_kv_policy("kv_streaming(sinks=4,window=16)"));
   stream(*model, ids, 1, ok);
   EXPECT_EQ(ok.length, ctx + 20);
   for (const char* spec :
        {"kv_full", "kv_quest(page=8,k=2)", "kv_recent(window=16,reposition=false)"}) {
-    KvCache c(make_kv_policy(spec));
+    models::KvCache c(make_kv_policy(spec));
     try {
       stream(*model, ids, 1, c);
       FAIL() << spec << " must stop at the context";

@@ -174,13 +174,13 @@ TEST(Limits, NpyShapeOverTheTensorLimit) {
   const std::string huge = path_of(
       dir, "huge.npy",
       npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000,), }", {}));
-  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(read_npy(huge), ErrorCode::Format, "huge.npy",
+  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(models::read_npy(huge), ErrorCode::Format, "huge.npy",
                                       "4000000000000 bytes", "kMaxTensorBytes"));
   // Under the limit but far beyond the file: the mismatch is named.
   const std::string lying = path_of(
       dir, "lying.npy",
       npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (100000000,), }", {1, 2, 3, 4}));
-  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(read_npy(lying), ErrorCode::Format, "lying.npy",
+  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(models::read_npy(lying), ErrorCode::Format, "lying.npy",
                                       "needs 400000000 bytes", "file has 4"));
 }
 
@@ -190,12 +190,12 @@ TEST(Limits, NpyHeaderLengthPastTheFile) {
   put32le(b, 0xFFFFFF00u);
   append(b, "{'descr': '<f4'}");
   const std::string p = path_of(dir, "hlen.npy", b);
-  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(read_npy(p), ErrorCode::Format, "hlen.npy",
+  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(models::read_npy(p), ErrorCode::Format, "hlen.npy",
                                       "header length 4294967040", "past the end"));
 }
 
 Bytes small_npy() {
-  NpyArray a = NpyArray::from_f32({2, 2}, std::vector<float>{1, 2, 3, 4});
+  models::NpyArray a = models::NpyArray::from_f32({2, 2}, std::vector<float>{1, 2, 3, 4});
   return serialize_npy(a);
 }
 
@@ -204,12 +204,12 @@ TEST(Limits, NpzStoredEntryClaimsAHugeSize) {
   // The directory says 256 MiB; the archive holds ~150 bytes.
   const std::string p =
       path_of(dir, "bomb.npz", zip_bytes("q.npy", small_npy(), false, 256u << 20));
-  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(read_npz(p), ErrorCode::Format, "bomb.npz", "'q.npy'",
+  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(models::read_npz(p), ErrorCode::Format, "bomb.npz", "'q.npy'",
                                       "claims 268435456 bytes uncompressed"));
   // The same archive with the true size reads.
   const Bytes npy = small_npy();
-  const auto arrays =
-      read_npz(path_of(dir, "good.npz", zip_bytes("q.npy", npy, false, uint32_t(npy.size()))));
+  const auto arrays = models::read_npz(
+      path_of(dir, "good.npz", zip_bytes("q.npy", npy, false, uint32_t(npy.size()))));
   ASSERT_EQ(arrays.count("q"), 1u);
   EXPECT_EQ(arrays.at("q").to_f32(), (std::vector<float>{1, 2, 3, 4}));
 }
@@ -217,11 +217,11 @@ TEST(Limits, NpzStoredEntryClaimsAHugeSize) {
 TEST(Limits, NpzDeflatedEntryClaimsMoreThanDeflateCanExpand) {
   const fs::path dir = test::scratch_dir();
   const std::string p = path_of(dir, "bomb.npz", zip_bytes("k.npy", small_npy(), true, 256u << 20));
-  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(read_npz(p), ErrorCode::Format, "bomb.npz", "'k.npy'",
+  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(models::read_npz(p), ErrorCode::Format, "bomb.npz", "'k.npy'",
                                       "claims 268435456 bytes uncompressed", "at most"));
   const Bytes npy = small_npy();
-  const auto arrays =
-      read_npz(path_of(dir, "good.npz", zip_bytes("k.npy", npy, true, uint32_t(npy.size()))));
+  const auto arrays = models::read_npz(
+      path_of(dir, "good.npz", zip_bytes("k.npy", npy, true, uint32_t(npy.size()))));
   ASSERT_EQ(arrays.count("k"), 1u);
   EXPECT_EQ(arrays.at("k").shape, (std::vector<int64_t>{2, 2}));
 }
@@ -232,8 +232,9 @@ TEST(Limits, SafetensorsHeaderLengthPastTheFile) {
   const fs::path dir = test::scratch_dir();
   const std::string p =
       path_of(dir, "hlen.safetensors", safetensors_bytes("{}", 0, uint64_t(1) << 40));
-  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(SafetensorsFile{p}, ErrorCode::Format, "hlen.safetensors",
-                                      "header length 1099511627776", "past the end"));
+  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(models::SafetensorsFile{p}, ErrorCode::Format,
+                                      "hlen.safetensors", "header length 1099511627776",
+                                      "past the end"));
 }
 
 TEST(Limits, SafetensorsTensorOverTheLimit) {
@@ -244,8 +245,9 @@ TEST(Limits, SafetensorsTensorOverTheLimit) {
       safetensors_bytes(
           R"({"w": {"dtype": "F32", "shape": [68719476736], "data_offsets": [0, 274877906944]}})",
           0));
-  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(SafetensorsFile{p}, ErrorCode::Format, "big.safetensors",
-                                      "'w'", "274877906944 bytes", "kMaxTensorBytes"));
+  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(models::SafetensorsFile{p}, ErrorCode::Format,
+                                      "big.safetensors", "'w'", "274877906944 bytes",
+                                      "kMaxTensorBytes"));
 }
 
 TEST(Limits, SafetensorsDataOffsetsPastTheFile) {
@@ -254,8 +256,8 @@ TEST(Limits, SafetensorsDataOffsetsPastTheFile) {
       dir, "off.safetensors",
       safetensors_bytes(
           R"({"w": {"dtype": "F32", "shape": [1048576], "data_offsets": [0, 4194304]}})", 16));
-  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(SafetensorsFile{p}, ErrorCode::Format, "off.safetensors",
-                                      "'w'", "out of range", "16 bytes"));
+  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(models::SafetensorsFile{p}, ErrorCode::Format,
+                                      "off.safetensors", "'w'", "out of range", "16 bytes"));
 }
 
 TEST(Limits, SafetensorsDimensionOverInt64) {
@@ -266,7 +268,7 @@ TEST(Limits, SafetensorsDimensionOverInt64) {
       safetensors_bytes(
           R"({"w": {"dtype": "F32", "shape": [0, 18446744073709551615], "data_offsets": [0, 0]}})",
           0));
-  EXPECT_ATTN_ERROR(SafetensorsFile{p}, ErrorCode::Format, "dim.safetensors", "'w'",
+  EXPECT_ATTN_ERROR(models::SafetensorsFile{p}, ErrorCode::Format, "dim.safetensors", "'w'",
                     "shape overflows");
 }
 
@@ -342,7 +344,7 @@ Bytes tga_rle_gray(uint32_t w, uint32_t h, size_t packets) {
 // TGA at its densest, runs of 128 pixels in two bytes, still decodes: the bound is 64 per byte.
 TEST(Limits, DensestTgaDecodes) {
   const Bytes b = tga_rle_gray(256, 256, 256 * 256 / 128);
-  const Image8 img = decode_image(b, "dense.tga", 1);
+  const models::Image8 img = models::decode_image(b, "dense.tga", 1);
   ASSERT_EQ(img.width, 256);
   ASSERT_EQ(img.height, 256);
   for (uint8_t v : img.data) ASSERT_EQ(v, 200);
@@ -351,8 +353,8 @@ TEST(Limits, DensestTgaDecodes) {
 TEST(Limits, ImageOverTheSideLimit) {
   const fs::path dir = test::scratch_dir();
   const std::string p = path_of(dir, "wide.bmp", bmp_header(100000, 100000));
-  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(load_image(p), ErrorCode::Format, "wide.bmp", "100000x100000",
-                                      "kMaxImageSide", "kMaxImagePixels"));
+  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(models::load_image(p), ErrorCode::Format, "wide.bmp",
+                                      "100000x100000", "kMaxImageSide", "kMaxImagePixels"));
 }
 
 TEST(Limits, ImageHeaderClaimsMorePixelsThanTheFileHolds) {
@@ -372,8 +374,8 @@ TEST(Limits, ImageHeaderClaimsMorePixelsThanTheFileHolds) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     const std::string p = path_of(dir, c.name, c.bytes);
-    EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(load_image(p), ErrorCode::Format, c.name, "header claims",
-                                        c.format, "holds at most"));
+    EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(models::load_image(p), ErrorCode::Format, c.name,
+                                        "header claims", c.format, "holds at most"));
   }
 }
 
@@ -383,7 +385,7 @@ TEST(Limits, TokenizerJsonIdOverTheVocabularyLimit) {
   const fs::path dir = test::scratch_dir();
   test::write_text(dir / "tokenizer.json", R"({"model": {"type": "BPE",
     "vocab": {"a": 0, "b": 1, "ab": 8000000}, "merges": ["a b"]}})");
-  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(load_tokenizer((dir / "tokenizer.json").string()),
+  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(models::load_tokenizer((dir / "tokenizer.json").string()),
                                       ErrorCode::Format, "tokenizer.json", "8000000",
                                       "kMaxVocabId"));
 }
@@ -392,21 +394,21 @@ TEST(Limits, TokenizerJsonIdsFarSparserThanTheEntries) {
   const fs::path dir = test::scratch_dir();
   test::write_text(dir / "tokenizer.json", R"({"model": {"type": "WordPiece",
     "vocab": {"[UNK]": 0, "a": 1, "b": 1000000}}})");
-  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(load_tokenizer((dir / "tokenizer.json").string()),
+  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(models::load_tokenizer((dir / "tokenizer.json").string()),
                                       ErrorCode::Format, "tokenizer.json", "'b'", "id 1000000",
                                       "3 entries", "kMaxVocabHoles"));
   // Holes within the allowance load.
   test::write_text(dir / "ok.json", R"({"model": {"type": "WordPiece",
     "vocab": {"[UNK]": 0, "a": 1, "b": 1000}}})");
-  EXPECT_EQ(load_tokenizer((dir / "ok.json").string())->vocab_size(), 1001u);
+  EXPECT_EQ(models::load_tokenizer((dir / "ok.json").string())->vocab_size(), 1001u);
 }
 
 TEST(Limits, Gpt2VocabJsonIdOverTheLimit) {
   const fs::path dir = test::scratch_dir();
   test::write_text(dir / "vocab.json", R"({"a": 0, "b": 1, "ab": 5000000})");
   test::write_text(dir / "merges.txt", "#version: 0.2\na b\n");
-  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(load_tokenizer(dir.string()), ErrorCode::Format, "vocab.json",
-                                      "5000000", "kMaxVocabId"));
+  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(models::load_tokenizer(dir.string()), ErrorCode::Format,
+                                      "vocab.json", "5000000", "kMaxVocabId"));
 }
 
 TEST(Limits, AddedTokenIdOverTheLimit) {
@@ -414,7 +416,7 @@ TEST(Limits, AddedTokenIdOverTheLimit) {
   test::write_text(dir / "tokenizer.json", R"({"model": {"type": "WordPiece",
     "vocab": {"[UNK]": 0, "a": 1}},
     "added_tokens": [{"id": 3000000000, "content": "<x>", "special": true}]})");
-  EXPECT_ATTN_ERROR(load_tokenizer((dir / "tokenizer.json").string()), ErrorCode::Format,
+  EXPECT_ATTN_ERROR(models::load_tokenizer((dir / "tokenizer.json").string()), ErrorCode::Format,
                     "tokenizer.json", "<x>", "3000000000", "kMaxVocabId");
 }
 
@@ -423,7 +425,7 @@ TEST(Limits, SentencePieceLengthPrefixPastTheFile) {
   // Field 1 (pieces), length-delimited, length 2^32 - 1, then 8 bytes.
   const std::string p =
       path_of(dir, "tokenizer.model", {0x0A, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F, 1, 2, 3, 4, 5, 6, 7, 8});
-  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(SentencePieceTokenizer{p}, ErrorCode::Format,
+  EXPECT_SMALL_PEAK(EXPECT_ATTN_ERROR(models::SentencePieceTokenizer{p}, ErrorCode::Format,
                                       "tokenizer.model", "not a SentencePiece model"));
 }
 
@@ -431,15 +433,16 @@ TEST(Limits, SentencePieceLengthPrefixPastTheFile) {
 
 TEST(Limits, RawTensorsWithMoreTokensThanTheLimit) {
   const fs::path dir = test::scratch_dir();
-  const int64_t n = kMaxInputTokens + 10;
-  const NpyArray a = NpyArray::from_f32({1, n, 1}, std::vector<float>(size_t(n), 0.5f));
+  const int64_t n = models::kMaxInputTokens + 10;
+  const models::NpyArray a =
+      models::NpyArray::from_f32({1, n, 1}, std::vector<float>(size_t(n), 0.5f));
   for (const char* f : {"q.npy", "k.npy", "v.npy"}) write_npy((dir / f).string(), a);
-  EXPECT_ATTN_ERROR(load_problem_dir(dir.string()), ErrorCode::InvalidArgument, "q.npy",
+  EXPECT_ATTN_ERROR(models::load_problem_dir(dir.string()), ErrorCode::InvalidArgument, "q.npy",
                     "has 65546 tokens", "kMaxInputTokens");
 }
 
 // A llama test model whose config allows 2^20 positions, with GPT-2's tokenizer files.
-std::unique_ptr<Model> model_with_long_context() {
+std::unique_ptr<models::Model> model_with_long_context() {
   const std::string dir = test::copy_model("llama");
   const fs::path cfg = fs::path(dir) / "config.json";
   std::ifstream in(cfg);
@@ -451,26 +454,26 @@ std::unique_ptr<Model> model_with_long_context() {
     fs::copy_file(fs::path(test::golden_dir("gpt2")) / f, fs::path(dir) / f,
                   fs::copy_options::overwrite_existing);
   }
-  return load_model(dir);
+  return models::load_model(dir);
 }
 
 TEST(Limits, TextOverTheTokenLimitIsCutWithNotice) {
   auto model = model_with_long_context();
-  ASSERT_GT(model->info().max_tokens, kMaxInputTokens);
+  ASSERT_GT(model->info().max_tokens, models::kMaxInputTokens);
   std::string text;
   for (int i = 0; i < 40000; ++i) text += "the cat ";  // 80000 tokens
-  const TextInput in = encode_for_model(*model, text, "notes.txt");
+  const models::TextInput in = encode_for_model(*model, text, "notes.txt");
   EXPECT_TRUE(in.truncated);
-  EXPECT_EQ(in.ids.size(), size_t(kMaxInputTokens));
-  EXPECT_EQ(in.tokens.size(), size_t(kMaxInputTokens));
+  EXPECT_EQ(in.ids.size(), size_t(models::kMaxInputTokens));
+  EXPECT_EQ(in.tokens.size(), size_t(models::kMaxInputTokens));
   EXPECT_NE(in.notice.find("kMaxInputTokens"), std::string::npos) << in.notice;
   EXPECT_NE(in.notice.find("only the first 65536"), std::string::npos) << in.notice;
 
-  const TextInput ids = ids_for_model(*model, std::vector<int32_t>(70000, 1));
+  const models::TextInput ids = ids_for_model(*model, std::vector<int32_t>(70000, 1));
   EXPECT_TRUE(ids.truncated);
-  EXPECT_EQ(ids.ids.size(), size_t(kMaxInputTokens));
+  EXPECT_EQ(ids.ids.size(), size_t(models::kMaxInputTokens));
 
-  const std::string huge(kMaxInputTextBytes + 1, 'a');
+  const std::string huge(models::kMaxInputTextBytes + 1, 'a');
   EXPECT_ATTN_ERROR(encode_for_model(*model, huge, "big.txt"), ErrorCode::InvalidArgument,
                     "big.txt", "has 67108865 bytes", "kMaxInputTextBytes");
 }

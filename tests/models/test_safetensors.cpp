@@ -57,21 +57,21 @@ TEST(Safetensors, RoundTripExactValues) {
   std::vector<float> scalar = {42.5f};
 
   const auto path = (scratch_dir() / "m.safetensors").string();
-  write_safetensors(path,
-                    {{"a.f32", DType::F32, {3, 5, 7}, as_bytes(f32)},
-                     {"b.f16", DType::F16, {2, 9}, as_bytes(f16)},
-                     {"c.bf16", DType::BF16, {11}, as_bytes(bf16)},
-                     {"d.i64", DType::I64, {3}, as_bytes(i64)},
-                     {"e.u8", DType::U8, {3}, as_bytes(u8)},
-                     {"f.scalar", DType::F32, {}, as_bytes(scalar)},
-                     {"g.empty", DType::F32, {0, 4}, {}}},
-                    {{"format", "pt"}});
+  models::write_safetensors(path,
+                            {{"a.f32", models::DType::F32, {3, 5, 7}, as_bytes(f32)},
+                             {"b.f16", models::DType::F16, {2, 9}, as_bytes(f16)},
+                             {"c.bf16", models::DType::BF16, {11}, as_bytes(bf16)},
+                             {"d.i64", models::DType::I64, {3}, as_bytes(i64)},
+                             {"e.u8", models::DType::U8, {3}, as_bytes(u8)},
+                             {"f.scalar", models::DType::F32, {}, as_bytes(scalar)},
+                             {"g.empty", models::DType::F32, {0, 4}, {}}},
+                            {{"format", "pt"}});
 
-  SafetensorsFile file(path);
+  models::SafetensorsFile file(path);
   EXPECT_EQ(file.names().size(), 7u);
   EXPECT_EQ(file.metadata().at("format"), "pt");
-  const TensorView& a = file.tensor("a.f32");
-  EXPECT_EQ(a.dtype, DType::F32);
+  const models::TensorView& a = file.tensor("a.f32");
+  EXPECT_EQ(a.dtype, models::DType::F32);
   EXPECT_EQ(a.shape, (std::vector<int64_t>{3, 5, 7}));
   ASSERT_EQ(a.numel(), f32.size());
   EXPECT_EQ(std::memcmp(a.data, f32.data(), a.nbytes), 0);
@@ -80,7 +80,7 @@ TEST(Safetensors, RoundTripExactValues) {
     EXPECT_EQ(std::memcmp(&a_view[i], &f32[i], 4), 0) << i;
   }
 
-  const TensorView& b = file.tensor("b.f16");
+  const models::TensorView& b = file.tensor("b.f16");
   EXPECT_EQ(std::memcmp(b.data, f16.data(), b.nbytes), 0);
   auto bf = b.to_f32();
   EXPECT_EQ(bf[0], 1.0f);
@@ -92,7 +92,7 @@ TEST(Safetensors, RoundTripExactValues) {
   // Every half is exactly representable in f32, so the round trip back is the identity.
   for (size_t i = 0; i < f16.size(); ++i) {
     if (!std::isnan(bf[i])) {
-      EXPECT_EQ(f32_to_f16(bf[i]), f16[i]) << i;
+      EXPECT_EQ(models::f32_to_f16(bf[i]), f16[i]) << i;
     }
   }
 
@@ -127,8 +127,8 @@ TEST(Safetensors, RoundTripExactValues) {
 TEST(Safetensors, ViewsPointIntoTheMapping) {
   std::vector<float> v(1000, 1.5f);
   const auto path = (scratch_dir() / "m.safetensors").string();
-  write_safetensors(path, {{"w", DType::F32, {1000}, as_bytes(v)}});
-  SafetensorsFile file(path);
+  models::write_safetensors(path, {{"w", models::DType::F32, {1000}, as_bytes(v)}});
+  models::SafetensorsFile file(path);
   const auto& t = file.tensor("w");
   const auto bytes = test::read_bytes(path);
   uint64_t header_len;
@@ -143,45 +143,46 @@ TEST(Safetensors, ViewsPointIntoTheMapping) {
 
   // A tensor at an aligned offset gives a zero-copy typed view.
   std::vector<int64_t> ids = {7, -8, 1LL << 60};
-  write_safetensors(
-      path, {{"ids", DType::I64, {3}, as_bytes(ids)}, {"w", DType::F32, {1000}, as_bytes(v)}});
-  SafetensorsFile again(path);
+  models::write_safetensors(path, {{"ids", models::DType::I64, {3}, as_bytes(ids)},
+                                   {"w", models::DType::F32, {1000}, as_bytes(v)}});
+  models::SafetensorsFile again(path);
   auto view = again.tensor("ids").view<int64_t>();
   EXPECT_EQ(std::vector<int64_t>(view.begin(), view.end()), ids);
 }
 
 TEST(Safetensors, F16AndBf16ConversionRoundsToNearestEven) {
-  EXPECT_EQ(f32_to_f16(1.0f), 0x3C00);
-  EXPECT_EQ(f32_to_f16(65504.0f), 0x7BFF);
-  EXPECT_EQ(f32_to_f16(65520.0f), 0x7C00);  // halfway to the next: rounds to Inf
-  EXPECT_EQ(f32_to_f16(65519.0f), 0x7BFF);
-  EXPECT_EQ(f32_to_f16(1.0f + 0x1p-11f), 0x3C00);  // tie, even stays
-  EXPECT_EQ(f32_to_f16(1.0f + 0x3p-11f), 0x3C02);  // tie, odd rounds up
-  EXPECT_EQ(f32_to_f16(0x1p-25f), 0x0000);         // tie between 0 and 2^-24: even is 0
-  EXPECT_EQ(f32_to_f16(0x3p-25f), 0x0002);         // tie between 1 and 2 ulps: 2
-  EXPECT_EQ(f32_to_f16(-0.0f), 0x8000);
-  EXPECT_EQ(f32_to_bf16(1.0f), 0x3F80);
-  EXPECT_EQ(f32_to_bf16(1.0f + 0x1p-8f), 0x3F80);  // tie, even stays
-  EXPECT_EQ(f32_to_bf16(1.0f + 0x3p-8f), 0x3F82);
-  EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(std::nanf("")))));
-  EXPECT_TRUE(std::isnan(f16_to_f32(f32_to_f16(std::nanf("")))));
+  EXPECT_EQ(models::f32_to_f16(1.0f), 0x3C00);
+  EXPECT_EQ(models::f32_to_f16(65504.0f), 0x7BFF);
+  EXPECT_EQ(models::f32_to_f16(65520.0f), 0x7C00);  // halfway to the next: rounds to Inf
+  EXPECT_EQ(models::f32_to_f16(65519.0f), 0x7BFF);
+  EXPECT_EQ(models::f32_to_f16(1.0f + 0x1p-11f), 0x3C00);  // tie, even stays
+  EXPECT_EQ(models::f32_to_f16(1.0f + 0x3p-11f), 0x3C02);  // tie, odd rounds up
+  EXPECT_EQ(models::f32_to_f16(0x1p-25f), 0x0000);         // tie between 0 and 2^-24: even is 0
+  EXPECT_EQ(models::f32_to_f16(0x3p-25f), 0x0002);         // tie between 1 and 2 ulps: 2
+  EXPECT_EQ(models::f32_to_f16(-0.0f), 0x8000);
+  EXPECT_EQ(models::f32_to_bf16(1.0f), 0x3F80);
+  EXPECT_EQ(models::f32_to_bf16(1.0f + 0x1p-8f), 0x3F80);  // tie, even stays
+  EXPECT_EQ(models::f32_to_bf16(1.0f + 0x3p-8f), 0x3F82);
+  EXPECT_TRUE(std::isnan(models::bf16_to_f32(models::f32_to_bf16(std::nanf("")))));
+  EXPECT_TRUE(std::isnan(models::f16_to_f32(models::f32_to_f16(std::nanf("")))));
 }
 
 TEST(Safetensors, TruncatedFileIsRejected) {
   auto path = (scratch_dir() / "short.safetensors").string();
   test::write_bytes(path, {1, 0, 0});
-  EXPECT_ATTN_ERROR(SafetensorsFile{path}, ErrorCode::Format, "short.safetensors", "truncated");
+  EXPECT_ATTN_ERROR(models::SafetensorsFile{path}, ErrorCode::Format, "short.safetensors",
+                    "truncated");
 
   // A valid file cut short loses the tail of its last tensor.
   std::vector<float> v(16, 2.0f);
   auto full = (scratch_dir() / "cut.safetensors").string();
-  write_safetensors(full, {{"x", DType::F32, {4}, as_bytes(std::vector<float>(4))},
-                           {"y", DType::F32, {16}, as_bytes(v)}});
+  models::write_safetensors(full, {{"x", models::DType::F32, {4}, as_bytes(std::vector<float>(4))},
+                                   {"y", models::DType::F32, {16}, as_bytes(v)}});
   auto bytes = test::read_bytes(full);
   bytes.resize(bytes.size() - 5);
   test::write_bytes(full, bytes);
-  EXPECT_ATTN_ERROR(SafetensorsFile{full}, ErrorCode::Format, "cut.safetensors", "tensor 'y'",
-                    "out of range");
+  EXPECT_ATTN_ERROR(models::SafetensorsFile{full}, ErrorCode::Format, "cut.safetensors",
+                    "tensor 'y'", "out of range");
 }
 
 TEST(Safetensors, HeaderLengthBeyondFile) {
@@ -189,96 +190,96 @@ TEST(Safetensors, HeaderLengthBeyondFile) {
   bytes[0] = 200;  // claims a 200-byte header in a 10-byte file
   auto path = (scratch_dir() / "h.safetensors").string();
   test::write_bytes(path, bytes);
-  EXPECT_ATTN_ERROR(SafetensorsFile{path}, ErrorCode::Format, "h.safetensors", "header length 200",
-                    "past the end");
+  EXPECT_ATTN_ERROR(models::SafetensorsFile{path}, ErrorCode::Format, "h.safetensors",
+                    "header length 200", "past the end");
   bytes = raw_file("{}", 0);
   bytes[7] = 0xff;  // a huge u64 must not wrap around
   test::write_bytes(path, bytes);
-  EXPECT_ATTN_ERROR(SafetensorsFile{path}, ErrorCode::Format, "past the end");
+  EXPECT_ATTN_ERROR(models::SafetensorsFile{path}, ErrorCode::Format, "past the end");
 }
 
 TEST(Safetensors, HeaderNotJson) {
-  EXPECT_ATTN_ERROR(SafetensorsFile{write_raw("{\"a\": [1, 2", 0)}, ErrorCode::Format,
+  EXPECT_ATTN_ERROR(models::SafetensorsFile{write_raw("{\"a\": [1, 2", 0)}, ErrorCode::Format,
                     "t.safetensors", "not valid JSON");
-  EXPECT_ATTN_ERROR(SafetensorsFile{write_raw("[1,2,3]", 0)}, ErrorCode::Format,
+  EXPECT_ATTN_ERROR(models::SafetensorsFile{write_raw("[1,2,3]", 0)}, ErrorCode::Format,
                     "not a JSON object");
 }
 
 TEST(Safetensors, OffsetsOutOfRange) {
   auto path = write_raw(R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 8);
-  EXPECT_ATTN_ERROR(SafetensorsFile{path}, ErrorCode::Format, "t.safetensors", "tensor 'w'",
+  EXPECT_ATTN_ERROR(models::SafetensorsFile{path}, ErrorCode::Format, "t.safetensors", "tensor 'w'",
                     "[0, 16) out of range", "8 bytes");
 }
 
 TEST(Safetensors, ReversedOffsets) {
   auto path = write_raw(R"({"w": {"dtype": "U8", "shape": [0], "data_offsets": [4, 0]}})", 4);
-  EXPECT_ATTN_ERROR(SafetensorsFile{path}, ErrorCode::Format, "tensor 'w'", "reversed");
+  EXPECT_ATTN_ERROR(models::SafetensorsFile{path}, ErrorCode::Format, "tensor 'w'", "reversed");
 }
 
 TEST(Safetensors, OverlappingOffsets) {
   auto path = write_raw(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
                             "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})",
                         12);
-  EXPECT_ATTN_ERROR(SafetensorsFile{path}, ErrorCode::Format, "t.safetensors", "tensor 'b'",
+  EXPECT_ATTN_ERROR(models::SafetensorsFile{path}, ErrorCode::Format, "t.safetensors", "tensor 'b'",
                     "overlap", "tensor 'a'");
 }
 
 TEST(Safetensors, HoleAndTrailingBytes) {
   auto path = write_raw(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 8);
-  EXPECT_ATTN_ERROR(SafetensorsFile{path}, ErrorCode::Format, "tensor 'a'", "hole");
+  EXPECT_ATTN_ERROR(models::SafetensorsFile{path}, ErrorCode::Format, "tensor 'a'", "hole");
   path = write_raw(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", 9);
-  EXPECT_ATTN_ERROR(SafetensorsFile{path}, ErrorCode::Format, "cover 4 bytes", "has 9");
+  EXPECT_ATTN_ERROR(models::SafetensorsFile{path}, ErrorCode::Format, "cover 4 bytes", "has 9");
 }
 
 TEST(Safetensors, OffsetsDoNotMatchShapeTimesDtype) {
   auto path =
       write_raw(R"({"w": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 10]}})", 10);
-  EXPECT_ATTN_ERROR(SafetensorsFile{path}, ErrorCode::Format, "tensor 'w'", "hold 10 bytes",
+  EXPECT_ATTN_ERROR(models::SafetensorsFile{path}, ErrorCode::Format, "tensor 'w'", "hold 10 bytes",
                     "BF16 needs 12");
 }
 
 TEST(Safetensors, UnknownAndUnsupportedDtype) {
   auto path = write_raw(R"({"w": {"dtype": "Q7", "shape": [1], "data_offsets": [0, 1]}})", 1);
-  EXPECT_ATTN_ERROR(SafetensorsFile{path}, ErrorCode::Format, "t.safetensors", "tensor 'w'",
+  EXPECT_ATTN_ERROR(models::SafetensorsFile{path}, ErrorCode::Format, "t.safetensors", "tensor 'w'",
                     "unknown dtype 'Q7'");
   path = write_raw(R"({"w": {"dtype": "F8_E4M3", "shape": [1], "data_offsets": [0, 1]}})", 1);
-  EXPECT_ATTN_ERROR(SafetensorsFile{path}, ErrorCode::Unsupported, "tensor 'w'", "F8_E4M3");
+  EXPECT_ATTN_ERROR(models::SafetensorsFile{path}, ErrorCode::Unsupported, "tensor 'w'", "F8_E4M3");
 }
 
 TEST(Safetensors, MalformedEntries) {
   EXPECT_ATTN_ERROR(
-      SafetensorsFile{write_raw(R"({"w": {"shape": [1], "data_offsets": [0, 4]}})", 4)},
+      models::SafetensorsFile{write_raw(R"({"w": {"shape": [1], "data_offsets": [0, 4]}})", 4)},
       ErrorCode::Format, "tensor 'w'", "dtype");
-  EXPECT_ATTN_ERROR(SafetensorsFile{write_raw(
+  EXPECT_ATTN_ERROR(models::SafetensorsFile{write_raw(
                         R"({"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}})", 4)},
                     ErrorCode::Format, "tensor 'w'", "non-negative");
-  EXPECT_ATTN_ERROR(SafetensorsFile{write_raw(
+  EXPECT_ATTN_ERROR(models::SafetensorsFile{write_raw(
                         R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0]}})", 4)},
                     ErrorCode::Format, "tensor 'w'", "data_offsets");
   EXPECT_ATTN_ERROR(
-      SafetensorsFile{write_raw(
+      models::SafetensorsFile{write_raw(
           R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 4]}})",
           4)},
       ErrorCode::Format, "tensor 'w'", "overflows");
-  EXPECT_ATTN_ERROR(SafetensorsFile{write_raw(R"({"__metadata__": {"k": 1}})", 0)},
+  EXPECT_ATTN_ERROR(models::SafetensorsFile{write_raw(R"({"__metadata__": {"k": 1}})", 0)},
                     ErrorCode::Format, "__metadata__");
 }
 
 TEST(Safetensors, MissingTensorAndMissingFile) {
   std::vector<float> v(2, 1.0f);
   const auto path = (scratch_dir() / "m.safetensors").string();
-  write_safetensors(path, {{"w", DType::F32, {2}, as_bytes(v)}});
-  SafetensorsFile file(path);
+  models::write_safetensors(path, {{"w", models::DType::F32, {2}, as_bytes(v)}});
+  models::SafetensorsFile file(path);
   EXPECT_ATTN_ERROR(file.tensor("nope"), ErrorCode::Format, "m.safetensors",
                     "missing tensor 'nope'");
-  EXPECT_ATTN_ERROR(SafetensorsFile{path + ".absent"}, ErrorCode::Io, "m.safetensors.absent",
-                    "cannot open");
+  EXPECT_ATTN_ERROR(models::SafetensorsFile{path + ".absent"}, ErrorCode::Io,
+                    "m.safetensors.absent", "cannot open");
 }
 
 TEST(Safetensors, WriterRejectsWrongByteCount) {
   std::vector<float> v(3);
-  EXPECT_ATTN_ERROR(write_safetensors((scratch_dir() / "w.safetensors").string(),
-                                      {{"w", DType::F32, {2, 2}, as_bytes(v)}}),
+  EXPECT_ATTN_ERROR(models::write_safetensors((scratch_dir() / "w.safetensors").string(),
+                                              {{"w", models::DType::F32, {2, 2}, as_bytes(v)}}),
                     ErrorCode::InvalidArgument, "tensor 'w'", "12 bytes");
 }
 
@@ -286,11 +287,11 @@ class ShardedCheckpoint : public ::testing::Test {
  protected:
   void SetUp() override {
     dir = scratch_dir();
-    write_safetensors((dir / "model-00001-of-00002.safetensors").string(),
-                      {{"embed", DType::F32, {2, 2}, as_bytes(a)}});
-    write_safetensors(
-        (dir / "model-00002-of-00002.safetensors").string(),
-        {{"head", DType::F32, {3}, as_bytes(b)}, {"norm", DType::F32, {1}, as_bytes(c)}});
+    models::write_safetensors((dir / "model-00001-of-00002.safetensors").string(),
+                              {{"embed", models::DType::F32, {2, 2}, as_bytes(a)}});
+    models::write_safetensors((dir / "model-00002-of-00002.safetensors").string(),
+                              {{"head", models::DType::F32, {3}, as_bytes(b)},
+                               {"norm", models::DType::F32, {1}, as_bytes(c)}});
   }
   void write_index(const std::string& weight_map) {
     test::write_text(dir / "model.safetensors.index.json",
@@ -304,7 +305,7 @@ TEST_F(ShardedCheckpoint, OpensEveryShard) {
   write_index(R"({"embed": "model-00001-of-00002.safetensors",
                   "head": "model-00002-of-00002.safetensors",
                   "norm": "model-00002-of-00002.safetensors"})");
-  auto ck = SafetensorsCheckpoint::open(dir.string());  // the folder finds the index
+  auto ck = models::SafetensorsCheckpoint::open(dir.string());  // the folder finds the index
   EXPECT_EQ(ck.num_files(), 2u);
   EXPECT_EQ(ck.names(), (std::vector<std::string>{"embed", "head", "norm"}));
   EXPECT_EQ(ck.tensor("embed").to_f32(), a);
@@ -316,25 +317,27 @@ TEST_F(ShardedCheckpoint, OpensEveryShard) {
 
 TEST_F(ShardedCheckpoint, IndexErrorsNameTensorAndShard) {
   write_index(R"({"embed": "model-00002-of-00002.safetensors"})");
-  EXPECT_ATTN_ERROR(SafetensorsCheckpoint::open(dir.string()), ErrorCode::Format, "tensor 'embed'",
-                    "model-00002-of-00002.safetensors", "does not contain");
+  EXPECT_ATTN_ERROR(models::SafetensorsCheckpoint::open(dir.string()), ErrorCode::Format,
+                    "tensor 'embed'", "model-00002-of-00002.safetensors", "does not contain");
   write_index(R"({"embed": "model-00009-of-00009.safetensors"})");
-  EXPECT_ATTN_ERROR(SafetensorsCheckpoint::open(dir.string()), ErrorCode::Io,
+  EXPECT_ATTN_ERROR(models::SafetensorsCheckpoint::open(dir.string()), ErrorCode::Io,
                     "model-00009-of-00009.safetensors");
   write_index(R"({"embed": "../elsewhere.safetensors"})");
-  EXPECT_ATTN_ERROR(SafetensorsCheckpoint::open(dir.string()), ErrorCode::Format, "tensor 'embed'",
-                    "must be relative");
+  EXPECT_ATTN_ERROR(models::SafetensorsCheckpoint::open(dir.string()), ErrorCode::Format,
+                    "tensor 'embed'", "must be relative");
   test::write_text(dir / "model.safetensors.index.json", R"({"metadata": {}})");
-  EXPECT_ATTN_ERROR(SafetensorsCheckpoint::open(dir.string()), ErrorCode::Format, "weight_map");
+  EXPECT_ATTN_ERROR(models::SafetensorsCheckpoint::open(dir.string()), ErrorCode::Format,
+                    "weight_map");
 }
 
 TEST(SafetensorsCheckpointOpen, SingleFileAndEmptyFolder) {
   auto dir = scratch_dir();
-  EXPECT_ATTN_ERROR(SafetensorsCheckpoint::open(dir.string()), ErrorCode::Io,
+  EXPECT_ATTN_ERROR(models::SafetensorsCheckpoint::open(dir.string()), ErrorCode::Io,
                     "no model.safetensors");
   std::vector<float> v = {3, 1, 4};
-  write_safetensors((dir / "model.safetensors").string(), {{"w", DType::F32, {3}, as_bytes(v)}});
-  auto ck = SafetensorsCheckpoint::open(dir.string());
+  models::write_safetensors((dir / "model.safetensors").string(),
+                            {{"w", models::DType::F32, {3}, as_bytes(v)}});
+  auto ck = models::SafetensorsCheckpoint::open(dir.string());
   EXPECT_EQ(ck.num_files(), 1u);
   EXPECT_EQ(ck.tensor("w").to_f32(), v);
 }

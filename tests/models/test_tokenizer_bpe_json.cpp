@@ -24,7 +24,7 @@ std::string byte_char(int b) {
     cp = 256 + n;
   }
   std::string s;
-  utf8_append(s, char32_t(cp));
+  models::utf8_append(s, char32_t(cp));
   return s;
 }
 
@@ -85,7 +85,7 @@ struct Expect {
   int32_t id;
   size_t begin, end;
 };
-void expect_tokens(const std::vector<Token>& got, const std::vector<Expect>& want,
+void expect_tokens(const std::vector<models::Token>& got, const std::vector<Expect>& want,
                    const std::string& text) {
   ASSERT_EQ(got.size(), want.size()) << text << ": " << ::testing::PrintToString(ids_of(got));
   for (size_t i = 0; i < want.size(); ++i) {
@@ -96,7 +96,7 @@ void expect_tokens(const std::vector<Token>& got, const std::vector<Expect>& wan
 }
 
 TEST(BpeTokenizerJson, RegexSplitByteLevelHandChecked) {
-  auto tok = tokenizer_from_json(llama3_style(true), "tokenizer.json");
+  auto tok = models::tokenizer_from_json(llama3_style(true), "tokenizer.json");
   EXPECT_EQ(tok->vocab_size(), 303u);
   EXPECT_EQ(tok->special_tokens().bos, 300);
   // Split: "hello" " world" " " "123" "4" "!"; the BOS comes from the template.
@@ -122,15 +122,15 @@ TEST(BpeTokenizerJson, RegexSplitByteLevelHandChecked) {
 }
 
 TEST(BpeTokenizerJson, IgnoreMergesTakesWholeWordsFromTheVocabulary) {
-  auto with = tokenizer_from_json(llama3_style(true), "tokenizer.json");
-  auto without = tokenizer_from_json(llama3_style(false), "tokenizer.json");
+  auto with = models::tokenizer_from_json(llama3_style(true), "tokenizer.json");
+  auto without = models::tokenizer_from_json(llama3_style(false), "tokenizer.json");
   EXPECT_EQ(with->encode_ids(" hello", {.add_special_tokens = false}), std::vector<int32_t>{268});
   EXPECT_EQ(without->encode_ids(" hello", {.add_special_tokens = false}),
             (std::vector<int32_t>{32, 259}));
 }
 
 TEST(BpeTokenizerJson, AddedTokensBeforePreTokenization) {
-  auto tok = tokenizer_from_json(llama3_style(true), "tokenizer.json");
+  auto tok = models::tokenizer_from_json(llama3_style(true), "tokenizer.json");
   const std::string text = "<|eot_id|>hello<tool>";
   auto t = tok->encode(text, {.add_special_tokens = false});
   expect_tokens(t, {{301, 0, 10}, {259, 10, 15}, {302, 15, 21}}, text);
@@ -150,7 +150,7 @@ TEST(BpeTokenizerJson, AddedTokensBeforePreTokenization) {
 TEST(BpeTokenizerJson, NfcNormalizerKeepsSpansOnTheInput) {
   json j = llama3_style(true);
   j["normalizer"] = {{"type", "NFC"}};
-  auto tok = tokenizer_from_json(j, "tokenizer.json");
+  auto tok = models::tokenizer_from_json(j, "tokenizer.json");
   // "e" + combining acute (3 bytes) becomes "é" (C3 A9): both byte tokens span the 3 input bytes.
   const std::string text = "e\u0301";
   expect_tokens(tok->encode(text, {.add_special_tokens = false}), {{195, 0, 3}, {169, 0, 3}}, text);
@@ -164,7 +164,7 @@ TEST(BpeTokenizerJson, DigitsThenByteLevelRegex) {
       {"pretokenizers",
        {{{"type", "Digits"}, {"individual_digits", true}},
         {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}}}};
-  auto tok = tokenizer_from_json(j, "tokenizer.json");
+  auto tok = models::tokenizer_from_json(j, "tokenizer.json");
   expect_tokens(tok->encode("hello 123", {.add_special_tokens = false}),
                 {{259, 0, 5}, {32, 5, 6}, {49, 6, 7}, {50, 7, 8}, {51, 8, 9}}, "hello 123");
 }
@@ -173,7 +173,7 @@ TEST(BpeTokenizerJson, ByteLevelPrefixSpace) {
   json j = llama3_style(false);
   j["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}};
   j["post_processor"] = nullptr;
-  auto tok = tokenizer_from_json(j, "tokenizer.json");
+  auto tok = models::tokenizer_from_json(j, "tokenizer.json");
   // The added space has no input bytes: "Ġworld" covers only "world".
   expect_tokens(tok->encode("world"), {{264, 0, 5}}, "world");
 }
@@ -220,7 +220,7 @@ TEST(BpeTokenizerJson, MetaspaceWithByteFallback) {
               {"byte_fallback", true},
               {"vocab", vocab},
               {"merges", {"▁ h", "▁h i"}}}}};
-  auto tok = tokenizer_from_json(j, "tokenizer.json");
+  auto tok = models::tokenizer_from_json(j, "tokenizer.json");
   const std::string text = "hi hi€";
   // "▁hi▁hi€": € (E2 82 AC) is not in the vocabulary and falls back to its bytes.
   expect_tokens(tok->encode(text),
@@ -232,33 +232,35 @@ TEST(BpeTokenizerJson, MetaspaceWithByteFallback) {
 TEST(BpeTokenizerJson, MalformedAndUnsupportedFiles) {
   json j = llama3_style(true);
   j["model"]["merges"].push_back("x zzz");
-  EXPECT_ATTN_ERROR(tokenizer_from_json(j, "tok.json"), ErrorCode::Format, "tok.json", "merge 13",
-                    "'zzz'", "not in the vocabulary");
+  EXPECT_ATTN_ERROR(models::tokenizer_from_json(j, "tok.json"), ErrorCode::Format, "tok.json",
+                    "merge 13", "'zzz'", "not in the vocabulary");
   j = llama3_style(true);
   j["model"]["merges"].push_back("a b c");
-  EXPECT_ATTN_ERROR(tokenizer_from_json(j, "tok.json"), ErrorCode::Format, "tok.json", "merge 13");
+  EXPECT_ATTN_ERROR(models::tokenizer_from_json(j, "tok.json"), ErrorCode::Format, "tok.json",
+                    "merge 13");
   j = llama3_style(true);
   j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(unclosed";
-  EXPECT_ATTN_ERROR(tokenizer_from_json(j, "tok.json"), ErrorCode::Format, "tok.json", "(unclosed",
-                    "does not compile");
+  EXPECT_ATTN_ERROR(models::tokenizer_from_json(j, "tok.json"), ErrorCode::Format, "tok.json",
+                    "(unclosed", "does not compile");
   j = llama3_style(true);
   j["model"] = {{"type", "Unigram"}, {"vocab", json::array()}};
-  EXPECT_ATTN_ERROR(tokenizer_from_json(j, "tok.json"), ErrorCode::Unsupported, "tok.json",
+  EXPECT_ATTN_ERROR(models::tokenizer_from_json(j, "tok.json"), ErrorCode::Unsupported, "tok.json",
                     "'Unigram'");
   j = llama3_style(true);
   j["normalizer"] = {{"type", "Precompiled"}, {"precompiled_charsmap", "AAAA"}};
-  EXPECT_ATTN_ERROR(tokenizer_from_json(j, "tok.json"), ErrorCode::Unsupported, "tok.json",
+  EXPECT_ATTN_ERROR(models::tokenizer_from_json(j, "tok.json"), ErrorCode::Unsupported, "tok.json",
                     "'Precompiled'");
   j = llama3_style(true);
   j.erase("model");
-  EXPECT_ATTN_ERROR(tokenizer_from_json(j, "tok.json"), ErrorCode::Format, "tok.json", "model");
+  EXPECT_ATTN_ERROR(models::tokenizer_from_json(j, "tok.json"), ErrorCode::Format, "tok.json",
+                    "model");
   auto dir = test::scratch_dir();
   test::write_text(dir / "tokenizer.json", "{\"model\": ");
-  EXPECT_ATTN_ERROR(load_tokenizer_json((dir / "tokenizer.json").string()), ErrorCode::Format,
-                    "tokenizer.json", "not valid JSON");
-  EXPECT_ATTN_ERROR(load_tokenizer((dir / "nowhere").string()), ErrorCode::Io, "nowhere");
+  EXPECT_ATTN_ERROR(models::load_tokenizer_json((dir / "tokenizer.json").string()),
+                    ErrorCode::Format, "tokenizer.json", "not valid JSON");
+  EXPECT_ATTN_ERROR(models::load_tokenizer((dir / "nowhere").string()), ErrorCode::Io, "nowhere");
   std::filesystem::remove(dir / "tokenizer.json");
-  EXPECT_ATTN_ERROR(load_tokenizer(dir.string()), ErrorCode::Io, "no tokenizer found",
+  EXPECT_ATTN_ERROR(models::load_tokenizer(dir.string()), ErrorCode::Io, "no tokenizer found",
                     "tokenizer.json", "vocab.txt", "tokenizer.model");
 }
 
@@ -267,7 +269,7 @@ TEST(BpeTokenizerJson, FactoryReadsSpecialTokensFromConfig) {
   test::write_text(dir / "tokenizer.json", llama3_style(true).dump());
   test::write_text(dir / "tokenizer_config.json",
                    R"({"bos_token": "<|begin_of_text|>", "eos_token": {"content": "<|eot_id|>"}})");
-  auto tok = load_tokenizer(dir.string());
+  auto tok = models::load_tokenizer(dir.string());
   EXPECT_EQ(tok->special_tokens().bos, 300);
   EXPECT_EQ(tok->special_tokens().eos, 301);
   EXPECT_EQ(tok->encode_ids("hello"), (std::vector<int32_t>{300, 259}));

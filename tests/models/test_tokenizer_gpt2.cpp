@@ -19,13 +19,14 @@ class Gpt2Tokenizer : public ::testing::Test {
   void SetUp() override {
     FETCH_OR_SKIP(dir, "gpt2");
     dir_ = dir;
-    if (!tok_) tok_ = load_gpt2_bpe((dir / "encoder.json").string(), (dir / "vocab.bpe").string());
+    if (!tok_)
+      tok_ = models::load_gpt2_bpe((dir / "encoder.json").string(), (dir / "vocab.bpe").string());
   }
   static void TearDownTestSuite() { tok_.reset(); }
-  static std::unique_ptr<PipelineTokenizer> tok_;
+  static std::unique_ptr<models::PipelineTokenizer> tok_;
   std::filesystem::path dir_;
 };
-std::unique_ptr<PipelineTokenizer> Gpt2Tokenizer::tok_;
+std::unique_ptr<models::PipelineTokenizer> Gpt2Tokenizer::tok_;
 
 // Ids as GPT-2's reference encoder gives them (checked with gpt-3-encoder's Encoder.js).
 const std::vector<std::pair<std::string, std::vector<int32_t>>> kKnown = {
@@ -151,7 +152,7 @@ TEST_F(Gpt2Tokenizer, BadInput) {
 
 TEST_F(Gpt2Tokenizer, TokenizerJsonAgreesWithVocabAndMerges) {
   FETCH_OR_SKIP(json_dir, "gpt2-json");
-  auto from_json = load_tokenizer_json((json_dir / "models" / "tokenizer.json").string());
+  auto from_json = models::load_tokenizer_json((json_dir / "models" / "tokenizer.json").string());
   EXPECT_EQ(from_json->vocab_size(), 50257u);
   std::mt19937 rng(8);
   for (int i = 0; i < 100; ++i) {
@@ -166,7 +167,7 @@ TEST_F(Gpt2Tokenizer, FactoryFindsVocabAndMergesInAFolder) {
   auto dir = test::scratch_dir();
   std::filesystem::copy_file(dir_ / "encoder.json", dir / "vocab.json");
   std::filesystem::copy_file(dir_ / "vocab.bpe", dir / "merges.txt");
-  auto tok = load_tokenizer(dir.string());
+  auto tok = models::load_tokenizer(dir.string());
   EXPECT_EQ(tok->kind(), "bpe");
   EXPECT_EQ(tok->encode_ids("Hello world"), (std::vector<int32_t>{15496, 995}));
 }

@@ -21,7 +21,7 @@ class Llama3Tokenizer : public ::testing::Test {
     dir_ = dir / "models";
     if (!tok_) {
       const auto start = std::chrono::steady_clock::now();
-      tok_ = load_tokenizer((dir_ / "tokenizer.json").string());
+      tok_ = models::load_tokenizer((dir_ / "tokenizer.json").string());
       const double ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
               .count();
@@ -29,10 +29,10 @@ class Llama3Tokenizer : public ::testing::Test {
     }
   }
   static void TearDownTestSuite() { tok_.reset(); }
-  static std::unique_ptr<Tokenizer> tok_;
+  static std::unique_ptr<models::Tokenizer> tok_;
   std::filesystem::path dir_;
 };
-std::unique_ptr<Tokenizer> Llama3Tokenizer::tok_;
+std::unique_ptr<models::Tokenizer> Llama3Tokenizer::tok_;
 
 TEST_F(Llama3Tokenizer, KnownIds) {
   EXPECT_EQ(tok_->vocab_size(), 128256u);

@@ -53,9 +53,9 @@ class SentencePiece : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
-void expect_ordered_spans(const std::vector<Token>& tokens, const std::string& text) {
+void expect_ordered_spans(const std::vector<models::Token>& tokens, const std::string& text) {
   size_t pos = 0;
-  for (const Token& t : tokens) {
+  for (const models::Token& t : tokens) {
     EXPECT_LE(pos, t.begin) << text;
     EXPECT_LE(t.begin, t.end) << text;
     EXPECT_LE(t.end, text.size()) << text;
@@ -66,7 +66,7 @@ void expect_ordered_spans(const std::vector<Token>& tokens, const std::string& t
 TEST_F(SentencePiece, IdsMatchPythonForBpeAndUnigram) {
   const auto inputs = texts();
   for (const char* model : {"bpe.model", "unigram.model"}) {
-    SentencePieceTokenizer tok((dir_ / model).string());
+    models::SentencePieceTokenizer tok((dir_ / model).string());
     EXPECT_EQ(tok.kind(), "sentencepiece");
     const auto want = python_ids(model, inputs);
     ASSERT_EQ(want.size(), inputs.size());
@@ -84,14 +84,14 @@ TEST_F(SentencePiece, IdsMatchPythonForBpeAndUnigram) {
 }
 
 TEST_F(SentencePiece, SpansPointAtTheWords) {
-  SentencePieceTokenizer tok((dir_ / "bpe.model").string());
+  models::SentencePieceTokenizer tok((dir_ / "bpe.model").string());
   const std::string text = "The people of the world";
   auto t = tok.encode(text, {.add_special_tokens = false});
   ASSERT_FALSE(t.empty());
   // Pieces tile the text (the space before a word belongs to the word's piece).
   size_t pos = 0;
   std::string surfaces;
-  for (const Token& k : t) {
+  for (const models::Token& k : t) {
     EXPECT_EQ(k.begin, pos) << k.piece;
     surfaces += text.substr(k.begin, k.end - k.begin);
     pos = k.end;
@@ -100,14 +100,14 @@ TEST_F(SentencePiece, SpansPointAtTheWords) {
   // A character outside the vocabulary falls back to byte pieces that share its bytes.
   auto e = tok.encode("☃", {.add_special_tokens = false});
   std::vector<std::string> pieces;
-  for (const Token& k : e) pieces.push_back(k.piece);
+  for (const models::Token& k : e) pieces.push_back(k.piece);
   EXPECT_NE(std::find(pieces.begin(), pieces.end(), "<0xE2>"), pieces.end())
       << ::testing::PrintToString(pieces);
-  for (const Token& k : e) EXPECT_LE(k.end, 3u);
+  for (const models::Token& k : e) EXPECT_LE(k.end, 3u);
 }
 
 TEST_F(SentencePiece, BosAndSpecialTokensAndRoundTrip) {
-  SentencePieceTokenizer tok((dir_ / "unigram.model").string());
+  models::SentencePieceTokenizer tok((dir_ / "unigram.model").string());
   ASSERT_TRUE(tok.special_tokens().bos.has_value());
   const int32_t bos = *tok.special_tokens().bos;
   auto t = tok.encode("the world");
@@ -117,7 +117,7 @@ TEST_F(SentencePiece, BosAndSpecialTokensAndRoundTrip) {
   EXPECT_EQ(t[0].end, 0u);
   auto s = tok.encode("a <s> b", {.add_special_tokens = false});
   bool found = false;
-  for (const Token& k : s) {
+  for (const models::Token& k : s) {
     if (k.id == bos) {
       found = true;
       EXPECT_EQ(k.begin, 2u);
@@ -140,23 +140,23 @@ TEST_F(SentencePiece, FactoryPicksTokenizerModelAndReadsConfig) {
   auto folder = dir_ / "model";
   std::filesystem::create_directories(folder);
   std::filesystem::copy_file(dir_ / "bpe.model", folder / "tokenizer.model");
-  auto tok = load_tokenizer(folder.string());
+  auto tok = models::load_tokenizer(folder.string());
   EXPECT_EQ(tok->kind(), "sentencepiece");
   EXPECT_EQ(tok->encode("hi")[0].id, *tok->special_tokens().bos);
   test::write_text(folder / "tokenizer_config.json", R"({"add_bos_token": false})");
-  tok = load_tokenizer(folder.string());
+  tok = models::load_tokenizer(folder.string());
   EXPECT_NE(tok->encode("hi")[0].id, *tok->special_tokens().bos);
   // A tokenizer.json this library cannot run (Unigram) falls back to tokenizer.model.
   test::write_text(folder / "tokenizer.json", R"({"model": {"type": "Unigram", "vocab": []}})");
-  EXPECT_EQ(load_tokenizer(folder.string())->kind(), "sentencepiece");
+  EXPECT_EQ(models::load_tokenizer(folder.string())->kind(), "sentencepiece");
 }
 
 TEST(SentencePieceFiles, BadModelFile) {
   auto dir = test::scratch_dir();
   test::write_text(dir / "tokenizer.model", "not a protobuf");
-  EXPECT_ATTN_ERROR(SentencePieceTokenizer((dir / "tokenizer.model").string()), ErrorCode::Format,
-                    "tokenizer.model", "not a SentencePiece model");
-  EXPECT_ATTN_ERROR(SentencePieceTokenizer((dir / "absent.model").string()), ErrorCode::Io,
+  EXPECT_ATTN_ERROR(models::SentencePieceTokenizer((dir / "tokenizer.model").string()),
+                    ErrorCode::Format, "tokenizer.model", "not a SentencePiece model");
+  EXPECT_ATTN_ERROR(models::SentencePieceTokenizer((dir / "absent.model").string()), ErrorCode::Io,
                     "absent.model");
 }
 

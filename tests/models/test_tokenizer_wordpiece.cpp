@@ -29,7 +29,7 @@ struct Expect {
   int32_t id;
   size_t begin, end;
 };
-void expect_tokens(const std::vector<Token>& got, const std::vector<Expect>& want,
+void expect_tokens(const std::vector<models::Token>& got, const std::vector<Expect>& want,
                    const std::string& text) {
   ASSERT_EQ(got.size(), want.size()) << text << ": " << ::testing::PrintToString(ids_of(got));
   for (size_t i = 0; i < want.size(); ++i) {
@@ -43,10 +43,10 @@ class WordPiece : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = test::scratch_dir();
-    tok_ = load_bert_vocab(write_vocab(dir_).string());
+    tok_ = models::load_bert_vocab(write_vocab(dir_).string());
   }
   std::filesystem::path dir_;
-  std::unique_ptr<PipelineTokenizer> tok_;
+  std::unique_ptr<models::PipelineTokenizer> tok_;
 };
 
 TEST_F(WordPiece, LowerCasePunctuationAndSpecialWrapping) {
@@ -66,7 +66,7 @@ TEST_F(WordPiece, LowerCasePunctuationAndSpecialWrapping) {
 }
 
 TEST_F(WordPiece, SubwordsWithContinuationPrefix) {
-  const EncodeOptions plain{.add_special_tokens = false};
+  const models::EncodeOptions plain{.add_special_tokens = false};
   expect_tokens(tok_->encode("unaffable", plain), {{9, 0, 2}, {10, 2, 5}, {11, 5, 9}}, "unaffable");
   EXPECT_EQ(tok_->encode_ids("The quick brown fox jumped", plain),
             (std::vector<int32_t>{5, 6, 7, 8, 18, 19}));
@@ -75,7 +75,7 @@ TEST_F(WordPiece, SubwordsWithContinuationPrefix) {
 }
 
 TEST_F(WordPiece, AccentsCjkControlAndWhitespace) {
-  const EncodeOptions plain{.add_special_tokens = false};
+  const models::EncodeOptions plain{.add_special_tokens = false};
   expect_tokens(tok_->encode("Café", plain), {{23, 0, 5}}, "Café");  // é is 2 bytes
   expect_tokens(tok_->encode("Naïve", plain), {{29, 0, 6}}, "Naïve");
   expect_tokens(tok_->encode("中文", plain), {{21, 0, 3}, {22, 3, 6}}, "中文");
@@ -86,7 +86,7 @@ TEST_F(WordPiece, AccentsCjkControlAndWhitespace) {
 }
 
 TEST_F(WordPiece, UnknownWordsAndTheLengthLimit) {
-  const EncodeOptions plain{.add_special_tokens = false};
+  const models::EncodeOptions plain{.add_special_tokens = false};
   expect_tokens(tok_->encode("xyz hello", plain), {{1, 0, 3}, {15, 4, 9}}, "xyz");
   // "helloq": "hello" matches but "##q" does not, so the whole word is unknown.
   expect_tokens(tok_->encode("helloq", plain), {{1, 0, 6}}, "helloq");
@@ -109,7 +109,7 @@ TEST_F(WordPiece, SpecialTokensInText) {
 
 TEST_F(WordPiece, CasedVocabularyFromTokenizerConfig) {
   test::write_text(dir_ / "tokenizer_config.json", R"({"do_lower_case": false})");
-  auto cased = load_tokenizer(dir_.string());
+  auto cased = models::load_tokenizer(dir_.string());
   EXPECT_EQ(cased->kind(), "wordpiece");
   EXPECT_EQ(cased->encode_ids("Hello hello Café", {.add_special_tokens = false}),
             (std::vector<int32_t>{28, 15, 1}));
@@ -140,7 +140,7 @@ TEST_F(WordPiece, TokenizerJsonGivesTheSameTokens) {
         {"continuing_subword_prefix", "##"},
         {"max_input_chars_per_word", 100},
         {"vocab", vocab}}}};
-  auto from_json = tokenizer_from_json(j, "tokenizer.json");
+  auto from_json = models::tokenizer_from_json(j, "tokenizer.json");
   std::mt19937 rng(2);
   std::vector<std::string> texts = {"Hello, World!",       "unaffable jumped",
                                     "Café 中文 naïve's",   "hello [MASK] world",
@@ -160,9 +160,10 @@ TEST_F(WordPiece, TokenizerJsonGivesTheSameTokens) {
 
 TEST_F(WordPiece, BadFiles) {
   test::write_text(dir_ / "vocab.txt", "[PAD]\nhello\n");
-  EXPECT_ATTN_ERROR(load_bert_vocab((dir_ / "vocab.txt").string()), ErrorCode::Format, "vocab.txt",
-                    "[UNK]");
-  EXPECT_ATTN_ERROR(load_bert_vocab((dir_ / "absent.txt").string()), ErrorCode::Io, "absent.txt");
+  EXPECT_ATTN_ERROR(models::load_bert_vocab((dir_ / "vocab.txt").string()), ErrorCode::Format,
+                    "vocab.txt", "[UNK]");
+  EXPECT_ATTN_ERROR(models::load_bert_vocab((dir_ / "absent.txt").string()), ErrorCode::Io,
+                    "absent.txt");
   EXPECT_ATTN_ERROR(tok_->encode("caf\xe9"), ErrorCode::InvalidArgument, "UTF-8", "byte 3");
 }
 

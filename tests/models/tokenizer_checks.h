@@ -12,25 +12,26 @@
 
 namespace attn::test {
 
-inline std::vector<int32_t> ids_of(const std::vector<Token>& tokens) {
+inline std::vector<int32_t> ids_of(const std::vector<models::Token>& tokens) {
   std::vector<int32_t> ids;
-  for (const Token& t : tokens) ids.push_back(t.id);
+  for (const models::Token& t : tokens) ids.push_back(t.id);
   return ids;
 }
 
 // Byte-level tokens: spans tile [0, text.size()) in order and each span holds exactly the bytes
 // its piece stands for (special tokens: their own text).
-inline void expect_byte_level_spans(const std::vector<Token>& tokens, const std::string& text) {
+inline void expect_byte_level_spans(const std::vector<models::Token>& tokens,
+                                    const std::string& text) {
   size_t pos = 0;
   for (size_t i = 0; i < tokens.size(); ++i) {
-    const Token& t = tokens[i];
+    const models::Token& t = tokens[i];
     ASSERT_EQ(t.begin, pos) << "token " << i << " '" << t.piece << "' in '" << text << "'";
     ASSERT_LE(t.end, text.size());
     std::string bytes;
     if (t.special) {
       bytes = t.piece;
     } else {
-      ASSERT_TRUE(byte_level::decode(t.piece, &bytes)) << t.piece;
+      ASSERT_TRUE(models::byte_level::decode(t.piece, &bytes)) << t.piece;
     }
     EXPECT_EQ(text.substr(t.begin, t.end - t.begin), bytes) << "token " << i;
     pos = t.end;
@@ -56,7 +57,7 @@ inline std::string random_text(std::mt19937& rng, size_t chars) {
       U"\u00a0\u3000";
   std::uniform_int_distribution<size_t> pick(0, pool.size() - 1);
   std::string out;
-  for (size_t i = 0; i < chars; ++i) utf8_append(out, pool[pick(rng)]);
+  for (size_t i = 0; i < chars; ++i) models::utf8_append(out, pool[pick(rng)]);
   return out;
 }
 

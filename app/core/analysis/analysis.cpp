@@ -44,8 +44,8 @@ RunOptions run_options(const Options& o) {
 }
 
 std::string model_id(const Session& s, const std::string& session_path) {
-  return is_default_model_name(s.model.id) ? s.model.id
-                                           : resolve_session_path(session_path, s.model.id);
+  return models::is_default_model_name(s.model.id) ? s.model.id
+                                                   : resolve_session_path(session_path, s.model.id);
 }
 
 // Synthetic long problems: 4 heads of d = 64 random Q/K/V with a sharpened score scale, so rows
@@ -56,7 +56,7 @@ constexpr int kSyntheticHeads = 4, kSyntheticDim = 64;
 void open_model(Analysis& a, const Options& o) {
   const Session& s = a.session;
   a.model = cached_model(model_id(s, a.session_path));
-  const ModelInfo& info = a.model->info();
+  const models::ModelInfo& info = a.model->info();
   a.info = info;
   a.model_summary = info.model_type + " \u00b7 " + std::to_string(info.n_layers) +
                     " layers \u00b7 " + std::to_string(info.n_heads) +
@@ -66,16 +66,16 @@ void open_model(Analysis& a, const Options& o) {
   if (s.input.kind == "image") {
     require(info.vision, ErrorCode::InvalidArgument,
             info.dir + " is a text model, but the input is an image");
-    ImagePreprocessor pp = a.model->preprocessor();
+    models::ImagePreprocessor pp = a.model->preprocessor();
     if (s.input.image_size > 0) {  // position embeddings are interpolated to the new grid
       pp.do_resize = true;
       pp.height = pp.width = s.input.image_size;
       pp.shortest_edge = 0;
       pp.do_center_crop = false;
     }
-    a.image = o.image
-                  ? *o.image
-                  : load_image(resolve_session_path(a.session_path, s.input.image), pp.channels);
+    a.image = o.image ? *o.image
+                      : models::load_image(resolve_session_path(a.session_path, s.input.image),
+                                           pp.channels);
     require(a.image.channels == pp.channels, ErrorCode::InvalidArgument,
             s.input.image + ": " + std::to_string(a.image.channels) +
                 " channels, the model takes " + std::to_string(pp.channels));
@@ -89,8 +89,9 @@ void open_model(Analysis& a, const Options& o) {
             "input kind '" + s.input.kind + "' does not go with a model");
     require(!info.vision, ErrorCode::InvalidArgument,
             info.dir + " is a vision model, but the input is text: open an image");
-    TextInput ti = s.input.kind == "ids" ? ids_for_model(*a.model, s.input.ids)
-                                         : encode_for_model(*a.model, s.input.text, o.input_name);
+    models::TextInput ti = s.input.kind == "ids"
+                               ? ids_for_model(*a.model, s.input.ids)
+                               : encode_for_model(*a.model, s.input.text, o.input_name);
     a.tokens = ti.tokens;
     a.notice = ti.notice;
     a.input.ids = ti.ids;
@@ -99,9 +100,9 @@ void open_model(Analysis& a, const Options& o) {
   }
   std::string hooks = "blocks.*.attn.q,blocks.*.attn.k,blocks.*.attn.v,blocks.*.resid";
   if (!o.extra_hooks.empty()) hooks += "," + o.extra_hooks;
-  auto capture = std::make_shared<Capture>(HookSelection::parse(hooks));
-  const Capture& cap = *capture;
-  ForwardOptions fo;
+  auto capture = std::make_shared<models::Capture>(models::HookSelection::parse(hooks));
+  const models::Capture& cap = *capture;
+  models::ForwardOptions fo;
   fo.capture = capture.get();
   fo.threads = o.threads;
   if (!s.ablation.empty()) {
@@ -110,19 +111,18 @@ void open_model(Analysis& a, const Options& o) {
     for (const std::string& h : s.ablation.heads) list += (list.empty() ? "" : ",") + h;
     const auto heads = parse_heads(list);
     check_heads(heads, info);
-    a.ablation =
-        o.ablation
-            ? o.ablation
-            : std::make_shared<const Intervention>(ablation(heads, ablation_mode(s.ablation.mode)));
-    ForwardOptions plain;
+    a.ablation = o.ablation ? o.ablation
+                            : std::make_shared<const models::Intervention>(
+                                  ablation(heads, ablation_mode(s.ablation.mode)));
+    models::ForwardOptions plain;
     plain.threads = o.threads;
-    const ModelOutput out = a.model->forward(a.input, plain);
+    const models::ModelOutput out = a.model->forward(a.input, plain);
     check_cancel(o);
     fo.intervention = a.ablation.get();
-    a.dense_pass = std::make_shared<const ModelOutput>(a.model->forward(a.input, fo));
+    a.dense_pass = std::make_shared<const models::ModelOutput>(a.model->forward(a.input, fo));
     a.ablation_effect = end_to_end(info, a.input, out, *a.dense_pass);
   } else {
-    a.dense_pass = std::make_shared<const ModelOutput>(a.model->forward(a.input, fo));
+    a.dense_pass = std::make_shared<const models::ModelOutput>(a.model->forward(a.input, fo));
   }
   check_cancel(o);
   auto problems = std::make_shared<std::vector<Problem>>();
@@ -134,7 +134,7 @@ void open_model(Analysis& a, const Options& o) {
   a.resid.resize(size_t(info.n_layers));
   parallel_for(info.n_layers, [&](int l) {
     a.resid[size_t(l)] =
-        residual_stats(cap.layers[size_t(l)].resid, a.dense_out().n_tokens, info.hidden);
+        models::residual_stats(cap.layers[size_t(l)].resid, a.dense_out().n_tokens, info.hidden);
   });
   for (int l = 0; l < info.n_layers; ++l) {
     const Problem* p = cap.problem(l);
@@ -166,7 +166,7 @@ void open_problem(Analysis& a) {
   auto problems = std::make_shared<std::vector<Problem>>();
   if (s.input.kind == "tensors") {
     const std::string dir = resolve_session_path(a.session_path, s.input.tensors);
-    RawTensorOptions rto;
+    models::RawTensorOptions rto;
     rto.causal = s.input.causal;
     problems->push_back(load_problem_dir(dir, s.input.tensors_layer, rto));
     const Problem& p = problems->front();
@@ -222,15 +222,15 @@ bool shares_reference(const Analysis& a, const Panel& p) {
 
 }  // namespace
 
-std::shared_ptr<const Model> cached_model(const std::string& id_or_dir) {
+std::shared_ptr<const models::Model> cached_model(const std::string& id_or_dir) {
   static std::mutex mu;
-  static std::map<std::string, std::weak_ptr<const Model>> models;
-  const std::string dir = resolve_model_dir(id_or_dir);
+  static std::map<std::string, std::weak_ptr<const models::Model>> models;
+  const std::string dir = models::resolve_model_dir(id_or_dir);
   std::error_code ec;
   const std::string key = std::filesystem::weakly_canonical(dir, ec).string();
   std::lock_guard<std::mutex> lock(mu);
   if (auto m = models[key].lock()) return m;
-  std::shared_ptr<const Model> m = load_model(dir);
+  std::shared_ptr<const models::Model> m = models::load_model(dir);
   models[key] = m;
   return m;
 }
@@ -257,8 +257,8 @@ int Analysis::head() const {
   return std::clamp(session.head - head_offset, 0, std::max(0, n_heads() - 1));
 }
 
-const ModelOutput& Analysis::dense_out() const {
-  static const ModelOutput none;
+const models::ModelOutput& Analysis::dense_out() const {
+  static const models::ModelOutput none;
   return dense_pass ? *dense_pass : none;
 }
 
@@ -479,7 +479,7 @@ std::shared_ptr<Analysis> add_end_to_end(const Analysis& in, const Options& o) {
   auto a = std::make_shared<Analysis>(in);
   if (!a->model) return a;  // raw tensors and synthetic problems have no model to run on
   const auto t0 = Clock::now();
-  const ModelInfo& info = *a->info;
+  const models::ModelInfo& info = *a->info;
   // Dense against itself: KL 0, agreement 1, and the dense perplexity, with no second pass.
   a->panels[0].e2e = end_to_end(info, a->input, a->dense_out(), a->dense_out());
   for (size_t v = 1; v < a->panels.size(); ++v) {
@@ -491,14 +491,14 @@ std::shared_ptr<Analysis> add_end_to_end(const Analysis& in, const Options& o) {
     }
     progress(o, "substituting " + p.spec + " into the model...");
     auto backend = backend_of(p);
-    Substitution sub{p.variant.get(), backend.get(), a->session.substitute_layers,
-                     a->session.substitute_heads, run_options(o)};
+    models::Substitution sub{p.variant.get(), backend.get(), a->session.substitute_layers,
+                             a->session.substitute_heads, run_options(o)};
     sub.check(info);
-    ForwardOptions fo;
+    models::ForwardOptions fo;
     fo.substitution = &sub;
     fo.intervention = a->ablation.get();  // the variant replaces attention in the ablated model
     fo.threads = o.threads;
-    const ModelOutput out = a->model->forward(a->input, fo);
+    const models::ModelOutput out = a->model->forward(a->input, fo);
     p.e2e = end_to_end(info, a->input, a->dense_out(), out);
     p.forward_seconds = out.seconds;
     keep_notes(p, *backend);

@@ -51,10 +51,10 @@ struct Options {
   std::function<void(const std::string& stage)> progress;  // optional, from the calling thread
   // open(): input kind "image" with this decoded image instead of reading Session::input.image
   // (records of an IDX dataset, which live in memory; the session's path then only names it).
-  const Image8* image = nullptr;
+  const models::Image8* image = nullptr;
   // open(): the edits Session::ablation stands for, computed elsewhere (a dataset's corpus mean);
   // null = built from the session.
-  std::shared_ptr<const Intervention> ablation;
+  std::shared_ptr<const models::Intervention> ablation;
 };
 
 // One variant as the analysis runs it: [0] is always the dense reference.
@@ -71,8 +71,8 @@ struct Panel {
   // [metric of head_metrics()] f32 [L, H] after add_metrics(); comparisons with dense are NaN
   // where per-head metrics were skipped.
   std::vector<std::vector<float>> head_values;
-  std::optional<EndToEnd> e2e;  // after add_end_to_end() (models only)
-  double forward_seconds = 0;   // the substituted forward pass
+  std::optional<models::EndToEnd> e2e;  // after add_end_to_end() (models only)
+  double forward_seconds = 0;           // the substituted forward pass
   bool ran() const { return results != nullptr; }
   const Result& result(int layer) const { return (*results)[size_t(layer)]; }
 };
@@ -83,19 +83,19 @@ struct Analysis {
   uint64_t generation = 0;   // set by clients that publish successive analyses
 
   // Model and input.
-  std::shared_ptr<const Model> model;  // null for raw tensors and synthetic problems
-  std::optional<ModelInfo> info;       // likewise absent
-  std::string model_summary;           // "gpt2 · 2 layers · 4 heads · d=32 · context 256"
-  ModelInput input;
+  std::shared_ptr<const models::Model> model;  // null for raw tensors and synthetic problems
+  std::optional<models::ModelInfo> info;       // likewise absent
+  std::string model_summary;  // "gpt2 · 2 layers · 4 heads · d=32 · context 256"
+  models::ModelInput input;
   // The dense forward pass (logits), models only; shared by the stages' copies (the logits alone
   // are N x vocab floats).
-  std::shared_ptr<const ModelOutput> dense_pass;
-  const ModelOutput& dense_out() const;
-  std::vector<Token> tokens;        // text input with byte spans
-  std::string notice;               // truncation notice
-  std::vector<std::string> labels;  // [N] display labels of the tokens
-  Image8 image;                     // vision: the input as decoded from the file
-  int grid_h = 0, grid_w = 0;       // vision: patch grid
+  std::shared_ptr<const models::ModelOutput> dense_pass;
+  const models::ModelOutput& dense_out() const;
+  std::vector<models::Token> tokens;  // text input with byte spans
+  std::string notice;                 // truncation notice
+  std::vector<std::string> labels;    // [N] display labels of the tokens
+  models::Image8 image;               // vision: the input as decoded from the file
+  int grid_h = 0, grid_w = 0;         // vision: patch grid
 
   // Captured attention problems and residual statistics.
   std::shared_ptr<const std::vector<Problem>> problems;  // [L] all heads (shared by copies)
@@ -103,16 +103,16 @@ struct Analysis {
   // head `head_offset`; every head waits in `all_heads` for full_heads().
   std::shared_ptr<const std::vector<Problem>> all_heads;
   int head_offset = 0;
-  std::vector<ResidualStats> resid;  // [L] residual stream after each layer
-  std::vector<int> massive_tokens;   // tokens holding a massive activation
+  std::vector<models::ResidualStats> resid;  // [L] residual stream after each layer
+  std::vector<int> massive_tokens;           // tokens holding a massive activation
 
   // Session::ablation: the edits every pass applies, and the ablated model against the plain
   // one (next-token KL, top-1 agreement, perplexities; class agreement for vision).
-  std::shared_ptr<const Intervention> ablation;
-  std::optional<EndToEnd> ablation_effect;
+  std::shared_ptr<const models::Intervention> ablation;
+  std::optional<models::EndToEnd> ablation_effect;
 
-  std::shared_ptr<const Capture> capture;  // the dense pass's hooks, when Options asked
-  std::vector<Panel> panels;               // [0] dense, then the session's variants in order
+  std::shared_ptr<const models::Capture> capture;  // the dense pass's hooks, when Options asked
+  std::vector<Panel> panels;  // [0] dense, then the session's variants in order
   double forward_seconds = 0, variants_seconds = 0, metrics_seconds = 0, e2e_seconds = 0;
 
   const Problem& problem(int layer) const { return (*problems)[size_t(layer)]; }
@@ -162,6 +162,6 @@ std::shared_ptr<Analysis> full_heads(const Analysis& a, const Options& o = {});
 std::shared_ptr<Analysis> reselect(const Analysis& a, const Session& s);
 
 // Loaded models, shared by every analysis in the process while anyone holds them.
-std::shared_ptr<const Model> cached_model(const std::string& id_or_dir);
+std::shared_ptr<const models::Model> cached_model(const std::string& id_or_dir);
 
 }  // namespace attn::core

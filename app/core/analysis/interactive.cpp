@@ -34,7 +34,7 @@ render::PanelDesc panel_desc(const Analysis& a, int v) {
   pd.title = pd.reference ? "dense (reference)" : pn.spec;
   pd.ms = 1e3 * (r.stats.kernel_seconds + r.stats.select_seconds);
   pd.density = r.stats.density;
-  const std::optional<EndToEnd>& e = pn.e2e;
+  const std::optional<models::EndToEnd>& e = pn.e2e;
   // Kept entries (what the variant attends to) and computed work (what the kernel ran, blocks
   // and all) differ: a window of 16 or 64 on a short input may compute the same blocks.
   const double dense_flops = a.panels[0].result(l).stats.counted.flops;
@@ -81,8 +81,8 @@ render::PanelDesc panel_desc(const Analysis& a, int v) {
 void fill_image(const Analysis& a, render::ImageDoc& d) {
   d.present = true;
   // The input as the model sees it (its preprocessing size), for the overlay.
-  const Image8 shown =
-      resize_image(a.image, a.input.image.height, a.input.image.width, Resample::Bilinear);
+  const models::Image8 shown =
+      resize_image(a.image, a.input.image.height, a.input.image.width, models::Resample::Bilinear);
   d.height = shown.height;
   d.width = shown.width;
   d.channels = shown.channels;

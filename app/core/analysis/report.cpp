@@ -26,7 +26,7 @@ json metrics_json(const Metrics& m) {
           {"sinks", m.sinks}};
 }
 
-json end_to_end_json(const EndToEnd& e) {
+json end_to_end_json(const models::EndToEnd& e) {
   json j;
   if (e.has_tokens) {
     // The model's next-token KL (not the per-head row KL of the attention comparisons).
@@ -48,7 +48,7 @@ json end_to_end_json(const EndToEnd& e) {
   return j;
 }
 
-json model_json(const ModelInfo& i) {
+json model_json(const models::ModelInfo& i) {
   return {{"dir", i.dir},
           {"family", family_name(i.family)},
           {"model_type", i.model_type},
@@ -99,7 +99,7 @@ json dense_json(const Analysis& a) {
     const Metrics& m = dense.layer[size_t(l)];
     json lj = {{"layer", l}, {"sinks", m.sinks}, {"sink_score", m.sink_score}};
     if (size_t(l) < a.resid.size()) {
-      const ResidualStats& rs = a.resid[size_t(l)];
+      const models::ResidualStats& rs = a.resid[size_t(l)];
       json massive = json::array();
       for (size_t i = 0; i < rs.massive.size() && i < 16; ++i)
         massive.push_back({{"token", rs.massive[i].token},

@@ -152,7 +152,7 @@ TradeoffPoint tradeoff_point(const Analysis& a, int panel) {
   t.mass_recall = recall;
   t.row_kl = kl_ok ? kl : kNaN;
   if (pn.e2e) {
-    const EndToEnd& e = *pn.e2e;
+    const models::EndToEnd& e = *pn.e2e;
     if (e.has_tokens) {
       t.next_token_kl = e.mean_kl;
       t.top1_agreement = e.top1_agreement;

@@ -81,7 +81,7 @@ struct TradeoffPoint {
 struct ImageAttention {
   std::string spec;
   int layer = 0, head = 0;     // head -1: mean over heads
-  Image8 image;                // the input as decoded from the file
+  models::Image8 image;        // the input as decoded from the file
   int grid_h = 0, grid_w = 0;  // patches per column / row
   std::vector<float> cls;      // f32 [grid_h, grid_w]: attention of CLS to each patch
   std::string predicted;       // class predicted by the dense model ("" when none)

@@ -54,9 +54,9 @@ int DecodeTrace::quantised(int step, int layer, int head) const {
   return steps[size_t(step)].cache.quantised[size_t(layer)][size_t(kv_head_of(*this, head))];
 }
 
-DecodeTrace trace_decode(const Model& model, const std::string& model_name,
+DecodeTrace trace_decode(const models::Model& model, const std::string& model_name,
                          const std::vector<int32_t>& ids, const TraceOptions& opt) {
-  const ModelInfo& info = model.info();
+  const models::ModelInfo& info = model.info();
   require(info.causal && !info.vision && info.vocab > 0, ErrorCode::Unsupported,
           "a decode trace needs a causal language model (GPT-2 or the Llama family); " +
               info.model_type + " is not one");
@@ -89,16 +89,16 @@ DecodeTrace trace_decode(const Model& model, const std::string& model_name,
   t.prefill = prefill;
   t.given = given;
   t.ids = ids;
-  KvCache cache(make_kv_policy(opt.policy));
+  models::KvCache cache(make_kv_policy(opt.policy));
   t.policy = cache.policy.spec;
   cache.record = true;
   require(opt.layer >= -1 && opt.layer < info.n_layers, ErrorCode::InvalidArgument,
           "layer " + std::to_string(opt.layer) + " is outside the model's " +
               std::to_string(info.n_layers) + " layers");
-  Capture cap(HookSelection::parse(opt.layer < 0
-                                       ? std::string("blocks.*.attn.pattern")
-                                       : "blocks." + std::to_string(opt.layer) + ".attn.pattern"));
-  ForwardOptions fo;
+  models::Capture cap(models::HookSelection::parse(
+      opt.layer < 0 ? std::string("blocks.*.attn.pattern")
+                    : "blocks." + std::to_string(opt.layer) + ".attn.pattern"));
+  models::ForwardOptions fo;
   fo.threads = opt.threads;
   fo.capture = &cap;
   const int V = info.vocab;
@@ -112,7 +112,7 @@ DecodeTrace trace_decode(const Model& model, const std::string& model_name,
     TraceStep st;
     st.position = pos;
     st.token = t.ids[size_t(pos)];
-    const ModelOutput out = model.decode({st.token}, cache, fo);
+    const models::ModelOutput out = model.decode({st.token}, cache, fo);
     const float* logits = out.logits.data();
     if (pos + 1 < int(t.ids.size())) {
       st.next = t.ids[size_t(pos) + 1];
@@ -128,14 +128,14 @@ DecodeTrace trace_decode(const Model& model, const std::string& model_name,
     st.probs.resize(size_t(t.n_layers));
     for (int l = 0; l < t.n_layers; ++l) {
       if (opt.layer >= 0 && l != opt.layer) continue;
-      const LayerCapture& lc = cap.layers[size_t(l)];
+      const models::LayerCapture& lc = cap.layers[size_t(l)];
       // One query: pattern f32 [H, 1, attended].
       st.probs[size_t(l)].assign(lc.pattern.data(), lc.pattern.data() + lc.pattern.size());
     }
     t.steps.push_back(std::move(st));
     if (opt.progress && !opt.progress(s + 1)) throw Error(ErrorCode::Cancelled, "cancelled");
   }
-  if (const Tokenizer* tok = model.tokenizer())
+  if (const models::Tokenizer* tok = model.tokenizer())
     for (int32_t id : t.ids)
       t.pieces.push_back(tok->decode(std::span<const int32_t>(&id, 1), false));
   else

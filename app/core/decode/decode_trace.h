@@ -35,13 +35,13 @@ struct TraceOptions {
 };
 
 struct TraceStep {
-  int position = 0;     // stream position of the token this step read (its query)
-  int32_t token = 0;    // that token
-  int32_t next = -1;    // the token after it (given or sampled; -1 when the trace ends first)
-  float nll = NAN;      // -log p(next) under this step's logits (NaN without a next token)
-  int64_t entries = 0;  // cache entries after the step (layers x KV heads)
-  double bytes = 0;     // bytes they take in the policy's precision
-  KvSnapshot cache;     // attended (before eviction), kept (after), quantised
+  int position = 0;          // stream position of the token this step read (its query)
+  int32_t token = 0;         // that token
+  int32_t next = -1;         // the token after it (given or sampled; -1 when the trace ends first)
+  float nll = NAN;           // -log p(next) under this step's logits (NaN without a next token)
+  int64_t entries = 0;       // cache entries after the step (layers x KV heads)
+  double bytes = 0;          // bytes they take in the policy's precision
+  models::KvSnapshot cache;  // attended (before eviction), kept (after), quantised
   std::vector<std::vector<float>> probs;  // [layer] f32 [H, attended]: this step's attention
                                           // (empty for layers the trace did not keep)
 };
@@ -68,7 +68,7 @@ struct DecodeTrace {
 // for a model that cannot decode, Error(InvalidArgument) for empty ids, ids outside the
 // vocabulary, a prefill outside [0, ids - 1], steps outside [1, kMaxTraceSteps], a bad
 // policy, or too few tokens to trace without `generate`.
-DecodeTrace trace_decode(const Model& model, const std::string& model_name,
+DecodeTrace trace_decode(const models::Model& model, const std::string& model_name,
                          const std::vector<int32_t>& ids, const TraceOptions& opt);
 
 // JSON (version 1): model, policy, tokens, and per step the token, next, nll, cache entries and

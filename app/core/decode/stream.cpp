@@ -53,18 +53,18 @@ double PolicyRun::step_seconds() const {
   return s / double(seconds.end() - first - 1);
 }
 
-std::vector<int32_t> tokenize_stream(const Model& model, const std::string& text) {
+std::vector<int32_t> tokenize_stream(const models::Model& model, const std::string& text) {
   require(model.tokenizer() != nullptr, ErrorCode::InvalidArgument,
           model.info().model_type + " model has no tokenizer: give token ids");
   require(!text.empty(), ErrorCode::InvalidArgument, "the text is empty: nothing to stream");
   std::vector<int32_t> ids;
-  for (const Token& t : model.tokenizer()->encode(text)) ids.push_back(t.id);
+  for (const models::Token& t : model.tokenizer()->encode(text)) ids.push_back(t.id);
   return ids;
 }
 
-StreamResult run_stream(const Model& model, const std::string& model_name,
+StreamResult run_stream(const models::Model& model, const std::string& model_name,
                         const std::vector<int32_t>& all_ids, const StreamOptions& opt) {
-  const ModelInfo& info = model.info();
+  const models::ModelInfo& info = model.info();
   require(info.causal && !info.vision && info.vocab > 0, ErrorCode::Unsupported,
           "streaming needs a causal language model (GPT-2 or the Llama family); " +
               info.model_type + " is not one");
@@ -96,14 +96,14 @@ StreamResult run_stream(const Model& model, const std::string& model_name,
   for (size_t pi = 0; pi < policies.size(); ++pi) {
     PolicyRun run;
     run.spec = policies[pi].spec;
-    KvCache cache(policies[pi]);
+    models::KvCache cache(policies[pi]);
     cache.record = opt.record_cache;
     const auto t_all = Clock::now();
-    ForwardOptions fo;
+    models::ForwardOptions fo;
     fo.threads = opt.threads;
     int t = 0;
     // Scores rows [first, first + rows) of `logits` against the tokens after them.
-    const auto take = [&](const ModelOutput& out, int first, double secs) {
+    const auto take = [&](const models::ModelOutput& out, int first, double secs) {
       const int rows = out.n_tokens;
       for (int i = 0; i < rows; ++i) {
         const int row = first + i;
@@ -121,14 +121,14 @@ StreamResult run_stream(const Model& model, const std::string& model_name,
     };
     try {
       const auto t0 = Clock::now();
-      const ModelOutput pre =
+      const models::ModelOutput pre =
           model.decode(std::vector<int32_t>(ids.begin(), ids.begin() + opt.prefill), cache, fo);
       take(pre, 0, since(t0));
       t = opt.prefill;
       if (opt.progress && !opt.progress(int(pi), t)) throw Error(ErrorCode::Cancelled, "cancelled");
       for (; t < T; ++t) {
         const auto ts = Clock::now();
-        const ModelOutput s = model.decode({ids[size_t(t)]}, cache, fo);
+        const models::ModelOutput s = model.decode({ids[size_t(t)]}, cache, fo);
         take(s, t, since(ts));
         if (opt.progress && (t % 64 == 0 || t + 1 == T) && !opt.progress(int(pi), t + 1))
           throw Error(ErrorCode::Cancelled, "cancelled");
@@ -214,8 +214,8 @@ void write_stream_dump(const StreamResult& r, const std::string& dir) {
     require(p.logits.size() == size_t(p.tokens) * size_t(r.vocab), ErrorCode::InvalidArgument,
             "the stream kept no logits to dump");
     write_npy((d / "logits.npy").string(),
-              NpyArray::from_f32({int64_t(p.tokens), int64_t(r.vocab)}, p.logits));
-    write_npy((d / "nll.npy").string(), NpyArray::from_f32({int64_t(p.nll.size())}, p.nll));
+              models::NpyArray::from_f32({int64_t(p.tokens), int64_t(r.vocab)}, p.logits));
+    write_npy((d / "nll.npy").string(), models::NpyArray::from_f32({int64_t(p.nll.size())}, p.nll));
   }
 }
 
@@ -253,10 +253,10 @@ int32_t sample_token(const float* logits, int V, const SamplingOptions& s, doubl
   return c[keep - 1].second;
 }
 
-Generation generate(const Model& model, const std::vector<int32_t>& prompt,
+Generation generate(const models::Model& model, const std::vector<int32_t>& prompt,
                     const std::string& policy, const SamplingOptions& s, int threads,
                     const std::function<void(int32_t)>& on_token) {
-  const ModelInfo& info = model.info();
+  const models::ModelInfo& info = model.info();
   require(info.causal && !info.vision && info.vocab > 0, ErrorCode::Unsupported,
           "generation needs a causal language model (GPT-2 or the Llama family); " +
               info.model_type + " is not one");
@@ -265,14 +265,14 @@ Generation generate(const Model& model, const std::vector<int32_t>& prompt,
   require(s.top_p > 0 && s.top_p <= 1, ErrorCode::InvalidArgument, "top_p must be in (0, 1]");
   require(s.top_k >= 0 && s.temperature >= 0 && std::isfinite(s.temperature),
           ErrorCode::InvalidArgument, "top_k and temperature must be >= 0");
-  KvCache cache(make_kv_policy(policy));
-  ForwardOptions fo;
+  models::KvCache cache(make_kv_policy(policy));
+  models::ForwardOptions fo;
   fo.threads = threads;
   std::mt19937_64 rng(s.seed);
   std::uniform_real_distribution<double> unif(0.0, 1.0);
   Generation g;
   const int V = info.vocab;
-  ModelOutput out = model.decode(prompt, cache, fo);
+  models::ModelOutput out = model.decode(prompt, cache, fo);
   const float* last = out.logits.data() + size_t(out.n_tokens - 1) * V;
   const auto t0 = Clock::now();
   for (int i = 0; i < s.max_new_tokens; ++i) {

@@ -38,8 +38,8 @@ struct PolicyRun {
                                  // time on its last row, 0 on the others)
   double policy_seconds = 0;     // of all passes: eviction, rotation and quantisation
   double total_seconds = 0;
-  std::vector<float> logits;        // [tokens, vocab] when keep_logits
-  std::vector<KvSnapshot> history;  // after every pass when record_cache
+  std::vector<float> logits;                // [tokens, vocab] when keep_logits
+  std::vector<models::KvSnapshot> history;  // after every pass when record_cache
 
   // Mean NLL and perplexity over rows [from, to) of nll (clamped to what was read).
   double mean_nll(int from = 0, int to = 1 << 30) const;
@@ -62,12 +62,12 @@ struct StreamResult {
 // Error(InvalidArgument) for fewer than 2 tokens, a prefill outside [1, tokens] or a bad policy
 // spec (checked before any work); a policy that stops mid-stream (kv_full at a learned-position
 // model's context) keeps what it read, with the reason in `error`.
-StreamResult run_stream(const Model& model, const std::string& model_name,
+StreamResult run_stream(const models::Model& model, const std::string& model_name,
                         const std::vector<int32_t>& ids, const StreamOptions& opt);
 
 // Every token of `text` with the model's tokenizer, not cut to the context (a stream is meant
 // to be longer); Error(InvalidArgument) without a tokenizer or for empty text.
-std::vector<int32_t> tokenize_stream(const Model& model, const std::string& text);
+std::vector<int32_t> tokenize_stream(const models::Model& model, const std::string& text);
 
 // JSON (version 1): model, context, prefill, tokens, and per policy its curves and summary.
 nlohmann::json stream_json(const StreamResult& r);
@@ -97,7 +97,7 @@ struct Generation {
 
 // Samples a continuation of `prompt` with the policy; `on_token` (may be empty) sees each new
 // id as it is chosen. Throws like run_stream.
-Generation generate(const Model& model, const std::vector<int32_t>& prompt,
+Generation generate(const models::Model& model, const std::vector<int32_t>& prompt,
                     const std::string& policy, const SamplingOptions& s, int threads = 0,
                     const std::function<void(int32_t)>& on_token = {});
 

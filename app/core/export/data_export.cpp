@@ -160,7 +160,7 @@ std::vector<std::string> export_matrix(const std::string& stem, const std::strin
     return {stem + ".csv"};
   }
   if (format == "npy") {
-    write_npy(stem + ".npy", NpyArray::from_f32({rows, cols}, data));
+    write_npy(stem + ".npy", models::NpyArray::from_f32({rows, cols}, data));
     return {stem + ".npy"};
   }
   require(format == "json", ErrorCode::InvalidArgument,

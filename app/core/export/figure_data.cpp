@@ -196,7 +196,7 @@ FigureData cache_figure(const StreamResult& r, int layer, int head, int max_cell
     std::vector<double> held(size_t(c.rows) * c.cols, 0.0), seen(held.size(), 0.0);
     std::vector<char> in(static_cast<size_t>(T));
     for (int s = 0; s < c.passes; ++s) {
-      const KvSnapshot& snap = p.history[size_t(s)];
+      const models::KvSnapshot& snap = p.history[size_t(s)];
       std::fill(in.begin(), in.end(), 0);
       for (int32_t t : snap.kept[size_t(layer)][size_t(head)]) in[size_t(t)] = 1;
       const int row = int(int64_t(s) * c.rows / c.passes);

@@ -31,7 +31,8 @@ std::string display_piece(const std::string& piece) {
   return out;
 }
 
-std::vector<std::string> token_labels(const std::string& text, const std::vector<Token>& tokens,
+std::vector<std::string> token_labels(const std::string& text,
+                                      const std::vector<models::Token>& tokens,
                                       const std::vector<std::string>& pieces) {
   auto blank = [](char c) { return c == ' ' || c == '\n' || c == '\t'; };
   std::vector<std::string> out;

@@ -13,7 +13,8 @@ std::string display_piece(const std::string& piece);
 
 // Display label of each token: its text from `text` by byte span, trimmed ("·" for a space,
 // "↵" for a newline when that is all it holds), else display_piece() of its piece.
-std::vector<std::string> token_labels(const std::string& text, const std::vector<Token>& tokens,
+std::vector<std::string> token_labels(const std::string& text,
+                                      const std::vector<models::Token>& tokens,
                                       const std::vector<std::string>& pieces);
 
 // The two parts of a caption: display names ("Sinks + window (StreamingLLM)") and parameters

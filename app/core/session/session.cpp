@@ -175,9 +175,9 @@ Session session_from_json(const json& j, const std::string& source) {
   read_field(in, "tensors", s.input.tensors, "input.", source);
   read_field(in, "ids", s.input.ids, "input.", source);
   read_field(in, "image_size", s.input.image_size, "input.", source);
-  require(s.input.image_size >= 0 && s.input.image_size <= kMaxImageSide, ErrorCode::Format,
+  require(s.input.image_size >= 0 && s.input.image_size <= models::kMaxImageSide, ErrorCode::Format,
           source + ": input.image_size " + std::to_string(s.input.image_size) + " is outside [0, " +
-              std::to_string(kMaxImageSide) + "] (kMaxImageSide)");
+              std::to_string(models::kMaxImageSide) + "] (kMaxImageSide)");
   read_field(in, "layer", s.input.tensors_layer, "input.", source);
   read_field(in, "causal", s.input.causal, "input.", source);
   require(s.input.kind != "ids" || !s.input.ids.empty(), ErrorCode::Format,
@@ -340,7 +340,7 @@ std::vector<std::string> model_files(const std::string& dir) {
 
 namespace {
 std::string model_dir_of(const Session& s, const std::string& session_path) {
-  if (is_default_model_name(s.model.id)) return resolve_model_dir(s.model.id);
+  if (models::is_default_model_name(s.model.id)) return models::resolve_model_dir(s.model.id);
   const std::string dir = resolve_session_path(session_path, s.model.id);
   require(fs::is_directory(dir), ErrorCode::Io,
           "model folder '" + dir + "' named by the session does not exist");

@@ -64,7 +64,7 @@ struct ViewSettings {
   bool log_scale = false;                // log10 colour scale for probabilities
   double vmax = 0;                       // colour scale maximum; 0 = automatic
   int query = -1;                        // tokens view: query row (-1 = last token)
-  std::string grid_metric = "entropy";   // grid: entropy | sink_mass | output_error | mass_recall
+  std::string grid_metric = "entropy";   // grid: a head_metrics() name (heads/head_metrics.h)
   std::string grid_variant;              // grid: the variant compared with dense ("" = first)
   std::string grid_scale = "data";       // grid: data (the values' range) | unit ([0, 1])
   std::string tradeoff_x = "density";    // tradeoff: density | seconds
