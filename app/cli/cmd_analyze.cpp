@@ -491,94 +491,101 @@ int analyze(const AnalyzeOptions& o) {
   return 0;
 }
 
-}  // namespace
+class AnalyzeCommand final : public Command {
+ public:
+  void add_options(CLI::App& cmd) override;
+  int run() override {
+    o.given_inputs = 0;
+    for (const CLI::Option* opt : inputs) o.given_inputs += opt->count() > 0;
+    return analyze(o);
+  }
 
-void add_analyze_command(CLI::App& app, Action& action) {
-  static AnalyzeOptions o;
-  auto* cmd = app.add_subcommand(
-      "analyze",
-      "Run a model on text, token ids or an image; compare variants layer by layer "
-      "and end to end");
-  cmd->add_option("--model", o.model, "Model folder, or default-text / default-vision");
-  CLI::Option* inputs[] = {
-      cmd->add_option("--text", o.text, "Input text"),
-      cmd->add_option("--text-file", o.text_file, "File holding the input text (UTF-8)"),
-      cmd->add_option("--ids", o.ids, "Token ids, comma separated")->delimiter(','),
-      cmd->add_option("--image", o.image, "Input image (PNG, JPEG, BMP, ...)")};
-  cmd->add_option("--image-size", o.image_size,
-                  "Resize images to this size instead of the preprocessor's (position "
-                  "embeddings are interpolated)")
+ private:
+  AnalyzeOptions o;             // bound by add_options
+  CLI::Option* inputs[4] = {};  // --text, --text-file, --ids, --image
+};
+
+void AnalyzeCommand::add_options(CLI::App& cmd) {
+  cmd.add_option("--model", o.model, "Model folder, or default-text / default-vision");
+  inputs[0] = cmd.add_option("--text", o.text, "Input text");
+  inputs[1] = cmd.add_option("--text-file", o.text_file, "File holding the input text (UTF-8)");
+  inputs[2] = cmd.add_option("--ids", o.ids, "Token ids, comma separated")->delimiter(',');
+  inputs[3] = cmd.add_option("--image", o.image, "Input image (PNG, JPEG, BMP, ...)");
+  cmd.add_option("--image-size", o.image_size,
+                 "Resize images to this size instead of the preprocessor's (position "
+                 "embeddings are interpolated)")
       ->check(CLI::Range(1, 4096));
-  cmd->add_option("--tensors", o.tensors,
-                  "Folder of raw q.npy, k.npy, v.npy [heads, tokens, head_dim] instead of a model");
-  cmd->add_option("--tensors-layer", o.tensors_layer,
-                  "Read blocks.L.attn.{q,k,v}.npy (a --dump folder) instead of q/k/v.npy");
-  cmd->add_flag("--bidirectional", o.bidirectional, "Raw tensors: bidirectional, not causal");
-  cmd->add_option("--variants", o.variants,
-                  "Variant specs separated by ';' (default: the session's, else dense)");
-  cmd->add_option("--layers", o.layers, "Substitute only in these layers (default all)")
+  cmd.add_option("--tensors", o.tensors,
+                 "Folder of raw q.npy, k.npy, v.npy [heads, tokens, head_dim] instead of a model");
+  cmd.add_option("--tensors-layer", o.tensors_layer,
+                 "Read blocks.L.attn.{q,k,v}.npy (a --dump folder) instead of q/k/v.npy");
+  cmd.add_flag("--bidirectional", o.bidirectional, "Raw tensors: bidirectional, not causal");
+  cmd.add_option("--variants", o.variants,
+                 "Variant specs separated by ';' (default: the session's, else dense)");
+  cmd.add_option("--layers", o.layers, "Substitute only in these layers (default all)")
       ->delimiter(',');
-  cmd->add_option("--heads", o.heads, "Substitute only these query heads (default all)")
+  cmd.add_option("--heads", o.heads, "Substitute only these query heads (default all)")
       ->delimiter(',');
-  cmd->add_flag("--no-end-to-end", o.no_end_to_end, "Skip the substituted forward passes");
-  cmd->add_option("--backend", o.backend,
-                  "reference | cpu | vulkan (falls back to cpu per variant; default: the "
-                  "session's, else cpu)");
-  cmd->add_option("--max-cells", o.max_cells, "Heatmap cells per side in --json (max pooling)")
+  cmd.add_flag("--no-end-to-end", o.no_end_to_end, "Skip the substituted forward passes");
+  cmd.add_option("--backend", o.backend,
+                 "reference | cpu | vulkan (falls back to cpu per variant; default: the "
+                 "session's, else cpu)");
+  cmd.add_option("--max-cells", o.max_cells, "Heatmap cells per side in --json (max pooling)")
       ->capture_default_str()
       ->check(CLI::Range(8, 4096));
-  cmd->add_flag("--no-verify", o.no_verify, "Do not check a session's recorded file hashes");
-  cmd->add_option("--threads", o.threads, "Worker threads (0 = all)");
-  cmd->add_option("--json", o.json_out, "Write per-layer/head and end-to-end metrics as JSON");
-  cmd->add_flag("--timings", o.timings,
-                "Print where the time went (model load, forward, dense kernels, variants, "
-                "metrics, end to end, report), also under \"timings\" in --json");
-  cmd->add_option("--session", o.session,
-                  "Session file (.attnscope.json): model, input, variants and substitution "
-                  "(options given here take precedence)");
-  cmd->add_option("--dump", o.dump, "Write every captured hook as .npy into this folder");
-  cmd->add_option("--hooks", o.hooks, "Hooks to dump (names or globs, comma separated)")
+  cmd.add_flag("--no-verify", o.no_verify, "Do not check a session's recorded file hashes");
+  cmd.add_option("--threads", o.threads, "Worker threads (0 = all)");
+  cmd.add_option("--json", o.json_out, "Write per-layer/head and end-to-end metrics as JSON");
+  cmd.add_flag("--timings", o.timings,
+               "Print where the time went (model load, forward, dense kernels, variants, "
+               "metrics, end to end, report), also under \"timings\" in --json");
+  cmd.add_option("--session", o.session,
+                 "Session file (.attnscope.json): model, input, variants and substitution "
+                 "(options given here take precedence)");
+  cmd.add_option("--dump", o.dump, "Write every captured hook as .npy into this folder");
+  cmd.add_option("--hooks", o.hooks, "Hooks to dump (names or globs, comma separated)")
       ->capture_default_str();
-  cmd->add_option("--ablate", o.ablate,
-                  "Ablate these heads (LAYER.HEAD or LxHy, comma separated, "
-                  "0-based) instead of running variants; --dump then holds the "
-                  "ablated pass");
-  cmd->add_option("--ablate-mode", o.ablate_mode,
-                  "zero: the head's output set to 0; mean: to its mean over the input's "
-                  "positions; resample: to its output on --resample-text (before the output "
-                  "projection, whose bias is still added); pattern: the head attends with its "
-                  "attention pattern on --resample-text (pattern patching)")
+  cmd.add_option("--ablate", o.ablate,
+                 "Ablate these heads (LAYER.HEAD or LxHy, comma separated, "
+                 "0-based) instead of running variants; --dump then holds the "
+                 "ablated pass");
+  cmd.add_option("--ablate-mode", o.ablate_mode,
+                 "zero: the head's output set to 0; mean: to its mean over the input's "
+                 "positions; resample: to its output on --resample-text (before the output "
+                 "projection, whose bias is still added); pattern: the head attends with its "
+                 "attention pattern on --resample-text (pattern patching)")
       ->capture_default_str()
       ->check(CLI::IsMember({"zero", "mean", "resample", "pattern"}));
-  cmd->add_option("--resample-text", o.resample_text,
-                  "--ablate-mode resample / pattern: the heads' outputs / patterns come from this "
-                  "text (same number of tokens)");
-  cmd->add_option("--dataset", o.dataset.dataset,
-                  "Analyse every record of a dataset instead of one input: JSONL ({\"text\": "
-                  "...}), a folder of .txt, a folder of images, or Fashion-MNIST's IDX folder; "
-                  "per-head means and losses / accuracies with bootstrap 95% intervals");
-  cmd->add_option("--limit", o.dataset.limit, "--dataset: only the first N records (0 = all)");
-  cmd->add_option("--bootstrap", o.dataset.bootstrap, "--dataset: bootstrap resamples")
+  cmd.add_option("--resample-text", o.resample_text,
+                 "--ablate-mode resample / pattern: the heads' outputs / patterns come from this "
+                 "text (same number of tokens)");
+  cmd.add_option("--dataset", o.dataset.dataset,
+                 "Analyse every record of a dataset instead of one input: JSONL ({\"text\": "
+                 "...}), a folder of .txt, a folder of images, or Fashion-MNIST's IDX folder; "
+                 "per-head means and losses / accuracies with bootstrap 95% intervals");
+  cmd.add_option("--limit", o.dataset.limit, "--dataset: only the first N records (0 = all)");
+  cmd.add_option("--bootstrap", o.dataset.bootstrap, "--dataset: bootstrap resamples")
       ->capture_default_str();
-  cmd->add_option("--figure", o.dataset.figure,
-                  "--dataset: write a figure (.png/.svg/.pdf): loss or accuracy against density "
-                  "with error bars, or with --figure-metric a per-head grid");
-  cmd->add_option("--figure-metric", o.dataset.figure_metric,
-                  "--dataset: the head metric of the grid figure (entropy, prev_token, ...)");
-  cmd->add_option("--figure-variant", o.dataset.figure_variant,
-                  "--dataset: the grid figure's variant (one of --variants; default dense)");
-  cmd->add_flag("--quiet", o.dataset.quiet, "--dataset: no progress bar");
-  cmd->add_option("--shard", o.dataset.shard,
-                  "--dataset: analyse every n-th record from the i-th (i/n, 0-based) and write "
-                  "their samples to --json, for --merge");
-  cmd->add_option("--merge", o.dataset.merge,
-                  "Join the --json files of --shard runs and report them as one run")
+  cmd.add_option("--figure", o.dataset.figure,
+                 "--dataset: write a figure (.png/.svg/.pdf): loss or accuracy against density "
+                 "with error bars, or with --figure-metric a per-head grid");
+  cmd.add_option("--figure-metric", o.dataset.figure_metric,
+                 "--dataset: the head metric of the grid figure (entropy, prev_token, ...)");
+  cmd.add_option("--figure-variant", o.dataset.figure_variant,
+                 "--dataset: the grid figure's variant (one of --variants; default dense)");
+  cmd.add_flag("--quiet", o.dataset.quiet, "--dataset: no progress bar");
+  cmd.add_option("--shard", o.dataset.shard,
+                 "--dataset: analyse every n-th record from the i-th (i/n, 0-based) and write "
+                 "their samples to --json, for --merge");
+  cmd.add_option("--merge", o.dataset.merge,
+                 "Join the --json files of --shard runs and report them as one run")
       ->expected(1, -1);
-  cmd->callback([&action, inputs] {
-    o.given_inputs = 0;
-    for (CLI::Option* opt : inputs) o.given_inputs += opt->count() > 0;
-    action = [] { return analyze(o); };
-  });
+}
+
+}  // namespace
+
+std::unique_ptr<Command> make_analyze_command() {
+  return std::make_unique<AnalyzeCommand>();
 }
 
 }  // namespace attn::cli

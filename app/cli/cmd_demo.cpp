@@ -34,36 +34,43 @@ Problem sample_problem(int n, int heads, int d, uint64_t seed) {
   return p;
 }
 
+class DemoCommand final : public Command {
+ public:
+  void add_options(CLI::App& cmd) override {
+    cmd.add_option("-n,--n", n, "Tokens")->check(CLI::Range(16, 1 << 17));
+  }
+  int run() override;
+
+ private:
+  int n = 2048;  // bound by add_options
+};
+
+int DemoCommand::run() {
+  Problem p = sample_problem(n, 4, 64, 2024);
+  std::vector<std::string> specs = {"window(size=256)",
+                                    "sinks_window(sinks=4,window=256)",
+                                    "strided(stride=64)",
+                                    "bigbird",
+                                    "block_topk(block=64,k=8)",
+                                    "topk(k=64)",
+                                    "top_p(block=64,p=0.9)",
+                                    "vertical_slash",
+                                    "h2o(heavy=128,recent=128)",
+                                    "sketch_walk(block=64,density=0.15)",
+                                    "dense+sigmoid",
+                                    "dense+entmax15",
+                                    "selective"};
+  auto backend = make_backend("cpu");
+  std::printf("attnscope demo: sample problem with a planted sink on token 0 and local heads\n");
+  Comparison c = compare_variants(p, specs, *backend, true);
+  print_comparison(p, c);
+  return 0;
+}
+
 }  // namespace
 
-void add_demo_command(CLI::App& app, Action& action) {
-  static int n = 2048;
-  auto* cmd = app.add_subcommand("demo", "Compare a spread of variants on a sample problem");
-  cmd->add_option("-n,--n", n, "Tokens")->check(CLI::Range(16, 1 << 17));
-  cmd->callback([&action] {
-    action = [] {
-      Problem p = sample_problem(n, 4, 64, 2024);
-      std::vector<std::string> specs = {"window(size=256)",
-                                        "sinks_window(sinks=4,window=256)",
-                                        "strided(stride=64)",
-                                        "bigbird",
-                                        "block_topk(block=64,k=8)",
-                                        "topk(k=64)",
-                                        "top_p(block=64,p=0.9)",
-                                        "vertical_slash",
-                                        "h2o(heavy=128,recent=128)",
-                                        "sketch_walk(block=64,density=0.15)",
-                                        "dense+sigmoid",
-                                        "dense+entmax15",
-                                        "selective"};
-      auto backend = make_backend("cpu");
-      std::printf(
-          "attnscope demo: sample problem with a planted sink on token 0 and local heads\n");
-      Comparison c = compare_variants(p, specs, *backend, true);
-      print_comparison(p, c);
-      return 0;
-    };
-  });
+std::unique_ptr<Command> make_demo_command() {
+  return std::make_unique<DemoCommand>();
 }
 
 }  // namespace attn::cli

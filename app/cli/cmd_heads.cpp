@@ -108,173 +108,201 @@ void report(const core::HeadAtlas& a, const core::AblationScan* scan, const Repo
   }
 }
 
-}  // namespace
+class HeadsCommand final : public Command {
+ public:
+  void add_options(CLI::App& cmd) override;
+  int run() override;
 
-void add_heads_command(CLI::App& app, Action& action) {
-  struct Opts {
+ private:
+  // The command line's own mistakes that need no model.
+  void check_options() const;
+  // --merge: the shard files joined and reported as one run.
+  int merge() const;
+  // The texts the windows come from: --dataset's records, or --text / --text-file.
+  std::vector<std::string> texts() const;
+  // A shard's samples written to --json for --merge.
+  void write_shard(const core::AtlasShard& part, size_t items, int n_items, size_t windows) const;
+
+  struct Options {
     std::string model, text, text_file, dataset, json_out, figure, ablate_each, ablation_figure,
         shard;
     std::vector<std::string> roles, merge;
     core::AtlasOptions a;
-  };
-  static Opts o;
-  auto* cmd = app.add_subcommand(
-      "heads", "Head-role atlas: previous-token, induction, sink, no-op, ... per layer and head");
-  cmd->add_option("--model", o.model, "Model folder or embedded model name");
-  auto* text = cmd->add_option("--text", o.text, "Text the windows come from");
-  auto* file = cmd->add_option("--text-file", o.text_file, "File holding the text (UTF-8)");
-  auto* data = cmd->add_option("--dataset", o.dataset,
-                               "JSONL of {\"text\": ...} records or a folder of .txt files: one "
-                               "window per record");
+  } o;  // bound by add_options
+};
+
+void HeadsCommand::add_options(CLI::App& cmd) {
+  cmd.add_option("--model", o.model, "Model folder or embedded model name");
+  auto* text = cmd.add_option("--text", o.text, "Text the windows come from");
+  auto* file = cmd.add_option("--text-file", o.text_file, "File holding the text (UTF-8)");
+  auto* data = cmd.add_option("--dataset", o.dataset,
+                              "JSONL of {\"text\": ...} records or a folder of .txt files: one "
+                              "window per record");
   text->excludes(file)->excludes(data);
   file->excludes(data);
-  cmd->add_option("--window", o.a.window, "Tokens per text window, BOS included")
+  cmd.add_option("--window", o.a.window, "Tokens per text window, BOS included")
       ->capture_default_str()
       ->check(CLI::Range(4, 1 << 20));
-  cmd->add_option("--windows", o.a.windows, "Evenly spaced windows of one text")
+  cmd.add_option("--windows", o.a.windows, "Evenly spaced windows of one text")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--repeat-length", o.a.repeat_length, "Length of R in BOS + R + R")
+  cmd.add_option("--repeat-length", o.a.repeat_length, "Length of R in BOS + R + R")
       ->capture_default_str()
       ->check(CLI::Range(2, 1 << 20));
-  cmd->add_option("--repeats", o.a.repeat_sequences, "Repeated random sequences (0 = none)")
+  cmd.add_option("--repeats", o.a.repeat_sequences, "Repeated random sequences (0 = none)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--seed", o.a.seed, "Seed of the random sequences and the bootstrap")
+  cmd.add_option("--seed", o.a.seed, "Seed of the random sequences and the bootstrap")
       ->capture_default_str();
-  cmd->add_option("--long-range", o.a.long_range, "Distance D of the long-range role")
+  cmd.add_option("--long-range", o.a.long_range, "Distance D of the long-range role")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 24));
-  cmd->add_option("--bootstrap", o.a.bootstrap, "Bootstrap resamples of the 95% intervals")
+  cmd.add_option("--bootstrap", o.a.bootstrap, "Bootstrap resamples of the 95% intervals")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
-  cmd->add_option("--ablate-each", o.ablate_each,
-                  "Also ablate each head alone on every text window and report the rise of the "
-                  "next-token loss: zero, mean (over the window's positions) or corpus-mean (over "
-                  "every window's positions)")
+  cmd.add_option("--ablate-each", o.ablate_each,
+                 "Also ablate each head alone on every text window and report the rise of the "
+                 "next-token loss: zero, mean (over the window's positions) or corpus-mean (over "
+                 "every window's positions)")
       ->check(CLI::IsMember({"zero", "mean", "corpus-mean"}));
-  cmd->add_option("--ablation-figure", o.ablation_figure,
-                  "With --ablate-each: the loss rise per layer x head (.png/.svg/.pdf)");
-  cmd->add_option("--roles", o.roles, "Roles the figure shows (default all)")->delimiter(',');
-  cmd->add_option("--threads", o.a.threads, "Worker threads (0 = all)");
-  cmd->add_option("--json", o.json_out,
-                  "Write every role's [layer][head] means and intervals (with --shard: the "
-                  "shard's samples, for --merge)");
-  auto* shard = cmd->add_option("--shard", o.shard,
-                                "Run shard i of n (0-based): every n-th window and sequence, "
-                                "written to --json for --merge");
-  auto* merge = cmd->add_option("--merge", o.merge,
-                                "Join the --json files of --shard runs and report them as one run");
+  cmd.add_option("--ablation-figure", o.ablation_figure,
+                 "With --ablate-each: the loss rise per layer x head (.png/.svg/.pdf)");
+  cmd.add_option("--roles", o.roles, "Roles the figure shows (default all)")->delimiter(',');
+  cmd.add_option("--threads", o.a.threads, "Worker threads (0 = all)");
+  cmd.add_option("--json", o.json_out,
+                 "Write every role's [layer][head] means and intervals (with --shard: the "
+                 "shard's samples, for --merge)");
+  auto* shard = cmd.add_option("--shard", o.shard,
+                               "Run shard i of n (0-based): every n-th window and sequence, "
+                               "written to --json for --merge");
+  auto* merge = cmd.add_option("--merge", o.merge,
+                               "Join the --json files of --shard runs and report them as one run");
   shard->excludes(merge);
-  cmd->add_option("--figure", o.figure, "One layer x head panel per role (.png/.svg/.pdf)");
-  cmd->callback([&action] {
-    action = [] {
-      for (const std::string& r : o.roles) {
-        try {
-          core::head_role_index(r);
-        } catch (const Error& e) {
-          throw UsageError(std::string("--roles: ") + e.what());
-        }
-      }
-      for (const auto& [opt, path] :
-           {std::pair{"--figure", o.figure}, {"--ablation-figure", o.ablation_figure}}) {
-        if (path.empty()) continue;
-        usage(o.shard.empty(),
-              std::string(opt) + " draws the whole run: give it to heads --merge, not --shard");
-        try {
-          fig::check_figure_path(path);
-        } catch (const Error& e) {
-          throw UsageError(std::string(opt) + ": " + e.what(), e.code());
-        }
-      }
-      if (!o.json_out.empty()) core::check_output_path(o.json_out);
-      if (!o.merge.empty()) {
-        usage(o.model.empty() && o.text.empty() && o.text_file.empty() && o.dataset.empty() &&
-                  o.ablate_each.empty(),
-              "--merge joins the files of heads --shard runs: the model, text and ablation are in "
-              "them; give only the files and the report options");
-        std::vector<core::AtlasShard> shards;
-        for (const std::string& f : o.merge)
-          shards.push_back(core::atlas_shard_from_json(read_shard_json(f), f));
-        const core::AtlasShard m = core::merge_atlas_shards(shards);
-        const core::HeadAtlas a = core::summarize_atlas(m.atlas, o.a.bootstrap);
-        std::optional<core::AblationScan> scan;
-        if (m.ablation) scan = core::summarize_ablation(*m.ablation, o.a.bootstrap, m.atlas.seed);
-        usage(o.ablation_figure.empty() || scan,
-              "--ablation-figure: the shards ran no ablation scan (--ablate-each)");
-        report(a, scan ? &*scan : nullptr,
-               {a.model, o.json_out, o.figure, o.ablation_figure, o.roles});
-        return kExitOk;
-      }
-      usage(!o.model.empty(), "give --model (or --merge with shard files)");
-      usage(
-          !o.text.empty() || !o.text_file.empty() || !o.dataset.empty() || o.a.repeat_sequences > 0,
-          "give the text: --text, --text-file or --dataset (or only --repeats for the "
-          "induction probes)");
-      usage(o.ablation_figure.empty() || !o.ablate_each.empty(),
-            "--ablation-figure draws the --ablate-each scan: give --ablate-each too");
-      core::Shard shard;
-      if (!o.shard.empty()) {
-        try {
-          shard = core::parse_shard(o.shard);
-        } catch (const Error& e) {
-          throw UsageError(std::string("--shard: ") + e.what());
-        }
-        usage(!o.json_out.empty(),
-              "--shard writes its samples to --json, for heads --merge: give --json");
-      }
-      check_model_path(o.model, o.model);
-      std::shared_ptr<const Model> model = core::cached_model(o.model);
-      usage(!model->info().vision,
-            "--model " + o.model + " is a vision model: head roles are measured on text");
-      std::vector<std::string> texts;
-      if (!o.dataset.empty()) {
-        for (core::TextRecord& r : core::read_text_dataset(o.dataset))
-          texts.push_back(std::move(r.text));
-      } else if (!o.text_file.empty() || !o.text.empty()) {
-        texts.push_back(o.text_file.empty() ? o.text : read_file(o.text_file));
-      }
-      // Every shard builds the whole input (it is deterministic) and runs its own part of it.
-      const core::AtlasInput in = core::atlas_input(*model, texts, o.a);
-      usage(o.ablate_each.empty() || !in.windows.empty(),
-            "--ablate-each needs text windows (--text, --text-file or --dataset)");
-      const int n_items = int(in.windows.size() + in.repeats.size());
-      const std::vector<int> items = core::shard_items(n_items, shard);
-      const std::vector<int> windows = core::shard_items(int(in.windows.size()), shard);
-      usage(!items.empty(), "--shard " + o.shard + " owns none of the " + std::to_string(n_items) +
-                                " windows and sequences");
-      core::AtlasOptions ao = o.a;
-      if (isatty(fileno(stderr)))
-        ao.progress = [](int done, int total) {
-          std::fprintf(stderr, "\rforward passes: %d / %d", done, total);
-          if (done >= total) std::fprintf(stderr, "\n");
-        };
-      core::AtlasShard part;
-      part.atlas = core::collect_atlas(*model, o.model, in, ao, &items);
-      if (!o.ablate_each.empty())
-        part.ablation = core::ablation_samples(
-            *model, in.windows,
-            core::ablation_mode(o.ablate_each == "corpus-mean" ? "mean" : o.ablate_each),
-            o.a.threads, o.ablate_each == "corpus-mean", &windows);
-      if (!o.shard.empty()) {
-        write_json_file(o.json_out, core::atlas_shard_json(part));
-        std::fprintf(stderr,
-                     "wrote %s (shard %s: %zu of %d windows and sequences%s; join with heads "
-                     "--merge)\n",
-                     o.json_out.c_str(), o.shard.c_str(), items.size(), n_items,
-                     part.ablation
-                         ? (", " + std::to_string(windows.size()) + " ablated windows").c_str()
-                         : "");
-        return kExitOk;
-      }
-      const core::HeadAtlas a = core::summarize_atlas(part.atlas, o.a.bootstrap);
-      std::optional<core::AblationScan> scan;
-      if (part.ablation) scan = core::summarize_ablation(*part.ablation, o.a.bootstrap, o.a.seed);
-      report(a, scan ? &*scan : nullptr,
-             {o.model, o.json_out, o.figure, o.ablation_figure, o.roles});
-      return kExitOk;
+  cmd.add_option("--figure", o.figure, "One layer x head panel per role (.png/.svg/.pdf)");
+}
+
+int HeadsCommand::run() {
+  check_options();
+  if (!o.merge.empty()) return merge();
+  usage(!o.model.empty(), "give --model (or --merge with shard files)");
+  usage(!o.text.empty() || !o.text_file.empty() || !o.dataset.empty() || o.a.repeat_sequences > 0,
+        "give the text: --text, --text-file or --dataset (or only --repeats for the "
+        "induction probes)");
+  usage(o.ablation_figure.empty() || !o.ablate_each.empty(),
+        "--ablation-figure draws the --ablate-each scan: give --ablate-each too");
+  core::Shard shard;
+  if (!o.shard.empty()) {
+    try {
+      shard = core::parse_shard(o.shard);
+    } catch (const Error& e) {
+      throw UsageError(std::string("--shard: ") + e.what());
+    }
+    usage(!o.json_out.empty(),
+          "--shard writes its samples to --json, for heads --merge: give --json");
+  }
+  check_model_path(o.model, o.model);
+  std::shared_ptr<const Model> model = core::cached_model(o.model);
+  usage(!model->info().vision,
+        "--model " + o.model + " is a vision model: head roles are measured on text");
+  // Every shard builds the whole input (it is deterministic) and runs its own part of it.
+  const core::AtlasInput in = core::atlas_input(*model, texts(), o.a);
+  usage(o.ablate_each.empty() || !in.windows.empty(),
+        "--ablate-each needs text windows (--text, --text-file or --dataset)");
+  const int n_items = int(in.windows.size() + in.repeats.size());
+  const std::vector<int> items = core::shard_items(n_items, shard);
+  const std::vector<int> windows = core::shard_items(int(in.windows.size()), shard);
+  usage(!items.empty(), "--shard " + o.shard + " owns none of the " + std::to_string(n_items) +
+                            " windows and sequences");
+  core::AtlasOptions ao = o.a;
+  if (isatty(fileno(stderr)))
+    ao.progress = [](int done, int total) {
+      std::fprintf(stderr, "\rforward passes: %d / %d", done, total);
+      if (done >= total) std::fprintf(stderr, "\n");
     };
-  });
+  core::AtlasShard part;
+  part.atlas = core::collect_atlas(*model, o.model, in, ao, &items);
+  if (!o.ablate_each.empty())
+    part.ablation = core::ablation_samples(
+        *model, in.windows,
+        core::ablation_mode(o.ablate_each == "corpus-mean" ? "mean" : o.ablate_each), o.a.threads,
+        o.ablate_each == "corpus-mean", &windows);
+  if (!o.shard.empty()) {
+    write_shard(part, items.size(), n_items, windows.size());
+    return kExitOk;
+  }
+  const core::HeadAtlas a = core::summarize_atlas(part.atlas, o.a.bootstrap);
+  std::optional<core::AblationScan> scan;
+  if (part.ablation) scan = core::summarize_ablation(*part.ablation, o.a.bootstrap, o.a.seed);
+  report(a, scan ? &*scan : nullptr, {o.model, o.json_out, o.figure, o.ablation_figure, o.roles});
+  return kExitOk;
+}
+
+void HeadsCommand::check_options() const {
+  for (const std::string& r : o.roles) {
+    try {
+      core::head_role_index(r);
+    } catch (const Error& e) {
+      throw UsageError(std::string("--roles: ") + e.what());
+    }
+  }
+  for (const auto& [opt, path] :
+       {std::pair{"--figure", o.figure}, {"--ablation-figure", o.ablation_figure}}) {
+    if (path.empty()) continue;
+    usage(o.shard.empty(),
+          std::string(opt) + " draws the whole run: give it to heads --merge, not --shard");
+    try {
+      fig::check_figure_path(path);
+    } catch (const Error& e) {
+      throw UsageError(std::string(opt) + ": " + e.what(), e.code());
+    }
+  }
+  if (!o.json_out.empty()) core::check_output_path(o.json_out);
+}
+
+int HeadsCommand::merge() const {
+  usage(o.model.empty() && o.text.empty() && o.text_file.empty() && o.dataset.empty() &&
+            o.ablate_each.empty(),
+        "--merge joins the files of heads --shard runs: the model, text and ablation are in "
+        "them; give only the files and the report options");
+  std::vector<core::AtlasShard> shards;
+  for (const std::string& f : o.merge)
+    shards.push_back(core::atlas_shard_from_json(read_shard_json(f), f));
+  const core::AtlasShard m = core::merge_atlas_shards(shards);
+  const core::HeadAtlas a = core::summarize_atlas(m.atlas, o.a.bootstrap);
+  std::optional<core::AblationScan> scan;
+  if (m.ablation) scan = core::summarize_ablation(*m.ablation, o.a.bootstrap, m.atlas.seed);
+  usage(o.ablation_figure.empty() || scan,
+        "--ablation-figure: the shards ran no ablation scan (--ablate-each)");
+  report(a, scan ? &*scan : nullptr, {a.model, o.json_out, o.figure, o.ablation_figure, o.roles});
+  return kExitOk;
+}
+
+std::vector<std::string> HeadsCommand::texts() const {
+  std::vector<std::string> texts;
+  if (!o.dataset.empty()) {
+    for (core::TextRecord& r : core::read_text_dataset(o.dataset))
+      texts.push_back(std::move(r.text));
+  } else if (!o.text_file.empty() || !o.text.empty()) {
+    texts.push_back(o.text_file.empty() ? o.text : read_file(o.text_file));
+  }
+  return texts;
+}
+
+// `items` of the `n_items` windows and sequences, `windows` of them ablated.
+void HeadsCommand::write_shard(const core::AtlasShard& part, size_t items, int n_items,
+                               size_t windows) const {
+  write_json_file(o.json_out, core::atlas_shard_json(part));
+  std::fprintf(stderr,
+               "wrote %s (shard %s: %zu of %d windows and sequences%s; join with heads "
+               "--merge)\n",
+               o.json_out.c_str(), o.shard.c_str(), items, n_items,
+               part.ablation ? (", " + std::to_string(windows) + " ablated windows").c_str() : "");
+}
+
+}  // namespace
+
+std::unique_ptr<Command> make_heads_command() {
+  return std::make_unique<HeadsCommand>();
 }
 
 }  // namespace attn::cli

@@ -10,11 +10,6 @@
 #include "app/figures/figure.h"
 #include "compute/error.h"
 
-// LeakSanitizer (asan preset): Qt's font database and fontconfig keep allocations until exit.
-extern "C" const char* __lsan_default_suppressions() {
-  return "leak:libfontconfig\nleak:libQt6Gui\nleak:libQt6Core\nleak:libfreetype\n";
-}
-
 namespace attn::cli {
 using namespace core;  // the verb is a thin client of the core
 namespace {
@@ -102,35 +97,44 @@ int render(const RenderOptions& o) {
   return 0;
 }
 
-}  // namespace
+class RenderCommand final : public Command {
+ public:
+  void add_options(CLI::App& cmd) override;
+  int run() override { return render(o); }
 
-void add_render_command(CLI::App& app, Action& action) {
-  static RenderOptions o;
-  auto* cmd = app.add_subcommand(
-      "render", "Draw a view of a session as a figure (PNG, SVG, PDF) without a display");
-  cmd->add_option("--session", o.session, "Session file (.attnscope.json)")->required();
+ private:
+  RenderOptions o;  // bound by add_options
+};
+
+void RenderCommand::add_options(CLI::App& cmd) {
+  cmd.add_option("--session", o.session, "Session file (.attnscope.json)")->required();
   std::string views;
   for (const auto& v : view_names()) views += (views.empty() ? "" : "|") + v;
-  cmd->add_option("--view", o.view, views + " (default: the session's view)")
+  cmd.add_option("--view", o.view, views + " (default: the session's view)")
       ->check(CLI::IsMember(view_names()));
-  cmd->add_option("--out", o.out, "Output file(s): .png, .svg or .pdf (repeatable)")->required();
-  cmd->add_option("--width", o.width, "Width in pixels at --dpi (default: the session's)")
+  cmd.add_option("--out", o.out, "Output file(s): .png, .svg or .pdf (repeatable)")->required();
+  cmd.add_option("--width", o.width, "Width in pixels at --dpi (default: the session's)")
       ->check(CLI::Range(1, 20000));
-  cmd->add_option("--height", o.height,
-                  "Height in pixels at --dpi, 0 = fit the content (default: the session's)")
+  cmd.add_option("--height", o.height,
+                 "Height in pixels at --dpi, 0 = fit the content (default: the session's)")
       ->check(CLI::Range(0, 20000));
-  cmd->add_option("--dpi", o.dpi, "Resolution; PDF/SVG pages are width/dpi inches wide")
+  cmd.add_option("--dpi", o.dpi, "Resolution; PDF/SVG pages are width/dpi inches wide")
       ->check(CLI::Range(10.0, 2400.0));
-  cmd->add_option("--max-cells", o.max_cells, "Heatmap cells per side before pooling (max)")
+  cmd.add_option("--max-cells", o.max_cells, "Heatmap cells per side before pooling (max)")
       ->capture_default_str()
       ->check(CLI::Range(8, 4096));
-  cmd->add_option("--data", o.data, "Also write the numbers behind the figure: csv | npy | json")
+  cmd.add_option("--data", o.data, "Also write the numbers behind the figure: csv | npy | json")
       ->check(CLI::IsMember({"csv", "npy", "json"}));
-  cmd->add_flag("--no-sidecar", o.no_sidecar, "Do not write <out>.attnscope.json");
-  cmd->add_flag("--no-verify", o.no_verify, "Do not check the recorded model/image hashes");
-  cmd->add_option("--threads", o.threads, "Worker threads (0 = all)");
-  cmd->add_flag("--json", o.json, "Print what was written as JSON");
-  cmd->callback([&action] { action = [] { return render(o); }; });
+  cmd.add_flag("--no-sidecar", o.no_sidecar, "Do not write <out>.attnscope.json");
+  cmd.add_flag("--no-verify", o.no_verify, "Do not check the recorded model/image hashes");
+  cmd.add_option("--threads", o.threads, "Worker threads (0 = all)");
+  cmd.add_flag("--json", o.json, "Print what was written as JSON");
+}
+
+}  // namespace
+
+std::unique_ptr<Command> make_render_command() {
+  return std::make_unique<RenderCommand>();
 }
 
 }  // namespace attn::cli

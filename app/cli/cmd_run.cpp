@@ -10,60 +10,73 @@
 
 namespace attn::cli {
 
-void add_run_command(CLI::App& app, Action& action) {
-  struct Opts {
+namespace {
+
+class RunCommand final : public Command {
+ public:
+  void add_options(CLI::App& cmd) override;
+  int run() override;
+
+ private:
+  struct Options {
     std::vector<std::string> variants;
     int n = 1024, n_q = 0, heads = 4, kv_heads = 0, d = 64, threads = 0;
     bool bidirectional = false, no_metrics = false;
     uint64_t seed = 1;
     std::string backend = "cpu", json;
-  };
-  static Opts o;
-  auto* cmd = app.add_subcommand("run", "Run variants on random Q/K/V and compare with dense");
-  cmd->add_option("-v,--variant", o.variants, "Variant spec, e.g. 'window(size=256)' (repeatable)")
+  } o;  // bound by add_options
+};
+
+void RunCommand::add_options(CLI::App& cmd) {
+  cmd.add_option("-v,--variant", o.variants, "Variant spec, e.g. 'window(size=256)' (repeatable)")
       ->required();
-  cmd->add_option("-n,--n", o.n, "Keys (and queries unless --nq)")->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--nq", o.n_q, "Queries (the last ones of the sequence)")
+  cmd.add_option("-n,--n", o.n, "Keys (and queries unless --nq)")->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--nq", o.n_q, "Queries (the last ones of the sequence)")
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--heads", o.heads, "Query heads")->check(CLI::Range(1, 256));
-  cmd->add_option("--kv-heads", o.kv_heads, "Key/value heads (GQA); default = heads")
+  cmd.add_option("--heads", o.heads, "Query heads")->check(CLI::Range(1, 256));
+  cmd.add_option("--kv-heads", o.kv_heads, "Key/value heads (GQA); default = heads")
       ->check(CLI::Range(1, 256));
-  cmd->add_option("-d,--dim", o.d, "Head dimension")->check(CLI::Range(1, 1024));
-  cmd->add_flag("--bidirectional", o.bidirectional, "Bidirectional instead of causal");
-  cmd->add_option("--backend", o.backend,
-                  "reference | cpu | vulkan (falls back to cpu per variant)");
-  cmd->add_option("--seed", o.seed, "Random seed");
-  cmd->add_option("--threads", o.threads, "Worker threads (0 = all)");
-  cmd->add_flag("--no-metrics", o.no_metrics, "Skip metrics against dense (faster)");
-  cmd->add_option("--json", o.json, "Also write the results as JSON to this file");
-  cmd->callback([&action] {
-    action = [] {
-      // The command line first: conflicting shapes, bad specs, an unknown backend.
-      const int kv = o.kv_heads ? o.kv_heads : o.heads;
-      usage(o.heads % kv == 0, "--heads " + std::to_string(o.heads) +
-                                   " is not a multiple of --kv-heads " + std::to_string(kv));
-      usage(o.n_q <= o.n, "--nq " + std::to_string(o.n_q) + " exceeds -n " + std::to_string(o.n) +
-                              " (the queries are the last of the keys)");
-      check_variant_specs(o.variants, "-v/--variant");
-      check_backend(o.backend);
-      Problem p = random_problem(o.heads, o.kv_heads ? o.kv_heads : o.heads, o.n_q ? o.n_q : o.n,
-                                 o.n, o.d, !o.bidirectional, o.seed);
-      auto backend = make_backend_with_fallback(o.backend);
-      RunOptions opt;
-      opt.threads = o.threads;
-      Comparison c = compare_variants(p, o.variants, *backend, !o.no_metrics, opt);
-      print_comparison(p, c);
-      if (auto* fb = dynamic_cast<FallbackBackend*>(backend.get())) {
-        for (const auto& n : fb->notes()) std::fprintf(stderr, "note: %s\n", n.c_str());
-      }
-      if (!o.json.empty()) {
-        std::ofstream f(o.json);
-        if (!f) throw Error(ErrorCode::Io, "cannot write " + o.json);
-        f << comparison_json(p, c).dump(2) << "\n";
-      }
-      return 0;
-    };
-  });
+  cmd.add_option("-d,--dim", o.d, "Head dimension")->check(CLI::Range(1, 1024));
+  cmd.add_flag("--bidirectional", o.bidirectional, "Bidirectional instead of causal");
+  cmd.add_option("--backend", o.backend,
+                 "reference | cpu | vulkan (falls back to cpu per variant)");
+  cmd.add_option("--seed", o.seed, "Random seed");
+  cmd.add_option("--threads", o.threads, "Worker threads (0 = all)");
+  cmd.add_flag("--no-metrics", o.no_metrics, "Skip metrics against dense (faster)");
+  cmd.add_option("--json", o.json, "Also write the results as JSON to this file");
+}
+
+int RunCommand::run() {
+  // The command line first: conflicting shapes, bad specs, an unknown backend.
+  const int kv = o.kv_heads ? o.kv_heads : o.heads;
+  usage(o.heads % kv == 0, "--heads " + std::to_string(o.heads) +
+                               " is not a multiple of --kv-heads " + std::to_string(kv));
+  usage(o.n_q <= o.n, "--nq " + std::to_string(o.n_q) + " exceeds -n " + std::to_string(o.n) +
+                          " (the queries are the last of the keys)");
+  check_variant_specs(o.variants, "-v/--variant");
+  check_backend(o.backend);
+  Problem p = random_problem(o.heads, o.kv_heads ? o.kv_heads : o.heads, o.n_q ? o.n_q : o.n, o.n,
+                             o.d, !o.bidirectional, o.seed);
+  auto backend = make_backend_with_fallback(o.backend);
+  RunOptions opt;
+  opt.threads = o.threads;
+  Comparison c = compare_variants(p, o.variants, *backend, !o.no_metrics, opt);
+  print_comparison(p, c);
+  if (auto* fb = dynamic_cast<FallbackBackend*>(backend.get())) {
+    for (const auto& n : fb->notes()) std::fprintf(stderr, "note: %s\n", n.c_str());
+  }
+  if (!o.json.empty()) {
+    std::ofstream f(o.json);
+    if (!f) throw Error(ErrorCode::Io, "cannot write " + o.json);
+    f << comparison_json(p, c).dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::unique_ptr<Command> make_run_command() {
+  return std::make_unique<RunCommand>();
 }
 
 }  // namespace attn::cli

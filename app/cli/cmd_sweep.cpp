@@ -386,46 +386,55 @@ int sweep(const SweepOptions& o) {
   return 0;
 }
 
+class SweepCommand final : public Command {
+ public:
+  void add_options(CLI::App& cmd) override;
+  int run() override { return sweep(o); }
+
+ private:
+  SweepOptions o;  // bound by add_options
+};
+
+void SweepCommand::add_options(CLI::App& cmd) {
+  cmd.add_option("--model", o.model, "Model folder, or default-text / default-vision")
+      ->capture_default_str();
+  cmd.add_option("--text", o.text, "Input text");
+  cmd.add_option("--text-file", o.text_file, "File holding the input text (UTF-8)");
+  cmd.add_option("--image", o.image, "Input image (vision models)");
+  cmd.add_option("--session", o.session, "Take the model and the input from a session file");
+  cmd.add_option("--dataset", o.dataset,
+                 "A dataset instead of one input. Vision models: a Fashion-MNIST / MNIST IDX "
+                 "folder (FOLDER:train for the train split) or a folder of images (one subfolder "
+                 "per class); the table holds class accuracy per setting. Language models: "
+                 "JSONL ({\"text\": ...} per line) or a folder of .txt; the table holds "
+                 "next-token loss");
+  cmd.add_option("--limit", o.limit, "--dataset: only the first N records (0 = all)");
+  cmd.add_option("--variant", o.variants,
+                 "Variant or sweep spec, repeatable: \"window(size=16..1024:x2)\", "
+                 "\"block_topk(block=16,k=1..8:+1)\", \"top_p(p=0.5|0.9)\"");
+  cmd.add_option("--out", o.out, "Table to write (CSV; its first row is the dense baseline)")
+      ->required();
+  cmd.add_option("--figure", o.figure, "Also draw the trade-off plot (.png, .svg, .pdf)");
+  cmd.add_option("--shard", o.shard,
+                 "Run only shard i of n (0-based), e.g. $SLURM_ARRAY_TASK_ID/8");
+  cmd.add_option("--merge", o.merge, "Merge these shard tables into --out instead of running");
+  cmd.add_option("--layers", o.layers, "End to end: substitute only these layers")->delimiter(',');
+  cmd.add_option("--heads", o.heads, "End to end: substitute only these heads")->delimiter(',');
+  cmd.add_flag("--no-end-to-end", o.no_end_to_end,
+               "Skip substituted forward passes (no next-token KL, top-1, perplexity)");
+  cmd.add_option("--backend", o.backend, "reference | cpu")->capture_default_str();
+  cmd.add_option("--threads", o.threads, "Worker threads (0 = all)");
+  cmd.add_option("--width", o.width, "Figure width in pixels at --dpi")->capture_default_str();
+  cmd.add_option("--height", o.height, "Figure height in pixels at --dpi")->capture_default_str();
+  cmd.add_option("--dpi", o.dpi, "Figure resolution")->capture_default_str();
+  cmd.add_flag("--quiet", o.quiet, "No progress bar");
+  cmd.add_flag("--json", o.json, "Also print the table's rows as JSON on stdout");
+}
+
 }  // namespace
 
-void add_sweep_command(CLI::App& app, Action& action) {
-  static SweepOptions o;
-  auto* cmd = app.add_subcommand(
-      "sweep", "Sweep variant parameters on one input: cost vs accuracy table (CSV) and plot");
-  cmd->add_option("--model", o.model, "Model folder, or default-text / default-vision")
-      ->capture_default_str();
-  cmd->add_option("--text", o.text, "Input text");
-  cmd->add_option("--text-file", o.text_file, "File holding the input text (UTF-8)");
-  cmd->add_option("--image", o.image, "Input image (vision models)");
-  cmd->add_option("--session", o.session, "Take the model and the input from a session file");
-  cmd->add_option("--dataset", o.dataset,
-                  "A dataset instead of one input. Vision models: a Fashion-MNIST / MNIST IDX "
-                  "folder (FOLDER:train for the train split) or a folder of images (one subfolder "
-                  "per class); the table holds class accuracy per setting. Language models: "
-                  "JSONL ({\"text\": ...} per line) or a folder of .txt; the table holds "
-                  "next-token loss");
-  cmd->add_option("--limit", o.limit, "--dataset: only the first N records (0 = all)");
-  cmd->add_option("--variant", o.variants,
-                  "Variant or sweep spec, repeatable: \"window(size=16..1024:x2)\", "
-                  "\"block_topk(block=16,k=1..8:+1)\", \"top_p(p=0.5|0.9)\"");
-  cmd->add_option("--out", o.out, "Table to write (CSV; its first row is the dense baseline)")
-      ->required();
-  cmd->add_option("--figure", o.figure, "Also draw the trade-off plot (.png, .svg, .pdf)");
-  cmd->add_option("--shard", o.shard,
-                  "Run only shard i of n (0-based), e.g. $SLURM_ARRAY_TASK_ID/8");
-  cmd->add_option("--merge", o.merge, "Merge these shard tables into --out instead of running");
-  cmd->add_option("--layers", o.layers, "End to end: substitute only these layers")->delimiter(',');
-  cmd->add_option("--heads", o.heads, "End to end: substitute only these heads")->delimiter(',');
-  cmd->add_flag("--no-end-to-end", o.no_end_to_end,
-                "Skip substituted forward passes (no next-token KL, top-1, perplexity)");
-  cmd->add_option("--backend", o.backend, "reference | cpu")->capture_default_str();
-  cmd->add_option("--threads", o.threads, "Worker threads (0 = all)");
-  cmd->add_option("--width", o.width, "Figure width in pixels at --dpi")->capture_default_str();
-  cmd->add_option("--height", o.height, "Figure height in pixels at --dpi")->capture_default_str();
-  cmd->add_option("--dpi", o.dpi, "Figure resolution")->capture_default_str();
-  cmd->add_flag("--quiet", o.quiet, "No progress bar");
-  cmd->add_flag("--json", o.json, "Also print the table's rows as JSON on stdout");
-  cmd->callback([&action] { action = [] { return sweep(o); }; });
+std::unique_ptr<Command> make_sweep_command() {
+  return std::make_unique<SweepCommand>();
 }
 
 }  // namespace attn::cli

@@ -78,60 +78,67 @@ nlohmann::json params_json(const VariantInfo& info) {
   return params;
 }
 
+class VariantsCommand final : public Command {
+ public:
+  void add_options(CLI::App& cmd) override {
+    cmd.add_flag("--json", json, "Print the registry as JSON");
+    cmd.add_flag("--kv", kv, "List the KV-cache policy pieces (for stream and generate) instead");
+  }
+  int run() override;
+
+ private:
+  bool json = false, kv = false;  // bound by add_options
+};
+
+int VariantsCommand::run() {
+  if (kv) {
+    if (json) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const VariantInfo& info : kv_pieces())
+        out.push_back({{"id", info.id},
+                       {"kind", info.family},
+                       {"name", info.display_name},
+                       {"source", info.source},
+                       {"description", info.description},
+                       {"params", params_json(info)}});
+      std::cout << out.dump(2) << "\n";
+      return 0;
+    }
+    Table t({"id", "kind", "name", "parameters", "source"});
+    for (const VariantInfo& info : kv_pieces())
+      t.add({info.id, info.family, info.display_name, param_list(info),
+             info.source.size() > 60 ? info.source.substr(0, 57) + "..." : info.source});
+    t.print();
+    return 0;
+  }
+  if (json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& piece : registry_pieces()) {
+      const nlohmann::json params = params_json(piece.info);
+      out.push_back({{"id", piece.info.id},
+                     {"kind", kind_name(piece.kind)},
+                     {"name", piece.info.display_name},
+                     {"family", piece.info.family},
+                     {"source", piece.info.source},
+                     {"description", piece.info.description},
+                     {"params", params}});
+    }
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  Table t({"id", "kind", "name", "parameters", "source"});
+  for (const auto& piece : registry_pieces())
+    t.add({piece.info.id, kind_name(piece.kind), piece.info.display_name, param_list(piece.info),
+           piece.info.source.size() > 60 ? piece.info.source.substr(0, 57) + "..."
+                                         : piece.info.source});
+  t.print();
+  return 0;
+}
+
 }  // namespace
 
-void add_variants_command(CLI::App& app, Action& action) {
-  auto* cmd = app.add_subcommand("variants", "List every variant piece with parameters and source");
-  static bool json = false, kv = false;
-  cmd->add_flag("--json", json, "Print the registry as JSON");
-  cmd->add_flag("--kv", kv, "List the KV-cache policy pieces (for stream and generate) instead");
-  cmd->callback([&action] {
-    action = [] {
-      if (kv) {
-        if (json) {
-          nlohmann::json out = nlohmann::json::array();
-          for (const VariantInfo& info : kv_pieces())
-            out.push_back({{"id", info.id},
-                           {"kind", info.family},
-                           {"name", info.display_name},
-                           {"source", info.source},
-                           {"description", info.description},
-                           {"params", params_json(info)}});
-          std::cout << out.dump(2) << "\n";
-          return 0;
-        }
-        Table t({"id", "kind", "name", "parameters", "source"});
-        for (const VariantInfo& info : kv_pieces())
-          t.add({info.id, info.family, info.display_name, param_list(info),
-                 info.source.size() > 60 ? info.source.substr(0, 57) + "..." : info.source});
-        t.print();
-        return 0;
-      }
-      if (json) {
-        nlohmann::json out = nlohmann::json::array();
-        for (const auto& piece : registry_pieces()) {
-          const nlohmann::json params = params_json(piece.info);
-          out.push_back({{"id", piece.info.id},
-                         {"kind", kind_name(piece.kind)},
-                         {"name", piece.info.display_name},
-                         {"family", piece.info.family},
-                         {"source", piece.info.source},
-                         {"description", piece.info.description},
-                         {"params", params}});
-        }
-        std::cout << out.dump(2) << "\n";
-        return 0;
-      }
-      Table t({"id", "kind", "name", "parameters", "source"});
-      for (const auto& piece : registry_pieces())
-        t.add({piece.info.id, kind_name(piece.kind), piece.info.display_name,
-               param_list(piece.info),
-               piece.info.source.size() > 60 ? piece.info.source.substr(0, 57) + "..."
-                                             : piece.info.source});
-      t.print();
-      return 0;
-    };
-  });
+std::unique_ptr<Command> make_variants_command() {
+  return std::make_unique<VariantsCommand>();
 }
 
 }  // namespace attn::cli

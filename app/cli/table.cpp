@@ -13,7 +13,8 @@ bool numeric_cell(const std::string& c) {
   if (c.empty() || c == "-" || c == "n/a") return true;
   char* end = nullptr;
   std::strtod(c.c_str(), &end);
-  return end != c.c_str() && (*end == 0 || (end[0] == 'x' && end[1] == 0) || (end[0] == '%' && end[1] == 0));
+  return end != c.c_str() &&
+         (*end == 0 || (end[0] == 'x' && end[1] == 0) || (end[0] == '%' && end[1] == 0));
 }
 
 }  // namespace
@@ -53,6 +54,13 @@ std::string sci(double x) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2e", x);
   return buf;
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (b >= 1024 && u < 3) b /= 1024, ++u;
+  return fixed(b, u == 0 ? 0 : 1) + " " + units[u];
 }
 
 }  // namespace attn::cli

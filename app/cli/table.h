@@ -19,5 +19,7 @@ class Table {
 // Number formatting helpers for table cells.
 std::string fixed(double x, int decimals);
 std::string sci(double x);
+// A byte count in B, KiB, MiB or GiB ("1.5 MiB").
+std::string human_bytes(double bytes);
 
 }  // namespace attn::cli

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "compute/backend.h"
+#include "compute/kv/kv_policy.h"
 #include "compute/registry.h"
 #include "models/arch/default_models.h"
 
@@ -19,6 +20,16 @@ void check_variant_specs(const std::vector<std::string>& specs, const std::strin
       make_variant(spec);
     } catch (const Error& e) {
       throw UsageError(option + ": " + e.what(), e.code());
+    }
+  }
+}
+
+void check_kv_policies(const std::vector<std::string>& specs, const std::string& option) {
+  for (const std::string& spec : specs) {
+    try {
+      make_kv_policy(spec);
+    } catch (const Error& e) {
+      throw UsageError(option + ": " + e.what());
     }
   }
 }

@@ -35,6 +35,10 @@ inline void usage(bool cond, const std::string& message) {
 // UsageError "<option>: <why>" (e.g. "did you mean window?").
 void check_variant_specs(const std::vector<std::string>& specs, const std::string& option);
 
+// Every spec names a KV-cache policy make_kv_policy() accepts; otherwise a UsageError
+// "<option>: <why>".
+void check_kv_policies(const std::vector<std::string>& specs, const std::string& option);
+
 // A backend make_backend() knows; otherwise a UsageError naming them.
 void check_backend(const std::string& name);
 
