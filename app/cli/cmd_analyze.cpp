@@ -88,7 +88,7 @@ core::Session session_of(const AnalyzeOptions& o, std::string& session_path) {
   const bool new_input = !o.tensors.empty() || o.given_inputs > 0;
   if (new_input && !session_path.empty()) {
     // Inputs named here are relative to here; the session's model to its file.
-    if (!is_default_model_name(s.model.id))
+    if (!models::is_default_model_name(s.model.id))
       s.model.id = core::resolve_session_path(session_path, s.model.id);
     session_path.clear();
     s.model.sha256.clear();
@@ -122,7 +122,7 @@ core::Session session_of(const AnalyzeOptions& o, std::string& session_path) {
     s.model.sha256.clear();
   } else {
     usage(!o.session.empty() || s.input.kind == "tensors",
-          "--model DIR (or " + join_names(default_model_names()) + ") is required");
+          "--model DIR (or " + join_names(models::default_model_names()) + ") is required");
   }
   if (!o.variants.empty() || o.session.empty())
     s.variants = split_specs(o.variants.empty() ? "dense" : o.variants);
@@ -133,7 +133,7 @@ core::Session session_of(const AnalyzeOptions& o, std::string& session_path) {
         "--dump needs a model (raw tensors have no hooks to dump)");
   if (!o.dump.empty()) {
     try {
-      HookSelection::parse(o.hooks);
+      models::HookSelection::parse(o.hooks);
     } catch (const Error& e) {
       throw UsageError(std::string("--hooks: ") + e.what());
     }
@@ -150,18 +150,19 @@ core::Session session_of(const AnalyzeOptions& o, std::string& session_path) {
 // for text or ids (a vision model for an image), token ids in its vocabulary, layers and heads
 // it has, hooks it can dump. Returns the model (kept loaded for the analysis), or null when
 // nothing on the command line concerns the model.
-std::shared_ptr<const Model> check_against_model(const AnalyzeOptions& o, const core::Session& s,
-                                                 const std::string& session_path) {
+std::shared_ptr<const models::Model> check_against_model(const AnalyzeOptions& o,
+                                                         const core::Session& s,
+                                                         const std::string& session_path) {
   if (s.input.kind == "tensors" || s.input.kind == "synthetic") return nullptr;
   const bool input_given = o.given_inputs > 0;
   if (o.model.empty() && !input_given && o.layers.empty() && o.heads.empty() && o.dump.empty())
     return nullptr;  // all from the session file: its own checks report what is wrong with it
-  const std::string dir = is_default_model_name(s.model.id)
+  const std::string dir = models::is_default_model_name(s.model.id)
                               ? s.model.id
                               : core::resolve_session_path(session_path, s.model.id);
   if (!o.model.empty()) check_model_path(s.model.id, dir);
-  std::shared_ptr<const Model> model = core::cached_model(dir);
-  const ModelInfo& info = model->info();
+  std::shared_ptr<const models::Model> model = core::cached_model(dir);
+  const models::ModelInfo& info = model->info();
   const std::string name = (o.model.empty() ? "the session's model " : "--model ") + s.model.id;
   if (!o.model.empty() || input_given) {
     if (s.input.kind == "image")
@@ -192,7 +193,7 @@ std::shared_ptr<const Model> check_against_model(const AnalyzeOptions& o, const 
                                           std::to_string(info.n_heads - 1) + ")");
   if (!o.dump.empty()) {
     try {
-      HookSelection::parse(o.hooks).check(info.n_layers);
+      models::HookSelection::parse(o.hooks).check(info.n_layers);
     } catch (const Error& e) {
       throw UsageError(std::string("--hooks: ") + e.what());
     }
@@ -203,7 +204,7 @@ std::shared_ptr<const Model> check_against_model(const AnalyzeOptions& o, const 
 void print_summary(const core::Analysis& a) {
   const bool vision = a.vision();
   if (a.info) {
-    const ModelInfo& info = *a.info;
+    const models::ModelInfo& info = *a.info;
     std::printf(
         "model: %s (%s, %d layers, %d heads, %d kv heads, d=%d) \u2014 %d tokens, dense forward "
         "%.3f s\n",
@@ -218,7 +219,7 @@ void print_summary(const core::Analysis& a) {
   if (a.ablation_effect) {  // the session's ablation: everything below is the ablated model's
     std::string list;
     for (const std::string& h : a.session.ablation.heads) list += (list.empty() ? "" : ",") + h;
-    const EndToEnd& e = *a.ablation_effect;
+    const models::EndToEnd& e = *a.ablation_effect;
     std::printf("ablated: %s (%s); the ablated model against the plain one:", list.c_str(),
                 a.session.ablation.mode.c_str());
     if (e.has_tokens)
@@ -252,7 +253,7 @@ void print_summary(const core::Analysis& a) {
   Table t(header);
   for (size_t v = 1; v < a.panels.size(); ++v) {
     const core::TradeoffPoint pt = core::tradeoff_point(a, int(v));
-    const std::optional<EndToEnd>& e = a.panels[v].e2e;
+    const std::optional<models::EndToEnd>& e = a.panels[v].e2e;
     std::vector<std::string> row = {a.panels[v].spec, fixed(pt.density, 4), sci(pt.rel_error),
                                     fixed(pt.mass_recall, 4), sci(pt.row_kl)};
     if (vision) {
@@ -284,13 +285,13 @@ void print_summary(const core::Analysis& a) {
 // --ablate: the session's input run plainly and with the heads ablated; every dumped file comes
 // from the ablated pass and no variant is substituted.
 int ablate(const AnalyzeOptions& o, const core::Session& s,
-           const std::shared_ptr<const Model>& model) {
+           const std::shared_ptr<const models::Model>& model) {
   usage(o.variants.empty(), "--ablate runs no variant: do not give --variants with it");
   usage(s.input.kind == "text" || s.input.kind == "ids",
         "--ablate runs a model on text or token ids (--text, --text-file, --ids)");
   usage(model != nullptr, "--ablate needs --model and an input");
   std::vector<std::pair<int, int>> heads;
-  HeadEdit::Mode mode{};
+  models::HeadEdit::Mode mode{};
   try {
     heads = core::parse_heads(o.ablate);
     core::check_heads(heads, model->info());
@@ -299,21 +300,21 @@ int ablate(const AnalyzeOptions& o, const core::Session& s,
     throw UsageError(std::string("--ablate: ") + e.what());
   }
   const std::string name = o.text_file.empty() ? "--text" : "--text-file " + o.text_file;
-  const TextInput ti =
+  const models::TextInput ti =
       s.input.kind == "ids"
           ? ids_for_model(*model, s.input.ids)
           : encode_for_model(*model, s.input.text, o.given_inputs ? name : "the session's text");
   if (!ti.notice.empty()) std::fprintf(stderr, "attnscope: notice: %s\n", ti.notice.c_str());
-  ModelInput in;
+  models::ModelInput in;
   in.ids = ti.ids;
   in.labels = ti.labels;
   const bool other_input = o.ablate_mode == "resample" || o.ablate_mode == "pattern";
   usage(other_input == !o.resample_text.empty(),
         "--ablate-mode resample and pattern take the other input from --resample-text (and only "
         "then)");
-  Intervention iv;
+  models::Intervention iv;
   if (other_input) {
-    const TextInput src = encode_for_model(*model, o.resample_text, "--resample-text");
+    const models::TextInput src = encode_for_model(*model, o.resample_text, "--resample-text");
     usage(src.ids.size() == in.ids.size(),
           "--resample-text is " + std::to_string(src.ids.size()) + " tokens but the input is " +
               std::to_string(in.ids.size()) + ": " + o.ablate_mode + " needs the same length");
@@ -325,8 +326,8 @@ int ablate(const AnalyzeOptions& o, const core::Session& s,
   const core::InterventionRun r =
       core::run_intervention(*model, in, iv, o.dump.empty() ? "" : o.hooks, o.threads);
   std::string list;
-  for (const auto& [l, h] : heads) list += (list.empty() ? "" : ",") + head_name(l, h);
-  const EndToEnd& e = r.effect;
+  for (const auto& [l, h] : heads) list += (list.empty() ? "" : ",") + models::head_name(l, h);
+  const models::EndToEnd& e = r.effect;
   std::printf(
       "model: %s \u2014 %zu tokens; %s ablation of %s (before the output projection, "
       "its bias kept)\n",
@@ -351,7 +352,7 @@ int ablate(const AnalyzeOptions& o, const core::Session& s,
     write_json(o.json_out, j);
   }
   if (!o.dump.empty()) {
-    const HookSelection asked = HookSelection::parse(o.hooks);
+    const models::HookSelection asked = models::HookSelection::parse(o.hooks);
     const auto files = dump_forward(o.dump, *r.capture, in, r.edited, in.labels, &asked);
     std::printf("dumped %zu files of the ablated pass to %s\n", files.size(), o.dump.c_str());
   }
@@ -377,7 +378,7 @@ int analyze_over_dataset(const AnalyzeOptions& o) {
     s.model.sha256.clear();
   } else {
     usage(!o.session.empty(),
-          "--model DIR (or " + join_names(default_model_names()) + ") is required");
+          "--model DIR (or " + join_names(models::default_model_names()) + ") is required");
   }
   if (!o.variants.empty()) {
     s.variants = split_specs(o.variants);
@@ -400,10 +401,10 @@ int analyze_over_dataset(const AnalyzeOptions& o) {
     s.ablation.heads.clear();
     try {
       for (const auto& [l, h] : core::parse_heads(o.ablate))
-        s.ablation.heads.push_back(head_name(l, h));
+        s.ablation.heads.push_back(models::head_name(l, h));
       core::check_heads(
           core::parse_heads(o.ablate),
-          core::cached_model(is_default_model_name(s.model.id)
+          core::cached_model(models::is_default_model_name(s.model.id)
                                  ? s.model.id
                                  : core::resolve_session_path(session_path, s.model.id))
               ->info());
@@ -483,7 +484,7 @@ int analyze(const AnalyzeOptions& o) {
   if (!o.json_out.empty()) write_json(o.json_out, j);
   if (!o.dump.empty()) {
     usage(a->capture != nullptr, "--dump needs a model (raw tensors have no hooks to dump)");
-    const HookSelection asked = HookSelection::parse(o.hooks);
+    const models::HookSelection asked = models::HookSelection::parse(o.hooks);
     const auto files =
         dump_forward(o.dump, *a->capture, a->input, a->dense_out(), a->problem(0).labels, &asked);
     std::printf("dumped %zu files to %s\n", files.size(), o.dump.c_str());

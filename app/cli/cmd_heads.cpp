@@ -201,7 +201,7 @@ int HeadsCommand::run() {
           "--shard writes its samples to --json, for heads --merge: give --json");
   }
   check_model_path(o.model, o.model);
-  std::shared_ptr<const Model> model = core::cached_model(o.model);
+  std::shared_ptr<const models::Model> model = core::cached_model(o.model);
   usage(!model->info().vision,
         "--model " + o.model + " is a vision model: head roles are measured on text");
   // Every shard builds the whole input (it is deterministic) and runs its own part of it.

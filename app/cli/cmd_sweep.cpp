@@ -336,7 +336,7 @@ int sweep(const SweepOptions& o) {
   if (!o.session.empty()) {  // its model and input; relative paths made usable from here
     const Session from = load_session(o.session);
     s.model = from.model;
-    if (!is_default_model_name(s.model.id))
+    if (!models::is_default_model_name(s.model.id))
       s.model.id = resolve_session_path(o.session, s.model.id);
     s.input = from.input;
     if (s.input.kind == "image") s.input.image = resolve_session_path(o.session, s.input.image);

@@ -43,9 +43,9 @@ void check_backend(const std::string& name) {
 }
 
 void check_model_path(const std::string& name, const std::string& path) {
-  if (is_default_model_name(name)) return;
+  if (models::is_default_model_name(name)) return;
   std::error_code ec;
-  require(std::filesystem::exists(path, ec), ErrorCode::Io, missing_model_message(name));
+  require(std::filesystem::exists(path, ec), ErrorCode::Io, models::missing_model_message(name));
 }
 
 std::string unknown_command(const CLI::App& app, int argc, const char* const* argv) {
