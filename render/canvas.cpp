@@ -369,16 +369,25 @@ void Canvas::build_heatmaps(float x0, float y0, float x1, float y1) {
   update_want();
 }
 
+// A heatmap panel's rectangle and the region of the matrix it shows: matrix coordinates to screen.
+struct HeatFrame {
+  float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  Canvas::Region region;
+  float sx(double k) const {
+    return float(x0 + (k - region.k0) / (region.k1 - region.k0) * (x1 - x0));
+  }
+  float sy(double q) const {
+    return float(y0 + (q - region.q0) / (region.q1 - region.q0) * (y1 - y0));
+  }
+};
+
 void Canvas::draw_heat_panel(int p, float x0, float y0, float x1, float y1, float row_scale,
                              float col_scale) {
   const HeatmapDoc& h = doc_->heat;
   const Panel& pan = *panels_[size_t(p)];
   const PanelDesc& d = h.panels[size_t(p)];
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  const double rq = region_.q1 - region_.q0, rk = region_.k1 - region_.k0;
-  auto sx = [&](double k) { return float(x0 + (k - region_.k0) / rk * (x1 - x0)); };
-  auto sy = [&](double q) { return float(y0 + (q - region_.q0) / rq * (y1 - y0)); };
-  const float line = ImGui::GetTextLineHeight();
+  const HeatFrame f{x0, y0, x1, y1, region_};
 
   if (!pan.has_tile) {
     dl->AddRectFilled(ImVec2(x0, y0), ImVec2(x1, y1), ImGui::GetColorU32(ImGuiCol_FrameBg));
@@ -387,126 +396,20 @@ void Canvas::draw_heat_panel(int p, float x0, float y0, float x1, float y1, floa
   dl->AddRect(ImVec2(x0 - 1, y0 - 1), ImVec2(x1 + 1, y1 + 1), frame_color());
 
   // Axes: token labels at the scale build_heatmaps chose, else index ticks.
-  dl->PushClipRect(ImVec2(x0 - 400, y0 - line), ImVec2(x0, y1 + line), false);
-  const int iq0 = std::max(0, int(std::floor(region_.q0))),
-            iq1 = std::min(h.n_q, int(std::ceil(region_.q1)));
-  if (row_scale > 0) {
-    ImGui::SetWindowFontScale(row_scale);
-    for (int q = iq0; q < iq1; ++q) {
-      const std::string s = clip_label(h.q_labels[size_t(q)], 10);
-      const ImVec2 sz = ImGui::CalcTextSize(s.c_str());
-      const float y = (sy(q) + sy(q + 1) - sz.y) / 2;
-      note_fit(s, label_w_q_ * row_scale + 6);
-      dl->AddText(ImVec2(x0 - 6 - sz.x, y),
-                  q == settings_.query ? IM_COL32(255, 170, 40, 255) : text_color(), s.c_str());
-      if (p == 0) mark("heat.row_label", s, x0 - 6 - sz.x, y, x0 - 6, y + sz.y);
-    }
-    ImGui::SetWindowFontScale(1);
-  } else {
-    const int step = nice_step(rq, std::max(2, int((y1 - y0) / (line * 2.5f))));
-    for (int q = (iq0 + step - 1) / step * step; q < iq1; q += step) {
-      const std::string s = std::to_string(q);
-      const ImVec2 sz = ImGui::CalcTextSize(s.c_str());
-      const float y = sy(q + 0.5);
-      dl->AddLine(ImVec2(x0 - 4, y), ImVec2(x0, y), dim_text_color());
-      dl->AddText(ImVec2(x0 - 6 - sz.x, y - sz.y / 2), dim_text_color(), s.c_str());
-    }
-  }
-  dl->PopClipRect();
-  const int ik0 = std::max(0, int(std::floor(region_.k0))),
-            ik1 = std::min(h.n_k, int(std::ceil(region_.k1)));
-  std::vector<char> is_sink(size_t(h.n_k), 0);
-  for (int s : h.sinks)
-    if (s >= 0 && s < h.n_k) is_sink[size_t(s)] = 1;
-  if (col_scale > 0) {
-    ImGui::SetWindowFontScale(col_scale);
-    const float lh = ImGui::GetTextLineHeight();
-    for (int k = ik0; k < ik1; ++k) {
-      const std::string s = clip_label(h.k_labels[size_t(k)], 9);
-      const float x = (sx(k) + sx(k + 1) - lh) / 2, len = ImGui::CalcTextSize(s.c_str()).x;
-      note_fit(s, label_w_k_ * col_scale + 4);
-      const ImU32 sink_col =
-          settings_.dark ? IM_COL32(255, 150, 30, 255) : IM_COL32(180, 85, 0, 255);
-      add_text_vertical(dl, ImVec2(x, y0 - 4), is_sink[size_t(k)] ? sink_col : text_color(),
-                        s.c_str());
-      if (p == 0) mark("heat.col_label", s, x, y0 - 4 - len, x + lh, y0 - 4);
-    }
-    ImGui::SetWindowFontScale(1);
-  } else {
-    const int step = nice_step(rk, std::max(2, int((x1 - x0) / (line * 4))));
-    dl->PushClipRect(ImVec2(x0 - 20, y0 - line - 8), ImVec2(x1 + 20, y0), false);
-    for (int k = (ik0 + step - 1) / step * step; k < ik1; k += step) {
-      const std::string s = std::to_string(k);
-      const ImVec2 sz = ImGui::CalcTextSize(s.c_str());
-      const float x = sx(k + 0.5);
-      dl->AddLine(ImVec2(x, y0 - 4), ImVec2(x, y0), dim_text_color());
-      dl->AddText(ImVec2(x - sz.x / 2, y0 - 4 - sz.y), dim_text_color(), s.c_str());
-    }
-    dl->PopClipRect();
-    // Sinks as orange marks on the key axis.
-    for (int s : h.sinks)
-      if (s >= ik0 && s < ik1)
-        dl->AddTriangleFilled(ImVec2(sx(s + 0.5) - 4, y0 - 7), ImVec2(sx(s + 0.5) + 4, y0 - 7),
-                              ImVec2(sx(s + 0.5), y0 - 1), IM_COL32(255, 150, 30, 255));
-  }
+  draw_heat_row_axis(p, f, row_scale);
+  draw_heat_col_axis(p, f, col_scale);
 
   dl->PushClipRect(ImVec2(x0, y0), ImVec2(x1 + 20, y1), true);
-  // Kept blocks of block-sparse variants, outlined where they are big enough to see.
-  // Many small outlines cost software rasterisers dearly and say little: above a few hundred
-  // visible blocks the kept-set mode shows the structure instead.
-  if (settings_.outlines && !d.reference && settings_.mode != DisplayMode::Difference) {
-    std::vector<ImVec4> boxes;
-    for (const BlockRect& b : d.kept_blocks) {
-      if (b.q1 <= region_.q0 || b.q0 >= region_.q1 || b.k1 <= region_.k0 || b.k0 >= region_.k1)
-        continue;
-      const float bx0 = sx(b.k0), bx1 = sx(b.k1), by0 = sy(b.q0), by1 = sy(b.q1);
-      if (bx1 - bx0 < 6 || by1 - by0 < 6) continue;
-      boxes.push_back(ImVec4(bx0, by0, bx1, by1));
-      if (boxes.size() > 400) break;
-    }
-    if (boxes.size() <= 400)
-      for (const ImVec4& b : boxes)
-        dl->AddRect(ImVec2(b.x, b.y), ImVec2(b.z, b.w), IM_COL32(255, 255, 255, 150));
-  }
-  // Dense mass dropped per query row, as a red strip to the right: a red per theme whose full
-  // shade stands out from the background at 4.5:1 or more, fading with the mass.
-  if (!d.reference && pan.has_tile && !pan.tile.dropped_rows.empty()) {
-    const PanelTile& t = pan.tile;
-    const bool dark = settings_.dark;
-    auto lost_color = [dark](int level) {  // level 0..16
-      return dark ? IM_COL32(255, 80, 85, 50 + 205 * level / 16)
-                  : IM_COL32(190, 0, 25, 60 + 195 * level / 16);
-    };
-    mark("heat.lost_mass", d.title, x1 + 4, y0, x1 + 14, y1);
-    // Runs of rows with the same shade become one rectangle.
-    int run_start = 0, run_level = -1;
-    auto flush = [&](int end) {
-      if (run_level <= 0) return;
-      const double qa = t.q0 + double(run_start) * (t.q1 - t.q0) / t.h;
-      const double qb = t.q0 + double(end) * (t.q1 - t.q0) / t.h;
-      const float ya = std::max(y0, sy(qa)), yb = std::min(y1, sy(qb));
-      if (yb > ya)
-        dl->AddRectFilled(ImVec2(x1 + 4, ya), ImVec2(x1 + 14, std::max(yb, ya + 1)),
-                          lost_color(run_level));
-    };
-    dl->AddRectFilled(ImVec2(x1 + 4, y0), ImVec2(x1 + 14, y1),
-                      dark ? IM_COL32(255, 80, 85, 25) : IM_COL32(190, 0, 25, 22));
-    for (int y = 0; y <= t.h; ++y) {
-      const int level =
-          y < t.h ? int(std::lround(std::clamp(t.dropped_rows[size_t(y)], 0.f, 1.f) * 16)) : -2;
-      if (level != run_level) {
-        flush(y);
-        run_start = y;
-        run_level = level;
-      }
-    }
-  }
+  if (settings_.outlines && !d.reference && settings_.mode != DisplayMode::Difference)
+    draw_kept_blocks(d, f);
+  if (!d.reference && pan.has_tile && !pan.tile.dropped_rows.empty())
+    draw_lost_mass(d, pan.tile, f);
   dl->PopClipRect();
 
   // Synchronised hover: the hovered cell in every panel.
   if (hover_q_ >= 0 && hover_k_ >= 0) {
-    const float cx0 = sx(hover_k_), cx1 = sx(hover_k_ + 1), cy0 = sy(hover_q_),
-                cy1 = sy(hover_q_ + 1);
+    const float cx0 = f.sx(hover_k_), cx1 = f.sx(hover_k_ + 1), cy0 = f.sy(hover_q_),
+                cy1 = f.sy(hover_q_ + 1);
     dl->PushClipRect(ImVec2(x0, y0), ImVec2(x1, y1), true);
     if (cx1 - cx0 >= 4) {
       dl->AddRect(ImVec2(cx0, cy0), ImVec2(cx1, cy1), IM_COL32(255, 255, 255, 230), 0, 0, 2);
@@ -517,6 +420,136 @@ void Canvas::draw_heat_panel(int p, float x0, float y0, float x1, float y1, floa
                   IM_COL32(255, 255, 255, 70));
     }
     dl->PopClipRect();
+  }
+}
+
+void Canvas::draw_heat_row_axis(int p, const HeatFrame& f, float row_scale) {
+  const HeatmapDoc& h = doc_->heat;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float x0 = f.x0, y0 = f.y0, y1 = f.y1, line = ImGui::GetTextLineHeight();
+  dl->PushClipRect(ImVec2(x0 - 400, y0 - line), ImVec2(x0, y1 + line), false);
+  const int iq0 = std::max(0, int(std::floor(region_.q0))),
+            iq1 = std::min(h.n_q, int(std::ceil(region_.q1)));
+  if (row_scale > 0) {
+    ImGui::SetWindowFontScale(row_scale);
+    for (int q = iq0; q < iq1; ++q) {
+      const std::string s = clip_label(h.q_labels[size_t(q)], 10);
+      const ImVec2 sz = ImGui::CalcTextSize(s.c_str());
+      const float y = (f.sy(q) + f.sy(q + 1) - sz.y) / 2;
+      note_fit(s, label_w_q_ * row_scale + 6);
+      dl->AddText(ImVec2(x0 - 6 - sz.x, y),
+                  q == settings_.query ? IM_COL32(255, 170, 40, 255) : text_color(), s.c_str());
+      if (p == 0) mark("heat.row_label", s, x0 - 6 - sz.x, y, x0 - 6, y + sz.y);
+    }
+    ImGui::SetWindowFontScale(1);
+  } else {
+    const double rq = region_.q1 - region_.q0;
+    const int step = nice_step(rq, std::max(2, int((y1 - y0) / (line * 2.5f))));
+    for (int q = (iq0 + step - 1) / step * step; q < iq1; q += step) {
+      const std::string s = std::to_string(q);
+      const ImVec2 sz = ImGui::CalcTextSize(s.c_str());
+      const float y = f.sy(q + 0.5);
+      dl->AddLine(ImVec2(x0 - 4, y), ImVec2(x0, y), dim_text_color());
+      dl->AddText(ImVec2(x0 - 6 - sz.x, y - sz.y / 2), dim_text_color(), s.c_str());
+    }
+  }
+  dl->PopClipRect();
+}
+
+void Canvas::draw_heat_col_axis(int p, const HeatFrame& f, float col_scale) {
+  const HeatmapDoc& h = doc_->heat;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float x0 = f.x0, y0 = f.y0, x1 = f.x1, line = ImGui::GetTextLineHeight();
+  const int ik0 = std::max(0, int(std::floor(region_.k0))),
+            ik1 = std::min(h.n_k, int(std::ceil(region_.k1)));
+  std::vector<char> is_sink(size_t(h.n_k), 0);
+  for (int s : h.sinks)
+    if (s >= 0 && s < h.n_k) is_sink[size_t(s)] = 1;
+  if (col_scale > 0) {
+    ImGui::SetWindowFontScale(col_scale);
+    const float lh = ImGui::GetTextLineHeight();
+    for (int k = ik0; k < ik1; ++k) {
+      const std::string s = clip_label(h.k_labels[size_t(k)], 9);
+      const float x = (f.sx(k) + f.sx(k + 1) - lh) / 2, len = ImGui::CalcTextSize(s.c_str()).x;
+      note_fit(s, label_w_k_ * col_scale + 4);
+      const ImU32 sink_col =
+          settings_.dark ? IM_COL32(255, 150, 30, 255) : IM_COL32(180, 85, 0, 255);
+      add_text_vertical(dl, ImVec2(x, y0 - 4), is_sink[size_t(k)] ? sink_col : text_color(),
+                        s.c_str());
+      if (p == 0) mark("heat.col_label", s, x, y0 - 4 - len, x + lh, y0 - 4);
+    }
+    ImGui::SetWindowFontScale(1);
+    return;
+  }
+  const double rk = region_.k1 - region_.k0;
+  const int step = nice_step(rk, std::max(2, int((x1 - x0) / (line * 4))));
+  dl->PushClipRect(ImVec2(x0 - 20, y0 - line - 8), ImVec2(x1 + 20, y0), false);
+  for (int k = (ik0 + step - 1) / step * step; k < ik1; k += step) {
+    const std::string s = std::to_string(k);
+    const ImVec2 sz = ImGui::CalcTextSize(s.c_str());
+    const float x = f.sx(k + 0.5);
+    dl->AddLine(ImVec2(x, y0 - 4), ImVec2(x, y0), dim_text_color());
+    dl->AddText(ImVec2(x - sz.x / 2, y0 - 4 - sz.y), dim_text_color(), s.c_str());
+  }
+  dl->PopClipRect();
+  // Sinks as orange marks on the key axis.
+  for (int s : h.sinks)
+    if (s >= ik0 && s < ik1)
+      dl->AddTriangleFilled(ImVec2(f.sx(s + 0.5) - 4, y0 - 7), ImVec2(f.sx(s + 0.5) + 4, y0 - 7),
+                            ImVec2(f.sx(s + 0.5), y0 - 1), IM_COL32(255, 150, 30, 255));
+}
+
+void Canvas::draw_kept_blocks(const PanelDesc& d, const HeatFrame& f) {
+  // Kept blocks of block-sparse variants, outlined where they are big enough to see.
+  // Many small outlines cost software rasterisers dearly and say little: above a few hundred
+  // visible blocks the kept-set mode shows the structure instead.
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  std::vector<ImVec4> boxes;
+  for (const BlockRect& b : d.kept_blocks) {
+    if (b.q1 <= region_.q0 || b.q0 >= region_.q1 || b.k1 <= region_.k0 || b.k0 >= region_.k1)
+      continue;
+    const float bx0 = f.sx(b.k0), bx1 = f.sx(b.k1), by0 = f.sy(b.q0), by1 = f.sy(b.q1);
+    if (bx1 - bx0 < 6 || by1 - by0 < 6) continue;
+    boxes.push_back(ImVec4(bx0, by0, bx1, by1));
+    if (boxes.size() > 400) break;
+  }
+  if (boxes.size() <= 400)
+    for (const ImVec4& b : boxes)
+      dl->AddRect(ImVec2(b.x, b.y), ImVec2(b.z, b.w), IM_COL32(255, 255, 255, 150));
+}
+
+void Canvas::draw_lost_mass(const PanelDesc& d, const PanelTile& t, const HeatFrame& f) {
+  // Dense mass dropped per query row, as a red strip to the right: a red per theme whose full
+  // shade stands out from the background at 4.5:1 or more, fading with the mass.
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float y0 = f.y0, x1 = f.x1, y1 = f.y1;
+  const bool dark = settings_.dark;
+  auto lost_color = [dark](int level) {  // level 0..16
+    return dark ? IM_COL32(255, 80, 85, 50 + 205 * level / 16)
+                : IM_COL32(190, 0, 25, 60 + 195 * level / 16);
+  };
+  mark("heat.lost_mass", d.title, x1 + 4, y0, x1 + 14, y1);
+  // Runs of rows with the same shade become one rectangle.
+  int run_start = 0, run_level = -1;
+  auto flush = [&](int end) {
+    if (run_level <= 0) return;
+    const double qa = t.q0 + double(run_start) * (t.q1 - t.q0) / t.h;
+    const double qb = t.q0 + double(end) * (t.q1 - t.q0) / t.h;
+    const float ya = std::max(y0, f.sy(qa)), yb = std::min(y1, f.sy(qb));
+    if (yb > ya)
+      dl->AddRectFilled(ImVec2(x1 + 4, ya), ImVec2(x1 + 14, std::max(yb, ya + 1)),
+                        lost_color(run_level));
+  };
+  dl->AddRectFilled(ImVec2(x1 + 4, y0), ImVec2(x1 + 14, y1),
+                    dark ? IM_COL32(255, 80, 85, 25) : IM_COL32(190, 0, 25, 22));
+  for (int y = 0; y <= t.h; ++y) {
+    const int level =
+        y < t.h ? int(std::lround(std::clamp(t.dropped_rows[size_t(y)], 0.f, 1.f) * 16)) : -2;
+    if (level != run_level) {
+      flush(y);
+      run_start = y;
+      run_level = level;
+    }
   }
 }
 

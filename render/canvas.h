@@ -27,6 +27,10 @@ namespace attn::render {
 class HeatmapPipeline;
 class SampledImage;
 class ImGuiLayer;
+struct TradeoffPlot;   // render/tradeoff_view.cpp
+struct TradeoffLabel;  // render/tradeoff_view.cpp
+struct SinksLayout;    // render/sinks_view.cpp
+struct HeatFrame;      // render/canvas.cpp
 
 struct FrameInput {
   float width = 0, height = 0;               // logical pixels
@@ -111,15 +115,40 @@ class Canvas {
   // Axis labels at `row_scale` / `col_scale` of the font (0: index ticks instead).
   void draw_heat_panel(int p, float x0, float y0, float x1, float y1, float row_scale,
                        float col_scale);
+  // The panel's parts: the query and key axes (labels or index ticks), the kept blocks'
+  // outlines, the strip of dense mass lost per row.
+  void draw_heat_row_axis(int p, const HeatFrame& f, float row_scale);
+  void draw_heat_col_axis(int p, const HeatFrame& f, float col_scale);
+  void draw_kept_blocks(const PanelDesc& d, const HeatFrame& f);
+  void draw_lost_mass(const PanelDesc& d, const PanelTile& t, const HeatFrame& f);
   void handle_heat_input(float x0, float y0, float x1, float y1);
   void draw_inspector();
   void draw_summary(float x0, float y0, float x1, float y1);
   void draw_colorbar(float x0, float y0, float x1, float y1);
   void build_head_grid(float x0, float y0, float x1, float y1);
   void build_sinks(float x0, float y0, float x1, float y1);
+  // The sinks view's parts (render/sinks_view.cpp): one strip of bars per layer, the token labels
+  // under the bars, the hovered position's box.
+  void draw_sinks_strip(const SinksLayout& g, const std::vector<float>& vals, float top,
+                        const char* title, bool log);
+  void draw_sinks_labels(const SinksLayout& g, float bars_bottom, float labels_top,
+                         uint32_t hover_col);
+  void draw_sinks_hover(const SinksLayout& g, float top1, float bars_bottom, float labels_top);
   void build_tokens(float x0, float y0, float x1, float y1);
   void build_image(float x0, float y0, float x1, float y1);
   void build_tradeoff(float x0, float y0, float x1, float y1);
+  // The trade-off view's parts (render/tradeoff_view.cpp), in drawing order: the axis choice
+  // (returns its bottom edge), the legend (which places the plot frame), the axes, the front and
+  // points, the labels.
+  float build_tradeoff_axis_choice(float x0, float y0);
+  void place_tradeoff_legend(TradeoffPlot& plot, float x0, float x1, float y1,
+                             float controls_bottom);
+  void draw_tradeoff_axes(TradeoffPlot& plot, float x0);
+  void draw_tradeoff_points(const TradeoffPlot& plot, std::vector<const TradeoffMark*>& pts,
+                            std::vector<const TradeoffMark*>& shown);
+  std::vector<TradeoffLabel> place_tradeoff_labels(const TradeoffPlot& plot,
+                                                   const std::vector<const TradeoffMark*>& shown,
+                                                   const std::vector<int>& cluster);
   void update_want();
   // Records `text` in overflows_ when it is wider than `room` pixels.
   void note_fit(const std::string& text, float room);

@@ -7,6 +7,44 @@
 #include "app/figures/presets.h"
 
 namespace attn::fig {
+namespace {
+
+// One layer's row: its y ticks, a bar per token (sinks highlighted), the threshold dashed, and
+// the layer's name above.
+void draw_layer_row(FigurePainter& c, const QRectF& r, const SinkData& k, int l,
+                    const std::vector<double>& yt, double ytick_w, double bw) {
+  const FigureStyle& s = c.style();
+  const double lh_tick = c.line_height(s.tick_pt), ymax = yt.back();
+  for (double t : yt) {
+    const double y = r.bottom() - t / ymax * r.height();
+    c.line({r.left(), y}, {r.right(), y}, kGrid, s.line_pt * 0.8);
+    c.line({r.left() - 2, y}, {r.left(), y});
+    // A row too short for two labels names its top only.
+    if (t == yt.back() || r.height() >= lh_tick * 1.1)
+      c.text({r.left() - 3, y}, tick_label(t), s.tick_pt, 1, 0, kText, false, 0, ytick_w);
+  }
+  c.painter().save();
+  c.painter().setPen(Qt::NoPen);
+  for (int j = 0; j < k.n; ++j) {
+    const double v = k.received[size_t(l) * k.n + j];
+    const bool sink = v > k.threshold;
+    const double hgt = std::max(0.0, v) / ymax * r.height();
+    const QRectF bar(r.left() + j * bw + bw * 0.12, r.bottom() - hgt, bw * 0.76, hgt);
+    c.painter().fillRect(bar, sink ? kAccent : series_color(0));
+    c.mark(bar, r);
+  }
+  c.painter().restore();
+  const double ty = r.bottom() - k.threshold / ymax * r.height();
+  c.painter().save();
+  c.painter().setPen(QPen(kMuted, s.line_pt, Qt::DashLine));
+  c.painter().drawLine(QPointF(r.left(), ty), QPointF(r.right(), ty));
+  c.painter().restore();
+  c.line(r.bottomLeft(), r.bottomRight());
+  c.line(r.bottomLeft(), r.topLeft());
+  c.text({r.right(), r.top() - 1.5}, QString("layer %1").arg(l), s.tick_pt, 1, 1, kText, true);
+}
+
+}  // namespace
 
 double paint_sinks(FigurePainter& c, const QRectF& area, const FigureData& d) {
   const FigureStyle& s = c.style();
@@ -83,7 +121,6 @@ double paint_sinks(FigurePainter& c, const QRectF& area, const FigureData& d) {
   arrange();
   const std::vector<double> yt =
       cover_ticks(0, ymax0, std::clamp(int(row_h / (lh_tick * 1.4)) + 1, 2, 5));
-  const double ymax = yt.back();
   const double x0 = area.left() + left;
 
   draw_legend(c, area.topLeft(), area.width(), legend);
@@ -91,33 +128,7 @@ double paint_sinks(FigurePainter& c, const QRectF& area, const FigureData& d) {
   for (int i = 0; i < R; ++i) {
     const int l = layers[size_t(i)];
     const QRectF r(x0, area.top() + legend_h + i * (row_h + name_h) + name_h, width, row_h);
-    for (double t : yt) {
-      const double y = r.bottom() - t / ymax * r.height();
-      c.line({r.left(), y}, {r.right(), y}, kGrid, s.line_pt * 0.8);
-      c.line({r.left() - 2, y}, {r.left(), y});
-      // A row too short for two labels names its top only.
-      if (t == yt.back() || r.height() >= lh_tick * 1.1)
-        c.text({r.left() - 3, y}, tick_label(t), s.tick_pt, 1, 0, kText, false, 0, ytick_w);
-    }
-    c.painter().save();
-    c.painter().setPen(Qt::NoPen);
-    for (int j = 0; j < k.n; ++j) {
-      const double v = k.received[size_t(l) * k.n + j];
-      const bool sink = v > k.threshold;
-      const double hgt = std::max(0.0, v) / ymax * r.height();
-      const QRectF bar(r.left() + j * bw + bw * 0.12, r.bottom() - hgt, bw * 0.76, hgt);
-      c.painter().fillRect(bar, sink ? kAccent : series_color(0));
-      c.mark(bar, r);
-    }
-    c.painter().restore();
-    const double ty = r.bottom() - k.threshold / ymax * r.height();
-    c.painter().save();
-    c.painter().setPen(QPen(kMuted, s.line_pt, Qt::DashLine));
-    c.painter().drawLine(QPointF(r.left(), ty), QPointF(r.right(), ty));
-    c.painter().restore();
-    c.line(r.bottomLeft(), r.bottomRight());
-    c.line(r.bottomLeft(), r.topLeft());
-    c.text({r.right(), r.top() - 1.5}, QString("layer %1").arg(l), s.tick_pt, 1, 1, kText, true);
+    draw_layer_row(c, r, k, l, yt, ytick_w, bw);
   }
   const double yb = area.top() + legend_h + R * (row_h + name_h);
   for (int j : js) {
