@@ -35,6 +35,13 @@ extern const PatternFactory kKmeansPattern;
 extern const PatternFactory kLokiPattern;
 extern const PatternFactory kHyperPattern;
 
+// make() of a piece class whose constructor reads its parameters (already resolved):
+//   const PatternFactory kTopkPattern = {topk_info, make_from_params<Pattern, TopkPattern>};
+template <class Base, class Piece>
+std::shared_ptr<const Base> make_from_params(const Params& params) {
+  return std::make_shared<const Piece>(params);
+}
+
 // The source of the pieces that are part of the original Transformer (dense, temperature, softmax).
 inline constexpr const char* kVaswaniSource = "Vaswani et al. 2017, Attention Is All You Need";
 

@@ -61,7 +61,7 @@ struct DeltaState final : ApproxState {
 
 class Delta final : public Approximation {
  public:
-  explicit Delta(int stride) : stride_(stride) {}
+  explicit Delta(const Params& params) : stride_(int(params.at("stride"))) {}
   VariantInfo info() const override { return kDeltaApprox.info(); }
   Kind kind() const override { return Kind::Wrap; }
 
@@ -204,12 +204,8 @@ VariantInfo delta_info() {
           {int_param("stride", 1, 1000000, 16, "one dense query every `stride` queries")}};
 }
 
-std::shared_ptr<const Approximation> make_delta(const Params& params) {
-  return std::make_shared<Delta>(int(params.at("stride")));
-}
-
 }  // namespace
 
-const ApproximationFactory kDeltaApprox = {delta_info, make_delta};
+const ApproximationFactory kDeltaApprox = {delta_info, make_from_params<Approximation, Delta>};
 
 }  // namespace attn

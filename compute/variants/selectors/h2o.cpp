@@ -24,7 +24,8 @@ namespace {
 
 class H2oPattern final : public Pattern {
  public:
-  H2oPattern(int heavy, int recent) : heavy_(heavy), recent_(recent) {}
+  explicit H2oPattern(const Params& params)
+      : heavy_(int(params.at("heavy"))), recent_(int(params.at("recent"))) {}
   VariantInfo info() const override { return kH2oPattern.info(); }
   bool dynamic() const override { return true; }
 
@@ -206,12 +207,8 @@ VariantInfo h2o_info() {
            int_param("recent", 0, 1000000, 64, "most recent keys kept besides the current one")}};
 }
 
-std::shared_ptr<const Pattern> make_h2o(const Params& params) {
-  return std::make_shared<H2oPattern>(int(params.at("heavy")), int(params.at("recent")));
-}
-
 }  // namespace
 
-const PatternFactory kH2oPattern = {h2o_info, make_h2o};
+const PatternFactory kH2oPattern = {h2o_info, make_from_params<Pattern, H2oPattern>};
 
 }  // namespace attn

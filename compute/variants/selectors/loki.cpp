@@ -27,7 +27,8 @@ int visible(const Problem& p, int i) {
 
 class LokiPattern final : public Pattern {
  public:
-  LokiPattern(int rank, int k) : rank_(rank), k_(k) {}
+  explicit LokiPattern(const Params& params)
+      : rank_(int(params.at("rank"))), k_(int(params.at("k"))) {}
   VariantInfo info() const override { return kLokiPattern.info(); }
   bool dynamic() const override { return true; }
 
@@ -106,12 +107,8 @@ VariantInfo loki_info() {
            int_param("k", 1, 1000000, 64, "keys kept per query")}};
 }
 
-std::shared_ptr<const Pattern> make_loki(const Params& params) {
-  return std::make_shared<LokiPattern>(int(params.at("rank")), int(params.at("k")));
-}
-
 }  // namespace
 
-const PatternFactory kLokiPattern = {loki_info, make_loki};
+const PatternFactory kLokiPattern = {loki_info, make_from_params<Pattern, LokiPattern>};
 
 }  // namespace attn

@@ -45,7 +45,7 @@ void scores(const Problem& p, int h, int i0, int i1, int nv, float* out) {
 
 class TopkPattern final : public Pattern {
  public:
-  explicit TopkPattern(int k) : k_(k) {}
+  explicit TopkPattern(const Params& params) : k_(int(params.at("k"))) {}
   VariantInfo info() const override { return kTopkPattern.info(); }
   bool dynamic() const override { return true; }
 
@@ -129,12 +129,8 @@ VariantInfo topk_info() {
           {int_param("k", 1, 1000000, 64, "keys kept per query")}};
 }
 
-std::shared_ptr<const Pattern> make_topk(const Params& params) {
-  return std::make_shared<TopkPattern>(int(params.at("k")));
-}
-
 }  // namespace
 
-const PatternFactory kTopkPattern = {topk_info, make_topk};
+const PatternFactory kTopkPattern = {topk_info, make_from_params<Pattern, TopkPattern>};
 
 }  // namespace attn
