@@ -1,0 +1,49 @@
+#include "models/arch/causal_lm.h"
+
+namespace attn::models {
+
+ModelOutput CausalLm::forward(const ModelInput& in, const ForwardOptions& opt) const {
+  return run(in, nullptr, opt);
+}
+
+ModelOutput CausalLm::decode(const std::vector<int32_t>& ids, KvCache& cache,
+                             const ForwardOptions& opt) const {
+  ModelInput in;
+  in.ids = ids;
+  return run(in, &cache, opt);
+}
+
+void causal_attention(ForwardContext& ctx, KvCache* cache, int layer, Problem& p, const Rope* rope,
+                      float* out, std::vector<float>& probs) {
+  const int n_layers = ctx.info.n_layers, H = p.n_heads, N = p.n_q;
+  bool in_place = false;
+  if (cache) {
+    in_place = !kv_begin_layer(*cache, layer, n_layers, p, rope, ctx.needs_problem(layer));
+    if (cache->policy.needs_scores())
+      probs.resize(size_t(H) * N * size_t(kv_layer_length(*cache, layer)));
+  }
+  float* pr = probs.empty() ? nullptr : probs.data();
+  if (in_place)
+    kv_attend(*cache, layer, p, out, pr, ctx.threads);
+  else
+    ctx.attention(layer, p, out, pr);
+  if (cache) kv_end_layer(*cache, layer, n_layers, p, pr);
+}
+
+ModelOutput causal_output(std::vector<float> hidden, int N, int C, const Linear& lm_head,
+                          ForwardContext& ctx, std::chrono::steady_clock::time_point t0,
+                          KvCache* cache) {
+  ModelOutput out;
+  out.n_tokens = N;
+  out.hidden = C;
+  out.hidden_state = std::move(hidden);
+  out.n_logits = lm_head.out;
+  out.logits.resize(size_t(N) * lm_head.out);
+  linear(out.hidden_state.data(), N, lm_head, out.logits.data(), ctx.threads);
+  out.substituted = std::move(ctx.substituted);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (cache) kv_end_pass(*cache, N);
+  return out;
+}
+
+}  // namespace attn::models
