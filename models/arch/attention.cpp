@@ -220,4 +220,36 @@ void ForwardContext::attention(int layer, Problem& p, float* out, float* probs) 
   substituted.push_back({layer, var_heads, r.stats});
 }
 
+EncoderScratch::EncoderScratch(int n, int hidden, int intermediate)
+    : q(size_t(n) * hidden),
+      k(q.size()),
+      v(q.size()),
+      att(q.size()),
+      tmp(q.size()),
+      mlp(size_t(n) * intermediate) {}
+
+void encoder_attention(ForwardContext& ctx, int layer, const float* in, const Linear& q,
+                       const Linear& k, const Linear& v, const Linear& o, int H, int d,
+                       EncoderScratch& s, float* x) {
+  const int N = ctx.n, C = q.out, th = ctx.threads;  // C: the hidden size
+  linear(in, N, q, s.q.data(), th);
+  linear(in, N, k, s.k.data(), th);
+  linear(in, N, v, s.v.data(), th);
+  Problem p = layer_problem(H, H, N, d, false);
+  split_heads(s.q.data(), N, C, 0, H, d, p.q.data(), th);
+  split_heads(s.k.data(), N, C, 0, H, d, p.k.data(), th);
+  split_heads(s.v.data(), N, C, 0, H, d, p.v.data(), th);
+  ctx.attention(layer, p, s.att.data());
+  linear(s.att.data(), N, o, s.tmp.data(), th);
+  add_inplace(x, s.tmp.data(), s.tmp.size());
+}
+
+void encoder_mlp(const float* in, int n, const Linear& inter, Activation act, const Linear& out,
+                 EncoderScratch& s, float* x, int threads) {
+  linear(in, n, inter, s.mlp.data(), threads);
+  activate(act, s.mlp.data(), s.mlp.size(), threads);
+  linear(s.mlp.data(), n, out, s.tmp.data(), threads);
+  add_inplace(x, s.tmp.data(), s.tmp.size());
+}
+
 }  // namespace attn::models

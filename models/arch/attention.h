@@ -9,6 +9,7 @@
 
 #include "compute/problem.h"
 #include "compute/variant.h"
+#include "models/arch/layers.h"
 #include "models/arch/model.h"
 
 namespace attn::models {
@@ -64,5 +65,22 @@ void split_heads(const float* src, int n, int src_stride, int col0, int heads, i
 // queries may be the last N of N_k positions (a decode step over a KV cache).
 void dense_attention(const Problem& p, const std::vector<int>& heads, float* out, float* scores,
                      float* pattern, float* head_out, int threads);
+
+// The two sublayers of an encoder block (BERT post-LN, ViT pre-LN), which differ only in where
+// their norms sit: each reads `in` f32 [N, C] (x itself, or its norm) and adds its output to the
+// residual stream x f32 [N, C].
+struct EncoderScratch {
+  EncoderScratch(int n, int hidden, int intermediate);
+  std::vector<float> q, k, v, att, tmp;  // f32 [N, C]
+  std::vector<float> mlp;                // f32 [N, intermediate]
+};
+// x += o(attention(q(in), k(in), v(in))) over every head, bidirectional, through ctx (hooks,
+// substitution, interventions); H heads of dimension d.
+void encoder_attention(ForwardContext& ctx, int layer, const float* in, const Linear& q,
+                       const Linear& k, const Linear& v, const Linear& o, int H, int d,
+                       EncoderScratch& s, float* x);
+// x += out(act(inter(in))).
+void encoder_mlp(const float* in, int n, const Linear& inter, Activation act, const Linear& out,
+                 EncoderScratch& s, float* x, int threads);
 
 }  // namespace attn::models

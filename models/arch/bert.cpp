@@ -79,8 +79,8 @@ class Bert : public Model {
     }
     ForwardContext ctx(info_, opt, N, in.labels.empty() ? nullptr : &in.labels);
     const int th = ctx.threads;
-    std::vector<float> x(size_t(N) * C), q(x.size()), k(x.size()), v(x.size()), att(x.size());
-    std::vector<float> tmp(x.size()), mlp(size_t(N) * inter_);
+    std::vector<float> x(size_t(N) * C);
+    EncoderScratch s(N, C, inter_);
     for (int t = 0; t < N; ++t) {
       const float* w = word_ + size_t(in.ids[size_t(t)]) * C;
       const float* p = pos_ + size_t(t) * C;
@@ -92,21 +92,10 @@ class Bert : public Model {
     layer_norm(x.data(), N, C, emb_ln_g_, emb_ln_b_, eps_, x.data(), th);
     for (int l = 0; l < info_.n_layers; ++l) {
       const Layer& L = layers_[size_t(l)];
-      linear(x.data(), N, L.q, q.data(), th);
-      linear(x.data(), N, L.k, k.data(), th);
-      linear(x.data(), N, L.v, v.data(), th);
-      Problem p = layer_problem(H, H, N, d, false);
-      split_heads(q.data(), N, C, 0, H, d, p.q.data(), th);
-      split_heads(k.data(), N, C, 0, H, d, p.k.data(), th);
-      split_heads(v.data(), N, C, 0, H, d, p.v.data(), th);
-      ctx.attention(l, p, att.data());
-      linear(att.data(), N, L.o, tmp.data(), th);
-      add_inplace(x.data(), tmp.data(), x.size());
+      // Post-LN: each sublayer reads the stream itself, then the sum is normed.
+      encoder_attention(ctx, l, x.data(), L.q, L.k, L.v, L.o, H, d, s, x.data());
       layer_norm(x.data(), N, C, L.ln1_g, L.ln1_b, eps_, x.data(), th);
-      linear(x.data(), N, L.inter, mlp.data(), th);
-      activate(act_, mlp.data(), mlp.size(), th);
-      linear(mlp.data(), N, L.out, tmp.data(), th);
-      add_inplace(x.data(), tmp.data(), x.size());
+      encoder_mlp(x.data(), N, L.inter, act_, L.out, s, x.data(), th);
       layer_norm(x.data(), N, C, L.ln2_g, L.ln2_b, eps_, x.data(), th);
       ctx.end_block(l, x.data());
     }
@@ -115,12 +104,12 @@ class Bert : public Model {
     out.hidden = C;
     out.hidden_state = x;
     if (has_mlm_) {
-      linear(x.data(), N, mlm_dense_, tmp.data(), th);
-      activate(act_, tmp.data(), tmp.size(), th);
-      layer_norm(tmp.data(), N, C, mlm_ln_g_, mlm_ln_b_, eps_, tmp.data(), th);
+      linear(x.data(), N, mlm_dense_, s.tmp.data(), th);
+      activate(act_, s.tmp.data(), s.tmp.size(), th);
+      layer_norm(s.tmp.data(), N, C, mlm_ln_g_, mlm_ln_b_, eps_, s.tmp.data(), th);
       out.n_logits = decoder_.out;
       out.logits.resize(size_t(N) * decoder_.out);
-      linear(tmp.data(), N, decoder_, out.logits.data(), th);
+      linear(s.tmp.data(), N, decoder_, out.logits.data(), th);
     }
     out.substituted = std::move(ctx.substituted);
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -144,26 +144,15 @@ class Vit : public Model {
     add_inplace(x.data(), pos_, size_t(S) * C);
     add_inplace(x.data() + size_t(S) * C, grid_pos, size_t(P) * C);
 
-    std::vector<float> h(x.size()), q(x.size()), k(x.size()), v(x.size()), att(x.size());
-    std::vector<float> tmp(x.size()), mlp(size_t(N) * inter_);
+    std::vector<float> h(x.size());
+    EncoderScratch s(N, C, inter_);
     for (int l = 0; l < info_.n_layers; ++l) {
       const Layer& L = layers_[size_t(l)];
+      // Pre-LN: each sublayer reads the normed stream and adds to the stream.
       layer_norm(x.data(), N, C, L.ln1_g, L.ln1_b, eps_, h.data(), th);
-      linear(h.data(), N, L.q, q.data(), th);
-      linear(h.data(), N, L.k, k.data(), th);
-      linear(h.data(), N, L.v, v.data(), th);
-      Problem p = layer_problem(H, H, N, d, false);
-      split_heads(q.data(), N, C, 0, H, d, p.q.data(), th);
-      split_heads(k.data(), N, C, 0, H, d, p.k.data(), th);
-      split_heads(v.data(), N, C, 0, H, d, p.v.data(), th);
-      ctx.attention(l, p, att.data());
-      linear(att.data(), N, L.o, tmp.data(), th);
-      add_inplace(x.data(), tmp.data(), x.size());
+      encoder_attention(ctx, l, h.data(), L.q, L.k, L.v, L.o, H, d, s, x.data());
       layer_norm(x.data(), N, C, L.ln2_g, L.ln2_b, eps_, h.data(), th);
-      linear(h.data(), N, L.inter, mlp.data(), th);
-      activate(act_, mlp.data(), mlp.size(), th);
-      linear(mlp.data(), N, L.out, tmp.data(), th);
-      add_inplace(x.data(), tmp.data(), x.size());
+      encoder_mlp(h.data(), N, L.inter, act_, L.out, s, x.data(), th);
       ctx.end_block(l, x.data());
     }
     ModelOutput out;
