@@ -1,22 +1,20 @@
-// One worker thread between the GUI and the analysis core (RenderDoc's replay-thread pattern):
-// requests are tagged by kind, the newest replaces any queued one of its kind, and a new session
-// cancels the running work (core::Options::cancel). The core's stages are published one by one
-// (variants first, then comparisons, end to end and the trade-off sweep in the background,
-// each interruptible by tile requests). Handlers run on the worker thread; the GUI marshals them
-// to its own thread.
+// The live analysis as jobs on one JobRunner (app/gui/job_runner.h; RenderDoc's replay-thread
+// pattern): an analysis request drops every queued or running job, a tile request replaces the
+// tiles asked for before. The core's stages are published one by one: the variants first, then
+// the other heads of a preview, comparisons, end to end and the trade-off sweep as background
+// jobs, one at a time once nothing else waits (tile requests go first). Handlers run on the GUI
+// thread.
 #pragma once
-#include <atomic>
+#include <QTimer>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
-#include <thread>
+#include <vector>
 
 #include "app/core/analysis/analysis.h"
 #include "app/core/analysis/views.h"
+#include "app/gui/job_runner.h"
 #include "render/document.h"
 
 namespace attn::gui {
@@ -33,6 +31,7 @@ class AnalysisWorker {
   // From this many tokens on the selected head is shown first, the other heads follow.
   static constexpr int kPreviewTokens = 8192;
 
+  // Called on the GUI thread.
   struct Handlers {
     // A new or refined analysis; `seconds` is the time to the first heatmaps for a new
     // generation, < 0 for a background refinement (same generation: tiles stay valid).
@@ -41,6 +40,7 @@ class AnalysisWorker {
     // Trade-off points of the automatic sweep so far, for `generation`.
     std::function<void(uint64_t generation, std::vector<core::TradeoffPoint>)> sweep;
     std::function<void(const std::string& message)> error;
+    // The stage running ("" when a job ended).
     std::function<void(const std::string& stage)> progress;
   };
   explicit AnalysisWorker(Handlers h);
@@ -48,43 +48,31 @@ class AnalysisWorker {
   AnalysisWorker(const AnalysisWorker&) = delete;
   AnalysisWorker& operator=(const AnalysisWorker&) = delete;
 
-  // Replaces any queued session and cancels the running job.
+  // Drops every queued job and cancels the running one.
   void request_analysis(const core::Session& s, const std::string& session_path);
   // Replaces any queued tile job; cancels running tiles (between panels).
   void request_tiles(const TileJob& t);
-  // Cancels the running job and returns once it has stopped; the queue is kept and a cancelled
-  // background stage runs again later. For a Vulkan device about to go away.
+  // Cancels the running job and returns once it has stopped; a cancelled background stage runs
+  // again later. For a Vulkan device about to go away.
   void interrupt();
-  bool busy() const { return busy_.load(); }
   // Nothing running or queued, the background stages included.
-  bool idle() const { return !busy_.load() && background_left_.load() == 0; }
+  bool idle() const;
+
+  // The pipeline between jobs: touched only by the jobs, which run one at a time.
+  struct State;
 
  private:
-  void loop();
-  // Runs one background step of current_ (the other heads of a preview, comparisons, end to
-  // end, one sweep point).
-  void background_step();
-  int background_count() const;
+  JobHooks hooks();
+  // After a job: the next background stage once nothing else waits, at least 400 ms after an
+  // analysis was shown (so that the GUI's first tile request for it goes first).
+  void schedule_background();
+  void submit_background();
 
   Handlers handlers_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::condition_variable done_cv_;  // a job ended (interrupt() waits on it)
-  uint64_t jobs_done_ = 0;           // guarded by mutex_
-  std::optional<std::pair<core::Session, std::string>> pending_analysis_;
-  std::optional<TileJob> pending_tiles_;
-  bool stop_ = false;
-  std::atomic<bool> cancel_analysis_{false}, cancel_tiles_{false};
-  std::atomic<bool> busy_{false};  // set and cleared under mutex_
-  std::atomic<int> background_left_{0};
-  // Worker thread only.
-  std::shared_ptr<const core::Analysis> current_;
-  bool full_todo_ = false, metrics_todo_ = false, e2e_todo_ = false;
-  std::vector<std::string> sweep_todo_;
-  std::vector<core::TradeoffPoint> sweep_done_;
-  uint64_t generation_ = 0;
+  std::shared_ptr<State> state_;
+  JobRunner runner_{true};
+  QTimer background_timer_;
   std::chrono::steady_clock::time_point posted_at_;
-  std::thread thread_;
 };
 
 }  // namespace attn::gui

@@ -7,7 +7,6 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
-#include <QMetaObject>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScrollArea>
@@ -127,10 +126,8 @@ DecodeDialog::DecodeDialog(std::string model_id, std::string text, QWidget* pare
   });
 }
 
-DecodeDialog::~DecodeDialog() {
-  cancel_ = true;
-  if (worker_.joinable()) worker_.join();
-}
+// The runner cancels a running stream and never waits for it long (JobRunner::kStopWaitMs).
+DecodeDialog::~DecodeDialog() = default;
 
 void DecodeDialog::set_policies(const QString& lines) {
   policies_->setPlainText(lines);
@@ -163,46 +160,41 @@ void DecodeDialog::run() {
   o.record_cache = true;
   const bool bos = bos_->isChecked();
   const int layer = layer_->value(), head = head_->value();
-  cancel_ = false;
-  o.progress = [this](int policy, int tokens) {
-    QMetaObject::invokeMethod(this, [this, policy, tokens] {
-      status_->setText(QString("policy %1: %2 tokens").arg(policy + 1).arg(tokens));
-    });
-    return !cancel_.load();
-  };
   running_ = true;
   run_->setEnabled(false);
   status_->setProperty("error", QString());
   status_->setText("starting...");
-  if (worker_.joinable()) worker_.join();
-  worker_ = std::thread([this, o, bos, layer, head] {
-    std::shared_ptr<core::StreamResult> r;
-    QString err;
-    try {
-      auto model = core::cached_model(model_id_);
-      std::vector<int32_t> ids = core::tokenize_stream(*model, text_);
-      if (bos && model->config().bos_token_id)
-        ids.insert(ids.begin(), int32_t(*model->config().bos_token_id));
-      require(layer < model->info().n_layers && head < model->info().n_kv_heads,
-              ErrorCode::InvalidArgument,
-              "the model has " + std::to_string(model->info().n_layers) + " layers and " +
-                  std::to_string(model->info().n_kv_heads) + " KV heads");
-      r = std::make_shared<core::StreamResult>(core::run_stream(*model, model_id_, ids, o));
-    } catch (const std::exception& e) {
-      err = QString::fromStdString(e.what());
-    }
-    QMetaObject::invokeMethod(this, [this, r, err] { finished(r, err); });
-  });
-}
-
-void DecodeDialog::finished(std::shared_ptr<core::StreamResult> r, QString error) {
-  running_ = false;
-  run_->setEnabled(true);
-  if (!r) {
+  JobHooks hooks;
+  hooks.progress = [this](const QString& text) { status_->setText(text); };
+  hooks.failed = [this](const QString& error) {
     status_->setProperty("error", error);
     status_->setText("Stopped: " + error);
-    return;
-  }
+  };
+  hooks.ended = [this](JobEnd) {
+    running_ = false;
+    run_->setEnabled(true);
+  };
+  runner_.submit(
+      "stream",
+      [o, bos, layer, head, model_id = model_id_, text = text_](JobContext& ctx) mutable {
+        o.progress = [&ctx](int policy, int tokens) {
+          ctx.progress(QString("policy %1: %2 tokens").arg(policy + 1).arg(tokens));
+          return !ctx.cancelled();
+        };
+        auto model = core::cached_model(model_id);
+        std::vector<int32_t> ids = core::tokenize_stream(*model, text);
+        if (bos && model->config().bos_token_id)
+          ids.insert(ids.begin(), int32_t(*model->config().bos_token_id));
+        require(layer < model->info().n_layers && head < model->info().n_kv_heads,
+                ErrorCode::InvalidArgument,
+                "the model has " + std::to_string(model->info().n_layers) + " layers and " +
+                    std::to_string(model->info().n_kv_heads) + " KV heads");
+        return std::make_shared<core::StreamResult>(core::run_stream(*model, model_id, ids, o));
+      },
+      [this](std::shared_ptr<core::StreamResult> r) { finished(std::move(r)); }, std::move(hooks));
+}
+
+void DecodeDialog::finished(std::shared_ptr<core::StreamResult> r) {
   result_ = std::move(r);
   table_->setRowCount(int(result_->runs.size()));
   for (int i = 0; i < int(result_->runs.size()); ++i) {
@@ -262,7 +254,7 @@ void DecodeDialog::export_current() {
 }
 
 void DecodeDialog::closeEvent(QCloseEvent* e) {
-  cancel_ = true;  // the worker stops at its next progress report
+  runner_.cancel_all();  // the stream stops at its next progress report
   QDialog::closeEvent(e);
 }
 

@@ -2,18 +2,17 @@
 // KV-cache policies (app/core/decode/stream.h) and shows the two figures of the run, perplexity
 // against tokens streamed beside quality against cache memory, and the cache timeline of a
 // chosen layer and KV head, with a summary table and figure export; a step-through tab traces
-// one policy token by token (app/gui/decode_steps.h). The stream runs on a
-// worker thread; closing the dialog cancels it.
+// one policy token by token (app/gui/decode_steps.h). The stream runs as a job
+// (app/gui/job_runner.h); closing the dialog cancels it.
 #pragma once
 #include <QDialog>
 #include <QImage>
-#include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "app/core/decode/stream.h"
+#include "app/gui/job_runner.h"
 
 class QCheckBox;
 class QLabel;
@@ -47,7 +46,7 @@ class DecodeDialog : public QDialog {
   DecodeStepsView* steps_view() const { return steps_view_; }  // the "Step through" tab
 
  private:
-  void finished(std::shared_ptr<core::StreamResult> r, QString error);
+  void finished(std::shared_ptr<core::StreamResult> r);
   void show_figures();
   void export_current();
   void closeEvent(QCloseEvent* e) override;
@@ -64,9 +63,8 @@ class DecodeDialog : public QDialog {
   DecodeStepsView* steps_view_ = nullptr;
   QImage images_[2];
   std::shared_ptr<core::StreamResult> result_;
-  std::thread worker_;
-  std::atomic<bool> cancel_{false};
   bool running_ = false;
+  JobRunner runner_;  // destroyed before the child widgets: no job handler runs after that
 };
 
 }  // namespace attn::gui

@@ -4,7 +4,6 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QMetaObject>
 #include <QPushButton>
 #include <QResizeEvent>
 #include <QSlider>
@@ -80,10 +79,8 @@ DecodeStepsView::DecodeStepsView(std::string model_id, std::string text, QWidget
   connect(head_, &QSpinBox::valueChanged, this, [this] { redraw(); });
 }
 
-DecodeStepsView::~DecodeStepsView() {
-  cancel_ = true;
-  if (worker_.joinable()) worker_.join();
-}
+// The runner cancels a running trace and never waits for it long (JobRunner::kStopWaitMs).
+DecodeStepsView::~DecodeStepsView() = default;
 
 void DecodeStepsView::set_policies(const std::vector<std::string>& specs) {
   const QString current = policy_->currentText();
@@ -122,48 +119,43 @@ void DecodeStepsView::trace() {
   o.sampling.temperature = 0.8;
   o.sampling.seed = 0;
   const int prefill = prefill_->value();
-  cancel_ = false;
-  o.progress = [this, total = o.steps](int done) {
-    if (done % 8 == 0 || done == total)
-      QMetaObject::invokeMethod(this, [this, done, total] {
-        status_->setText(QString("tracing: step %1 of %2").arg(done).arg(total));
-      });
-    return !cancel_.load();
-  };
   running_ = true;
   run_->setEnabled(false);
   error_.clear();
   status_->setText("starting...");
-  if (worker_.joinable()) worker_.join();
-  worker_ = std::thread([this, o, prefill]() mutable {
-    std::shared_ptr<core::DecodeTrace> t;
-    QString err;
-    try {
-      require(!o.policy.empty(), ErrorCode::InvalidArgument, "no policy: run the lab first");
-      auto model = core::cached_model(model_id_);
-      std::vector<int32_t> ids = core::tokenize_stream(*model, text_);
-      if (model->config().bos_token_id)
-        ids.insert(ids.begin(), int32_t(*model->config().bos_token_id));
-      // Reading the text: the prefill, then the steps that fit. Generating: the prefill and
-      // one more given token, then samples.
-      o.prefill = std::min(prefill, int(ids.size()) - 1);
-      if (o.generate) ids.resize(size_t(o.prefill) + 1);
-      t = std::make_shared<core::DecodeTrace>(core::trace_decode(*model, model_id_, ids, o));
-    } catch (const std::exception& e) {
-      err = QString::fromStdString(e.what());
-    }
-    QMetaObject::invokeMethod(this, [this, t, err] { finished(t, err); });
-  });
-}
-
-void DecodeStepsView::finished(std::shared_ptr<core::DecodeTrace> t, QString error) {
-  running_ = false;
-  run_->setEnabled(true);
-  if (!t) {
+  JobHooks hooks;
+  hooks.progress = [this](const QString& text) { status_->setText(text); };
+  hooks.failed = [this](const QString& error) {
     error_ = error;
     status_->setText("Stopped: " + error);
-    return;
-  }
+  };
+  hooks.ended = [this](JobEnd) {
+    running_ = false;
+    run_->setEnabled(true);
+  };
+  runner_.submit(
+      "trace",
+      [o, prefill, model_id = model_id_, text = text_](JobContext& ctx) mutable {
+        o.progress = [&ctx, total = o.steps](int done) {
+          if (done % 8 == 0 || done == total)
+            ctx.progress(QString("tracing: step %1 of %2").arg(done).arg(total));
+          return !ctx.cancelled();
+        };
+        require(!o.policy.empty(), ErrorCode::InvalidArgument, "no policy: run the lab first");
+        auto model = core::cached_model(model_id);
+        std::vector<int32_t> ids = core::tokenize_stream(*model, text);
+        if (model->config().bos_token_id)
+          ids.insert(ids.begin(), int32_t(*model->config().bos_token_id));
+        // Reading the text: the prefill, then the steps that fit. Generating: the prefill and
+        // one more given token, then samples.
+        o.prefill = std::min(prefill, int(ids.size()) - 1);
+        if (o.generate) ids.resize(size_t(o.prefill) + 1);
+        return std::make_shared<core::DecodeTrace>(core::trace_decode(*model, model_id, ids, o));
+      },
+      [this](std::shared_ptr<core::DecodeTrace> t) { finished(std::move(t)); }, std::move(hooks));
+}
+
+void DecodeStepsView::finished(std::shared_ptr<core::DecodeTrace> t) {
   trace_ = std::move(t);
   layer_->setMaximum(trace_->n_layers - 1);
   head_->setMaximum(trace_->n_heads - 1);

@@ -1,18 +1,17 @@
 // The decode lab's step-through view: traces the session's text (or a generation from its first
 // tokens) one token at a time under a chosen KV-cache policy (app/core/decode/decode_trace.h), then
 // a slider walks the steps: each shows the decode figure, the query's attention over what the cache
-// holds beside what was evicted, for a chosen layer and query head. The trace runs on a worker
-// thread; destroying the view cancels it.
+// holds beside what was evicted, for a chosen layer and query head. The trace runs as a job
+// (app/gui/job_runner.h); destroying the view cancels it.
 #pragma once
 #include <QImage>
 #include <QWidget>
-#include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "app/core/decode/decode_trace.h"
+#include "app/gui/job_runner.h"
 
 class QCheckBox;
 class QComboBox;
@@ -47,7 +46,7 @@ class DecodeStepsView : public QWidget {
   QString error() const { return error_; }
 
  private:
-  void finished(std::shared_ptr<core::DecodeTrace> t, QString error);
+  void finished(std::shared_ptr<core::DecodeTrace> t);
   void redraw();
   void resizeEvent(QResizeEvent* e) override;
 
@@ -61,9 +60,8 @@ class DecodeStepsView : public QWidget {
   QImage image_;
   QString error_;
   std::shared_ptr<core::DecodeTrace> trace_;
-  std::thread worker_;
-  std::atomic<bool> cancel_{false};
   bool running_ = false;
+  JobRunner runner_;  // destroyed before the child widgets: no job handler runs after that
 };
 
 }  // namespace attn::gui

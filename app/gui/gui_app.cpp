@@ -13,6 +13,7 @@
 #include <unistd.h>
 #endif
 
+#include "app/gui/job_runner.h"
 #include "app/gui/vulkan_view.h"
 
 namespace attn::gui {
@@ -80,11 +81,18 @@ int run_gui(int argc, char** argv, const GuiOptions& options) {
                  int(inst.errorCode()));
     return 1;
   }
-  MainWindow w(options);
-  w.view()->setVulkanInstance(&inst);
-  close_on_terminate_signals(w);
-  w.show();
-  return app.exec();
+  int rc = 0;
+  {
+    MainWindow w(options);
+    w.view()->setVulkanInstance(&inst);
+    close_on_terminate_signals(w);
+    w.show();
+    rc = app.exec();
+  }
+  // A job still finishing after its window went away (it was cancelled) ends before the
+  // application and the statics it may use do.
+  JobRunner::wait_for_detached(2000);
+  return rc;
 }
 
 void add_gui_command(CLI::App& app, std::function<int()>& action, int argc, char** argv) {

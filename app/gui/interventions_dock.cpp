@@ -1,20 +1,17 @@
 #include "app/gui/interventions_dock.h"
 
 #include <QComboBox>
-#include <QCoreApplication>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
-#include <QPointer>
 #include <QPushButton>
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
-#include <thread>
 
 #include "app/core/heads/interventions.h"
 #include "compute/error.h"
@@ -55,8 +52,7 @@ void paint_diverging(QTableWidgetItem* item, double v, double scale) {
 
 }  // namespace
 
-InterventionsDock::InterventionsDock(QWidget* parent)
-    : QDockWidget("Interventions", parent), alive_(std::make_shared<bool>(true)) {
+InterventionsDock::InterventionsDock(QWidget* parent) : QDockWidget("Interventions", parent) {
   setObjectName("InterventionsDock");
   auto* w = new QWidget;
   auto* lay = new QVBoxLayout(w);
@@ -165,13 +161,12 @@ InterventionsDock::InterventionsDock(QWidget* parent)
     paint_cells();
     emit changed();
   });
-  connect(scan_button_, &QPushButton::clicked, this, [this] { start_scan(); });
+  connect(scan_button_, &QPushButton::clicked, this,
+          [this] { scanning_ ? stop() : void(start_scan()); });
 }
 
-InterventionsDock::~InterventionsDock() {
-  *alive_ = false;
-  if (worker_.joinable()) worker_.join();
-}
+// The runner cancels a running job and never waits for it long (JobRunner::kStopWaitMs).
+InterventionsDock::~InterventionsDock() = default;
 
 core::SessionAblation InterventionsDock::ablation() const {
   core::SessionAblation a;
@@ -311,7 +306,7 @@ void InterventionsDock::update_summary() {
   QString list;
   for (const std::string& h : asked.heads)
     list += (list.isEmpty() ? "" : ", ") + QString::fromStdString(h);
-  const EndToEnd& e = *shown_->ablation_effect;
+  const models::EndToEnd& e = *shown_->ablation_effect;
   QString text = "<b>" + QString::fromStdString(asked.mode) + " ablation of " + list +
                  "</b>: every view shows the ablated model.<br>Against the plain model: ";
   if (e.has_tokens)
@@ -329,24 +324,8 @@ void InterventionsDock::set_busy(bool busy) {
   busy_ = busy;
   const bool lm = shown_ && shown_->info && shown_->info->causal && shown_->info->vocab > 0 &&
                   !shown_->info->vision;
-  scan_button_->setEnabled(!busy && lm);
+  scan_button_->setEnabled((!busy || scanning_) && lm);  // while scanning: its stop button
   patch_button_->setEnabled(!busy && lm);
-}
-
-void InterventionsDock::launch(std::function<std::function<void()>()> work) {
-  const std::shared_ptr<bool> alive = alive_;
-  QPointer<InterventionsDock> self(this);
-  if (worker_.joinable()) worker_.join();  // the last job has posted its result already
-  worker_ = std::thread([self, alive, work = std::move(work)] {
-    std::function<void()> done = work();
-    // Back on the GUI thread; the dock may be gone by then.
-    QMetaObject::invokeMethod(
-        QCoreApplication::instance(),
-        [self, alive, done] {
-          if (*alive && self) done();
-        },
-        Qt::QueuedConnection);
-  });
 }
 
 bool InterventionsDock::start_scan() {
@@ -354,34 +333,53 @@ bool InterventionsDock::start_scan() {
       shown_->input.ids.empty())
     return false;
   scanning_ = true;
-  set_busy(true);
-  scan_button_->setText("Scanning...");
-  const std::shared_ptr<const Model> model = shown_->model;
+  scan_button_->setText("Stop scan");
+  job_error_.clear();
+  const std::shared_ptr<const models::Model> model = shown_->model;
   const std::vector<int32_t> ids = shown_->input.ids;
-  const HeadEdit::Mode mode = core::ablation_mode(mode_->currentData().toString().toStdString());
-  launch([this, model, ids, mode]() -> std::function<void()> {
-    core::AblationScan s;
-    QString error;
-    try {
-      s = core::ablation_scan(*model, {ids}, mode, 0, 0);
-    } catch (const Error& e) {
-      error = e.what();
-    }
-    return [this, s, error] {
-      scanning_ = false;
-      scan_button_->setText("Scan heads");
-      set_busy(false);
-      if (error.isEmpty() && s.n_layers == layers_ && s.n_heads == n_heads_) {
-        scan_ = s.delta;
-        scan_loss_ = s.loss;
-      } else if (!error.isEmpty()) {
-        effect_->setText("Scan failed: " + error);
-      }
-      paint_cells();
-      update_summary();
-      emit scan_done();
-    };
-  });
+  const models::HeadEdit::Mode mode =
+      core::ablation_mode(mode_->currentData().toString().toStdString());
+  launch(
+      "scan",
+      [model, ids, mode](JobContext& ctx) {
+        return core::ablation_scan(*model, {ids}, mode, 0, 0, 1234, false, &ctx.cancel_flag());
+      },
+      [this](const core::AblationScan& s) {
+        if (s.n_layers == layers_ && s.n_heads == n_heads_) {
+          scan_ = s.delta;
+          scan_loss_ = s.loss;
+        }
+      },
+      [this](const QString& error) { job_error_ = "Scan failed: " + error; },
+      [this] {
+        scanning_ = false;
+        scan_button_->setText("Scan heads");
+        paint_cells();
+        update_summary();
+        if (!job_error_.isEmpty()) effect_->setText(job_error_);
+        emit scan_done();
+      });
+  return true;
+}
+
+void InterventionsDock::stop() {
+  runner_.cancel_all();
+}
+
+bool InterventionsDock::run_job(const QString& what, std::function<void(JobContext&)> work,
+                                std::function<void()> done) {
+  if (busy_) return false;
+  job_error_.clear();
+  launch(
+      "job", std::move(work),
+      [done = std::move(done)] {
+        if (done) done();
+      },
+      [this, what](const QString& error) { job_error_ = what + " failed: " + error; },
+      [this] {
+        if (!job_error_.isEmpty()) effect_->setText(job_error_);
+        emit job_done();
+      });
   return true;
 }
 
@@ -408,7 +406,7 @@ bool InterventionsDock::start_patch() {
       shown_->info->vision || shown_->input.ids.empty())
     return false;
   const core::SessionPatch setup = patch_setup();
-  const std::shared_ptr<const Model> model = shown_->model;
+  const std::shared_ptr<const models::Model> model = shown_->model;
   // The tokens, checked here: a bad setup is the user's to fix, said at once.
   try {
     require(!setup.corrupt.empty(), ErrorCode::InvalidArgument, "give a corrupt text");
@@ -420,31 +418,23 @@ bool InterventionsDock::start_patch() {
                 ": patching needs the same length");
     target_id_ = core::single_token(*model, setup.target, "the target");
     foil_id_ = core::single_token(*model, setup.foil, "the foil");
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     patch_info_->setText("<b>Cannot patch:</b> " + html(e.what()));
     emit patch_done();
     return true;
   }
-  set_busy(true);
   patch_button_->setText("Patching...");
   patch_info_->setText("Running one patched pass per cell...");
   core::PatchOptions po;
   po.over = setup.over;
-  launch([this, model, clean = clean_ids_, corrupt = corrupt_ids_, t = target_id_, f = foil_id_,
-          po]() -> std::function<void()> {
-    core::PatchResult r;
-    QString error;
-    try {
-      r = core::activation_patching(*model, clean, corrupt, t, f, po);
-    } catch (const Error& e) {
-      error = e.what();
-    }
-    return [this, r, error, setup = patch_setup()] {
-      patch_button_->setText("Patch");
-      set_busy(false);
-      if (!error.isEmpty()) {
-        patch_info_->setText("<b>Cannot patch:</b> " + html(error.toStdString()));
-      } else {
+  launch(
+      "patch",
+      [model, clean = clean_ids_, corrupt = corrupt_ids_, t = target_id_, f = foil_id_,
+       po](JobContext& ctx) mutable {
+        po.cancel = &ctx.cancel_flag();
+        return core::activation_patching(*model, clean, corrupt, t, f, po);
+      },
+      [this, setup](const core::PatchResult& r) {
         patch_ = r;
         patch_.target_text = setup.target;
         patch_.foil_text = setup.foil;
@@ -456,10 +446,14 @@ bool InterventionsDock::start_patch() {
                     "Click a cell to run it alone.")
                 .arg(html(setup.target), html(setup.foil), fixed(r.ld_clean, 3),
                      fixed(r.ld_corrupt, 3)));
-      }
-      emit patch_done();
-    };
-  });
+      },
+      [this](const QString& error) {
+        patch_info_->setText("<b>Cannot patch:</b> " + error.toHtmlEscaped());
+      },
+      [this] {
+        patch_button_->setText("Patch");
+        emit patch_done();
+      });
   return true;
 }
 
@@ -467,45 +461,40 @@ bool InterventionsDock::apply_cell(int layer, int index) {
   if (busy_ || !shown_ || !shown_->model || patch_.rows == 0 || layer < 0 || layer >= patch_.rows ||
       index < 0 || index >= patch_.cols)
     return false;
-  set_busy(true);
   cell_layer_ = layer;
   cell_index_ = index;
   paint_patch();
-  const std::shared_ptr<const Model> model = shown_->model;
-  launch([this, model, clean = clean_ids_, corrupt = corrupt_ids_, t = target_id_, f = foil_id_,
-          over = patch_.over, layer, index]() -> std::function<void()> {
-    core::PatchCell c;
-    QString error;
-    try {
-      c = core::patch_cell(*model, clean, corrupt, t, f, over, layer, index);
-    } catch (const Error& e) {
-      error = e.what();
-    }
-    return [this, c, error] {
-      set_busy(false);
-      if (!error.isEmpty()) {
-        patch_info_->setText("<b>Cannot patch:</b> " + html(error.toStdString()));
-      } else {
-        cell_ = c;
-        QString where = "L" + QString::number(c.layer) + " ";
-        if (c.over == "positions") {
-          where += "residual stream at position " + QString::number(c.index);
-          if (size_t(c.index) < patch_.corrupt_labels.size())
-            where += " ('" + html(patch_.corrupt_labels[size_t(c.index)]) + "')";
-        } else {
-          where += "H" + QString::number(c.index) +
-                   (c.over == "patterns" ? " attention pattern" : " output");
-        }
-        patch_info_->setText(
-            "<b>" + where + "</b> from the clean run: LD " + fixed(c.ld_corrupt, 3) + " \u2192 " +
-            fixed(c.ld_patched, 3) + " (clean " + fixed(c.ld_clean, 3) + "), effect " +
-            fixed(c.effect, 3) + ".<br>Next token \u2014 clean: " + top_list(c.top_clean) +
-            "<br>corrupt: " + top_list(c.top_corrupt) + "<br>patched: " + top_list(c.top_patched));
-      }
-      emit cell_done();
-    };
-  });
+  const std::shared_ptr<const models::Model> model = shown_->model;
+  launch(
+      "cell",
+      [model, clean = clean_ids_, corrupt = corrupt_ids_, t = target_id_, f = foil_id_,
+       over = patch_.over, layer, index](JobContext&) {
+        return core::patch_cell(*model, clean, corrupt, t, f, over, layer, index);
+      },
+      [this](const core::PatchCell& c) { show_cell(c); },
+      [this](const QString& error) {
+        patch_info_->setText("<b>Cannot patch:</b> " + error.toHtmlEscaped());
+      },
+      [this] { emit cell_done(); });
   return true;
+}
+
+void InterventionsDock::show_cell(const core::PatchCell& c) {
+  cell_ = c;
+  QString where = "L" + QString::number(c.layer) + " ";
+  if (c.over == "positions") {
+    where += "residual stream at position " + QString::number(c.index);
+    if (size_t(c.index) < patch_.corrupt_labels.size())
+      where += " ('" + html(patch_.corrupt_labels[size_t(c.index)]) + "')";
+  } else {
+    where +=
+        "H" + QString::number(c.index) + (c.over == "patterns" ? " attention pattern" : " output");
+  }
+  patch_info_->setText(
+      "<b>" + where + "</b> from the clean run: LD " + fixed(c.ld_corrupt, 3) + " \u2192 " +
+      fixed(c.ld_patched, 3) + " (clean " + fixed(c.ld_clean, 3) + "), effect " +
+      fixed(c.effect, 3) + ".<br>Next token \u2014 clean: " + top_list(c.top_clean) +
+      "<br>corrupt: " + top_list(c.top_corrupt) + "<br>patched: " + top_list(c.top_patched));
 }
 
 void InterventionsDock::paint_patch() {

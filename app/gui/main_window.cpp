@@ -94,6 +94,19 @@ bool is_image_file(const QString& path) {
 }  // namespace
 
 MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
+  build_docks();
+  build_status_bar();
+  connect_worker();
+  connect_view();
+  connect_docks();
+  build_menus();
+  load_initial_state();
+  if (!options_.session.empty()) open_session(QString::fromStdString(options_.session));
+  start_autosave();
+  submit_now();
+}
+
+void MainWindow::build_docks() {
   setWindowTitle("attnscope");
   setAcceptDrops(true);
   setDockOptions(AnimatedDocks | AllowTabbedDocks);
@@ -117,7 +130,9 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   resizeDocks({model_, input_}, {260, 640}, Qt::Vertical);
   variants_->setMinimumWidth(270);
   model_->setMinimumWidth(260);
+}
 
+void MainWindow::build_status_bar() {
   stage_label_ = new QLabel;
   busy_ = new QProgressBar;
   busy_->setMaximumWidth(120);
@@ -127,61 +142,43 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   statusBar()->addWidget(stage_label_, 1);
   statusBar()->addPermanentWidget(busy_);
   statusBar()->addPermanentWidget(timing_label_);
+}
 
-  // Worker -> GUI thread.
-  AnalysisWorker::Handlers h;
-  h.analysis = [this](std::shared_ptr<const core::Analysis> a, double s) {
-    QMetaObject::invokeMethod(
-        this, [this, a, s] { on_analysis(a, s); }, Qt::QueuedConnection);
-  };
+void MainWindow::connect_worker() {
+  AnalysisWorker::Handlers h;  // called on the GUI thread
+  h.analysis = [this](std::shared_ptr<const core::Analysis> a, double s) { on_analysis(a, s); };
   h.tiles = [this](uint64_t g, std::vector<render::PanelTile> t, double s) {
-    auto shared = std::make_shared<std::vector<render::PanelTile>>(std::move(t));
-    QMetaObject::invokeMethod(
-        this, [this, g, shared, s] { on_tiles(g, std::move(*shared), s); }, Qt::QueuedConnection);
+    on_tiles(g, std::move(t), s);
   };
   h.sweep = [this](uint64_t g, std::vector<core::TradeoffPoint> pts) {
-    auto shared = std::make_shared<std::vector<core::TradeoffPoint>>(std::move(pts));
-    QMetaObject::invokeMethod(
-        this,
-        [this, g, shared] {
-          sweep_ = std::move(*shared);
-          sweep_gen_ = g;
-          if (analysis_ && analysis_->generation == g) publish_document();
-        },
-        Qt::QueuedConnection);
+    sweep_ = std::move(pts);
+    sweep_gen_ = g;
+    if (analysis_ && analysis_->generation == g) publish_document();
   };
-  h.error = [this](const std::string& m) {
-    const QString msg = QString::fromStdString(m);
-    QMetaObject::invokeMethod(
-        this,
-        [this, msg] {
-          last_error_ = msg;
-          analysis_pending_ = tiles_pending_ = false;
-          // What is shown no longer matches the inputs: clear it, say why in the view too.
-          analysis_.reset();
-          auto empty = std::make_shared<render::Document>();
-          empty->title = msg.toStdString();
-          doc_ = empty;
-          if (view_->canvas()) view_->canvas()->set_document(doc_);
-          view_->redraw();
-          model_->show_info(std::nullopt, "\u2014", 64, 64);
-          stage_label_->setText("<span style='color:#e05050'>" + msg.toHtmlEscaped() + "</span>");
-          busy_->hide();
-        },
-        Qt::QueuedConnection);
-  };
+  h.error = [this](const std::string& m) { on_error(QString::fromStdString(m)); };
   h.progress = [this](const std::string& s) {
-    const QString msg = QString::fromStdString(s);
-    QMetaObject::invokeMethod(
-        this,
-        [this, msg] {
-          stage_ = msg;
-          update_status();
-        },
-        Qt::QueuedConnection);
+    stage_ = QString::fromStdString(s);
+    update_status();
   };
   worker_ = std::make_unique<AnalysisWorker>(std::move(h));
+}
 
+void MainWindow::on_error(const QString& msg) {
+  last_error_ = msg;
+  analysis_pending_ = tiles_pending_ = false;
+  // What is shown no longer matches the inputs: clear it, say why in the view too.
+  analysis_.reset();
+  auto empty = std::make_shared<render::Document>();
+  empty->title = msg.toStdString();
+  doc_ = empty;
+  if (view_->canvas()) view_->canvas()->set_document(doc_);
+  view_->redraw();
+  model_->show_info(std::nullopt, "\u2014", 64, 64);
+  stage_label_->setText("<span style='color:#e05050'>" + msg.toHtmlEscaped() + "</span>");
+  busy_->hide();
+}
+
+void MainWindow::connect_view() {
   analysis_timer_.setSingleShot(true);
   tile_timer_.setSingleShot(true);
   connect(&analysis_timer_, &QTimer::timeout, this, &MainWindow::submit_now);
@@ -220,7 +217,9 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
     }
   };
   view_->on_frame = [this] { on_frame(); };
+}
 
+void MainWindow::connect_docks() {
   connect(input_, &InputDock::text_changed, this, [this] {
     if (session_.input.kind != "image") schedule_analysis(250);
   });
@@ -260,9 +259,9 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   connect(interventions_, &InterventionsDock::changed, this, [this] { schedule_analysis(150); });
   connect(interventions_, &InterventionsDock::patch_edited, this,
           [this] { start_autosave_timer(); });
+}
 
-  build_menus();
-
+void MainWindow::load_initial_state() {
   // Initial state: settings first, then the command line wins.
   if (options_.use_settings) {
     QSettings s;
@@ -307,7 +306,9 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   model_->blockSignals(false);
   variants_->blockSignals(false);
   input_->blockSignals(false);
-  if (!options_.session.empty()) open_session(QString::fromStdString(options_.session));
+}
+
+void MainWindow::start_autosave() {
   // Autosave: at most 3 s after an edit (start_autosave_timer).
   autosave_path_ = QString::fromStdString(options_.autosave_path);
   if (autosave_path_.isEmpty() && options_.use_settings) {
@@ -324,7 +325,6 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
     else
       QTimer::singleShot(0, this, [this] { offer_recovery(); });
   }
-  submit_now();
 }
 
 void MainWindow::offer_recovery() {
@@ -533,9 +533,10 @@ void MainWindow::show_session() {
     model_->set_tensors(
         QString::fromStdString(core::resolve_session_path(session_path_, s.input.tensors)));
   } else {
-    model_->set_model(QString::fromStdString(
-        is_default_model_name(s.model.id) ? s.model.id
-                                          : core::resolve_session_path(session_path_, s.model.id)));
+    model_->set_model(
+        QString::fromStdString(models::is_default_model_name(s.model.id)
+                                   ? s.model.id
+                                   : core::resolve_session_path(session_path_, s.model.id)));
   }
   model_->set_backend(QString::fromStdString(s.backend));
   if (s.input.kind == "image")
@@ -788,7 +789,7 @@ core::Session MainWindow::current_session() {
       s.input.image = core::resolve_session_path(session_path_, s.input.image);
     if (s.input.kind == "tensors")
       s.input.tensors = core::resolve_session_path(session_path_, s.input.tensors);
-    if (!is_default_model_name(s.model.id))
+    if (!models::is_default_model_name(s.model.id))
       s.model.id = core::resolve_session_path(session_path_, s.model.id);
   }
   return s;
@@ -836,7 +837,7 @@ void MainWindow::set_dark(bool dark) {
   qApp->setPalette(p);
   if (view_->canvas()) view_->canvas()->settings().dark = dark;
   input_->set_tokens(analysis_ ? analysis_->session.input.text : "",
-                     analysis_ ? analysis_->tokens : std::vector<Token>{},
+                     analysis_ ? analysis_->tokens : std::vector<models::Token>{},
                      analysis_ ? core::received_mass(*analysis_) : std::vector<float>{},
                      doc_ ? doc_->heat.sinks : std::vector<int>{},
                      analysis_ ? QString::fromStdString(analysis_->notice) : QString());

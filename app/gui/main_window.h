@@ -1,7 +1,7 @@
 // The attnscope main window: docks (Input, Model, Variants, Interventions) around the Vulkan view,
 // menus with standard shortcuts, persisted layout, themes, and the live loop: every edit is
-// debounced, sent to the worker thread (stale work cancelled), and the results flow back into the
-// canvas.
+// debounced, sent to the analysis jobs (app/gui/analysis_worker.h; stale work cancelled), and the
+// results flow back into the canvas.
 #pragma once
 #include <QMainWindow>
 #include <QTimer>
@@ -104,7 +104,19 @@ class MainWindow : public QMainWindow {
   void dropEvent(QDropEvent* e) override;
 
  private:
+  // The constructor's parts, in order: the view and docks, the status bar, the worker's
+  // handlers, the view's tile requests, the docks' edits, the menus, the options and saved
+  // settings into the docks, the autosave.
+  void build_docks();
+  void build_status_bar();
+  void connect_worker();
+  void connect_view();
+  void connect_docks();
   void build_menus();
+  void load_initial_state();
+  void start_autosave();
+  // An analysis failed: the view is cleared and says why.
+  void on_error(const QString& msg);
   // Reads the docks into session_ (the one place widgets map to the session) and back.
   void sync_session();
   void show_session();

@@ -14,6 +14,11 @@
 namespace attn::core {
 namespace {
 
+// Between forward passes of a long scan: the caller's cancellation.
+void check_cancel(const std::atomic<bool>* cancel) {
+  if (cancel && cancel->load()) throw Error(ErrorCode::Cancelled, "cancelled");
+}
+
 double logit_difference(const ModelOutput& out, int32_t target, int32_t foil) {
   const float* last = out.logits.data() + size_t(out.n_tokens - 1) * size_t(out.n_logits);
   return double(last[target]) - double(last[foil]);
@@ -177,7 +182,8 @@ std::vector<std::vector<float>> head_output_means(const Model& model,
 AblationSamples ablation_samples(const Model& model,
                                  const std::vector<std::vector<int32_t>>& windows,
                                  HeadEdit::Mode mode, int threads, bool corpus_mean,
-                                 const std::vector<int>* items) {
+                                 const std::vector<int>* items,
+                                 const std::atomic<bool>* cancel) {
   const ModelInfo& info = model.info();
   require(info.causal && info.vocab > 0, ErrorCode::Unsupported,
           "the ablation scan needs a causal language model");
@@ -208,9 +214,11 @@ AblationSamples ablation_samples(const Model& model,
   s.delta.assign(size_t(L) * H, {});
   for (int w : s.index) {
     const auto& ids = windows[size_t(w)];
+    check_cancel(cancel);
     const double base = next_token_loss(run(model, ids, nullptr, nullptr, threads), ids);
     s.base.push_back(base);
     for (int i = 0; i < L * H; ++i) {
+      check_cancel(cancel);
       Intervention iv = ablation({{i / H, i % H}}, mode);
       if (corpus_mean) iv.heads.front().values = corpus[size_t(i)];
       s.delta[size_t(i)].push_back(next_token_loss(run(model, ids, &iv, nullptr, threads), ids) -
@@ -241,8 +249,9 @@ AblationScan summarize_ablation(const AblationSamples& s, int bootstrap, uint64_
 
 AblationScan ablation_scan(const Model& model, const std::vector<std::vector<int32_t>>& windows,
                            HeadEdit::Mode mode, int threads, int bootstrap, uint64_t seed,
-                           bool corpus_mean) {
-  return summarize_ablation(ablation_samples(model, windows, mode, threads, corpus_mean), bootstrap,
+                           bool corpus_mean, const std::atomic<bool>* cancel) {
+  return summarize_ablation(
+      ablation_samples(model, windows, mode, threads, corpus_mean, nullptr, cancel), bootstrap,
                             seed);
 }
 
@@ -379,6 +388,7 @@ PatchResult activation_patching(const Model& model, const std::vector<int32_t>& 
     }
   for (int l = 0; l < L; ++l)
     for (int j = 0; j < r.cols; ++j) {
+      check_cancel(o.cancel);
       const Intervention iv = cell_intervention(info, cap, o.over, l, j, N);
       const ModelOutput p = run(model, corrupt, &iv, nullptr, o.threads);
       r.effect[size_t(l) * r.cols + j] =

@@ -15,6 +15,7 @@
 //   patterns   head h's attention pattern at layer l (blocks.l.attn.pattern), the corrupt run's
 //              values kept: pattern patching, per layer x head
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
@@ -82,19 +83,22 @@ struct AblationSamples {
   std::vector<double> base;                    // [window] loss without ablation
   std::vector<std::vector<double>> delta;      // [L * H][window] loss with the head ablated - base
 };
-// The scan on `items` of the windows alone (a shard's; null = every window). A corpus mean is
+// The scan on `items` of the windows alone (a shard's; null = every window). `cancel` is checked
+// before each forward pass (Error(Cancelled)). A corpus mean is
 // over every window, so that each shard ablates with the same mean.
 AblationSamples ablation_samples(const Model& model,
                                  const std::vector<std::vector<int32_t>>& windows,
                                  HeadEdit::Mode mode, int threads = 0, bool corpus_mean = false,
-                                 const std::vector<int>* items = nullptr);
+                                 const std::vector<int>* items = nullptr,
+                                 const std::atomic<bool>* cancel = nullptr);
 // Means and intervals (resampling in index order: merged shards give the single run's numbers).
 AblationScan summarize_ablation(const AblationSamples& s, int bootstrap = 1000,
                                 uint64_t seed = 1234);
 // ablation_samples() over every window, then summarize_ablation().
 AblationScan ablation_scan(const Model& model, const std::vector<std::vector<int32_t>>& windows,
                            HeadEdit::Mode mode, int threads = 0, int bootstrap = 1000,
-                           uint64_t seed = 1234, bool corpus_mean = false);
+                           uint64_t seed = 1234, bool corpus_mean = false,
+                           const std::atomic<bool>* cancel = nullptr);
 
 // The per-head means of every record's head outputs (the hook blocks.L.attn.out): f32
 // [L * H][head_dim], over every position of every token sequence. What corpus-mean ablation
@@ -106,6 +110,7 @@ std::vector<std::vector<float>> head_output_means(const Model& model,
 struct PatchOptions {
   std::string over = "heads";  // "heads" | "positions" | "patterns"
   int threads = 0;
+  const std::atomic<bool>* cancel = nullptr;  // checked between passes; throws Error(Cancelled)
 };
 
 struct PatchResult {
