@@ -35,15 +35,15 @@ struct KvHeadState;  // compute/kv/kv_evict.h
 class KvEviction {
  public:
   virtual ~KvEviction() = default;
-  // False when no entry is ever dropped (kv_full, kv_quest): the cache grows with the stream.
+  // False when no entry is ever dropped (kv_full, for one): the cache grows with the stream.
   virtual bool evicts() const { return true; }
-  // True when eviction reads attention probabilities (h2o, tova, snapkv, pyramidkv).
+  // True when eviction reads attention probabilities (kv_h2o, for one).
   virtual bool needs_scores() const { return false; }
-  // True when eviction happens once, after the prefill (snapkv, pyramidkv).
+  // True when eviction happens once, after the prefill (kv_snapkv, for one).
   virtual bool prefill_only() const { return false; }
   // Entries layer `layer` (of n_layers) keeps once a step (or the prefill) has attended, ready
-  // for the next token; -1 = no bound (kv_full, kv_quest, and snapkv/pyramidkv after their one
-  // compression).
+  // for the next token; -1 = no bound (a piece that never evicts). A prefill-only piece bounds its
+  // one compression; decoding then appends.
   virtual int keep_after(int layer, int n_layers) const;
   // The entries to keep after a pass attended, as kv_keep (compute/kv/kv_evict.h) documents;
   // called with at least one entry. Default: every entry.
