@@ -5,58 +5,60 @@
 
 namespace attn::models {
 
+namespace {
+
+// Every dtype once: its size, its safetensors name and NumPy's type code (without the byte
+// order; null where NumPy has none).
+struct DTypeRow {
+  DType dtype;
+  size_t size;
+  const char* name;
+  const char* numpy;
+};
+constexpr DTypeRow kDTypes[] = {
+    {DType::F32, 4, "F32", "f4"},   {DType::F16, 2, "F16", "f2"}, {DType::BF16, 2, "BF16", nullptr},
+    {DType::F64, 8, "F64", "f8"},   {DType::I64, 8, "I64", "i8"}, {DType::I32, 4, "I32", "i4"},
+    {DType::I16, 2, "I16", "i2"},   {DType::I8, 1, "I8", "i1"},   {DType::U8, 1, "U8", "u1"},
+    {DType::Bool, 1, "BOOL", "b1"},
+};
+
+const DTypeRow* row_of(DType dtype) {
+  for (const DTypeRow& r : kDTypes)
+    if (r.dtype == dtype) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
 size_t dtype_size(DType dtype) {
-  switch (dtype) {
-    case DType::F64:
-    case DType::I64:
-      return 8;
-    case DType::F32:
-    case DType::I32:
-      return 4;
-    case DType::F16:
-    case DType::BF16:
-    case DType::I16:
-      return 2;
-    case DType::I8:
-    case DType::U8:
-    case DType::Bool:
-      return 1;
-  }
-  return 0;
+  const DTypeRow* r = row_of(dtype);
+  return r ? r->size : 0;
 }
 
 const char* dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::F32:
-      return "F32";
-    case DType::F16:
-      return "F16";
-    case DType::BF16:
-      return "BF16";
-    case DType::F64:
-      return "F64";
-    case DType::I64:
-      return "I64";
-    case DType::I32:
-      return "I32";
-    case DType::I16:
-      return "I16";
-    case DType::I8:
-      return "I8";
-    case DType::U8:
-      return "U8";
-    case DType::Bool:
-      return "BOOL";
-  }
-  return "?";
+  const DTypeRow* r = row_of(dtype);
+  return r ? r->name : "?";
 }
 
 bool dtype_from_name(std::string_view name, DType* out) {
-  static constexpr DType kAll[] = {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64,
-                                   DType::I32, DType::I16, DType::I8,   DType::U8,  DType::Bool};
-  for (DType d : kAll) {
-    if (name == dtype_name(d)) {
-      *out = d;
+  for (const DTypeRow& r : kDTypes) {
+    if (name == r.name) {
+      *out = r.dtype;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* dtype_numpy_code(DType dtype) {
+  const DTypeRow* r = row_of(dtype);
+  return r ? r->numpy : nullptr;
+}
+
+bool dtype_from_numpy_code(std::string_view code, DType* out) {
+  for (const DTypeRow& r : kDTypes) {
+    if (r.numpy && code == r.numpy) {
+      *out = r.dtype;
       return true;
     }
   }

@@ -1,4 +1,5 @@
-// Element types found in model files, their sizes, and exact conversions to f32.
+// Element types found in model files (one table: size, safetensors name, NumPy code), and exact
+// conversions to f32.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +16,11 @@ size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);
 // Parses a safetensors dtype name; returns false for names this library does not know.
 bool dtype_from_name(std::string_view name, DType* out);
+// NumPy's type code without the byte order ("f4", "i8", "b1"), or null where NumPy has none
+// (BF16).
+const char* dtype_numpy_code(DType dtype);
+// Parses a NumPy type code; returns false for codes this library does not know.
+bool dtype_from_numpy_code(std::string_view code, DType* out);
 // True for F32, F16, BF16, F64 (types that convert to f32 as floating point).
 bool dtype_is_float(DType dtype);
 

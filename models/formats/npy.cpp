@@ -163,28 +163,8 @@ std::optional<DescrInfo> parse_descr(const std::string& d) {
   if (d.size() < 3) return std::nullopt;
   const char order = d[0];
   if (order != '<' && order != '>' && order != '|' && order != '=') return std::nullopt;
-  const std::string t = d.substr(1);
   DType dt;
-  if (t == "f4")
-    dt = DType::F32;
-  else if (t == "f2")
-    dt = DType::F16;
-  else if (t == "f8")
-    dt = DType::F64;
-  else if (t == "i4")
-    dt = DType::I32;
-  else if (t == "i8")
-    dt = DType::I64;
-  else if (t == "i2")
-    dt = DType::I16;
-  else if (t == "i1")
-    dt = DType::I8;
-  else if (t == "u1")
-    dt = DType::U8;
-  else if (t == "b1")
-    dt = DType::Bool;
-  else
-    return std::nullopt;
+  if (!dtype_from_numpy_code(std::string_view(d).substr(1), &dt)) return std::nullopt;
   if (order == '|' && dtype_size(dt) != 1) return std::nullopt;
   return DescrInfo{dt, order == '>'};
 }
@@ -226,29 +206,10 @@ NpyArray NpyArray::from_f32(std::vector<int64_t> shape, std::span<const float> v
 }
 
 std::string npy_descr(DType dtype) {
-  switch (dtype) {
-    case DType::F32:
-      return "<f4";
-    case DType::F16:
-      return "<f2";
-    case DType::F64:
-      return "<f8";
-    case DType::I32:
-      return "<i4";
-    case DType::I64:
-      return "<i8";
-    case DType::I16:
-      return "<i2";
-    case DType::I8:
-      return "|i1";
-    case DType::U8:
-      return "|u1";
-    case DType::Bool:
-      return "|b1";
-    case DType::BF16:
-      break;
-  }
-  throw Error(ErrorCode::Unsupported, std::string("NumPy has no dtype for ") + dtype_name(dtype));
+  const char* code = dtype_numpy_code(dtype);
+  if (!code)
+    throw Error(ErrorCode::Unsupported, std::string("NumPy has no dtype for ") + dtype_name(dtype));
+  return (dtype_size(dtype) == 1 ? "|" : "<") + std::string(code);
 }
 
 NpyArray parse_npy(std::span<const uint8_t> bytes, const std::string& name) {

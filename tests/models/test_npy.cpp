@@ -259,5 +259,35 @@ TEST(Npy, MalformedHeaders) {
   EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 3}));
 }
 
+// The dtype table (dtype.cpp) read both ways: safetensors names, NumPy codes and sizes.
+TEST(Npy, DTypeTableReadsBothWays) {
+  using models::DType;
+  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64, DType::I32,
+                  DType::I16, DType::I8, DType::U8, DType::Bool}) {
+    DType back = DType::F32;
+    ASSERT_TRUE(models::dtype_from_name(models::dtype_name(d), &back)) << models::dtype_name(d);
+    EXPECT_EQ(back, d);
+    const char* code = models::dtype_numpy_code(d);
+    if (d == DType::BF16) {
+      EXPECT_EQ(code, nullptr);
+      continue;
+    }
+    ASSERT_NE(code, nullptr) << models::dtype_name(d);
+    back = DType::BF16;
+    ASSERT_TRUE(models::dtype_from_numpy_code(code, &back)) << code;
+    EXPECT_EQ(back, d);
+    EXPECT_EQ(models::npy_descr(d), (models::dtype_size(d) == 1 ? "|" : "<") + std::string(code));
+  }
+  EXPECT_EQ(models::dtype_size(DType::BF16), 2u);
+  EXPECT_EQ(models::dtype_size(DType::I64), 8u);
+  EXPECT_EQ(models::npy_descr(DType::F32), "<f4");
+  EXPECT_EQ(models::npy_descr(DType::Bool), "|b1");
+  EXPECT_STREQ(models::dtype_name(DType::Bool), "BOOL");
+  DType unknown;
+  EXPECT_FALSE(models::dtype_from_numpy_code("c8", &unknown));
+  EXPECT_FALSE(models::dtype_from_name("F8", &unknown));
+  EXPECT_THROW(models::npy_descr(DType::BF16), Error);
+}
+
 }  // namespace
 }  // namespace attn
