@@ -13,24 +13,6 @@ namespace attn::cli {
 
 namespace {
 
-const char* kind_name(PieceKind k) {
-  switch (k) {
-    case PieceKind::Pattern:
-      return "pattern";
-    case PieceKind::ScoreMod:
-      return "score-mod";
-    case PieceKind::Normaliser:
-      return "normaliser";
-    case PieceKind::Dense:
-      return "dense";
-    case PieceKind::Selective:
-      return "selective";
-    case PieceKind::Approximation:
-      return "approximation";
-  }
-  return "?";
-}
-
 std::string param_list(const VariantInfo& info) {
   std::string s;
   for (const auto& p : info.params) {
@@ -116,7 +98,7 @@ int VariantsCommand::run() {
     for (const auto& piece : registry_pieces()) {
       const nlohmann::json params = params_json(piece.info);
       out.push_back({{"id", piece.info.id},
-                     {"kind", kind_name(piece.kind)},
+                     {"kind", piece_kind_name(piece.kind)},
                      {"name", piece.info.display_name},
                      {"family", piece.info.family},
                      {"source", piece.info.source},
@@ -128,7 +110,8 @@ int VariantsCommand::run() {
   }
   Table t({"id", "kind", "name", "parameters", "source"});
   for (const auto& piece : registry_pieces())
-    t.add({piece.info.id, kind_name(piece.kind), piece.info.display_name, param_list(piece.info),
+    t.add({piece.info.id, piece_kind_name(piece.kind), piece.info.display_name,
+           param_list(piece.info),
            piece.info.source.size() > 60 ? piece.info.source.substr(0, 57) + "..."
                                          : piece.info.source});
   t.print();
