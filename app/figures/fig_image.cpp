@@ -9,7 +9,7 @@ namespace attn::fig {
 namespace {
 
 // The image in grey or colour, as rectangles (vector) when small, else one embedded image.
-void draw_image(FigurePainter& c, const QRectF& r, const Image8& im) {
+void draw_image(FigurePainter& c, const QRectF& r, const models::Image8& im) {
   QImage q(im.width, im.height, QImage::Format_RGB32);
   for (int y = 0; y < im.height; ++y)
     for (int x = 0; x < im.width; ++x) {

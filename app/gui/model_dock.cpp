@@ -114,8 +114,8 @@ void ModelDock::set_synthetic_tokens(int n) {
   tokens_->setValue(n);
 }
 
-void ModelDock::show_info(const std::optional<ModelInfo>& info, const QString& summary, int layers,
-                          int heads) {
+void ModelDock::show_info(const std::optional<models::ModelInfo>& info, const QString& summary,
+                          int layers, int heads) {
   layer_->blockSignals(true);
   head_->blockSignals(true);
   layer_->setRange(0, std::max(0, layers - 1));

@@ -7,7 +7,7 @@ namespace attn::test {
 
 inline bool have_model(const char* id) {
   try {
-    resolve_model_dir(id);
+    models::resolve_model_dir(id);
     return true;
   } catch (const Error&) {
     return false;

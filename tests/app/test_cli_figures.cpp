@@ -182,8 +182,8 @@ TEST(CliRender, DataExportWritesTheMatrices) {
   ASSERT_EQ(cli("render --session " + s + " --view grid --out " + dir + "/g.png --data npy", &log),
             0)
       << log;
-  const NpyArray a = read_npy(dir + "/g_0_entropy.npy");
-  std::ifstream cfg_file(resolve_model_dir("default-text") + "/config.json");
+  const models::NpyArray a = models::read_npy(dir + "/g_0_entropy.npy");
+  std::ifstream cfg_file(models::resolve_model_dir("default-text") + "/config.json");
   const nlohmann::json cfg = nlohmann::json::parse(cfg_file);
   const int64_t layers = cfg["n_layer"], heads = cfg["n_head"];
   ASSERT_EQ(a.shape, (std::vector<int64_t>{layers, heads}));  // layers x heads of default-text
@@ -278,7 +278,7 @@ TEST(CliRender, MissingOutputFolderIsAClearError) {
 TEST(CliRender, ImageViewOnTheVisionModel) {
   REQUIRE_MODEL("default-vision");
   const std::string src = std::string(ATTN_TEST_SOURCE_DIR) + "/assets/images/bag_1.png";
-  const std::string snap = resolve_model_dir("default-vision") + "/../images/bag_1.png";
+  const std::string snap = models::resolve_model_dir("default-vision") + "/../images/bag_1.png";
   const std::string img = fs::exists(src) ? src : snap;
   if (!fs::exists(img)) GTEST_SKIP() << "no sample image";
   const std::string dir = test::fresh_dir("cli_image");

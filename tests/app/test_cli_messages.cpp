@@ -57,7 +57,7 @@ std::string sample_image() {
   const std::string src = std::string(ATTN_TEST_SOURCE_DIR) + "/assets/images/bag_1.png";
   if (fs::exists(src)) return src;
   try {
-    return resolve_model_dir("default-vision") + "/../images/bag_1.png";
+    return models::resolve_model_dir("default-vision") + "/../images/bag_1.png";
   } catch (const Error&) {
     return "";
   }
@@ -71,7 +71,8 @@ TEST(CliMessages, ClosestName) {
   EXPECT_EQ(closest_name("frobnicate", pieces), "");
   EXPECT_EQ(closest_name("cuda", {"reference", "cpu", "vulkan"}), "");
   EXPECT_EQ(did_you_mean("sise", {"size"}), ": did you mean size?");
-  EXPECT_EQ(did_you_mean("default-txt", default_model_names()), ": did you mean default-text?");
+  EXPECT_EQ(did_you_mean("default-txt", models::default_model_names()),
+            ": did you mean default-text?");
   EXPECT_EQ(join_names({"a", "b"}), "a, b");
 }
 

@@ -84,7 +84,7 @@ TEST(Core, WindowHeatmapDropsFarKeysAndCostsAccuracy) {
 TEST(Core, GridSinksTradeoffAndTokens) {
   REQUIRE_MODEL("default-text");
   const auto a = analyze(text_session(), "");
-  const ModelInfo& info = *a->info;
+  const models::ModelInfo& info = *a->info;
   const HeadGrid g = head_grid(*a, a->panel_of("window(size=4)"));
   ASSERT_EQ(g.n_layers, info.n_layers);
   ASSERT_EQ(g.n_heads, info.n_heads);
@@ -172,7 +172,7 @@ TEST(Core, BadSessionsAreNamed) {
 
 TEST(Core, ImageClsAttentionCoversThePatches) {
   REQUIRE_MODEL("default-vision");
-  const std::string img = resolve_model_dir("default-vision") + "/../images/coat_1.png";
+  const std::string img = models::resolve_model_dir("default-vision") + "/../images/coat_1.png";
   const std::string alt = std::string(ATTN_TEST_SOURCE_DIR) + "/assets/images/coat_1.png";
   Session s;
   s.model.id = "default-vision";

@@ -191,10 +191,10 @@ TEST(DatasetAnalysis, AblationOverTheDatasetUsesTheCorpusMean) {
   std::vector<double> sum(size_t(d), 0.0);
   double count = 0;
   for (const auto& ids : seqs) {
-    Capture cap(HookSelection::parse("blocks.0.attn.out"));
-    ForwardOptions fo;
+    models::Capture cap(models::HookSelection::parse("blocks.0.attn.out"));
+    models::ForwardOptions fo;
     fo.capture = &cap;
-    ModelInput in;
+    models::ModelInput in;
     in.ids = ids;
     model->forward(in, fo);
     for (size_t t = 0; t < ids.size(); ++t)

@@ -31,7 +31,7 @@ std::vector<int32_t> trace_ids(int n) {
 TEST(DecodeTrace, FullCacheRowsEqualTheForwardPassPattern) {
   REQUIRE_MODEL("default-text");
   auto model = core::cached_model("default-text");
-  const ModelInfo& info = model->info();
+  const models::ModelInfo& info = model->info();
   const std::vector<int32_t> ids = trace_ids(61);
   core::TraceOptions o;
   o.prefill = 20;
@@ -39,12 +39,12 @@ TEST(DecodeTrace, FullCacheRowsEqualTheForwardPassPattern) {
   const core::DecodeTrace t = core::trace_decode(*model, "default-text", ids, o);
   ASSERT_EQ(t.steps.size(), 41u);
   ASSERT_EQ(t.pieces.size(), ids.size());
-  Capture cap(HookSelection::parse("blocks.*.attn.pattern"));
-  ModelInput in;
+  models::Capture cap(models::HookSelection::parse("blocks.*.attn.pattern"));
+  models::ModelInput in;
   in.ids = ids;
-  ForwardOptions fo;
+  models::ForwardOptions fo;
   fo.capture = &cap;
-  const ModelOutput fw = model->forward(in, fo);
+  const models::ModelOutput fw = model->forward(in, fo);
   const int N = int(ids.size()), V = info.vocab;
   double worst = 0;
   for (int s = 0; s < 41; ++s) {
@@ -82,7 +82,7 @@ TEST(DecodeTrace, FullCacheRowsEqualTheForwardPassPattern) {
 TEST(DecodeTrace, StreamingPolicyAttendsSinksAndWindowAndMarksQuantisedEntries) {
   REQUIRE_MODEL("default-text");
   auto model = core::cached_model("default-text");
-  const ModelInfo& info = model->info();
+  const models::ModelInfo& info = model->info();
   core::TraceOptions o;
   o.policy = "kv_streaming(sinks=4,window=16)+kv_quant(bits=4,group=8)";
   o.prefill = 10;

@@ -33,15 +33,15 @@ std::string iv_dir(const std::string& model) {
 
 std::vector<int32_t> read_ids(const std::string& path) {
   std::vector<int32_t> ids;
-  for (float x : read_npy(path).to_f32()) ids.push_back(int32_t(x));
+  for (float x : models::read_npy(path).to_f32()) ids.push_back(int32_t(x));
   return ids;
 }
 
-ModelOutput forward(const Model& m, const std::vector<int32_t>& ids, const Intervention* iv,
-                    Capture* cap = nullptr) {
-  ModelInput in;
+models::ModelOutput forward(const models::Model& m, const std::vector<int32_t>& ids,
+                            const models::Intervention* iv, models::Capture* cap = nullptr) {
+  models::ModelInput in;
   in.ids = ids;
-  ForwardOptions fo;
+  models::ForwardOptions fo;
   fo.intervention = iv;
   fo.capture = cap;
   return m.forward(in, fo);
@@ -61,29 +61,29 @@ class InterventionGolden : public ::testing::TestWithParam<const char*> {};
 TEST_P(InterventionGolden, AblationMatchesFloat64Reference) {
   const std::string name = GetParam();
   const auto model = core::cached_model(golden_dir(name));
-  const ModelInfo& info = model->info();
+  const models::ModelInfo& info = model->info();
   const std::vector<int32_t> ids = read_ids(iv_dir(name) + "/ids.npy");
   for (int l = 0; l < info.n_layers; ++l)
     for (int h = 0; h < info.n_heads; ++h)
       for (const char* mode : {"zero", "mean"}) {
-        const Intervention iv = core::ablation({{l, h}}, core::ablation_mode(mode));
-        const auto want = read_npy(iv_dir(name) + "/" + mode + "_" + std::to_string(l) + "_" +
-                                   std::to_string(h) + ".npy")
+        const models::Intervention iv = core::ablation({{l, h}}, core::ablation_mode(mode));
+        const auto want = models::read_npy(iv_dir(name) + "/" + mode + "_" + std::to_string(l) +
+                                           "_" + std::to_string(h) + ".npy")
                               .to_f32();
         EXPECT_LT(max_diff(forward(*model, ids, &iv).logits, want), 1e-5)
-            << name << " " << mode << " " << head_name(l, h);
+            << name << " " << mode << " " << models::head_name(l, h);
       }
   // Several heads at once.
   const nlohmann::json meta = nlohmann::json::parse(std::ifstream(iv_dir(name) + "/patch.json"));
   std::vector<std::pair<int, int>> heads;
   for (const auto& p : meta["multi"]) heads.push_back({int(p[0]), int(p[1])});
-  const Intervention multi = core::ablation(heads, HeadEdit::Zero);
+  const models::Intervention multi = core::ablation(heads, models::HeadEdit::Zero);
   EXPECT_LT(max_diff(forward(*model, ids, &multi).logits,
-                     read_npy(iv_dir(name) + "/zero_multi.npy").to_f32()),
+                     models::read_npy(iv_dir(name) + "/zero_multi.npy").to_f32()),
             1e-5);
   // The plain pass is unchanged by an empty intervention (up to the threads' summation order).
-  const Intervention none;
-  const ModelOutput a = forward(*model, ids, nullptr), b = forward(*model, ids, &none);
+  const models::Intervention none;
+  const models::ModelOutput a = forward(*model, ids, nullptr), b = forward(*model, ids, &none);
   EXPECT_LT(max_diff(a.logits, std::vector<float>(b.logits.begin(), b.logits.end())), 1e-6);
 }
 
@@ -100,7 +100,7 @@ TEST_P(InterventionGolden, PatchingMatchesFloat64Reference) {
         core::activation_patching(*model, clean, corrupt, meta["target"], meta["foil"], o);
     EXPECT_NEAR(r.ld_clean, double(meta["ld_clean"]), 1e-5);
     EXPECT_NEAR(r.ld_corrupt, double(meta["ld_corrupt"]), 1e-5);
-    const auto want = read_npy(iv_dir(name) + "/patch_" + over + ".npy").to_f32();
+    const auto want = models::read_npy(iv_dir(name) + "/patch_" + over + ".npy").to_f32();
     ASSERT_EQ(r.effect.size(), want.size()) << over;
     EXPECT_EQ(r.rows, model->info().n_layers);
     for (size_t i = 0; i < want.size(); ++i)
@@ -125,15 +125,15 @@ TEST_P(InterventionGolden, PatchingMatchesFloat64Reference) {
 TEST_P(InterventionGolden, PatternEditAttendsWithTheGivenPattern) {
   const std::string name = GetParam();
   const auto model = core::cached_model(golden_dir(name));
-  const ModelInfo& info = model->info();
+  const models::ModelInfo& info = model->info();
   const std::vector<int32_t> ids = read_ids(iv_dir(name) + "/ids.npy");
   const int N = int(ids.size()), d = info.head_dim, L = 1, H = info.n_heads - 1;
-  Capture plain(HookSelection::parse("blocks.*.attn.pattern"));
-  const ModelOutput base = forward(*model, ids, nullptr, &plain);
+  models::Capture plain(models::HookSelection::parse("blocks.*.attn.pattern"));
+  const models::ModelOutput base = forward(*model, ids, nullptr, &plain);
   // The head's own pattern: the same logits.
-  Intervention own;
-  HeadEdit e;
-  e.mode = HeadEdit::Pattern;
+  models::Intervention own;
+  models::HeadEdit e;
+  e.mode = models::HeadEdit::Pattern;
   e.layer = L;
   e.head = H;
   const auto& pat = plain.layers[size_t(L)].pattern;
@@ -155,12 +155,13 @@ TEST_P(InterventionGolden, PatternEditAttendsWithTheGivenPattern) {
     }
     for (int j = 0; j <= t; ++j) P[size_t(t) * N + j] = float(P[size_t(t) * N + j] / sum);
   }
-  Intervention iv;
+  models::Intervention iv;
   e.values = P;
   iv.heads.push_back(e);
-  Capture cap(HookSelection::parse("blocks.1.attn.v,blocks.1.attn.out,blocks.1.attn.pattern"));
+  models::Capture cap(
+      models::HookSelection::parse("blocks.1.attn.v,blocks.1.attn.out,blocks.1.attn.pattern"));
   forward(*model, ids, &iv, &cap);
-  const LayerCapture& lc = cap.layers[size_t(L)];
+  const models::LayerCapture& lc = cap.layers[size_t(L)];
   ASSERT_TRUE(lc.has_problem);
   const Problem& pr = lc.problem;
   double worst = 0, worst_p = 0;
@@ -178,7 +179,7 @@ TEST_P(InterventionGolden, PatternEditAttendsWithTheGivenPattern) {
   EXPECT_EQ(worst_p, 0.0);
   // One position: only that query's row changes; the rows before it keep the head's own.
   iv.heads[0].position = N - 1;
-  Capture one(HookSelection::parse("blocks.1.attn.pattern"));
+  models::Capture one(models::HookSelection::parse("blocks.1.attn.pattern"));
   forward(*model, ids, &iv, &one);
   const auto& op = one.layers[size_t(L)].pattern;
   for (int j = 0; j < N; ++j) {
@@ -186,7 +187,7 @@ TEST_P(InterventionGolden, PatternEditAttendsWithTheGivenPattern) {
     EXPECT_EQ(op[(size_t(H) * N + 0) * N + j], pat[(size_t(H) * N + 0) * N + j]);
   }
   // Bad patterns: the wrong size, a NaN.
-  Intervention bad = iv;
+  models::Intervention bad = iv;
   bad.heads[0].values.resize(size_t(N) * (N - 1));
   EXPECT_THROW(forward(*model, ids, &bad), Error);
   bad = iv;
@@ -209,14 +210,17 @@ TEST(Interventions, ResampleAblationIsPatchingFromTheOtherInput) {
   // Outputs (resample) and attention patterns (pattern patching) taken from the clean input.
   for (const bool pattern : {false, true}) {
     const auto want =
-        read_npy(iv_dir("gpt2") + (pattern ? "/patch_patterns.npy" : "/patch_heads.npy")).to_f32();
+        models::read_npy(iv_dir("gpt2") + (pattern ? "/patch_patterns.npy" : "/patch_heads.npy"))
+            .to_f32();
     for (int l = 0; l < model->info().n_layers; ++l)
       for (int h = 0; h < H; ++h) {
-        const Intervention iv = core::resample_ablation(*model, {{l, h}}, clean, N, 0, pattern);
-        const ModelOutput out = forward(*model, corrupt, &iv);
+        const models::Intervention iv =
+            core::resample_ablation(*model, {{l, h}}, clean, N, 0, pattern);
+        const models::ModelOutput out = forward(*model, corrupt, &iv);
         const float* last = out.logits.data() + size_t(N - 1) * out.n_logits;
         const double effect = (double(last[t]) - last[f] - double(meta["ld_corrupt"])) / span;
-        EXPECT_NEAR(effect, want[size_t(l * H + h)], 1e-5) << head_name(l, h) << " " << pattern;
+        EXPECT_NEAR(effect, want[size_t(l * H + h)], 1e-5)
+            << models::head_name(l, h) << " " << pattern;
       }
   }
   std::vector<int32_t> shorter(clean.begin(), clean.end() - 1);
@@ -235,24 +239,26 @@ TEST(Interventions, AblationScanMeasuresLossRises) {
   const auto model = core::cached_model(golden_dir("llama"));
   const std::vector<int32_t> a = read_ids(iv_dir("llama") + "/ids.npy");
   const std::vector<int32_t> b = read_ids(iv_dir("llama") + "/corrupt_ids.npy");
-  const core::AblationScan zero = core::ablation_scan(*model, {a}, HeadEdit::Zero, 0, 0);
+  const core::AblationScan zero = core::ablation_scan(*model, {a}, models::HeadEdit::Zero, 0, 0);
   const double base = core::next_token_loss(forward(*model, a, nullptr), a);
   EXPECT_NEAR(zero.loss, base, 1e-6);  // the threads may sum in another order
-  const Intervention iv = core::ablation({{1, 2}}, HeadEdit::Zero);
+  const models::Intervention iv = core::ablation({{1, 2}}, models::HeadEdit::Zero);
   EXPECT_NEAR(zero.delta[size_t(1 * 4 + 2)],
               core::next_token_loss(forward(*model, a, &iv), a) - base, 1e-5);
-  const core::AblationScan mean = core::ablation_scan(*model, {a}, HeadEdit::Mean, 0, 0);
-  const core::AblationScan corpus = core::ablation_scan(*model, {a}, HeadEdit::Mean, 0, 0, 1, true);
+  const core::AblationScan mean = core::ablation_scan(*model, {a}, models::HeadEdit::Mean, 0, 0);
+  const core::AblationScan corpus =
+      core::ablation_scan(*model, {a}, models::HeadEdit::Mean, 0, 0, 1, true);
   EXPECT_EQ(corpus.mode, "corpus-mean");
   for (size_t i = 0; i < mean.delta.size(); ++i) EXPECT_NEAR(corpus.delta[i], mean.delta[i], 1e-5);
-  const core::AblationScan two = core::ablation_scan(*model, {a, b}, HeadEdit::Mean, 0, 0, 1, true);
-  const core::AblationScan own = core::ablation_scan(*model, {a, b}, HeadEdit::Mean, 0, 0);
+  const core::AblationScan two =
+      core::ablation_scan(*model, {a, b}, models::HeadEdit::Mean, 0, 0, 1, true);
+  const core::AblationScan own = core::ablation_scan(*model, {a, b}, models::HeadEdit::Mean, 0, 0);
   double differ = 0;
   for (size_t i = 0; i < own.delta.size(); ++i)
     differ = std::max(differ, double(std::abs(two.delta[i] - own.delta[i])));
   EXPECT_GT(differ, 1e-4);
-  EXPECT_THROW(core::ablation_scan(*model, {a}, HeadEdit::Replace), Error);
-  EXPECT_THROW(core::ablation_scan(*model, {}, HeadEdit::Zero), Error);
+  EXPECT_THROW(core::ablation_scan(*model, {a}, models::HeadEdit::Replace), Error);
+  EXPECT_THROW(core::ablation_scan(*model, {}, models::HeadEdit::Zero), Error);
 }
 
 // Over a dataset of pairs: the mean of the pairs' effects, with intervals around it.
@@ -332,13 +338,13 @@ TEST(Interventions, CapturedOutputIsTheEditedOne) {
   const auto model = core::cached_model(golden_dir("llama"));
   const std::vector<int32_t> ids = read_ids(iv_dir("llama") + "/ids.npy");
   const int d = model->info().head_dim, N = int(ids.size());
-  Capture plain(HookSelection::parse("blocks.1.attn.out"));
+  models::Capture plain(models::HookSelection::parse("blocks.1.attn.out"));
   forward(*model, ids, nullptr, &plain);
-  Capture zero(HookSelection::parse("blocks.1.attn.out"));
-  const Intervention z = core::ablation({{1, 2}}, HeadEdit::Zero);
+  models::Capture zero(models::HookSelection::parse("blocks.1.attn.out"));
+  const models::Intervention z = core::ablation({{1, 2}}, models::HeadEdit::Zero);
   forward(*model, ids, &z, &zero);
-  Capture mean(HookSelection::parse("blocks.1.attn.out"));
-  const Intervention m = core::ablation({{1, 2}}, HeadEdit::Mean);
+  models::Capture mean(models::HookSelection::parse("blocks.1.attn.out"));
+  const models::Intervention m = core::ablation({{1, 2}}, models::HeadEdit::Mean);
   forward(*model, ids, &m, &mean);
   const auto& p = plain.layers[1].out;
   for (int h = 0; h < 4; ++h)
@@ -394,12 +400,12 @@ TEST(Interventions, BadInputsSayWhatIsWrong) {
               core::activation_patching(*model, ids, shorter, 1, 99999);
             }).find("same number of tokens"),
             std::string::npos);
-  Intervention wrong;
-  wrong.heads.push_back({HeadEdit::Replace, 0, 1, -1, std::vector<float>(3)});
+  models::Intervention wrong;
+  wrong.heads.push_back({models::HeadEdit::Replace, 0, 1, -1, std::vector<float>(3)});
   EXPECT_NE(message([&] { forward(*model, ids, &wrong); }).find("the two runs must have"),
             std::string::npos);
-  Intervention far;
-  far.heads.push_back({HeadEdit::Zero, 0, 7, -1, {}});
+  models::Intervention far;
+  far.heads.push_back({models::HeadEdit::Zero, 0, 7, -1, {}});
   EXPECT_NE(message([&] { forward(*model, ids, &far); }).find("L0H7"), std::string::npos);
 }
 
@@ -426,15 +432,15 @@ TEST(Interventions, AnalyzeAblateDumpsTheAblatedPass) {
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("zero ablation of L0H3"), std::string::npos) << r.out;
   const auto model = core::cached_model("default-text");
-  ModelInput in;
+  models::ModelInput in;
   in.ids = read_ids((dir / "ids.npy").string());
-  const Intervention iv = core::ablation({{0, 3}}, HeadEdit::Zero);
-  const ModelOutput want = forward(*model, in.ids, &iv);
-  const NpyArray got = read_npy((dir / "logits.npy").string());
+  const models::Intervention iv = core::ablation({{0, 3}}, models::HeadEdit::Zero);
+  const models::ModelOutput want = forward(*model, in.ids, &iv);
+  const models::NpyArray got = models::read_npy((dir / "logits.npy").string());
   ASSERT_EQ(got.shape, (std::vector<int64_t>{int64_t(in.ids.size()), model->info().vocab}));
   const std::vector<float> g = got.to_f32();
   EXPECT_LT(max_diff(want.logits, g), 1e-5);
-  const auto out = read_npy((dir / "blocks.0.attn.out.npy").string()).to_f32();
+  const auto out = models::read_npy((dir / "blocks.0.attn.out.npy").string()).to_f32();
   const int d = model->info().head_dim, N = int(in.ids.size());
   for (int t = 0; t < N; ++t) EXPECT_EQ(out[(size_t(3) * N + t) * d], 0.0f);
   const nlohmann::json j = nlohmann::json::parse(std::ifstream(dir / "a.json"));
@@ -487,7 +493,7 @@ TEST(Interventions, SessionAblationRunsTheWholeAnalysisOnTheAblatedModel) {
   EXPECT_NE(core::heavy_key(s), core::heavy_key(plain->session));
   const auto a = core::analyze(s, "", o);
   const auto model = core::cached_model("default-text");
-  const Intervention iv = core::ablation({{0, 3}, {1, 2}}, HeadEdit::Mean);
+  const models::Intervention iv = core::ablation({{0, 3}, {1, 2}}, models::HeadEdit::Mean);
   const core::InterventionRun r = core::run_intervention(*model, a->input, iv);
   // The dense pass is the ablated one, and the effect is the ablated model against the plain.
   EXPECT_LT(max_diff(a->dense_out().logits,
@@ -505,14 +511,14 @@ TEST(Interventions, SessionAblationRunsTheWholeAnalysisOnTheAblatedModel) {
   // perplexity starts from the ablated model's.
   ASSERT_TRUE(a->panels[1].e2e);
   EXPECT_NEAR(a->panels[1].e2e->ppl_dense, r.effect.ppl_variant, 1e-4);
-  ModelInput in = a->input;
-  Substitution sub{a->panels[1].variant.get(), nullptr, {}, {}, {}};
+  models::ModelInput in = a->input;
+  models::Substitution sub{a->panels[1].variant.get(), nullptr, {}, {}, {}};
   std::unique_ptr<Backend> cpu = make_backend("cpu");
   sub.backend = cpu.get();
-  ForwardOptions fo;
+  models::ForwardOptions fo;
   fo.substitution = &sub;
   fo.intervention = &iv;
-  const ModelOutput both = model->forward(in, fo);
+  const models::ModelOutput both = model->forward(in, fo);
   EXPECT_NEAR(a->panels[1].e2e->ppl_variant,
               end_to_end(model->info(), in, r.edited, both).ppl_variant, 1e-4);
   // The report names the ablation and its effect.

@@ -20,7 +20,7 @@ namespace attn {
 namespace {
 namespace fs = std::filesystem;
 
-std::vector<int32_t> sample_ids(const Model& m, int n) {
+std::vector<int32_t> sample_ids(const models::Model& m, int n) {
   std::vector<int32_t> ids = core::tokenize_stream(
       m,
       "In the beginning God created the heaven and the earth. And the earth was without form, "
@@ -52,9 +52,9 @@ TEST(Stream, FullCacheLossEqualsTheForwardPassAndRunsOutAtTheContext) {
   EXPECT_EQ(full.tokens, ctx);
   EXPECT_NE(full.error.find("context of " + std::to_string(ctx)), std::string::npos) << full.error;
   ASSERT_EQ(full.nll.size(), size_t(ctx));  // row ctx-1 scores token ctx, which exists
-  ModelInput first;
+  models::ModelInput first;
   first.ids.assign(ids.begin(), ids.begin() + ctx);
-  const ModelOutput fw = model->forward(first);
+  const models::ModelOutput fw = model->forward(first);
   double worst = 0, sum = 0;
   for (int t = 0; t < ctx; ++t) {
     const double want = log_softmax_nll(fw.logits.data() + size_t(t) * V, V, ids[size_t(t) + 1]);
@@ -138,9 +138,9 @@ TEST(Stream, GenerationIsReproducibleAndGreedyFollowsTheArgmax) {
   ASSERT_EQ(g.ids.size(), 10u);
   std::vector<int32_t> seq = prompt;
   for (int32_t id : g.ids) {
-    ModelInput in;
+    models::ModelInput in;
     in.ids = seq;
-    const ModelOutput o = model->forward(in);
+    const models::ModelOutput o = model->forward(in);
     const float* last = o.logits.data() + size_t(o.n_tokens - 1) * o.n_logits;
     EXPECT_EQ(id, int32_t(std::max_element(last, last + o.n_logits) - last));
     seq.push_back(id);
@@ -185,8 +185,8 @@ TEST(StreamCli, WritesJsonCsvAndNumpyDumpsPerPolicy) {
   EXPECT_EQ(j["policies"][1]["nll"].size(), 89u);
   for (int i = 0; i < 2; ++i) {
     const fs::path d = dir / "d" / std::to_string(i);
-    const NpyArray lg = read_npy((d / "logits.npy").string());
-    const NpyArray nll = read_npy((d / "nll.npy").string());
+    const models::NpyArray lg = models::read_npy((d / "logits.npy").string());
+    const models::NpyArray nll = models::read_npy((d / "nll.npy").string());
     EXPECT_EQ(lg.shape, (std::vector<int64_t>{90, 2048}));
     EXPECT_EQ(nll.shape, (std::vector<int64_t>{89}));
     const std::vector<float> l = lg.to_f32(), n = nll.to_f32();

@@ -49,17 +49,17 @@ TEST(TextDatasetEval, LossRiseKlAndAgreementMatchRecordByRecordPasses) {
   double loss_d = 0, loss_w = 0, kl = 0, top1 = 0;
   int64_t tokens = 0;
   for (const auto& ids : enc.ids) {
-    ModelInput in;
+    models::ModelInput in;
     in.ids = ids;
     tokens += int64_t(ids.size());
-    const ModelOutput d = model->forward(in);
-    Substitution sub{&v, cpu.get(), {}, {}, {}};
-    ForwardOptions fo;
+    const models::ModelOutput d = model->forward(in);
+    models::Substitution sub{&v, cpu.get(), {}, {}, {}};
+    models::ForwardOptions fo;
     fo.substitution = &sub;
-    const ModelOutput w = model->forward(in, fo);
+    const models::ModelOutput w = model->forward(in, fo);
     loss_d += core::next_token_loss(d, ids) / 4;
     loss_w += core::next_token_loss(w, ids) / 4;
-    const EndToEnd e = end_to_end(model->info(), in, d, w);
+    const models::EndToEnd e = end_to_end(model->info(), in, d, w);
     kl += e.mean_kl / 4;
     top1 += e.top1_agreement / 4;
   }

@@ -23,7 +23,7 @@ namespace attn::gui::test {
 
 bool have_model(const std::string& name) {
   try {
-    resolve_model_dir(name);
+    models::resolve_model_dir(name);
     return true;
   } catch (const Error&) {
     return false;

@@ -242,7 +242,7 @@ Fixtures make_fixtures(const fs::path& dir, Rng& r) {
   // Model folders: copies of the embedded ones with one file truncated or lying.
   for (const std::string& name : {std::string("default-text"), std::string("default-vision")}) {
     if (!have_model(name)) continue;
-    const fs::path src = resolve_model_dir(name);
+    const fs::path src = models::resolve_model_dir(name);
     const std::string st = read_bytes(src / "model.safetensors");
     uint64_t hl = 0;
     std::memcpy(&hl, st.data(), 8);
