@@ -143,7 +143,10 @@ json session_to_json(const Session& s) {
       {"extra", s.extra}};
 }
 
-Session session_from_json(const json& j, const std::string& source) {
+namespace {
+
+// The format tag and a version this build reads.
+int read_format_version(const json& j, const std::string& source) {
   require(j.is_object(), ErrorCode::Format,
           source + ": a session must be a JSON object, not " + std::string(j.type_name()));
   std::string format;
@@ -159,9 +162,10 @@ Session session_from_json(const json& j, const std::string& source) {
           source + ": session version " + std::to_string(version) +
               " is not supported by this attnscope (it reads versions 1.." +
               std::to_string(kSessionVersion) + "); upgrade attnscope to open it");
+  return version;
+}
 
-  Session s;
-  s.version = version;
+void read_input(const json& j, Session& s, const std::string& source) {
   const json& in = object_field(j, "input", source, true);
   read_field(in, "kind", s.input.kind, "input.", source);
   require(s.input.kind == "text" || s.input.kind == "ids" || s.input.kind == "image" ||
@@ -196,7 +200,10 @@ Session session_from_json(const json& j, const std::string& source) {
           source + ": input.image (the image path) is empty");
   require(s.input.image_sha256.empty() || is_hex64(s.input.image_sha256), ErrorCode::Format,
           source + ": input.sha256 must be 64 lowercase hex digits");
+}
 
+// The model, the variants, the selection, the backends and the substitution.
+void read_model_and_variants(const json& j, Session& s, const std::string& source) {
   const json& m = object_field(j, "model", source, true);
   read_field(m, "id", s.model.id, "model.", source);
   require(!s.model.id.empty(), ErrorCode::Format, source + ": model.id is empty");
@@ -213,6 +220,10 @@ Session session_from_json(const json& j, const std::string& source) {
   const json& sub = object_field(j, "substitution", source, false);
   read_field(sub, "layers", s.substitute_layers, "substitution.", source);
   read_field(sub, "heads", s.substitute_heads, "substitution.", source);
+}
+
+// The head ablation and the patching setup.
+void read_interventions(const json& j, Session& s, const std::string& source) {
   const json& abl = object_field(j, "ablation", source, false);
   read_field(abl, "heads", s.ablation.heads, "ablation.", source);
   read_field(abl, "mode", s.ablation.mode, "ablation.", source);
@@ -235,9 +246,10 @@ Session session_from_json(const json& j, const std::string& source) {
   require(s.patch.over == "heads" || s.patch.over == "positions" || s.patch.over == "patterns",
           ErrorCode::Format,
           source + ": patch.over must be heads, positions or patterns, not '" + s.patch.over + "'");
+}
 
+void read_view(const json& j, ViewSettings& vs, const std::string& source) {
   const json& v = object_field(j, "view", source, false);
-  ViewSettings& vs = s.view;
   read_field(v, "view", vs.view, "view.", source);
   read_field(v, "colormap", vs.colormap, "view.", source);
   read_field(v, "log_scale", vs.log_scale, "view.", source);
@@ -252,7 +264,9 @@ Session session_from_json(const json& j, const std::string& source) {
   read_field(v, "tradeoff_y", vs.tradeoff_y, "view.", source);
   read_field(v, "title", vs.title, "view.", source);
   read_field(v, "show_dense", vs.show_dense, "view.", source);
+}
 
+void read_figure(const json& j, Session& s, const std::string& source) {
   const json& f = object_field(j, "figure", source, false);
   read_field(f, "width", s.figure.width, "figure.", source);
   read_field(f, "height", s.figure.height, "figure.", source);
@@ -263,6 +277,18 @@ Session session_from_json(const json& j, const std::string& source) {
           source +
               ": figure size must be 1..20000 pixels per side (height 0: fit) at "
               "10..2400 dpi");
+}
+
+}  // namespace
+
+Session session_from_json(const json& j, const std::string& source) {
+  Session s;
+  s.version = read_format_version(j, source);
+  read_input(j, s, source);
+  read_model_and_variants(j, s, source);
+  read_interventions(j, s, source);
+  read_view(j, s.view, source);
+  read_figure(j, s, source);
   if (j.contains("extra")) s.extra = j["extra"];
   return s;
 }
