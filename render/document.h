@@ -1,5 +1,6 @@
 // What the host hands the renderer to show: plain numbers and strings, no compute objects.
-// The host (app/gui) fills these from the compute core's results; the renderer only draws them.
+// The app core fills these from the compute core's results (app/core/analysis/interactive.h,
+// for the GUI and the CLI alike); the renderer only draws them.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "app/core/analysis/analysis.h"
 #include "app/core/analysis/sweep.h"
@@ -257,6 +258,62 @@ TEST(HeadRoles, BadInputsAreRefused) {
   EXPECT_THROW(role_scores(HeadRows{}), Error);
 }
 
+// The role table is the one place a role lives: each entry's detector gives role_scores' value,
+// and a role with a grid id is that head-grid metric, reading its own score.
+TEST(HeadRoles, TableDrivesTheScoresAndTheGridMetrics) {
+  const auto& roles = core::head_roles();
+  const int n = 12;
+  const auto p = pattern(n, [](int i, int k) { return k <= i ? 1.0 + (i + k) % 3 : 0.0; });
+  HeadRows rows = core::pattern_rows(p.data(), n, n);
+  const core::RoleScores all = role_scores(rows);
+  std::vector<double> scratch;
+  std::set<std::string> names, grid_ids;
+  for (size_t r = 0; r < roles.size(); ++r) {
+    EXPECT_TRUE(names.insert(roles[r].name).second) << roles[r].name;
+    ASSERT_TRUE(roles[r].detector) << roles[r].name;
+    EXPECT_FALSE(roles[r].title.empty() || roles[r].definition.empty()) << roles[r].name;
+    // The entry's detector alone, fed the rows, gives the table-wide pass's score.
+    auto d = roles[r].detector(rows, {});
+    for (int i = 0; i < n; ++i) d->add({i, i, i + 1, rows.row(i, scratch)});
+    const double v = d->score();
+    if (std::isnan(all.value[r])) {
+      EXPECT_TRUE(std::isnan(v)) << roles[r].name;
+    } else {
+      EXPECT_DOUBLE_EQ(std::clamp(v, 0.0, 1.0), all.value[r]) << roles[r].name;
+    }
+    if (!roles[r].grid_id.empty()) {
+      EXPECT_TRUE(grid_ids.insert(roles[r].grid_id).second) << roles[r].grid_id;
+    }
+  }
+  // Distinct scores per role, read back through the grid metrics.
+  core::RoleScores marked;
+  for (size_t r = 0; r < roles.size(); ++r) marked.value.push_back(0.01 * double(r + 1));
+  const Variant v = make_variant("dense");
+  const Problem prob;
+  const Result res;
+  const Metrics met;
+  const core::HeadMetricInput in{v, prob, res, 0, met, &marked};
+  size_t on_grid = 0;
+  for (size_t r = 0; r < roles.size(); ++r) {
+    if (roles[r].grid_id.empty()) continue;
+    ++on_grid;
+    const core::HeadMetric& m =
+        core::head_metrics()[size_t(core::head_metric_index(roles[r].grid_id))];
+    EXPECT_EQ(m.title, roles[r].title);
+    EXPECT_EQ(m.label, roles[r].grid_label);
+    EXPECT_DOUBLE_EQ(m.value(in), marked.value[r]) << roles[r].name;
+  }
+  // The grid's table ends with the roles' metrics, in the roles' order.
+  const auto& metrics = core::head_metrics();
+  ASSERT_GE(metrics.size(), on_grid);
+  size_t at = metrics.size() - on_grid;
+  for (const core::HeadRole& role : roles) {
+    if (!role.grid_id.empty()) {
+      EXPECT_EQ(metrics[at++].name, role.grid_id);
+    }
+  }
+}
+
 // Percentile intervals of the mean cover the true mean about 95% of the time.
 TEST(HeadAtlas, BootstrapIntervalsCoverTheMean) {
   std::mt19937_64 g(5);
@@ -278,8 +335,8 @@ TEST(HeadAtlas, BootstrapIntervalsCoverTheMean) {
 }
 
 const nlohmann::json& card() {
-  static const nlohmann::json j =
-      nlohmann::json::parse(std::ifstream(resolve_model_dir("default-text") + "/phenomena.json"));
+  static const nlohmann::json j = nlohmann::json::parse(
+      std::ifstream(models::resolve_model_dir("default-text") + "/phenomena.json"));
   return j;
 }
 
@@ -383,7 +440,7 @@ TEST(HeadAtlas, ShardsMergeToTheSingleRun) {
       "saw the light, that it was good: and God divided the light from the darkness.";
   const core::AtlasInput in = core::atlas_input(*model, {text}, o);
   ASSERT_EQ(in.windows.size(), 7u);
-  const auto mode = HeadEdit::Mean;
+  const auto mode = models::HeadEdit::Mean;
   const core::HeadAtlas one = core::head_atlas(*model, "default-text", in, o);
   const core::AblationScan scan_one =
       core::ablation_scan(*model, in.windows, mode, 0, o.bootstrap, o.seed, true);

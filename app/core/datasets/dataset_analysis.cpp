@@ -54,7 +54,7 @@ std::string heads_list(const SessionAblation& a) {
 }
 
 // Token ids of a text or ids record, as the analysis encodes them.
-std::vector<int32_t> record_ids(const Model& model, const DatasetItem& it) {
+std::vector<int32_t> record_ids(const models::Model& model, const DatasetItem& it) {
   return it.input.kind == "ids" ? ids_for_model(model, it.input.ids).ids
                                 : encode_for_model(model, it.input.text, it.name).ids;
 }
@@ -68,10 +68,10 @@ DatasetSamples collect_dataset(const Session& s, const std::string& session_path
   require(!items.empty(), ErrorCode::InvalidArgument, "the dataset has no records");
   require(s.input.kind != "tensors" && s.input.kind != "synthetic", ErrorCode::InvalidArgument,
           "a dataset runs a model: the session has raw tensors or a synthetic problem");
-  const auto model = cached_model(is_default_model_name(s.model.id)
+  const auto model = cached_model(models::is_default_model_name(s.model.id)
                                       ? s.model.id
                                       : resolve_session_path(session_path, s.model.id));
-  const ModelInfo& info = model->info();
+  const models::ModelInfo& info = model->info();
   DatasetSamples d;
   d.model = s.model.id;
   d.n_layers = info.n_layers;
@@ -94,7 +94,7 @@ DatasetSamples collect_dataset(const Session& s, const std::string& session_path
             "a dataset ablates by zero or mean (the corpus mean), not '" + s.ablation.mode + "'");
     const auto heads = parse_heads(d.ablation_heads);
     check_heads(heads, info);
-    Intervention iv = ablation(heads, ablation_mode(s.ablation.mode));
+    models::Intervention iv = ablation(heads, ablation_mode(s.ablation.mode));
     if (s.ablation.mode == "mean") {
       require(!info.vision, ErrorCode::InvalidArgument,
               "mean ablation over a dataset averages token sequences: use zero ablation for "
@@ -103,9 +103,10 @@ DatasetSamples collect_dataset(const Session& s, const std::string& session_path
       for (const DatasetItem& it : o.mean_over ? *o.mean_over : items)
         seqs.push_back(record_ids(*model, it));
       const auto means = head_output_means(*model, seqs, ao.threads);
-      for (HeadEdit& e : iv.heads) e.values = means[size_t(e.layer) * info.n_heads + e.head];
+      for (models::HeadEdit& e : iv.heads)
+        e.values = means[size_t(e.layer) * info.n_heads + e.head];
     }
-    ao.ablation = std::make_shared<const Intervention>(std::move(iv));
+    ao.ablation = std::make_shared<const models::Intervention>(std::move(iv));
   }
 
   const auto nan_samples = [&] { return Samples(size_t(R), kNaN); };
@@ -155,7 +156,7 @@ DatasetSamples collect_dataset(const Session& s, const std::string& session_path
       x.mass_recall[ri] = t.mass_recall;
       x.row_kl[ri] = t.row_kl;
       x.flops[ri] = t.flops;
-      const std::optional<EndToEnd>& e = a->panels[p].e2e;
+      const std::optional<models::EndToEnd>& e = a->panels[p].e2e;
       int cls = -1;
       if (p == 0) {
         if (lm) x.loss[ri] = next_token_loss(a->dense_out(), a->input.ids);
@@ -174,7 +175,7 @@ DatasetSamples collect_dataset(const Session& s, const std::string& session_path
       if (it.label >= 0 && (p == 0 || (e && e->has_class))) x.correct[ri] = cls == it.label;
     }
     if (a->ablation_effect) {
-      const EndToEnd& e = *a->ablation_effect;
+      const models::EndToEnd& e = *a->ablation_effect;
       if (e.has_tokens) {
         d.ablation_kl[ri] = e.mean_kl;
         d.ablation_top1[ri] = e.top1_agreement;

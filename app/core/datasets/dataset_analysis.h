@@ -27,7 +27,8 @@ struct DatasetItem {
   std::string name;    // "pairs.jsonl:3", "t10k-images-idx3-ubyte.gz:17"
   int64_t index = -1;  // its place in the whole dataset (shards); -1 = its place in the list
   SessionInput input;
-  Image8 image;    // input.kind "image" with an in-memory image (IDX records); empty = read file
+  models::Image8
+      image;       // input.kind "image" with an in-memory image (IDX records); empty = read file
   int label = -1;  // class index of a labelled image; -1 = none
 };
 

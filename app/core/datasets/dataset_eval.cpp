@@ -5,27 +5,25 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
-#include <mutex>
-#include <sstream>
 #include <tuple>
 
 #include "app/core/analysis/sweep.h"
+#include "app/core/datasets/dataset_worker.h"
 #include "app/core/datasets/shard_rows.h"
 #include "app/core/heads/head_atlas.h"
 #include "app/core/session/labels.h"
 #include "compute/backend.h"
 #include "compute/error.h"
-#include "compute/fallback.h"
 #include "compute/parallel.h"
 #include "compute/registry.h"
 #include "models/arch/substitution.h"
 
 namespace attn::core {
 
-DatasetEval evaluate_image_dataset(const Model& model, const ImageDataset& d,
+DatasetEval evaluate_image_dataset(const models::Model& model, const ImageDataset& d,
                                    const std::string& spec, const std::vector<int32_t>* dense,
                                    const DatasetEvalOptions& o) {
-  const ModelInfo& info = model.info();
+  const models::ModelInfo& info = model.info();
   require(info.vision, ErrorCode::InvalidArgument,
           info.dir + " is a text model: an image dataset needs a vision model");
   require(!dense || dense->size() == d.records.size(), ErrorCode::InvalidArgument,
@@ -40,51 +38,25 @@ DatasetEval evaluate_image_dataset(const Model& model, const ImageDataset& d,
   // Images in parallel, each forward pass on one thread with its own backend (a backend runs one
   // call at a time); per-image sums combined at the end in record order.
   std::vector<double> density(size_t(n), 0.0), flops(size_t(n), 0.0);
-  const int workers =
-      std::max(1, std::min<int>(thread_count(o.threads), int(std::max<int64_t>(n, 1))));
-  std::atomic<int64_t> next{0};
-  std::mutex error_mu;
-  std::exception_ptr error;
-  parallel_for(
-      workers,
-      [&](int) {
-        try {
-          auto backend = make_backend_with_fallback(o.backend);
-          Substitution sub;
-          sub.variant = &variant;
-          sub.backend = backend.get();
-          sub.run.threads = 1;
-          sub.run.cancel = o.cancel;
-          ForwardOptions fo;
-          fo.substitution = &sub;
-          fo.threads = 1;
-          ModelInput in;
-          for (int64_t i = next++; i < n; i = next++) {
-            if (o.cancel && o.cancel->load(std::memory_order_relaxed)) break;
-            in.image = model.preprocessor()(d.records[size_t(i)].image);
-            const ModelOutput out = model.forward(in, fo);
-            require(out.n_logits > 0 && out.logits.size() >= size_t(out.n_logits),
-                    ErrorCode::InvalidArgument, info.dir + ": the model gives no class logits");
-            e.predicted[size_t(i)] =
-                int32_t(std::max_element(out.logits.begin(), out.logits.begin() + out.n_logits) -
-                        out.logits.begin());
-            double dens = 0, fl = 0;
-            for (const SubstitutedLayer& s : out.substituted) {
-              dens += s.stats.density;
-              fl += s.stats.counted.flops;
-            }
-            density[size_t(i)] =
-                out.substituted.empty() ? 1.0 : dens / double(out.substituted.size());
-            flops[size_t(i)] = fl;
-          }
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(error_mu);
-          if (!error) error = std::current_exception();
-          next = n;  // the other workers stop too
-        }
+  parallel_items(
+      n, o.threads,
+      [&]() -> std::function<void(int64_t)> {
+        auto w = std::make_shared<DatasetWorker>(variant, o);
+        return [&, w](int64_t i) {
+          models::ModelInput in;
+          in.image = model.preprocessor()(d.records[size_t(i)].image);
+          const models::ModelOutput out = model.forward(in, w->substituted);
+          require(out.n_logits > 0 && out.logits.size() >= size_t(out.n_logits),
+                  ErrorCode::InvalidArgument, info.dir + ": the model gives no class logits");
+          e.predicted[size_t(i)] =
+              int32_t(std::max_element(out.logits.begin(), out.logits.begin() + out.n_logits) -
+                      out.logits.begin());
+          const SubstitutedCost c = substituted_cost(out);
+          density[size_t(i)] = c.density;
+          flops[size_t(i)] = c.flops;
+        };
       },
-      workers);
-  if (error) std::rethrow_exception(error);
+      o.cancel);
   require(!(o.cancel && o.cancel->load()), ErrorCode::Cancelled, "dataset evaluation cancelled");
   int64_t right = 0, same = 0;
   std::vector<double> correct, drop;  // per labelled image: 1 when right; dense's right - mine
@@ -121,17 +93,15 @@ constexpr const char* kDatasetHeader =
 }  // namespace
 
 std::string dataset_csv(const std::vector<DatasetRow>& rows) {
-  const auto base =
-      std::find_if(rows.begin(), rows.end(), [](const DatasetRow& r) { return r.index == 0; });
-  require(base != rows.end(), ErrorCode::InvalidArgument,
-          "a dataset table needs its dense row (index 0): the drops are against it");
+  const DatasetRow& base =
+      dense_row(rows, "a dataset table needs its dense row (index 0): the drops are against it");
   std::string out = std::string(kDatasetHeader) + "\n";
   for (const DatasetRow& r : rows) {
     const DatasetEval& e = r.eval;
     out += std::to_string(r.index) + "," + csv_quote(e.spec) + "," + std::to_string(e.records) +
            "," + std::to_string(e.labelled) + "," + csv_field(e.accuracy) + "," +
            csv_field(e.accuracy_lo) + "," + csv_field(e.accuracy_hi) + "," +
-           csv_field(base->eval.accuracy - e.accuracy) + "," + csv_field(e.drop_lo) + "," +
+           csv_field(base.eval.accuracy - e.accuracy) + "," + csv_field(e.drop_lo) + "," +
            csv_field(e.drop_hi) + "," + csv_field(e.agreement) + "," + csv_field(e.density) + "," +
            csv_field(e.attention_flops / 1e9) + "," + csv_field(e.seconds) + "\n";
   }
@@ -139,25 +109,14 @@ std::string dataset_csv(const std::vector<DatasetRow>& rows) {
 }
 
 bool is_dataset_csv(const std::string& text) {
-  return text.rfind(std::string(kDatasetHeader) + "\n", 0) == 0 || text == kDatasetHeader;
+  return has_header(text, kDatasetHeader);
 }
 
 std::vector<DatasetRow> parse_dataset_csv(const std::string& text, const std::string& source) {
-  require(is_dataset_csv(text), ErrorCode::Format,
-          source + ": not an attnscope dataset table (first line must be the header '" +
-              std::string(kDatasetHeader) + "')");
-  std::stringstream ss(text);
-  std::string line;
-  std::getline(ss, line);
   std::vector<DatasetRow> rows;
-  int n = 1;
-  while (std::getline(ss, line)) {
-    ++n;
-    if (line.empty()) continue;
-    const std::string where = source + ":" + std::to_string(n);
-    const std::vector<std::string> f = split_csv_line(line);
-    require(f.size() == 14, ErrorCode::Format,
-            where + ": expected 14 fields, found " + std::to_string(f.size()));
+  for (const TableLine& line : table_lines(text, kDatasetHeader, 14, source, "dataset")) {
+    const std::vector<std::string>& f = line.fields;
+    const std::string& where = line.where;
     auto num = [&](const std::string& s) { return csv_number(s, where); };
     auto count = [&](const std::string& s) { return csv_count(s, where, 9e15); };
     DatasetRow r;

@@ -38,7 +38,7 @@ struct DatasetEvalOptions {
 // counted flops mean the same) over every record of `d`. `dense` (the baseline's predictions, or
 // null) gives the agreement. Throws Error(InvalidArgument) for a text model, a malformed spec,
 // or an image the model cannot take.
-DatasetEval evaluate_image_dataset(const Model& model, const ImageDataset& d,
+DatasetEval evaluate_image_dataset(const models::Model& model, const ImageDataset& d,
                                    const std::string& spec, const std::vector<int32_t>* dense,
                                    const DatasetEvalOptions& o = {});
 

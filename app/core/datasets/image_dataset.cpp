@@ -58,7 +58,8 @@ ImageDataset read_idx_dataset(const fs::path& dir, const std::string& prefix, in
   const std::string labels_path = idx_file(dir, prefix + "-labels-idx1-ubyte");
   require(!labels_path.empty(), ErrorCode::Io,
           dir.string() + ": " + prefix + "-labels-idx1-ubyte[.gz] is missing beside the images");
-  const IdxArray images = read_idx(images_path), labels = read_idx(labels_path);
+  const models::IdxArray images = models::read_idx(images_path),
+                         labels = models::read_idx(labels_path);
   require(images.shape.size() == 3, ErrorCode::Format,
           images_path + ": images are [count, rows, cols], not " +
               std::to_string(images.shape.size()) + " dimensions");
@@ -69,7 +70,7 @@ ImageDataset read_idx_dataset(const fs::path& dir, const std::string& prefix, in
           images_path + " holds " + std::to_string(images.shape[0]) + " images but " + labels_path +
               " " + std::to_string(labels.shape[0]) + " labels");
   const int h = int(images.shape[1]), w = int(images.shape[2]);
-  require(h <= kMaxImageSide && w <= kMaxImageSide, ErrorCode::Format,
+  require(h <= models::kMaxImageSide && w <= models::kMaxImageSide, ErrorCode::Format,
           images_path + ": images of " + std::to_string(w) + "x" + std::to_string(h) +
               " exceed the image size limit");
   const int64_t n = limit > 0 ? std::min<int64_t>(limit, images.shape[0]) : images.shape[0];
@@ -129,7 +130,7 @@ ImageDataset read_image_dataset(const std::string& path, int channels, int64_t l
           dir.string() + ": no images (nor " + prefix + "-images-idx3-ubyte IDX files) found");
   if (limit > 0 && int64_t(files.size()) > limit) files.resize(size_t(limit));
   for (const auto& [f, label] : files)
-    d.records.push_back({f.string(), load_image(f.string(), channels), label});
+    d.records.push_back({f.string(), models::load_image(f.string(), channels), label});
   return d;
 }
 

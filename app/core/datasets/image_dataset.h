@@ -16,9 +16,9 @@
 namespace attn::core {
 
 struct ImageRecord {
-  std::string source;  // "t10k-images-idx3-ubyte.gz:17" or "folder/cat/a.png"
-  Image8 image;        // in the channels asked for
-  int label = -1;      // class index; -1 = unlabelled
+  std::string source;    // "t10k-images-idx3-ubyte.gz:17" or "folder/cat/a.png"
+  models::Image8 image;  // in the channels asked for
+  int label = -1;        // class index; -1 = unlabelled
 };
 
 struct ImageDataset {

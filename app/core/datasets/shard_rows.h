@@ -1,5 +1,6 @@
-// Merging the tables of a sharded dataset sweep: rows carry their `index` in the full sweep, and
-// row 0, the dense baseline, is in every shard (the paired intervals need it in each process).
+// The CSV tables of a dataset sweep (dataset_eval.h, text_dataset_eval.h), read and merged alike:
+// rows carry their `index` in the full sweep, and row 0, the dense baseline, is in every shard
+// (the paired intervals need it in each process).
 #pragma once
 #include <algorithm>
 #include <string>
@@ -8,6 +9,31 @@
 #include "compute/error.h"
 
 namespace attn::core {
+
+// Whether `text` starts with the table's header line.
+bool has_header(const std::string& text, const char* header);
+
+// One data line of a table: its fields, and its place ("source:line") for errors.
+struct TableLine {
+  std::string where;
+  std::vector<std::string> fields;
+};
+
+// The data lines (blank ones skipped) of a table whose first line is `header`, each of `fields`
+// fields. Throws Error(Format) naming `source` when the first line is another (`what` names the
+// table: "dataset") or a line has another number of fields.
+std::vector<TableLine> table_lines(const std::string& text, const char* header, size_t fields,
+                                   const std::string& source, const std::string& what);
+
+// The dense row (index 0), which the other rows are compared with; Error(InvalidArgument) with
+// `missing` when the table has none.
+template <class Row>
+const Row& dense_row(const std::vector<Row>& rows, const std::string& missing) {
+  const auto base =
+      std::find_if(rows.begin(), rows.end(), [](const Row& r) { return r.index == 0; });
+  require(base != rows.end(), ErrorCode::InvalidArgument, missing);
+  return *base;
+}
 
 // Sorted by index, the baseline once. `differs(a, b)` returns why two shards' baselines disagree
 // ("" when they agree). Throws Error(Format) for disagreeing baselines, no baseline, an index in

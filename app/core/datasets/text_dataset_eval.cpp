@@ -1,22 +1,18 @@
 #include "app/core/datasets/text_dataset_eval.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <exception>
-#include <mutex>
-#include <sstream>
 #include <tuple>
 
 #include "app/core/analysis/sweep.h"
+#include "app/core/datasets/dataset_worker.h"
 #include "app/core/datasets/shard_rows.h"
 #include "app/core/heads/head_atlas.h"
 #include "app/core/heads/interventions.h"
 #include "app/core/session/labels.h"
 #include "compute/error.h"
-#include "compute/fallback.h"
 #include "compute/parallel.h"
 #include "compute/registry.h"
 #include "models/arch/substitution.h"
@@ -24,21 +20,21 @@
 
 namespace attn::core {
 
-EncodedRecords encode_records(const Model& model, const std::vector<TextRecord>& records) {
+EncodedRecords encode_records(const models::Model& model, const std::vector<TextRecord>& records) {
   EncodedRecords out;
   for (const TextRecord& r : records) {
-    TextInput ti = encode_for_model(model, r.text, r.source);
+    models::TextInput ti = encode_for_model(model, r.text, r.source);
     out.truncated += ti.truncated;
     out.ids.push_back(std::move(ti.ids));
   }
   return out;
 }
 
-TextDatasetEval evaluate_text_dataset(const Model& model, const EncodedRecords& records,
+TextDatasetEval evaluate_text_dataset(const models::Model& model, const EncodedRecords& records,
                                       const std::vector<std::string>& names,
                                       const std::string& spec, const TextDatasetEval* dense,
                                       const DatasetEvalOptions& o) {
-  const ModelInfo& info = model.info();
+  const models::ModelInfo& info = model.info();
   require(info.causal && info.vocab > 0, ErrorCode::InvalidArgument,
           info.dir + " has no next-token logits: a text dataset needs a causal language model");
   const int64_t n = int64_t(records.ids.size());
@@ -60,51 +56,27 @@ TextDatasetEval evaluate_text_dataset(const Model& model, const EncodedRecords& 
       flops(size_t(n), 0.0);
   // Records in parallel, each forward pass on one thread with its own backend; per-record values
   // combined at the end in record order.
-  const int workers = std::max(1, std::min<int>(thread_count(o.threads), int(n)));
-  std::atomic<int64_t> next{0};
-  std::mutex error_mu;
-  std::exception_ptr error;
-  parallel_for(
-      workers,
-      [&](int) {
-        try {
-          auto backend = make_backend_with_fallback(o.backend);
-          Substitution sub;
-          sub.variant = &variant;
-          sub.backend = backend.get();
-          sub.run.threads = 1;
-          sub.run.cancel = o.cancel;
-          ForwardOptions fo, plain;
-          fo.substitution = &sub;
-          fo.threads = plain.threads = 1;
-          ModelInput in;
-          for (int64_t i = next++; i < n; i = next++) {
-            if (o.cancel && o.cancel->load(std::memory_order_relaxed)) break;
-            in.ids = records.ids[size_t(i)];
-            const ModelOutput out = model.forward(in, fo);
-            e.record_loss[size_t(i)] = next_token_loss(out, in.ids);
-            if (dense) {  // the same record without the variant, for the KL and the agreement
-              const EndToEnd ee = end_to_end(info, in, model.forward(in, plain), out);
-              kl[size_t(i)] = ee.mean_kl;
-              top1[size_t(i)] = ee.top1_agreement;
-            }
-            double dens = 0, fl = 0;
-            for (const SubstitutedLayer& s : out.substituted) {
-              dens += s.stats.density;
-              fl += s.stats.counted.flops;
-            }
-            density[size_t(i)] =
-                out.substituted.empty() ? 1.0 : dens / double(out.substituted.size());
-            flops[size_t(i)] = fl;
+  parallel_items(
+      n, o.threads,
+      [&]() -> std::function<void(int64_t)> {
+        auto w = std::make_shared<DatasetWorker>(variant, o);
+        return [&, w](int64_t i) {
+          models::ModelInput in;
+          in.ids = records.ids[size_t(i)];
+          const models::ModelOutput out = model.forward(in, w->substituted);
+          e.record_loss[size_t(i)] = next_token_loss(out, in.ids);
+          if (dense) {  // the same record without the variant, for the KL and the agreement
+            const models::EndToEnd ee =
+                models::end_to_end(info, in, model.forward(in, w->plain), out);
+            kl[size_t(i)] = ee.mean_kl;
+            top1[size_t(i)] = ee.top1_agreement;
           }
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(error_mu);
-          if (!error) error = std::current_exception();
-          next = n;  // the other workers stop too
-        }
+          const SubstitutedCost c = substituted_cost(out);
+          density[size_t(i)] = c.density;
+          flops[size_t(i)] = c.flops;
+        };
       },
-      workers);
-  if (error) std::rethrow_exception(error);
+      o.cancel);
   require(!(o.cancel && o.cancel->load()), ErrorCode::Cancelled,
           "text dataset evaluation cancelled");
   std::vector<double> rise;
@@ -138,16 +110,14 @@ constexpr const char* kTextHeader =
 }  // namespace
 
 std::string text_dataset_csv(const std::vector<TextDatasetRow>& rows) {
-  const auto base =
-      std::find_if(rows.begin(), rows.end(), [](const TextDatasetRow& r) { return r.index == 0; });
-  require(base != rows.end(), ErrorCode::InvalidArgument,
-          "a text dataset table needs its dense row (index 0): the rises are against it");
+  const TextDatasetRow& base = dense_row(
+      rows, "a text dataset table needs its dense row (index 0): the rises are against it");
   std::string out = std::string(kTextHeader) + "\n";
   for (const TextDatasetRow& r : rows) {
     const TextDatasetEval& e = r.eval;
     out += std::to_string(r.index) + "," + csv_quote(e.spec) + "," + std::to_string(e.records) +
            "," + std::to_string(e.tokens) + "," + csv_field(e.loss) + "," + csv_field(e.loss_lo) +
-           "," + csv_field(e.loss_hi) + "," + csv_field(e.loss - base->eval.loss) + "," +
+           "," + csv_field(e.loss_hi) + "," + csv_field(e.loss - base.eval.loss) + "," +
            csv_field(e.rise_lo) + "," + csv_field(e.rise_hi) + "," + csv_field(e.next_token_kl) +
            "," + csv_field(e.top1_agreement) + "," + csv_field(e.density) + "," +
            csv_field(e.attention_flops) + "," + csv_field(e.seconds) + "\n";
@@ -156,26 +126,15 @@ std::string text_dataset_csv(const std::vector<TextDatasetRow>& rows) {
 }
 
 bool is_text_dataset_csv(const std::string& text) {
-  return text.rfind(std::string(kTextHeader) + "\n", 0) == 0 || text == kTextHeader;
+  return has_header(text, kTextHeader);
 }
 
 std::vector<TextDatasetRow> parse_text_dataset_csv(const std::string& text,
                                                    const std::string& source) {
-  require(is_text_dataset_csv(text), ErrorCode::Format,
-          source + ": not an attnscope text dataset table (first line must be the header '" +
-              std::string(kTextHeader) + "')");
-  std::stringstream ss(text);
-  std::string line;
-  std::getline(ss, line);
   std::vector<TextDatasetRow> rows;
-  int n = 1;
-  while (std::getline(ss, line)) {
-    ++n;
-    if (line.empty()) continue;
-    const std::string where = source + ":" + std::to_string(n);
-    const std::vector<std::string> f = split_csv_line(line);
-    require(f.size() == 15, ErrorCode::Format,
-            where + ": expected 15 fields, found " + std::to_string(f.size()));
+  for (const TableLine& line : table_lines(text, kTextHeader, 15, source, "text dataset")) {
+    const std::vector<std::string>& f = line.fields;
+    const std::string& where = line.where;
     auto num = [&](const std::string& s) { return csv_number(s, where); };
     auto count = [&](const std::string& s) { return csv_count(s, where, 1e9); };
     TextDatasetRow r;

@@ -37,13 +37,13 @@ struct EncodedRecords {
   std::vector<std::vector<int32_t>> ids;
   int64_t truncated = 0;
 };
-EncodedRecords encode_records(const Model& model, const std::vector<TextRecord>& records);
+EncodedRecords encode_records(const models::Model& model, const std::vector<TextRecord>& records);
 
 // Runs `spec` over every record. With `dense` (the baseline's evaluation of the same records) the
 // rise, KL and agreement compare each record with a dense pass of it; without, `spec` is the
 // baseline. Throws Error(InvalidArgument) for a model without next-token logits, an empty
 // dataset, a malformed spec, or a record of fewer than 2 tokens (named).
-TextDatasetEval evaluate_text_dataset(const Model& model, const EncodedRecords& records,
+TextDatasetEval evaluate_text_dataset(const models::Model& model, const EncodedRecords& records,
                                       const std::vector<std::string>& names,
                                       const std::string& spec, const TextDatasetEval* dense,
                                       const DatasetEvalOptions& o = {});

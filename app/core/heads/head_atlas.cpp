@@ -31,14 +31,10 @@ struct SplitMix {
   size_t below(size_t n) { return size_t(next() % n); }
 };
 
-std::optional<int32_t> bos_of(const Model& m) {
+std::optional<int32_t> bos_of(const models::Model& m) {
   const auto& b = m.config().bos_token_id;
   if (b) return int32_t(*b);
   return std::nullopt;
-}
-
-bool is_repeat_role(const std::string& name) {
-  return name == "duplicate_token" || name == "induction" || name == "retrieval";
 }
 
 double percentile(std::vector<double>& sorted, double q) {
@@ -49,18 +45,19 @@ double percentile(std::vector<double>& sorted, double q) {
 }
 
 // Role scores of every head of one forward pass: [role][L * H].
-std::vector<std::vector<double>> score_pass(const Model& model, const std::vector<int32_t>& ids,
-                                            int repeat_start, int repeat_period,
-                                            const AtlasOptions& o, double* nll_sum,
-                                            std::vector<int>* offsets) {
-  const ModelInfo& info = model.info();
-  Capture cap(HookSelection::parse("blocks.*.attn.pattern,blocks.*.attn.out,blocks.*.attn.v"));
-  ModelInput in;
+std::vector<std::vector<double>> score_pass(const models::Model& model,
+                                            const std::vector<int32_t>& ids, int repeat_start,
+                                            int repeat_period, const AtlasOptions& o,
+                                            double* nll_sum, std::vector<int>* offsets) {
+  const models::ModelInfo& info = model.info();
+  models::Capture cap(
+      models::HookSelection::parse("blocks.*.attn.pattern,blocks.*.attn.out,blocks.*.attn.v"));
+  models::ModelInput in;
   in.ids = ids;
-  ForwardOptions fo;
+  models::ForwardOptions fo;
   fo.capture = &cap;
   fo.threads = o.threads;
-  const ModelOutput out = model.forward(in, fo);
+  const models::ModelOutput out = model.forward(in, fo);
   const int N = out.n_tokens, L = info.n_layers, H = info.n_heads;
   // Copy steps of a repeated sequence: second-copy queries whose top-1 next token is the next
   // token of the copy (the token after the earlier occurrence).
@@ -90,7 +87,7 @@ std::vector<std::vector<double>> score_pass(const Model& model, const std::vecto
   RoleOptions ro;
   ro.long_range = o.long_range;
   for (int l = 0; l < L; ++l) {
-    const LayerCapture& c = cap.layers[size_t(l)];
+    const models::LayerCapture& c = cap.layers[size_t(l)];
     const Problem& p = c.problem;
     const int d = c.d;
     parallel_for(
@@ -125,9 +122,9 @@ std::vector<std::vector<double>> score_pass(const Model& model, const std::vecto
 
 }  // namespace
 
-AtlasInput atlas_input(const Model& model, const std::vector<std::string>& texts,
+AtlasInput atlas_input(const models::Model& model, const std::vector<std::string>& texts,
                        const AtlasOptions& o) {
-  const ModelInfo& info = model.info();
+  const models::ModelInfo& info = model.info();
   require(!info.vision, ErrorCode::Unsupported,
           "head roles need a text model; " + info.model_type + " reads images");
   require(model.tokenizer() != nullptr, ErrorCode::InvalidArgument,
@@ -183,7 +180,7 @@ AtlasInput atlas_input(const Model& model, const std::vector<std::string>& texts
       in.windows.push_back(window_at(ids, 0, std::min(body, ids.size())));
   }
   // Random sequences from the text's tokens (special tokens left out).
-  const Tokenizer& tok = *model.tokenizer();
+  const models::Tokenizer& tok = *model.tokenizer();
   std::vector<int32_t> tokens;
   for (int32_t t : pool)
     if (!tok.is_special(t) && (!bos || t != *bos)) tokens.push_back(t);
@@ -232,10 +229,11 @@ std::pair<double, double> bootstrap_ci(const std::vector<double>& x0, int resamp
   return {percentile(means, a), percentile(means, 1 - a)};
 }
 
-AtlasSamples collect_atlas(const Model& model, const std::string& model_name, const AtlasInput& in,
-                           const AtlasOptions& o, const std::vector<int>* items) {
+AtlasSamples collect_atlas(const models::Model& model, const std::string& model_name,
+                           const AtlasInput& in, const AtlasOptions& o,
+                           const std::vector<int>* items) {
   const auto t0 = std::chrono::steady_clock::now();
-  const ModelInfo& info = model.info();
+  const models::ModelInfo& info = model.info();
   require(!info.vision, ErrorCode::Unsupported,
           "head roles need a text model; " + info.model_type + " reads images");
   require(!in.windows.empty() || !in.repeats.empty(), ErrorCode::InvalidArgument,
@@ -288,7 +286,7 @@ AtlasSamples collect_atlas(const Model& model, const std::string& model_name, co
     }
     smp.scores.resize(R);
     for (size_t r = 0; r < R; ++r)
-      if (is_repeat_role(roles[r].name) == smp.repeat) smp.scores[r] = std::move(s[r]);
+      if (roles[r].repeated == smp.repeat) smp.scores[r] = std::move(s[r]);
     a.samples.push_back(std::move(smp));
     ++done;
     if (o.progress) o.progress(done, total);
@@ -363,8 +361,8 @@ HeadAtlas summarize_atlas(const AtlasSamples& s, int bootstrap) {
   return a;
 }
 
-HeadAtlas head_atlas(const Model& model, const std::string& model_name, const AtlasInput& in,
-                     const AtlasOptions& o) {
+HeadAtlas head_atlas(const models::Model& model, const std::string& model_name,
+                     const AtlasInput& in, const AtlasOptions& o) {
   return summarize_atlas(collect_atlas(model, model_name, in, o), o.bootstrap);
 }
 

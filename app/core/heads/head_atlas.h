@@ -3,14 +3,14 @@
 // `attnscope heads`, the `heads` figure and the app's atlas read one HeadAtlas.
 //
 // The protocol is models/train/measure_text.py's (the default models' cards):
-//   text roles (previous_token, distance, offset, sink, no_op, long_range): W-token windows,
-//     each the model's BOS token + W-1 tokens of the text, K windows at evenly spaced offsets
-//     (NumPy's linspace(0, tokens - W, K) truncated), or one window per record of a dataset;
-//   duplicate_token, induction and retrieval: S sequences BOS + R + R, R being `repeat_length`
-//   tokens drawn
-//     uniformly (seeded) from the tokens of the text (every token but BOS/EOS without text);
-//     scores are those of the second copy (head_roles.h); retrieval counts the second copy's
-//     copy steps, the needle being R itself with no haystack between the copies.
+//   text roles (HeadRole::repeated false, e.g. previous_token, sink): W-token windows, each the
+//     model's BOS token + W-1 tokens of the text, K windows at evenly spaced offsets (NumPy's
+//     linspace(0, tokens - W, K) truncated), or one window per record of a dataset;
+//   repeated-sequence roles (HeadRole::repeated true, e.g. induction): S sequences BOS + R + R,
+//     R being `repeat_length` tokens drawn uniformly (seeded) from the tokens of the text (every
+//     token but BOS/EOS without text); scores are those of the second copy (head_roles.h);
+//     retrieval counts the second copy's copy steps, the needle being R itself with no haystack
+//     between the copies.
 // The card's own random sequences come from NumPy's generator: the atlas draws its own, so its
 // induction numbers agree with the card's in distribution, not digit for digit; given the card's
 // probe ids (AtlasInput) they agree exactly.
@@ -58,7 +58,7 @@ struct AtlasInput {
 // (dataset records) give one window each, their first W tokens; no text gives the repeated
 // sequences alone, drawn from the whole vocabulary. Throws Error(InvalidArgument)
 // for a model without tokenizer or text without tokens, Error(Unsupported) for a vision model.
-AtlasInput atlas_input(const Model& model, const std::vector<std::string>& texts,
+AtlasInput atlas_input(const models::Model& model, const std::vector<std::string>& texts,
                        const AtlasOptions& o);
 
 struct HeadAtlas {
@@ -83,8 +83,8 @@ struct HeadAtlas {
 };
 
 // One forward pass's role scores, before any averaging: the unit of sharding. A text window
-// scores the text roles and gives its offsets and next-token loss; a repeated sequence scores
-// duplicate_token, induction and retrieval.
+// scores the text roles and gives its offsets and next-token loss; a repeated sequence scores the
+// repeated-sequence roles (HeadRole::repeated).
 struct AtlasSample {
   bool repeat = false;                      // a repeated sequence, else a text window
   int index = 0;                            // its place among the input's windows or sequences
@@ -109,14 +109,15 @@ struct AtlasSamples {
 // followed by the sequences, as a shard owns them) and scores every head. Throws
 // Error(Unsupported) for vision models and Error(InvalidArgument) for an input with neither
 // windows nor sequences or an item outside it.
-AtlasSamples collect_atlas(const Model& model, const std::string& model_name, const AtlasInput& in,
-                           const AtlasOptions& o = {}, const std::vector<int>* items = nullptr);
+AtlasSamples collect_atlas(const models::Model& model, const std::string& model_name,
+                           const AtlasInput& in, const AtlasOptions& o = {},
+                           const std::vector<int>* items = nullptr);
 // Means, intervals and offsets of the samples (intervals resample in index order, so merged
 // shards give the single run's numbers exactly).
 HeadAtlas summarize_atlas(const AtlasSamples& s, int bootstrap);
 // collect_atlas() over every item, then summarize_atlas().
-HeadAtlas head_atlas(const Model& model, const std::string& model_name, const AtlasInput& in,
-                     const AtlasOptions& o = {});
+HeadAtlas head_atlas(const models::Model& model, const std::string& model_name,
+                     const AtlasInput& in, const AtlasOptions& o = {});
 
 // Bootstrap percentile interval of the mean of `x` (B resamples with replacement, seeded):
 // {lo, hi}. NaN values are left out; fewer than 2 values give {mean, mean}.

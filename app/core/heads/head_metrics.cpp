@@ -61,17 +61,19 @@ double previous_token(const HeadMetricInput& in) {
   return rows ? sum / rows : std::nan("");
 }
 
-// A role score of the head (NaN where the roles were not computed).
-std::function<double(const HeadMetricInput&)> role(const char* name) {
-  const int r = head_role_index(name);
-  return [r](const HeadMetricInput& in) {
-    return in.roles ? in.roles->value[size_t(r)] : std::nan("");
-  };
-}
-
-HeadMetric role_metric(const char* name, const char* id, const char* label) {
-  const HeadRole& r = head_roles()[size_t(head_role_index(name))];
-  return {id, r.title, label, r.definition + " (" + r.source + ")", false, true, role(name)};
+// The head-grid metric of a role (head_roles.h): its score on this input, NaN where the roles
+// were not computed.
+HeadMetric role_metric(size_t index) {
+  const HeadRole& r = head_roles()[index];
+  return {r.grid_id,
+          r.title,
+          r.grid_label,
+          r.definition + " (" + r.source + ")",
+          false,
+          true,
+          [index](const HeadMetricInput& in) {
+            return in.roles ? in.roles->value[index] : std::nan("");
+          }};
 }
 
 }  // namespace
@@ -191,16 +193,16 @@ const std::vector<HeadMetric>& head_metrics() {
       {"mass_recall", "Dense mass kept (recall)", "Mass recall",
        "mean over queries of the dense probability mass inside the kept set", true, true,
        [](const HeadMetricInput& in) { return in.metrics.mass_recall; }},
-      // Head roles on this input (head_roles.h; `attnscope heads` measures them over a corpus).
-      role_metric("duplicate_token", "dup_token", "Duplicate token"),
-      role_metric("induction", "induction", "Induction"),
-      role_metric("distance", "attn_distance", "Attention distance"),
-      role_metric("offset", "offset_conc", "Offset concentration"),
-      role_metric("sink", "first_token", "First-token mass"),
-      role_metric("no_op", "no_op", "No-op"),
-      role_metric("long_range", "long_range", "Long range"),
   };
-  return table;
+  // Then the head roles that have a grid metric, in the roles' order (head_roles.h; `attnscope
+  // heads` measures them over a corpus).
+  static const std::vector<HeadMetric> with_roles = [] {
+    std::vector<HeadMetric> all = table;
+    for (size_t r = 0; r < head_roles().size(); ++r)
+      if (!head_roles()[r].grid_id.empty()) all.push_back(role_metric(r));
+    return all;
+  }();
+  return with_roles;
 }
 
 const std::vector<std::string>& head_metric_names() {

@@ -1,62 +1,25 @@
 // Head roles: what one attention head does, as scores in [0, 1], computed from its attention
-// rows (and, for the no-op role, its output and value norms). The detectors are plain functions
-// of a head's rows, so the same code scores a hand-made pattern in a test, a head of any panel in
+// rows (and, for the no-op role, its output and value norms). The detectors read nothing but a
+// head's rows, so the same code scores a hand-made pattern in a test, a head of any panel in
 // the app's head grid (head_metrics.h) and every head of a model over a corpus (head_atlas.h).
 //
 // Positions: query row i of a head with n_q queries over n_k keys sits at key position
 // t = n_k - n_q + i (causal decoders: n_q = n_k, t = i). Distances are t - k.
 //
-//   previous_token  mean over queries t >= 2 of A[t, t-1]. Query 1 is left out: its previous
-//                   token is the first token, whose mass is the sink's (Olsson et al. 2022, "In-
-//                   context Learning and Induction Heads"; TransformerLens's previous-token
-//                   detector; models/train/measure_text.py's protocol)
-//   duplicate_token mean over queries whose token occurred before of the mass on its earlier
-//                   occurrences (TransformerLens's duplicate-token detector; Wang et al. 2022,
-//                   "Interpretability in the Wild"). On a repeated sequence: the mass from each
-//                   token of the second copy on the same token of the first copy
-//   induction       mean over queries whose token occurred before of the mass on the tokens
-//                   that followed its earlier occurrences (Olsson et al. 2022). On a repeated
-//                   random sequence BOS + R + R: from each token of the second copy to the token
-//                   after its earlier occurrence (measure_text.py's protocol)
-//   distance        mean over queries t >= 1 of the expected distance |t - k| under the row,
-//                   divided by the largest distance the row can reach: 0 = attends to itself,
-//                   1 = to the farthest key (mean attention distance, Dosovitskiy et al. 2021)
-//   offset          positional concentration: the largest share of all mass of queries t >= 1
-//                   that lies at one fixed offset t - k (1 for a head that always looks d tokens
-//                   back; the offset is reported beside it)
-//   sink            mean over queries t >= 1 of A[t, 0], the mass on the first token (Xiao et
-//                   al. 2023, "Efficient Streaming Language Models with Attention Sinks")
-//   no_op           mean over queries t >= 1 of A[t, 0] * max(0, 1 - |o_t| / mean_k |v_k|): mass
-//                   on the first token while the head's output is small against its values
-//                   (dormant heads: Guo et al. 2024, "Active-Dormant Attention Heads"; Gu et al.
-//                   2024, "When Attention Sink Emerges in Language Models")
-//   long_range      mean over queries with such keys of the mass on keys more than D tokens
-//                   away, the first token excepted (that mass is the sink's); D = 32 by default
-//   retrieval       share of copy steps whose most-attended key is the token being copied: at
-//                   a copy step the model's top-1 next token is the one that followed an earlier
-//                   occurrence of the query's token (copy-paste retrieval, Wu et al. 2024,
-//                   "Retrieval Head Mechanistically Explains Long-Context Factuality"); the
-//                   caller marks the copy steps (HeadRows::copy_source)
+// The roles are one table, head_roles(): id, title, a one-line definition, its source, where the
+// atlas measures it, its head-grid metric and its detector. The detectors (head_roles.cpp, each
+// with its protocol and paper above it) see every row of a head once, in one pass shared by all
+// roles. `attnscope heads --json`, the head grid (head_metrics.h), the atlas (head_atlas.h) and
+// the `heads` figure read the table, so a new role is one detector and one entry there.
 // A score without the queries it needs (no repeated token, too short an input, no norms) is NaN.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace attn::core {
-
-struct HeadRole {
-  std::string name;        // stable id in JSON and sessions: "previous_token"
-  std::string title;       // panel and colour-bar title
-  std::string definition;  // one line: what the number is
-  std::string source;      // where the detector comes from
-};
-
-// Every role, in display order.
-const std::vector<HeadRole>& head_roles();
-// Index in head_roles(); throws Error(InvalidArgument) listing the names.
-int head_role_index(const std::string& name);
 
 // One head's attention, row by row.
 struct HeadRows {
@@ -80,6 +43,42 @@ struct HeadRows {
 struct RoleOptions {
   int long_range = 32;  // D of the long-range role
 };
+
+// One query row of a head, as a detector sees it.
+struct RoleRow {
+  int i = 0;                  // query index
+  int t = 0;                  // its key position
+  int kend = 0;               // the keys it can see: [0, kend) (t + 1 causal, n_k otherwise)
+  const double* p = nullptr;  // its probabilities over keys [0, n_k)
+};
+
+// A role's detector for one head: sees every query row once, in order, then gives the score.
+class RoleDetector {
+ public:
+  virtual ~RoleDetector() = default;
+  virtual void add(const RoleRow& row) = 0;
+  virtual double score() const = 0;         // in [0, 1] (role_scores clamps it) or NaN
+  virtual int offset() const { return 0; }  // the offset role's offset t - k; 0 for the others
+};
+
+struct HeadRole {
+  std::string name;        // stable id in JSON and sessions: "previous_token"
+  std::string title;       // panel and colour-bar title
+  std::string definition;  // one line: what the number is
+  std::string source;      // where the detector comes from
+  // The atlas measures it on the repeated sequences BOS + R + R (head_atlas.h), else on the text
+  // windows.
+  bool repeated = false;
+  // Its head-grid metric (head_metrics.h): id and chooser label; empty: not on the grid.
+  std::string grid_id, grid_label;
+  // A detector for head `h` (its sizes, ids, norms) with options `o`.
+  std::function<std::unique_ptr<RoleDetector>(const HeadRows& h, const RoleOptions& o)> detector;
+};
+
+// Every role, in display order.
+const std::vector<HeadRole>& head_roles();
+// Index in head_roles(); throws Error(InvalidArgument) listing the names.
+int head_role_index(const std::string& name);
 
 struct RoleScores {
   std::vector<double> value;  // [head_roles()] in [0, 1] or NaN

@@ -19,7 +19,7 @@ void check_cancel(const std::atomic<bool>* cancel) {
   if (cancel && cancel->load()) throw Error(ErrorCode::Cancelled, "cancelled");
 }
 
-double logit_difference(const ModelOutput& out, int32_t target, int32_t foil) {
+double logit_difference(const models::ModelOutput& out, int32_t target, int32_t foil) {
   const float* last = out.logits.data() + size_t(out.n_tokens - 1) * size_t(out.n_logits);
   return double(last[target]) - double(last[foil]);
 }
@@ -30,11 +30,11 @@ std::string fixed4(double x) {
   return buf;
 }
 
-ModelOutput run(const Model& m, const std::vector<int32_t>& ids, const Intervention* iv,
-                Capture* cap, int threads) {
-  ModelInput in;
+models::ModelOutput run(const models::Model& m, const std::vector<int32_t>& ids,
+                        const models::Intervention* iv, models::Capture* cap, int threads) {
+  models::ModelInput in;
   in.ids = ids;
-  ForwardOptions fo;
+  models::ForwardOptions fo;
   fo.intervention = iv;
   fo.capture = cap;
   fo.threads = threads;
@@ -64,26 +64,28 @@ std::vector<std::pair<int, int>> parse_heads(const std::string& list) {
   return out;
 }
 
-void check_heads(const std::vector<std::pair<int, int>>& heads, const ModelInfo& info) {
+void check_heads(const std::vector<std::pair<int, int>>& heads, const models::ModelInfo& info) {
   for (const auto& [l, h] : heads)
     require(l < info.n_layers && h < info.n_heads, ErrorCode::InvalidArgument,
-            head_name(l, h) + " is outside the model: it has " + std::to_string(info.n_layers) +
-                " layers and " + std::to_string(info.n_heads) + " heads (0-based)");
+            models::head_name(l, h) + " is outside the model: it has " +
+                std::to_string(info.n_layers) + " layers and " + std::to_string(info.n_heads) +
+                " heads (0-based)");
 }
 
-HeadEdit::Mode ablation_mode(const std::string& name) {
-  if (name == "zero") return HeadEdit::Zero;
-  if (name == "mean") return HeadEdit::Mean;
-  if (name == "resample") return HeadEdit::Replace;
-  if (name == "pattern") return HeadEdit::Pattern;
+models::HeadEdit::Mode ablation_mode(const std::string& name) {
+  if (name == "zero") return models::HeadEdit::Zero;
+  if (name == "mean") return models::HeadEdit::Mean;
+  if (name == "resample") return models::HeadEdit::Replace;
+  if (name == "pattern") return models::HeadEdit::Pattern;
   throw Error(ErrorCode::InvalidArgument,
               "unknown ablation mode '" + name + "' (known: zero, mean, resample, pattern)");
 }
 
-Intervention ablation(const std::vector<std::pair<int, int>>& heads, HeadEdit::Mode mode) {
-  Intervention iv;
+models::Intervention ablation(const std::vector<std::pair<int, int>>& heads,
+                              models::HeadEdit::Mode mode) {
+  models::Intervention iv;
   for (const auto& [l, h] : heads) {
-    HeadEdit e;
+    models::HeadEdit e;
     e.mode = mode;
     e.layer = l;
     e.head = h;
@@ -92,22 +94,24 @@ Intervention ablation(const std::vector<std::pair<int, int>>& heads, HeadEdit::M
   return iv;
 }
 
-Intervention resample_ablation(const Model& model, const std::vector<std::pair<int, int>>& heads,
-                               const std::vector<int32_t>& source, int n, int threads,
-                               bool pattern) {
+models::Intervention resample_ablation(const models::Model& model,
+                                       const std::vector<std::pair<int, int>>& heads,
+                                       const std::vector<int32_t>& source, int n, int threads,
+                                       bool pattern) {
   require(int(source.size()) == n, ErrorCode::InvalidArgument,
           std::string(pattern ? "pattern patching" : "resample ablation") +
               ": the source input has " + std::to_string(source.size()) + " tokens, the input " +
               std::to_string(n) + "; they must be the same length");
   check_heads(heads, model.info());
-  Capture cap(HookSelection::parse(pattern ? "blocks.*.attn.pattern" : "blocks.*.attn.out"));
+  models::Capture cap(
+      models::HookSelection::parse(pattern ? "blocks.*.attn.pattern" : "blocks.*.attn.out"));
   run(model, source, nullptr, &cap, threads);
   // A head's slice: its output f32 [n, d], or its pattern f32 [n, n].
   const size_t per = size_t(n) * size_t(pattern ? n : model.info().head_dim);
-  Intervention iv;
+  models::Intervention iv;
   for (const auto& [l, h] : heads) {
-    HeadEdit e;
-    e.mode = pattern ? HeadEdit::Pattern : HeadEdit::Replace;
+    models::HeadEdit e;
+    e.mode = pattern ? models::HeadEdit::Pattern : models::HeadEdit::Replace;
     e.layer = l;
     e.head = h;
     const auto& from = pattern ? cap.layers[size_t(l)].pattern : cap.layers[size_t(l)].out;
@@ -118,13 +122,15 @@ Intervention resample_ablation(const Model& model, const std::vector<std::pair<i
   return iv;
 }
 
-InterventionRun run_intervention(const Model& model, const ModelInput& in, const Intervention& iv,
-                                 const std::string& hooks, int threads) {
+InterventionRun run_intervention(const models::Model& model, const models::ModelInput& in,
+                                 const models::Intervention& iv, const std::string& hooks,
+                                 int threads) {
   InterventionRun r;
-  ForwardOptions fo;
+  models::ForwardOptions fo;
   fo.threads = threads;
   r.plain = model.forward(in, fo);
-  if (!hooks.empty()) r.capture = std::make_shared<Capture>(HookSelection::parse(hooks));
+  if (!hooks.empty())
+    r.capture = std::make_shared<models::Capture>(models::HookSelection::parse(hooks));
   fo.capture = r.capture.get();
   fo.intervention = &iv;
   r.edited = model.forward(in, fo);
@@ -132,7 +138,7 @@ InterventionRun run_intervention(const Model& model, const ModelInput& in, const
   return r;
 }
 
-double next_token_loss(const ModelOutput& out, const std::vector<int32_t>& ids) {
+double next_token_loss(const models::ModelOutput& out, const std::vector<int32_t>& ids) {
   require(out.n_logits > 0 && out.logits.size() == size_t(out.n_tokens) * out.n_logits &&
               ids.size() == size_t(out.n_tokens),
           ErrorCode::InvalidArgument, "next-token loss: the model has no token logits");
@@ -148,19 +154,19 @@ double next_token_loss(const ModelOutput& out, const std::vector<int32_t>& ids) 
   return N > 1 ? s / (N - 1) : std::nan("");
 }
 
-std::vector<std::vector<float>> head_output_means(const Model& model,
+std::vector<std::vector<float>> head_output_means(const models::Model& model,
                                                   const std::vector<std::vector<int32_t>>& seqs,
                                                   int threads) {
-  const ModelInfo& info = model.info();
+  const models::ModelInfo& info = model.info();
   const int L = info.n_layers, H = info.n_heads, d = info.head_dim;
   std::vector<std::vector<double>> sum(size_t(L) * H, std::vector<double>(size_t(d), 0.0));
   double positions = 0;
   for (const auto& ids : seqs) {
-    Capture cap(HookSelection::parse("blocks.*.attn.out"));
-    ForwardOptions fo;
+    models::Capture cap(models::HookSelection::parse("blocks.*.attn.out"));
+    models::ForwardOptions fo;
     fo.capture = &cap;
     fo.threads = threads;
-    ModelInput in;
+    models::ModelInput in;
     in.ids = ids;
     model.forward(in, fo);
     const size_t n = ids.size();
@@ -179,22 +185,21 @@ std::vector<std::vector<float>> head_output_means(const Model& model,
   return mean;
 }
 
-AblationSamples ablation_samples(const Model& model,
+AblationSamples ablation_samples(const models::Model& model,
                                  const std::vector<std::vector<int32_t>>& windows,
-                                 HeadEdit::Mode mode, int threads, bool corpus_mean,
-                                 const std::vector<int>* items,
-                                 const std::atomic<bool>* cancel) {
-  const ModelInfo& info = model.info();
+                                 models::HeadEdit::Mode mode, int threads, bool corpus_mean,
+                                 const std::vector<int>* items, const std::atomic<bool>* cancel) {
+  const models::ModelInfo& info = model.info();
   require(info.causal && info.vocab > 0, ErrorCode::Unsupported,
           "the ablation scan needs a causal language model");
   require(!windows.empty(), ErrorCode::InvalidArgument, "the ablation scan has no text windows");
-  require(mode != HeadEdit::Replace, ErrorCode::InvalidArgument,
+  require(mode != models::HeadEdit::Replace, ErrorCode::InvalidArgument,
           "the ablation scan ablates by zero or mean, not by resampling");
-  require(!corpus_mean || mode == HeadEdit::Mean, ErrorCode::InvalidArgument,
+  require(!corpus_mean || mode == models::HeadEdit::Mean, ErrorCode::InvalidArgument,
           "a corpus mean goes with mean ablation");
   const int L = info.n_layers, H = info.n_heads, W = int(windows.size());
   AblationSamples s;
-  s.mode = mode == HeadEdit::Zero ? "zero" : corpus_mean ? "corpus-mean" : "mean";
+  s.mode = mode == models::HeadEdit::Zero ? "zero" : corpus_mean ? "corpus-mean" : "mean";
   s.n_layers = L;
   s.n_heads = H;
   s.windows = W;
@@ -219,7 +224,7 @@ AblationSamples ablation_samples(const Model& model,
     s.base.push_back(base);
     for (int i = 0; i < L * H; ++i) {
       check_cancel(cancel);
-      Intervention iv = ablation({{i / H, i % H}}, mode);
+      models::Intervention iv = ablation({{i / H, i % H}}, mode);
       if (corpus_mean) iv.heads.front().values = corpus[size_t(i)];
       s.delta[size_t(i)].push_back(next_token_loss(run(model, ids, &iv, nullptr, threads), ids) -
                                    base);
@@ -247,21 +252,22 @@ AblationScan summarize_ablation(const AblationSamples& s, int bootstrap, uint64_
   return a;
 }
 
-AblationScan ablation_scan(const Model& model, const std::vector<std::vector<int32_t>>& windows,
-                           HeadEdit::Mode mode, int threads, int bootstrap, uint64_t seed,
+AblationScan ablation_scan(const models::Model& model,
+                           const std::vector<std::vector<int32_t>>& windows,
+                           models::HeadEdit::Mode mode, int threads, int bootstrap, uint64_t seed,
                            bool corpus_mean, const std::atomic<bool>* cancel) {
   return summarize_ablation(
       ablation_samples(model, windows, mode, threads, corpus_mean, nullptr, cancel), bootstrap,
-                            seed);
+      seed);
 }
 
-int32_t single_token(const Model& model, const std::string& text, const std::string& what) {
+int32_t single_token(const models::Model& model, const std::string& text, const std::string& what) {
   require(model.tokenizer() != nullptr, ErrorCode::InvalidArgument,
           "the model has no tokenizer: give " + what + " as a token id");
-  const std::vector<Token> t = model.tokenizer()->encode(text);
+  const std::vector<models::Token> t = model.tokenizer()->encode(text);
   std::vector<int32_t> ids;
   std::string pieces;
-  for (const Token& k : t) {
+  for (const models::Token& k : t) {
     if (model.config().bos_token_id && k.id == *model.config().bos_token_id && t.size() > 1)
       continue;  // a tokenizer that adds BOS
     ids.push_back(k.id);
@@ -276,7 +282,7 @@ int32_t single_token(const Model& model, const std::string& text, const std::str
 namespace {
 
 // Checks a clean/corrupt pair and its tokens against the model and `over`.
-void check_pair(const ModelInfo& info, const std::vector<int32_t>& clean,
+void check_pair(const models::ModelInfo& info, const std::vector<int32_t>& clean,
                 const std::vector<int32_t>& corrupt, int32_t target, int32_t foil,
                 const std::string& over) {
   require(!info.vision && info.vocab > 0, ErrorCode::Unsupported,
@@ -299,13 +305,13 @@ const char* clean_hooks(const std::string& over) {
 
 // The edit that patches cell (layer, j) from the clean run's capture into the corrupt run: head
 // j's output or attention pattern, or the residual stream at position j.
-Intervention cell_intervention(const ModelInfo& info, const Capture& cap, const std::string& over,
-                               int layer, int j, int N) {
-  const LayerCapture& lc = cap.layers[size_t(layer)];
+models::Intervention cell_intervention(const models::ModelInfo& info, const models::Capture& cap,
+                                       const std::string& over, int layer, int j, int N) {
+  const models::LayerCapture& lc = cap.layers[size_t(layer)];
   const int d = info.head_dim;
-  Intervention iv;
+  models::Intervention iv;
   if (over == "positions") {
-    ResidEdit e;
+    models::ResidEdit e;
     e.layer = layer;
     e.position = j;
     e.values.assign(lc.resid.begin() + ptrdiff_t(size_t(j) * info.hidden),
@@ -313,15 +319,15 @@ Intervention cell_intervention(const ModelInfo& info, const Capture& cap, const 
     iv.resid.push_back(std::move(e));
     return iv;
   }
-  HeadEdit e;
+  models::HeadEdit e;
   e.layer = layer;
   e.head = j;
   if (over == "patterns") {
-    e.mode = HeadEdit::Pattern;
+    e.mode = models::HeadEdit::Pattern;
     e.values.assign(lc.pattern.begin() + ptrdiff_t(size_t(j) * N * N),
                     lc.pattern.begin() + ptrdiff_t(size_t(j + 1) * N * N));
   } else {
-    e.mode = HeadEdit::Replace;
+    e.mode = models::HeadEdit::Replace;
     e.values.assign(lc.out.begin() + ptrdiff_t(size_t(j) * N * d),
                     lc.out.begin() + ptrdiff_t(size_t(j + 1) * N * d));
   }
@@ -338,8 +344,8 @@ double patch_span(double ld_clean, double ld_corrupt) {
 }
 
 // The `k` most likely next tokens at the last position, as (piece, probability).
-std::vector<std::pair<std::string, double>> top_tokens(const Model& model, const ModelOutput& out,
-                                                       int k) {
+std::vector<std::pair<std::string, double>> top_tokens(const models::Model& model,
+                                                       const models::ModelOutput& out, int k) {
   const int V = out.n_logits;
   const float* last = out.logits.data() + size_t(out.n_tokens - 1) * size_t(V);
   const float mx = *std::max_element(last, last + V);
@@ -351,7 +357,7 @@ std::vector<std::pair<std::string, double>> top_tokens(const Model& model, const
   std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
                     [&](int a, int b) { return last[a] > last[b]; });
   std::vector<std::pair<std::string, double>> top;
-  const Tokenizer* tok = model.tokenizer();
+  const models::Tokenizer* tok = model.tokenizer();
   for (int i = 0; i < k; ++i) {
     const int32_t id = idx[size_t(i)];
     top.push_back({tok ? tok->decode(std::span(&id, 1), false) : std::to_string(id),
@@ -362,26 +368,26 @@ std::vector<std::pair<std::string, double>> top_tokens(const Model& model, const
 
 }  // namespace
 
-PatchResult activation_patching(const Model& model, const std::vector<int32_t>& clean,
+PatchResult activation_patching(const models::Model& model, const std::vector<int32_t>& clean,
                                 const std::vector<int32_t>& corrupt, int32_t target, int32_t foil,
                                 const PatchOptions& o) {
-  const ModelInfo& info = model.info();
+  const models::ModelInfo& info = model.info();
   check_pair(info, clean, corrupt, target, foil, o.over);
   const int L = info.n_layers, H = info.n_heads, N = int(clean.size());
   PatchResult r;
   r.over = o.over;
   r.target = target;
   r.foil = foil;
-  Capture cap(HookSelection::parse(clean_hooks(o.over)));
-  const ModelOutput c = run(model, clean, nullptr, &cap, o.threads);
-  const ModelOutput k = run(model, corrupt, nullptr, nullptr, o.threads);
+  models::Capture cap(models::HookSelection::parse(clean_hooks(o.over)));
+  const models::ModelOutput c = run(model, clean, nullptr, &cap, o.threads);
+  const models::ModelOutput k = run(model, corrupt, nullptr, nullptr, o.threads);
   r.ld_clean = logit_difference(c, target, foil);
   r.ld_corrupt = logit_difference(k, target, foil);
   const double span = patch_span(r.ld_clean, r.ld_corrupt);
   r.rows = L;
   r.cols = o.over != "positions" ? H : N;
   r.effect.assign(size_t(r.rows) * r.cols, 0.0f);
-  if (const Tokenizer* tok = model.tokenizer())
+  if (const models::Tokenizer* tok = model.tokenizer())
     for (int t = 0; t < N; ++t) {
       r.clean_labels.push_back(tok->decode(std::span(&clean[size_t(t)], 1), false));
       r.corrupt_labels.push_back(tok->decode(std::span(&corrupt[size_t(t)], 1), false));
@@ -389,18 +395,18 @@ PatchResult activation_patching(const Model& model, const std::vector<int32_t>& 
   for (int l = 0; l < L; ++l)
     for (int j = 0; j < r.cols; ++j) {
       check_cancel(o.cancel);
-      const Intervention iv = cell_intervention(info, cap, o.over, l, j, N);
-      const ModelOutput p = run(model, corrupt, &iv, nullptr, o.threads);
+      const models::Intervention iv = cell_intervention(info, cap, o.over, l, j, N);
+      const models::ModelOutput p = run(model, corrupt, &iv, nullptr, o.threads);
       r.effect[size_t(l) * r.cols + j] =
           float((logit_difference(p, target, foil) - r.ld_corrupt) / span);
     }
   return r;
 }
 
-PatchCell patch_cell(const Model& model, const std::vector<int32_t>& clean,
+PatchCell patch_cell(const models::Model& model, const std::vector<int32_t>& clean,
                      const std::vector<int32_t>& corrupt, int32_t target, int32_t foil,
                      const std::string& over, int layer, int index, int threads) {
-  const ModelInfo& info = model.info();
+  const models::ModelInfo& info = model.info();
   check_pair(info, clean, corrupt, target, foil, over);
   const int N = int(clean.size());
   const int cols = over == "positions" ? N : info.n_heads;
@@ -409,11 +415,11 @@ PatchCell patch_cell(const Model& model, const std::vector<int32_t>& clean,
           "patch cell (" + std::to_string(layer) + ", " + std::to_string(index) + ") is outside " +
               std::to_string(info.n_layers) + " layers x " + std::to_string(cols) +
               (over == "positions" ? " positions" : " heads"));
-  Capture cap(HookSelection::parse(clean_hooks(over)));
-  const ModelOutput c = run(model, clean, nullptr, &cap, threads);
-  const ModelOutput k = run(model, corrupt, nullptr, nullptr, threads);
-  const Intervention iv = cell_intervention(info, cap, over, layer, index, N);
-  const ModelOutput p = run(model, corrupt, &iv, nullptr, threads);
+  models::Capture cap(models::HookSelection::parse(clean_hooks(over)));
+  const models::ModelOutput c = run(model, clean, nullptr, &cap, threads);
+  const models::ModelOutput k = run(model, corrupt, nullptr, nullptr, threads);
+  const models::Intervention iv = cell_intervention(info, cap, over, layer, index, N);
+  const models::ModelOutput p = run(model, corrupt, &iv, nullptr, threads);
   PatchCell r;
   r.over = over;
   r.layer = layer;
@@ -428,8 +434,8 @@ PatchCell patch_cell(const Model& model, const std::vector<int32_t>& clean,
   return r;
 }
 
-std::vector<PatchRun> patch_runs(const Model& model, const std::vector<PatchRecord>& records,
-                                 const PatchOptions& o) {
+std::vector<PatchRun> patch_runs(const models::Model& model,
+                                 const std::vector<PatchRecord>& records, const PatchOptions& o) {
   require(!records.empty(), ErrorCode::InvalidArgument, "the patching dataset has no pairs");
   std::vector<PatchRun> runs;
   for (size_t i = 0; i < records.size(); ++i) {
@@ -482,7 +488,7 @@ PatchResult summarize_patch_runs(const std::vector<PatchRun>& runs, int bootstra
   return r;
 }
 
-PatchResult patch_dataset(const Model& model, const std::vector<PatchRecord>& records,
+PatchResult patch_dataset(const models::Model& model, const std::vector<PatchRecord>& records,
                           const PatchOptions& o, int bootstrap, uint64_t seed) {
   return summarize_patch_runs(patch_runs(model, records, o), bootstrap, seed);
 }

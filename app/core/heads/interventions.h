@@ -34,35 +34,38 @@ namespace attn::core {
 // entry. Ranges are checked against a model by check_heads().
 std::vector<std::pair<int, int>> parse_heads(const std::string& list);
 // Throws Error(InvalidArgument) for a layer or head the model does not have.
-void check_heads(const std::vector<std::pair<int, int>>& heads, const ModelInfo& info);
+void check_heads(const std::vector<std::pair<int, int>>& heads, const models::ModelInfo& info);
 // "zero" | "mean" | "resample" | "pattern" -> the edit's mode (resample: Replace with another
 // input's output; pattern: attend with another input's pattern; see resample_ablation); throws
 // Error(InvalidArgument) listing the modes.
-HeadEdit::Mode ablation_mode(const std::string& name);
+models::HeadEdit::Mode ablation_mode(const std::string& name);
 
 // The edits that ablate `heads` (every position).
-Intervention ablation(const std::vector<std::pair<int, int>>& heads, HeadEdit::Mode mode);
+models::Intervention ablation(const std::vector<std::pair<int, int>>& heads,
+                              models::HeadEdit::Mode mode);
 // Resample ablation: each listed head's output replaced by the same head's output on another
 // input `source` (run here; the hook blocks.L.attn.out), which must have the length of the input
 // it is applied to (`n`; Error(InvalidArgument) naming both lengths otherwise). With `pattern`,
 // pattern patching instead: each head attends with its attention pattern on `source`
 // (blocks.L.attn.pattern) over this input's values.
-Intervention resample_ablation(const Model& model, const std::vector<std::pair<int, int>>& heads,
-                               const std::vector<int32_t>& source, int n, int threads = 0,
-                               bool pattern = false);
+models::Intervention resample_ablation(const models::Model& model,
+                                       const std::vector<std::pair<int, int>>& heads,
+                                       const std::vector<int32_t>& source, int n, int threads = 0,
+                                       bool pattern = false);
 
 // A forward pass with an intervention beside the plain one on the same input; `hooks` (may be
 // empty) are captured in the intervened pass.
 struct InterventionRun {
-  ModelOutput plain, edited;
-  std::shared_ptr<Capture> capture;  // the edited pass's hooks (null when none were asked)
-  EndToEnd effect;                   // edited vs plain: next-token KL, top-1, perplexity
+  models::ModelOutput plain, edited;
+  std::shared_ptr<models::Capture> capture;  // the edited pass's hooks (null when none were asked)
+  models::EndToEnd effect;                   // edited vs plain: next-token KL, top-1, perplexity
 };
-InterventionRun run_intervention(const Model& model, const ModelInput& in, const Intervention& iv,
-                                 const std::string& hooks = "", int threads = 0);
+InterventionRun run_intervention(const models::Model& model, const models::ModelInput& in,
+                                 const models::Intervention& iv, const std::string& hooks = "",
+                                 int threads = 0);
 
 // Mean next-token loss (nats) of a causal LM's logits f32 [N, vocab] on ids [N].
-double next_token_loss(const ModelOutput& out, const std::vector<int32_t>& ids);
+double next_token_loss(const models::ModelOutput& out, const std::vector<int32_t>& ids);
 
 // Single-head ablation over a corpus: each head ablated alone on every window, the rise of the
 // mean next-token loss over the windows. Zero or mean ablation; with `corpus_mean` the mean is
@@ -86,24 +89,25 @@ struct AblationSamples {
 // The scan on `items` of the windows alone (a shard's; null = every window). `cancel` is checked
 // before each forward pass (Error(Cancelled)). A corpus mean is
 // over every window, so that each shard ablates with the same mean.
-AblationSamples ablation_samples(const Model& model,
+AblationSamples ablation_samples(const models::Model& model,
                                  const std::vector<std::vector<int32_t>>& windows,
-                                 HeadEdit::Mode mode, int threads = 0, bool corpus_mean = false,
-                                 const std::vector<int>* items = nullptr,
+                                 models::HeadEdit::Mode mode, int threads = 0,
+                                 bool corpus_mean = false, const std::vector<int>* items = nullptr,
                                  const std::atomic<bool>* cancel = nullptr);
 // Means and intervals (resampling in index order: merged shards give the single run's numbers).
 AblationScan summarize_ablation(const AblationSamples& s, int bootstrap = 1000,
                                 uint64_t seed = 1234);
 // ablation_samples() over every window, then summarize_ablation().
-AblationScan ablation_scan(const Model& model, const std::vector<std::vector<int32_t>>& windows,
-                           HeadEdit::Mode mode, int threads = 0, int bootstrap = 1000,
+AblationScan ablation_scan(const models::Model& model,
+                           const std::vector<std::vector<int32_t>>& windows,
+                           models::HeadEdit::Mode mode, int threads = 0, int bootstrap = 1000,
                            uint64_t seed = 1234, bool corpus_mean = false,
                            const std::atomic<bool>* cancel = nullptr);
 
 // The per-head means of every record's head outputs (the hook blocks.L.attn.out): f32
 // [L * H][head_dim], over every position of every token sequence. What corpus-mean ablation
 // puts in place of a head.
-std::vector<std::vector<float>> head_output_means(const Model& model,
+std::vector<std::vector<float>> head_output_means(const models::Model& model,
                                                   const std::vector<std::vector<int32_t>>& seqs,
                                                   int threads = 0);
 
@@ -128,7 +132,7 @@ struct PatchResult {
 // Throws Error(InvalidArgument) for inputs of different lengths (naming both), ids outside the
 // vocabulary, a model without token logits, an unknown `over`, or clean and corrupt runs whose
 // logit differences are equal (the effect would divide by zero).
-PatchResult activation_patching(const Model& model, const std::vector<int32_t>& clean,
+PatchResult activation_patching(const models::Model& model, const std::vector<int32_t>& clean,
                                 const std::vector<int32_t>& corrupt, int32_t target, int32_t foil,
                                 const PatchOptions& o = {});
 
@@ -142,7 +146,7 @@ struct PatchCell {
   double ld_clean = 0, ld_corrupt = 0, ld_patched = 0, effect = 0;
   std::vector<std::pair<std::string, double>> top_clean, top_corrupt, top_patched;
 };
-PatchCell patch_cell(const Model& model, const std::vector<int32_t>& clean,
+PatchCell patch_cell(const models::Model& model, const std::vector<int32_t>& clean,
                      const std::vector<int32_t>& corrupt, int32_t target, int32_t foil,
                      const std::string& over, int layer, int index, int threads = 0);
 
@@ -156,7 +160,7 @@ struct PatchRecord {
   std::string name;    // "pairs.jsonl:3" for messages
   int64_t index = -1;  // its place in the whole dataset (shards); -1 = its place in the list
 };
-PatchResult patch_dataset(const Model& model, const std::vector<PatchRecord>& records,
+PatchResult patch_dataset(const models::Model& model, const std::vector<PatchRecord>& records,
                           const PatchOptions& o = {}, int bootstrap = 1000, uint64_t seed = 1234);
 
 // The same in two steps, for `patch --dataset --shard` and `--merge`: each pair's own grid, then
@@ -167,7 +171,8 @@ struct PatchRun {
   std::string name;
   PatchResult result;
 };
-std::vector<PatchRun> patch_runs(const Model& model, const std::vector<PatchRecord>& records,
+std::vector<PatchRun> patch_runs(const models::Model& model,
+                                 const std::vector<PatchRecord>& records,
                                  const PatchOptions& o = {});
 PatchResult summarize_patch_runs(const std::vector<PatchRun>& runs, int bootstrap = 1000,
                                  uint64_t seed = 1234);
@@ -184,7 +189,7 @@ PatchShard merge_patch_shards(const std::vector<PatchShard>& shards);
 
 // The one token id of `text` (" Paris"); throws Error(InvalidArgument) when it is not exactly
 // one token, naming the pieces.
-int32_t single_token(const Model& model, const std::string& text, const std::string& what);
+int32_t single_token(const models::Model& model, const std::string& text, const std::string& what);
 
 nlohmann::json patch_json(const PatchResult& r);
 nlohmann::json ablation_json(const AblationScan& s);
