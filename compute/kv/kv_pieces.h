@@ -56,6 +56,11 @@ inline ParamSpec kv_int_param(const char* name, double min, double max, double d
 }
 // The parameter every eviction piece takes last.
 ParamSpec kv_reposition_param();
+// The builder of an eviction piece whose constructor reads its resolved parameters.
+template <class Piece>
+std::shared_ptr<const KvEviction> kv_make_eviction(const Params& p) {
+  return std::make_shared<Piece>(p);
+}
 // Throws Error(BadParameter) "<id>: <what>" unless `ok`.
 void kv_check(bool ok, const std::string& id, const std::string& what);
 

@@ -124,7 +124,9 @@ TEST(KvTable, EveryEvictionPieceKeepsWithinItsBudgetAtItsDefaults) {
         } else if (!once || first) {
           ASSERT_GT(bound, 0);
           EXPECT_LE(int(keep.size()), bound) << "layer " << l << " at token " << t;
-          if (n > bound) EXPECT_EQ(int(keep.size()), bound) << "layer " << l << " at " << t;
+          if (n > bound) {
+            EXPECT_EQ(int(keep.size()), bound) << "layer " << l << " at " << t;
+          }
         } else {
           EXPECT_EQ(int(keep.size()), n) << "decoding appends after the one compression";
         }

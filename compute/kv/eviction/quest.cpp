@@ -12,7 +12,7 @@ namespace {
 
 class QuestEviction final : public KvEviction {
  public:
-  QuestEviction(int page, int k) : page_(page), k_(k) {}
+  explicit QuestEviction(const Params& p) : page_(int(p.at("page"))), k_(int(p.at("k"))) {}
   bool evicts() const override { return false; }
   bool selects() const override { return true; }
   std::vector<int> select(const float* q, int G, const float* keys, int n, int d) const override {
@@ -67,12 +67,8 @@ VariantInfo quest_info() {
            kv_reposition_param()}};
 }
 
-std::shared_ptr<const KvEviction> make_quest(const Params& p) {
-  return std::make_shared<QuestEviction>(int(p.at("page")), int(p.at("k")));
-}
-
 }  // namespace
 
-const KvPieceFactory kKvQuest = {quest_info, make_quest, nullptr};
+const KvPieceFactory kKvQuest = {quest_info, kv_make_eviction<QuestEviction>, nullptr};
 
 }  // namespace attn

@@ -10,7 +10,7 @@ namespace {
 
 class RecentEviction final : public KvEviction {
  public:
-  explicit RecentEviction(int window) : window_(window) {}
+  explicit RecentEviction(const Params& p) : window_(int(p.at("window"))) {}
   int keep_after(int, int) const override { return window_ - 1; }
   std::vector<int> keep(int, int, KvHeadState& st, const float*, int, int, bool) const override {
     const int64_t t = st.pos.back();  // the next step is t + 1: it sees t + 2 - window .. t + 1
@@ -34,12 +34,8 @@ VariantInfo recent_info() {
            kv_reposition_param()}};
 }
 
-std::shared_ptr<const KvEviction> make_recent(const Params& p) {
-  return std::make_shared<RecentEviction>(int(p.at("window")));
-}
-
 }  // namespace
 
-const KvPieceFactory kKvRecent = {recent_info, make_recent, nullptr};
+const KvPieceFactory kKvRecent = {recent_info, kv_make_eviction<RecentEviction>, nullptr};
 
 }  // namespace attn

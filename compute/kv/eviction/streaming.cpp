@@ -10,7 +10,8 @@ namespace {
 
 class StreamingEviction final : public KvEviction {
  public:
-  StreamingEviction(int sinks, int window) : sinks_(sinks), window_(window) {}
+  explicit StreamingEviction(const Params& p)
+      : sinks_(int(p.at("sinks"))), window_(int(p.at("window"))) {}
   int keep_after(int, int) const override { return sinks_ + window_ - 1; }
   std::vector<int> keep(int, int, KvHeadState& st, const float*, int, int, bool) const override {
     const int64_t t = st.pos.back();  // the next step is t + 1
@@ -36,12 +37,8 @@ VariantInfo streaming_info() {
        kv_reposition_param()}};
 }
 
-std::shared_ptr<const KvEviction> make_streaming(const Params& p) {
-  return std::make_shared<StreamingEviction>(int(p.at("sinks")), int(p.at("window")));
-}
-
 }  // namespace
 
-const KvPieceFactory kKvStreaming = {streaming_info, make_streaming, nullptr};
+const KvPieceFactory kKvStreaming = {streaming_info, kv_make_eviction<StreamingEviction>, nullptr};
 
 }  // namespace attn

@@ -11,7 +11,7 @@ namespace {
 
 class TovaEviction final : public KvEviction {
  public:
-  explicit TovaEviction(int budget) : budget_(budget) {}
+  explicit TovaEviction(const Params& p) : budget_(int(p.at("budget"))) {}
   bool needs_scores() const override { return true; }
   int keep_after(int, int) const override { return budget_ - 1; }
   std::vector<int> keep(int, int, KvHeadState& st, const float* probs, int G, int nq,
@@ -37,12 +37,8 @@ VariantInfo tova_info() {
            kv_reposition_param()}};
 }
 
-std::shared_ptr<const KvEviction> make_tova(const Params& p) {
-  return std::make_shared<TovaEviction>(int(p.at("budget")));
-}
-
 }  // namespace
 
-const KvPieceFactory kKvTova = {tova_info, make_tova, nullptr};
+const KvPieceFactory kKvTova = {tova_info, kv_make_eviction<TovaEviction>, nullptr};
 
 }  // namespace attn
