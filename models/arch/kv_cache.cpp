@@ -63,6 +63,157 @@ int quantise_channels(const KvStorage& s, bool key, float* rows, const int32_t* 
   return done > first ? first : len;
 }
 
+// Checks the cache holds p's model (sizing it on the first call), grows every layer to take
+// n more entries and allocates `layer`'s rows on first use. Returns `layer`.
+KvLayer& prepare_layer(KvCache& c, int layer, int n_layers, const Problem& p, bool rotary) {
+  const int n = p.n_q, d = p.d, hkv = p.n_kv_heads;
+  if (c.layers.empty()) {
+    c.layers.resize(size_t(n_layers));
+    c.n_kv_heads = hkv;
+    c.head_dim = d;
+  }
+  require(c.n_kv_heads == hkv && c.head_dim == d && int(c.layers.size()) == n_layers,
+          ErrorCode::InvalidArgument, "KV cache: it holds another model's keys and values");
+  KvLayer& L = c.layers[size_t(layer)];
+  if (L.len + n > c.capacity) grow(c, std::max({L.len + n, 2 * c.capacity, 64}));
+  const int cap = c.capacity;
+  const auto alloc = [&](auto& t, int width) {
+    if (t.empty()) t.assign(size_t(hkv) * cap * width, {});
+  };
+  alloc(L.k, d);
+  alloc(L.v, d);
+  alloc(L.order, 1);
+  alloc(L.pos, 1);
+  alloc(L.kpos, 1);
+  alloc(L.acc, 1);
+  if (rotary) alloc(L.k_raw, d);
+  if (L.quantised.empty()) L.quantised.assign(size_t(hkv), 0);
+  if (L.vquantised.empty()) L.vquantised.assign(size_t(hkv), 0);
+  return L;
+}
+
+// Appends p's n new keys and values (f32 [H_kv, n, d]) after each head's last rows, in the
+// storage precision (rounded per token, then per channel once a group completes). Keys of
+// rotary models go to k_raw, unrotated; a key whose stored value changed is marked unrotated.
+void append_entries(const KvCache& c, KvLayer& L, const Problem& p, bool rotary) {
+  const int n = p.n_q, d = p.d, hkv = p.n_kv_heads, cap = c.capacity;
+  const int len0 = L.len, len = len0 + n;
+  const KvStorage& store = *c.policy.storage;
+  const bool per_channel_k = store.channel_group(true) > 0;
+  const bool per_channel_v = store.channel_group(false) > 0;
+  for (int h = 0; h < hkv; ++h) {
+    float* stored_k = (rotary ? L.k_raw : L.k).data() + size_t(h) * cap * d;
+    float* v = L.v.data() + size_t(h) * cap * d;
+    // New entries take the rows after the last ones, in stream order.
+    std::copy_n(p.k.data() + size_t(h) * n * d, size_t(n) * d, stored_k + size_t(len0) * d);
+    std::copy_n(p.v.data() + size_t(h) * n * d, size_t(n) * d, v + size_t(len0) * d);
+    store.store_rows(stored_k + size_t(len0) * d, n, d, true);
+    store.store_rows(v + size_t(len0) * d, n, d, false);
+    int32_t* order = L.order.data() + size_t(h) * cap;
+    int32_t* pos = L.pos.data() + size_t(h) * cap;
+    int32_t* kpos = L.kpos.data() + size_t(h) * cap;
+    for (int i = 0; i < n; ++i) {
+      order[len0 + i] = len0 + i;
+      pos[len0 + i] = c.length + i;
+      kpos[len0 + i] = -1;  // not rotated yet
+      L.acc[size_t(h) * cap + len0 + i] = 0;
+    }
+    if (per_channel_k) {
+      const int changed =
+          quantise_channels(store, true, stored_k, order, len, d, L.quantised[size_t(h)]);
+      for (int e = changed; e < len; ++e) kpos[order[e]] = -1;
+    }
+    if (per_channel_v) quantise_channels(store, false, v, order, len, d, L.vquantised[size_t(h)]);
+  }
+  L.len = len;
+}
+
+// Rotates every cached key whose position changed (from k_raw) and p's n queries to their
+// positions: slots (an entry's rank in stream order) when repositioning, else stream
+// positions. `len0` is the entries held before this step's.
+void rotate_to_positions(const KvCache& c, KvLayer& L, Problem& p, const Rope& rope, int len0) {
+  const int n = p.n_q, d = p.d, hkv = p.n_kv_heads, H = p.n_heads, cap = c.capacity;
+  const int len = L.len;
+  const bool slots = c.policy.reposition;
+  std::vector<int32_t> qpos(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) qpos[size_t(i)] = slots ? len0 + i : c.length + i;
+  const int32_t longest = qpos.back() + 1;
+  for (int h = 0; h < hkv; ++h) {
+    const float* raw = L.k_raw.data() + size_t(h) * cap * d;
+    float* k = L.k.data() + size_t(h) * cap * d;
+    const int32_t* order = L.order.data() + size_t(h) * cap;
+    const int32_t* pos = L.pos.data() + size_t(h) * cap;
+    int32_t* kpos = L.kpos.data() + size_t(h) * cap;
+    for (int e = 0; e < len; ++e) {
+      const int r = order[e];
+      const int32_t target = slots ? e : pos[r];
+      if (kpos[r] == target) continue;
+      std::copy_n(raw + size_t(r) * d, d, k + size_t(r) * d);
+      rope.apply_at(k + size_t(r) * d, 1, &target, longest);
+      kpos[r] = target;
+    }
+  }
+  for (int h = 0; h < H; ++h)
+    rope.apply_at(p.q.data() + size_t(h) * n * d, n, qpos.data(), longest);
+}
+
+// A selecting policy (kv_quest): the entries (ranks in stream order) each KV head's queries
+// attend to.
+std::vector<std::vector<int>> select_entries(const KvCache& c, const KvLayer& L, const Problem& p) {
+  const int d = p.d, hkv = p.n_kv_heads, G = p.n_heads / hkv, cap = c.capacity, len = L.len;
+  std::vector<std::vector<int>> pick(static_cast<size_t>(hkv));
+  std::vector<float> keys(size_t(len) * d);
+  for (int h = 0; h < hkv; ++h) {
+    const int32_t* order = L.order.data() + size_t(h) * cap;
+    const float* k = L.k.data() + size_t(h) * cap * d;
+    for (int e = 0; e < len; ++e)
+      std::copy_n(k + size_t(order[e]) * d, d, keys.data() + size_t(e) * d);
+    pick[size_t(h)] = kv_select(c.policy, p.q.data() + size_t(h) * G * d, G, keys.data(), len, d);
+  }
+  return pick;
+}
+
+// The row of each KV head's j-th attended entry: the j-th in stream order, or its j-th pick.
+int attended_row(const KvCache& c, const KvLayer& L, const std::vector<std::vector<int>>& pick,
+                 bool selecting, int h, int j) {
+  const int32_t* order = L.order.data() + size_t(h) * c.capacity;
+  return order[selecting ? pick[size_t(h)][size_t(j)] : j];
+}
+
+// While recording: the stream positions each KV head's queries attend, for the pass's snapshot.
+void record_attending(KvCache& c, const KvLayer& L, int layer, int n_layers,
+                      const std::vector<std::vector<int>>& pick, bool selecting, int nk) {
+  c.attending.resize(size_t(n_layers));
+  auto& heads = c.attending[size_t(layer)];
+  heads.assign(size_t(c.n_kv_heads), {});
+  for (int h = 0; h < c.n_kv_heads; ++h) {
+    const int32_t* pos = L.pos.data() + size_t(h) * c.capacity;
+    for (int j = 0; j < nk; ++j)
+      heads[size_t(h)].push_back(pos[attended_row(c, L, pick, selecting, h, j)]);
+  }
+}
+
+// Gives p the nk attended keys and values of each KV head, in stream order.
+void gather_entries(const KvCache& c, const KvLayer& L, Problem& p,
+                    const std::vector<std::vector<int>>& pick, bool selecting, int nk) {
+  const int d = p.d, hkv = p.n_kv_heads, cap = c.capacity;
+  AlignedFloats k(size_t(hkv) * nk * d), v(k.size());
+  for (int h = 0; h < hkv; ++h) {
+    const float* ck = L.k.data() + size_t(h) * cap * d;
+    const float* cv = L.v.data() + size_t(h) * cap * d;
+    float* dk = k.data() + size_t(h) * nk * d;
+    float* dv = v.data() + size_t(h) * nk * d;
+    for (int j = 0; j < nk; ++j) {
+      const int r = attended_row(c, L, pick, selecting, h, j);
+      std::copy_n(ck + size_t(r) * d, d, dk + size_t(j) * d);
+      std::copy_n(cv + size_t(r) * d, d, dv + size_t(j) * d);
+    }
+  }
+  p.k.swap(k);
+  p.v.swap(v);
+  p.n_k = nk;  // default positions: the queries are the last n of the nk entries
+}
+
 }  // namespace
 
 int64_t KvCache::entries() const {
@@ -99,133 +250,23 @@ std::vector<int> kv_input_positions(const KvCache& c, int n, int max_positions) 
 
 bool kv_begin_layer(KvCache& c, int layer, int n_layers, Problem& p, const Rope* rope,
                     bool gather) {
-  const int n = p.n_q, d = p.d, hkv = p.n_kv_heads, H = p.n_heads, G = H / hkv;
-  if (c.layers.empty()) {
-    c.layers.resize(size_t(n_layers));
-    c.n_kv_heads = hkv;
-    c.head_dim = d;
-  }
-  require(c.n_kv_heads == hkv && c.head_dim == d && int(c.layers.size()) == n_layers,
-          ErrorCode::InvalidArgument, "KV cache: it holds another model's keys and values");
-  KvLayer& L = c.layers[size_t(layer)];
-  const KvPolicy& pol = c.policy;
-  if (L.len + n > c.capacity) grow(c, std::max({L.len + n, 2 * c.capacity, 64}));
-  const int cap = c.capacity;
-  const auto alloc = [&](auto& t, int width) {
-    if (t.empty()) t.assign(size_t(hkv) * cap * width, {});
-  };
-  alloc(L.k, d);
-  alloc(L.v, d);
-  alloc(L.order, 1);
-  alloc(L.pos, 1);
-  alloc(L.kpos, 1);
-  alloc(L.acc, 1);
-  if (rope) alloc(L.k_raw, d);
-  if (L.quantised.empty()) L.quantised.assign(size_t(hkv), 0);
-  if (L.vquantised.empty()) L.vquantised.assign(size_t(hkv), 0);
-
+  const int n = p.n_q;
+  KvLayer& L = prepare_layer(c, layer, n_layers, p, rope != nullptr);
   const auto t0 = Clock::now();
-  const int len0 = L.len, len = len0 + n;
-  const KvStorage& store = *pol.storage;
-  const bool per_channel_k = store.channel_group(true) > 0;
-  const bool per_channel_v = store.channel_group(false) > 0;
-  for (int h = 0; h < hkv; ++h) {
-    float* stored_k = (rope ? L.k_raw : L.k).data() + size_t(h) * cap * d;
-    float* v = L.v.data() + size_t(h) * cap * d;
-    // New entries take the rows after the last ones, in stream order.
-    std::copy_n(p.k.data() + size_t(h) * n * d, size_t(n) * d, stored_k + size_t(len0) * d);
-    std::copy_n(p.v.data() + size_t(h) * n * d, size_t(n) * d, v + size_t(len0) * d);
-    store.store_rows(stored_k + size_t(len0) * d, n, d, true);
-    store.store_rows(v + size_t(len0) * d, n, d, false);
-    int32_t* order = L.order.data() + size_t(h) * cap;
-    int32_t* pos = L.pos.data() + size_t(h) * cap;
-    int32_t* kpos = L.kpos.data() + size_t(h) * cap;
-    for (int i = 0; i < n; ++i) {
-      order[len0 + i] = len0 + i;
-      pos[len0 + i] = c.length + i;
-      kpos[len0 + i] = -1;  // not rotated yet
-      L.acc[size_t(h) * cap + len0 + i] = 0;
-    }
-    if (per_channel_k) {
-      const int changed =
-          quantise_channels(store, true, stored_k, order, len, d, L.quantised[size_t(h)]);
-      for (int e = changed; e < len; ++e) kpos[order[e]] = -1;
-    }
-    if (per_channel_v) quantise_channels(store, false, v, order, len, d, L.vquantised[size_t(h)]);
-  }
-  L.len = len;
-
-  // Positions: slots (an entry's rank in stream order) when repositioning, else stream
-  // positions.
-  const bool slots = pol.reposition;
-  std::vector<int32_t> qpos(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) qpos[size_t(i)] = slots ? len0 + i : c.length + i;
-  if (rope) {
-    const int32_t longest = qpos.back() + 1;
-    for (int h = 0; h < hkv; ++h) {
-      const float* raw = L.k_raw.data() + size_t(h) * cap * d;
-      float* k = L.k.data() + size_t(h) * cap * d;
-      const int32_t* order = L.order.data() + size_t(h) * cap;
-      const int32_t* pos = L.pos.data() + size_t(h) * cap;
-      int32_t* kpos = L.kpos.data() + size_t(h) * cap;
-      for (int e = 0; e < len; ++e) {
-        const int r = order[e];
-        const int32_t target = slots ? e : pos[r];
-        if (kpos[r] == target) continue;
-        std::copy_n(raw + size_t(r) * d, d, k + size_t(r) * d);
-        rope->apply_at(k + size_t(r) * d, 1, &target, longest);
-        kpos[r] = target;
-      }
-    }
-    for (int h = 0; h < H; ++h)
-      rope->apply_at(p.q.data() + size_t(h) * n * d, n, qpos.data(), longest);
-  }
-
-  // A selecting policy (kv_quest): the entries each KV head's queries attend to, in stream order.
-  const bool selecting = pol.evict->selects() && n == 1 && c.passes > 0;
-  std::vector<std::vector<int>> pick(static_cast<size_t>(hkv));
-  int nk = len;
+  const int len0 = L.len;
+  append_entries(c, L, p, rope != nullptr);
+  if (rope) rotate_to_positions(c, L, p, *rope, len0);
+  const bool selecting = c.policy.evict->selects() && n == 1 && c.passes > 0;
+  std::vector<std::vector<int>> pick;
+  int nk = L.len;
   if (selecting) {
-    std::vector<float> keys(size_t(len) * d);
-    for (int h = 0; h < hkv; ++h) {
-      const int32_t* order = L.order.data() + size_t(h) * cap;
-      const float* k = L.k.data() + size_t(h) * cap * d;
-      for (int e = 0; e < len; ++e)
-        std::copy_n(k + size_t(order[e]) * d, d, keys.data() + size_t(e) * d);
-      pick[size_t(h)] = kv_select(pol, p.q.data() + size_t(h) * G * d, G, keys.data(), len, d);
-    }
+    pick = select_entries(c, L, p);
     nk = int(pick[0].size());
   }
   c.policy_seconds += since(t0);
-  if (c.record) {
-    c.attending.resize(size_t(n_layers));
-    auto& heads = c.attending[size_t(layer)];
-    heads.assign(size_t(hkv), {});
-    for (int h = 0; h < hkv; ++h) {
-      const int32_t* order = L.order.data() + size_t(h) * cap;
-      const int32_t* pos = L.pos.data() + size_t(h) * cap;
-      for (int j = 0; j < nk; ++j)
-        heads[size_t(h)].push_back(pos[order[selecting ? pick[size_t(h)][size_t(j)] : j]]);
-    }
-  }
+  if (c.record) record_attending(c, L, layer, n_layers, pick, selecting, nk);
   if (!gather && !selecting && n == 1) return false;  // kv_attend reads the rows in place
-
-  AlignedFloats k(size_t(hkv) * nk * d), v(k.size());
-  for (int h = 0; h < hkv; ++h) {
-    const float* ck = L.k.data() + size_t(h) * cap * d;
-    const float* cv = L.v.data() + size_t(h) * cap * d;
-    const int32_t* order = L.order.data() + size_t(h) * cap;
-    float* dk = k.data() + size_t(h) * nk * d;
-    float* dv = v.data() + size_t(h) * nk * d;
-    for (int j = 0; j < nk; ++j) {
-      const int r = order[selecting ? pick[size_t(h)][size_t(j)] : j];
-      std::copy_n(ck + size_t(r) * d, d, dk + size_t(j) * d);
-      std::copy_n(cv + size_t(r) * d, d, dv + size_t(j) * d);
-    }
-  }
-  p.k.swap(k);
-  p.v.swap(v);
-  p.n_k = nk;  // default positions: the queries are the last n of the nk entries
+  gather_entries(c, L, p, pick, selecting, nk);
   return true;
 }
 
