@@ -122,14 +122,10 @@ RopeScaling parse_rope_scaling(const json& j, const std::string& source) {
   return rs;
 }
 
-}  // namespace
-
-HfConfig parse_hf_config(const json& j, const std::string& source) {
-  if (!j.is_object()) throw Error(ErrorCode::Format, source + ": config is not a JSON object");
-  Reader r(j, source);
-  HfConfig c;
-  c.source = source;
-  c.raw = j;
+// model_type and architectures; the architecture table (models/arch/architectures.h) decides
+// what is accepted, before any other key is read. Its family picks the key spellings and
+// defaults the other readers apply.
+const Architecture& read_architecture(const Reader& r, HfConfig& c) {
   auto model_type = r.get_string({"model_type"});
   if (!model_type) r.fail("missing required key 'model_type'");
   c.model_type = *model_type;
@@ -140,22 +136,20 @@ HfConfig parse_hf_config(const json& j, const std::string& source) {
       c.architectures.push_back(s.get<std::string>());
     }
   }
-  // The architecture table (models/arch/architectures.h) decides what is accepted, before any
-  // other key is read; the family picks the key spellings and defaults below.
   const Architecture* arch = find_architecture(c.model_type);
   if (!arch) {
     std::string listed;
     for (const std::string& a : c.architectures) listed += (listed.empty() ? "" : ", ") + a;
     throw Error(ErrorCode::Unsupported,
-                source + ": model_type '" + c.model_type + "'" +
+                c.source + ": model_type '" + c.model_type + "'" +
                     (listed.empty() ? "" : " (architectures: " + listed + ")") +
                     " is not supported; supported model types: " + supported_model_types());
   }
-  const bool gpt2 = arch->family == Family::Gpt2;
-  const bool vision = arch->family == Family::Vit;
-  const bool llama_like = arch->family == Family::Llama;
-  const bool bert = arch->family == Family::Bert;
+  return *arch;
+}
 
+// Hidden size, layers, attention and KV heads, head_dim (hidden size / heads unless given).
+void read_attention_shape(const Reader& r, HfConfig& c) {
   c.hidden_size = r.require_int({"hidden_size", "n_embd", "d_model"});
   c.num_hidden_layers = r.require_int({"num_hidden_layers", "n_layer", "num_layers"});
   c.num_attention_heads = r.require_int({"num_attention_heads", "n_head", "num_heads"});
@@ -177,7 +171,12 @@ HfConfig parse_hf_config(const json& j, const std::string& source) {
     }
     c.head_dim = c.hidden_size / c.num_attention_heads;
   }
+}
 
+// The MLP's width, the vocabulary (or a vision model's image and patch sizes), the context
+// length and BERT's segment vocabulary, with each family's defaults.
+void read_sizes(const Reader& r, HfConfig& c, Family family) {
+  const bool gpt2 = family == Family::Gpt2;
   if (gpt2) {
     c.intermediate_size = r.get_int({"n_inner"}).value_or(4 * c.hidden_size);
   } else if (auto ffn = r.get_int({"intermediate_size", "ffn_dim"})) {
@@ -188,7 +187,7 @@ HfConfig parse_hf_config(const json& j, const std::string& source) {
     r.fail("missing required key 'intermediate_size'");
   }
 
-  if (vision) {
+  if (family == Family::Vit) {
     c.vocab_size = r.get_int({"vocab_size"}).value_or(0);
     c.image_size = r.require_int({"image_size"});
     c.patch_size = r.require_int({"patch_size"});
@@ -200,15 +199,19 @@ HfConfig parse_hf_config(const json& j, const std::string& source) {
   } else {
     c.vocab_size = r.require_int({"vocab_size"});
   }
+  const bool bert = family == Family::Bert;
   c.max_position_embeddings = r.get_int({"max_position_embeddings", "n_positions", "n_ctx"})
                                   .value_or(gpt2   ? 1024
                                             : bert ? 512
                                                    : 0);
   c.type_vocab_size = r.get_int({"type_vocab_size"}).value_or(bert ? 2 : 0);
+}
 
-  c.rope_theta = r.get_double({"rope_theta"}).value_or(10000.0);
-  if (const json* rs = r.find({"rope_scaling"})) c.rope_scaling = parse_rope_scaling(*rs, source);
-
+// Norm epsilon, activation, tied embeddings and projection biases, with each family's
+// defaults.
+void read_layer_options(const Reader& r, HfConfig& c, Family family) {
+  const bool gpt2 = family == Family::Gpt2;
+  const bool llama_like = family == Family::Llama;
   const double eps_default = llama_like ? 1e-6 : (gpt2 ? 1e-5 : 1e-12);
   c.norm_eps = r.get_double({"rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_eps"})
                    .value_or(eps_default);
@@ -224,38 +227,62 @@ HfConfig parse_hf_config(const json& j, const std::string& source) {
     c.attention_bias = r.get_bool({"qkv_bias", "attention_bias"}).value_or(true);
   }
   c.mlp_bias = r.get_bool({"mlp_bias"}).value_or(!llama_like);
-  if (arch->configure) arch->configure(c);
+}
 
-  if (const json* labels = r.find({"id2label"})) {
-    if (!labels->is_object()) r.fail("key 'id2label' must be an object");
-    for (auto it = labels->begin(); it != labels->end(); ++it) {
-      int64_t id = 0;
-      try {
-        size_t used = 0;
-        id = std::stoll(it.key(), &used);
-        if (used != it.key().size()) throw std::invalid_argument("trailing");
-      } catch (const std::exception&) {
-        r.fail("id2label key '" + it.key() + "' is not an integer");
-      }
-      if (!it.value().is_string()) r.fail("id2label value for " + it.key() + " is not a string");
-      c.id2label[id] = it.value().get<std::string>();
+// id2label: a classifier's label per integer class id.
+void read_labels(const Reader& r, HfConfig& c) {
+  const json* labels = r.find({"id2label"});
+  if (!labels) return;
+  if (!labels->is_object()) r.fail("key 'id2label' must be an object");
+  for (auto it = labels->begin(); it != labels->end(); ++it) {
+    int64_t id = 0;
+    try {
+      size_t used = 0;
+      id = std::stoll(it.key(), &used);
+      if (used != it.key().size()) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+      r.fail("id2label key '" + it.key() + "' is not an integer");
     }
+    if (!it.value().is_string()) r.fail("id2label value for " + it.key() + " is not a string");
+    c.id2label[id] = it.value().get<std::string>();
   }
+}
 
+// bos, pad and eos token ids (eos_token_id may be one id or a list).
+void read_special_tokens(const Reader& r, HfConfig& c) {
   c.bos_token_id = r.get_int({"bos_token_id"});
   c.pad_token_id = r.get_int({"pad_token_id"});
-  if (const json* eos = r.find({"eos_token_id"})) {
-    if (eos->is_number_integer()) {
-      c.eos_token_ids.push_back(eos->get<int64_t>());
-    } else if (eos->is_array()) {
-      for (const json& e : *eos) {
-        if (!e.is_number_integer()) r.fail("key 'eos_token_id' must be an integer or a list");
-        c.eos_token_ids.push_back(e.get<int64_t>());
-      }
-    } else {
-      r.fail("key 'eos_token_id' must be an integer or a list");
+  const json* eos = r.find({"eos_token_id"});
+  if (!eos) return;
+  if (eos->is_number_integer()) {
+    c.eos_token_ids.push_back(eos->get<int64_t>());
+  } else if (eos->is_array()) {
+    for (const json& e : *eos) {
+      if (!e.is_number_integer()) r.fail("key 'eos_token_id' must be an integer or a list");
+      c.eos_token_ids.push_back(e.get<int64_t>());
     }
+  } else {
+    r.fail("key 'eos_token_id' must be an integer or a list");
   }
+}
+
+}  // namespace
+
+HfConfig parse_hf_config(const json& j, const std::string& source) {
+  if (!j.is_object()) throw Error(ErrorCode::Format, source + ": config is not a JSON object");
+  Reader r(j, source);
+  HfConfig c;
+  c.source = source;
+  c.raw = j;
+  const Architecture& arch = read_architecture(r, c);
+  read_attention_shape(r, c);
+  read_sizes(r, c, arch.family);
+  c.rope_theta = r.get_double({"rope_theta"}).value_or(10000.0);
+  if (const json* rs = r.find({"rope_scaling"})) c.rope_scaling = parse_rope_scaling(*rs, source);
+  read_layer_options(r, c, arch.family);
+  if (arch.configure) arch.configure(c);
+  read_labels(r, c);
+  read_special_tokens(r, c);
   return c;
 }
 
