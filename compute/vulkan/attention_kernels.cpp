@@ -155,28 +155,30 @@ std::vector<int32_t> key_positions(const Problem& p) {
   return pos;
 }
 
-AttentionOutput run_attention(Context& ctx, const Problem& p, const Layout& layout,
-                              const std::vector<ScoreMod>& mods, const Normaliser& norm,
-                              const KernelConfig* config) {
-  std::string why = attention_unsupported(ctx, p, mods, norm);
-  if (!why.empty()) throw Error(ErrorCode::Unsupported, "vulkan: " + why);
+namespace {
+
+// The kernel shape: the device's choice, or `config` once checked against the device.
+KernelConfig checked_config(const Context& ctx, const Problem& p, const KernelConfig* config) {
   KernelConfig c;
   choose_kernel_config(ctx, p.d, &c, nullptr);
-  if (config) {
-    c = *config;
-    const bool pow2_lanes = c.lanes == 1 || c.lanes == 2 || c.lanes == 4 || c.lanes == 8;
-    require(pow2_lanes && c.lanes <= int(ctx.subgroup_size()) && c.d_padded >= p.d &&
-                c.d_padded % (4 * c.lanes) == 0 && (c.tile == 8 || c.tile == 16 || c.tile == 32) &&
-                c.rows > 0 &&
-                c.rows * c.lanes <= int(ctx.limits().maxComputeWorkGroupInvocations) &&
-                size_t(2 * c.tile * c.d_padded + c.tile) * 4 <=
-                    ctx.limits().maxComputeSharedMemorySize &&
-                c.keys_per_dispatch >= 0,
-            ErrorCode::InvalidArgument, "vulkan: kernel configuration does not fit the device");
-  }
-  const KernelLayout kl = make_kernel_layout(p, layout, c.rows, -1, /*keep_lines=*/true);
-  const bool per_query = kl.indices || kl.lines;  // a workgroup per ROWS queries, 11 buffers
+  if (!config) return c;
+  c = *config;
+  const bool pow2_lanes = c.lanes == 1 || c.lanes == 2 || c.lanes == 4 || c.lanes == 8;
+  require(
+      pow2_lanes && c.lanes <= int(ctx.subgroup_size()) && c.d_padded >= p.d &&
+          c.d_padded % (4 * c.lanes) == 0 && (c.tile == 8 || c.tile == 16 || c.tile == 32) &&
+          c.rows > 0 && c.rows * c.lanes <= int(ctx.limits().maxComputeWorkGroupInvocations) &&
+          size_t(2 * c.tile * c.d_padded + c.tile) * 4 <= ctx.limits().maxComputeSharedMemorySize &&
+          c.keys_per_dispatch >= 0,
+      ErrorCode::InvalidArgument, "vulkan: kernel configuration does not fit the device");
+  return c;
+}
 
+// The shader for the layout's form (lines, indices or ranges), specialised to the kernel shape,
+// the score modifiers and the normaliser.
+const ComputePipeline& attention_pipeline(Context& ctx, const KernelLayout& kl,
+                                          const KernelConfig& c, const std::vector<ScoreMod>& mods,
+                                          const Normaliser& norm, bool per_query) {
   SpecConstants spec;
   spec.set(0, uint32_t(c.d_padded)).set(1, uint32_t(c.lanes)).set(2, uint32_t(c.rows));
   spec.set(3, uint32_t(c.tile)).set(15, uint32_t(c.rows * c.lanes));
@@ -185,9 +187,12 @@ AttentionOutput run_attention(Context& ctx, const Problem& p, const Layout& layo
                           : kl.indices ? attention_indices_shader(c.unrolled)
                                        : attention_ranges_shader(c.unrolled);
   const uint32_t n_buffers = per_query ? 11 : 12;
-  const ComputePipeline& pipeline =
-      ctx.pipelines().get(code, n_buffers, sizeof(AttentionPush), spec);
+  return ctx.pipelines().get(code, n_buffers, sizeof(AttentionPush), spec);
+}
 
+// The push constants every dispatch shares (the pass and key range are set per dispatch).
+AttentionPush shared_push(const Problem& p, const KernelLayout& kl, const KernelConfig& c,
+                          bool per_query) {
   AttentionPush push{};
   push.n_q = uint32_t(p.n_q);
   push.n_k = uint32_t(p.n_k);
@@ -199,82 +204,139 @@ AttentionOutput run_attention(Context& ctx, const Problem& p, const Layout& layo
   push.bq = uint32_t(per_query ? c.rows : kl.bq);
   push.n_qb = uint32_t(kl.n_qb);
   push.chunks = uint32_t(per_query ? 1 : (kl.bq + c.rows - 1) / c.rows);
-  const uint32_t groups_x =
-      per_query ? uint32_t((p.n_q + c.rows - 1) / c.rows) : uint32_t(kl.n_qb) * push.chunks;
+  return push;
+}
 
-  Job job(ctx);
-  std::vector<float> qs, ks, vs;
-  const int bq = job.input(pad_rows(p.q, p.d, c.d_padded, qs));
-  const int bk = job.input(pad_rows(p.k, p.d, c.d_padded, ks));
-  const int bv = job.input(pad_rows(p.v, p.d, c.d_padded, vs));
-  const size_t rows = size_t(p.n_heads) * p.n_q;
-  const size_t o_floats = rows * c.d_padded;
-  const int bo = job.buffer(o_floats * sizeof(float));
-  const int bs = job.buffer(rows * sizeof(float));
-  const int bqp = job.input(query_positions(p));
-  const int bkp = job.input(key_positions(p));
-  const int bke = job.input(kl.kend);
-  // Key chunks: each pass over the keys becomes one dispatch per chunk, the row state carried
-  // in `state` and O between them; with a single chunk one dispatch runs every pass.
-  const int passes = norm.kind == Normaliser::Kind::Entmax15 ? kEntmaxPrePasses + 1 : 1;
-  const int chunk = c.keys_per_dispatch > 0 ? c.keys_per_dispatch : p.n_k;
-  const int n_chunks = (p.n_k + chunk - 1) / chunk;
-  const int bst = job.buffer(n_chunks > 1 ? rows * kStateFloats * sizeof(float) : 16);
+// Passes over the keys (entmax runs its threshold passes first) and the key chunks each pass is
+// split into.
+struct KeyChunks {
+  int passes = 1;
+  int chunk = 0;  // keys per dispatch
+  int count = 1;
+};
+
+// Device buffers in binding order; b2 (the mask bits) only for range layouts.
+struct AttentionBuffers {
+  int q, k, v, o, row_stat, qpos, kpos, kend, state;
   int b0 = -1, b1 = -1, b2 = -1;
+};
+
+// Uploads Q, K, V (rows zero-padded to d_padded), positions and the layout's tables, and makes
+// the output, row-statistic and chunk-state buffers.
+AttentionBuffers upload_inputs(Job& job, const Problem& p, const KernelLayout& kl,
+                               const KernelConfig& c, const KeyChunks& chunks) {
+  AttentionBuffers b{};
+  std::vector<float> qs, ks, vs;
+  b.q = job.input(pad_rows(p.q, p.d, c.d_padded, qs));
+  b.k = job.input(pad_rows(p.k, p.d, c.d_padded, ks));
+  b.v = job.input(pad_rows(p.v, p.d, c.d_padded, vs));
+  const size_t rows = size_t(p.n_heads) * p.n_q;
+  b.o = job.buffer(rows * c.d_padded * sizeof(float));
+  b.row_stat = job.buffer(rows * sizeof(float));
+  b.qpos = job.input(query_positions(p));
+  b.kpos = job.input(key_positions(p));
+  b.kend = job.input(kl.kend);
+  // The row state carried between key chunks (a placeholder when there is one chunk).
+  b.state = job.buffer(chunks.count > 1 ? rows * kStateFloats * sizeof(float) : 16);
   if (kl.lines) {
-    b0 = job.input(kl.line_ptr);
-    b1 = job.input(kl.line_data);
+    b.b0 = job.input(kl.line_ptr);
+    b.b1 = job.input(kl.line_data);
   } else if (kl.indices) {
-    b0 = job.input(kl.idx_ptr);
-    b1 = job.input(kl.idx);
+    b.b0 = job.input(kl.idx_ptr);
+    b.b1 = job.input(kl.idx);
   } else {
-    b0 = job.input(kl.range_ptr);
-    b1 = job.input(kl.ranges);
-    b2 = job.input(kl.mask_bits);
+    b.b0 = job.input(kl.range_ptr);
+    b.b1 = job.input(kl.ranges);
+    b.b2 = job.input(kl.mask_bits);
   }
-  auto dispatch = [&]() {
+  return b;
+}
+
+// Records the dispatches: each pass over the keys becomes one dispatch per chunk, the row state
+// carried in `state` and O between them; with a single chunk one dispatch runs every pass.
+void dispatch_passes(Job& job, const ComputePipeline& pipeline, const AttentionBuffers& b,
+                     AttentionPush push, bool per_query, uint32_t groups_x, const Problem& p,
+                     const KeyChunks& chunks) {
+  const auto dispatch = [&]() {
     if (per_query)
-      job.dispatch(pipeline, {bq, bk, bv, bo, bs, bqp, bkp, bke, bst, b0, b1}, &push, sizeof push,
-                   groups_x, uint32_t(p.n_heads));
+      job.dispatch(pipeline,
+                   {b.q, b.k, b.v, b.o, b.row_stat, b.qpos, b.kpos, b.kend, b.state, b.b0, b.b1},
+                   &push, sizeof push, groups_x, uint32_t(p.n_heads));
     else
-      job.dispatch(pipeline, {bq, bk, bv, bo, bs, bqp, bkp, bke, bst, b0, b1, b2}, &push,
-                   sizeof push, groups_x, uint32_t(p.n_heads));
+      job.dispatch(
+          pipeline,
+          {b.q, b.k, b.v, b.o, b.row_stat, b.qpos, b.kpos, b.kend, b.state, b.b0, b.b1, b.b2},
+          &push, sizeof push, groups_x, uint32_t(p.n_heads));
   };
-  if (n_chunks == 1) {
+  if (chunks.count == 1) {
     push.pass_begin = 0;
-    push.pass_end = uint32_t(passes);
+    push.pass_end = uint32_t(chunks.passes);
     push.key_begin = 0;
     push.key_end = uint32_t(p.n_k);
     push.flags = kFlagFirst | kFlagLast;
     dispatch();
-  } else {
-    for (int pass = 0; pass < passes; ++pass)
-      for (int ch = 0; ch < n_chunks; ++ch) {
-        push.pass_begin = uint32_t(pass);
-        push.pass_end = uint32_t(pass + 1);
-        push.key_begin = uint32_t(ch * chunk);
-        push.key_end = uint32_t(std::min(p.n_k, (ch + 1) * chunk));
-        push.flags = (pass == 0 && ch == 0 ? kFlagFirst : 0) | (ch + 1 == n_chunks ? kFlagLast : 0);
-        if (pass > 0 || ch > 0) job.compute_barrier();
-        dispatch();
-      }
+    return;
   }
+  for (int pass = 0; pass < chunks.passes; ++pass)
+    for (int ch = 0; ch < chunks.count; ++ch) {
+      push.pass_begin = uint32_t(pass);
+      push.pass_end = uint32_t(pass + 1);
+      push.key_begin = uint32_t(ch * chunks.chunk);
+      push.key_end = uint32_t(std::min(p.n_k, (ch + 1) * chunks.chunk));
+      push.flags =
+          (pass == 0 && ch == 0 ? kFlagFirst : 0) | (ch + 1 == chunks.count ? kFlagLast : 0);
+      if (pass > 0 || ch > 0) job.compute_barrier();
+      dispatch();
+    }
+}
+
+// Runs the job and reads O (padding dropped: f32 [H, n_q, d]) and the row statistics back.
+AttentionOutput run_and_read_back(Job& job, const AttentionBuffers& b, const Problem& p,
+                                  const KernelConfig& c) {
+  const size_t rows = size_t(p.n_heads) * p.n_q;
+  const size_t o_floats = rows * c.d_padded;
   std::vector<float> o_padded(o_floats);
   AttentionOutput out;
-  out.row_stat.resize(size_t(p.n_heads) * p.n_q);
-  job.read_back(bo, o_padded.data(), o_floats * sizeof(float));
-  job.read_back(bs, out.row_stat.data(), out.row_stat.size() * sizeof(float));
+  out.row_stat.resize(rows);
+  job.read_back(b.o, o_padded.data(), o_floats * sizeof(float));
+  job.read_back(b.row_stat, out.row_stat.data(), out.row_stat.size() * sizeof(float));
   out.seconds = job.run();
-
   if (c.d_padded == p.d) {
     out.o = std::move(o_padded);
   } else {
-    out.o.resize(size_t(p.n_heads) * p.n_q * p.d);
-    for (size_t r = 0; r < size_t(p.n_heads) * p.n_q; ++r)
+    out.o.resize(rows * p.d);
+    for (size_t r = 0; r < rows; ++r)
       std::copy(o_padded.begin() + r * c.d_padded, o_padded.begin() + r * c.d_padded + p.d,
                 out.o.begin() + r * p.d);
   }
+  return out;
+}
+
+}  // namespace
+
+AttentionOutput run_attention(Context& ctx, const Problem& p, const Layout& layout,
+                              const std::vector<ScoreMod>& mods, const Normaliser& norm,
+                              const KernelConfig* config) {
+  std::string why = attention_unsupported(ctx, p, mods, norm);
+  if (!why.empty()) throw Error(ErrorCode::Unsupported, "vulkan: " + why);
+  const KernelConfig c = checked_config(ctx, p, config);
+  const KernelLayout kl = make_kernel_layout(p, layout, c.rows, -1, /*keep_lines=*/true);
+  const bool per_query = kl.indices || kl.lines;  // a workgroup per ROWS queries, 11 buffers
+  const ComputePipeline& pipeline = attention_pipeline(ctx, kl, c, mods, norm, per_query);
+  const AttentionPush push = shared_push(p, kl, c, per_query);
+  const uint32_t groups_x =
+      per_query ? uint32_t((p.n_q + c.rows - 1) / c.rows) : uint32_t(kl.n_qb) * push.chunks;
+
   const bool entmax = norm.kind == Normaliser::Kind::Entmax15;
+  KeyChunks chunks;
+  chunks.passes = entmax ? kEntmaxPrePasses + 1 : 1;
+  chunks.chunk = c.keys_per_dispatch > 0 ? c.keys_per_dispatch : p.n_k;
+  chunks.count = (p.n_k + chunks.chunk - 1) / chunks.chunk;
+  Job job(ctx);
+  const AttentionBuffers buffers = upload_inputs(job, p, kl, c, chunks);
+  dispatch_passes(job, pipeline, buffers, push, per_query, groups_x, p, chunks);
+  AttentionOutput out = run_and_read_back(job, buffers, p, c);
+
   const double pre = entmax ? kEntmaxPrePasses : 0;
   out.flops = kl.computed_entries * (4.0 * p.d + pre * 2.0 * p.d);
   out.bytes = 4.0 * c.d_padded * (2.0 * p.n_heads * p.n_q + kl.kv_rows_read * (2.0 + pre));
