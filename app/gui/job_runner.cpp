@@ -200,10 +200,19 @@ void JobRunner::loop(std::shared_ptr<Shared> sp) {
       end = JobEnd::Failed;
       message = kUnknown;
     }
+    const std::string tag = job.tag;
+    job = {};  // the work's captures are released here, on the worker thread
     {
+      // The job moves from running to posted under one lock: cancel() reaches it either way,
+      // and the runner is idle before the GUI thread sees its end (a handler that schedules
+      // more work when the runner is idle, like the analysis worker's, must find it idle).
       std::lock_guard<std::mutex> lock(s.mutex);
-      s.posted.emplace_back(job.tag, cancel);  // before running_cancel goes: no cancel() missed
+      s.posted.emplace_back(tag, cancel);
+      s.running_cancel.reset();
+      s.running_tag.clear();
+      ++s.finished;
     }
+    s.done.notify_all();
     // On the GUI thread: nothing once the runner is gone; nothing but `ended` once the job is
     // cancelled (checked there, so that a cancel() on the GUI thread wins over a result already
     // posted); and no exception from a hook escapes into the event loop (the result's handler
@@ -227,14 +236,6 @@ void JobRunner::loop(std::shared_ptr<Shared> sp) {
       if (hooks->ended && late.isEmpty()) late = guard([&] { hooks->ended(end); });
       if (!late.isEmpty()) std::fprintf(stderr, "attnscope: %s\n", late.toLocal8Bit().constData());
     });
-    job = {};  // the work's captures are released here, on the worker thread
-    {
-      std::lock_guard<std::mutex> lock(s.mutex);
-      s.running_cancel.reset();
-      s.running_tag.clear();
-      ++s.finished;
-    }
-    s.done.notify_all();
   }
   std::lock_guard<std::mutex> lock(s.mutex);
   s.exited = true;

@@ -76,6 +76,33 @@ TEST(JobRunner, DeliversTheResultOnTheGuiThread) {
   EXPECT_TRUE(runner.idle());
 }
 
+// A job's end reaches the GUI thread only once the runner is idle again, its captures released:
+// an end hook that starts more work when the runner is idle (the analysis worker's background
+// stages) must never find it busy with the job that just ended, or that work never starts.
+TEST(JobRunner, IsIdleWhenAJobsEndArrives) {
+  struct SlowRelease {
+    ~SlowRelease() { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
+  };
+  JobRunner runner;
+  int ends = 0;
+  bool idle_at_end = false;
+  JobHooks hooks;
+  hooks.ended = [&](JobEnd) {
+    idle_at_end = runner.idle();
+    ++ends;
+  };
+  // The job's work holds the only reference: it is released on the worker thread, slowly.
+  runner.submit_work(
+      "slow release",
+      [slow = std::make_shared<SlowRelease>()](JobContext&) -> std::function<void()> {
+        (void)slow;
+        return [] {};
+      },
+      hooks);
+  ASSERT_TRUE(wait_until([&] { return ends == 1; }, 5000));
+  EXPECT_TRUE(idle_at_end);
+}
+
 TEST(JobRunner, EveryKindOfExceptionIsAMessageAndTheNextJobRuns) {
   JobRunner runner;
   Seen runtime, integer, error, cancelled, handler, next;
