@@ -61,6 +61,117 @@ std::vector<int32_t> record_ids(const models::Model& model, const DatasetItem& i
 
 }  // namespace
 
+namespace {
+
+// The session's head ablation over a dataset, with "mean" as the mean over the corpus (or
+// `o.mean_over`) rather than over one record; null without an ablation.
+std::shared_ptr<const models::Intervention> dataset_ablation(const Session& s,
+                                                             const models::Model& model,
+                                                             const std::vector<DatasetItem>& items,
+                                                             const DatasetAnalysisOptions& o,
+                                                             int threads, DatasetSamples& d) {
+  if (s.ablation.empty()) return nullptr;
+  const models::ModelInfo& info = model.info();
+  d.ablation_heads = heads_list(s.ablation);
+  d.ablation_mode = s.ablation.mode;
+  require(s.ablation.mode == "zero" || s.ablation.mode == "mean", ErrorCode::InvalidArgument,
+          "a dataset ablates by zero or mean (the corpus mean), not '" + s.ablation.mode + "'");
+  const auto heads = parse_heads(d.ablation_heads);
+  check_heads(heads, info);
+  models::Intervention iv = ablation(heads, ablation_mode(s.ablation.mode));
+  if (s.ablation.mode == "mean") {
+    require(!info.vision, ErrorCode::InvalidArgument,
+            "mean ablation over a dataset averages token sequences: use zero ablation for "
+            "images");
+    std::vector<std::vector<int32_t>> seqs;
+    for (const DatasetItem& it : o.mean_over ? *o.mean_over : items)
+      seqs.push_back(record_ids(model, it));
+    const auto means = head_output_means(model, seqs, threads);
+    for (models::HeadEdit& e : iv.heads) e.values = means[size_t(e.layer) * info.n_heads + e.head];
+  }
+  return std::make_shared<const models::Intervention>(std::move(iv));
+}
+
+// The whole analysis of one record; errors name the record.
+std::shared_ptr<Analysis> analyze_record(const Session& s, const std::string& session_path,
+                                         const DatasetItem& it, const Options& ao) {
+  Session rs = s;
+  rs.input = it.input;
+  Options ro = ao;
+  ro.input_name = it.name;
+  if (!it.image.data.empty()) ro.image = &it.image;
+  try {
+    return analyze(rs, session_path, ro);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::Cancelled) throw;
+    throw Error(e.code(), it.name + ": " + e.what());
+  }
+}
+
+// One panel's samples per record, all missing (NaN) until the records fill them.
+void init_panels(DatasetSamples& d, const Analysis& a, size_t metrics, size_t heads,
+                 int64_t records) {
+  const Samples nan(size_t(records), kNaN);
+  d.panels.resize(a.panels.size());
+  for (size_t p = 0; p < d.panels.size(); ++p) {
+    PanelSamples& x = d.panels[p];
+    x.spec = a.panels[p].spec;
+    x.heads.assign(metrics, std::vector<Samples>(heads, nan));
+    for (Samples* v : {&x.density, &x.rel_error, &x.mass_recall, &x.row_kl, &x.flops, &x.kl,
+                       &x.top1, &x.class_agree, &x.loss, &x.correct})
+      *v = nan;
+  }
+}
+
+// Record `ri`'s head-grid metrics, trade-off point and end-to-end figures of every panel.
+void record_panels(DatasetSamples& d, const Analysis& a, const DatasetItem& it, size_t ri,
+                   bool lm) {
+  const size_t M = d.metrics.size(), LH = size_t(d.n_layers) * d.n_heads;
+  for (size_t p = 0; p < a.panels.size(); ++p) {
+    PanelSamples& x = d.panels[p];
+    const HeadGrid g = head_grid(a, int(p));
+    for (size_t m = 0; m < M && m < g.values.size(); ++m)
+      for (size_t i = 0; i < LH && i < g.values[m].size(); ++i) x.heads[m][i][ri] = g.values[m][i];
+    const TradeoffPoint t = tradeoff_point(a, int(p));
+    x.density[ri] = t.density;
+    x.rel_error[ri] = t.rel_error;
+    x.mass_recall[ri] = t.mass_recall;
+    x.row_kl[ri] = t.row_kl;
+    x.flops[ri] = t.flops;
+    const std::optional<models::EndToEnd>& e = a.panels[p].e2e;
+    int cls = -1;
+    if (p == 0) {
+      if (lm) x.loss[ri] = next_token_loss(a.dense_out(), a.input.ids);
+      cls = a.predicted_class();
+    } else if (e) {
+      if (e->has_tokens) {
+        x.kl[ri] = e->mean_kl;
+        x.top1[ri] = e->top1_agreement;
+      }
+      if (lm && std::isfinite(e->ppl_variant)) x.loss[ri] = std::log(e->ppl_variant);
+      if (e->has_class) {
+        x.class_agree[ri] = e->class_agree ? 1.0 : 0.0;
+        cls = e->class_variant;
+      }
+    }
+    if (it.label >= 0 && (p == 0 || (e && e->has_class))) x.correct[ri] = cls == it.label;
+  }
+}
+
+// Record `ri`'s ablation effect (ablated against plain) and its plain loss.
+void record_ablation(DatasetSamples& d, const Analysis& a, size_t ri, bool lm) {
+  if (!a.ablation_effect) return;
+  const models::EndToEnd& e = *a.ablation_effect;
+  if (e.has_tokens) {
+    d.ablation_kl[ri] = e.mean_kl;
+    d.ablation_top1[ri] = e.top1_agreement;
+  }
+  if (e.has_class) d.ablation_class[ri] = e.class_agree ? 1.0 : 0.0;
+  if (lm && std::isfinite(e.ppl_dense)) d.plain_loss[ri] = std::log(e.ppl_dense);
+}
+
+}  // namespace
+
 DatasetSamples collect_dataset(const Session& s, const std::string& session_path,
                                const std::vector<DatasetItem>& items,
                                const DatasetAnalysisOptions& o) {
@@ -78,7 +189,6 @@ DatasetSamples collect_dataset(const Session& s, const std::string& session_path
   d.n_heads = info.n_heads;
   d.metrics = head_metric_names();
   const int64_t R = int64_t(items.size());
-  const size_t LH = size_t(info.n_layers) * info.n_heads, M = d.metrics.size();
 
   Options ao = o.analysis;
   if (ao.verify_hashes) {  // the model's recorded hashes once, not once a record
@@ -87,30 +197,9 @@ DatasetSamples collect_dataset(const Session& s, const std::string& session_path
     check_session_files(model_only, session_path);
   }
   ao.verify_hashes = false;
-  if (!s.ablation.empty()) {
-    d.ablation_heads = heads_list(s.ablation);
-    d.ablation_mode = s.ablation.mode;
-    require(s.ablation.mode == "zero" || s.ablation.mode == "mean", ErrorCode::InvalidArgument,
-            "a dataset ablates by zero or mean (the corpus mean), not '" + s.ablation.mode + "'");
-    const auto heads = parse_heads(d.ablation_heads);
-    check_heads(heads, info);
-    models::Intervention iv = ablation(heads, ablation_mode(s.ablation.mode));
-    if (s.ablation.mode == "mean") {
-      require(!info.vision, ErrorCode::InvalidArgument,
-              "mean ablation over a dataset averages token sequences: use zero ablation for "
-              "images");
-      std::vector<std::vector<int32_t>> seqs;
-      for (const DatasetItem& it : o.mean_over ? *o.mean_over : items)
-        seqs.push_back(record_ids(*model, it));
-      const auto means = head_output_means(*model, seqs, ao.threads);
-      for (models::HeadEdit& e : iv.heads)
-        e.values = means[size_t(e.layer) * info.n_heads + e.head];
-    }
-    ao.ablation = std::make_shared<const models::Intervention>(std::move(iv));
-  }
+  if (auto iv = dataset_ablation(s, *model, items, o, ao.threads, d)) ao.ablation = std::move(iv);
 
-  const auto nan_samples = [&] { return Samples(size_t(R), kNaN); };
-  d.ablation_kl = d.ablation_top1 = d.ablation_class = d.plain_loss = nan_samples();
+  d.ablation_kl = d.ablation_top1 = d.ablation_class = d.plain_loss = Samples(size_t(R), kNaN);
   d.truncated.assign(size_t(R), 0);
   for (int64_t r = 0; r < R; ++r) {
     const DatasetItem& it = items[size_t(r)];
@@ -118,71 +207,13 @@ DatasetSamples collect_dataset(const Session& s, const std::string& session_path
     d.names.push_back(it.name);
     require(r == 0 || d.index[size_t(r)] > d.index[size_t(r - 1)], ErrorCode::InvalidArgument,
             it.name + ": records must come in the order of their indices");
-    Session rs = s;
-    rs.input = it.input;
-    Options ro = ao;
-    ro.input_name = it.name;
-    if (!it.image.data.empty()) ro.image = &it.image;
-    std::shared_ptr<Analysis> a;
-    try {
-      a = analyze(rs, session_path, ro);
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::Cancelled) throw;
-      throw Error(e.code(), it.name + ": " + e.what());
-    }
+    const std::shared_ptr<Analysis> a = analyze_record(s, session_path, it, ao);
     d.truncated[size_t(r)] = a->notice.empty() ? 0 : 1;
-    if (d.panels.empty()) {
-      d.panels.resize(a->panels.size());
-      for (size_t p = 0; p < d.panels.size(); ++p) {
-        PanelSamples& x = d.panels[p];
-        x.spec = a->panels[p].spec;
-        x.heads.assign(M, std::vector<Samples>(LH, nan_samples()));
-        for (Samples* v : {&x.density, &x.rel_error, &x.mass_recall, &x.row_kl, &x.flops, &x.kl,
-                           &x.top1, &x.class_agree, &x.loss, &x.correct})
-          *v = nan_samples();
-      }
-    }
+    if (d.panels.empty())
+      init_panels(d, *a, d.metrics.size(), size_t(info.n_layers) * info.n_heads, R);
     const bool lm = !a->vision() && info.causal && info.vocab > 0;
-    const size_t ri = size_t(r);
-    for (size_t p = 0; p < a->panels.size(); ++p) {
-      PanelSamples& x = d.panels[p];
-      const HeadGrid g = head_grid(*a, int(p));
-      for (size_t m = 0; m < M && m < g.values.size(); ++m)
-        for (size_t i = 0; i < LH && i < g.values[m].size(); ++i)
-          x.heads[m][i][ri] = g.values[m][i];
-      const TradeoffPoint t = tradeoff_point(*a, int(p));
-      x.density[ri] = t.density;
-      x.rel_error[ri] = t.rel_error;
-      x.mass_recall[ri] = t.mass_recall;
-      x.row_kl[ri] = t.row_kl;
-      x.flops[ri] = t.flops;
-      const std::optional<models::EndToEnd>& e = a->panels[p].e2e;
-      int cls = -1;
-      if (p == 0) {
-        if (lm) x.loss[ri] = next_token_loss(a->dense_out(), a->input.ids);
-        cls = a->predicted_class();
-      } else if (e) {
-        if (e->has_tokens) {
-          x.kl[ri] = e->mean_kl;
-          x.top1[ri] = e->top1_agreement;
-        }
-        if (lm && std::isfinite(e->ppl_variant)) x.loss[ri] = std::log(e->ppl_variant);
-        if (e->has_class) {
-          x.class_agree[ri] = e->class_agree ? 1.0 : 0.0;
-          cls = e->class_variant;
-        }
-      }
-      if (it.label >= 0 && (p == 0 || (e && e->has_class))) x.correct[ri] = cls == it.label;
-    }
-    if (a->ablation_effect) {
-      const models::EndToEnd& e = *a->ablation_effect;
-      if (e.has_tokens) {
-        d.ablation_kl[ri] = e.mean_kl;
-        d.ablation_top1[ri] = e.top1_agreement;
-      }
-      if (e.has_class) d.ablation_class[ri] = e.class_agree ? 1.0 : 0.0;
-      if (lm && std::isfinite(e.ppl_dense)) d.plain_loss[ri] = std::log(e.ppl_dense);
-    }
+    record_panels(d, *a, it, size_t(r), lm);
+    record_ablation(d, *a, size_t(r), lm);
     if (o.progress) o.progress(r + 1, R);
   }
   d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
