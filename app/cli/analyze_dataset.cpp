@@ -14,9 +14,9 @@
 #include "app/core/datasets/image_dataset.h"
 #include "app/core/datasets/text_dataset.h"
 #include "app/core/heads/head_metrics.h"
+#include "app/core/session/model_catalog.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
-#include "models/arch/default_models.h"
 
 namespace attn::cli {
 namespace {
@@ -29,7 +29,7 @@ std::string with_interval(const core::Interval& v, int digits) {
   return s;
 }
 
-std::vector<core::DatasetItem> read_items(const models::Model& model, const std::string& path,
+std::vector<core::DatasetItem> read_items(const core::Model& model, const std::string& path,
                                           int64_t limit) {
   std::vector<core::DatasetItem> items;
   if (core::is_image_dataset(path)) {
@@ -165,7 +165,7 @@ int analyze_dataset(const core::Session& s, const std::string& session_path,
     usage(!a.json_out.empty(),
           "--shard writes its records' samples to --json, for analyze --merge: give --json");
   }
-  const auto model = core::cached_model(models::is_default_model_name(s.model.id)
+  const auto model = core::cached_model(core::is_default_model_name(s.model.id)
                                             ? s.model.id
                                             : core::resolve_session_path(session_path, s.model.id));
   std::vector<core::DatasetItem> all = read_items(*model, a.dataset, a.limit);

@@ -15,10 +15,8 @@
 #include "app/core/analysis/report.h"
 #include "app/core/analysis/views.h"
 #include "app/core/heads/interventions.h"
+#include "app/core/session/model_catalog.h"
 #include "compute/error.h"
-#include "models/arch/default_models.h"
-#include "models/arch/dump.h"
-#include "models/arch/text_input.h"
 
 namespace attn::cli {
 namespace {
@@ -88,7 +86,7 @@ core::Session session_of(const AnalyzeOptions& o, std::string& session_path) {
   const bool new_input = !o.tensors.empty() || o.given_inputs > 0;
   if (new_input && !session_path.empty()) {
     // Inputs named here are relative to here; the session's model to its file.
-    if (!models::is_default_model_name(s.model.id))
+    if (!core::is_default_model_name(s.model.id))
       s.model.id = core::resolve_session_path(session_path, s.model.id);
     session_path.clear();
     s.model.sha256.clear();
@@ -122,7 +120,7 @@ core::Session session_of(const AnalyzeOptions& o, std::string& session_path) {
     s.model.sha256.clear();
   } else {
     usage(!o.session.empty() || s.input.kind == "tensors",
-          "--model DIR (or " + join_names(models::default_model_names()) + ") is required");
+          "--model DIR (or " + join_names(core::default_model_names()) + ") is required");
   }
   if (!o.variants.empty() || o.session.empty())
     s.variants = split_specs(o.variants.empty() ? "dense" : o.variants);
@@ -133,7 +131,7 @@ core::Session session_of(const AnalyzeOptions& o, std::string& session_path) {
         "--dump needs a model (raw tensors have no hooks to dump)");
   if (!o.dump.empty()) {
     try {
-      models::HookSelection::parse(o.hooks);
+      core::HookSelection::parse(o.hooks);
     } catch (const Error& e) {
       throw UsageError(std::string("--hooks: ") + e.what());
     }
@@ -150,19 +148,19 @@ core::Session session_of(const AnalyzeOptions& o, std::string& session_path) {
 // for text or ids (a vision model for an image), token ids in its vocabulary, layers and heads
 // it has, hooks it can dump. Returns the model (kept loaded for the analysis), or null when
 // nothing on the command line concerns the model.
-std::shared_ptr<const models::Model> check_against_model(const AnalyzeOptions& o,
-                                                         const core::Session& s,
-                                                         const std::string& session_path) {
+std::shared_ptr<const core::Model> check_against_model(const AnalyzeOptions& o,
+                                                       const core::Session& s,
+                                                       const std::string& session_path) {
   if (s.input.kind == "tensors" || s.input.kind == "synthetic") return nullptr;
   const bool input_given = o.given_inputs > 0;
   if (o.model.empty() && !input_given && o.layers.empty() && o.heads.empty() && o.dump.empty())
     return nullptr;  // all from the session file: its own checks report what is wrong with it
-  const std::string dir = models::is_default_model_name(s.model.id)
+  const std::string dir = core::is_default_model_name(s.model.id)
                               ? s.model.id
                               : core::resolve_session_path(session_path, s.model.id);
   if (!o.model.empty()) check_model_path(s.model.id, dir);
-  std::shared_ptr<const models::Model> model = core::cached_model(dir);
-  const models::ModelInfo& info = model->info();
+  std::shared_ptr<const core::Model> model = core::cached_model(dir);
+  const core::ModelInfo& info = model->info();
   const std::string name = (o.model.empty() ? "the session's model " : "--model ") + s.model.id;
   if (!o.model.empty() || input_given) {
     if (s.input.kind == "image")
@@ -193,7 +191,7 @@ std::shared_ptr<const models::Model> check_against_model(const AnalyzeOptions& o
                                           std::to_string(info.n_heads - 1) + ")");
   if (!o.dump.empty()) {
     try {
-      models::HookSelection::parse(o.hooks).check(info.n_layers);
+      core::HookSelection::parse(o.hooks).check(info.n_layers);
     } catch (const Error& e) {
       throw UsageError(std::string("--hooks: ") + e.what());
     }
@@ -204,7 +202,7 @@ std::shared_ptr<const models::Model> check_against_model(const AnalyzeOptions& o
 void print_summary(const core::Analysis& a) {
   const bool vision = a.vision();
   if (a.info) {
-    const models::ModelInfo& info = *a.info;
+    const core::ModelInfo& info = *a.info;
     std::printf(
         "model: %s (%s, %d layers, %d heads, %d kv heads, d=%d) \u2014 %d tokens, dense forward "
         "%.3f s\n",
@@ -219,7 +217,7 @@ void print_summary(const core::Analysis& a) {
   if (a.ablation_effect) {  // the session's ablation: everything below is the ablated model's
     std::string list;
     for (const std::string& h : a.session.ablation.heads) list += (list.empty() ? "" : ",") + h;
-    const models::EndToEnd& e = *a.ablation_effect;
+    const core::EndToEnd& e = *a.ablation_effect;
     std::printf("ablated: %s (%s); the ablated model against the plain one:", list.c_str(),
                 a.session.ablation.mode.c_str());
     if (e.has_tokens)
@@ -253,7 +251,7 @@ void print_summary(const core::Analysis& a) {
   Table t(header);
   for (size_t v = 1; v < a.panels.size(); ++v) {
     const core::TradeoffPoint pt = core::tradeoff_point(a, int(v));
-    const std::optional<models::EndToEnd>& e = a.panels[v].e2e;
+    const std::optional<core::EndToEnd>& e = a.panels[v].e2e;
     std::vector<std::string> row = {a.panels[v].spec, fixed(pt.density, 4), sci(pt.rel_error),
                                     fixed(pt.mass_recall, 4), sci(pt.row_kl)};
     if (vision) {
@@ -285,53 +283,46 @@ void print_summary(const core::Analysis& a) {
 // --ablate: the session's input run plainly and with the heads ablated; every dumped file comes
 // from the ablated pass and no variant is substituted.
 int ablate(const AnalyzeOptions& o, const core::Session& s,
-           const std::shared_ptr<const models::Model>& model) {
+           const std::shared_ptr<const core::Model>& model) {
   usage(o.variants.empty(), "--ablate runs no variant: do not give --variants with it");
   usage(s.input.kind == "text" || s.input.kind == "ids",
         "--ablate runs a model on text or token ids (--text, --text-file, --ids)");
   usage(model != nullptr, "--ablate needs --model and an input");
-  std::vector<std::pair<int, int>> heads;
-  models::HeadEdit::Mode mode{};
+  core::HeadAblationRequest r;
   try {
-    heads = core::parse_heads(o.ablate);
-    core::check_heads(heads, model->info());
-    mode = core::ablation_mode(o.ablate_mode);
+    r.heads = core::parse_heads(o.ablate);
+    core::check_heads(r.heads, model->info());
+    core::ablation_mode(o.ablate_mode);
   } catch (const Error& e) {
     throw UsageError(std::string("--ablate: ") + e.what());
   }
-  const std::string name = o.text_file.empty() ? "--text" : "--text-file " + o.text_file;
-  const models::TextInput ti =
-      s.input.kind == "ids"
-          ? ids_for_model(*model, s.input.ids)
-          : encode_for_model(*model, s.input.text, o.given_inputs ? name : "the session's text");
-  if (!ti.notice.empty()) std::fprintf(stderr, "attnscope: notice: %s\n", ti.notice.c_str());
-  models::ModelInput in;
-  in.ids = ti.ids;
-  in.labels = ti.labels;
   const bool other_input = o.ablate_mode == "resample" || o.ablate_mode == "pattern";
   usage(other_input == !o.resample_text.empty(),
         "--ablate-mode resample and pattern take the other input from --resample-text (and only "
         "then)");
-  models::Intervention iv;
-  if (other_input) {
-    const models::TextInput src = encode_for_model(*model, o.resample_text, "--resample-text");
-    usage(src.ids.size() == in.ids.size(),
-          "--resample-text is " + std::to_string(src.ids.size()) + " tokens but the input is " +
-              std::to_string(in.ids.size()) + ": " + o.ablate_mode + " needs the same length");
-    iv = core::resample_ablation(*model, heads, src.ids, int(in.ids.size()), o.threads,
-                                 o.ablate_mode == "pattern");
-  } else {
-    iv = core::ablation(heads, mode);
-  }
-  const core::InterventionRun r =
-      core::run_intervention(*model, in, iv, o.dump.empty() ? "" : o.hooks, o.threads);
-  std::string list;
-  for (const auto& [l, h] : heads) list += (list.empty() ? "" : ",") + models::head_name(l, h);
-  const models::EndToEnd& e = r.effect;
+  r.mode = o.ablate_mode;
+  r.use_ids = s.input.kind == "ids";
+  r.ids = s.input.ids;
+  r.text = s.input.text;
+  r.text_name = !o.given_inputs       ? "the session's text"
+                : o.text_file.empty() ? "--text"
+                                      : "--text-file " + o.text_file;
+  r.source_text = o.resample_text;
+  r.source_name = "--resample-text";
+  r.hooks = o.dump.empty() ? "" : o.hooks;
+  r.threads = o.threads;
+  r.notice = [](const std::string& notice) {
+    std::fprintf(stderr, "attnscope: notice: %s\n", notice.c_str());
+  };
+  const core::HeadAblation a = core::ablate_heads(*model, r);
+  usage(!a.length_mismatch, "--resample-text is " + std::to_string(a.source_tokens) +
+                                " tokens but the input is " + std::to_string(a.input.ids.size()) +
+                                ": " + o.ablate_mode + " needs the same length");
+  const core::EndToEnd& e = a.run.effect;
   std::printf(
       "model: %s \u2014 %zu tokens; %s ablation of %s (before the output projection, "
       "its bias kept)\n",
-      model->info().dir.c_str(), in.ids.size(), o.ablate_mode.c_str(), list.c_str());
+      model->info().dir.c_str(), a.input.ids.size(), o.ablate_mode.c_str(), a.heads.c_str());
   Table t({"", "next-token KL", "top-1 agree", "perplexity"});
   t.add({"ablated vs plain", e.has_tokens ? sci(e.mean_kl) : "-",
          e.has_tokens ? fixed(e.top1_agreement, 4) : "-",
@@ -341,8 +332,8 @@ int ablate(const AnalyzeOptions& o, const core::Session& s,
   if (!o.json_out.empty()) {
     json j = {{"version", 1},
               {"model", s.model.id},
-              {"tokens", in.ids.size()},
-              {"ablate", list},
+              {"tokens", a.input.ids.size()},
+              {"ablate", a.heads},
               {"mode", o.ablate_mode},
               {"next_token_kl", e.mean_kl},
               {"max_kl", e.max_kl},
@@ -352,8 +343,7 @@ int ablate(const AnalyzeOptions& o, const core::Session& s,
     write_json(o.json_out, j);
   }
   if (!o.dump.empty()) {
-    const models::HookSelection asked = models::HookSelection::parse(o.hooks);
-    const auto files = dump_forward(o.dump, *r.capture, in, r.edited, in.labels, &asked);
+    const auto files = core::dump_head_ablation(o.dump, a, o.hooks);
     std::printf("dumped %zu files of the ablated pass to %s\n", files.size(), o.dump.c_str());
   }
   return 0;
@@ -378,7 +368,7 @@ int analyze_over_dataset(const AnalyzeOptions& o) {
     s.model.sha256.clear();
   } else {
     usage(!o.session.empty(),
-          "--model DIR (or " + join_names(models::default_model_names()) + ") is required");
+          "--model DIR (or " + join_names(core::default_model_names()) + ") is required");
   }
   if (!o.variants.empty()) {
     s.variants = split_specs(o.variants);
@@ -401,10 +391,10 @@ int analyze_over_dataset(const AnalyzeOptions& o) {
     s.ablation.heads.clear();
     try {
       for (const auto& [l, h] : core::parse_heads(o.ablate))
-        s.ablation.heads.push_back(models::head_name(l, h));
+        s.ablation.heads.push_back(core::head_name(l, h));
       core::check_heads(
           core::parse_heads(o.ablate),
-          core::cached_model(models::is_default_model_name(s.model.id)
+          core::cached_model(core::is_default_model_name(s.model.id)
                                  ? s.model.id
                                  : core::resolve_session_path(session_path, s.model.id))
               ->info());
@@ -484,9 +474,9 @@ int analyze(const AnalyzeOptions& o) {
   if (!o.json_out.empty()) write_json(o.json_out, j);
   if (!o.dump.empty()) {
     usage(a->capture != nullptr, "--dump needs a model (raw tensors have no hooks to dump)");
-    const models::HookSelection asked = models::HookSelection::parse(o.hooks);
-    const auto files =
-        dump_forward(o.dump, *a->capture, a->input, a->dense_out(), a->problem(0).labels, &asked);
+    const core::HookSelection asked = core::HookSelection::parse(o.hooks);
+    const auto files = core::dump_forward(o.dump, *a->capture, a->input, a->dense_out(),
+                                          a->problem(0).labels, &asked);
     std::printf("dumped %zu files to %s\n", files.size(), o.dump.c_str());
   }
   return 0;

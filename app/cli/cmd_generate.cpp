@@ -10,10 +10,10 @@
 #include "app/core/analysis/analysis.h"
 #include "app/core/decode/decode_trace.h"
 #include "app/core/decode/stream.h"
+#include "app/core/session/model_catalog.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
 #include "compute/kv/kv_policy.h"
-#include "models/arch/default_models.h"
 
 namespace attn::cli {
 namespace {
@@ -25,9 +25,9 @@ class GenerateCommand final : public Command {
 
  private:
   // Samples from the prompt, printing each token as it arrives and a summary on stderr.
-  core::Generation sample(const models::Model& model, const std::vector<int32_t>& prompt) const;
+  core::Generation sample(const core::Model& model, const std::vector<int32_t>& prompt) const;
   // The same tokens again, teacher-forced, written to --trace and --figure.
-  void trace(const models::Model& model, const std::vector<int32_t>& prompt,
+  void trace(const core::Model& model, const std::vector<int32_t>& prompt,
              const core::Generation& g) const;
 
   struct Options {
@@ -74,7 +74,7 @@ int GenerateCommand::run() {
             " new tokens (and at least 1)");
   check_kv_policies({o.policy}, "--policy");
   check_model_path(o.model, o.model);
-  std::shared_ptr<const models::Model> model = core::cached_model(o.model);
+  std::shared_ptr<const core::Model> model = core::cached_model(o.model);
   const std::vector<int32_t> prompt_ids =
       o.ids.empty() ? core::tokenize_stream(*model, o.prompt) : o.ids;
   const core::Generation g = sample(*model, prompt_ids);
@@ -82,9 +82,9 @@ int GenerateCommand::run() {
   return kExitOk;
 }
 
-core::Generation GenerateCommand::sample(const models::Model& model,
+core::Generation GenerateCommand::sample(const core::Model& model,
                                          const std::vector<int32_t>& prompt) const {
-  const models::Tokenizer* tok = model.tokenizer();
+  const core::Tokenizer* tok = model.tokenizer();
   // Prints each new token as it arrives: the whole continuation is decoded and only what is
   // new is written (byte-level BPE pieces join into characters across tokens).
   std::vector<int32_t> so_far;
@@ -116,7 +116,7 @@ core::Generation GenerateCommand::sample(const models::Model& model,
   return g;
 }
 
-void GenerateCommand::trace(const models::Model& model, const std::vector<int32_t>& prompt,
+void GenerateCommand::trace(const core::Model& model, const std::vector<int32_t>& prompt,
                             const core::Generation& g) const {
   // The same tokens again, teacher-forced (decoding is deterministic): each step reads one
   // token, from the prompt's last, and chose the token after it.

@@ -21,6 +21,7 @@
 #include "app/core/heads/head_atlas.h"
 #include "app/core/heads/head_roles.h"
 #include "app/core/heads/interventions.h"
+#include "app/core/session/model_catalog.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
 
@@ -201,7 +202,7 @@ int HeadsCommand::run() {
           "--shard writes its samples to --json, for heads --merge: give --json");
   }
   check_model_path(o.model, o.model);
-  std::shared_ptr<const models::Model> model = core::cached_model(o.model);
+  std::shared_ptr<const core::Model> model = core::cached_model(o.model);
   usage(!model->info().vision,
         "--model " + o.model + " is a vision model: head roles are measured on text");
   // Every shard builds the whole input (it is deterministic) and runs its own part of it.

@@ -14,9 +14,9 @@
 #include "app/core/datasets/text_dataset.h"
 #include "app/core/export/data_export.h"
 #include "app/core/heads/interventions.h"
+#include "app/core/session/model_catalog.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
-#include "models/arch/text_input.h"
 
 namespace attn::cli {
 
@@ -32,9 +32,9 @@ class PatchCommand final : public Command {
   // --merge: the shard files joined; takes the model, dataset and --over from them.
   core::PatchResult merge();
   // --dataset: mean effects over the pairs (this shard's, with --shard).
-  core::PatchResult patch_dataset(const models::Model& model, const core::PatchOptions& po) const;
+  core::PatchResult patch_dataset(const core::Model& model, const core::PatchOptions& po) const;
   // One pair: --clean, --corrupt, --target, --foil.
-  core::PatchResult patch_pair(const models::Model& model, const core::PatchOptions& po) const;
+  core::PatchResult patch_pair(const core::Model& model, const core::PatchOptions& po) const;
   void print_effects(const core::PatchResult& r) const;
   void write_outputs(const core::PatchResult& r) const;
 
@@ -84,7 +84,7 @@ int PatchCommand::run() {
   } else {
     usage(!o.model.empty(), "--model is required");
     check_model_path(o.model, o.model);
-    const std::shared_ptr<const models::Model> model = core::cached_model(o.model);
+    const std::shared_ptr<const core::Model> model = core::cached_model(o.model);
     usage(!model->info().vision && model->info().vocab > 0,
           "--model " + o.model + " has no token logits: patching needs a language model");
     usage(o.shard.empty() || (!o.dataset.empty() && !o.json_out.empty()),
@@ -131,7 +131,7 @@ core::PatchResult PatchCommand::merge() {
   return r;
 }
 
-core::PatchResult PatchCommand::patch_dataset(const models::Model& model,
+core::PatchResult PatchCommand::patch_dataset(const core::Model& model,
                                               const core::PatchOptions& po) const {
   usage(o.clean.empty() && o.corrupt.empty() && o.target.empty() && o.foil.empty(),
         "--dataset holds the pairs: do not give --clean, --corrupt, --target or --foil");
@@ -150,8 +150,8 @@ core::PatchResult PatchCommand::patch_dataset(const models::Model& model,
     core::PatchRecord rec;
     rec.index = i;
     rec.name = t.source;
-    rec.clean = encode_for_model(model, t.clean, t.source + " clean").ids;
-    rec.corrupt = encode_for_model(model, t.corrupt, t.source + " corrupt").ids;
+    rec.clean = core::encode_for_model(model, t.clean, t.source + " clean").ids;
+    rec.corrupt = core::encode_for_model(model, t.corrupt, t.source + " corrupt").ids;
     require(rec.clean.size() == rec.corrupt.size(), ErrorCode::InvalidArgument,
             t.source + ": clean is " + std::to_string(rec.clean.size()) +
                 " tokens but corrupt is " + std::to_string(rec.corrupt.size()));
@@ -179,12 +179,12 @@ core::PatchResult PatchCommand::patch_dataset(const models::Model& model,
   return r;
 }
 
-core::PatchResult PatchCommand::patch_pair(const models::Model& model,
+core::PatchResult PatchCommand::patch_pair(const core::Model& model,
                                            const core::PatchOptions& po) const {
   usage(!o.clean.empty() && !o.corrupt.empty() && !o.target.empty() && !o.foil.empty(),
         "give --clean, --corrupt, --target and --foil (or --dataset)");
-  const models::TextInput clean = encode_for_model(model, o.clean, "--clean");
-  const models::TextInput corrupt = encode_for_model(model, o.corrupt, "--corrupt");
+  const core::TextInput clean = core::encode_for_model(model, o.clean, "--clean");
+  const core::TextInput corrupt = core::encode_for_model(model, o.corrupt, "--corrupt");
   usage(clean.ids.size() == corrupt.ids.size(),
         "--clean is " + std::to_string(clean.ids.size()) + " tokens but --corrupt is " +
             std::to_string(corrupt.ids.size()) + ": patching needs the same length");

@@ -12,9 +12,9 @@
 #include "app/cli/usage.h"
 #include "app/core/analysis/analysis.h"
 #include "app/core/decode/stream.h"
+#include "app/core/session/model_catalog.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
-#include "models/arch/default_models.h"
 
 namespace attn::cli {
 namespace {
@@ -34,7 +34,7 @@ class StreamCommand final : public Command {
   // The command line's own mistakes, before the model loads.
   void check_options() const;
   // The tokens to stream: --ids, or the text tokenised whole; --bos puts the model's first.
-  std::vector<int32_t> stream_tokens(const models::Model& model) const;
+  std::vector<int32_t> stream_tokens(const core::Model& model) const;
   core::StreamOptions stream_options(int tokens) const;
   static void print_result(const core::StreamResult& r, const std::string& model);
   void write_outputs(const core::StreamResult& r) const;
@@ -81,7 +81,7 @@ void StreamCommand::add_options(CLI::App& cmd) {
 int StreamCommand::run() {
   check_options();
   check_model_path(o.model, o.model);
-  std::shared_ptr<const models::Model> model = core::cached_model(o.model);
+  std::shared_ptr<const core::Model> model = core::cached_model(o.model);
   usage(o.timeline_layer < model->info().n_layers,
         "--timeline-layer " + std::to_string(o.timeline_layer) + ": the model has " +
             std::to_string(model->info().n_layers) + " layers");
@@ -111,7 +111,7 @@ void StreamCommand::check_options() const {
   }
 }
 
-std::vector<int32_t> StreamCommand::stream_tokens(const models::Model& model) const {
+std::vector<int32_t> StreamCommand::stream_tokens(const core::Model& model) const {
   std::vector<int32_t> stream =
       !o.ids.empty()
           ? o.ids

@@ -23,9 +23,9 @@
 #include "app/core/datasets/text_dataset.h"
 #include "app/core/datasets/text_dataset_eval.h"
 #include "app/core/export/data_export.h"
+#include "app/core/session/model_catalog.h"
 #include "app/figures/figure.h"
 #include "compute/error.h"
-#include "models/arch/default_models.h"
 
 namespace attn::cli {
 using namespace core;  // the verb is a thin client of the core
@@ -336,7 +336,7 @@ int sweep(const SweepOptions& o) {
   if (!o.session.empty()) {  // its model and input; relative paths made usable from here
     const Session from = load_session(o.session);
     s.model = from.model;
-    if (!models::is_default_model_name(s.model.id))
+    if (!core::is_default_model_name(s.model.id))
       s.model.id = resolve_session_path(o.session, s.model.id);
     s.input = from.input;
     if (s.input.kind == "image") s.input.image = resolve_session_path(o.session, s.input.image);

@@ -2,10 +2,10 @@
 
 #include <filesystem>
 
+#include "app/core/session/model_catalog.h"
 #include "compute/backend.h"
 #include "compute/kv/kv_policy.h"
 #include "compute/registry.h"
-#include "models/arch/default_models.h"
 
 namespace attn::cli {
 
@@ -43,9 +43,9 @@ void check_backend(const std::string& name) {
 }
 
 void check_model_path(const std::string& name, const std::string& path) {
-  if (models::is_default_model_name(name)) return;
+  if (core::is_default_model_name(name)) return;
   std::error_code ec;
-  require(std::filesystem::exists(path, ec), ErrorCode::Io, models::missing_model_message(name));
+  require(std::filesystem::exists(path, ec), ErrorCode::Io, core::missing_model_message(name));
 }
 
 std::string unknown_command(const CLI::App& app, int argc, const char* const* argv) {

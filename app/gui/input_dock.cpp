@@ -71,14 +71,14 @@ void InputDock::set_image(const QString& path) {
   image_->show();
 }
 
-void InputDock::set_tokens(const std::string& analysed_text, std::vector<models::Token> tokens,
+void InputDock::set_tokens(const std::string& analysed_text, std::vector<core::Token> tokens,
                            std::vector<float> received, std::vector<int> sinks,
                            const QString& notice) {
   analysed_ = analysed_text;
   tokens_ = std::move(tokens);
   // The labels the analysis gives the views: the same function on the same text and pieces.
   std::vector<std::string> pieces;
-  for (const models::Token& t : tokens_) pieces.push_back(t.piece);
+  for (const core::Token& t : tokens_) pieces.push_back(t.piece);
   labels_ = core::token_labels(analysed_, tokens_, pieces);
   received_ = std::move(received);
   sinks_ = std::move(sinks);
@@ -110,7 +110,7 @@ void InputDock::apply_highlights() {
     float mx = 1e-9f;
     for (float r : received_) mx = std::max(mx, r);
     for (size_t t = 0; t < tokens_.size(); ++t) {
-      const models::Token& tok = tokens_[t];
+      const core::Token& tok = tokens_[t];
       if (tok.end <= tok.begin || tok.end > analysed_.size()) continue;
       QTextEdit::ExtraSelection s;
       s.cursor = QTextCursor(editor_->document());
@@ -130,7 +130,7 @@ void InputDock::apply_highlights() {
 
 int InputDock::token_at_char(int char_pos) const {
   for (size_t t = 0; t < tokens_.size(); ++t) {
-    const models::Token& tok = tokens_[t];
+    const core::Token& tok = tokens_[t];
     if (tok.end <= tok.begin || tok.end > analysed_.size()) continue;
     if (char_pos >= char_of_byte_[tok.begin] && char_pos < char_of_byte_[tok.end]) return int(t);
   }

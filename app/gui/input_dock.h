@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "models/tokenizers/tokenizer.h"
+#include "app/core/session/model_catalog.h"
 
 class QLabel;
 class QPlainTextEdit;
@@ -23,7 +23,7 @@ class InputDock : public QDockWidget {
   void set_image(const QString& path);  // preview only
   // Tokens of `analysed_text` with their received mass and sink flags; shown while the editor
   // still holds that text.
-  void set_tokens(const std::string& analysed_text, std::vector<models::Token> tokens,
+  void set_tokens(const std::string& analysed_text, std::vector<core::Token> tokens,
                   std::vector<float> received, std::vector<int> sinks, const QString& notice);
   QPlainTextEdit* editor() const { return editor_; }
   // The hover text of token `t` (empty when there is none): its display label as the views show
@@ -46,7 +46,7 @@ class InputDock : public QDockWidget {
   QLabel* info_ = nullptr;
   QLabel* image_ = nullptr;
   std::string analysed_;
-  std::vector<models::Token> tokens_;
+  std::vector<core::Token> tokens_;
   std::vector<std::string> labels_;  // [tokens] display labels, as the views show them
   std::vector<float> received_;
   std::vector<int> sinks_;

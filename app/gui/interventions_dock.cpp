@@ -14,8 +14,8 @@
 #include <cmath>
 
 #include "app/core/heads/interventions.h"
+#include "app/core/session/model_catalog.h"
 #include "compute/error.h"
-#include "models/arch/text_input.h"
 #include "render/colormap.h"
 
 namespace attn::gui {
@@ -306,7 +306,7 @@ void InterventionsDock::update_summary() {
   QString list;
   for (const std::string& h : asked.heads)
     list += (list.isEmpty() ? "" : ", ") + QString::fromStdString(h);
-  const models::EndToEnd& e = *shown_->ablation_effect;
+  const core::EndToEnd& e = *shown_->ablation_effect;
   QString text = "<b>" + QString::fromStdString(asked.mode) + " ablation of " + list +
                  "</b>: every view shows the ablated model.<br>Against the plain model: ";
   if (e.has_tokens)
@@ -335,9 +335,9 @@ bool InterventionsDock::start_scan() {
   scanning_ = true;
   scan_button_->setText("Stop scan");
   job_error_.clear();
-  const std::shared_ptr<const models::Model> model = shown_->model;
+  const std::shared_ptr<const core::Model> model = shown_->model;
   const std::vector<int32_t> ids = shown_->input.ids;
-  const models::HeadEdit::Mode mode =
+  const core::HeadEdit::Mode mode =
       core::ablation_mode(mode_->currentData().toString().toStdString());
   launch(
       "scan",
@@ -406,12 +406,12 @@ bool InterventionsDock::start_patch() {
       shown_->info->vision || shown_->input.ids.empty())
     return false;
   const core::SessionPatch setup = patch_setup();
-  const std::shared_ptr<const models::Model> model = shown_->model;
+  const std::shared_ptr<const core::Model> model = shown_->model;
   // The tokens, checked here: a bad setup is the user's to fix, said at once.
   try {
     require(!setup.corrupt.empty(), ErrorCode::InvalidArgument, "give a corrupt text");
     clean_ids_ = shown_->input.ids;
-    corrupt_ids_ = encode_for_model(*model, setup.corrupt, "the corrupt text").ids;
+    corrupt_ids_ = core::encode_for_model(*model, setup.corrupt, "the corrupt text").ids;
     require(corrupt_ids_.size() == clean_ids_.size(), ErrorCode::InvalidArgument,
             "the corrupt text is " + std::to_string(corrupt_ids_.size()) +
                 " tokens and the clean one " + std::to_string(clean_ids_.size()) +
@@ -464,7 +464,7 @@ bool InterventionsDock::apply_cell(int layer, int index) {
   cell_layer_ = layer;
   cell_index_ = index;
   paint_patch();
-  const std::shared_ptr<const models::Model> model = shown_->model;
+  const std::shared_ptr<const core::Model> model = shown_->model;
   launch(
       "cell",
       [model, clean = clean_ids_, corrupt = corrupt_ids_, t = target_id_, f = foil_id_,

@@ -29,6 +29,7 @@
 
 #include "app/core/analysis/interactive.h"
 #include "app/core/export/figure_data.h"
+#include "app/core/session/model_catalog.h"
 #include "app/figures/figure.h"
 #include "app/gui/analysis_worker.h"
 #include "app/gui/decode_dialog.h"
@@ -40,7 +41,6 @@
 #include "app/gui/variants_dock.h"
 #include "app/gui/vulkan_view.h"
 #include "compute/error.h"
-#include "models/arch/default_models.h"
 #include "render/canvas.h"
 
 namespace attn::gui {
@@ -534,7 +534,7 @@ void MainWindow::show_session() {
         QString::fromStdString(core::resolve_session_path(session_path_, s.input.tensors)));
   } else {
     model_->set_model(
-        QString::fromStdString(models::is_default_model_name(s.model.id)
+        QString::fromStdString(core::is_default_model_name(s.model.id)
                                    ? s.model.id
                                    : core::resolve_session_path(session_path_, s.model.id)));
   }
@@ -789,7 +789,7 @@ core::Session MainWindow::current_session() {
       s.input.image = core::resolve_session_path(session_path_, s.input.image);
     if (s.input.kind == "tensors")
       s.input.tensors = core::resolve_session_path(session_path_, s.input.tensors);
-    if (!models::is_default_model_name(s.model.id))
+    if (!core::is_default_model_name(s.model.id))
       s.model.id = core::resolve_session_path(session_path_, s.model.id);
   }
   return s;
@@ -837,7 +837,7 @@ void MainWindow::set_dark(bool dark) {
   qApp->setPalette(p);
   if (view_->canvas()) view_->canvas()->settings().dark = dark;
   input_->set_tokens(analysis_ ? analysis_->session.input.text : "",
-                     analysis_ ? analysis_->tokens : std::vector<models::Token>{},
+                     analysis_ ? analysis_->tokens : std::vector<core::Token>{},
                      analysis_ ? core::received_mass(*analysis_) : std::vector<float>{},
                      doc_ ? doc_->heat.sinks : std::vector<int>{},
                      analysis_ ? QString::fromStdString(analysis_->notice) : QString());

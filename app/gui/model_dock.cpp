@@ -114,7 +114,7 @@ void ModelDock::set_synthetic_tokens(int n) {
   tokens_->setValue(n);
 }
 
-void ModelDock::show_info(const std::optional<models::ModelInfo>& info, const QString& summary,
+void ModelDock::show_info(const std::optional<core::ModelInfo>& info, const QString& summary,
                           int layers, int heads) {
   layer_->blockSignals(true);
   head_->blockSignals(true);

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "models/arch/model.h"
+#include "app/core/session/model_catalog.h"
 
 class QComboBox;
 class QLabel;
@@ -30,7 +30,7 @@ class ModelDock : public QDockWidget {
   int synthetic_tokens() const;
   void set_synthetic_tokens(int n);
   // Shows what was loaded, and bounds the layer and head pickers.
-  void show_info(const std::optional<models::ModelInfo>& info, const QString& summary, int layers,
+  void show_info(const std::optional<core::ModelInfo>& info, const QString& summary, int layers,
                  int heads);
 
  signals:

@@ -14,6 +14,7 @@
 #include "app/core/analysis/report.h"
 #include "app/core/export/figure_data.h"
 #include "app/core/heads/interventions.h"
+#include "app/core/session/model_catalog.h"
 #include "compute/backend.h"
 #include "compute/error.h"
 #include "models/formats/npy.h"
@@ -231,6 +232,62 @@ TEST(Interventions, ResampleAblationIsPatchingFromTheOtherInput) {
     EXPECT_NE(std::string(e.what()).find("has 10 tokens, the input 11"), std::string::npos)
         << e.what();
   }
+}
+
+// ablate_heads(), `analyze --ablate`'s core: the ablated pass is run_intervention()'s with the
+// edits ablation() builds, its hooks dump as dump_forward() writes them, resampling from the
+// input itself changes nothing, and a source of another length runs nothing.
+TEST(Interventions, AblateHeadsRunsTheAblatedPass) {
+  const auto model = core::cached_model(golden_dir("gpt2"));
+  const std::vector<int32_t> ids = read_ids(iv_dir("gpt2") + "/ids.npy");
+  core::HeadAblationRequest r;
+  r.heads = {{0, 1}, {1, 0}};
+  r.use_ids = true;
+  r.ids = ids;
+  r.hooks = "blocks.0.attn.out";
+  for (const char* mode : {"zero", "mean"}) {
+    r.mode = mode;
+    const core::HeadAblation a = core::ablate_heads(*model, r);
+    EXPECT_EQ(a.heads, "L0H1,L1H0");
+    EXPECT_EQ(a.input.ids, ids);
+    EXPECT_EQ(a.input.labels.size(), ids.size());
+    EXPECT_FALSE(a.length_mismatch);
+    const models::Intervention iv = core::ablation(r.heads, core::ablation_mode(mode));
+    const models::ModelOutput want = forward(*model, ids, &iv);
+    ASSERT_EQ(a.run.edited.logits.size(), want.logits.size());
+    for (size_t i = 0; i < want.logits.size(); ++i)
+      ASSERT_EQ(a.run.edited.logits[i], want.logits[i]) << mode << " " << i;
+    EXPECT_GT(a.run.effect.mean_kl, 0.0) << mode;
+    ASSERT_NE(a.run.capture, nullptr);
+  }
+  const fs::path dir = fs::path(ATTN_TEST_WORK_DIR) / "ablate_heads_dump";
+  fs::remove_all(dir);
+  r.mode = "zero";
+  const core::HeadAblation a = core::ablate_heads(*model, r);
+  const std::vector<std::string> files = core::dump_head_ablation(dir.string(), a, r.hooks);
+  EXPECT_TRUE(fs::exists(dir / "blocks.0.attn.out.npy"));
+  EXPECT_FALSE(fs::exists(dir / "blocks.1.attn.out.npy"));
+  EXPECT_EQ(models::read_npy((dir / "logits.npy").string()).to_f32().size(),
+            a.run.edited.logits.size());
+  EXPECT_FALSE(files.empty());
+
+  core::HeadAblationRequest s;
+  s.heads = {{0, 1}};
+  s.mode = "resample";
+  s.text = "the cat sat on the mat";
+  s.source_text = s.text;
+  const core::HeadAblation same = core::ablate_heads(*model, s);
+  EXPECT_FALSE(same.length_mismatch);
+  EXPECT_LT(same.run.effect.mean_kl, 1e-9);
+  s.source_text = "the cat";
+  const size_t n = core::encode_for_model(*model, s.text).ids.size();
+  const size_t m = core::encode_for_model(*model, s.source_text).ids.size();
+  ASSERT_NE(n, m);
+  const core::HeadAblation other = core::ablate_heads(*model, s);
+  EXPECT_TRUE(other.length_mismatch);
+  EXPECT_EQ(other.source_tokens, m);
+  EXPECT_EQ(other.input.ids.size(), n);
+  EXPECT_EQ(other.run.edited.n_tokens, 0);
 }
 
 // The single-head ablation scan: loss differences of the ablated passes; a corpus mean over one
@@ -464,6 +521,14 @@ TEST(Interventions, AnalyzeAblateDumpsTheAblatedPass) {
   const CliRun no_source =
       cli("analyze --model default-text --text hi --ablate 0.3 --ablate-mode resample");
   EXPECT_EQ(no_source.status, 2) << no_source.out;
+  const CliRun shorter =
+      cli("analyze --model default-text --text 'And God said' --ablate 0.3 "
+          "--ablate-mode resample --resample-text 'And'");
+  EXPECT_EQ(shorter.status, 2) << shorter.out;
+  EXPECT_NE(shorter.out.find("--resample-text is 1 tokens but the input is 3: resample needs the "
+                             "same length"),
+            std::string::npos)
+      << shorter.out;
   // Pattern patching from the other text: a different pass than resampling the output.
   const CliRun pattern =
       cli("analyze --model default-text --text 'And God said' --ablate 0.3 "

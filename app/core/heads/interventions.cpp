@@ -10,6 +10,8 @@
 #include "app/core/heads/head_atlas.h"
 #include "compute/error.h"
 #include "compute/parallel.h"
+#include "models/arch/dump.h"
+#include "models/arch/text_input.h"
 
 namespace attn::core {
 namespace {
@@ -136,6 +138,40 @@ InterventionRun run_intervention(const models::Model& model, const models::Model
   r.edited = model.forward(in, fo);
   r.effect = end_to_end(model.info(), in, r.plain, r.edited);
   return r;
+}
+
+HeadAblation ablate_heads(const models::Model& model, const HeadAblationRequest& r) {
+  HeadAblation a;
+  for (const auto& [l, h] : r.heads)
+    a.heads += (a.heads.empty() ? "" : ",") + models::head_name(l, h);
+  const models::TextInput ti = r.use_ids ? models::ids_for_model(model, r.ids)
+                                         : models::encode_for_model(model, r.text, r.text_name);
+  if (!ti.notice.empty() && r.notice) r.notice(ti.notice);
+  a.input.ids = ti.ids;
+  a.input.labels = ti.labels;
+  models::Intervention iv;
+  if (r.mode == "resample" || r.mode == "pattern") {
+    const models::TextInput src = models::encode_for_model(model, r.source_text, r.source_name);
+    a.source_tokens = src.ids.size();
+    if (src.ids.size() != a.input.ids.size()) {
+      a.length_mismatch = true;
+      return a;
+    }
+    iv = resample_ablation(model, r.heads, src.ids, int(a.input.ids.size()), r.threads,
+                           r.mode == "pattern");
+  } else {
+    iv = ablation(r.heads, ablation_mode(r.mode));
+  }
+  a.run = run_intervention(model, a.input, iv, r.hooks, r.threads);
+  return a;
+}
+
+std::vector<std::string> dump_head_ablation(const std::string& dir, const HeadAblation& a,
+                                            const std::string& hooks) {
+  require(a.run.capture != nullptr, ErrorCode::InvalidArgument,
+          "dump: the ablated pass captured no hooks");
+  const models::HookSelection asked = models::HookSelection::parse(hooks);
+  return models::dump_forward(dir, *a.run.capture, a.input, a.run.edited, a.input.labels, &asked);
 }
 
 double next_token_loss(const models::ModelOutput& out, const std::vector<int32_t>& ids) {

@@ -17,6 +17,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -63,6 +64,39 @@ struct InterventionRun {
 InterventionRun run_intervention(const models::Model& model, const models::ModelInput& in,
                                  const models::Intervention& iv, const std::string& hooks = "",
                                  int threads = 0);
+
+// Head ablation on one input (`attnscope analyze --ablate`): the input prepared for the model
+// (a text encoded, or token ids checked), the edits built (zero or mean ablation; resample and
+// pattern take the heads' outputs or patterns from `source_text`, which must encode to the
+// input's length), then the plain and the ablated passes with `hooks` captured in the ablated
+// one. Encoding errors are thrown as encode_for_model() / ids_for_model() throw them.
+struct HeadAblationRequest {
+  std::vector<std::pair<int, int>> heads;  // from parse_heads(), checked by check_heads()
+  std::string mode = "zero";               // "zero" | "mean" | "resample" | "pattern"
+  bool use_ids = false;                    // the input is `ids`; otherwise `text`
+  std::string text, text_name = "text";    // text_name names the text in messages
+  std::vector<int32_t> ids;
+  std::string source_text, source_name = "the other input";  // resample and pattern only
+  std::string hooks;                                         // captured; "" none
+  int threads = 0;
+  // Called with the input's truncation notice when there is one, as soon as it is known (before
+  // the other input is encoded); may be empty.
+  std::function<void(const std::string&)> notice;
+};
+struct HeadAblation {
+  std::string heads;         // "L0H3,L1H2"
+  models::ModelInput input;  // the input's ids and labels
+  // Resample and pattern: the other input's length. When it differs from the input's, nothing
+  // is run and `run` stays empty.
+  size_t source_tokens = 0;
+  bool length_mismatch = false;
+  InterventionRun run;
+};
+HeadAblation ablate_heads(const models::Model& model, const HeadAblationRequest& r);
+// The ablated pass's hooks (those `hooks` selects) written to `dir` by dump_forward(); returns
+// the files written.
+std::vector<std::string> dump_head_ablation(const std::string& dir, const HeadAblation& a,
+                                            const std::string& hooks);
 
 // Mean next-token loss (nats) of a causal LM's logits f32 [N, vocab] on ids [N].
 double next_token_loss(const models::ModelOutput& out, const std::vector<int32_t>& ids);
