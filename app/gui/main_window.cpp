@@ -40,6 +40,7 @@
 #include "app/gui/variant_slot.h"
 #include "app/gui/variants_dock.h"
 #include "app/gui/vulkan_view.h"
+#include "app/gui/wheel_guard.h"
 #include "compute/error.h"
 #include "render/canvas.h"
 
@@ -94,6 +95,7 @@ bool is_image_file(const QString& path) {
 }  // namespace
 
 MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
+  install_wheel_guard();  // before the docks' widgets are polished
   build_docks();
   build_status_bar();
   connect_worker();

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QComboBox>
 #include <QElapsedTimer>
 #include <QLabel>
 #include <QVersionNumber>
 #include <QVulkanInstance>
+#include <QWheelEvent>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +21,7 @@
 #include "app/gui/interventions_dock.h"
 #include "app/gui/job_runner.h"
 #include "app/gui/main_window.h"
+#include "app/gui/variants_dock.h"
 #include "app/gui/vulkan_view.h"
 #include "gui_driver.h"
 
@@ -138,6 +141,41 @@ TEST(GuiJobs, ClosingTheWindowDuringALongJobReturnsWithinOneSecond) {
 }
 
 }  // namespace
+// A wheel over a parameter widget of the Variants dock (a variant's normaliser) that does not have
+// focus leaves its value alone (the dock scrolls instead); once the widget has focus the wheel
+// steps it, as usual.
+TEST(GuiInput, WheelOverAnUnfocusedComboBoxChangesNothing) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  auto w = shown_window();
+  ASSERT_TRUE(w->analysis()) << w->last_error().toStdString();
+  QComboBox* combo = nullptr;
+  for (QComboBox* c : w->variants_dock()->findChildren<QComboBox*>())
+    if (c->isVisible() && c->isEnabled() && c->currentText() == "Softmax" &&
+        c->currentIndex() == 0 && c->count() > 2) {
+      combo = c;
+      break;
+    }
+  ASSERT_NE(combo, nullptr) << "no enabled normaliser combo box at Softmax in the Variants dock";
+  w->setFocus();
+  ASSERT_FALSE(combo->hasFocus());
+  const auto wheel = [&] {
+    const QPointF at(combo->width() / 2.0, combo->height() / 2.0);
+    QWheelEvent e(at, combo->mapToGlobal(at), QPoint(0, -120), QPoint(0, -120), Qt::NoButton,
+                  Qt::NoModifier, Qt::NoScrollPhase, false);
+    QApplication::sendEvent(combo, &e);
+    QApplication::processEvents();
+  };
+  wheel();
+  EXPECT_EQ(combo->currentIndex(), 0) << "the wheel changed a combo box without focus";
+  EXPECT_FALSE(combo->hasFocus()) << "the wheel gave the combo box focus";
+  w->activateWindow();
+  QApplication::setActiveWindow(w.get());
+  combo->setFocus();
+  ASSERT_TRUE(wait_until([&] { return combo->hasFocus(); }, 5000));
+  wheel();
+  EXPECT_EQ(combo->currentIndex(), 1) << "a focused combo box no longer follows the wheel";
+}
+
 }  // namespace attn::gui::test
 
 int main(int argc, char** argv) {
