@@ -353,7 +353,17 @@ QString MainWindow::autosave_now() {
 }
 
 MainWindow::~MainWindow() {
+  // The view (a child widget) destroys its device after this: no job may still be computing on
+  // it, and the job runner leaves a slow job to finish alone rather than wait for it.
+  release_view_device();
   worker_.reset();
+}
+
+void MainWindow::release_view_device() {
+  // Jobs started from now on find no shared device (they compute on the CPU, or on the view's
+  // new device once the window is shown again); the one running stops at its next check.
+  stop_sharing(view_->compute_context());
+  worker_->interrupt();
 }
 
 void MainWindow::build_menus() {
@@ -922,11 +932,9 @@ void MainWindow::about() {
 
 void MainWindow::closeEvent(QCloseEvent* e) {
   // Qt destroys the view's Vulkan device when the window closes, and the worker may be
-  // submitting compute to it: it stops first, and later work runs without that device (on the
-  // CPU, or on the view's new device if the window is shown again).
-  stop_sharing(view_->compute_context());
+  // submitting compute to it.
   if (analysis_pending_ || tiles_pending_) resubmit_on_show_ = true;
-  worker_->interrupt();
+  release_view_device();
   // A clean close: nothing to recover next time.
   autosave_timer_.stop();
   if (!autosave_path_.isEmpty()) QFile::remove(autosave_path_);

@@ -113,6 +113,8 @@ class MainWindow : public QMainWindow {
   void connect_view();
   void connect_docks();
   void build_menus();
+  // Stops compute on the view's Vulkan device before Qt destroys it (on close and destruction).
+  void release_view_device();
   void load_initial_state();
   void start_autosave();
   // An analysis failed: the view is cleared and says why.

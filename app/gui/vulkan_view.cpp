@@ -64,8 +64,8 @@ class ViewRenderer : public QVulkanWindowRenderer {
   void releaseResources() override {
     w_->canvas_.reset();
     // The device goes away after this (the window closed or the view destroyed; hiding keeps
-    // it: PersistentResources): compute must let go of it first. MainWindow's closeEvent stops
-    // the worker's Vulkan work, and the worker itself ends before the view is destroyed.
+    // it: PersistentResources): compute must let go of it first. MainWindow stops the worker's
+    // Vulkan work in its closeEvent and its destructor (release_view_device).
     stop_sharing(w_->compute_);
     w_->compute_.reset();
   }
