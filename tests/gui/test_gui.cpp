@@ -39,6 +39,7 @@
 #include "app/gui/vulkan_view.h"
 #include "compute/error.h"
 #include "gui_driver.h"
+#include "gui_test_main.h"
 #include "models/arch/default_models.h"
 #include "models/arch/text_input.h"
 
@@ -1132,15 +1133,5 @@ TEST(Gui, CommittedSessionsGiveTheSameNumbersInTheGuiAnalyzeAndRender) {
 }  // namespace attn::gui::test
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  QApplication::setApplicationName("attnscope-test");
-  QApplication app(argc, argv);
-  QVulkanInstance inst;
-  inst.setApiVersion(QVersionNumber(1, 1));
-  if (!inst.create()) {
-    std::fprintf(stderr, "test_gui: no Vulkan instance (error %d)\n", int(inst.errorCode()));
-    return 1;
-  }
-  attn::gui::test::g_instance = &inst;
-  return RUN_ALL_TESTS();
+  return attn::gui::test::run_gui_tests(argc, argv, "test_gui", &attn::gui::test::g_instance);
 }

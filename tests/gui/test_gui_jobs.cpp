@@ -24,6 +24,7 @@
 #include "app/gui/variants_dock.h"
 #include "app/gui/vulkan_view.h"
 #include "gui_driver.h"
+#include "gui_test_main.h"
 
 namespace attn::gui::test {
 namespace {
@@ -179,17 +180,5 @@ TEST(GuiInput, WheelOverAnUnfocusedComboBoxChangesNothing) {
 }  // namespace attn::gui::test
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  QApplication::setApplicationName("attnscope-test");
-  QApplication app(argc, argv);
-  QVulkanInstance inst;
-  inst.setApiVersion(QVersionNumber(1, 1));
-  if (!inst.create()) {
-    std::fprintf(stderr, "test_gui_jobs: no Vulkan instance (error %d)\n", int(inst.errorCode()));
-    return 1;
-  }
-  attn::gui::test::g_instance = &inst;
-  const int rc = RUN_ALL_TESTS();
-  attn::gui::JobRunner::wait_for_detached(10000);
-  return rc;
+  return attn::gui::test::run_gui_tests(argc, argv, "test_gui_jobs", &attn::gui::test::g_instance);
 }

@@ -74,6 +74,7 @@
 #include "app/gui/vulkan_view.h"
 #include "compute/error.h"
 #include "gui_driver.h"
+#include "gui_test_main.h"
 #include "models/arch/default_models.h"
 #include "render/canvas.h"
 
@@ -1515,17 +1516,9 @@ TEST(GuiStress, KilledMidEditTheAutosaveRestoresTheLastEdits) {
 }  // namespace attn::gui::test
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  QApplication::setApplicationName("attnscope-test");
-  QApplication app(argc, argv);
-  QVulkanInstance inst;
-  inst.setApiVersion(QVersionNumber(1, 1));
-  if (!inst.create()) {
-    std::fprintf(stderr, "test_gui_stress: no Vulkan instance (error %d)\n", int(inst.errorCode()));
-    return 1;
-  }
-  attn::gui::test::g_instance = &inst;
-  if (const char* dir = std::getenv("ATTN_STRESS_CHILD"))
-    return attn::gui::test::run_edit_child(dir);
-  return RUN_ALL_TESTS();
+  return attn::gui::test::run_gui_tests(argc, argv, "test_gui_stress", &attn::gui::test::g_instance,
+                                        [] {
+                                          const char* dir = std::getenv("ATTN_STRESS_CHILD");
+                                          return dir ? attn::gui::test::run_edit_child(dir) : -1;
+                                        });
 }

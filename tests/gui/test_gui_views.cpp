@@ -29,6 +29,7 @@
 #include "compute/error.h"
 #include "compute/registry.h"
 #include "gui_driver.h"
+#include "gui_test_main.h"
 #include "models/arch/default_models.h"
 #include "render/canvas.h"
 #include "render/draw_util.h"
@@ -503,15 +504,5 @@ TEST(GuiViews, VariantSlotsOfferApproximations) {
 }  // namespace attn::gui::test
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  QApplication::setApplicationName("attnscope-test");
-  QApplication app(argc, argv);
-  QVulkanInstance inst;
-  inst.setApiVersion(QVersionNumber(1, 1));
-  if (!inst.create()) {
-    std::fprintf(stderr, "test_gui_views: no Vulkan instance (error %d)\n", int(inst.errorCode()));
-    return 1;
-  }
-  attn::gui::test::g_instance = &inst;
-  return RUN_ALL_TESTS();
+  return attn::gui::test::run_gui_tests(argc, argv, "test_gui_views", &attn::gui::test::g_instance);
 }

@@ -6,7 +6,6 @@
 
 #include <QCoreApplication>
 #include <QElapsedTimer>
-#include <QThread>
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
@@ -14,20 +13,12 @@
 
 #include "app/gui/job_runner.h"
 #include "compute/error.h"
+#include "gui_driver.h"
 
 namespace attn::gui {
 namespace {
 
-bool wait_until(const std::function<bool()>& done, int timeout_ms) {
-  QElapsedTimer t;
-  t.start();
-  while (!done()) {
-    if (t.elapsed() > timeout_ms) return false;
-    QCoreApplication::processEvents(QEventLoop::AllEvents, 5);
-    QThread::msleep(1);
-  }
-  return true;
-}
+using test::wait_until;
 
 // Processes events for `ms` (what was posted by then is delivered).
 void pump(int ms) {

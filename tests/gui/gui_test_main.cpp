@@ -1,0 +1,32 @@
+#include "gui_test_main.h"
+
+#include <gtest/gtest.h>
+
+#include <QApplication>
+#include <QVersionNumber>
+#include <cstdio>
+
+#include "app/gui/job_runner.h"
+
+namespace attn::gui::test {
+
+int run_gui_tests(int argc, char** argv, const char* name, QVulkanInstance** instance,
+                  const std::function<int()>& instead) {
+  ::testing::InitGoogleTest(&argc, argv);
+  QApplication::setApplicationName("attnscope-test");
+  QApplication app(argc, argv);
+  QVulkanInstance inst;
+  inst.setApiVersion(QVersionNumber(1, 1));
+  if (!inst.create()) {
+    std::fprintf(stderr, "%s: no Vulkan instance (error %d)\n", name, int(inst.errorCode()));
+    return 1;
+  }
+  *instance = &inst;
+  int rc = instead ? instead() : -1;
+  if (rc < 0) rc = RUN_ALL_TESTS();
+  JobRunner::wait_for_detached(10000);
+  *instance = nullptr;
+  return rc;
+}
+
+}  // namespace attn::gui::test
