@@ -11,6 +11,7 @@
 #include "compute/parallel.h"
 #include "compute/probabilities.h"
 #include "models/arch/intervention.h"
+#include "models/arch/reverse.h"
 #include "models/arch/substitution.h"
 
 namespace attn::models {
@@ -230,7 +231,7 @@ EncoderScratch::EncoderScratch(int n, int hidden, int intermediate)
 
 void encoder_attention(ForwardContext& ctx, int layer, const float* in, const Linear& q,
                        const Linear& k, const Linear& v, const Linear& o, int H, int d,
-                       EncoderScratch& s, float* x) {
+                       EncoderScratch& s, float* x, BlockTrace* trace) {
   const int N = ctx.n, C = q.out, th = ctx.threads;  // C: the hidden size
   linear(in, N, q, s.q.data(), th);
   linear(in, N, k, s.k.data(), th);
@@ -239,14 +240,20 @@ void encoder_attention(ForwardContext& ctx, int layer, const float* in, const Li
   split_heads(s.q.data(), N, C, 0, H, d, p.q.data(), th);
   split_heads(s.k.data(), N, C, 0, H, d, p.k.data(), th);
   split_heads(s.v.data(), N, C, 0, H, d, p.v.data(), th);
-  ctx.attention(layer, p, s.att.data());
+  if (trace) trace->pattern.resize(size_t(H) * N * N);
+  ctx.attention(layer, p, s.att.data(), trace ? trace->pattern.data() : nullptr);
+  if (trace) {
+    trace->problem = std::move(p);
+    trace->att = s.att;
+  }
   linear(s.att.data(), N, o, s.tmp.data(), th);
   add_inplace(x, s.tmp.data(), s.tmp.size());
 }
 
 void encoder_mlp(const float* in, int n, const Linear& inter, Activation act, const Linear& out,
-                 EncoderScratch& s, float* x, int threads) {
+                 EncoderScratch& s, float* x, int threads, BlockTrace* trace) {
   linear(in, n, inter, s.mlp.data(), threads);
+  if (trace) trace->pre = s.mlp;
   activate(act, s.mlp.data(), s.mlp.size(), threads);
   linear(s.mlp.data(), n, out, s.tmp.data(), threads);
   add_inplace(x, s.tmp.data(), s.tmp.size());

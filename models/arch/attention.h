@@ -14,6 +14,8 @@
 
 namespace attn::models {
 
+struct BlockTrace;
+
 // State of one forward pass, shared by its layers.
 class ForwardContext {
  public:
@@ -75,12 +77,13 @@ struct EncoderScratch {
   std::vector<float> mlp;                // f32 [N, intermediate]
 };
 // x += o(attention(q(in), k(in), v(in))) over every head, bidirectional, through ctx (hooks,
-// substitution, interventions); H heads of dimension d.
+// substitution, interventions); H heads of dimension d. `trace`, when set, keeps what the
+// reverse pass reads (reverse.h).
 void encoder_attention(ForwardContext& ctx, int layer, const float* in, const Linear& q,
                        const Linear& k, const Linear& v, const Linear& o, int H, int d,
-                       EncoderScratch& s, float* x);
+                       EncoderScratch& s, float* x, BlockTrace* trace = nullptr);
 // x += out(act(inter(in))).
 void encoder_mlp(const float* in, int n, const Linear& inter, Activation act, const Linear& out,
-                 EncoderScratch& s, float* x, int threads);
+                 EncoderScratch& s, float* x, int threads, BlockTrace* trace = nullptr);
 
 }  // namespace attn::models

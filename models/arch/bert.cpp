@@ -4,9 +4,11 @@
 #include <chrono>
 
 #include "compute/error.h"
+#include "compute/parallel.h"
 #include "models/arch/architectures.h"
 #include "models/arch/attention.h"
 #include "models/arch/layers.h"
+#include "models/arch/reverse.h"
 #include "models/arch/weights.h"
 
 namespace attn::models {
@@ -70,6 +72,7 @@ class Bert : public Model {
   ModelOutput forward(const ModelInput& in, const ForwardOptions& opt) const override {
     const auto t0 = std::chrono::steady_clock::now();
     check_token_ids(info_, in, vocab_rows_);
+    check_embeddings(in, info_.hidden);
     const int N = int(in.ids.size()), C = info_.hidden, H = info_.n_heads, d = info_.head_dim;
     for (size_t i = 0; i < in.token_types.size(); ++i) {
       require(in.token_types[i] >= 0 && in.token_types[i] < std::max(types_, 1),
@@ -81,21 +84,33 @@ class Bert : public Model {
     const int th = ctx.threads;
     std::vector<float> x(size_t(N) * C);
     EncoderScratch s(N, C, inter_);
+    ReverseTrace* tr = opt.trace;
+    if (tr) {
+      tr->blocks.resize(size_t(info_.n_layers));
+      tr->embeddings.resize(x.size());
+    }
     for (int t = 0; t < N; ++t) {
-      const float* w = word_ + size_t(in.ids[size_t(t)]) * C;
+      const float* w = token_embedding(in, word_, t, C);
       const float* p = pos_ + size_t(t) * C;
       const int tt = in.token_types.empty() ? 0 : in.token_types[size_t(t)];
       for (int j = 0; j < C; ++j) {
         x[size_t(t) * C + j] = w[j] + p[j] + (type_ ? type_[size_t(tt) * C + j] : 0.0f);
       }
+      if (tr) std::copy_n(w, C, tr->embeddings.data() + size_t(t) * C);
     }
+    if (tr) tr->embed_sum = x;
     layer_norm(x.data(), N, C, emb_ln_g_, emb_ln_b_, eps_, x.data(), th);
     for (int l = 0; l < info_.n_layers; ++l) {
       const Layer& L = layers_[size_t(l)];
+      BlockTrace* b = tr ? &tr->blocks[size_t(l)] : nullptr;
+      if (b) b->x_attn = x;
       // Post-LN: each sublayer reads the stream itself, then the sum is normed.
-      encoder_attention(ctx, l, x.data(), L.q, L.k, L.v, L.o, H, d, s, x.data());
+      encoder_attention(ctx, l, x.data(), L.q, L.k, L.v, L.o, H, d, s, x.data(), b);
+      if (b) b->sum_attn = x;
       layer_norm(x.data(), N, C, L.ln1_g, L.ln1_b, eps_, x.data(), th);
-      encoder_mlp(x.data(), N, L.inter, act_, L.out, s, x.data(), th);
+      if (b) b->x_mlp = x;
+      encoder_mlp(x.data(), N, L.inter, act_, L.out, s, x.data(), th, b);
+      if (b) b->sum_mlp = x;
       layer_norm(x.data(), N, C, L.ln2_g, L.ln2_b, eps_, x.data(), th);
       ctx.end_block(l, x.data());
     }
@@ -105,7 +120,9 @@ class Bert : public Model {
     out.hidden_state = x;
     if (has_mlm_) {
       linear(x.data(), N, mlm_dense_, s.tmp.data(), th);
+      if (tr) tr->head_pre = s.tmp;
       activate(act_, s.tmp.data(), s.tmp.size(), th);
+      if (tr) tr->head_norm_in = s.tmp;
       layer_norm(s.tmp.data(), N, C, mlm_ln_g_, mlm_ln_b_, eps_, s.tmp.data(), th);
       out.n_logits = decoder_.out;
       out.logits.resize(size_t(N) * decoder_.out);
@@ -114,6 +131,39 @@ class Bert : public Model {
     out.substituted = std::move(ctx.substituted);
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return out;
+  }
+
+  Reverse reverse(const ModelInput& in, const ReverseTarget& target,
+                  const ReverseOptions& o) const override {
+    ReverseTrace tr;
+    Reverse r = begin_reverse(info_, forward(in, traced(o, tr)), target, o);
+    const auto t0 = std::chrono::steady_clock::now();
+    const int N = r.n_tokens, C = info_.hidden, th = thread_count(o.threads);
+    std::vector<float> g(size_t(N) * C, 0.0f), gt(g.size(), 0.0f), ga(g.size());
+    // The MLM head: logits = decoder(LayerNorm(act(dense(x)))).
+    head_row_grad(decoder_, r.id, r.foil, 1.0f, gt.data() + size_t(r.position) * C);
+    layer_norm_backward(tr.head_norm_in.data(), N, C, mlm_ln_g_, eps_, gt.data(), ga.data(), o.rule,
+                        false, th);
+    activate_backward(act_, tr.head_pre.data(), ga.data(), ga.size(), o.rule, th);
+    linear_backward(ga.data(), N, mlm_dense_, g.data(), false, th);
+    for (int l = info_.n_layers - 1; l >= 0; --l) {
+      const Layer& L = layers_[size_t(l)];
+      const BlockTrace& b = tr.blocks[size_t(l)];
+      if (!r.resid_grad.empty()) r.resid_grad[size_t(l)] = g;
+      // x = LN2(x1 + mlp(x1)), x1 = LN1(x0 + attention(x0)).
+      layer_norm_backward(b.sum_mlp.data(), N, C, L.ln2_g, eps_, g.data(), gt.data(), o.rule, false,
+                          th);
+      ga = gt;
+      encoder_mlp_backward(b, L.inter, act_, L.out, gt.data(), ga.data(), true, o.rule, th);
+      layer_norm_backward(b.sum_attn.data(), N, C, L.ln1_g, eps_, ga.data(), gt.data(), o.rule,
+                          false, th);
+      g = gt;
+      encoder_attention_backward(b, L.q, L.k, L.v, L.o, gt.data(), g.data(), true, l, o.rule, r,
+                                 th);
+    }
+    layer_norm_backward(tr.embed_sum.data(), N, C, emb_ln_g_, eps_, g.data(), gt.data(), o.rule,
+                        false, th);
+    return end_reverse(std::move(r), std::move(tr.embeddings), std::move(gt), {N, C}, tr, t0);
   }
 
  private:

@@ -3,10 +3,12 @@
 #include <chrono>
 
 #include "compute/error.h"
+#include "compute/parallel.h"
 #include "models/arch/architectures.h"
 #include "models/arch/attention.h"
 #include "models/arch/causal_lm.h"
 #include "models/arch/layers.h"
+#include "models/arch/reverse.h"
 #include "models/arch/weights.h"
 
 namespace attn::models {
@@ -57,6 +59,7 @@ class Gpt2 : public CausalLm {
   ModelOutput run(const ModelInput& in, KvCache* cache, const ForwardOptions& opt) const override {
     const auto t0 = std::chrono::steady_clock::now();
     check_token_ids(info_, in, lm_head_.out);
+    check_embeddings(in, info_.hidden);
     const int N = int(in.ids.size()), C = info_.hidden, H = info_.n_heads, d = info_.head_dim;
     // Positions: 0..N-1, or what the cache policy gives the new tokens (checked first, so a
     // refused pass leaves the cache as it was).
@@ -67,13 +70,22 @@ class Gpt2 : public CausalLm {
     const int th = ctx.threads;
     std::vector<float> x(size_t(N) * C), h(x.size()), att(x.size()), tmp(x.size());
     std::vector<float> qkv(size_t(N) * 3 * C), mlp(size_t(N) * inter_), probs;
+    ReverseTrace* tr = opt.trace;
+    if (tr) {
+      tr->blocks.resize(size_t(info_.n_layers));
+      tr->embeddings.resize(x.size());
+      probs.resize(size_t(H) * N * N);
+    }
     for (int t = 0; t < N; ++t) {
-      const float* e = wte_ + size_t(in.ids[size_t(t)]) * C;
+      const float* e = token_embedding(in, wte_, t, C);
       const float* p = wpe_ + size_t(pos[size_t(t)]) * C;
       for (int j = 0; j < C; ++j) x[size_t(t) * C + j] = e[j] + p[j];
+      if (tr) std::copy_n(e, C, tr->embeddings.data() + size_t(t) * C);
     }
     for (int l = 0; l < info_.n_layers; ++l) {
       const Layer& L = layers_[size_t(l)];
+      BlockTrace* b = tr ? &tr->blocks[size_t(l)] : nullptr;
+      if (b) b->x_attn = x;
       layer_norm(x.data(), N, C, L.ln1_g, L.ln1_b, eps_, h.data(), th);
       linear(h.data(), N, L.qkv, qkv.data(), th);
       Problem p = layer_problem(H, H, N, d, true);
@@ -81,17 +93,57 @@ class Gpt2 : public CausalLm {
       split_heads(qkv.data(), N, 3 * C, C, H, d, p.k.data(), th);
       split_heads(qkv.data(), N, 3 * C, 2 * C, H, d, p.v.data(), th);
       causal_attention(ctx, cache, l, p, nullptr, att.data(), probs);
+      if (b) {
+        b->problem = std::move(p);
+        b->pattern = probs;
+        b->att = att;
+      }
       linear(att.data(), N, L.proj, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());
+      if (b) b->x_mlp = x;
       layer_norm(x.data(), N, C, L.ln2_g, L.ln2_b, eps_, h.data(), th);
       linear(h.data(), N, L.fc, mlp.data(), th);
+      if (b) b->pre = mlp;
       activate(act_, mlp.data(), mlp.size(), th);
       linear(mlp.data(), N, L.fc_proj, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());
       ctx.end_block(l, x.data());
     }
+    if (tr) tr->final_in = x;
     layer_norm(x.data(), N, C, lnf_g_, lnf_b_, eps_, h.data(), th);
     return causal_output(std::move(h), N, C, lm_head_, ctx, t0, cache);
+  }
+
+  Reverse reverse(const ModelInput& in, const ReverseTarget& target,
+                  const ReverseOptions& o) const override {
+    ReverseTrace tr;
+    Reverse r = begin_reverse(info_, forward(in, traced(o, tr)), target, o);
+    const auto t0 = std::chrono::steady_clock::now();
+    const int N = r.n_tokens, C = info_.hidden, H = info_.n_heads, d = info_.head_dim;
+    const int th = thread_count(o.threads);
+    std::vector<float> g(size_t(N) * C, 0.0f), gh(g.size(), 0.0f);
+    std::vector<float> gm(size_t(N) * inter_), gqkv(size_t(N) * 3 * C);
+    head_row_grad(lm_head_, r.id, r.foil, 1.0f, gh.data() + size_t(r.position) * C);
+    layer_norm_backward(tr.final_in.data(), N, C, lnf_g_, eps_, gh.data(), g.data(), o.rule, false,
+                        th);
+    for (int l = info_.n_layers - 1; l >= 0; --l) {
+      const Layer& L = layers_[size_t(l)];
+      const BlockTrace& b = tr.blocks[size_t(l)];
+      if (!r.resid_grad.empty()) r.resid_grad[size_t(l)] = g;
+      linear_backward(g.data(), N, L.fc_proj, gm.data(), false, th);
+      activate_backward(act_, b.pre.data(), gm.data(), gm.size(), o.rule, th);
+      linear_backward(gm.data(), N, L.fc, gh.data(), false, th);
+      layer_norm_backward(b.x_mlp.data(), N, C, L.ln2_g, eps_, gh.data(), g.data(), o.rule, true,
+                          th);
+      const AttentionGrads ag = attention_sublayer_backward(b, L.proj, g.data(), l, o.rule, r, th);
+      merge_heads(ag.q.data(), N, H, d, gqkv.data(), 3 * C, 0);
+      merge_heads(ag.k.data(), N, H, d, gqkv.data(), 3 * C, C);
+      merge_heads(ag.v.data(), N, H, d, gqkv.data(), 3 * C, 2 * C);
+      linear_backward(gqkv.data(), N, L.qkv, gh.data(), false, th);
+      layer_norm_backward(b.x_attn.data(), N, C, L.ln1_g, eps_, gh.data(), g.data(), o.rule, true,
+                          th);
+    }
+    return end_reverse(std::move(r), std::move(tr.embeddings), std::move(g), {N, C}, tr, t0);
   }
 
   struct Layer {

@@ -5,10 +5,12 @@
 #include <chrono>
 
 #include "compute/error.h"
+#include "compute/parallel.h"
 #include "models/arch/architectures.h"
 #include "models/arch/attention.h"
 #include "models/arch/causal_lm.h"
 #include "models/arch/layers.h"
+#include "models/arch/reverse.h"
 #include "models/arch/rope.h"
 #include "models/arch/weights.h"
 
@@ -67,6 +69,7 @@ class Llama : public CausalLm {
   ModelOutput run(const ModelInput& in, KvCache* cache, const ForwardOptions& opt) const override {
     const auto t0 = std::chrono::steady_clock::now();
     check_token_ids(info_, in, lm_head_.out);
+    check_embeddings(in, info_.hidden);
     const int N = int(in.ids.size()), C = info_.hidden;
     const int H = info_.n_heads, Hkv = info_.n_kv_heads, d = info_.head_dim;
     ForwardContext ctx(info_, opt, N, in.labels.empty() ? nullptr : &in.labels);
@@ -74,11 +77,19 @@ class Llama : public CausalLm {
     std::vector<float> x(size_t(N) * C), h(x.size()), tmp(x.size());
     std::vector<float> q(size_t(N) * H * d), k(size_t(N) * Hkv * d), v(k.size()), att(q.size());
     std::vector<float> gate(size_t(N) * inter_), up(gate.size()), probs;
-    for (int t = 0; t < N; ++t) {
-      std::copy_n(embed_ + size_t(in.ids[size_t(t)]) * C, C, x.data() + size_t(t) * C);
+    ReverseTrace* tr = opt.trace;
+    if (tr) {
+      tr->blocks.resize(size_t(info_.n_layers));
+      probs.resize(size_t(H) * N * N);
     }
+    for (int t = 0; t < N; ++t) {
+      std::copy_n(token_embedding(in, embed_, t, C), C, x.data() + size_t(t) * C);
+    }
+    if (tr) tr->embeddings = x;
     for (int l = 0; l < info_.n_layers; ++l) {
       const Layer& L = layers_[size_t(l)];
+      BlockTrace* b = tr ? &tr->blocks[size_t(l)] : nullptr;
+      if (b) b->x_attn = x;
       rms_norm(x.data(), N, C, L.ln1, eps_, h.data(), th);
       linear(h.data(), N, L.q, q.data(), th);
       linear(h.data(), N, L.k, k.data(), th);
@@ -87,36 +98,89 @@ class Llama : public CausalLm {
       split_heads(q.data(), N, H * d, 0, H, d, p.q.data(), th);
       split_heads(k.data(), N, Hkv * d, 0, Hkv, d, p.k.data(), th);
       split_heads(v.data(), N, Hkv * d, 0, Hkv, d, p.v.data(), th);
-      if (!cache) rotate(p, in.positions, th);  // a cache rotates them to its policy's positions
+      // A cache rotates them to its policy's positions.
+      if (!cache) rotate(p.q.data(), p.k.data(), p, in.positions, false, th);
       causal_attention(ctx, cache, l, p, &rope_, att.data(), probs);
+      if (b) {
+        b->problem = std::move(p);
+        b->pattern = probs;
+        b->att = att;
+      }
       linear(att.data(), N, L.o, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());
+      if (b) b->x_mlp = x;
       rms_norm(x.data(), N, C, L.ln2, eps_, h.data(), th);
       linear(h.data(), N, L.gate, gate.data(), th);
       linear(h.data(), N, L.up, up.data(), th);
+      if (b) {
+        b->pre = gate;
+        b->up = up;
+      }
       gated_activate(act_, gate.data(), up.data(), gate.size(), th);
       linear(gate.data(), N, L.down, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());
       ctx.end_block(l, x.data());
     }
+    if (tr) tr->final_in = x;
     rms_norm(x.data(), N, C, norm_, eps_, h.data(), th);
     return causal_output(std::move(h), N, C, lm_head_, ctx, t0, cache);
   }
 
-  // RoPE on p's queries and keys at positions 0..N-1, or at `positions` when given.
-  void rotate(Problem& p, const std::vector<int32_t>& positions, int th) const {
+  Reverse reverse(const ModelInput& in, const ReverseTarget& target,
+                  const ReverseOptions& o) const override {
+    ReverseTrace tr;
+    Reverse r = begin_reverse(info_, forward(in, traced(o, tr)), target, o);
+    const auto t0 = std::chrono::steady_clock::now();
+    const int N = r.n_tokens, C = info_.hidden;
+    const int H = info_.n_heads, Hkv = info_.n_kv_heads, d = info_.head_dim;
+    const int th = thread_count(o.threads);
+    std::vector<float> g(size_t(N) * C, 0.0f), gh(g.size(), 0.0f);
+    std::vector<float> gate(size_t(N) * inter_), up(gate.size());
+    std::vector<float> gq(size_t(N) * H * d), gkv(size_t(N) * Hkv * d);
+    head_row_grad(lm_head_, r.id, r.foil, 1.0f, gh.data() + size_t(r.position) * C);
+    rms_norm_backward(tr.final_in.data(), N, C, norm_, eps_, gh.data(), g.data(), o.rule, false,
+                      th);
+    for (int l = info_.n_layers - 1; l >= 0; --l) {
+      const Layer& L = layers_[size_t(l)];
+      const BlockTrace& b = tr.blocks[size_t(l)];
+      if (!r.resid_grad.empty()) r.resid_grad[size_t(l)] = g;
+      // x += down(act(gate(h)) * up(h)), h = RMSNorm(x_mlp)
+      linear_backward(g.data(), N, L.down, gate.data(), false, th);
+      gated_backward(act_, b.pre.data(), b.up.data(), gate.data(), gate.data(), up.data(),
+                     gate.size(), o.rule, th);
+      linear_backward(gate.data(), N, L.gate, gh.data(), false, th);
+      linear_backward(up.data(), N, L.up, gh.data(), true, th);
+      rms_norm_backward(b.x_mlp.data(), N, C, L.ln2, eps_, gh.data(), g.data(), o.rule, true, th);
+      // x += o(attention(rope(q(h)), rope(k(h)), v(h))), h = RMSNorm(x_attn)
+      AttentionGrads ag = attention_sublayer_backward(b, L.o, g.data(), l, o.rule, r, th);
+      rotate(ag.q.data(), ag.k.data(), b.problem, in.positions, true, th);
+      merge_heads(ag.q.data(), N, H, d, gq.data(), H * d, 0);
+      linear_backward(gq.data(), N, L.q, gh.data(), false, th);
+      merge_heads(ag.k.data(), N, Hkv, d, gkv.data(), Hkv * d, 0);
+      linear_backward(gkv.data(), N, L.k, gh.data(), true, th);
+      merge_heads(ag.v.data(), N, Hkv, d, gkv.data(), Hkv * d, 0);
+      linear_backward(gkv.data(), N, L.v, gh.data(), true, th);
+      rms_norm_backward(b.x_attn.data(), N, C, L.ln1, eps_, gh.data(), g.data(), o.rule, true, th);
+    }
+    return end_reverse(std::move(r), std::move(tr.embeddings), std::move(g), {N, C}, tr, t0);
+  }
+
+  // RoPE on queries q f32 [H, N, d] and keys k f32 [H_kv, N, d] shaped as p's, at positions
+  // 0..N-1 or at `positions` when given; `inverse` rotates back (the reverse pass).
+  void rotate(float* q, float* k, const Problem& p, const std::vector<int32_t>& positions,
+              bool inverse, int th) const {
     const int N = p.n_q, d = p.d;
     if (positions.empty()) {
-      rope_.apply(p.q.data(), p.n_heads, N, th);
-      rope_.apply(p.k.data(), p.n_kv_heads, N, th);
+      rope_.apply(q, p.n_heads, N, th, 0, inverse);
+      rope_.apply(k, p.n_kv_heads, N, th, 0, inverse);
       return;
     }
     const int32_t* at = positions.data();
     const int longest = *std::max_element(at, at + N) + 1;
     for (int hq = 0; hq < p.n_heads; ++hq)
-      rope_.apply_at(p.q.data() + size_t(hq) * N * d, N, at, longest);
+      rope_.apply_at(q + size_t(hq) * N * d, N, at, longest, inverse);
     for (int hk = 0; hk < p.n_kv_heads; ++hk)
-      rope_.apply_at(p.k.data() + size_t(hk) * N * d, N, at, longest);
+      rope_.apply_at(k + size_t(hk) * N * d, N, at, longest, inverse);
   }
 
   struct Layer {

@@ -25,6 +25,10 @@ namespace attn::models {
 
 struct Substitution;
 struct Intervention;
+struct ReverseTrace;
+struct ReverseTarget;
+struct ReverseOptions;
+struct Reverse;
 
 enum class Family { Gpt2, Llama, Bert, Vit };
 const char* family_name(Family f);  // "gpt2", "llama", "bert", "vit"
@@ -54,6 +58,8 @@ struct ModelInput {
                                      // 0..N-1. Attention stays causal in input order.
   Image image;                       // preprocessed pixels (vision models)
   std::vector<std::string> labels;   // optional token labels [N] for captured problems
+  std::vector<float> embeddings;     // f32 [N, hidden] token-embedding rows used instead of the
+                                     // ids' rows (integrated gradients); empty = the ids' rows
 };
 
 // One layer that ran a substituted variant.
@@ -79,6 +85,7 @@ struct ForwardOptions {
   const Substitution* substitution = nullptr;  // variant in chosen layers/heads (null: dense)
   const Intervention* intervention = nullptr;  // ablations and patches (intervention.h)
   int threads = 0;                             // 0 = all hardware threads (or ATTNSCOPE_THREADS)
+  ReverseTrace* trace = nullptr;  // fills what a reverse pass reads (reverse.h); no cache
 };
 
 class Model {
@@ -104,6 +111,10 @@ class Model {
   // learned-position model would run out of positions.
   virtual ModelOutput decode(const std::vector<int32_t>& ids, KvCache& cache,
                              const ForwardOptions& opt = {}) const;
+  // The reverse pass (reverse.h): the forward pass, then dz/d the input and the hook points for
+  // one target scalar z. Throws Error(InvalidArgument) for a bad target.
+  virtual Reverse reverse(const ModelInput& in, const ReverseTarget& target,
+                          const ReverseOptions& opt) const = 0;
 
  protected:
   ModelInfo info_;

@@ -77,7 +77,7 @@ std::vector<float> Rope::inv_freq(int n) const {
   return base_inv_freq_;
 }
 
-void Rope::apply(float* x, int heads, int n, int threads, int pos0) const {
+void Rope::apply(float* x, int heads, int n, int threads, int pos0, bool inverse) const {
   const int half = d_ / 2;
   const std::vector<float> f = inv_freq(pos0 + n);
   std::vector<float> cs(size_t(n) * half), sn(size_t(n) * half);  // f32 [n, d/2]
@@ -85,7 +85,7 @@ void Rope::apply(float* x, int heads, int n, int threads, int pos0) const {
     for (int i = 0; i < half; ++i) {
       const float angle = float(pos0 + t) * f[size_t(i)];
       cs[size_t(t) * half + i] = std::cos(angle);
-      sn[size_t(t) * half + i] = std::sin(angle);
+      sn[size_t(t) * half + i] = inverse ? -std::sin(angle) : std::sin(angle);
     }
   }
   parallel_for(
@@ -105,14 +105,14 @@ void Rope::apply(float* x, int heads, int n, int threads, int pos0) const {
       threads);
 }
 
-void Rope::apply_at(float* x, int n, const int32_t* pos, int length) const {
+void Rope::apply_at(float* x, int n, const int32_t* pos, int length, bool inverse) const {
   const int half = d_ / 2;
   const std::vector<float> f = inv_freq(length);
   for (int t = 0; t < n; ++t) {
     float* r = x + size_t(t) * d_;
     for (int i = 0; i < half; ++i) {
       const float angle = float(pos[t]) * f[size_t(i)];  // as apply(): the angle in f32
-      const float c = std::cos(angle), s = std::sin(angle);
+      const float c = std::cos(angle), s = inverse ? -std::sin(angle) : std::sin(angle);
       const float a = r[i], b = r[i + half];
       r[i] = a * c - b * s;
       r[i + half] = b * c + a * s;

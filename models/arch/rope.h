@@ -22,11 +22,12 @@ class Rope {
   // once n exceeds max_position_embeddings).
   std::vector<float> inv_freq(int n) const;
   // Rotates x f32 [heads, n, d] in place for positions pos0 .. pos0 + n - 1 (pos0 > 0: tokens
-  // appended to a KV cache; "dynamic" scaling then sees the whole length pos0 + n).
-  void apply(float* x, int heads, int n, int threads, int pos0 = 0) const;
+  // appended to a KV cache; "dynamic" scaling then sees the whole length pos0 + n). `inverse`
+  // rotates the other way: the transpose, which carries gradients back through RoPE.
+  void apply(float* x, int heads, int n, int threads, int pos0 = 0, bool inverse = false) const;
   // Rotates rows x f32 [n, d] in place, row r to position pos[r]; "dynamic" scaling sees a
   // sequence of `length` tokens. What a KV cache uses when kept keys change position.
-  void apply_at(float* x, int n, const int32_t* pos, int length) const;
+  void apply_at(float* x, int n, const int32_t* pos, int length, bool inverse = false) const;
 
  private:
   int d_ = 0;

@@ -7,10 +7,12 @@
 #include <cmath>
 
 #include "compute/error.h"
+#include "compute/parallel.h"
 #include "models/arch/architectures.h"
 #include "models/arch/attention.h"
 #include "models/arch/interpolate.h"
 #include "models/arch/layers.h"
+#include "models/arch/reverse.h"
 #include "models/arch/weights.h"
 
 namespace attn::models {
@@ -146,15 +148,21 @@ class Vit : public Model {
 
     std::vector<float> h(x.size());
     EncoderScratch s(N, C, inter_);
+    ReverseTrace* tr = opt.trace;
+    if (tr) tr->blocks.resize(size_t(info_.n_layers));
     for (int l = 0; l < info_.n_layers; ++l) {
       const Layer& L = layers_[size_t(l)];
+      BlockTrace* b = tr ? &tr->blocks[size_t(l)] : nullptr;
       // Pre-LN: each sublayer reads the normed stream and adds to the stream.
+      if (b) b->x_attn = x;
       layer_norm(x.data(), N, C, L.ln1_g, L.ln1_b, eps_, h.data(), th);
-      encoder_attention(ctx, l, h.data(), L.q, L.k, L.v, L.o, H, d, s, x.data());
+      encoder_attention(ctx, l, h.data(), L.q, L.k, L.v, L.o, H, d, s, x.data(), b);
+      if (b) b->x_mlp = x;
       layer_norm(x.data(), N, C, L.ln2_g, L.ln2_b, eps_, h.data(), th);
-      encoder_mlp(h.data(), N, L.inter, act_, L.out, s, x.data(), th);
+      encoder_mlp(h.data(), N, L.inter, act_, L.out, s, x.data(), th, b);
       ctx.end_block(l, x.data());
     }
+    if (tr) tr->final_in = x;
     ModelOutput out;
     out.n_tokens = N;
     out.hidden = C;
@@ -173,6 +181,51 @@ class Vit : public Model {
     out.substituted = std::move(ctx.substituted);
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return out;
+  }
+
+  Reverse reverse(const ModelInput& in, const ReverseTarget& target,
+                  const ReverseOptions& o) const override {
+    ReverseTrace tr;
+    Reverse r = begin_reverse(info_, forward(in, traced(o, tr)), target, o);
+    const auto t0 = std::chrono::steady_clock::now();
+    const int N = r.n_tokens, C = info_.hidden, S = n_special_, th = thread_count(o.threads);
+    std::vector<float> g(size_t(N) * C, 0.0f), gh(g.size(), 0.0f);
+    // The classifier reads the CLS row (DeiT with a teacher: the mean of both heads).
+    head_row_grad(classifier_, r.id, r.foil, distill_.w ? 0.5f : 1.0f, gh.data());
+    if (distill_.w) head_row_grad(distill_, r.id, r.foil, 0.5f, gh.data() + C);
+    layer_norm_backward(tr.final_in.data(), N, C, ln_g_, eps_, gh.data(), g.data(), o.rule, false,
+                        th);
+    for (int l = info_.n_layers - 1; l >= 0; --l) {
+      const Layer& L = layers_[size_t(l)];
+      const BlockTrace& b = tr.blocks[size_t(l)];
+      if (!r.resid_grad.empty()) r.resid_grad[size_t(l)] = g;
+      encoder_mlp_backward(b, L.inter, act_, L.out, g.data(), gh.data(), false, o.rule, th);
+      layer_norm_backward(b.x_mlp.data(), N, C, L.ln2_g, eps_, gh.data(), g.data(), o.rule, true,
+                          th);
+      encoder_attention_backward(b, L.q, L.k, L.v, L.o, g.data(), gh.data(), false, l, o.rule, r,
+                                 th);
+      layer_norm_backward(b.x_attn.data(), N, C, L.ln1_g, eps_, gh.data(), g.data(), o.rule, true,
+                          th);
+    }
+    // Patch rows back to pixels: the embedding is a Linear over each patch's (channel, row,
+    // column) values; pixels past the last whole patch get no gradient.
+    const Image& img = in.image;
+    const int gw = img.width / patch_, P = N - S, K = channels_ * patch_ * patch_;
+    std::vector<float> gp(size_t(P) * K);
+    linear_backward(g.data() + size_t(S) * C, P, patch_embed_, gp.data(), false, th);
+    std::vector<float> gx(img.data.size(), 0.0f);
+    for (int i = 0; i < P; ++i) {
+      const int py = i / gw, px = i % gw;
+      for (int ch = 0; ch < channels_; ++ch) {
+        for (int y = 0; y < patch_; ++y) {
+          float* dst = gx.data() + (size_t(ch) * img.height + size_t(py) * patch_ + y) * img.width +
+                       size_t(px) * patch_;
+          std::copy_n(gp.data() + size_t(i) * K + (size_t(ch) * patch_ + y) * patch_, patch_, dst);
+        }
+      }
+    }
+    return end_reverse(std::move(r), img.data, std::move(gx), {img.channels, img.height, img.width},
+                       tr, t0);
   }
 
  private:
