@@ -16,7 +16,9 @@
   X(generate, "Sample a continuation with a KV-cache policy")                                      \
   X(precision, "Attention arithmetic in bf16/fp16/f32, materialised vs tiled, against fp64")       \
   X(heads, "Head-role atlas: previous-token, induction, sink, no-op, ... per layer and head")      \
-  X(patch, "Activation patching: which heads or positions carry the clean run's answer")
+  X(patch, "Activation patching: which heads or positions carry the clean run's answer")       \
+  X(attribute, "Attention beside attribution: rollout, flow, gradients, AttnLRP, occlusion, "    \
+               "faithfulness curves")
 // clang-format on
 
 namespace attn::cli {

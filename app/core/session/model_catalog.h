@@ -31,6 +31,8 @@ using Capture = models::Capture;
 using HeadEdit = models::HeadEdit;
 using Intervention = models::Intervention;
 using EndToEnd = models::EndToEnd;
+// A variant substituted for dense attention in chosen layers and heads.
+using Substitution = models::Substitution;
 
 // The embedded models: "default-text" and "default-vision", the test for them, and the message
 // for a name that is neither one of them nor an existing folder.

@@ -1,0 +1,306 @@
+// `attnscope attribute`: what each attribution method says the target depended on (attention,
+// rollout, flow, gradients, integrated gradients, attention x gradient, Chefer et al., AttnLRP,
+// occlusion; app/core/attribution), with or without a variant, their rank agreement and, with
+// --faithfulness, deletion and insertion curves against random orders.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "app/cli/commands.h"
+#include "app/cli/json_file.h"
+#include "app/cli/table.h"
+#include "app/cli/usage.h"
+#include "app/core/analysis/analysis.h"
+#include "app/core/attribution/attribution.h"
+#include "app/core/attribution/attribution_export.h"
+#include "app/core/attribution/faithfulness.h"
+#include "app/core/export/data_export.h"
+#include "app/core/heads/interventions.h"
+#include "app/core/session/model_catalog.h"
+#include "compute/fallback.h"
+#include "compute/registry.h"
+
+namespace attn::cli {
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  require(bool(f), ErrorCode::Io, path + ": cannot open text file");
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+class AttributeCommand final : public Command {
+ public:
+  void add_options(CLI::App& cmd) override;
+  int run() override;
+
+ private:
+  core::ModelInput input(const core::Model& model) const;
+  core::AttributionRequest request(const core::Model& model, const core::ModelInput& in);
+  // A class given by index or by name (id2label).
+  int class_of(const core::Model& model, const std::string& text, const std::string& option) const;
+  void print(const core::Attribution& a, const std::vector<core::RankAgreement>& agree) const;
+  void print_faithfulness(const core::Faithfulness& f) const;
+
+  struct Options {
+    std::string model, text, text_file, image, methods = "attention,rollout,grad_input,attnlrp";
+    std::vector<int32_t> ids;
+    int target_pos = -1, target_id = -1, foil_id = -1;
+    std::string target, target_class, foil, variant, backend = "cpu";
+    std::vector<int> layers, heads;
+    std::string baseline = "zero", occlusion = "replace", json_out, dump;
+    int ig_steps = 32, top_k = 5, show = 8, steps = 10, random_orders = 4, threads = 0;
+    bool faithfulness = false;
+  } o;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Variant> variant_;
+  core::Substitution sub_;
+};
+
+void AttributeCommand::add_options(CLI::App& cmd) {
+  cmd.add_option("--model", o.model, "Model folder or embedded model name")->required();
+  auto* t = cmd.add_option("--text", o.text, "Input text");
+  auto* tf = cmd.add_option("--text-file", o.text_file, "File holding the input text (UTF-8)");
+  auto* ids = cmd.add_option("--ids", o.ids, "Token ids, comma separated")->delimiter(',');
+  auto* im = cmd.add_option("--image", o.image, "Input image (vision models)");
+  t->excludes(tf)->excludes(ids)->excludes(im);
+  tf->excludes(ids)->excludes(im);
+  ids->excludes(im);
+  cmd.add_option("--target-pos", o.target_pos,
+                 "Text: the position whose logits hold the target (-1: the last)")
+      ->capture_default_str();
+  cmd.add_option("--target-id", o.target_id, "Target token id (default: the top prediction)");
+  cmd.add_option("--target", o.target, "Target token as text (one token, e.g. ' the')");
+  cmd.add_option("--target-class", o.target_class, "Images: target class, index or name");
+  cmd.add_option("--foil", o.foil,
+                 "z = logit(target) - logit(foil): a token as text, or a class index or name");
+  cmd.add_option("--foil-id", o.foil_id, "The foil as a token id");
+  cmd.add_option("--method", o.methods,
+                 "Methods, comma separated, or 'all': attention, rollout, flow, grad_input, "
+                 "integrated_gradients, attn_grad, chefer, attnlrp, occlusion")
+      ->capture_default_str();
+  cmd.add_option("--variant", o.variant, "Variant substituted for dense attention (one spec)");
+  cmd.add_option("--layers", o.layers, "Layers the variant replaces (default: all)")
+      ->delimiter(',');
+  cmd.add_option("--heads", o.heads, "Query heads the variant replaces (default: all)")
+      ->delimiter(',');
+  cmd.add_option("--backend", o.backend, "Backend of the variant")->capture_default_str();
+  cmd.add_option("--baseline", o.baseline,
+                 "Integrated gradients' start and what occlusion puts in: zero, token[:ID] "
+                 "(text: the mask/pad/unk token), mean (images: each channel's mean)")
+      ->capture_default_str();
+  cmd.add_option("--ig-steps", o.ig_steps, "Integrated gradients: steps")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  cmd.add_option("--occlusion", o.occlusion, "Occlusion: replace (by the baseline) or delete")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"replace", "delete"}));
+  cmd.add_flag("--faithfulness", o.faithfulness,
+               "Deletion and insertion curves in each method's order and random orders");
+  cmd.add_option("--steps", o.steps, "Faithfulness: steps of the curves")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd.add_option("--random-orders", o.random_orders, "Faithfulness: random orders averaged")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
+  cmd.add_option("--top-k", o.top_k, "Rank agreement: the k of top-k overlap")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cmd.add_option("--show", o.show, "Units listed per method")->capture_default_str();
+  cmd.add_option("--json", o.json_out, "Write scores, agreement and curves as JSON");
+  cmd.add_option("--dump", o.dump,
+                 "Write DIR/<method>/attribution.npy (and maps.npy, heads.npy) per method");
+  cmd.add_option("--threads", o.threads, "Worker threads (0 = all)");
+}
+
+core::ModelInput AttributeCommand::input(const core::Model& model) const {
+  const int given = !o.text.empty() + !o.text_file.empty() + !o.ids.empty() + !o.image.empty();
+  usage(given == 1, "give exactly one input: --text, --text-file, --ids or --image");
+  const bool vision = model.info().vision;
+  usage(vision == !o.image.empty(),
+        vision ? o.model + " is a vision model: give --image"
+               : o.model + " is a text model: give --text, --text-file or --ids, not --image");
+  if (!o.image.empty()) return core::attribution_image_input(model, o.image);
+  if (!o.ids.empty()) return core::attribution_ids_input(model, o.ids);
+  std::string notice;
+  core::ModelInput in = core::attribution_text_input(
+      model, o.text_file.empty() ? o.text : read_text(o.text_file),
+      o.text_file.empty() ? "--text" : "--text-file " + o.text_file, &notice);
+  if (!notice.empty()) std::fprintf(stderr, "%s\n", notice.c_str());
+  return in;
+}
+
+int AttributeCommand::class_of(const core::Model& model, const std::string& text,
+                               const std::string& option) const {
+  const auto& names = model.info().class_names;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == text) return int(i);
+  usage(!text.empty() && text.find_first_not_of("0123456789") == std::string::npos &&
+            text.size() < 10,
+        option + " " + text + ": not a class index or name of " + o.model);
+  const int c = std::stoi(text);
+  usage(c < model.info().n_classes, option + " " + text + ": the model has " +
+                                        std::to_string(model.info().n_classes) + " classes");
+  return c;
+}
+
+core::AttributionRequest AttributeCommand::request(const core::Model& model,
+                                                   const core::ModelInput& in) {
+  core::AttributionRequest q;
+  try {
+    q.methods = core::parse_attribution_methods(o.methods);
+    q.baseline = core::parse_baseline(o.baseline);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  const core::ModelInfo& info = model.info();
+  q.ig_steps = o.ig_steps;
+  q.occlusion_delete = o.occlusion == "delete";
+  q.threads = o.threads;
+  if (info.vision) {
+    usage(o.target_pos == -1 && o.target_id < 0 && o.target.empty() && o.foil_id < 0,
+          "images take --target-class and --foil (a class), not token targets");
+    if (!o.target_class.empty()) q.target.id = class_of(model, o.target_class, "--target-class");
+    if (!o.foil.empty()) q.target.foil = class_of(model, o.foil, "--foil");
+  } else {
+    usage(o.target_class.empty(),
+          "--target-class is for images; text takes --target-id or --target");
+    const int N = int(in.ids.size());
+    usage(o.target_pos >= -1 && o.target_pos < N, "--target-pos " + std::to_string(o.target_pos) +
+                                                      " is outside the input's " +
+                                                      std::to_string(N) + " tokens");
+    q.target.position = o.target_pos;
+    usage(o.target.empty() || o.target_id < 0, "give --target or --target-id, not both");
+    usage(o.foil.empty() || o.foil_id < 0, "give --foil or --foil-id, not both");
+    try {
+      if (!o.target.empty()) q.target.id = core::single_token(model, o.target, "--target");
+      if (!o.foil.empty()) q.target.foil = core::single_token(model, o.foil, "--foil");
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
+    if (o.target_id >= 0) q.target.id = o.target_id;
+    if (o.foil_id >= 0) q.target.foil = o.foil_id;
+    usage(q.target.id < info.vocab, "--target-id " + std::to_string(q.target.id) +
+                                        " is outside the vocabulary [0, " +
+                                        std::to_string(info.vocab) + ")");
+    usage(q.target.foil < info.vocab, "--foil-id " + std::to_string(q.target.foil) +
+                                          " is outside the vocabulary [0, " +
+                                          std::to_string(info.vocab) + ")");
+  }
+  usage(q.target.foil < 0 || q.target.foil != q.target.id, "the foil is the target itself");
+  if (!o.variant.empty()) {
+    check_variant_specs({o.variant}, "--variant");
+    check_backend(o.backend);
+    variant_ = std::make_unique<Variant>(make_variant(o.variant));
+    backend_ = make_backend_with_fallback(o.backend);
+    sub_.variant = variant_.get();
+    sub_.backend = backend_.get();
+    sub_.layers = o.layers;
+    sub_.heads = o.heads;
+    try {
+      sub_.check(info);
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
+    for (const std::string& m : q.methods) {
+      if (!core::attribution_methods()[size_t(core::attribution_method_index(m))].gradient)
+        continue;
+      const std::string why = core::gradient_refusal(*variant_);
+      usage(why.empty(),
+            "--method " + m + ": " + why + "; attention, rollout, flow and occlusion run with it");
+    }
+    q.substitution = &sub_;
+  } else {
+    usage(o.layers.empty() && o.heads.empty(), "--layers and --heads choose where --variant runs");
+  }
+  usage(!(info.vision && q.occlusion_delete),
+        "--occlusion delete is for text: an image's patches are replaced by the baseline");
+  return q;
+}
+
+void AttributeCommand::print(const core::Attribution& a,
+                             const std::vector<core::RankAgreement>& agree) const {
+  std::printf("target: %s%s at %s%d, z = %.4f, p = %.4f%s\n", a.target_label.c_str(),
+              a.foil >= 0 ? (" - " + a.foil_label).c_str() : "",
+              a.image ? "class row " : "position ", a.position, a.z, a.probability,
+              a.variant == "dense" ? "" : ("; variant " + a.variant).c_str());
+  for (const core::MethodScores& m : a.methods) {
+    const std::vector<int> order = core::order_by_score(m.scores, a.ranked);
+    std::string line;
+    for (size_t i = 0; i < order.size() && int(i) < o.show; ++i) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "(%.3g)", double(m.scores[size_t(order[i])]));
+      line += " [" + a.unit_labels[size_t(order[i])] + "]" + buf;
+    }
+    std::printf("%-22s %6.3f s %s\n", m.method.c_str(), m.seconds, line.c_str());
+    if (std::isfinite(m.relevance_sum))
+      std::printf("%-22s relevance at the input %.4f vs z %.4f\n", "", m.relevance_sum, a.z);
+    if (std::isfinite(m.z_difference)) {
+      double s = 0;
+      for (int u : a.ranked) s += m.scores[size_t(u)];
+      std::printf("%-22s sum %.4f vs z(x) - z(baseline) %.4f (completeness)\n", "", s,
+                  m.z_difference);
+    }
+    if (!m.note.empty()) std::printf("%-22s %s\n", "", m.note.c_str());
+  }
+  if (agree.empty()) return;
+  Table t({"methods", "kendall tau", "spearman", "top-" + std::to_string(agree[0].k) + " overlap"});
+  for (const core::RankAgreement& r : agree)
+    t.add({r.a + " / " + r.b, fixed(r.kendall_tau, 3), fixed(r.spearman, 3),
+           fixed(r.top_k_overlap, 2)});
+  t.print();
+}
+
+void AttributeCommand::print_faithfulness(const core::Faithfulness& f) const {
+  Table t({"order", "deletion AOPC (p)", "deletion AOPC (z)", "insertion area (p)",
+           "insertion area (z)"});
+  for (const core::Curve& c : f.curves)
+    t.add({c.order, fixed(c.aopc_p, 4), fixed(c.aopc_z, 4), fixed(c.insertion_p, 4),
+           fixed(c.insertion_z, 4)});
+  t.print();
+}
+
+int AttributeCommand::run() {
+  if (!o.json_out.empty()) core::check_output_path(o.json_out);
+  check_model_path(o.model, o.model);
+  const std::shared_ptr<const core::Model> model = core::cached_model(o.model);
+  usage(model->info().vision ? model->info().n_classes > 0 : model->info().vocab > 0,
+        o.model + " has no " + (model->info().vision ? "classifier" : "language-model") +
+            " head: there is no logit to attribute");
+  const core::ModelInput in = input(*model);
+  const core::AttributionRequest q = request(*model, in);
+  const core::Attribution a = core::attribute(*model, in, q);
+  const std::vector<core::RankAgreement> agree = core::rank_agreement(a, o.top_k);
+  print(a, agree);
+  core::Faithfulness f;
+  if (o.faithfulness) {
+    core::FaithfulnessOptions fo;
+    fo.steps = o.steps;
+    fo.random_orders = o.random_orders;
+    fo.threads = o.threads;
+    f = core::faithfulness(*model, in, a, q, fo);
+    print_faithfulness(f);
+  }
+  if (!o.json_out.empty()) {
+    nlohmann::json j = core::to_json(a);
+    j["model"] = o.model;
+    j["agreement"] = core::to_json(agree);
+    if (o.faithfulness) j["faithfulness"] = core::to_json(f);
+    write_json_file(o.json_out, j);
+  }
+  if (!o.dump.empty()) {
+    const std::vector<std::string> files = core::dump_attribution(a, o.dump);
+    std::fprintf(stderr, "wrote %zu files under %s\n", files.size(), o.dump.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+std::unique_ptr<Command> make_attribute_command() {
+  return std::make_unique<AttributeCommand>();
+}
+
+}  // namespace attn::cli

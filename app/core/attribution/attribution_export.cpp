@@ -1,0 +1,157 @@
+#include "app/core/attribution/attribution_export.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "compute/error.h"
+#include "models/arch/image.h"
+#include "models/arch/text_input.h"
+#include "models/formats/npy.h"
+
+namespace attn::core {
+namespace {
+
+using nlohmann::json;
+
+json number(double v) {
+  return std::isfinite(v) ? json(v) : json(nullptr);
+}
+
+json numbers(const std::vector<float>& v) {
+  json a = json::array();
+  for (float x : v) a.push_back(number(x));
+  return a;
+}
+
+void write(const std::string& path, std::vector<int64_t> shape, const std::vector<float>& v) {
+  models::write_npy(path, models::NpyArray::from_f32(std::move(shape), v));
+}
+
+}  // namespace
+
+models::ModelInput attribution_text_input(const models::Model& model, const std::string& text,
+                                          const std::string& source, std::string* notice) {
+  require(!model.info().vision, ErrorCode::InvalidArgument,
+          model.info().dir + " is a vision model, but the input is text: give an image");
+  const models::TextInput t = models::encode_for_model(model, text, source);
+  if (notice) *notice = t.notice;
+  models::ModelInput in;
+  in.ids = t.ids;
+  in.labels = t.labels;
+  return in;
+}
+
+models::ModelInput attribution_ids_input(const models::Model& model,
+                                         const std::vector<int32_t>& ids) {
+  require(!model.info().vision, ErrorCode::InvalidArgument,
+          model.info().dir + " is a vision model, but the input is token ids: give an image");
+  const models::TextInput t = models::ids_for_model(model, ids);
+  models::ModelInput in;
+  in.ids = t.ids;
+  in.labels = t.labels;
+  return in;
+}
+
+models::ModelInput attribution_image_input(const models::Model& model, const std::string& path) {
+  require(model.info().vision, ErrorCode::InvalidArgument,
+          model.info().dir + " is a text model, but the input is an image: give text or ids");
+  const models::ImagePreprocessor& pp = model.preprocessor();
+  models::ModelInput in;
+  in.image = pp(models::load_image(path, pp.channels));
+  return in;
+}
+
+json to_json(const Attribution& a) {
+  json j;
+  j["variant"] = a.variant;
+  j["target"] = {{"position", a.position},
+                 {"id", a.id},
+                 {"label", a.target_label},
+                 {"foil", a.foil >= 0 ? json(a.foil) : json(nullptr)},
+                 {"foil_label", a.foil_label},
+                 {"z", number(a.z)},
+                 {"probability", number(a.probability)}};
+  j["units"] = {{"kind", a.image ? "patches" : "tokens"},
+                {"labels", a.unit_labels},
+                {"ranked", a.ranked},
+                {"first_token", a.first_unit}};
+  if (a.image) j["units"]["grid"] = {a.grid_h, a.grid_w};
+  j["tokens"] = a.n_tokens;
+  j["baseline"] = baseline_name(a.baseline);
+  j["seconds_forward"] = a.seconds_forward;
+  j["seconds_reverse"] = a.seconds_reverse;
+  j["reverse_bytes"] = a.reverse_bytes;
+  json ms = json::array();
+  for (const MethodScores& m : a.methods) {
+    const AttributionMethod& info =
+        attribution_methods()[size_t(attribution_method_index(m.method))];
+    json e = {{"id", m.method},
+              {"title", info.title},
+              {"source", info.source},
+              {"definition", info.definition},
+              {"scores", numbers(m.scores)},
+              {"seconds", m.seconds}};
+    if (std::isfinite(m.relevance_sum)) e["relevance_sum"] = m.relevance_sum;
+    if (std::isfinite(m.z_difference)) e["z_difference"] = m.z_difference;
+    if (!m.note.empty()) e["note"] = m.note;
+    ms.push_back(e);
+  }
+  j["methods"] = ms;
+  return j;
+}
+
+json to_json(const std::vector<RankAgreement>& r) {
+  json a = json::array();
+  for (const RankAgreement& x : r)
+    a.push_back({{"a", x.a},
+                 {"b", x.b},
+                 {"kendall_tau", number(x.kendall_tau)},
+                 {"spearman", number(x.spearman)},
+                 {"top_k_overlap", number(x.top_k_overlap)},
+                 {"k", x.k}});
+  return a;
+}
+
+json to_json(const Faithfulness& f) {
+  json curves = json::array();
+  for (const Curve& c : f.curves)
+    curves.push_back({{"order", c.order},
+                      {"z_deletion", numbers(c.z_deletion)},
+                      {"p_deletion", numbers(c.p_deletion)},
+                      {"z_insertion", numbers(c.z_insertion)},
+                      {"p_insertion", numbers(c.p_insertion)},
+                      {"aopc_z", number(c.aopc_z)},
+                      {"aopc_p", number(c.aopc_p)},
+                      {"insertion_z", number(c.insertion_z)},
+                      {"insertion_p", number(c.insertion_p)}});
+  return {{"steps", f.steps},
+          {"fractions", numbers(f.fractions)},
+          {"random_orders", f.random_orders},
+          {"curves", curves}};
+}
+
+std::vector<std::string> dump_attribution(const Attribution& a, const std::string& dir) {
+  std::vector<std::string> files;
+  const int64_t N = a.n_tokens, L = a.n_layers, H = a.n_heads;
+  for (const MethodScores& m : a.methods) {
+    const std::string d = dir + "/" + m.method;
+    std::error_code ec;
+    std::filesystem::create_directories(d, ec);
+    require(!ec, ErrorCode::Io, d + ": cannot create folder: " + ec.message());
+    std::vector<int64_t> shape = {int64_t(m.scores.size())};
+    if (a.image) shape = {a.grid_h, a.grid_w};
+    write(d + "/attribution.npy", shape, m.scores);
+    files.push_back(d + "/attribution.npy");
+    if (!m.maps.empty()) {
+      write(d + "/maps.npy", {int64_t(m.maps.size()) / (N * N), N, N}, m.maps);
+      files.push_back(d + "/maps.npy");
+    }
+    if (!m.heads.empty()) {
+      write(d + "/heads.npy", {L, H, N}, m.heads);
+      files.push_back(d + "/heads.npy");
+    }
+  }
+  return files;
+}
+
+}  // namespace attn::core
