@@ -156,6 +156,10 @@ core::AttributionRequest AttributeCommand::request(const core::Model& model,
     throw UsageError(e.what());
   }
   const core::ModelInfo& info = model.info();
+  usage(info.vision || q.baseline.kind != core::Baseline::Kind::Mean,
+        "--baseline mean is for images; text takes zero or token[:ID]");
+  usage(!info.vision || q.baseline.kind != core::Baseline::Kind::Token,
+        "--baseline token is for text; images take zero or mean");
   q.ig_steps = o.ig_steps;
   q.occlusion_delete = o.occlusion == "delete";
   q.threads = o.threads;

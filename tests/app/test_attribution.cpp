@@ -1,0 +1,438 @@
+// The attribution core (app/core/attribution): rollout, flow and Chefer's rule against direct
+// implementations on hand-made graphs; each method on the golden checkpoints against what it is
+// defined as, recomputed here from the models' own passes (occlusion by re-running, integrated
+// gradients' completeness, AttnLRP's relevance, gradient x input); faithfulness curves and rank
+// agreement against values worked out by hand; bad requests refused with a clear message.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "app/core/attribution/attention_graph.h"
+#include "app/core/attribution/attribution.h"
+#include "app/core/attribution/faithfulness.h"
+#include "compute/backend.h"
+#include "compute/error.h"
+#include "compute/registry.h"
+#include "models/arch/model.h"
+#include "models/formats/npy.h"
+
+namespace attn {
+namespace {
+
+using core::Matrix;
+
+std::string golden_dir(const std::string& name) {
+  return std::string(ATTN_TEST_SOURCE_DIR) + "/tests/ref/goldens/" + name;
+}
+
+models::ModelInput golden_input(const std::string& name) {
+  models::ModelInput in;
+  if (name == "vit" || name == "deit") {
+    const models::NpyArray px = models::read_npy(golden_dir(name) + "/golden_pixels.npy");
+    in.image.channels = int(px.shape[0]);
+    in.image.height = int(px.shape[1]);
+    in.image.width = int(px.shape[2]);
+    in.image.data = px.to_f32();
+    return in;
+  }
+  const models::NpyArray ids = models::read_npy(golden_dir(name) + "/golden_ids.npy");
+  for (float v : ids.to_f32()) in.ids.push_back(int32_t(v));
+  return in;
+}
+
+// A random row-stochastic, causal matrix.
+Matrix random_attention(int n, uint64_t seed, bool causal = true) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  Matrix m(size_t(n) * n, 0.0);
+  for (int i = 0; i < n; ++i) {
+    double s = 0;
+    for (int j = 0; j <= (causal ? i : n - 1); ++j) s += (m[size_t(i) * n + j] = u(rng));
+    for (int j = 0; j < n; ++j) m[size_t(i) * n + j] /= s;
+  }
+  return m;
+}
+
+Matrix multiply(const Matrix& a, const Matrix& b, int n) {
+  Matrix c(size_t(n) * n, 0.0);
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < n; ++k)
+      for (int j = 0; j < n; ++j)
+        c[size_t(i) * n + j] += a[size_t(i) * n + k] * b[size_t(k) * n + j];
+  return c;
+}
+
+TEST(AttentionGraph, RolloutIsTheProductOfResidualAdjustedMeans) {
+  const int n = 7, L = 4;
+  std::vector<Matrix> adj;
+  for (int l = 0; l < L; ++l) adj.push_back(core::with_residual(random_attention(n, 10 + l), n));
+  // Rows of 0.5 A + 0.5 I still sum to 1; the diagonal gained 0.5.
+  const Matrix a0 = random_attention(n, 10);
+  for (int i = 0; i < n; ++i) {
+    EXPECT_NEAR(adj[0][size_t(i) * n + i], 0.5 * a0[size_t(i) * n + i] + 0.5, 1e-12);
+    EXPECT_NEAR(std::accumulate(adj[0].begin() + i * n, adj[0].begin() + (i + 1) * n, 0.0), 1.0,
+                1e-12);
+  }
+  Matrix r = adj[0];
+  for (int l = 1; l < L; ++l) r = multiply(adj[size_t(l)], r, n);
+  const std::vector<double> row = core::rollout_row(adj, n, 5);
+  const std::vector<float> maps = core::rollout_maps(adj, n);
+  for (int j = 0; j < n; ++j) {
+    EXPECT_NEAR(row[size_t(j)], r[size_t(5) * n + j], 1e-12);
+    EXPECT_NEAR(maps[(size_t(L - 1) * n + 5) * n + j], r[size_t(5) * n + j], 1e-6);
+  }
+  // Causal: nothing flows from a later token.
+  EXPECT_EQ(row[6], 0.0);
+}
+
+// Max flow by brute force over every cut of a tiny layered graph (min cut = max flow).
+double min_cut(const std::vector<Matrix>& a, int layers, int n, int source, int sink) {
+  const int inner = (layers - 1) * n;  // the nodes of layers 1 .. layers-1
+  double best = INFINITY;
+  for (uint32_t mask = 0; mask < (1u << inner); ++mask) {
+    auto on_source_side = [&](int l, int i) {
+      if (l == 0) return i == source;
+      if (l == layers) return false;
+      return bool(mask >> ((l - 1) * n + i) & 1u);
+    };
+    double cut = 0;
+    for (int l = 0; l < layers; ++l)
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) {
+          const bool to_sink_node = l + 1 < layers || i == sink;
+          if (on_source_side(l, j) && !on_source_side(l + 1, i) && to_sink_node)
+            cut += a[size_t(l)][size_t(i) * n + j];
+        }
+    best = std::min(best, cut);
+  }
+  return best;
+}
+
+TEST(AttentionGraph, FlowIsTheMinimumCutOfTheLayeredGraph) {
+  const int n = 4, L = 3;
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    std::vector<Matrix> adj;
+    for (int l = 0; l < L; ++l)
+      adj.push_back(core::with_residual(random_attention(n, seed * 10 + l, seed != 2), n));
+    for (int sink = 0; sink < n; ++sink) {
+      const std::vector<double> f = core::flow_row(adj, L, n, sink);
+      for (int j = 0; j < n; ++j)
+        EXPECT_NEAR(f[size_t(j)], min_cut(adj, L, n, j, sink), 1e-9)
+            << "seed " << seed << " sink " << sink << " source " << j;
+    }
+    const std::vector<float> maps = core::flow_maps(adj, n);
+    const std::vector<double> f1 = core::flow_row(adj, 1, n, 2);
+    for (int j = 0; j < n; ++j) EXPECT_NEAR(maps[size_t(2) * n + j], f1[size_t(j)], 1e-6);
+  }
+}
+
+TEST(AttentionGraph, FlowOnAHandMadeGraph) {
+  // Two tokens, one layer: capacities are the matrix's entries; flow from j into i is A[i][j].
+  std::vector<Matrix> a = {{1.0, 0.0, 0.25, 0.75}};
+  const std::vector<double> f = core::flow_row(a, 1, 2, 1);
+  EXPECT_NEAR(f[0], 0.25, 1e-12);
+  EXPECT_NEAR(f[1], 0.75, 1e-12);
+  // Two layers in series: a bottleneck of 0.1 in the first layer bounds the flow from token 0.
+  a.push_back({0.5, 0.5, 0.5, 0.5});
+  a[0] = {0.9, 0.1, 0.1, 0.9};  // from token 0: 0.9 into node 0, 0.1 into node 1
+  const std::vector<double> g = core::flow_row(a, 2, 2, 1);
+  EXPECT_NEAR(g[0], 0.5 + 0.1, 1e-12);  // 0.5 via node 0 (cap 0.9), 0.1 via node 1 (cap 0.1)
+}
+
+TEST(AttentionGraph, CheferRowIsTheProductOfIdentityPlusWeightedMeans) {
+  const int n = 5;
+  std::vector<Matrix> w = {random_attention(n, 4), random_attention(n, 5), random_attention(n, 6)};
+  Matrix r(size_t(n) * n, 0.0);
+  for (int i = 0; i < n; ++i) r[size_t(i) * n + i] = 1;
+  for (const Matrix& x : w) {
+    const Matrix xr = multiply(x, r, n);
+    for (size_t e = 0; e < r.size(); ++e) r[e] += xr[e];
+  }
+  const std::vector<double> row = core::chefer_row(w, n, 4);
+  for (int j = 0; j < n; ++j) EXPECT_NEAR(row[size_t(j)], r[size_t(4) * n + j], 1e-12);
+  // Gradient weighting keeps the positive part of grad * A, averaged over heads.
+  const std::vector<float> A = {0.5f, 0.5f, 0.2f, 0.8f, 0.5f, 0.5f, 0.6f, 0.4f};
+  const std::vector<float> G = {2.0f, -1.0f, 1.0f, 1.0f, -4.0f, 3.0f, 0.0f, 1.0f};
+  const Matrix m = core::gradient_weighted_mean(A.data(), G.data(), 2, 2, true);
+  EXPECT_NEAR(m[0], 0.5 * (1.0 + 0.0), 1e-7);
+  EXPECT_NEAR(m[1], 0.5 * (0.0 + 1.5), 1e-7);
+  const Matrix s = core::gradient_weighted_mean(A.data(), G.data(), 2, 2, false);
+  EXPECT_NEAR(s[0], 0.5 * (1.0 - 2.0), 1e-7);
+}
+
+TEST(RankAgreement, KnownValues) {
+  const std::vector<double> x = {1, 2, 3, 4, 5}, rev = {5, 4, 3, 2, 1};
+  EXPECT_NEAR(core::kendall_tau_b(x, x), 1.0, 1e-12);
+  EXPECT_NEAR(core::kendall_tau_b(x, rev), -1.0, 1e-12);
+  EXPECT_NEAR(core::spearman_rho(x, rev), -1.0, 1e-12);
+  // One swapped pair of five: 9 concordant, 1 discordant -> tau 0.8; d^2 = 2 -> rho 0.9.
+  const std::vector<double> y = {2, 1, 3, 4, 5};
+  EXPECT_NEAR(core::kendall_tau_b(x, y), 0.8, 1e-12);
+  EXPECT_NEAR(core::spearman_rho(x, y), 0.9, 1e-12);
+  // Ties: tau-b of (1,1,2) against (1,2,3): 2 concordant, 1 tie in x -> 2 / sqrt(2*3).
+  EXPECT_NEAR(core::kendall_tau_b({1, 1, 2}, {1, 2, 3}), 2 / std::sqrt(6.0), 1e-12);
+  EXPECT_NEAR(core::top_k_overlap(x, y, 2), 1.0, 1e-12);
+  EXPECT_NEAR(core::top_k_overlap(x, rev, 2), 0.0, 1e-12);
+  EXPECT_NEAR(core::top_k_overlap({5, 4, 0, 0}, {5, 0, 4, 0}, 2), 0.5, 1e-12);
+}
+
+struct Fixture {
+  std::unique_ptr<models::Model> model;
+  models::ModelInput in;
+};
+
+Fixture load(const std::string& name) {
+  return {models::load_model(golden_dir(name)), golden_input(name)};
+}
+
+core::AttributionRequest request(std::vector<std::string> methods, int position = -1) {
+  core::AttributionRequest q;
+  q.methods = std::move(methods);
+  q.target.position = position;
+  return q;
+}
+
+TEST(Attribution, EveryMethodRunsOnEveryArchitecture) {
+  for (const std::string name : {"gpt2", "llama", "bert", "vit", "deit"}) {
+    Fixture f = load(name);
+    core::AttributionRequest q = request(core::parse_attribution_methods("all"));
+    q.ig_steps = 8;
+    const core::Attribution a = core::attribute(*f.model, f.in, q);
+    ASSERT_EQ(a.methods.size(), core::attribution_methods().size()) << name;
+    for (const core::MethodScores& m : a.methods) {
+      ASSERT_EQ(int(m.scores.size()), a.units()) << name << " " << m.method;
+      for (float v : m.scores) ASSERT_TRUE(std::isfinite(v)) << name << " " << m.method;
+    }
+    if (a.image) {
+      EXPECT_EQ(a.units(), a.grid_h * a.grid_w) << name;
+      EXPECT_EQ(a.first_unit, a.n_tokens - a.units()) << name;
+    }
+  }
+}
+
+TEST(Attribution, AttentionMethodsReadTheTargetRowOfThePatterns) {
+  Fixture f = load("gpt2");
+  const int P = 6;
+  core::AttributionRequest q = request({"attention", "rollout"}, P);
+  const core::Attribution a = core::attribute(*f.model, f.in, q);
+  // Direct: the captured patterns of a plain forward.
+  models::Capture cap(models::HookSelection::parse("blocks.*.attn.pattern"));
+  f.model->forward(f.in, {.capture = &cap});
+  const int N = a.n_tokens, H = a.n_heads, L = a.n_layers;
+  std::vector<Matrix> adj;
+  for (int l = 0; l < L; ++l)
+    adj.push_back(
+        core::with_residual(core::head_mean(cap.layers[size_t(l)].pattern.data(), H, N), N));
+  const std::vector<double> roll = core::rollout_row(adj, N, P);
+  for (int j = 0; j < N; ++j) {
+    double mean = 0;
+    for (int h = 0; h < H; ++h)
+      mean += cap.layers[size_t(L - 1)].pattern[(size_t(h) * N + P) * N + j];
+    EXPECT_NEAR(a.methods[0].scores[size_t(j)], mean / H, 1e-6);
+    EXPECT_NEAR(a.methods[1].scores[size_t(j)], roll[size_t(j)], 1e-6);
+  }
+  // Causal: only 0..P can matter and are ranked; later tokens score 0.
+  EXPECT_EQ(int(a.ranked.size()), P + 1);
+  for (int j = P + 1; j < N; ++j) EXPECT_EQ(a.methods[1].scores[size_t(j)], 0.0f);
+  ASSERT_EQ(a.methods[0].maps.size(), size_t(L) * N * N);
+  ASSERT_EQ(a.methods[0].heads.size(), size_t(L) * H * N);
+}
+
+TEST(Attribution, OcclusionIsTheDropOfZWhenTheUnitIsReplaced) {
+  for (const std::string name : {"llama", "vit"}) {
+    Fixture f = load(name);
+    core::AttributionRequest q = request({"occlusion"});
+    q.baseline = core::parse_baseline(name == "vit" ? "mean" : "zero");
+    const core::Attribution a = core::attribute(*f.model, f.in, q);
+    for (int u : {a.ranked.front(), a.ranked.back()}) {
+      models::ModelInput in = f.in;
+      if (a.image) {
+        // Patch u's pixels set to each channel's mean, by hand.
+        const int p = in.image.height / a.grid_h, r = u / a.grid_w, c = u % a.grid_w;
+        const size_t plane = size_t(in.image.height) * in.image.width;
+        for (int ch = 0; ch < in.image.channels; ++ch) {
+          const double mean =
+              std::accumulate(f.in.image.data.begin() + ptrdiff_t(ch * plane),
+                              f.in.image.data.begin() + ptrdiff_t((ch + 1) * plane), 0.0) /
+              double(plane);
+          for (int y = r * p; y < (r + 1) * p; ++y)
+            for (int x = c * p; x < (c + 1) * p; ++x)
+              in.image.data[ch * plane + size_t(y) * in.image.width + x] = float(mean);
+        }
+      } else {
+        in.embeddings = a.input_rows;
+        const size_t C = a.input_rows.size() / size_t(a.n_tokens);
+        std::fill_n(in.embeddings.begin() + ptrdiff_t(u * C), C, 0.0f);
+      }
+      const auto out = f.model->forward(in);
+      const double z = core::target_value(out, a).first;
+      EXPECT_NEAR(a.methods[0].scores[size_t(u)], a.z - z, 1e-4 * std::max(1.0, std::abs(a.z)))
+          << name << " unit " << u;
+    }
+  }
+}
+
+TEST(Attribution, OcclusionByDeletionRemovesTheToken) {
+  Fixture f = load("gpt2");
+  core::AttributionRequest q = request({"occlusion"}, 5);
+  q.occlusion_delete = true;
+  const core::Attribution a = core::attribute(*f.model, f.in, q);
+  models::ModelInput in = f.in;
+  in.ids.erase(in.ids.begin() + 2);
+  const auto out = f.model->forward(in);
+  const float* row = out.logits.data() + size_t(4) * out.n_logits;  // the target moved up one
+  EXPECT_NEAR(a.methods[0].scores[2], a.z - row[a.id], 1e-4);
+}
+
+TEST(Attribution, IntegratedGradientsAreComplete) {
+  for (const std::string name : {"gpt2", "vit"}) {
+    Fixture f = load(name);
+    core::AttributionRequest q = request({"integrated_gradients"});
+    q.ig_steps = 64;
+    q.baseline = core::parse_baseline(name == "vit" ? "mean" : "zero");
+    const core::Attribution a = core::attribute(*f.model, f.in, q);
+    const core::MethodScores& m = a.methods[0];
+    double s = 0;
+    for (float v : m.scores) s += v;
+    EXPECT_NEAR(s, m.z_difference, 0.01 * std::abs(m.z_difference)) << name;
+  }
+}
+
+TEST(Attribution, IntegratedGradientsFromATokenBaseline) {
+  Fixture f = load("gpt2");
+  core::AttributionRequest q = request({"integrated_gradients"});
+  q.ig_steps = 64;
+  q.baseline = core::parse_baseline("token:7");
+  const core::Attribution a = core::attribute(*f.model, f.in, q);
+  models::ModelInput base = f.in;
+  std::fill(base.ids.begin(), base.ids.end(), 7);
+  const double z0 = core::target_value(f.model->forward(base), a).first;
+  EXPECT_NEAR(a.methods[0].z_difference, a.z - z0, 1e-4);
+  double s = 0;
+  for (float v : a.methods[0].scores) s += v;
+  EXPECT_NEAR(s, a.z - z0, 0.01 * std::abs(a.z - z0));
+}
+
+TEST(Attribution, GradientTimesInputAndLrpSumTheReversePassPerUnit) {
+  Fixture f = load("llama");
+  const core::Attribution a =
+      core::attribute(*f.model, f.in, request({"grad_input", "attnlrp"}, 4));
+  const models::Reverse g = f.model->reverse(f.in, {4, a.id, -1}, {});
+  models::ReverseOptions lo;
+  lo.rule = models::Rule::Lrp;
+  const models::Reverse r = f.model->reverse(f.in, {4, a.id, -1}, lo);
+  const size_t C = g.input.size() / size_t(a.n_tokens);
+  double total = 0;
+  for (int t = 0; t < a.n_tokens; ++t) {
+    double gi = 0, lrp = 0;
+    for (size_t j = 0; j < C; ++j) {
+      gi += double(g.input[t * C + j]) * g.input_grad[t * C + j];
+      lrp += double(r.input[t * C + j]) * r.input_grad[t * C + j];
+    }
+    total += lrp;
+    EXPECT_NEAR(a.methods[0].scores[size_t(t)], gi, 1e-5);
+    EXPECT_NEAR(a.methods[1].scores[size_t(t)], lrp, 1e-5);
+  }
+  EXPECT_NEAR(a.methods[1].relevance_sum, total, 1e-5);
+}
+
+TEST(Attribution, VariantsRunWhereTheMethodAllowsAndAreRefusedWhereNot) {
+  Fixture f = load("gpt2");
+  const Variant window = make_variant("window(size=2)");
+  const Variant sigmoid = make_variant("sigmoid");
+  std::unique_ptr<Backend> be = make_backend("cpu");
+  models::Substitution sub;
+  sub.variant = &window;
+  sub.backend = be.get();
+  core::AttributionRequest q = request({"attention", "chefer", "occlusion"});
+  q.substitution = &sub;
+  const core::Attribution w = core::attribute(*f.model, f.in, q);
+  EXPECT_EQ(w.variant, window.spec());
+  // The window keeps the last 2 keys: attention from the target row is 0 before them.
+  const int P = w.position;
+  for (int j = 0; j < P - 1; ++j) EXPECT_EQ(w.methods[0].scores[size_t(j)], 0.0f) << j;
+  const core::Attribution d = core::attribute(*f.model, f.in, request({"attention"}));
+  EXPECT_NE(d.methods[0].scores[0], 0.0f);
+  // A sigmoid normaliser: attention methods run, gradient methods are refused by name.
+  models::Substitution sg;
+  sg.variant = &sigmoid;
+  sg.backend = be.get();
+  q.substitution = &sg;
+  q.methods = {"rollout", "occlusion"};
+  EXPECT_NO_THROW(core::attribute(*f.model, f.in, q));
+  q.methods = {"grad_input"};
+  try {
+    core::attribute(*f.model, f.in, q);
+    ADD_FAILURE() << "gradient through a sigmoid normaliser accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("sigmoid"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Attribution, BadRequestsAreRefused) {
+  Fixture f = load("gpt2");
+  auto refuses = [&](core::AttributionRequest q, const std::string& words) {
+    try {
+      core::attribute(*f.model, f.in, q);
+      ADD_FAILURE() << "accepted: " << words;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  refuses(request({}), "no attribution method");
+  refuses(request({"attention"}, 99), "outside the input's");
+  EXPECT_THROW(core::parse_attribution_methods("rollout,saliency"), Error);
+  EXPECT_THROW(core::parse_attribution_methods("rollout,rollout"), Error);
+  EXPECT_THROW(core::parse_baseline("median"), Error);
+  core::AttributionRequest q = request({"occlusion"});
+  q.baseline = core::parse_baseline("mean");
+  refuses(q, "mean is for images");
+  Fixture v = load("vit");
+  q.occlusion_delete = true;
+  q.baseline = {};
+  try {
+    core::attribute(*v.model, v.in, q);
+    ADD_FAILURE() << "deletion of patches accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("deletion is for text"), std::string::npos);
+  }
+}
+
+TEST(Faithfulness, CurvesReRunTheModelAlongTheOrder) {
+  Fixture f = load("gpt2");
+  core::AttributionRequest q = request({"occlusion", "attention"}, 7);
+  const core::Attribution a = core::attribute(*f.model, f.in, q);
+  core::FaithfulnessOptions o;
+  o.steps = 4;
+  o.random_orders = 2;
+  const core::Faithfulness fa = core::faithfulness(*f.model, f.in, a, q, o);
+  ASSERT_EQ(fa.curves.size(), 3u);
+  EXPECT_EQ(fa.curves.back().order, "random");
+  const core::Curve& c = fa.curves[0];
+  ASSERT_EQ(c.z_deletion.size(), 5u);
+  // Step 0 deletes nothing: z of the input; the last step deletes every ranked unit, which is
+  // where insertion starts.
+  EXPECT_NEAR(c.z_deletion[0], a.z, 1e-4);
+  EXPECT_NEAR(c.z_insertion[4], a.z, 1e-4);
+  EXPECT_NEAR(c.z_deletion[4], c.z_insertion[0], 1e-4);
+  // Step 2 of 4 over 8 ranked units: the top 4 units by occlusion score removed.
+  const std::vector<int> order = core::order_by_score(a.methods[0].scores, a.ranked);
+  const std::vector<int> top(order.begin(), order.begin() + 4);
+  const double z2 = core::target_value(f.model->forward(core::occluded(f.in, a, top)), a).first;
+  EXPECT_NEAR(c.z_deletion[2], z2, 1e-4);
+  double aopc = 0;
+  for (float z : c.z_deletion) aopc += (c.z_deletion[0] - z) / 5.0;
+  EXPECT_NEAR(c.aopc_z, aopc, 1e-6);
+}
+
+TEST(Faithfulness, OrderByScoreBreaksTiesByUnitAndPutsNaNLast) {
+  const std::vector<float> s = {0.5f, NAN, 0.9f, 0.5f};
+  EXPECT_EQ(core::order_by_score(s, {0, 1, 2, 3}), (std::vector<int>{2, 0, 3, 1}));
+}
+
+}  // namespace
+}  // namespace attn

@@ -1,0 +1,112 @@
+// `attnscope attribute` through the real binary: the JSON and the .npy dump hold what the core
+// computed, usage mistakes (bad targets, unknown methods, a method the variant cannot do) exit 2
+// with one line, and a missing model exits 1.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "models/formats/npy.h"
+#include "tests/app/image_compare.h"
+#include "tests/app/model_available.h"
+
+namespace attn {
+namespace {
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int status = -1;
+  std::string out;
+};
+
+CliRun cli(const std::string& args) {
+  CliRun r;
+  r.status = test::run_command(std::string(ATTN_CLI) + " attribute " + args, &r.out);
+  return r;
+}
+
+std::string work(const std::string& name) {
+  const fs::path d = fs::path(ATTN_TEST_WORK_DIR) / "attribute";
+  fs::create_directories(d);
+  return (d / name).string();
+}
+
+const char* kText = "--model default-text --text 'The keeper lit the lamp. The keeper'";
+
+TEST(CliAttribute, JsonAndDumpHoldEveryMethod) {
+  REQUIRE_MODEL("default-text");
+  const std::string json = work("a.json"), dump = work("dump");
+  fs::remove_all(dump);
+  const CliRun r =
+      cli(std::string(kText) + " --method all --ig-steps 16 --faithfulness --steps 4 " +
+          "--random-orders 1 --json " + json + " --dump " + dump);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("kendall tau"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("deletion AOPC"), std::string::npos) << r.out;
+  std::ifstream f(json);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  const int units = int(j["units"]["labels"].size());
+  ASSERT_EQ(j["methods"].size(), 9u);
+  EXPECT_EQ(j["faithfulness"]["curves"].size(), 10u);  // nine methods and the random orders
+  for (const auto& m : j["methods"]) {
+    const std::string id = m["id"];
+    const models::NpyArray a = models::read_npy(dump + "/" + id + "/attribution.npy");
+    ASSERT_EQ(a.shape, (std::vector<int64_t>{units})) << id;
+    const std::vector<float> v = a.to_f32();
+    for (int u = 0; u < units; ++u)
+      EXPECT_NEAR(v[size_t(u)], m["scores"][size_t(u)].get<double>(), 1e-6) << id;
+  }
+  const int N = j["tokens"], L = 4;
+  const models::NpyArray maps = models::read_npy(dump + "/rollout/maps.npy");
+  EXPECT_EQ(maps.shape.size(), 3u);
+  EXPECT_EQ(maps.shape[1], N);
+  EXPECT_EQ(maps.shape[2], N);
+  EXPECT_GE(maps.shape[0], 1);
+  (void)L;
+  EXPECT_TRUE(fs::exists(dump + "/flow/maps.npy"));
+  EXPECT_TRUE(fs::exists(dump + "/attention/heads.npy"));
+}
+
+TEST(CliAttribute, ImagesTakeClassTargetsAndPatchGrids) {
+  REQUIRE_MODEL("default-vision");
+  const std::string image = std::string(ATTN_TEST_SOURCE_DIR) + "/assets/images/bag_1.png";
+  const std::string dump = work("vision");
+  fs::remove_all(dump);
+  const CliRun r =
+      cli("--model default-vision --image " + image +
+          " --method rollout,grad_input --target-class 0 --baseline mean --dump " + dump);
+  ASSERT_EQ(r.status, 0) << r.out;
+  const models::NpyArray a = models::read_npy(dump + "/rollout/attribution.npy");
+  ASSERT_EQ(a.shape.size(), 2u);  // the patch grid
+  EXPECT_GT(a.shape[0] * a.shape[1], 1);
+}
+
+void expect_usage(const std::string& args, const std::string& words) {
+  const CliRun r = cli(args);
+  EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
+  EXPECT_NE(r.out.find(words), std::string::npos) << args << "\n" << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+}
+
+TEST(CliAttribute, UsageMistakesExitTwo) {
+  REQUIRE_MODEL("default-text");
+  const std::string t = kText;
+  expect_usage(t + " --target-pos 400", "outside the input's");
+  expect_usage(t + " --target-id 99999999", "outside the vocabulary");
+  expect_usage(t + " --method rollout,saliency", "unknown attribution method 'saliency'");
+  expect_usage(t + " --method grad_input --variant sigmoid", "sigmoid");
+  expect_usage(t + " --baseline mean", "--baseline mean is for images");
+  expect_usage(t + " --target-class 1", "--target-class is for images");
+  expect_usage("--model default-text --image x.png", "text model");
+  expect_usage(t + " --layers 0", "--layers and --heads choose where --variant runs");
+}
+
+TEST(CliAttribute, MissingModelIsARuntimeError) {
+  const CliRun r = cli("--model /nonexistent/model --text hi");
+  EXPECT_EQ(r.status, 1) << r.out;
+}
+
+}  // namespace
+}  // namespace attn
