@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "app/core/attribution/attribution.h"
 #include "app/core/heads/head_metrics.h"
 #include "app/core/heads/head_roles.h"
 #include "compute/approximation.h"
@@ -52,6 +53,14 @@ std::set<std::string> approximations(Approximation::Kind kind) {
         make_variant(p.info.id).approximation()->kind() == kind)
       out.insert(p.info.id);
   return out;
+}
+
+// "Methods come from one table (`attribution.cpp`: ...)" under Attention beside attribution.
+TEST(ReadmeLists, AttributionMethodsAreTheMethodTable) {
+  const std::string text = between(readme(), "Methods come from one table", ")");
+  std::vector<std::string> ids;
+  for (const core::AttributionMethod& m : core::attribution_methods()) ids.push_back(m.id);
+  EXPECT_EQ(backticked(text), ids) << text;
 }
 
 // "Per-head metrics come from one table (`head_metrics.cpp`: ...)" under Layout.
