@@ -18,6 +18,7 @@
 #include "app/core/export/data_export.h"
 #include "app/core/heads/interventions.h"
 #include "app/core/session/model_catalog.h"
+#include "app/figures/figure.h"
 #include "compute/fallback.h"
 #include "compute/registry.h"
 
@@ -50,9 +51,9 @@ class AttributeCommand final : public Command {
     int target_pos = -1, target_id = -1, foil_id = -1;
     std::string target, target_class, foil, variant, backend = "cpu";
     std::vector<int> layers, heads;
-    std::string baseline = "zero", occlusion = "replace", json_out, dump;
-    int ig_steps = 32, top_k = 5, show = 8, steps = 10, random_orders = 4, threads = 0;
-    bool faithfulness = false;
+    std::string baseline = "zero", occlusion = "replace", json_out, dump, figure;
+    int ig_steps = 32, top_k = 5, show = 8, steps = 0, random_orders = 4, threads = 0;
+    bool faithfulness = false, bos = false;
   } o;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Variant> variant_;
@@ -68,6 +69,8 @@ void AttributeCommand::add_options(CLI::App& cmd) {
   t->excludes(tf)->excludes(ids)->excludes(im);
   tf->excludes(ids)->excludes(im);
   ids->excludes(im);
+  cmd.add_flag("--bos", o.bos,
+               "Text: put the model's beginning-of-text token (config bos_token_id) first");
   cmd.add_option("--target-pos", o.target_pos,
                  "Text: the position whose logits hold the target (-1: the last)")
       ->capture_default_str();
@@ -99,9 +102,10 @@ void AttributeCommand::add_options(CLI::App& cmd) {
       ->check(CLI::IsMember({"replace", "delete"}));
   cmd.add_flag("--faithfulness", o.faithfulness,
                "Deletion and insertion curves in each method's order and random orders");
-  cmd.add_option("--steps", o.steps, "Faithfulness: steps of the curves")
+  cmd.add_option("--steps", o.steps,
+                 "Faithfulness: steps of the curves (0: one unit a step up to 64 units, else 64)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
+      ->check(CLI::Range(0, 1000));
   cmd.add_option("--random-orders", o.random_orders, "Faithfulness: random orders averaged")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
@@ -112,6 +116,9 @@ void AttributeCommand::add_options(CLI::App& cmd) {
   cmd.add_option("--json", o.json_out, "Write scores, agreement and curves as JSON");
   cmd.add_option("--dump", o.dump,
                  "Write DIR/<method>/attribution.npy (and maps.npy, heads.npy) per method");
+  cmd.add_option("--figure", o.figure,
+                 "The scores side by side, rank agreement and (with --faithfulness) the deletion "
+                 "curves (.png/.svg/.pdf)");
   cmd.add_option("--threads", o.threads, "Worker threads (0 = all)");
 }
 
@@ -123,11 +130,12 @@ core::ModelInput AttributeCommand::input(const core::Model& model) const {
         vision ? o.model + " is a vision model: give --image"
                : o.model + " is a text model: give --text, --text-file or --ids, not --image");
   if (!o.image.empty()) return core::attribution_image_input(model, o.image);
-  if (!o.ids.empty()) return core::attribution_ids_input(model, o.ids);
+  usage(!o.bos || !vision, "--bos is for text");
+  if (!o.ids.empty()) return core::attribution_ids_input(model, o.ids, o.bos);
   std::string notice;
   core::ModelInput in = core::attribution_text_input(
       model, o.text_file.empty() ? o.text : read_text(o.text_file),
-      o.text_file.empty() ? "--text" : "--text-file " + o.text_file, &notice);
+      o.text_file.empty() ? "--text" : "--text-file " + o.text_file, &notice, o.bos);
   if (!notice.empty()) std::fprintf(stderr, "%s\n", notice.c_str());
   return in;
 }
@@ -240,7 +248,10 @@ void AttributeCommand::print(const core::Attribution& a,
     }
     std::printf("%-22s %6.3f s %s\n", m.method.c_str(), m.seconds, line.c_str());
     if (std::isfinite(m.relevance_sum))
-      std::printf("%-22s relevance at the input %.4f vs z %.4f\n", "", m.relevance_sum, a.z);
+      std::printf("%-22s relevance at the %s %.4f vs z %.4f (the rest sits in %s)\n", "",
+                  a.image ? "pixels" : "token-embedding rows", m.relevance_sum, a.z,
+                  a.image ? "the CLS and position embeddings and the biases"
+                          : "the position embeddings and the biases");
     if (std::isfinite(m.z_difference)) {
       double s = 0;
       for (int u : a.ranked) s += m.scores[size_t(u)];
@@ -268,6 +279,13 @@ void AttributeCommand::print_faithfulness(const core::Faithfulness& f) const {
 
 int AttributeCommand::run() {
   if (!o.json_out.empty()) core::check_output_path(o.json_out);
+  if (!o.figure.empty()) {
+    try {
+      fig::check_figure_path(o.figure);
+    } catch (const Error& e) {
+      throw UsageError(std::string("--figure: ") + e.what(), e.code());
+    }
+  }
   check_model_path(o.model, o.model);
   const std::shared_ptr<const core::Model> model = core::cached_model(o.model);
   usage(model->info().vision ? model->info().n_classes > 0 : model->info().vocab > 0,
@@ -293,6 +311,12 @@ int AttributeCommand::run() {
     j["agreement"] = core::to_json(agree);
     if (o.faithfulness) j["faithfulness"] = core::to_json(f);
     write_json_file(o.json_out, j);
+  }
+  if (!o.figure.empty()) {
+    const core::FigureData d =
+        core::attribution_figure(a, agree, o.faithfulness ? &f : nullptr, in, o.model);
+    fig::export_figure(d, o.figure, {2100, 0, 300});
+    std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
   }
   if (!o.dump.empty()) {
     const std::vector<std::string> files = core::dump_attribution(a, o.dump);

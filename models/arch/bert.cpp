@@ -136,7 +136,7 @@ class Bert : public Model {
   Reverse reverse(const ModelInput& in, const ReverseTarget& target,
                   const ReverseOptions& o) const override {
     ReverseTrace tr;
-    Reverse r = begin_reverse(info_, forward(in, traced(o, tr)), target, o);
+    Reverse r = begin_reverse(info_, forward(in, traced(o, tr, target, in)), target, o);
     const auto t0 = std::chrono::steady_clock::now();
     const int N = r.n_tokens, C = info_.hidden, th = thread_count(o.threads);
     std::vector<float> g(size_t(N) * C, 0.0f), gt(g.size(), 0.0f), ga(g.size());

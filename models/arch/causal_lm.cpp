@@ -38,8 +38,15 @@ ModelOutput causal_output(std::vector<float> hidden, int N, int C, const Linear&
   out.hidden = C;
   out.hidden_state = std::move(hidden);
   out.n_logits = lm_head.out;
-  out.logits.resize(size_t(N) * lm_head.out);
-  linear(out.hidden_state.data(), N, lm_head, out.logits.data(), ctx.threads);
+  const int row = ctx.opt.logits_row;
+  if (row >= 0 && row < N && !cache) {
+    out.logits.assign(size_t(N) * lm_head.out, 0.0f);
+    linear(out.hidden_state.data() + size_t(row) * C, 1, lm_head,
+           out.logits.data() + size_t(row) * lm_head.out, ctx.threads);
+  } else {
+    out.logits.resize(size_t(N) * lm_head.out);
+    linear(out.hidden_state.data(), N, lm_head, out.logits.data(), ctx.threads);
+  }
   out.substituted = std::move(ctx.substituted);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (cache) kv_end_pass(*cache, N);

@@ -129,7 +129,7 @@ class Llama : public CausalLm {
   Reverse reverse(const ModelInput& in, const ReverseTarget& target,
                   const ReverseOptions& o) const override {
     ReverseTrace tr;
-    Reverse r = begin_reverse(info_, forward(in, traced(o, tr)), target, o);
+    Reverse r = begin_reverse(info_, forward(in, traced(o, tr, target, in)), target, o);
     const auto t0 = std::chrono::steady_clock::now();
     const int N = r.n_tokens, C = info_.hidden;
     const int H = info_.n_heads, Hkv = info_.n_kv_heads, d = info_.head_dim;

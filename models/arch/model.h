@@ -86,6 +86,7 @@ struct ForwardOptions {
   const Intervention* intervention = nullptr;  // ablations and patches (intervention.h)
   int threads = 0;                             // 0 = all hardware threads (or ATTNSCOPE_THREADS)
   ReverseTrace* trace = nullptr;  // fills what a reverse pass reads (reverse.h); no cache
+  int logits_row = -1;  // causal LMs: only this row's logits are computed, the others stay 0
 };
 
 class Model {

@@ -97,8 +97,12 @@ Reverse begin_reverse(const ModelInfo& info, ModelOutput out, const ReverseTarge
   return r;
 }
 
-ForwardOptions traced(const ReverseOptions& o, ReverseTrace& tr) {
+ForwardOptions traced(const ReverseOptions& o, ReverseTrace& tr, const ReverseTarget& t,
+                      const ModelInput& in) {
   ForwardOptions f;
+  const int n = int(in.ids.size());
+  // An out-of-range position keeps every row, so that resolve_target reports it.
+  if (o.target_logits_only && n > 0 && t.position < n) f.logits_row = t.position < 0 ? n - 1 : t.position;
   f.substitution = o.substitution;
   f.threads = o.threads;
   f.trace = &tr;

@@ -38,6 +38,9 @@ struct ReverseOptions {
   bool keep_patterns = true;   // pattern and dz/dA per layer
   bool keep_resid = false;     // dz/d residual stream after each block
   bool keep_heads = false;     // each head's output and dz/d it
+  // Causal LMs: the forward computes the logits of the target's row only (the others stay 0 in
+  // Reverse::output): what repeated passes (integrated gradients' steps) need.
+  bool target_logits_only = false;
 };
 
 struct Reverse {
@@ -89,7 +92,8 @@ Reverse begin_reverse(const ModelInfo& info, ModelOutput out, const ReverseTarge
                       const ReverseOptions& o);
 
 // The forward options of the traced forward pass a reverse pass starts with.
-ForwardOptions traced(const ReverseOptions& o, ReverseTrace& tr);
+ForwardOptions traced(const ReverseOptions& o, ReverseTrace& tr, const ReverseTarget& t,
+                      const ModelInput& in);
 // Ends a reverse pass: the input and dz/d it (shaped `shape`), the backward time since t0 and
 // the trace's size.
 Reverse end_reverse(Reverse r, std::vector<float> input, std::vector<float> grad,

@@ -186,7 +186,7 @@ class Vit : public Model {
   Reverse reverse(const ModelInput& in, const ReverseTarget& target,
                   const ReverseOptions& o) const override {
     ReverseTrace tr;
-    Reverse r = begin_reverse(info_, forward(in, traced(o, tr)), target, o);
+    Reverse r = begin_reverse(info_, forward(in, traced(o, tr, target, in)), target, o);
     const auto t0 = std::chrono::steady_clock::now();
     const int N = r.n_tokens, C = info_.hidden, S = n_special_, th = thread_count(o.threads);
     std::vector<float> g(size_t(N) * C, 0.0f), gh(g.size(), 0.0f);

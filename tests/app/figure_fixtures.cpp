@@ -185,6 +185,47 @@ core::ValueGrids value_grids(int panels, int rows, int cols, bool diverging) {
   return v;
 }
 
+// Attribution panel: `methods` methods over `units` tokens (or a 7 x 7 patch grid of a 28 x 28
+// image), with deletion curves of `steps` steps.
+core::AttributionFigure attribution_panel(bool image, int units, int methods, int steps,
+                                          const std::vector<std::string>& labels) {
+  core::AttributionFigure a;
+  a.image = image;
+  a.target = "\u201c lamp\u201d at position 21, z = 2.47, p = 0.088";
+  const char* ids[] = {"attention", "rollout", "flow",    "grad_input", "integrated_gradients",
+                       "attn_grad", "chefer",  "attnlrp", "occlusion"};
+  if (image) {
+    a.grid_h = a.grid_w = 7;
+    a.image_h = a.image_w = 28;
+    units = 49;
+    for (int i = 0; i < 28 * 28; ++i) a.pixels.push_back(float((i * 37) % 101) / 100.0f);
+  }
+  for (int u = 0; u < units; ++u)
+    a.labels.push_back(image ? std::to_string(u / 7) + "," + std::to_string(u % 7)
+                             : labels[size_t(u) % labels.size()]);
+  for (int m = 0; m < methods; ++m) {
+    a.methods.push_back(ids[m % 9]);
+    a.titles.push_back(ids[m % 9]);
+    std::vector<float> s;
+    for (int u = 0; u < units; ++u) s.push_back(float(std::sin(0.7 * u + m)) * float(m + 1));
+    a.scores.push_back(s);
+  }
+  for (int i = 0; i < methods; ++i)
+    for (int j = 0; j < methods; ++j)
+      a.spearman.push_back(i == j ? 1.0f : float(std::cos(i * 1.3 + j * 1.3)) * 0.8f);
+  if (steps > 0) {
+    for (int k = 0; k <= steps; ++k) a.fractions.push_back(float(k) / float(steps));
+    for (int m = 0; m <= methods; ++m) {
+      a.curve_names.push_back(m == methods ? "random" : a.methods[size_t(m)]);
+      std::vector<float> p;
+      for (int k = 0; k <= steps; ++k) p.push_back(0.5f * std::exp(-float(k) * (m + 1) / steps));
+      a.p_deletion.push_back(p);
+      a.aopc.push_back(0.1 * m);
+    }
+  }
+  return a;
+}
+
 FigureData long_figure(View view) {
   constexpr int n = 160;
   const char* odd[] = {"internationalization",
@@ -334,6 +375,9 @@ FigureData long_figure(View view) {
     case View::Patch:
       f.values = value_grids(1, 12, 40, true);
       break;
+    case View::Attribution:
+      f.attribution = attribution_panel(false, n, 9, 40, labels);
+      break;
   }
   return f;
 }
@@ -431,6 +475,9 @@ FigureData synthetic_figure(View view) {
       break;
     case View::Patch:
       f.values = value_grids(1, 2, 6, true);
+      break;
+    case View::Attribution:
+      f.attribution = attribution_panel(true, 49, 5, 10, words());
       break;
   }
   return f;

@@ -432,6 +432,15 @@ TEST(Faithfulness, CurvesReRunTheModelAlongTheOrder) {
 TEST(Faithfulness, OrderByScoreBreaksTiesByUnitAndPutsNaNLast) {
   const std::vector<float> s = {0.5f, NAN, 0.9f, 0.5f};
   EXPECT_EQ(core::order_by_score(s, {0, 1, 2, 3}), (std::vector<int>{2, 0, 3, 1}));
+  // Seeded: ties in a drawn order, the rest still by score.
+  const std::vector<float> flat(64, 1.0f);
+  std::vector<int> all(64);
+  std::iota(all.begin(), all.end(), 0);
+  const std::vector<int> drawn = core::order_by_score(flat, all, 7);
+  EXPECT_NE(drawn, all);
+  EXPECT_EQ(drawn, core::order_by_score(flat, all, 7));
+  EXPECT_EQ(core::order_by_score(s, {0, 1, 2, 3}, 7).front(), 2);
+  EXPECT_EQ(core::order_by_score(s, {0, 1, 2, 3}, 7).back(), 1);
 }
 
 }  // namespace

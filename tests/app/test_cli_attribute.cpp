@@ -37,11 +37,12 @@ const char* kText = "--model default-text --text 'The keeper lit the lamp. The k
 
 TEST(CliAttribute, JsonAndDumpHoldEveryMethod) {
   REQUIRE_MODEL("default-text");
-  const std::string json = work("a.json"), dump = work("dump");
+  const std::string json = work("a.json"), dump = work("dump"), figure = work("a.svg");
   fs::remove_all(dump);
+  fs::remove(figure);
   const CliRun r =
       cli(std::string(kText) + " --method all --ig-steps 16 --faithfulness --steps 4 " +
-          "--random-orders 1 --json " + json + " --dump " + dump);
+          "--random-orders 1 --json " + json + " --dump " + dump + " --figure " + figure);
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("kendall tau"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("deletion AOPC"), std::string::npos) << r.out;
@@ -67,6 +68,12 @@ TEST(CliAttribute, JsonAndDumpHoldEveryMethod) {
   (void)L;
   EXPECT_TRUE(fs::exists(dump + "/flow/maps.npy"));
   EXPECT_TRUE(fs::exists(dump + "/attention/heads.npy"));
+  // The figure names every method and the curves' panel.
+  const std::string svg = test::read_all(figure);
+  for (const auto& m : j["methods"])
+    EXPECT_NE(svg.find(m["id"].get<std::string>()), std::string::npos);
+  EXPECT_NE(svg.find("Deletion"), std::string::npos);
+  EXPECT_NE(svg.find("Rank agreement"), std::string::npos);
 }
 
 TEST(CliAttribute, ImagesTakeClassTargetsAndPatchGrids) {

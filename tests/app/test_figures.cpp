@@ -339,7 +339,8 @@ INSTANTIATE_TEST_SUITE_P(
     Presets, Layout,
     ::testing::Combine(::testing::Values(View::Heatmap, View::Variants, View::Grid, View::Sinks,
                                          View::Image, View::Tradeoff, View::Tokens, View::Stream,
-                                         View::Cache, View::Decode, View::Heads, View::Patch),
+                                         View::Cache, View::Decode, View::Heads, View::Patch,
+                                         View::Attribution),
                        ::testing::Bool(), ::testing::Values(0, 1, 2)),
     [](const auto& info) {
       return std::string(view_name(std::get<0>(info.param))) +

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "app/core/attribution/attention_graph.h"
+#include "app/core/session/labels.h"
 #include "compute/error.h"
 #include "compute/variant.h"
 #include "models/tokenizers/tokenizer.h"
@@ -203,25 +204,22 @@ void ig_method(Context& c, MethodScores& m) {
     check_cancel(c.q);
     const double alpha = (k + 0.5) / steps;  // midpoint rule
     for (size_t i = 0; i < x.size(); ++i) xk[i] = float(x0[i] + alpha * (double(x[i]) - x0[i]));
-    const models::Reverse r =
-        c.model.reverse(with_input(c, xk), c.target, reverse_options(c, false));
+    models::ReverseOptions o = reverse_options(c, false);
+    o.target_logits_only = true;  // z's row is all a step reads
+    const models::Reverse r = c.model.reverse(with_input(c, xk), c.target, o);
     for (size_t i = 0; i < x.size(); ++i) sum[i] += r.input_grad[i];
   }
   std::vector<float> g(x.size());
   for (size_t i = 0; i < x.size(); ++i) g[i] = float(sum[i] / steps);
   m.scores = per_unit(c, x, g, &x0);
-  models::ForwardOptions fo;
-  fo.substitution = c.q.substitution;
-  fo.threads = c.q.threads;
-  const double z0 = target_value(c.model.forward(with_input(c, x0), fo), c.a).first;
+  const double z0 =
+      target_value(c.model.forward(with_input(c, x0), target_forward(c.a, c.q)), c.a).first;
   m.z_difference = c.a.z - z0;
 }
 
 void occlusion_method(Context& c, MethodScores& m) {
   m.scores.assign(size_t(c.a.units()), 0.0f);
-  models::ForwardOptions fo;
-  fo.substitution = c.q.substitution;
-  fo.threads = c.q.threads;
+  const models::ForwardOptions fo = target_forward(c.a, c.q);
   for (int u : c.a.ranked) {
     check_cancel(c.q);
     double z = 0;
@@ -239,7 +237,7 @@ void occlusion_method(Context& c, MethodScores& m) {
       shifted.id = c.a.id;
       shifted.foil = c.a.foil;
       if (shifted.position < 0) continue;  // nothing is left before the target
-      z = target_value(c.model.forward(in, fo), shifted).first;
+      z = target_value(c.model.forward(in, target_forward(shifted, c.q)), shifted).first;
     } else {
       z = target_value(c.model.forward(occluded(c.in, c.a, {u}), fo), c.a).first;
     }
@@ -338,12 +336,12 @@ void set_units(const models::Model& model, const models::ModelInput& in, Attribu
   const models::Tokenizer* tok = model.tokenizer();
   auto piece = [&](int id) { return tok ? tok->id_to_piece(id) : "#" + std::to_string(id); };
   for (int t = 0; t < a.n_tokens; ++t)
-    a.unit_labels.push_back(in.labels.size() == size_t(a.n_tokens) ? in.labels[size_t(t)]
-                                                                   : piece(in.ids[size_t(t)]));
+    a.unit_labels.push_back(display_piece(
+        in.labels.size() == size_t(a.n_tokens) ? in.labels[size_t(t)] : piece(in.ids[size_t(t)])));
   const int last = info.causal ? a.position : a.n_tokens - 1;
   for (int u = 0; u <= last; ++u) a.ranked.push_back(u);
-  a.target_label = piece(a.id);
-  if (a.foil >= 0) a.foil_label = piece(a.foil);
+  a.target_label = display_piece(piece(a.id));
+  if (a.foil >= 0) a.foil_label = display_piece(piece(a.foil));
 }
 
 void fill_baseline(Context& c) {
@@ -544,6 +542,14 @@ models::ModelInput occluded(const models::ModelInput& in, const Attribution& a,
                     p, base.empty() ? 0.0f : base[size_t(ch)]);
   }
   return out;
+}
+
+models::ForwardOptions target_forward(const Attribution& a, const AttributionRequest& q) {
+  models::ForwardOptions fo;
+  fo.substitution = q.substitution;
+  fo.threads = q.threads;
+  if (!a.image) fo.logits_row = a.position;
+  return fo;
 }
 
 std::pair<double, double> target_value(const models::ModelOutput& out, const Attribution& a) {

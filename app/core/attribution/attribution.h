@@ -118,6 +118,9 @@ std::string gradient_refusal(const Variant& v);
 // their patches' pixels), as occlusion and the faithfulness curves run it.
 models::ModelInput occluded(const models::ModelInput& in, const Attribution& a,
                             const std::vector<int>& units);
+// The forward options of a pass that only needs z: the request's variant and threads, and
+// (causal LMs) the target row's logits alone.
+models::ForwardOptions target_forward(const Attribution& a, const AttributionRequest& q);
 // z and the target's probability for a forward output, as attribute() resolved them.
 std::pair<double, double> target_value(const models::ModelOutput& out, const Attribution& a);
 

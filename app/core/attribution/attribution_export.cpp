@@ -1,5 +1,8 @@
 #include "app/core/attribution/attribution_export.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -29,27 +32,42 @@ void write(const std::string& path, std::vector<int64_t> shape, const std::vecto
 
 }  // namespace
 
-models::ModelInput attribution_text_input(const models::Model& model, const std::string& text,
-                                          const std::string& source, std::string* notice) {
-  require(!model.info().vision, ErrorCode::InvalidArgument,
-          model.info().dir + " is a vision model, but the input is text: give an image");
-  const models::TextInput t = models::encode_for_model(model, text, source);
-  if (notice) *notice = t.notice;
+namespace {
+
+models::ModelInput with_bos(const models::Model& model, models::TextInput t, bool bos) {
   models::ModelInput in;
+  if (bos) {
+    const auto& id = model.config().bos_token_id;
+    require(id.has_value(), ErrorCode::InvalidArgument,
+            model.info().dir + " has no bos_token_id in its config");
+    std::vector<int32_t> ids = {int32_t(*id)};
+    ids.insert(ids.end(), t.ids.begin(), t.ids.end());
+    if (model.info().max_tokens > 0 && int(ids.size()) > model.info().max_tokens)
+      ids.resize(size_t(model.info().max_tokens));
+    t = models::ids_for_model(model, ids);  // labels the new first token
+  }
   in.ids = t.ids;
   in.labels = t.labels;
   return in;
 }
 
+}  // namespace
+
+models::ModelInput attribution_text_input(const models::Model& model, const std::string& text,
+                                          const std::string& source, std::string* notice,
+                                          bool bos) {
+  require(!model.info().vision, ErrorCode::InvalidArgument,
+          model.info().dir + " is a vision model, but the input is text: give an image");
+  const models::TextInput t = models::encode_for_model(model, text, source);
+  if (notice) *notice = t.notice;
+  return with_bos(model, t, bos);
+}
+
 models::ModelInput attribution_ids_input(const models::Model& model,
-                                         const std::vector<int32_t>& ids) {
+                                         const std::vector<int32_t>& ids, bool bos) {
   require(!model.info().vision, ErrorCode::InvalidArgument,
           model.info().dir + " is a vision model, but the input is token ids: give an image");
-  const models::TextInput t = models::ids_for_model(model, ids);
-  models::ModelInput in;
-  in.ids = t.ids;
-  in.labels = t.labels;
-  return in;
+  return with_bos(model, models::ids_for_model(model, ids), bos);
 }
 
 models::ModelInput attribution_image_input(const models::Model& model, const std::string& path) {
@@ -128,6 +146,73 @@ json to_json(const Faithfulness& f) {
           {"fractions", numbers(f.fractions)},
           {"random_orders", f.random_orders},
           {"curves", curves}};
+}
+
+FigureData attribution_figure(const Attribution& a, const std::vector<RankAgreement>& agree,
+                              const Faithfulness* f, const models::ModelInput& in,
+                              const std::string& model_name) {
+  FigureData d;
+  d.view = View::Attribution;
+  AttributionFigure& g = d.attribution;
+  g.image = a.image;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, ", z = %.3g, p = %.3g", a.z, a.probability);
+  const std::string what = "\u201c" + a.target_label + "\u201d" +
+                           (a.foil >= 0 ? " \u2212 \u201c" + a.foil_label + "\u201d" : "");
+  g.target = what + (a.image ? "" : " at position " + std::to_string(a.position)) + buf;
+  for (const MethodScores& m : a.methods) {
+    g.methods.push_back(m.method);
+    g.titles.push_back(attribution_methods()[size_t(attribution_method_index(m.method))].title);
+    std::vector<float> s;
+    if (a.image) {
+      s = m.scores;
+    } else {
+      for (int u : a.ranked) s.push_back(m.scores[size_t(u)]);
+    }
+    g.scores.push_back(std::move(s));
+  }
+  if (a.image) {
+    g.labels = a.unit_labels;
+    g.grid_h = a.grid_h;
+    g.grid_w = a.grid_w;
+    const models::Image& im = in.image;
+    g.image_h = im.height;
+    g.image_w = im.width;
+    g.pixels.assign(size_t(im.height) * im.width, 0.0f);
+    const size_t plane = g.pixels.size();
+    for (int ch = 0; ch < im.channels; ++ch) {
+      float lo = INFINITY, hi = -INFINITY;
+      for (size_t i = 0; i < plane; ++i) {
+        lo = std::min(lo, im.data[ch * plane + i]);
+        hi = std::max(hi, im.data[ch * plane + i]);
+      }
+      for (size_t i = 0; i < plane; ++i)
+        g.pixels[i] +=
+            (hi > lo ? (im.data[ch * plane + i] - lo) / (hi - lo) : 0.5f) / float(im.channels);
+    }
+  } else {
+    for (int u : a.ranked) g.labels.push_back(a.unit_labels[size_t(u)]);
+  }
+  const size_t M = g.methods.size();
+  g.spearman.assign(M * M, 1.0f);
+  for (const RankAgreement& r : agree) {
+    const size_t i = size_t(std::find(g.methods.begin(), g.methods.end(), r.a) - g.methods.begin());
+    const size_t j = size_t(std::find(g.methods.begin(), g.methods.end(), r.b) - g.methods.begin());
+    if (i < M && j < M) g.spearman[i * M + j] = g.spearman[j * M + i] = float(r.spearman);
+  }
+  if (f) {
+    g.fractions = f->fractions;
+    for (const Curve& c : f->curves) {
+      g.curve_names.push_back(c.order);
+      g.p_deletion.push_back(c.p_deletion);
+      g.aopc.push_back(c.aopc_p);
+    }
+  }
+  d.title = "What the prediction depended on: " + std::to_string(M) + " attribution methods";
+  d.subtitle = model_name + " \u00b7 " + std::to_string(a.n_tokens) + " tokens \u00b7 " +
+               (a.variant == "dense" ? std::string("dense attention") : a.variant) +
+               " \u00b7 baseline " + baseline_name(a.baseline);
+  return d;
 }
 
 std::vector<std::string> dump_attribution(const Attribution& a, const std::string& dir) {

@@ -15,21 +15,32 @@
 
 #include "app/core/attribution/attribution.h"
 #include "app/core/attribution/faithfulness.h"
+#include "app/core/export/figure_data.h"
 
 namespace attn::core {
 
 // A text encoded for the model (cut to its context, the notice in `notice`), token ids checked
 // against its vocabulary, or an image file loaded and preprocessed. Throws Error(InvalidArgument)
 // for a text model given an image or the reverse, and as the encoders and loaders throw.
+// `bos`: the model's beginning-of-text token (config bos_token_id) first, as models trained on
+// documents that start with it expect (Error(InvalidArgument) when the config names none).
 models::ModelInput attribution_text_input(const models::Model& model, const std::string& text,
-                                          const std::string& source, std::string* notice);
+                                          const std::string& source, std::string* notice,
+                                          bool bos = false);
 models::ModelInput attribution_ids_input(const models::Model& model,
-                                         const std::vector<int32_t>& ids);
+                                         const std::vector<int32_t>& ids, bool bos = false);
 models::ModelInput attribution_image_input(const models::Model& model, const std::string& path);
 
 nlohmann::json to_json(const Attribution& a);
 nlohmann::json to_json(const std::vector<RankAgreement>& r);
 nlohmann::json to_json(const Faithfulness& f);
+
+// The "attribution" figure's data: every method's scores (text: over the ranked tokens), the
+// rank agreement, the deletion curves when `f` is given (may be null); `in` supplies an image's
+// pixels. Title and subtitle name the target and the model.
+FigureData attribution_figure(const Attribution& a, const std::vector<RankAgreement>& agree,
+                              const Faithfulness* f, const models::ModelInput& in,
+                              const std::string& model_name);
 
 // Writes the dump described above; returns the files written. Throws Error(Io).
 std::vector<std::string> dump_attribution(const Attribution& a, const std::string& dir);

@@ -48,8 +48,7 @@ std::vector<double> pick(const std::vector<float>& s, const std::vector<int>& un
 Curve run_curve(const models::Model& model, const models::ModelInput& in, const Attribution& a,
                 const AttributionRequest& q, const std::vector<int>& order,
                 const FaithfulnessOptions& o) {
-  models::ForwardOptions fo;
-  fo.substitution = q.substitution;
+  models::ForwardOptions fo = target_forward(a, q);
   fo.threads = o.threads;
   Curve c;
   const int U = int(order.size());
@@ -81,8 +80,13 @@ void areas(Curve& c) {
 
 }  // namespace
 
-std::vector<int> order_by_score(const std::vector<float>& scores, const std::vector<int>& ranked) {
+std::vector<int> order_by_score(const std::vector<float>& scores, const std::vector<int>& ranked,
+                                uint64_t seed) {
   std::vector<int> o = ranked;
+  if (seed != 0) {
+    std::mt19937_64 rng(seed);
+    std::shuffle(o.begin(), o.end(), rng);
+  }
   std::stable_sort(o.begin(), o.end(), [&](int a, int b) {
     const float sa = std::isnan(scores[size_t(a)]) ? -INFINITY : scores[size_t(a)];
     const float sb = std::isnan(scores[size_t(b)]) ? -INFINITY : scores[size_t(b)];
@@ -94,38 +98,42 @@ std::vector<int> order_by_score(const std::vector<float>& scores, const std::vec
 Faithfulness faithfulness(const models::Model& model, const models::ModelInput& in,
                           const Attribution& a, const AttributionRequest& q,
                           const FaithfulnessOptions& o) {
-  require(o.steps >= 1 && o.steps <= 1000, ErrorCode::InvalidArgument,
-          "faithfulness curves take 1 to 1000 steps, not " + std::to_string(o.steps));
+  require(
+      o.steps >= 0 && o.steps <= 1000, ErrorCode::InvalidArgument,
+      "faithfulness curves take 1 to 1000 steps (0: automatic), not " + std::to_string(o.steps));
   require(o.random_orders >= 0 && o.random_orders <= 1000, ErrorCode::InvalidArgument,
           "faithfulness takes 0 to 1000 random orders");
   require(!a.ranked.empty(), ErrorCode::InvalidArgument, "no unit to remove");
+  FaithfulnessOptions opt = o;
+  if (opt.steps == 0) opt.steps = std::min(int(a.ranked.size()), 64);
   Faithfulness f;
-  f.steps = o.steps;
-  f.random_orders = o.random_orders;
-  for (int k = 0; k <= o.steps; ++k) f.fractions.push_back(float(k) / float(o.steps));
+  f.steps = opt.steps;
+  f.random_orders = opt.random_orders;
+  for (int k = 0; k <= opt.steps; ++k) f.fractions.push_back(float(k) / float(opt.steps));
+  const uint64_t ties = opt.seed * 0x9E3779B97F4A7C15ull + 1;  // never 0
   for (const MethodScores& m : a.methods) {
-    Curve c = run_curve(model, in, a, q, order_by_score(m.scores, a.ranked), o);
+    Curve c = run_curve(model, in, a, q, order_by_score(m.scores, a.ranked, ties), opt);
     c.order = m.method;
     areas(c);
     f.curves.push_back(std::move(c));
   }
-  if (o.random_orders > 0) {
-    std::mt19937_64 rng(o.seed);
+  if (opt.random_orders > 0) {
+    std::mt19937_64 rng(opt.seed);
     Curve mean;
     mean.order = "random";
-    for (int r = 0; r < o.random_orders; ++r) {
+    for (int r = 0; r < opt.random_orders; ++r) {
       std::vector<int> order = a.ranked;
       std::shuffle(order.begin(), order.end(), rng);
-      const Curve c = run_curve(model, in, a, q, order, o);
+      const Curve c = run_curve(model, in, a, q, order, opt);
       if (mean.z_deletion.empty()) {
         mean.z_deletion.assign(c.z_deletion.size(), 0.0f);
         mean.p_deletion = mean.z_insertion = mean.p_insertion = mean.z_deletion;
       }
       for (size_t k = 0; k < c.z_deletion.size(); ++k) {
-        mean.z_deletion[k] += c.z_deletion[k] / float(o.random_orders);
-        mean.p_deletion[k] += c.p_deletion[k] / float(o.random_orders);
-        mean.z_insertion[k] += c.z_insertion[k] / float(o.random_orders);
-        mean.p_insertion[k] += c.p_insertion[k] / float(o.random_orders);
+        mean.z_deletion[k] += c.z_deletion[k] / float(opt.random_orders);
+        mean.p_deletion[k] += c.p_deletion[k] / float(opt.random_orders);
+        mean.z_insertion[k] += c.z_insertion[k] / float(opt.random_orders);
+        mean.p_insertion[k] += c.p_insertion[k] / float(opt.random_orders);
       }
     }
     areas(mean);

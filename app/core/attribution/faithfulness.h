@@ -9,7 +9,9 @@
 //   AOPC       mean over k = 0..K of (value at step 0 - value at step k), deletion; for insertion
 //              the area is the mean over k of the value (higher: the top units carry the target)
 // Values are z and the target's probability, re-run through the model (with the variant, when
-// one is substituted). Ties in a method's scores are broken by unit index.
+// one is substituted). Ties in a method's scores are broken in a seeded random order, not by
+// position, so that a method with many equal scores (flow saturates at 1) is not credited or
+// blamed for the raster order.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -34,7 +36,7 @@ struct Faithfulness {
 };
 
 struct FaithfulnessOptions {
-  int steps = 10;
+  int steps = 0;  // K; 0: one unit a step up to 64 ranked units, else 64 steps
   int random_orders = 4;
   uint64_t seed = 1;
   int threads = 0;
@@ -60,7 +62,9 @@ double top_k_overlap(const std::vector<double>& x, const std::vector<double>& y,
 // Every pair of a's methods, over a.ranked; k = min(top_k, units).
 std::vector<RankAgreement> rank_agreement(const Attribution& a, int top_k = 5);
 
-// Units of `ranked` in decreasing order of score (ties: lower unit first).
-std::vector<int> order_by_score(const std::vector<float>& scores, const std::vector<int>& ranked);
+// Units of `ranked` in decreasing order of score, NaN last; ties by lower unit first, or with
+// `seed` != 0 in a random order drawn from it.
+std::vector<int> order_by_score(const std::vector<float>& scores, const std::vector<int>& ranked,
+                                uint64_t seed = 0);
 
 }  // namespace attn::core

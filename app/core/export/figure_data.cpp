@@ -16,7 +16,8 @@ namespace attn::core {
 const std::vector<std::string>& view_names() {
   static const std::vector<std::string> names = {"heatmap", "variants", "grid",   "sinks",
                                                  "image",   "tradeoff", "tokens", "stream",
-                                                 "cache",   "heads",    "patch",  "decode"};
+                                                 "cache",   "heads",    "patch",  "decode",
+                                                 "attribution"};
   return names;
 }
 
@@ -110,6 +111,10 @@ FigureData collect_figure(const Analysis& a, View view, int max_cells) {
                       " view comes from a stream run (`attnscope stream --figure/--timeline`) or a "
                       "decode trace (`attnscope generate --figure`), "
                       "not from an analysis");
+    case View::Attribution:
+      throw Error(ErrorCode::InvalidArgument,
+                  "the attribution view comes from `attnscope attribute --figure`, not from an "
+                  "analysis");
     case View::Heads:
     case View::Patch:
       throw Error(ErrorCode::InvalidArgument, std::string("the ") + view_name(view) +

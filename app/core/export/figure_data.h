@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "app/core/attribution/attribution_figure.h"
 #include "app/core/analysis/views.h"
 #include "app/core/decode/decode_figure.h"
 #include "app/core/session/session.h"
@@ -33,7 +34,8 @@ enum class View {
   Cache,
   Heads,
   Patch,
-  Decode
+  Decode,
+  Attribution
 };
 
 // "heatmap", "variants", ...; view_from_name throws Error(InvalidArgument) listing the names.
@@ -105,6 +107,7 @@ struct FigureData {
   CacheFigure cache;                    // cache
   DecodeFigure decode;                  // decode
   ValueGrids values;                    // heads, patch
+  AttributionFigure attribution;        // attribution
 };
 
 // Gathers the data of `view` for the analysis's session (its layer, head, variants and view

@@ -11,6 +11,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "app/core/attribution/attribution.h"
 #include "app/core/heads/interventions.h"
 #include "compute/error.h"
 #include "models/arch/default_models.h"
@@ -126,6 +127,16 @@ json session_to_json(const Session& s) {
         {"target", s.patch.target},
         {"foil", s.patch.foil},
         {"over", s.patch.over}}},
+      {"attribution",
+       {{"methods", s.attribution.methods},
+        {"position", s.attribution.position},
+        {"target", s.attribution.target},
+        {"foil", s.attribution.foil},
+        {"baseline", s.attribution.baseline},
+        {"ig_steps", s.attribution.ig_steps},
+        {"with_variant", s.attribution.with_variant},
+        {"faithfulness", s.attribution.faithfulness},
+        {"steps", s.attribution.steps}}},
       {"view",
        {{"view", v.view},
         {"colormap", v.colormap},
@@ -246,6 +257,28 @@ void read_interventions(const json& j, Session& s, const std::string& source) {
   require(s.patch.over == "heads" || s.patch.over == "positions" || s.patch.over == "patterns",
           ErrorCode::Format,
           source + ": patch.over must be heads, positions or patterns, not '" + s.patch.over + "'");
+  SessionAttribution& at = s.attribution;
+  const json& att = object_field(j, "attribution", source, false);
+  read_field(att, "methods", at.methods, "attribution.", source);
+  read_field(att, "position", at.position, "attribution.", source);
+  read_field(att, "target", at.target, "attribution.", source);
+  read_field(att, "foil", at.foil, "attribution.", source);
+  read_field(att, "baseline", at.baseline, "attribution.", source);
+  read_field(att, "ig_steps", at.ig_steps, "attribution.", source);
+  read_field(att, "with_variant", at.with_variant, "attribution.", source);
+  read_field(att, "faithfulness", at.faithfulness, "attribution.", source);
+  read_field(att, "steps", at.steps, "attribution.", source);
+  try {
+    for (const std::string& m : at.methods) attribution_method_index(m);
+    parse_baseline(at.baseline);
+  } catch (const Error& e) {
+    throw Error(ErrorCode::Format, source + ": attribution: " + e.what());
+  }
+  require(at.position >= -1 && at.target >= -1 && at.foil >= -1, ErrorCode::Format,
+          source + ": attribution.position, target and foil are -1 or a valid index");
+  require(at.ig_steps >= 1 && at.ig_steps <= 4096 && at.steps >= 1 && at.steps <= 1000,
+          ErrorCode::Format,
+          source + ": attribution.ig_steps takes 1..4096 and attribution.steps 1..1000");
 }
 
 void read_view(const json& j, ViewSettings& vs, const std::string& source) {

@@ -57,6 +57,21 @@ struct SessionPatch {
 };
 
 // Settings of the views (the GUI's panels and the figure presets share them).
+// The attribution setup (app/core/attribution): methods, target and baseline; the variant is
+// the session's first variant when `with_variant` is set.
+struct SessionAttribution {
+  std::vector<std::string> methods;  // attribution_methods() ids; empty = not set up
+  int position = -1;                 // text: the row whose logits hold the target (-1: last)
+  int target = -1;                   // token id or class (-1: the top prediction)
+  int foil = -1;                     // z = logit(target) - logit(foil) when >= 0
+  std::string baseline = "zero";     // zero | token | token:ID | mean
+  int ig_steps = 32;
+  bool with_variant = false;  // run with the session's first variant substituted
+  bool faithfulness = false;  // deletion and insertion curves too
+  int steps = 10;             // faithfulness: steps of the curves
+  bool empty() const { return methods.empty(); }
+};
+
 struct ViewSettings {
   std::string view = "heatmap";          // heatmap | grid | sinks | image | tradeoff | tokens
   std::string colormap = "viridis";      // a render/colormap.h name: viridis | magma | inferno |
@@ -93,6 +108,7 @@ struct Session {
   std::vector<int> substitute_heads;          // end-to-end substitution: heads (empty = all)
   SessionAblation ablation;                   // heads ablated in every pass (models only)
   SessionPatch patch;                         // activation patching setup (text models)
+  SessionAttribution attribution;             // attribution setup
   ViewSettings view;
   FigureSize figure;
   nlohmann::json extra = nlohmann::json::object();  // client-owned state kept verbatim (GUI)
