@@ -18,7 +18,8 @@
   X(heads, "Head-role atlas: previous-token, induction, sink, no-op, ... per layer and head")      \
   X(patch, "Activation patching: which heads or positions carry the clean run's answer")       \
   X(attribute, "Attention beside attribution: rollout, flow, gradients, AttnLRP, occlusion, "    \
-               "faithfulness curves")
+               "faithfulness curves")                                                              \
+  X(qk, "One head's queries and keys in one 2-D map (PCA or t-SNE), AttentionViz-style")
 // clang-format on
 
 namespace attn::cli {

@@ -19,6 +19,7 @@ double paint_cache(FigurePainter& c, const QRectF& area, const FigureData& d);
 double paint_decode(FigurePainter& c, const QRectF& area, const FigureData& d);
 double paint_value_grids(FigurePainter& c, const QRectF& area, const FigureData& d);
 double paint_attribution(FigurePainter& c, const QRectF& area, const FigureData& d);
+double paint_qk(FigurePainter& c, const QRectF& area, const FigureData& d);
 
 // "density 0.23", "error 0.081", "recall 0.91", "row KL 0.12" for a heatmap panel.
 std::vector<QString> metric_segments(const HeatmapData& h);

@@ -226,6 +226,26 @@ core::AttributionFigure attribution_panel(bool image, int units, int methods, in
   return a;
 }
 
+// Q/K map: `n` tokens of `inputs` inputs, queries and keys on two spirals.
+core::QkFigure qk_panel(int n, int inputs) {
+  core::QkFigure q;
+  q.layer = 1;
+  q.head = 2;
+  q.method = "tsne";
+  q.rank_fidelity = 0.71;
+  q.inputs = inputs;
+  for (int in = 0; in < inputs; ++in)
+    for (int key = 0; key < 2; ++key)
+      for (int t = 0; t < n; ++t) {
+        const double a = 0.3 * t + key * 0.4 + in;
+        q.x.push_back(float((1 + 0.05 * t) * std::cos(a)));
+        q.y.push_back(float((1 + 0.05 * t) * std::sin(a)));
+        q.key.push_back(uint8_t(key));
+        q.position.push_back(n > 1 ? float(t) / float(n - 1) : 0.0f);
+      }
+  return q;
+}
+
 FigureData long_figure(View view) {
   constexpr int n = 160;
   const char* odd[] = {"internationalization",
@@ -378,6 +398,9 @@ FigureData long_figure(View view) {
     case View::Attribution:
       f.attribution = attribution_panel(false, n, 9, 40, labels);
       break;
+    case View::Qk:
+      f.qk = qk_panel(n, 6);
+      break;
   }
   return f;
 }
@@ -478,6 +501,9 @@ FigureData synthetic_figure(View view) {
       break;
     case View::Attribution:
       f.attribution = attribution_panel(true, 49, 5, 10, words());
+      break;
+    case View::Qk:
+      f.qk = qk_panel(18, 1);
       break;
   }
   return f;

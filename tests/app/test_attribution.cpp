@@ -13,6 +13,7 @@
 #include "app/core/attribution/attention_graph.h"
 #include "app/core/attribution/attribution.h"
 #include "app/core/attribution/faithfulness.h"
+#include "app/core/attribution/qk_embedding.h"
 #include "compute/backend.h"
 #include "compute/error.h"
 #include "compute/registry.h"
@@ -441,6 +442,92 @@ TEST(Faithfulness, OrderByScoreBreaksTiesByUnitAndPutsNaNLast) {
   EXPECT_EQ(drawn, core::order_by_score(flat, all, 7));
   EXPECT_EQ(core::order_by_score(s, {0, 1, 2, 3}, 7).front(), 2);
   EXPECT_EQ(core::order_by_score(s, {0, 1, 2, 3}, 7).back(), 1);
+}
+
+}  // namespace
+}  // namespace attn
+
+namespace attn {
+namespace {
+
+TEST(QkEmbedding, PcaFindsTheAxesOfLargestVariance) {
+  // Points on a line along (1, 2, 0) plus a smaller spread along (0, 0, 1): the first axis is the
+  // line (up to sign), the second the small spread.
+  std::vector<float> x;
+  // s is +-0.1 in the pattern + - - + over each 4 steps of t: uncorrelated with t, mean 0.
+  const int n = 48;
+  auto s_of = [](int i) { return (i % 4 == 0 || i % 4 == 3) ? 0.1f : -0.1f; };
+  for (int i = 0; i < n; ++i) {
+    const float t = float(i - n / 2);
+    x.insert(x.end(), {t, 2 * t, s_of(i)});
+  }
+  const std::vector<float> y = core::pca_2d(x, n, 3);
+  for (int i = 0; i < n; ++i) {
+    const float t = float(i - n / 2) + 0.5f, s = s_of(i);  // centred
+    EXPECT_NEAR(std::abs(y[size_t(i) * 2]), std::abs(t) * std::sqrt(5.0f), 1e-3);
+    EXPECT_NEAR(std::abs(y[size_t(i) * 2 + 1]), std::abs(s), 1e-3);
+  }
+}
+
+TEST(QkEmbedding, TsneKeepsClustersApartAndIsSeeded) {
+  // Three tight clusters far apart in 8-D: every point's nearest neighbour in the map is of its
+  // own cluster.
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> nd(0, 0.1f);
+  const int per = 20, n = 3 * per, dim = 8;
+  std::vector<float> x;
+  for (int c = 0; c < 3; ++c)
+    for (int i = 0; i < per; ++i)
+      for (int k = 0; k < dim; ++k) x.push_back((k == c ? 10.0f : 0.0f) + nd(rng));
+  const std::vector<float> y = core::tsne_2d(x, n, dim, 10, 500, 7);
+  for (int i = 0; i < n; ++i) {
+    int best = -1;
+    double bd = INFINITY;
+    for (int j = 0; j < n; ++j) {
+      if (j == i) continue;
+      const double a = y[size_t(i) * 2] - y[size_t(j) * 2],
+                   b = y[size_t(i) * 2 + 1] - y[size_t(j) * 2 + 1];
+      if (a * a + b * b < bd) bd = a * a + b * b, best = j;
+    }
+    EXPECT_EQ(best / per, i / per) << i;
+  }
+  EXPECT_EQ(y, core::tsne_2d(x, n, dim, 10, 500, 7));
+  EXPECT_THROW(core::tsne_2d(x, n, dim, 100, 10, 7), Error);  // perplexity above the points
+}
+
+TEST(QkEmbedding, OneHeadOverTwoInputs) {
+  const auto model = models::load_model(golden_dir("llama"));
+  models::ModelInput a = golden_input("llama"), b = a;
+  b.ids.resize(5);
+  core::QkOptions o;
+  o.layer = 1;
+  o.head = 3;
+  const core::QkEmbedding e = core::qk_embedding(*model, {a, b}, o);
+  const int N = int(a.ids.size());
+  ASSERT_EQ(e.points.size(), size_t(2 * N + 2 * 5));
+  EXPECT_EQ(e.kv_head, 1);  // 4 query heads over 2 KV heads
+  EXPECT_FALSE(e.points[0].key);
+  EXPECT_TRUE(e.points[size_t(N)].key);
+  EXPECT_EQ(e.points[size_t(2 * N)].input, 1);
+  ASSERT_EQ(e.patterns.size(), 2u);
+  int n = 0;
+  const std::vector<float>* row = e.row(2 * N + 3, &n);  // the second input's query 3
+  ASSERT_NE(row, nullptr);
+  EXPECT_EQ(n, 5);
+  double s = 0;
+  for (int j = 0; j < n; ++j) s += (*row)[size_t(3) * n + j];
+  EXPECT_NEAR(s, 1.0, 1e-5);
+  EXPECT_EQ(e.row(N, &n), nullptr);  // a key has no row
+  EXPECT_TRUE(std::isfinite(e.rank_fidelity));
+  EXPECT_GT(e.scale, 0);
+  o.method = "umap";
+  EXPECT_THROW(core::qk_embedding(*model, {a}, o), Error);
+  o.method = "pca";
+  o.head = 4;
+  EXPECT_THROW(core::qk_embedding(*model, {a}, o), Error);
+  o.head = 0;
+  o.max_points = 10;
+  EXPECT_THROW(core::qk_embedding(*model, {a}, o), Error);
 }
 
 }  // namespace

@@ -27,6 +27,12 @@ CliRun cli(const std::string& args) {
   return r;
 }
 
+CliRun test_cli_qk(const std::string& args) {
+  CliRun r;
+  r.status = test::run_command(std::string(ATTN_CLI) + " qk " + args, &r.out);
+  return r;
+}
+
 std::string work(const std::string& name) {
   const fs::path d = fs::path(ATTN_TEST_WORK_DIR) / "attribute";
   fs::create_directories(d);
@@ -113,6 +119,32 @@ TEST(CliAttribute, UsageMistakesExitTwo) {
 TEST(CliAttribute, MissingModelIsARuntimeError) {
   const CliRun r = cli("--model /nonexistent/model --text hi");
   EXPECT_EQ(r.status, 1) << r.out;
+}
+
+}  // namespace
+}  // namespace attn
+
+namespace attn {
+namespace {
+
+TEST(CliQk, MapJsonFigureAndUsageErrors) {
+  REQUIRE_MODEL("default-text");
+  const std::string json = work("qk.json"), figure = work("qk.png");
+  fs::remove(figure);
+  const CliRun r = test_cli_qk(
+      "--model default-text --text 'The keeper lit the lamp.' --text "
+      "'The lamp lit the keeper.' --layer 1 --head 2 --json " +
+      json + " --figure " + figure);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("rank fidelity"), std::string::npos);
+  std::ifstream f(json);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_GT(j["points"].size(), 10u);
+  EXPECT_EQ(j["points"].back()["input"], 1);
+  EXPECT_TRUE(fs::exists(figure));
+  EXPECT_EQ(test_cli_qk("--model default-text --text hi --layer 99").status, 2);
+  EXPECT_EQ(test_cli_qk("--model default-text --text hi --method umap").status, 2);
+  EXPECT_EQ(test_cli_qk("--model default-text").status, 2);
 }
 
 }  // namespace

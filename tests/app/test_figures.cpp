@@ -340,7 +340,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(View::Heatmap, View::Variants, View::Grid, View::Sinks,
                                          View::Image, View::Tradeoff, View::Tokens, View::Stream,
                                          View::Cache, View::Decode, View::Heads, View::Patch,
-                                         View::Attribution),
+                                         View::Attribution, View::Qk),
                        ::testing::Bool(), ::testing::Values(0, 1, 2)),
     [](const auto& info) {
       return std::string(view_name(std::get<0>(info.param))) +

@@ -2,6 +2,7 @@
 // the methods' rank agreement, and the deletion curves when measured. Filled from an attribution
 // run by attribution_figure(); painted by app/figures/fig_attribution.cpp.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,17 @@ struct AttributionFigure {
   std::vector<std::string> curve_names;
   std::vector<std::vector<float>> p_deletion;
   std::vector<double> aopc;  // of each curve, on p
+};
+
+// The query-key embedding's figure (preset "qk"): one point per query and key of the head.
+struct QkFigure {
+  int layer = 0, head = 0;
+  std::string method;        // pca | tsne
+  double rank_fidelity = 0;  // see qk_embedding.h
+  int inputs = 0;
+  std::vector<float> x, y;        // f32 [points]
+  std::vector<uint8_t> key;       // 1: a key, 0: a query
+  std::vector<float> position;    // f32 [points]: position / (tokens - 1) of its input, in [0, 1]
 };
 
 }  // namespace attn::core

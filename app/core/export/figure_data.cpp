@@ -17,7 +17,7 @@ const std::vector<std::string>& view_names() {
   static const std::vector<std::string> names = {"heatmap", "variants", "grid",   "sinks",
                                                  "image",   "tradeoff", "tokens", "stream",
                                                  "cache",   "heads",    "patch",  "decode",
-                                                 "attribution"};
+                                                 "attribution", "qk"};
   return names;
 }
 
@@ -112,9 +112,10 @@ FigureData collect_figure(const Analysis& a, View view, int max_cells) {
                       "decode trace (`attnscope generate --figure`), "
                       "not from an analysis");
     case View::Attribution:
+    case View::Qk:
       throw Error(ErrorCode::InvalidArgument,
-                  "the attribution view comes from `attnscope attribute --figure`, not from an "
-                  "analysis");
+                  std::string("the ") + view_name(view) + " view comes from `attnscope " +
+                      (view == View::Qk ? "qk" : "attribute") + " --figure`, not from an analysis");
     case View::Heads:
     case View::Patch:
       throw Error(ErrorCode::InvalidArgument, std::string("the ") + view_name(view) +

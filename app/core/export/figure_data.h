@@ -35,7 +35,8 @@ enum class View {
   Heads,
   Patch,
   Decode,
-  Attribution
+  Attribution,
+  Qk
 };
 
 // "heatmap", "variants", ...; view_from_name throws Error(InvalidArgument) listing the names.
@@ -108,6 +109,7 @@ struct FigureData {
   DecodeFigure decode;                  // decode
   ValueGrids values;                    // heads, patch
   AttributionFigure attribution;        // attribution
+  QkFigure qk;                          // qk
 };
 
 // Gathers the data of `view` for the analysis's session (its layer, head, variants and view
