@@ -12,9 +12,13 @@
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
 #include "app/core/analysis/analysis.h"
+#include "app/core/analysis/sweep.h"
 #include "app/core/attribution/attribution.h"
+#include "app/core/attribution/attribution_dataset.h"
 #include "app/core/attribution/attribution_export.h"
 #include "app/core/attribution/faithfulness.h"
+#include "app/core/datasets/image_dataset.h"
+#include "app/core/datasets/text_dataset.h"
 #include "app/core/export/data_export.h"
 #include "app/core/heads/interventions.h"
 #include "app/core/session/model_catalog.h"
@@ -44,6 +48,12 @@ class AttributeCommand final : public Command {
   int class_of(const core::Model& model, const std::string& text, const std::string& option) const;
   void print(const core::Attribution& a, const std::vector<core::RankAgreement>& agree) const;
   void print_faithfulness(const core::Faithfulness& f) const;
+  // --dataset: every record (this shard's) attributed; --merge: shard files joined.
+  int run_dataset(const core::Model& model);
+  int run_merge();
+  void print_summary(const core::AttributionDatasetSummary& s) const;
+  core::AttributionRecordSummary attribute_record(const core::Model& model,
+                                                  const core::ModelInput& in);
 
   struct Options {
     std::string model, text, text_file, image, methods = "attention,rollout,grad_input,attnlrp";
@@ -52,6 +62,9 @@ class AttributeCommand final : public Command {
     std::string target, target_class, foil, variant, backend = "cpu";
     std::vector<int> layers, heads;
     std::string baseline = "zero", occlusion = "replace", json_out, dump, figure;
+    std::string dataset, shard;
+    std::vector<std::string> merge;
+    int limit = 0, bootstrap = 1000;
     int ig_steps = 32, top_k = 5, show = 8, steps = 0, random_orders = 4, threads = 0;
     bool faithfulness = false, bos = false;
   } o;
@@ -61,7 +74,7 @@ class AttributeCommand final : public Command {
 };
 
 void AttributeCommand::add_options(CLI::App& cmd) {
-  cmd.add_option("--model", o.model, "Model folder or embedded model name")->required();
+  cmd.add_option("--model", o.model, "Model folder or embedded model name (not with --merge)");
   auto* t = cmd.add_option("--text", o.text, "Input text");
   auto* tf = cmd.add_option("--text-file", o.text_file, "File holding the input text (UTF-8)");
   auto* ids = cmd.add_option("--ids", o.ids, "Token ids, comma separated")->delimiter(',');
@@ -119,6 +132,20 @@ void AttributeCommand::add_options(CLI::App& cmd) {
   cmd.add_option("--figure", o.figure,
                  "The scores side by side, rank agreement and (with --faithfulness) the deletion "
                  "curves (.png/.svg/.pdf)");
+  cmd.add_option("--dataset", o.dataset,
+                 "Attribute every record: JSONL of {\"text\": ...}, a folder of .txt files, or "
+                 "for vision models an image dataset (IDX files, a folder of class folders); "
+                 "means of the agreement and faithfulness with bootstrap 95% intervals");
+  cmd.add_option("--limit", o.limit, "--dataset: at most this many records (0 = all)")
+      ->check(CLI::Range(0, 100000000));
+  cmd.add_option("--bootstrap", o.bootstrap, "--dataset: bootstrap resamples")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  cmd.add_option("--shard", o.shard,
+                 "--dataset: attribute every n-th record from the i-th (i/n) and write the "
+                 "records to --json, for --merge");
+  cmd.add_option("--merge", o.merge, "Join the --json files of --shard runs and summarise them")
+      ->expected(1, -1);
   cmd.add_option("--threads", o.threads, "Worker threads (0 = all)");
 }
 
@@ -277,8 +304,139 @@ void AttributeCommand::print_faithfulness(const core::Faithfulness& f) const {
   t.print();
 }
 
+core::AttributionRecordSummary AttributeCommand::attribute_record(const core::Model& model,
+                                                                  const core::ModelInput& in) {
+  const core::AttributionRequest q = request(model, in);
+  const core::Attribution a = core::attribute(model, in, q);
+  const std::vector<core::RankAgreement> agree = core::rank_agreement(a, o.top_k);
+  core::Faithfulness f;
+  if (o.faithfulness) {
+    core::FaithfulnessOptions fo;
+    fo.steps = o.steps;
+    fo.random_orders = o.random_orders;
+    fo.threads = o.threads;
+    f = core::faithfulness(model, in, a, q, fo);
+  }
+  return core::summarize_record(a, agree, o.faithfulness ? &f : nullptr);
+}
+
+int AttributeCommand::run_dataset(const core::Model& model) {
+  usage(o.text.empty() && o.text_file.empty() && o.ids.empty() && o.image.empty(),
+        "--dataset holds the inputs: do not give --text, --text-file, --ids or --image");
+  usage(o.dump.empty() && o.figure.empty(), "--dump and --figure are for one input, not --dataset");
+  core::Shard shard;
+  if (!o.shard.empty()) {
+    try {
+      shard = core::parse_shard(o.shard);
+    } catch (const Error& e) {
+      throw UsageError(std::string("--shard: ") + e.what());
+    }
+    usage(!o.json_out.empty(), "--shard writes its records to --json, for --merge");
+  }
+  std::vector<core::ModelInput> inputs;
+  std::vector<std::string> sources;
+  std::vector<int> labels;
+  if (model.info().vision) {
+    const core::ImageDataset d =
+        core::read_image_dataset(o.dataset, model.preprocessor().channels, o.limit);
+    for (const core::ImageRecord& r : d.records) {
+      inputs.push_back(core::attribution_image8_input(model, r.image));
+      sources.push_back(r.source);
+      labels.push_back(r.label);
+    }
+  } else {
+    std::vector<core::TextRecord> records = core::read_text_dataset(o.dataset);
+    if (o.limit > 0 && int(records.size()) > o.limit) records.resize(size_t(o.limit));
+    for (const core::TextRecord& r : records) {
+      inputs.push_back(core::attribution_text_input(model, r.text, r.source, nullptr, o.bos));
+      sources.push_back(r.source);
+      labels.push_back(-1);
+    }
+  }
+  std::vector<core::AttributionRecordSummary> records;
+  const std::vector<int> mine = core::shard_items(int(inputs.size()), shard);
+  usage(!mine.empty(),
+        "--shard " + o.shard + " owns none of the " + std::to_string(inputs.size()) + " records");
+  for (int i : mine) {
+    core::AttributionRecordSummary r = attribute_record(model, inputs[size_t(i)]);
+    r.index = i;
+    r.source = sources[size_t(i)];
+    r.label = labels[size_t(i)];
+    records.push_back(std::move(r));
+    std::fprintf(stderr, "\r%zu/%zu records", records.size(), mine.size());
+  }
+  std::fprintf(stderr, "\n");
+  nlohmann::json j;
+  j["model"] = o.model;
+  j["dataset"] = o.dataset;
+  j["records"] = core::records_json(records);
+  if (!o.shard.empty()) {
+    j["shard"] = o.shard;
+    write_json_file(o.json_out, j);
+    std::fprintf(stderr, "wrote %s (shard %s: %zu records; join with attribute --merge)\n",
+                 o.json_out.c_str(), o.shard.c_str(), records.size());
+    return kExitOk;
+  }
+  const core::AttributionDatasetSummary s = core::summarize_records(records, o.bootstrap);
+  std::printf("%s: %d records of %s\n", o.model.c_str(), s.records, o.dataset.c_str());
+  print_summary(s);
+  if (!o.json_out.empty()) {
+    j["summary"] = core::to_json(s);
+    write_json_file(o.json_out, j);
+  }
+  return kExitOk;
+}
+
+int AttributeCommand::run_merge() {
+  usage(o.dataset.empty() && o.shard.empty() && o.text.empty() && o.text_file.empty() &&
+            o.ids.empty() && o.image.empty(),
+        "--merge joins the shard files of attribute --dataset --shard: give only the files and "
+        "the output options (--json, --bootstrap)");
+  std::vector<core::AttributionRecordSummary> records;
+  nlohmann::json first;
+  for (const std::string& f : o.merge) {
+    const nlohmann::json j = read_shard_json(f);
+    usage(j.contains("records"), f + " is not a shard file of attribute --dataset --shard");
+    if (first.is_null()) first = j;
+    for (core::AttributionRecordSummary& r : core::records_from_json(j["records"], f))
+      records.push_back(std::move(r));
+  }
+  std::sort(records.begin(), records.end(),
+            [](const auto& a, const auto& b) { return a.index < b.index; });
+  for (size_t i = 1; i < records.size(); ++i)
+    usage(records[i].index != records[i - 1].index,
+          "record " + std::to_string(records[i].index) + " is in two shard files");
+  const core::AttributionDatasetSummary s = core::summarize_records(records, o.bootstrap);
+  std::printf("%s: %d records of %s (%zu shards)\n", first.value("model", "").c_str(), s.records,
+              first.value("dataset", "").c_str(), o.merge.size());
+  print_summary(s);
+  if (!o.json_out.empty()) {
+    nlohmann::json j = {{"model", first.value("model", "")},
+                        {"dataset", first.value("dataset", "")},
+                        {"records", core::records_json(records)},
+                        {"summary", core::to_json(s)}};
+    write_json_file(o.json_out, j);
+  }
+  return kExitOk;
+}
+
+void AttributeCommand::print_summary(const core::AttributionDatasetSummary& s) const {
+  auto ci = [](const core::Interval& v) {
+    return fixed(v.mean, 3) + " [" + fixed(v.lo, 3) + ", " + fixed(v.hi, 3) + "]";
+  };
+  Table t({"methods", "kendall tau", "spearman", "top-k overlap"});
+  for (const auto& p : s.pairs)
+    t.add({p.a + " / " + p.b, ci(p.kendall_tau), ci(p.spearman), ci(p.top_k_overlap)});
+  t.print();
+  if (s.orders.empty()) return;
+  Table f({"order", "deletion AOPC (p)", "deletion AOPC (z)", "insertion area (p)"});
+  for (const auto& r : s.orders) f.add({r.order, ci(r.aopc_p), ci(r.aopc_z), ci(r.insertion_p)});
+  f.print();
+}
+
 int AttributeCommand::run() {
   if (!o.json_out.empty()) core::check_output_path(o.json_out);
+  if (!o.merge.empty()) return run_merge();
   if (!o.figure.empty()) {
     try {
       fig::check_figure_path(o.figure);
@@ -286,11 +444,14 @@ int AttributeCommand::run() {
       throw UsageError(std::string("--figure: ") + e.what(), e.code());
     }
   }
+  usage(!o.model.empty(), "--model is required (except with --merge)");
   check_model_path(o.model, o.model);
   const std::shared_ptr<const core::Model> model = core::cached_model(o.model);
   usage(model->info().vision ? model->info().n_classes > 0 : model->info().vocab > 0,
         o.model + " has no " + (model->info().vision ? "classifier" : "language-model") +
             " head: there is no logit to attribute");
+  if (!o.dataset.empty()) return run_dataset(*model);
+  usage(o.shard.empty(), "--shard splits a --dataset");
   const core::ModelInput in = input(*model);
   const core::AttributionRequest q = request(*model, in);
   const core::Attribution a = core::attribute(*model, in, q);

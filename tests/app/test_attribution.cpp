@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
 
 #include "app/core/attribution/attention_graph.h"
 #include "app/core/attribution/attribution.h"
+#include "app/core/attribution/attribution_dataset.h"
 #include "app/core/attribution/faithfulness.h"
 #include "app/core/attribution/qk_embedding.h"
 #include "compute/backend.h"
@@ -528,6 +530,49 @@ TEST(QkEmbedding, OneHeadOverTwoInputs) {
   o.head = 0;
   o.max_points = 10;
   EXPECT_THROW(core::qk_embedding(*model, {a}, o), Error);
+}
+
+}  // namespace
+}  // namespace attn
+
+namespace attn {
+namespace {
+
+TEST(AttributionDataset, SummariesAndShardsAgree) {
+  const auto model = models::load_model(golden_dir("gpt2"));
+  models::ModelInput base = golden_input("gpt2");
+  std::vector<core::AttributionRecordSummary> records;
+  core::AttributionRequest q = request({"attention", "rollout", "occlusion"});
+  for (int cut = 6; cut <= int(base.ids.size()); ++cut) {
+    models::ModelInput in = base;
+    in.ids.resize(size_t(cut));
+    const core::Attribution a = core::attribute(*model, in, q);
+    core::FaithfulnessOptions fo;
+    fo.random_orders = 1;
+    const core::Faithfulness f = core::faithfulness(*model, in, a, q, fo);
+    core::AttributionRecordSummary r = core::summarize_record(a, core::rank_agreement(a), &f);
+    r.index = cut;
+    r.source = "cut " + std::to_string(cut);
+    records.push_back(r);
+  }
+  const core::AttributionDatasetSummary s = core::summarize_records(records, 200);
+  ASSERT_EQ(s.pairs.size(), 3u);
+  ASSERT_EQ(s.orders.size(), 4u);  // three methods and random
+  double mean = 0;
+  for (const auto& r : records) mean += r.agreement[0].spearman / double(records.size());
+  EXPECT_NEAR(s.pairs[0].spearman.mean, mean, 1e-12);
+  EXPECT_LE(s.pairs[0].spearman.lo, mean);
+  EXPECT_GE(s.pairs[0].spearman.hi, mean);
+  EXPECT_EQ(s.pairs[0].spearman.n, int64_t(records.size()));
+  // Through JSON (what shards write) and back: the same summary.
+  const auto back = core::records_from_json(core::records_json(records), "test");
+  const core::AttributionDatasetSummary t = core::summarize_records(back, 200);
+  EXPECT_DOUBLE_EQ(t.pairs[2].kendall_tau.mean, s.pairs[2].kendall_tau.mean);
+  EXPECT_DOUBLE_EQ(t.orders[1].aopc_p.lo, s.orders[1].aopc_p.lo);
+  // Records of other methods cannot be joined.
+  records.back().agreement.pop_back();
+  EXPECT_THROW(core::summarize_records(records), Error);
+  EXPECT_THROW(core::records_from_json(nlohmann::json::object(), "x"), Error);
 }
 
 }  // namespace

@@ -149,3 +149,38 @@ TEST(CliQk, MapJsonFigureAndUsageErrors) {
 
 }  // namespace
 }  // namespace attn
+
+namespace attn {
+namespace {
+
+TEST(CliAttribute, DatasetShardsMergeToTheSingleRun) {
+  REQUIRE_MODEL("default-text");
+  const std::string data = work("texts.jsonl");
+  {
+    std::ofstream f(data);
+    for (const char* t : {"The keeper lit the lamp.", "The sea was calm that night.",
+                          "In the beginning was the word.", "And the lamp burned till dawn."})
+      f << nlohmann::json({{"text", t}}).dump() << "\n";
+  }
+  const std::string common =
+      "--model default-text --dataset " + data + " --method attention,rollout,occlusion";
+  const std::string one = work("d.json"), s0 = work("s0.json"), s1 = work("s1.json"),
+                    merged = work("m.json");
+  ASSERT_EQ(cli(common + " --json " + one).status, 0);
+  ASSERT_EQ(cli(common + " --shard 0/2 --json " + s0).status, 0);
+  ASSERT_EQ(cli(common + " --shard 1/2 --json " + s1).status, 0);
+  const CliRun m = cli("--merge " + s0 + " " + s1 + " --json " + merged);
+  ASSERT_EQ(m.status, 0) << m.out;
+  auto summary = [](const std::string& p) {
+    std::ifstream f(p);
+    return nlohmann::json::parse(f)["summary"];
+  };
+  EXPECT_EQ(summary(one), summary(merged));
+  EXPECT_EQ(summary(one)["records"], 4);
+  EXPECT_EQ(cli(common + " --text hi").status, 2);
+  EXPECT_EQ(cli(common + " --shard 0/2").status, 2);     // a shard writes to --json
+  EXPECT_EQ(cli("--merge " + s0 + " " + s0).status, 2);  // a record twice
+}
+
+}  // namespace
+}  // namespace attn

@@ -79,6 +79,15 @@ models::ModelInput attribution_image_input(const models::Model& model, const std
   return in;
 }
 
+models::ModelInput attribution_image8_input(const models::Model& model,
+                                            const models::Image8& image) {
+  require(model.info().vision, ErrorCode::InvalidArgument,
+          model.info().dir + " is a text model, but the input is an image: give text or ids");
+  models::ModelInput in;
+  in.image = model.preprocessor()(image);
+  return in;
+}
+
 json to_json(const Attribution& a) {
   json j;
   j["variant"] = a.variant;

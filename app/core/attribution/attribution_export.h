@@ -30,6 +30,8 @@ models::ModelInput attribution_text_input(const models::Model& model, const std:
 models::ModelInput attribution_ids_input(const models::Model& model,
                                          const std::vector<int32_t>& ids, bool bos = false);
 models::ModelInput attribution_image_input(const models::Model& model, const std::string& path);
+models::ModelInput attribution_image8_input(const models::Model& model,
+                                            const models::Image8& image);
 
 nlohmann::json to_json(const Attribution& a);
 nlohmann::json to_json(const std::vector<RankAgreement>& r);

@@ -33,9 +33,9 @@ struct QkFigure {
   std::string method;        // pca | tsne
   double rank_fidelity = 0;  // see qk_embedding.h
   int inputs = 0;
-  std::vector<float> x, y;        // f32 [points]
-  std::vector<uint8_t> key;       // 1: a key, 0: a query
-  std::vector<float> position;    // f32 [points]: position / (tokens - 1) of its input, in [0, 1]
+  std::vector<float> x, y;      // f32 [points]
+  std::vector<uint8_t> key;     // 1: a key, 0: a query
+  std::vector<float> position;  // f32 [points]: position / (tokens - 1) of its input, in [0, 1]
 };
 
 }  // namespace attn::core
