@@ -266,7 +266,7 @@ void AttributeCommand::print(const core::Attribution& a,
               a.image ? "class row " : "position ", a.position, a.z, a.probability,
               a.variant == "dense" ? "" : ("; variant " + a.variant).c_str());
   for (const core::MethodScores& m : a.methods) {
-    const std::vector<int> order = core::order_by_score(m.scores, a.ranked);
+    const std::vector<int> order = core::order_by_score(m.scores, a.ranked, core::tie_seed(a));
     std::string line;
     for (size_t i = 0; i < order.size() && int(i) < o.show; ++i) {
       char buf[64];
@@ -429,8 +429,10 @@ void AttributeCommand::print_summary(const core::AttributionDatasetSummary& s) c
     t.add({p.a + " / " + p.b, ci(p.kendall_tau), ci(p.spearman), ci(p.top_k_overlap)});
   t.print();
   if (s.orders.empty()) return;
-  Table f({"order", "deletion AOPC (p)", "deletion AOPC (z)", "insertion area (p)"});
-  for (const auto& r : s.orders) f.add({r.order, ci(r.aopc_p), ci(r.aopc_z), ci(r.insertion_p)});
+  Table f({"order", "deletion AOPC (p)", "deletion AOPC (z)", "insertion area (p)",
+           "insertion area (z)"});
+  for (const auto& r : s.orders)
+    f.add({r.order, ci(r.aopc_p), ci(r.aopc_z), ci(r.insertion_p), ci(r.insertion_z)});
   f.print();
 }
 

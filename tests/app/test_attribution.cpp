@@ -423,7 +423,8 @@ TEST(Faithfulness, CurvesReRunTheModelAlongTheOrder) {
   EXPECT_NEAR(c.z_insertion[4], a.z, 1e-4);
   EXPECT_NEAR(c.z_deletion[4], c.z_insertion[0], 1e-4);
   // Step 2 of 4 over 8 ranked units: the top 4 units by occlusion score removed.
-  const std::vector<int> order = core::order_by_score(a.methods[0].scores, a.ranked);
+  const std::vector<int> order =
+      core::order_by_score(a.methods[0].scores, a.ranked, core::tie_seed(a));
   const std::vector<int> top(order.begin(), order.begin() + 4);
   const double z2 = core::target_value(f.model->forward(core::occluded(f.in, a, top)), a).first;
   EXPECT_NEAR(c.z_deletion[2], z2, 1e-4);
@@ -444,6 +445,14 @@ TEST(Faithfulness, OrderByScoreBreaksTiesByUnitAndPutsNaNLast) {
   EXPECT_EQ(drawn, core::order_by_score(flat, all, 7));
   EXPECT_EQ(core::order_by_score(s, {0, 1, 2, 3}, 7).front(), 2);
   EXPECT_EQ(core::order_by_score(s, {0, 1, 2, 3}, 7).back(), 1);
+  // Each attribution draws its own tie order.
+  core::Attribution a, b;
+  a.z = 1.5;
+  b.z = 2.5;
+  EXPECT_NE(core::tie_seed(a), core::tie_seed(b));
+  EXPECT_EQ(core::tie_seed(a), core::tie_seed(a));
+  EXPECT_NE(core::order_by_score(flat, all, core::tie_seed(a)),
+            core::order_by_score(flat, all, core::tie_seed(b)));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 
@@ -80,6 +81,23 @@ void areas(Curve& c) {
 
 }  // namespace
 
+uint64_t tie_seed(const Attribution& a, uint64_t seed) {
+  // splitmix64 over the values that tell inputs apart
+  uint64_t h = seed;
+  auto mix = [&h](uint64_t v) {
+    h += v + 0x9E3779B97F4A7C15ull;
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+    h ^= h >> 31;
+  };
+  uint64_t zbits = 0;
+  static_assert(sizeof(double) == sizeof(uint64_t));
+  std::memcpy(&zbits, &a.z, sizeof zbits);
+  mix(zbits);
+  mix(uint64_t(a.id) << 32 | uint32_t(a.units()));
+  return h | 1;  // never 0 (0 means ties by unit)
+}
+
 std::vector<int> order_by_score(const std::vector<float>& scores, const std::vector<int>& ranked,
                                 uint64_t seed) {
   std::vector<int> o = ranked;
@@ -110,7 +128,7 @@ Faithfulness faithfulness(const models::Model& model, const models::ModelInput& 
   f.steps = opt.steps;
   f.random_orders = opt.random_orders;
   for (int k = 0; k <= opt.steps; ++k) f.fractions.push_back(float(k) / float(opt.steps));
-  const uint64_t ties = opt.seed * 0x9E3779B97F4A7C15ull + 1;  // never 0
+  const uint64_t ties = tie_seed(a, opt.seed);
   for (const MethodScores& m : a.methods) {
     Curve c = run_curve(model, in, a, q, order_by_score(m.scores, a.ranked, ties), opt);
     c.order = m.method;

@@ -62,6 +62,9 @@ double top_k_overlap(const std::vector<double>& x, const std::vector<double>& y,
 // Every pair of a's methods, over a.ranked; k = min(top_k, units).
 std::vector<RankAgreement> rank_agreement(const Attribution& a, int top_k = 5);
 
+// The seed of the tie order for this attribution: drawn from `seed` and the attribution's own
+// values (z, target, units), so that every input gets an order of its own and a rerun the same.
+uint64_t tie_seed(const Attribution& a, uint64_t seed = 1);
 // Units of `ranked` in decreasing order of score, NaN last; ties by lower unit first, or with
 // `seed` != 0 in a random order drawn from it.
 std::vector<int> order_by_score(const std::vector<float>& scores, const std::vector<int>& ranked,
