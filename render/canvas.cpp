@@ -42,6 +42,8 @@ const char* view_name(ViewKind v) {
       return "Image";
     case ViewKind::Tradeoff:
       return "Trade-off";
+    case ViewKind::Attribution:
+      return "Attribution";
   }
   return "?";
 }
@@ -188,6 +190,9 @@ void Canvas::build_frame(const FrameInput& in) {
       case ViewKind::Tradeoff:
         build_tradeoff(x0, y0, x1, y1);
         break;
+      case ViewKind::Attribution:
+        build_attribution(x0, y0, x1, y1);
+        break;
     }
   }
   ImGui::End();
@@ -232,21 +237,37 @@ void Canvas::build_toolbar() {
     ImGui::SetNextItemWidth(em * 11);
     if (ImGui::Combo("##mode", &mode, modes, 3)) settings_.mode = DisplayMode(mode);
   }
-  // Every map of the shared table (render/colormap.h), in its order.
-  static const std::vector<const char*> cmaps = [] {
-    std::vector<const char*> out;
-    for (int i = 0; i < kColormapCount; ++i) out.push_back(colormap_name(Colormap(i)));
-    return out;
-  }();
-  int cm = int(settings_.colormap);
-  float widest = 0;
-  for (const char* name : cmaps) widest = std::max(widest, ImGui::CalcTextSize(name).x);
-  const float cmap_w = widest + ImGui::GetFrameHeight() + st.FramePadding.x * 2;
-  place(cmap_w, settings_.view == ViewKind::Heatmaps ? st.ItemSpacing.x : 16);
-  ImGui::SetNextItemWidth(cmap_w);
-  if (ImGui::Combo("##cmap", &cm, cmaps.data(), kColormapCount)) settings_.colormap = Colormap(cm);
-  place(check_w("log"), st.ItemSpacing.x);
-  ImGui::Checkbox("log", &settings_.log_scale);
+  if (settings_.view == ViewKind::Attribution) {
+    // Signed scores have their own diverging scale: no colour map or log; text chooses between
+    // token chips and compact cells.
+    if (doc_ && doc_->attribution.present && !doc_->attribution.image) {
+      static const char* layouts[] = {"auto layout", "token chips", "compact cells"};
+      float lw = 0;
+      for (const char* l : layouts) lw = std::max(lw, ImGui::CalcTextSize(l).x);
+      lw += ImGui::GetFrameHeight() + st.FramePadding.x * 2;
+      place(lw, 16);
+      ImGui::SetNextItemWidth(lw);
+      settings_.attribution_layout = std::clamp(settings_.attribution_layout, 0, 2);
+      ImGui::Combo("##attr_layout", &settings_.attribution_layout, layouts, 3);
+    }
+  } else {
+    // Every map of the shared table (render/colormap.h), in its order.
+    static const std::vector<const char*> cmaps = [] {
+      std::vector<const char*> out;
+      for (int i = 0; i < kColormapCount; ++i) out.push_back(colormap_name(Colormap(i)));
+      return out;
+    }();
+    int cm = int(settings_.colormap);
+    float widest = 0;
+    for (const char* name : cmaps) widest = std::max(widest, ImGui::CalcTextSize(name).x);
+    const float cmap_w = widest + ImGui::GetFrameHeight() + st.FramePadding.x * 2;
+    place(cmap_w, settings_.view == ViewKind::Heatmaps ? st.ItemSpacing.x : 16);
+    ImGui::SetNextItemWidth(cmap_w);
+    if (ImGui::Combo("##cmap", &cm, cmaps.data(), kColormapCount))
+      settings_.colormap = Colormap(cm);
+    place(check_w("log"), st.ItemSpacing.x);
+    ImGui::Checkbox("log", &settings_.log_scale);
+  }
   if (settings_.view == ViewKind::Heatmaps) {
     place(check_w("outlines"), st.ItemSpacing.x);
     ImGui::Checkbox("outlines", &settings_.outlines);

@@ -27,10 +27,12 @@ namespace attn::render {
 class HeatmapPipeline;
 class SampledImage;
 class ImGuiLayer;
-struct TradeoffPlot;   // render/tradeoff_view.cpp
-struct TradeoffLabel;  // render/tradeoff_view.cpp
-struct SinksLayout;    // render/sinks_view.cpp
-struct HeatFrame;      // render/canvas.cpp
+struct TradeoffPlot;     // render/tradeoff_view.cpp
+struct TradeoffLabel;    // render/tradeoff_view.cpp
+struct SinksLayout;      // render/sinks_view.cpp
+struct HeatFrame;        // render/canvas.cpp
+struct AttributionRows;  // render/attribution_view.cpp
+struct AttributionGrid;  // render/attribution_view.cpp
 
 struct FrameInput {
   float width = 0, height = 0;               // logical pixels
@@ -137,6 +139,22 @@ class Canvas {
   void build_tokens(float x0, float y0, float x1, float y1);
   void build_image(float x0, float y0, float x1, float y1);
   void build_tradeoff(float x0, float y0, float x1, float y1);
+  // The attribution view (render/attribution_view.cpp): the header (title, reading hint, colour
+  // key; returns its bottom edge), the plan and drawing of one row of token chips per method (or
+  // of the image small multiples) in `room` pixels of height, the hover's table of every method;
+  // its lower half (attribution_charts.cpp): the agreement triangle (its cell size and width for
+  // a height) and the faithfulness curves.
+  void build_attribution(float x0, float y0, float x1, float y1);
+  float draw_attribution_header(float x0, float y0, float x1);
+  AttributionRows plan_attribution_rows(float x0, float x1, float room);
+  void draw_attribution_rows(const AttributionRows& r, float x0, float y0, float x1, float y1);
+  AttributionGrid plan_attribution_images(float x0, float x1, float room);
+  void draw_attribution_images(const AttributionGrid& g, float x0, float y0);
+  void attribution_tooltip(int method, int unit);
+  float attribution_matrix_cell(float h);
+  float attribution_matrix_width(float h);
+  void draw_attribution_matrix(float x0, float y0, float x1, float y1);
+  void draw_attribution_curves(float x0, float y0, float x1, float y1);
   // The trade-off view's parts (render/tradeoff_view.cpp), in drawing order: the axis choice
   // (returns its bottom edge), the legend (which places the plot frame), the axes, the front and
   // points, the labels.
@@ -189,6 +207,9 @@ class Canvas {
   uint64_t row_gen_ = ~0ull;
   int row_q_ = -1;
   std::vector<std::vector<float>> row_cache_;
+  // Attribution view: the method and unit under the mouse this frame (-1: none; method -1 on
+  // an image's input panel).
+  int attr_hover_method_ = -1, attr_hover_unit_ = -1;
 };
 
 }  // namespace attn::render

@@ -90,6 +90,54 @@ struct TradeoffDoc {
   std::vector<TradeoffMark> points;
 };
 
+// What each attribution method says one target depended on (app/core/attribution), filled by
+// the core (app/core/analysis/attribution_doc.h) from one run: scores per method over the
+// input's units (text tokens or image patches), the methods' rank agreement, and deletion /
+// insertion curves of the target's probability when they were measured.
+struct AttributionCurve {
+  std::string label;                       // a method's short title, or "random"
+  bool random = false;                     // the mean of random orders (the chance line)
+  std::vector<float> deletion, insertion;  // f32 [steps + 1]: the target's probability
+  double aopc = 0;                         // deletion: mean of p_0 - p_k (higher: faithful)
+  double insertion_area = 0;               // insertion: mean of p_k (higher: faithful)
+};
+
+struct AttributionDoc {
+  bool present = false;      // false until a run finished
+  std::string title;         // one line: the target, its probability, z, baseline, variant
+  std::string note;          // "" or a warning (the input changed since the run, ...)
+  std::string target_label;  // the target as text ("' the'", "Sneaker")
+  // Methods, in the run's order.
+  std::vector<std::string> methods;        // ids ("rollout")
+  std::vector<std::string> titles;         // table titles ("Attention rollout")
+  std::vector<std::string> short_titles;   // titles without their parenthesis ("Occlusion")
+  std::vector<std::string> details;        // one line each: largest |score|, seconds, checks
+  std::vector<std::vector<float>> scores;  // [method] f32 [units]: signed, larger = more
+  std::vector<std::vector<int>> ranks;     // [method] [units]: 1-based rank among the ranked
+                                           // units (ties by unit index), 0 = not ranked
+  std::vector<float> scale;                // [method] largest |score| over the ranked units
+  // Units: text tokens, or image patches in row-major grid order.
+  std::vector<std::string> labels;  // [units] display text ("r,c" for patches)
+  std::vector<uint8_t> ranked;      // [units] 1 where the target can depend on the unit
+  std::vector<uint8_t> word_start;  // [units] text: 1 where a word starts (a space before it)
+  std::vector<uint8_t> line_break;  // [units] text: 1 where the unit ends a line (a newline)
+  int n_ranked = 0;                 // units with ranked[u] == 1
+  int first_token = 0;              // token index of unit 0
+  int target_unit = -1;             // text: the unit at the target position (z is read there)
+  // Images: the input as the model sees it, and the patch grid.
+  bool image = false;
+  int height = 0, width = 0, channels = 0;
+  std::vector<uint8_t> pixels;  // u8 [height, width, channels]
+  int grid_h = 0, grid_w = 0;
+  // Rank agreement over the ranked units: f32 [methods, methods], 1 on the diagonal.
+  std::vector<float> spearman, kendall, top_k;
+  int k = 0;  // the k of top_k
+  // Faithfulness (empty when not measured): fractions of the ranked units removed / revealed.
+  std::vector<float> fractions;          // f32 [steps + 1]
+  std::vector<AttributionCurve> curves;  // one per method, then the random orders
+  int units() const { return int(labels.size()); }
+};
+
 // Exact values behind a hovered cell, computed by the host (the renderer knows only pooled cells).
 struct HoverInfo {
   bool valid = false;
@@ -108,6 +156,7 @@ struct Document {
   SinksDoc sinks;
   ImageDoc image;
   TradeoffDoc tradeoff;
+  AttributionDoc attribution;  // the last attribution run (kept by the host across analyses)
 };
 
 }  // namespace attn::render

@@ -4,8 +4,8 @@
 
 namespace attn::render {
 
-enum class ViewKind { Heatmaps, HeadGrid, Sinks, Tokens, Image, Tradeoff };
-constexpr int kViewCount = 6;
+enum class ViewKind { Heatmaps, HeadGrid, Sinks, Tokens, Image, Tradeoff, Attribution };
+constexpr int kViewCount = 7;
 const char* view_name(ViewKind v);
 
 enum class DisplayMode { Probabilities = 0, KeptSet = 1, Difference = 2 };
@@ -24,6 +24,8 @@ struct DisplaySettings {
   int image_mode = 1;            // 0: per head, 1: mean over heads, 2: rollout
   int tradeoff_x = 0;            // 0: density, 1: time
   int tradeoff_y = 0;            // 0: output error, 1: mass recall, 2: next-token KL
+  int attribution_layout = 0;    // text: 0 auto (chips when every method fits), 1 token chips,
+                                 // 2 compact cells (long inputs)
   bool dark = true;
   bool presentation = false;  // large fonts
 };

@@ -27,11 +27,14 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "app/core/analysis/attribution_doc.h"
 #include "app/core/analysis/interactive.h"
+#include "app/core/attribution/attribution_export.h"
 #include "app/core/export/figure_data.h"
 #include "app/core/session/model_catalog.h"
 #include "app/figures/figure.h"
 #include "app/gui/analysis_worker.h"
+#include "app/gui/attribution_dock.h"
 #include "app/gui/decode_dialog.h"
 #include "app/gui/input_dock.h"
 #include "app/gui/interventions_dock.h"
@@ -57,7 +60,8 @@ QString bundled_sample() {
 
 // Session names of the views, in render::ViewKind order: the heatmap view shows every variant
 // beside dense, which is the `variants` figure ("heatmap", one head of dense, opens there too).
-const char* kSessionViews[] = {"variants", "grid", "sinks", "tokens", "image", "tradeoff"};
+const char* kSessionViews[] = {"variants", "grid",     "sinks",      "tokens",
+                               "image",    "tradeoff", "attribution"};
 // Session names of the trade-off view's y axes, in render::DisplaySettings::tradeoff_y order.
 const char* kTradeoffY[] = {"rel_error", "mass_recall", "next_token_kl"};
 
@@ -122,11 +126,14 @@ void MainWindow::build_docks() {
   model_ = new ModelDock(this);
   variants_ = new VariantsDock(this);
   interventions_ = new InterventionsDock(this);
+  attribution_ = new AttributionDock(this);
   addDockWidget(Qt::LeftDockWidgetArea, model_);
   addDockWidget(Qt::LeftDockWidgetArea, input_);
   addDockWidget(Qt::RightDockWidgetArea, variants_);
   addDockWidget(Qt::RightDockWidgetArea, interventions_);
-  tabifyDockWidget(variants_, interventions_);  // a tab beside Variants, which stays in front
+  addDockWidget(Qt::RightDockWidgetArea, attribution_);
+  tabifyDockWidget(variants_, interventions_);  // tabs beside Variants, which stays in front
+  tabifyDockWidget(interventions_, attribution_);
   variants_->raise();
   resizeDocks({model_, variants_}, {300, 300}, Qt::Horizontal);
   resizeDocks({model_, input_}, {260, 640}, Qt::Vertical);
@@ -172,6 +179,7 @@ void MainWindow::on_error(const QString& msg) {
   analysis_.reset();
   auto empty = std::make_shared<render::Document>();
   empty->title = msg.toStdString();
+  add_attribution(*empty);
   doc_ = empty;
   if (view_->canvas()) view_->canvas()->set_document(doc_);
   view_->redraw();
@@ -261,6 +269,19 @@ void MainWindow::connect_docks() {
   connect(interventions_, &InterventionsDock::changed, this, [this] { schedule_analysis(150); });
   connect(interventions_, &InterventionsDock::patch_edited, this,
           [this] { start_autosave_timer(); });
+  connect(attribution_, &AttributionDock::edited, this, [this] { start_autosave_timer(); });
+  // A finished run becomes the Attribution view's document, and the view is shown.
+  connect(attribution_, &AttributionDock::finished, this, [this] {
+    if (analysis_) {
+      publish_document();
+    } else if (doc_) {
+      auto d = std::make_shared<render::Document>(*doc_);
+      add_attribution(*d);
+      doc_ = d;
+      if (view_->canvas()) view_->canvas()->set_document(doc_);
+    }
+    set_view(render::ViewKind::Attribution);
+  });
 }
 
 void MainWindow::load_initial_state() {
@@ -456,6 +477,7 @@ void MainWindow::build_menus() {
   view->addAction(model_->toggleViewAction());
   view->addAction(variants_->toggleViewAction());
   view->addAction(interventions_->toggleViewAction());
+  view->addAction(attribution_->toggleViewAction());
 
   QMenu* tools = menuBar()->addMenu("&Tools");
   tools->addAction("&Decode lab...", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_L), this,
@@ -510,6 +532,7 @@ void MainWindow::sync_session() {
   const bool model_free = s.input.kind == "tensors" || s.input.kind == "synthetic";
   s.ablation = model_free ? core::SessionAblation{} : interventions_->ablation();
   s.patch = interventions_->patch_setup();
+  s.attribution = attribution_->setup();
   s.view.show_dense = variants_->show_dense() || s.variants.empty();
   s.backend = model_->backend();
   s.layer = model_->layer();
@@ -528,8 +551,10 @@ void MainWindow::sync_session() {
     s.view.query = d.query;
     s.view.tradeoff_x = d.tradeoff_x == 1 ? "seconds" : "density";
     s.view.tradeoff_y = kTradeoffY[std::clamp(d.tradeoff_y, 0, 2)];
-    s.extra["gui"] = {
-        {"display_mode", int(d.mode)}, {"image_mode", d.image_mode}, {"outlines", d.outlines}};
+    s.extra["gui"] = {{"display_mode", int(d.mode)},
+                      {"image_mode", d.image_mode},
+                      {"outlines", d.outlines},
+                      {"attribution_layout", d.attribution_layout}};
   }
 }
 
@@ -564,6 +589,7 @@ void MainWindow::show_session() {
   interventions_->set_ablation(s.ablation);
   interventions_->set_patch_setup(s.patch);
   interventions_->blockSignals(false);
+  attribution_->set_setup(s.attribution);
   model_->show_info(std::nullopt, "Loading...", 64, 64);
   model_->set_selection(s.layer, s.head);
   model_->blockSignals(false);
@@ -602,6 +628,7 @@ void MainWindow::apply_view_settings() {
     };
     d.mode = render::DisplayMode(number("display_mode", 0));
     d.image_mode = number("image_mode", d.image_mode);
+    d.attribution_layout = number("attribution_layout", d.attribution_layout);
     const auto outlines = gui.find("outlines");
     if (outlines != gui.end() && outlines->is_boolean()) d.outlines = outlines->get<bool>();
   }
@@ -612,9 +639,11 @@ void MainWindow::apply_view_settings() {
 }
 
 void MainWindow::publish_document() {
-  doc_ = std::make_shared<render::Document>(core::document(
+  auto d = std::make_shared<render::Document>(core::document(
       *analysis_,
       sweep_gen_ == analysis_->generation ? sweep_ : std::vector<core::TradeoffPoint>{}));
+  add_attribution(*d);
+  doc_ = d;
   if (!pending_grid_metric_.empty() && view_->canvas())
     for (size_t m = 0; m < doc_->grid.names.size(); ++m)
       if (doc_->grid.names[m] == pending_grid_metric_) {
@@ -623,6 +652,22 @@ void MainWindow::publish_document() {
       }
   if (view_->canvas()) view_->canvas()->set_document(doc_);
   view_->redraw();
+}
+
+void MainWindow::add_attribution(render::Document& doc) const {
+  const auto run = attribution_->doc();
+  if (!run) return;
+  doc.attribution = *run;
+  const auto ran_on = attribution_->ran_on();
+  const std::string why = !analysis_ ? "the current input could not be analysed"
+                          : ran_on   ? core::attribution_stale(*ran_on, *analysis_,
+                                                               attribution_->ran_setup().with_variant)
+                                     : "";
+  if (!why.empty()) {
+    std::string& note = doc.attribution.note;
+    note = "Out of date: " + why + ". Press Run in the Attribution dock to update." +
+           (note.empty() ? "" : " " + note);
+  }
 }
 
 void MainWindow::on_analysis(std::shared_ptr<const core::Analysis> a, double seconds) {
@@ -640,6 +685,11 @@ void MainWindow::on_analysis(std::shared_ptr<const core::Analysis> a, double sec
   publish_document();
   model_->show_info(a->info, QString::fromStdString(a->model_summary), a->n_layers(), a->n_heads());
   interventions_->show_analysis(a);
+  attribution_->show_analysis(a);
+  if (attribution_on_open_ && !refinement && a->model) {
+    attribution_on_open_ = false;
+    attribution_->run();
+  }
   if (!a->tokens.empty() || a->vision())
     input_->set_tokens(a->session.input.text, a->tokens, core::received_mass(*a), doc_->heat.sinks,
                        QString::fromStdString(a->notice));
@@ -730,6 +780,8 @@ void MainWindow::open_text_file(const QString& path) {
 
 QString MainWindow::export_figure(const QString& path) {
   const core::Session s = current_session();
+  const int shown = view_->canvas() ? int(view_->canvas()->settings().view) : 0;
+  if (shown == int(render::ViewKind::Attribution)) return export_attribution(path, s);
   if (!analysis_ || core::heavy_key(s) != core::heavy_key(analysis_->session) ||
       !analysis_->has_metrics() || analysis_->preview())
     return "The analysis of these inputs is still running: export when the comparisons are in.";
@@ -739,6 +791,30 @@ QString MainWindow::export_figure(const QString& path) {
     const int v = view_->canvas() ? int(view_->canvas()->settings().view) : 0;
     const fig::FigureSize size =
         fig::export_view(*a, core::view_from_name(kSessionViews[v]), path.toStdString(), s.figure);
+    statusBar()->showMessage(QString("Exported %1 (%2 x %3 px at %4 dpi) and its session")
+                                 .arg(path)
+                                 .arg(size.width)
+                                 .arg(size.height)
+                                 .arg(size.dpi),
+                             8000);
+    return {};
+  } catch (const Error& e) {
+    return QString::fromUtf8(e.what());
+  }
+}
+
+QString MainWindow::export_attribution(const QString& path, const core::Session& s) {
+  const auto run = attribution_->result();
+  const auto on = attribution_->ran_on();
+  if (!run || !on) return "No attribution to export: run one from the Attribution dock first.";
+  try {
+    // The attribute verb's figure preset, from the run the view shows.
+    const core::FigureData d = core::attribution_figure(
+        run->attribution, run->agreement, run->faithfulness ? &*run->faithfulness : nullptr,
+        on->input, on->session.model.id);
+    const fig::FigureSize size = fig::fit_height(d, s.figure);
+    fig::export_figure(d, path.toStdString(), size);
+    fig::write_sidecar(s, session_path_, path.toStdString(), core::View::Attribution, size);
     statusBar()->showMessage(QString("Exported %1 (%2 x %3 px at %4 dpi) and its session")
                                  .arg(path)
                                  .arg(size.width)
@@ -782,6 +858,7 @@ void MainWindow::open_session(const QString& path) {
     }
     session_ = s;
     session_path_ = path.toStdString();
+    attribution_on_open_ = s.view.view == "attribution" && !s.attribution.empty();
     saved_path_ = path;
     setWindowTitle(QFileInfo(path).fileName() + " \u2014 attnscope");
     show_session();
@@ -935,6 +1012,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   // submitting compute to it.
   if (analysis_pending_ || tiles_pending_) resubmit_on_show_ = true;
   release_view_device();
+  attribution_->stop();
   // A clean close: nothing to recover next time.
   autosave_timer_.stop();
   if (!autosave_path_.isEmpty()) QFile::remove(autosave_path_);

@@ -1,7 +1,7 @@
-// The attnscope main window: docks (Input, Model, Variants, Interventions) around the Vulkan view,
-// menus with standard shortcuts, persisted layout, themes, and the live loop: every edit is
-// debounced, sent to the analysis jobs (app/gui/analysis_worker.h; stale work cancelled), and the
-// results flow back into the canvas.
+// The attnscope main window: docks (Input, Model, Variants, Interventions, Attribution) around the
+// Vulkan view, menus with standard shortcuts, persisted layout, themes, and the live loop: every
+// edit is debounced, sent to the analysis jobs (app/gui/analysis_worker.h; stale work cancelled),
+// and the results flow back into the canvas.
 #pragma once
 #include <QMainWindow>
 #include <QTimer>
@@ -25,6 +25,7 @@ namespace attn::gui {
 class DecodeDialog;
 
 class AnalysisWorker;
+class AttributionDock;
 class InputDock;
 class InterventionsDock;
 class ModelDock;
@@ -63,6 +64,7 @@ class MainWindow : public QMainWindow {
   ModelDock* model_dock() const { return model_; }
   VariantsDock* variants_dock() const { return variants_; }
   InterventionsDock* interventions_dock() const { return interventions_; }
+  AttributionDock* attribution_dock() const { return attribution_; }
   // The core's analysis the view shows (its session is the one shown).
   std::shared_ptr<const core::Analysis> analysis() const { return analysis_; }
   // The session the docks edit: the source of truth of everything shown.
@@ -91,6 +93,9 @@ class MainWindow : public QMainWindow {
   // Writes the autosave file now (no file hashes: quick); the path written, or "" when off.
   QString autosave_now();
   void set_view(render::ViewKind v);
+  // The Attribution view's export: the last run as the "attribution" figure preset (the one
+  // `attnscope attribute --figure` writes) with its session sidecar. Returns "" or the error.
+  QString export_attribution(const QString& path, const core::Session& s);
   // Where "Open image..." starts: the current image's folder, else the bundled images.
   QString image_dialog_dir() const;
   void set_dark(bool dark);
@@ -131,6 +136,8 @@ class MainWindow : public QMainWindow {
   void start_autosave_timer();
   void on_analysis(std::shared_ptr<const core::Analysis> a, double seconds);
   void publish_document();
+  // The last attribution run into `doc`, with a note when it no longer matches what is shown.
+  void add_attribution(render::Document& doc) const;
   void on_tiles(uint64_t generation, std::vector<render::PanelTile> tiles, double seconds);
   void on_frame();
   void update_status();
@@ -145,6 +152,7 @@ class MainWindow : public QMainWindow {
   ModelDock* model_ = nullptr;
   VariantsDock* variants_ = nullptr;
   InterventionsDock* interventions_ = nullptr;
+  AttributionDock* attribution_ = nullptr;
   std::unique_ptr<AnalysisWorker> worker_;
   core::Session session_;
   std::string session_path_;  // locates the session's relative paths ("" = unsaved)
@@ -172,6 +180,8 @@ class MainWindow : public QMainWindow {
   QAction* presentation_action_ = nullptr;
   QByteArray before_presentation_;  // window layout before presentation mode
   bool resubmit_on_show_ = false;   // closed with work cancelled: ask again when shown
+  // A session opened on the Attribution view with methods set: run them once its analysis is in.
+  bool attribution_on_open_ = false;
 };
 
 }  // namespace attn::gui

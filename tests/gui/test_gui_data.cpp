@@ -1,6 +1,6 @@
 // What the GUI asks of the analysis core (no display needed): pooled tiles, kept fractions,
 // dropped mass, hover values and cell colours, checked against brute-force computations on an
-// odd-sized problem.
+// odd-sized problem; the Attribution view's document against the attribution core's own run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "app/core/analysis/analysis.h"
+#include "app/core/analysis/attribution_doc.h"
 #include "app/core/analysis/interactive.h"
 #include "compute/error.h"
 #include "compute/layout.h"
@@ -264,6 +265,137 @@ TEST(GuiData, VulkanBackendMatchesCpu) {
   for (size_t v = 0; v < cpu->panels.size(); ++v)
     EXPECT_LT(relative_error(vk->panels[v].result(0).o, cpu->panels[v].result(0).o), 1e-4)
         << cpu->panels[v].spec;
+}
+
+// ---- the Attribution view's document -------------------------------------------------------
+
+std::shared_ptr<const Analysis> text_analysis(const std::string& text,
+                                              std::vector<std::string> variants = {}) {
+  core::Session s;
+  s.model.id = "default-text";
+  s.input.kind = "text";
+  s.input.text = text;
+  s.variants = std::move(variants);
+  core::Options o;
+  o.end_to_end = false;
+  o.verify_hashes = false;
+  return core::analyze(s, "", o);
+}
+
+// The core fills the view from the same attribute() call the CLI makes: the same scores, ranks
+// that order them, each method's scale, the agreement matrix of rank_agreement(), the curves of
+// faithfulness() and the tokens' display labels.
+TEST(GuiData, AttributionDocIsTheCoresRun) {
+  const auto a = text_analysis("The cat sat on the mat. The cat sat on the", {"window(size=4)"});
+  core::SessionAttribution setup;
+  setup.methods = {"rollout", "grad_input", "occlusion"};
+  setup.position = 6;
+  setup.faithfulness = true;
+  setup.steps = 4;
+  const core::AttributionRun run = core::run_attribution(*a, setup);
+  const render::AttributionDoc d = core::attribution_doc(run, a.get());
+  // The request the CLI would build: the same scores.
+  core::AttributionRequest q;
+  q.methods = setup.methods;
+  q.target.position = 6;
+  const core::Attribution direct = core::attribute(*a->model, a->input, q);
+  ASSERT_EQ(d.methods, setup.methods);
+  ASSERT_EQ(d.units(), a->n_tokens());
+  EXPECT_EQ(d.n_ranked, 7);  // a causal model: tokens 0..6
+  EXPECT_EQ(d.target_unit, 6);
+  for (int u = 0; u < d.units(); ++u) {
+    EXPECT_EQ(d.ranked[size_t(u)], u <= 6 ? 1 : 0) << u;
+    EXPECT_EQ(d.labels[size_t(u)], a->labels[size_t(u)]) << u;
+  }
+  for (size_t m = 0; m < d.methods.size(); ++m) {
+    ASSERT_EQ(d.scores[m].size(), direct.methods[m].scores.size());
+    for (size_t u = 0; u < d.scores[m].size(); ++u)
+      EXPECT_NEAR(d.scores[m][u], direct.methods[m].scores[u], 1e-5) << d.methods[m] << " " << u;
+    // Ranks 1..7 over the ranked tokens, in decreasing score; 0 elsewhere.
+    float scale = 0;
+    std::vector<int> seen;
+    for (int u = 0; u < d.units(); ++u) {
+      const int r = d.ranks[m][size_t(u)];
+      if (!d.ranked[size_t(u)]) {
+        EXPECT_EQ(r, 0);
+        continue;
+      }
+      seen.push_back(r);
+      scale = std::max(scale, std::fabs(d.scores[m][size_t(u)]));
+      for (int v = 0; v <= 6; ++v) {
+        if (d.ranks[m][size_t(v)] < r) {
+          EXPECT_GE(d.scores[m][size_t(v)], d.scores[m][size_t(u)]);
+        }
+      }
+    }
+    std::sort(seen.begin(), seen.end());
+    EXPECT_EQ(seen, (std::vector<int>{1, 2, 3, 4, 5, 6, 7})) << d.methods[m];
+    EXPECT_FLOAT_EQ(d.scale[m], scale);
+  }
+  const size_t M = d.methods.size();
+  for (const core::RankAgreement& r : run.agreement) {
+    const size_t i = size_t(std::find(d.methods.begin(), d.methods.end(), r.a) - d.methods.begin());
+    const size_t j = size_t(std::find(d.methods.begin(), d.methods.end(), r.b) - d.methods.begin());
+    EXPECT_FLOAT_EQ(d.spearman[i * M + j], float(r.spearman));
+    EXPECT_FLOAT_EQ(d.spearman[j * M + i], float(r.spearman));
+    EXPECT_FLOAT_EQ(d.kendall[i * M + j], float(r.kendall_tau));
+  }
+  for (size_t i = 0; i < M; ++i) EXPECT_EQ(d.spearman[i * M + i], 1.f);
+  ASSERT_TRUE(run.faithfulness);
+  ASSERT_EQ(d.curves.size(), M + 1);
+  EXPECT_TRUE(d.curves.back().random);
+  EXPECT_EQ(d.fractions.size(), 5u);
+  EXPECT_EQ(d.curves[0].deletion, run.faithfulness->curves[0].p_deletion);
+  EXPECT_NE(d.title.find("position 6"), std::string::npos) << d.title;
+  // With the session's first variant: its spec in the title; a new text makes the run stale.
+  setup.with_variant = true;
+  setup.faithfulness = false;
+  const core::AttributionRun wv = core::run_attribution(*a, setup);
+  EXPECT_EQ(wv.attribution.variant, a->panels[1].spec);
+  EXPECT_EQ(core::attribution_stale(*a, *a, true), "");
+  const auto b = text_analysis("A different text.", {"window(size=4)"});
+  EXPECT_NE(core::attribution_stale(*a, *b, false), "");
+  const auto c = text_analysis("The cat sat on the mat. The cat sat on the", {"window(size=8)"});
+  EXPECT_EQ(core::attribution_stale(*a, *c, false), "");
+  EXPECT_NE(core::attribution_stale(*a, *c, true), "");
+  // Targets by name, both ways.
+  const int id = core::attribution_target_id(*a, " the");
+  EXPECT_EQ(core::attribution_target_name(*a, id), "' the'");
+}
+
+// Every refusal is an InvalidArgument whose message says what to change.
+TEST(GuiData, AttributionRefusalsSayWhy) {
+  const auto a = text_analysis("The cat sat on the mat.", {"dense+sigmoid(bias_offset=0)"});
+  auto refused = [&](core::SessionAttribution s, const std::string& words,
+                     const Analysis* on = nullptr) {
+    try {
+      core::run_attribution(on ? *on : *a, s);
+      ADD_FAILURE() << "accepted; expected: " << words;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  core::SessionAttribution s;
+  refused(s, "choose at least one method");
+  s.methods = {"grad_input"};
+  s.with_variant = true;
+  refused(s, "softmax");
+  s.with_variant = false;
+  s.baseline = "mean";
+  refused(s, "mean baseline is for images");
+  s.baseline = "zero";
+  s.position = 500;
+  refused(s, "outside the input");
+  s.position = -1;
+  s.target = s.foil = 3;
+  refused(s, "foil is the target");
+  s.foil = -1;
+  s.target = 1 << 22;
+  refused(s, "outside [0, ");
+  // Tensors and synthetic problems have no model.
+  s.target = -1;
+  refused(s, "needs a model", synthetic(64, {}).get());
 }
 
 }  // namespace

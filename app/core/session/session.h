@@ -73,7 +73,7 @@ struct SessionAttribution {
 };
 
 struct ViewSettings {
-  std::string view = "heatmap";          // heatmap | grid | sinks | image | tradeoff | tokens
+  std::string view = "heatmap";  // heatmap | grid | sinks | image | tradeoff | tokens | attribution
   std::string colormap = "viridis";      // a render/colormap.h name: viridis | magma | inferno |
                                          // plasma | cividis | gray | blues | diverging
   bool log_scale = false;                // log10 colour scale for probabilities
