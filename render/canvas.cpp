@@ -44,6 +44,8 @@ const char* view_name(ViewKind v) {
       return "Trade-off";
     case ViewKind::Attribution:
       return "Attribution";
+    case ViewKind::Qk:
+      return "Q/K map";
   }
   return "?";
 }
@@ -193,6 +195,9 @@ void Canvas::build_frame(const FrameInput& in) {
       case ViewKind::Attribution:
         build_attribution(x0, y0, x1, y1);
         break;
+      case ViewKind::Qk:
+        build_qk(x0, y0, x1, y1);
+        break;
     }
   }
   ImGui::End();
@@ -250,7 +255,7 @@ void Canvas::build_toolbar() {
       settings_.attribution_layout = std::clamp(settings_.attribution_layout, 0, 2);
       ImGui::Combo("##attr_layout", &settings_.attribution_layout, layouts, 3);
     }
-  } else {
+  } else if (settings_.view != ViewKind::Qk) {  // the Q/K map colours by position (viridis)
     // Every map of the shared table (render/colormap.h), in its order.
     static const std::vector<const char*> cmaps = [] {
       std::vector<const char*> out;

@@ -155,6 +155,13 @@ class Canvas {
   float attribution_matrix_width(float h);
   void draw_attribution_matrix(float x0, float y0, float x1, float y1);
   void draw_attribution_curves(float x0, float y0, float x1, float y1);
+  // The query-key map (render/qk_view.cpp): the header (title, reading hint; returns its bottom
+  // edge), the square scatter with its position colour bar, the picked query's attention row
+  // (lines to its keys) and the list of its top keys.
+  void build_qk(float x0, float y0, float x1, float y1);
+  float draw_qk_header(float x0, float y0, float x1);
+  void draw_qk_colorbar(float x0, float y0, float x1, float y1);
+  void draw_qk_top_keys(float x0, float y0, float x1, float y1);
   // The trade-off view's parts (render/tradeoff_view.cpp), in drawing order: the axis choice
   // (returns its bottom edge), the legend (which places the plot frame), the axes, the front and
   // points, the labels.
@@ -210,6 +217,10 @@ class Canvas {
   // Attribution view: the method and unit under the mouse this frame (-1: none; method -1 on
   // an image's input panel).
   int attr_hover_method_ = -1, attr_hover_unit_ = -1;
+  // Q/K map: the point under the mouse this frame (-1: none), the picked query's position (-1:
+  // none) and the map it was picked in.
+  int qk_hover_ = -1, qk_query_ = -1;
+  uint64_t qk_serial_ = 0;
 };
 
 }  // namespace attn::render

@@ -138,6 +138,31 @@ struct AttributionDoc {
   int units() const { return int(labels.size()); }
 };
 
+// One head's queries and keys in one 2-D map (AttentionViz's joint embedding,
+// app/core/attribution/qk_embedding.h) over the current input, filled by the core
+// (app/core/analysis/qk_doc.h): a query lies near the keys it attends to. Picking a query shows
+// its row of the head's attention pattern.
+struct QkDocPoint {
+  float x = 0, y = 0;  // map coordinates (equal units on both axes)
+  bool key = false;    // a key (else a query)
+  int position = 0;    // token position in the input
+};
+
+struct QkDoc {
+  bool present = false;  // false until a map was computed
+  uint64_t serial = 0;   // changes with every map (a picked query is kept only within one)
+  std::string title;     // one line: layer/head, method, rank fidelity, tokens
+  std::string note;      // "" or a warning (the input or head changed since the map, ...)
+  int layer = 0, head = 0, kv_head = 0;
+  std::string method;               // "pca" | "tsne"
+  double rank_fidelity = 0;         // Spearman's rho of -distance vs q.k over visible pairs
+  double scale = 1;                 // queries x scale, keys / scale
+  std::vector<QkDocPoint> points;   // queries then keys
+  std::vector<std::string> labels;  // [n] token display labels
+  std::vector<float> pattern;       // f32 [n, n]: the head's attention pattern (row = query)
+  int n() const { return int(labels.size()); }
+};
+
 // Exact values behind a hovered cell, computed by the host (the renderer knows only pooled cells).
 struct HoverInfo {
   bool valid = false;
@@ -157,6 +182,7 @@ struct Document {
   ImageDoc image;
   TradeoffDoc tradeoff;
   AttributionDoc attribution;  // the last attribution run (kept by the host across analyses)
+  QkDoc qk;                    // the last query-key map (kept by the host likewise)
 };
 
 }  // namespace attn::render

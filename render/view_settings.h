@@ -4,8 +4,8 @@
 
 namespace attn::render {
 
-enum class ViewKind { Heatmaps, HeadGrid, Sinks, Tokens, Image, Tradeoff, Attribution };
-constexpr int kViewCount = 7;
+enum class ViewKind { Heatmaps, HeadGrid, Sinks, Tokens, Image, Tradeoff, Attribution, Qk };
+constexpr int kViewCount = 8;
 const char* view_name(ViewKind v);
 
 enum class DisplayMode { Probabilities = 0, KeptSet = 1, Difference = 2 };

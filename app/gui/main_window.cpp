@@ -29,6 +29,7 @@
 
 #include "app/core/analysis/attribution_doc.h"
 #include "app/core/analysis/interactive.h"
+#include "app/core/analysis/qk_doc.h"
 #include "app/core/attribution/attribution_export.h"
 #include "app/core/export/figure_data.h"
 #include "app/core/session/model_catalog.h"
@@ -39,6 +40,7 @@
 #include "app/gui/input_dock.h"
 #include "app/gui/interventions_dock.h"
 #include "app/gui/model_dock.h"
+#include "app/gui/qk_dock.h"
 #include "app/gui/shared_device.h"
 #include "app/gui/variant_slot.h"
 #include "app/gui/variants_dock.h"
@@ -60,8 +62,8 @@ QString bundled_sample() {
 
 // Session names of the views, in render::ViewKind order: the heatmap view shows every variant
 // beside dense, which is the `variants` figure ("heatmap", one head of dense, opens there too).
-const char* kSessionViews[] = {"variants", "grid",     "sinks",      "tokens",
-                               "image",    "tradeoff", "attribution"};
+const char* kSessionViews[] = {"variants", "grid",     "sinks",       "tokens",
+                               "image",    "tradeoff", "attribution", "qk"};
 // Session names of the trade-off view's y axes, in render::DisplaySettings::tradeoff_y order.
 const char* kTradeoffY[] = {"rel_error", "mass_recall", "next_token_kl"};
 
@@ -127,13 +129,16 @@ void MainWindow::build_docks() {
   variants_ = new VariantsDock(this);
   interventions_ = new InterventionsDock(this);
   attribution_ = new AttributionDock(this);
+  qk_ = new QkDock(this);
   addDockWidget(Qt::LeftDockWidgetArea, model_);
   addDockWidget(Qt::LeftDockWidgetArea, input_);
   addDockWidget(Qt::RightDockWidgetArea, variants_);
   addDockWidget(Qt::RightDockWidgetArea, interventions_);
   addDockWidget(Qt::RightDockWidgetArea, attribution_);
+  addDockWidget(Qt::RightDockWidgetArea, qk_);
   tabifyDockWidget(variants_, interventions_);  // tabs beside Variants, which stays in front
   tabifyDockWidget(interventions_, attribution_);
+  tabifyDockWidget(attribution_, qk_);
   variants_->raise();
   resizeDocks({model_, variants_}, {300, 300}, Qt::Horizontal);
   resizeDocks({model_, input_}, {260, 640}, Qt::Vertical);
@@ -180,6 +185,7 @@ void MainWindow::on_error(const QString& msg) {
   auto empty = std::make_shared<render::Document>();
   empty->title = msg.toStdString();
   add_attribution(*empty);
+  add_qk(*empty);
   doc_ = empty;
   if (view_->canvas()) view_->canvas()->set_document(doc_);
   view_->redraw();
@@ -281,6 +287,20 @@ void MainWindow::connect_docks() {
       if (view_->canvas()) view_->canvas()->set_document(doc_);
     }
     set_view(render::ViewKind::Attribution);
+  });
+  connect(qk_, &QkDock::edited, this, [this] { start_autosave_timer(); });
+  // A map becomes the Q/K view's document; one asked for with Compute shows the view.
+  connect(qk_, &QkDock::finished, this, [this](bool requested) {
+    if (analysis_) {
+      publish_document();
+    } else if (doc_) {
+      auto d = std::make_shared<render::Document>(*doc_);
+      add_qk(*d);
+      doc_ = d;
+      if (view_->canvas()) view_->canvas()->set_document(doc_);
+    }
+    if (requested) set_view(render::ViewKind::Qk);
+    view_->redraw();
   });
 }
 
@@ -478,6 +498,7 @@ void MainWindow::build_menus() {
   view->addAction(variants_->toggleViewAction());
   view->addAction(interventions_->toggleViewAction());
   view->addAction(attribution_->toggleViewAction());
+  view->addAction(qk_->toggleViewAction());
 
   QMenu* tools = menuBar()->addMenu("&Tools");
   tools->addAction("&Decode lab...", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_L), this,
@@ -643,6 +664,7 @@ void MainWindow::publish_document() {
       *analysis_,
       sweep_gen_ == analysis_->generation ? sweep_ : std::vector<core::TradeoffPoint>{}));
   add_attribution(*d);
+  add_qk(*d);
   doc_ = d;
   if (!pending_grid_metric_.empty() && view_->canvas())
     for (size_t m = 0; m < doc_->grid.names.size(); ++m)
@@ -670,6 +692,19 @@ void MainWindow::add_attribution(render::Document& doc) const {
   }
 }
 
+void MainWindow::add_qk(render::Document& doc) const {
+  const auto map = qk_->doc();
+  if (!map) return;
+  doc.qk = *map;
+  const auto ran_on = qk_->ran_on();
+  const std::string why =
+      !analysis_ ? "the current input could not be analysed"
+      : ran_on   ? core::qk_stale(*ran_on, qk_->ran_layer(), qk_->ran_head(), *analysis_)
+                 : "";
+  if (!why.empty())
+    doc.qk.note = "Out of date: " + why + ". Press Compute in the Q/K map dock to update.";
+}
+
 void MainWindow::on_analysis(std::shared_ptr<const core::Analysis> a, double seconds) {
   QElapsedTimer trace;
   trace.start();
@@ -689,6 +724,11 @@ void MainWindow::on_analysis(std::shared_ptr<const core::Analysis> a, double sec
   if (attribution_on_open_ && !refinement && a->model) {
     attribution_on_open_ = false;
     attribution_->run();
+  }
+  qk_->show_analysis(a);
+  if (qk_on_open_ && !refinement && a->model) {
+    qk_on_open_ = false;
+    qk_->compute();
   }
   if (!a->tokens.empty() || a->vision())
     input_->set_tokens(a->session.input.text, a->tokens, core::received_mass(*a), doc_->heat.sinks,
@@ -782,6 +822,7 @@ QString MainWindow::export_figure(const QString& path) {
   const core::Session s = current_session();
   const int shown = view_->canvas() ? int(view_->canvas()->settings().view) : 0;
   if (shown == int(render::ViewKind::Attribution)) return export_attribution(path, s);
+  if (shown == int(render::ViewKind::Qk)) return export_qk(path, s);
   if (!analysis_ || core::heavy_key(s) != core::heavy_key(analysis_->session) ||
       !analysis_->has_metrics() || analysis_->preview())
     return "The analysis of these inputs is still running: export when the comparisons are in.";
@@ -827,6 +868,28 @@ QString MainWindow::export_attribution(const QString& path, const core::Session&
   }
 }
 
+QString MainWindow::export_qk(const QString& path, const core::Session& s) {
+  const auto run = qk_->result();
+  const auto on = qk_->ran_on();
+  if (!run || !on) return "No Q/K map to export: compute one from the Q/K map dock first.";
+  try {
+    // The qk verb's figure preset, from the map the view shows.
+    const core::FigureData d = core::qk_figure(run->embedding, on->session.model.id);
+    const fig::FigureSize size = fig::fit_height(d, s.figure);
+    fig::export_figure(d, path.toStdString(), size);
+    fig::write_sidecar(s, session_path_, path.toStdString(), core::View::Qk, size);
+    statusBar()->showMessage(QString("Exported %1 (%2 x %3 px at %4 dpi) and its session")
+                                 .arg(path)
+                                 .arg(size.width)
+                                 .arg(size.height)
+                                 .arg(size.dpi),
+                             8000);
+    return {};
+  } catch (const Error& e) {
+    return QString::fromUtf8(e.what());
+  }
+}
+
 QString MainWindow::image_dialog_dir() const {
   if (!session_.input.image.empty())
     return QFileInfo(QString::fromStdString(session_.input.image)).absolutePath();
@@ -859,6 +922,7 @@ void MainWindow::open_session(const QString& path) {
     session_ = s;
     session_path_ = path.toStdString();
     attribution_on_open_ = s.view.view == "attribution" && !s.attribution.empty();
+    qk_on_open_ = s.view.view == "qk";
     saved_path_ = path;
     setWindowTitle(QFileInfo(path).fileName() + " \u2014 attnscope");
     show_session();
@@ -1013,6 +1077,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   if (analysis_pending_ || tiles_pending_) resubmit_on_show_ = true;
   release_view_device();
   attribution_->stop();
+  qk_->stop();
   // A clean close: nothing to recover next time.
   autosave_timer_.stop();
   if (!autosave_path_.isEmpty()) QFile::remove(autosave_path_);

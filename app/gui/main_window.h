@@ -1,7 +1,7 @@
-// The attnscope main window: docks (Input, Model, Variants, Interventions, Attribution) around the
-// Vulkan view, menus with standard shortcuts, persisted layout, themes, and the live loop: every
-// edit is debounced, sent to the analysis jobs (app/gui/analysis_worker.h; stale work cancelled),
-// and the results flow back into the canvas.
+// The attnscope main window: docks (Input, Model, Variants, Interventions, Attribution, Q/K map)
+// around the Vulkan view, menus with standard shortcuts, persisted layout, themes, and the live
+// loop: every edit is debounced, sent to the analysis jobs (app/gui/analysis_worker.h; stale work
+// cancelled), and the results flow back into the canvas.
 #pragma once
 #include <QMainWindow>
 #include <QTimer>
@@ -26,6 +26,7 @@ class DecodeDialog;
 
 class AnalysisWorker;
 class AttributionDock;
+class QkDock;
 class InputDock;
 class InterventionsDock;
 class ModelDock;
@@ -65,6 +66,7 @@ class MainWindow : public QMainWindow {
   VariantsDock* variants_dock() const { return variants_; }
   InterventionsDock* interventions_dock() const { return interventions_; }
   AttributionDock* attribution_dock() const { return attribution_; }
+  QkDock* qk_dock() const { return qk_; }
   // The core's analysis the view shows (its session is the one shown).
   std::shared_ptr<const core::Analysis> analysis() const { return analysis_; }
   // The session the docks edit: the source of truth of everything shown.
@@ -96,6 +98,9 @@ class MainWindow : public QMainWindow {
   // The Attribution view's export: the last run as the "attribution" figure preset (the one
   // `attnscope attribute --figure` writes) with its session sidecar. Returns "" or the error.
   QString export_attribution(const QString& path, const core::Session& s);
+  // The Q/K map view's export: the last map as the "qk" figure preset (the one `attnscope qk
+  // --figure` writes) with its session sidecar. Returns "" or the error.
+  QString export_qk(const QString& path, const core::Session& s);
   // Where "Open image..." starts: the current image's folder, else the bundled images.
   QString image_dialog_dir() const;
   void set_dark(bool dark);
@@ -138,6 +143,8 @@ class MainWindow : public QMainWindow {
   void publish_document();
   // The last attribution run into `doc`, with a note when it no longer matches what is shown.
   void add_attribution(render::Document& doc) const;
+  // The last Q/K map into `doc`, with a note when it no longer matches what is shown.
+  void add_qk(render::Document& doc) const;
   void on_tiles(uint64_t generation, std::vector<render::PanelTile> tiles, double seconds);
   void on_frame();
   void update_status();
@@ -153,6 +160,7 @@ class MainWindow : public QMainWindow {
   VariantsDock* variants_ = nullptr;
   InterventionsDock* interventions_ = nullptr;
   AttributionDock* attribution_ = nullptr;
+  QkDock* qk_ = nullptr;
   std::unique_ptr<AnalysisWorker> worker_;
   core::Session session_;
   std::string session_path_;  // locates the session's relative paths ("" = unsaved)
@@ -182,6 +190,8 @@ class MainWindow : public QMainWindow {
   bool resubmit_on_show_ = false;   // closed with work cancelled: ask again when shown
   // A session opened on the Attribution view with methods set: run them once its analysis is in.
   bool attribution_on_open_ = false;
+  // A session opened on the Q/K map view: compute its PCA map once its analysis is in.
+  bool qk_on_open_ = false;
 };
 
 }  // namespace attn::gui

@@ -74,6 +74,7 @@ struct SessionAttribution {
 
 struct ViewSettings {
   std::string view = "heatmap";  // heatmap | grid | sinks | image | tradeoff | tokens | attribution
+                                 // | qk
   std::string colormap = "viridis";      // a render/colormap.h name: viridis | magma | inferno |
                                          // plasma | cividis | gray | blues | diverging
   bool log_scale = false;                // log10 colour scale for probabilities
