@@ -111,8 +111,9 @@ bool QkDock::start(bool requested) {
                        .arg(head));
   runner_.submit(
       "qk",
-      [a, layer, head, m, serial](JobContext&) {
-        auto r = std::make_shared<const core::QkRun>(core::run_qk(*a, layer, head, m));
+      [a, layer, head, m, serial](JobContext& job) {
+        auto r = std::make_shared<const core::QkRun>(
+            core::run_qk(*a, layer, head, m, &job.cancel_flag()));
         return QkResult{r,
                         std::make_shared<const render::QkDoc>(core::qk_doc(*r, a.get(), serial))};
       },

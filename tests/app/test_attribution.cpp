@@ -586,3 +586,25 @@ TEST(AttributionDataset, SummariesAndShardsAgree) {
 
 }  // namespace
 }  // namespace attn
+
+namespace attn {
+namespace {
+
+TEST(QkEmbedding, StopsWhenCancelled) {
+  const auto model = models::load_model(golden_dir("gpt2"));
+  std::atomic<bool> cancel{true};
+  core::QkOptions o;
+  o.cancel = &cancel;
+  try {
+    core::qk_embedding(*model, {golden_input("gpt2")}, o);
+    ADD_FAILURE() << "a cancelled embedding ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Cancelled);
+  }
+  std::vector<float> x(60 * 4);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 7);
+  EXPECT_THROW(core::tsne_2d(x, 60, 4, 5, 100, 1, &cancel), Error);
+}
+
+}  // namespace
+}  // namespace attn

@@ -7,7 +7,8 @@
 
 namespace attn::core {
 
-QkRun run_qk(const Analysis& a, int layer, int head, const std::string& method) {
+QkRun run_qk(const Analysis& a, int layer, int head, const std::string& method,
+             const std::atomic<bool>* cancel) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   require(a.model && a.info, ErrorCode::InvalidArgument,
@@ -17,6 +18,7 @@ QkRun run_qk(const Analysis& a, int layer, int head, const std::string& method) 
   o.layer = layer;
   o.head = head;
   o.method = method;
+  o.cancel = cancel;
   QkRun r;
   r.embedding = qk_embedding(*a.model, {a.input}, o);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();

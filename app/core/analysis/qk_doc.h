@@ -6,6 +6,7 @@
 //   core::QkRun r = core::run_qk(*analysis, session.layer, session.head, "pca");
 //   render::QkDoc d = core::qk_doc(r, analysis.get());
 #pragma once
+#include <atomic>
 #include <string>
 
 #include "app/core/analysis/analysis.h"
@@ -23,7 +24,8 @@ struct QkRun {
 // tsne). The plain model runs: the session's ablation and variants do not apply. Throws
 // Error(InvalidArgument) with a message for the user (no model, a layer or head out of range, an
 // unknown method, an input with more tokens than the map takes).
-QkRun run_qk(const Analysis& a, int layer, int head, const std::string& method);
+QkRun run_qk(const Analysis& a, int layer, int head, const std::string& method,
+             const std::atomic<bool>* cancel = nullptr);
 
 // The view's document of a run; `a`, the analysis it came from (optional), gives the tokens'
 // display labels. `serial` tells the view a new map arrived (a picked query is dropped).

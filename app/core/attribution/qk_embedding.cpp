@@ -100,7 +100,7 @@ std::vector<float> pca_2d(const std::vector<float>& x, int n, int dim) {
 }
 
 std::vector<float> tsne_2d(const std::vector<float>& x, int n, int dim, double perplexity,
-                           int iterations, uint64_t seed) {
+                           int iterations, uint64_t seed, const std::atomic<bool>* cancel) {
   require(n >= 3, ErrorCode::InvalidArgument, "t-SNE needs at least 3 points");
   require(perplexity > 0 && perplexity < n, ErrorCode::InvalidArgument,
           "t-SNE perplexity must lie in (0, " + std::to_string(n) + "): the number of points");
@@ -130,6 +130,7 @@ std::vector<float> tsne_2d(const std::vector<float>& x, int n, int dim, double p
   const int early = std::min(250, iterations / 3);
   std::vector<double> zrow(static_cast<size_t>(n));
   for (int it = 0; it < iterations; ++it) {
+    if (cancel && cancel->load()) throw Error(ErrorCode::Cancelled, "t-SNE cancelled");
     const double exag = it < early ? 12.0 : 1.0, momentum = it < early ? 0.5 : 0.8;
     // Z: the sum of the Student-t kernel over every pair.
     parallel_for(n, [&](int i) {
@@ -202,6 +203,7 @@ QkEmbedding qk_embedding(const models::Model& model, const std::vector<models::M
   std::vector<std::vector<int>> visible_keys;  // per query point: its visible key points
   const std::string L = "blocks." + std::to_string(o.layer) + ".attn.";
   for (size_t idx = 0; idx < inputs.size(); ++idx) {
+    if (o.cancel && o.cancel->load()) throw Error(ErrorCode::Cancelled, "Q/K embedding cancelled");
     models::Capture cap(models::HookSelection::parse(L + "q," + L + "k," + L + "pattern"));
     models::ForwardOptions fo;
     fo.capture = &cap;

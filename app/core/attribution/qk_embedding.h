@@ -13,6 +13,7 @@
 //         exaggeration 12 for the first 250 of the iterations, momentum 0.5 then 0.8; seeded,
 //         so the same call gives the same map. O(n^2) per iteration: at most `max_points` points.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -32,6 +33,7 @@ struct QkOptions {
   int max_points = 4000;  // queries + keys over every input (Error above it)
   const models::Substitution* substitution = nullptr;  // patterns under a variant
   int threads = 0;
+  const std::atomic<bool>* cancel = nullptr;  // checked between passes and t-SNE iterations
 };
 
 struct QkPoint {
@@ -59,14 +61,16 @@ struct QkEmbedding {
 
 // Runs the model on each input (one forward each, Q and K captured at the layer) and projects.
 // Throws Error(InvalidArgument) for a layer or head the model does not have, an unknown method,
-// more than max_points points, or a vision/text input the model cannot take.
+// more than max_points points, or a vision/text input the model cannot take; Error(Cancelled)
+// once *o.cancel is true.
 QkEmbedding qk_embedding(const models::Model& model, const std::vector<models::ModelInput>& inputs,
                          const QkOptions& o);
 
 // PCA and t-SNE on rows of x f32 [n, dim] -> f32 [n, 2] (exposed for the tests).
 std::vector<float> pca_2d(const std::vector<float>& x, int n, int dim);
 std::vector<float> tsne_2d(const std::vector<float>& x, int n, int dim, double perplexity,
-                           int iterations, uint64_t seed);
+                           int iterations, uint64_t seed,
+                           const std::atomic<bool>* cancel = nullptr);
 
 nlohmann::json to_json(const QkEmbedding& e);
 
