@@ -554,6 +554,7 @@ void MainWindow::sync_session() {
   s.ablation = model_free ? core::SessionAblation{} : interventions_->ablation();
   s.patch = interventions_->patch_setup();
   s.attribution = attribution_->setup();
+  s.view.qk_method = qk_->method();
   s.view.show_dense = variants_->show_dense() || s.variants.empty();
   s.backend = model_->backend();
   s.layer = model_->layer();
@@ -611,6 +612,7 @@ void MainWindow::show_session() {
   interventions_->set_patch_setup(s.patch);
   interventions_->blockSignals(false);
   attribution_->set_setup(s.attribution);
+  qk_->set_method(s.view.qk_method);
   model_->show_info(std::nullopt, "Loading...", 64, 64);
   model_->set_selection(s.layer, s.head);
   model_->blockSignals(false);

@@ -76,6 +76,27 @@ TEST(Session, JsonRoundTripIsExact) {
   EXPECT_TRUE(session_from_json(old).ablation.empty());
   EXPECT_TRUE(session_from_json(old).patch.empty());
   EXPECT_EQ(session_from_json(old).patch.over, "positions");
+  // The attribution setup and the Q/K map's projection travel too; older files read as unset.
+  Session a = sample();
+  a.attribution.methods = {"rollout", "attnlrp"};
+  a.attribution.position = 7;
+  a.attribution.foil = 12;
+  a.attribution.baseline = "token:3";
+  a.attribution.with_variant = true;
+  a.attribution.faithfulness = true;
+  a.view.qk_method = "tsne";
+  const Session b = session_from_json(session_to_json(a));
+  EXPECT_EQ(b.attribution.methods, a.attribution.methods);
+  EXPECT_EQ(b.attribution.position, 7);
+  EXPECT_EQ(b.attribution.foil, 12);
+  EXPECT_EQ(b.attribution.baseline, "token:3");
+  EXPECT_TRUE(b.attribution.with_variant && b.attribution.faithfulness);
+  EXPECT_EQ(b.view.qk_method, "tsne");
+  nlohmann::json older = session_to_json(a);
+  older.erase("attribution");
+  older["view"].erase("qk_method");
+  EXPECT_TRUE(session_from_json(older).attribution.empty());
+  EXPECT_EQ(session_from_json(older).view.qk_method, "pca");
 }
 
 TEST(Session, SaveIsAtomicAndReloads) {
@@ -120,6 +141,14 @@ TEST(Session, BadFilesGiveClearErrors) {
   j["patch"]["over"] = "tokens";
   write(d + "/patch_over.json", j.dump());
   expect_error(d + "/patch_over.json", ErrorCode::Format, "patch.over must be heads, positions");
+  j = session_to_json(sample());
+  j["attribution"]["methods"] = {"rollout", "saliency"};
+  write(d + "/attribution_method.json", j.dump());
+  expect_error(d + "/attribution_method.json", ErrorCode::Format, "unknown attribution method");
+  j = session_to_json(sample());
+  j["view"]["qk_method"] = "umap";
+  write(d + "/qk_method.json", j.dump());
+  expect_error(d + "/qk_method.json", ErrorCode::Format, "view.qk_method must be pca or tsne");
   j = session_to_json(sample());
   j["ablation"]["heads"] = {"L0H3", "head three"};
   write(d + "/ablation_head.json", j.dump());

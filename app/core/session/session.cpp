@@ -148,6 +148,7 @@ json session_to_json(const Session& s) {
         {"grid_scale", v.grid_scale},
         {"tradeoff_x", v.tradeoff_x},
         {"tradeoff_y", v.tradeoff_y},
+        {"qk_method", v.qk_method},
         {"title", v.title},
         {"show_dense", v.show_dense}}},
       {"figure", {{"width", s.figure.width}, {"height", s.figure.height}, {"dpi", s.figure.dpi}}},
@@ -295,6 +296,9 @@ void read_view(const json& j, ViewSettings& vs, const std::string& source) {
           source + ": view.grid_scale must be \"data\" or \"unit\", not \"" + vs.grid_scale + "\"");
   read_field(v, "tradeoff_x", vs.tradeoff_x, "view.", source);
   read_field(v, "tradeoff_y", vs.tradeoff_y, "view.", source);
+  read_field(v, "qk_method", vs.qk_method, "view.", source);
+  require(vs.qk_method == "pca" || vs.qk_method == "tsne", ErrorCode::Format,
+          source + ": view.qk_method must be pca or tsne, not '" + vs.qk_method + "'");
   read_field(v, "title", vs.title, "view.", source);
   read_field(v, "show_dense", vs.show_dense, "view.", source);
 }

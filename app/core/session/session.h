@@ -85,6 +85,7 @@ struct ViewSettings {
   std::string grid_scale = "data";       // grid: data (the values' range) | unit ([0, 1])
   std::string tradeoff_x = "density";    // tradeoff: density | seconds
   std::string tradeoff_y = "rel_error";  // tradeoff: rel_error | mass_recall | next_token_kl
+  std::string qk_method = "pca";         // qk: the Q/K map's projection, pca | tsne
   std::string title;                     // figure title; empty = generated
   bool show_dense = true;                // the dense reference has a heatmap panel of its own
 };
