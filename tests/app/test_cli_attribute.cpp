@@ -82,6 +82,8 @@ TEST(CliAttribute, JsonAndDumpHoldEveryMethod) {
   EXPECT_NE(svg.find("Rank agreement"), std::string::npos);
 }
 
+void expect_usage(const std::string& args, const std::string& words);
+
 TEST(CliAttribute, ImagesTakeClassTargetsAndPatchGrids) {
   REQUIRE_MODEL("default-vision");
   const std::string image = std::string(ATTN_TEST_SOURCE_DIR) + "/assets/images/bag_1.png";
@@ -94,6 +96,13 @@ TEST(CliAttribute, ImagesTakeClassTargetsAndPatchGrids) {
   const models::NpyArray a = models::read_npy(dump + "/rollout/attribution.npy");
   ASSERT_EQ(a.shape.size(), 2u);  // the patch grid
   EXPECT_GT(a.shape[0] * a.shape[1], 1);
+  // An unknown class, by index or by name, and token targets on an image: usage errors.
+  const std::string img = "--model default-vision --image " + image + " --method rollout";
+  expect_usage(img + " --target-class 99", "classes");
+  expect_usage(img + " --target-class Unicorn", "not a class index or name");
+  expect_usage(img + " --target-id 3", "images take --target-class");
+  expect_usage(img + " --occlusion delete", "--occlusion delete is for text");
+  expect_usage(img + " --baseline token", "--baseline token is for text");
 }
 
 void expect_usage(const std::string& args, const std::string& words) {
