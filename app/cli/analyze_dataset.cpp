@@ -67,13 +67,7 @@ std::vector<core::DatasetItem> read_items(const core::Model& model, const std::s
 namespace {
 
 void check_figure_options(const AnalyzeDatasetArgs& a) {
-  if (!a.figure.empty()) {
-    try {
-      fig::check_figure_path(a.figure);
-    } catch (const Error& e) {
-      throw UsageError(std::string("--figure: ") + e.what(), e.code());
-    }
-  }
+  check_figure_option(a.figure);
   if (!a.figure_metric.empty()) {
     try {
       core::head_metric_index(a.figure_metric);

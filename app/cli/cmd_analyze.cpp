@@ -54,12 +54,6 @@ std::vector<std::string> split_specs(const std::string& list) {
   return out;
 }
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  require(bool(f), ErrorCode::Io, path + ": cannot open text file");
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
 void write_json(const std::string& path, const json& j) {
   std::ofstream f(path);
   require(bool(f), ErrorCode::Io, path + ": cannot write");

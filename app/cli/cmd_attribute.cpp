@@ -4,7 +4,6 @@
 // --faithfulness, deletion and insertion curves against random orders.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
@@ -30,12 +29,6 @@ namespace attn::cli {
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  require(bool(f), ErrorCode::Io, path + ": cannot open text file");
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
 class AttributeCommand final : public Command {
  public:
   void add_options(CLI::App& cmd) override;
@@ -48,6 +41,9 @@ class AttributeCommand final : public Command {
   int class_of(const core::Model& model, const std::string& text, const std::string& option) const;
   void print(const core::Attribution& a, const std::vector<core::RankAgreement>& agree) const;
   void print_faithfulness(const core::Faithfulness& f) const;
+  // --faithfulness: the curves with the command's steps and orders (else none).
+  core::Faithfulness curves(const core::Model& model, const core::ModelInput& in,
+                            const core::Attribution& a, const core::AttributionRequest& q) const;
   // --dataset: every record (this shard's) attributed; --merge: shard files joined.
   int run_dataset(const core::Model& model);
   int run_merge();
@@ -161,7 +157,7 @@ core::ModelInput AttributeCommand::input(const core::Model& model) const {
   if (!o.ids.empty()) return core::attribution_ids_input(model, o.ids, o.bos);
   std::string notice;
   core::ModelInput in = core::attribution_text_input(
-      model, o.text_file.empty() ? o.text : read_text(o.text_file),
+      model, o.text_file.empty() ? o.text : read_text_file(o.text_file),
       o.text_file.empty() ? "--text" : "--text-file " + o.text_file, &notice, o.bos);
   if (!notice.empty()) std::fprintf(stderr, "%s\n", notice.c_str());
   return in;
@@ -295,6 +291,17 @@ void AttributeCommand::print(const core::Attribution& a,
   t.print();
 }
 
+core::Faithfulness AttributeCommand::curves(const core::Model& model, const core::ModelInput& in,
+                                            const core::Attribution& a,
+                                            const core::AttributionRequest& q) const {
+  if (!o.faithfulness) return {};
+  core::FaithfulnessOptions fo;
+  fo.steps = o.steps;
+  fo.random_orders = o.random_orders;
+  fo.threads = o.threads;
+  return core::faithfulness(model, in, a, q, fo);
+}
+
 void AttributeCommand::print_faithfulness(const core::Faithfulness& f) const {
   Table t({"order", "deletion AOPC (p)", "deletion AOPC (z)", "insertion area (p)",
            "insertion area (z)"});
@@ -309,14 +316,7 @@ core::AttributionRecordSummary AttributeCommand::attribute_record(const core::Mo
   const core::AttributionRequest q = request(model, in);
   const core::Attribution a = core::attribute(model, in, q);
   const std::vector<core::RankAgreement> agree = core::rank_agreement(a, o.top_k);
-  core::Faithfulness f;
-  if (o.faithfulness) {
-    core::FaithfulnessOptions fo;
-    fo.steps = o.steps;
-    fo.random_orders = o.random_orders;
-    fo.threads = o.threads;
-    f = core::faithfulness(model, in, a, q, fo);
-  }
+  const core::Faithfulness f = curves(model, in, a, q);
   return core::summarize_record(a, agree, o.faithfulness ? &f : nullptr);
 }
 
@@ -439,13 +439,7 @@ void AttributeCommand::print_summary(const core::AttributionDatasetSummary& s) c
 int AttributeCommand::run() {
   if (!o.json_out.empty()) core::check_output_path(o.json_out);
   if (!o.merge.empty()) return run_merge();
-  if (!o.figure.empty()) {
-    try {
-      fig::check_figure_path(o.figure);
-    } catch (const Error& e) {
-      throw UsageError(std::string("--figure: ") + e.what(), e.code());
-    }
-  }
+  check_figure_option(o.figure);
   usage(!o.model.empty(), "--model is required (except with --merge)");
   check_model_path(o.model, o.model);
   const std::shared_ptr<const core::Model> model = core::cached_model(o.model);
@@ -459,15 +453,8 @@ int AttributeCommand::run() {
   const core::Attribution a = core::attribute(*model, in, q);
   const std::vector<core::RankAgreement> agree = core::rank_agreement(a, o.top_k);
   print(a, agree);
-  core::Faithfulness f;
-  if (o.faithfulness) {
-    core::FaithfulnessOptions fo;
-    fo.steps = o.steps;
-    fo.random_orders = o.random_orders;
-    fo.threads = o.threads;
-    f = core::faithfulness(*model, in, a, q, fo);
-    print_faithfulness(f);
-  }
+  const core::Faithfulness f = curves(*model, in, a, q);
+  if (o.faithfulness) print_faithfulness(f);
   if (!o.json_out.empty()) {
     nlohmann::json j = core::to_json(a);
     j["model"] = o.model;

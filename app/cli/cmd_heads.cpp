@@ -251,11 +251,7 @@ void HeadsCommand::check_options() const {
     if (path.empty()) continue;
     usage(o.shard.empty(),
           std::string(opt) + " draws the whole run: give it to heads --merge, not --shard");
-    try {
-      fig::check_figure_path(path);
-    } catch (const Error& e) {
-      throw UsageError(std::string(opt) + ": " + e.what(), e.code());
-    }
+    check_figure_option(path, opt);
   }
   if (!o.json_out.empty()) core::check_output_path(o.json_out);
 }

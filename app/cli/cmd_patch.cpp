@@ -100,13 +100,7 @@ int PatchCommand::run() {
 }
 
 void PatchCommand::check_outputs() const {
-  if (!o.figure.empty()) {
-    try {
-      fig::check_figure_path(o.figure);
-    } catch (const Error& e) {
-      throw UsageError(std::string("--figure: ") + e.what(), e.code());
-    }
-  }
+  check_figure_option(o.figure);
   if (!o.json_out.empty()) core::check_output_path(o.json_out);
 }
 

@@ -1,7 +1,6 @@
 // `attnscope qk`: one head's queries and keys over one or many inputs in one 2-D map
 // (AttentionViz's joint embedding; app/core/attribution/qk_embedding.h), as JSON and a figure.
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
@@ -77,23 +76,15 @@ std::vector<core::ModelInput> QkCommand::inputs(const core::Model& model) const 
   for (const std::string& t : o.texts)
     out.push_back(core::attribution_text_input(model, t, "--text", nullptr, o.bos));
   for (const std::string& path : o.text_files) {
-    std::ifstream f(path, std::ios::binary);
-    require(bool(f), ErrorCode::Io, path + ": cannot open text file");
-    const std::string text((std::istreambuf_iterator<char>(f)), {});
-    out.push_back(core::attribution_text_input(model, text, "--text-file " + path, nullptr, o.bos));
+    out.push_back(core::attribution_text_input(model, read_text_file(path), "--text-file " + path,
+                                               nullptr, o.bos));
   }
   return out;
 }
 
 int QkCommand::run() {
   if (!o.json_out.empty()) core::check_output_path(o.json_out);
-  if (!o.figure.empty()) {
-    try {
-      fig::check_figure_path(o.figure);
-    } catch (const Error& e) {
-      throw UsageError(std::string("--figure: ") + e.what(), e.code());
-    }
-  }
+  check_figure_option(o.figure);
   check_model_path(o.model, o.model);
   const std::shared_ptr<const core::Model> model = core::cached_model(o.model);
   const core::ModelInfo& info = model->info();

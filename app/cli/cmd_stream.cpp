@@ -102,12 +102,7 @@ void StreamCommand::check_options() const {
         "give the stream: --text, --text-file or --ids");
   check_kv_policies(o.policies, "--policy");
   for (const auto& [opt, path] : {std::pair{"--figure", o.figure}, {"--timeline", o.timeline}}) {
-    if (path.empty()) continue;
-    try {
-      fig::check_figure_path(path);
-    } catch (const Error& e) {
-      throw UsageError(std::string(opt) + ": " + e.what(), e.code());
-    }
+    check_figure_option(path, opt);
   }
 }
 

@@ -1,8 +1,11 @@
 #include "app/cli/usage.h"
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "app/core/session/model_catalog.h"
+#include "app/figures/figure.h"
 #include "compute/backend.h"
 #include "compute/kv/kv_policy.h"
 #include "compute/registry.h"
@@ -60,6 +63,21 @@ std::string unknown_command(const CLI::App& app, int argc, const char* const* ar
   }
   return "unknown command '" + word + "'" + did_you_mean(word, verbs) +
          " (commands: " + join_names(verbs) + ")";
+}
+
+void check_figure_option(const std::string& path, const std::string& option) {
+  if (path.empty()) return;
+  try {
+    fig::check_figure_path(path);
+  } catch (const Error& e) {
+    throw UsageError(option + ": " + e.what(), e.code());
+  }
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  require(bool(f), ErrorCode::Io, path + ": cannot open text file");
+  return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
 }  // namespace attn::cli

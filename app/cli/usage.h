@@ -42,6 +42,14 @@ void check_kv_policies(const std::vector<std::string>& specs, const std::string&
 // A backend make_backend() knows; otherwise a UsageError naming them.
 void check_backend(const std::string& name);
 
+// An output figure path given to `option` (empty: none): a known extension and a writable
+// folder; otherwise a UsageError "<option>: <why>" with the figure check's code.
+void check_figure_option(const std::string& path, const std::string& option = "--figure");
+
+// The whole of a text file (UTF-8 checked later, by the encoder); Error(Io) naming it when it
+// cannot be opened.
+std::string read_text_file(const std::string& path);
+
 // A model the loader can look for: an embedded model's name or an existing path. Otherwise
 // throws Error(Io, missing_model_message()): a missing folder is a runtime failure (exit 1).
 void check_model_path(const std::string& name, const std::string& path);

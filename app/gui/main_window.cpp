@@ -834,12 +834,7 @@ QString MainWindow::export_figure(const QString& path) {
     const int v = view_->canvas() ? int(view_->canvas()->settings().view) : 0;
     const fig::FigureSize size =
         fig::export_view(*a, core::view_from_name(kSessionViews[v]), path.toStdString(), s.figure);
-    statusBar()->showMessage(QString("Exported %1 (%2 x %3 px at %4 dpi) and its session")
-                                 .arg(path)
-                                 .arg(size.width)
-                                 .arg(size.height)
-                                 .arg(size.dpi),
-                             8000);
+    show_exported(path, size);
     return {};
   } catch (const Error& e) {
     return QString::fromUtf8(e.what());
@@ -850,46 +845,44 @@ QString MainWindow::export_attribution(const QString& path, const core::Session&
   const auto run = attribution_->result();
   const auto on = attribution_->ran_on();
   if (!run || !on) return "No attribution to export: run one from the Attribution dock first.";
-  try {
-    // The attribute verb's figure preset, from the run the view shows.
-    const core::FigureData d = core::attribution_figure(
-        run->attribution, run->agreement, run->faithfulness ? &*run->faithfulness : nullptr,
-        on->input, on->session.model.id);
-    const fig::FigureSize size = fig::fit_height(d, s.figure);
-    fig::export_figure(d, path.toStdString(), size);
-    fig::write_sidecar(s, session_path_, path.toStdString(), core::View::Attribution, size);
-    statusBar()->showMessage(QString("Exported %1 (%2 x %3 px at %4 dpi) and its session")
-                                 .arg(path)
-                                 .arg(size.width)
-                                 .arg(size.height)
-                                 .arg(size.dpi),
-                             8000);
-    return {};
-  } catch (const Error& e) {
-    return QString::fromUtf8(e.what());
-  }
+  // The attribute verb's figure preset, from the run the view shows.
+  return export_data(path, s, [&] {
+    return core::attribution_figure(run->attribution, run->agreement,
+                                    run->faithfulness ? &*run->faithfulness : nullptr, on->input,
+                                    on->session.model.id);
+  });
 }
 
 QString MainWindow::export_qk(const QString& path, const core::Session& s) {
   const auto run = qk_->result();
   const auto on = qk_->ran_on();
   if (!run || !on) return "No Q/K map to export: compute one from the Q/K map dock first.";
+  // The qk verb's figure preset, from the map the view shows.
+  return export_data(path, s,
+                     [&] { return core::qk_figure(run->embedding, on->session.model.id); });
+}
+
+QString MainWindow::export_data(const QString& path, const core::Session& s,
+                                const std::function<core::FigureData()>& make) {
   try {
-    // The qk verb's figure preset, from the map the view shows.
-    const core::FigureData d = core::qk_figure(run->embedding, on->session.model.id);
+    const core::FigureData d = make();
     const fig::FigureSize size = fig::fit_height(d, s.figure);
     fig::export_figure(d, path.toStdString(), size);
-    fig::write_sidecar(s, session_path_, path.toStdString(), core::View::Qk, size);
-    statusBar()->showMessage(QString("Exported %1 (%2 x %3 px at %4 dpi) and its session")
-                                 .arg(path)
-                                 .arg(size.width)
-                                 .arg(size.height)
-                                 .arg(size.dpi),
-                             8000);
+    fig::write_sidecar(s, session_path_, path.toStdString(), d.view, size);
+    show_exported(path, size);
     return {};
   } catch (const Error& e) {
     return QString::fromUtf8(e.what());
   }
+}
+
+void MainWindow::show_exported(const QString& path, const core::FigureSize& size) {
+  statusBar()->showMessage(QString("Exported %1 (%2 x %3 px at %4 dpi) and its session")
+                               .arg(path)
+                               .arg(size.width)
+                               .arg(size.height)
+                               .arg(size.dpi),
+                           8000);
 }
 
 QString MainWindow::image_dialog_dir() const {

@@ -5,12 +5,14 @@
 #pragma once
 #include <QMainWindow>
 #include <QTimer>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "app/core/analysis/analysis.h"
 #include "app/core/analysis/views.h"
+#include "app/core/export/figure_data.h"
 #include "app/core/session/session.h"
 #include "render/document.h"
 #include "render/view_settings.h"
@@ -101,6 +103,10 @@ class MainWindow : public QMainWindow {
   // The Q/K map view's export: the last map as the "qk" figure preset (the one `attnscope qk
   // --figure` writes) with its session sidecar. Returns "" or the error.
   QString export_qk(const QString& path, const core::Session& s);
+  // Figure data made by `make` (a view the analysis does not hold) written with its sidecar.
+  QString export_data(const QString& path, const core::Session& s,
+                      const std::function<core::FigureData()>& make);
+  void show_exported(const QString& path, const core::FigureSize& size);
   // Where "Open image..." starts: the current image's folder, else the bundled images.
   QString image_dialog_dir() const;
   void set_dark(bool dark);
