@@ -3,7 +3,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "app/core/heads/head_atlas.h"
+#include "app/core/export/data_export.h"
 #include "compute/error.h"
 
 namespace attn::core {
@@ -11,31 +11,15 @@ namespace {
 
 using nlohmann::json;
 
-Interval interval(const std::vector<double>& x, int bootstrap, uint64_t seed) {
-  Interval v;
-  double s = 0;
-  for (double a : x)
-    if (std::isfinite(a)) {
-      s += a;
-      ++v.n;
-    }
-  if (v.n == 0) return v;
-  v.mean = s / double(v.n);
-  const auto [lo, hi] = bootstrap_ci(x, bootstrap, seed);
-  v.lo = lo;
-  v.hi = hi;
-  return v;
-}
-
-json number(double v) {
-  return std::isfinite(v) ? json(v) : json(nullptr);
-}
 double value(const json& j) {
   return j.is_number() ? j.get<double>() : std::nan("");
 }
 
 json interval_json(const Interval& v) {
-  return {{"mean", number(v.mean)}, {"lo", number(v.lo)}, {"hi", number(v.hi)}, {"n", v.n}};
+  return {{"mean", json_number(v.mean)},
+          {"lo", json_number(v.lo)},
+          {"hi", json_number(v.hi)},
+          {"n", v.n}};
 }
 
 }  // namespace
@@ -81,7 +65,7 @@ AttributionDatasetSummary summarize_records(const std::vector<AttributionRecordS
   auto over = [&](auto get) {
     std::vector<double> v;
     for (const AttributionRecordSummary& x : r) v.push_back(get(x));
-    return interval(v, bootstrap, k++);
+    return interval_of(v, bootstrap, k++);
   };
   for (size_t i = 0; i < first.agreement.size(); ++i) {
     AttributionDatasetSummary::Pair p;
@@ -112,21 +96,21 @@ json records_json(const std::vector<AttributionRecordSummary>& r) {
     for (const RankAgreement& g : x.agreement)
       agree.push_back({{"a", g.a},
                        {"b", g.b},
-                       {"kendall_tau", number(g.kendall_tau)},
-                       {"spearman", number(g.spearman)},
-                       {"top_k_overlap", number(g.top_k_overlap)},
+                       {"kendall_tau", json_number(g.kendall_tau)},
+                       {"spearman", json_number(g.spearman)},
+                       {"top_k_overlap", json_number(g.top_k_overlap)},
                        {"k", g.k}});
     for (const Curve& c : x.curves)
       curves.push_back({{"order", c.order},
-                        {"aopc_p", number(c.aopc_p)},
-                        {"aopc_z", number(c.aopc_z)},
-                        {"insertion_p", number(c.insertion_p)},
-                        {"insertion_z", number(c.insertion_z)}});
+                        {"aopc_p", json_number(c.aopc_p)},
+                        {"aopc_z", json_number(c.aopc_z)},
+                        {"insertion_p", json_number(c.insertion_p)},
+                        {"insertion_z", json_number(c.insertion_z)}});
     a.push_back({{"index", x.index},
                  {"source", x.source},
                  {"units", x.units},
-                 {"z", number(x.z)},
-                 {"probability", number(x.probability)},
+                 {"z", json_number(x.z)},
+                 {"probability", json_number(x.probability)},
                  {"target", x.target},
                  {"label", x.label},
                  {"agreement", agree},

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "app/core/export/data_export.h"
 #include "compute/error.h"
 #include "models/arch/image.h"
 #include "models/arch/text_input.h"
@@ -15,16 +16,6 @@ namespace attn::core {
 namespace {
 
 using nlohmann::json;
-
-json number(double v) {
-  return std::isfinite(v) ? json(v) : json(nullptr);
-}
-
-json numbers(const std::vector<float>& v) {
-  json a = json::array();
-  for (float x : v) a.push_back(number(x));
-  return a;
-}
 
 void write(const std::string& path, std::vector<int64_t> shape, const std::vector<float>& v) {
   models::write_npy(path, models::NpyArray::from_f32(std::move(shape), v));
@@ -96,8 +87,8 @@ json to_json(const Attribution& a) {
                  {"label", a.target_label},
                  {"foil", a.foil >= 0 ? json(a.foil) : json(nullptr)},
                  {"foil_label", a.foil_label},
-                 {"z", number(a.z)},
-                 {"probability", number(a.probability)}};
+                 {"z", json_number(a.z)},
+                 {"probability", json_number(a.probability)}};
   j["units"] = {{"kind", a.image ? "patches" : "tokens"},
                 {"labels", a.unit_labels},
                 {"ranked", a.ranked},
@@ -116,7 +107,7 @@ json to_json(const Attribution& a) {
               {"title", info.title},
               {"source", info.source},
               {"definition", info.definition},
-              {"scores", numbers(m.scores)},
+              {"scores", json_numbers(m.scores)},
               {"seconds", m.seconds}};
     if (std::isfinite(m.relevance_sum)) e["relevance_sum"] = m.relevance_sum;
     if (std::isfinite(m.z_difference)) e["z_difference"] = m.z_difference;
@@ -132,9 +123,9 @@ json to_json(const std::vector<RankAgreement>& r) {
   for (const RankAgreement& x : r)
     a.push_back({{"a", x.a},
                  {"b", x.b},
-                 {"kendall_tau", number(x.kendall_tau)},
-                 {"spearman", number(x.spearman)},
-                 {"top_k_overlap", number(x.top_k_overlap)},
+                 {"kendall_tau", json_number(x.kendall_tau)},
+                 {"spearman", json_number(x.spearman)},
+                 {"top_k_overlap", json_number(x.top_k_overlap)},
                  {"k", x.k}});
   return a;
 }
@@ -143,16 +134,16 @@ json to_json(const Faithfulness& f) {
   json curves = json::array();
   for (const Curve& c : f.curves)
     curves.push_back({{"order", c.order},
-                      {"z_deletion", numbers(c.z_deletion)},
-                      {"p_deletion", numbers(c.p_deletion)},
-                      {"z_insertion", numbers(c.z_insertion)},
-                      {"p_insertion", numbers(c.p_insertion)},
-                      {"aopc_z", number(c.aopc_z)},
-                      {"aopc_p", number(c.aopc_p)},
-                      {"insertion_z", number(c.insertion_z)},
-                      {"insertion_p", number(c.insertion_p)}});
+                      {"z_deletion", json_numbers(c.z_deletion)},
+                      {"p_deletion", json_numbers(c.p_deletion)},
+                      {"z_insertion", json_numbers(c.z_insertion)},
+                      {"p_insertion", json_numbers(c.p_insertion)},
+                      {"aopc_z", json_number(c.aopc_z)},
+                      {"aopc_p", json_number(c.aopc_p)},
+                      {"insertion_z", json_number(c.insertion_z)},
+                      {"insertion_p", json_number(c.insertion_p)}});
   return {{"steps", f.steps},
-          {"fractions", numbers(f.fractions)},
+          {"fractions", json_numbers(f.fractions)},
           {"random_orders", f.random_orders},
           {"curves", curves}};
 }

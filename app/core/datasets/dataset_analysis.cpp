@@ -22,24 +22,6 @@ namespace {
 // Per-record values of one quantity (NaN: the record has none).
 using Samples = std::vector<double>;
 
-Interval interval_of(const Samples& x, int bootstrap, uint64_t seed) {
-  Interval r;
-  double sum = 0;
-  for (double v : x)
-    if (std::isfinite(v)) {
-      sum += v;
-      ++r.n;
-    }
-  if (r.n == 0) return r;
-  r.mean = sum / double(r.n);
-  if (bootstrap > 0) {
-    std::tie(r.lo, r.hi) = bootstrap_ci(x, bootstrap, seed);
-  } else {
-    r.lo = r.hi = r.mean;
-  }
-  return r;
-}
-
 // x - y record by record (NaN where either is missing).
 Samples paired(const Samples& x, const Samples& y) {
   Samples d(x.size(), kNaN);
@@ -60,6 +42,24 @@ std::vector<int32_t> record_ids(const models::Model& model, const DatasetItem& i
 }
 
 }  // namespace
+
+Interval interval_of(const std::vector<double>& x, int bootstrap, uint64_t seed) {
+  Interval r;
+  double sum = 0;
+  for (double v : x)
+    if (std::isfinite(v)) {
+      sum += v;
+      ++r.n;
+    }
+  if (r.n == 0) return r;
+  r.mean = sum / double(r.n);
+  if (bootstrap > 0) {
+    std::tie(r.lo, r.hi) = bootstrap_ci(x, bootstrap, seed);
+  } else {
+    r.lo = r.hi = r.mean;
+  }
+  return r;
+}
 
 namespace {
 

@@ -39,6 +39,8 @@ struct Interval {
   double hi = std::numeric_limits<double>::quiet_NaN();
   int64_t n = 0;  // records with a value
 };
+// The Interval of x (NaN entries left out); bootstrap 0 gives lo = hi = mean.
+Interval interval_of(const std::vector<double>& x, int bootstrap, uint64_t seed);
 
 struct PanelSummary {
   std::string spec;

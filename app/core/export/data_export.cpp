@@ -16,17 +16,17 @@
 namespace attn::core {
 using nlohmann::json;
 
-namespace {
-
-json num(double x) {
+json json_number(double x) {
   return std::isfinite(x) ? json(x) : json(nullptr);
 }
 
-json nums(const std::vector<float>& v) {
+json json_numbers(const std::vector<float>& v) {
   json a = json::array();
-  for (float x : v) a.push_back(num(x));
+  for (float x : v) a.push_back(json_number(x));
   return a;
 }
+
+namespace {
 
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
@@ -94,26 +94,30 @@ json to_json(const HeatmapData& h) {
           {"n_k", h.n_k},
           {"rows", h.rows},
           {"cols", h.cols},
-          {"cells", nums(h.cells)},
+          {"cells", json_numbers(h.cells)},
           {"q_labels", h.q_labels},
           {"k_labels", h.k_labels},
           {"causal", h.causal},
-          {"density", num(h.density)},
-          {"rel_error", num(h.rel_error)},
-          {"mass_recall", num(h.mass_recall)},
-          {"row_kl", num(h.row_kl)}};
+          {"density", json_number(h.density)},
+          {"rel_error", json_number(h.rel_error)},
+          {"mass_recall", json_number(h.mass_recall)},
+          {"row_kl", json_number(h.row_kl)}};
 }
 
 json to_json(const SinkData& s) {
-  return {{"spec", s.spec},          {"layers", s.n_layers},         {"tokens", s.n},
-          {"labels", s.labels},      {"received", nums(s.received)}, {"sinks", s.sinks},
+  return {{"spec", s.spec},
+          {"layers", s.n_layers},
+          {"tokens", s.n},
+          {"labels", s.labels},
+          {"received", json_numbers(s.received)},
+          {"sinks", s.sinks},
           {"threshold", s.threshold}};
 }
 
 json to_json(const HeadGrid& g) {
   json j = {{"spec", g.spec}, {"layers", g.n_layers}, {"heads", g.n_heads}};
   for (size_t m = 0; m < g.metrics.size() && m < g.values.size(); ++m)
-    j[g.metrics[m]] = nums(g.values[m]);
+    j[g.metrics[m]] = json_numbers(g.values[m]);
   return j;
 }
 
@@ -121,33 +125,40 @@ json to_json(const TradeoffPoint& p) {
   json j = {{"spec", p.spec},
             {"caption", p.caption},
             {"pattern", p.pattern},
-            {"density", num(p.density)},
-            {"flops", num(p.flops)},
-            {"select_seconds", num(p.select_seconds)},
-            {"kernel_seconds", num(p.kernel_seconds)},
-            {"rel_error", num(p.rel_error)},
-            {"mass_recall", num(p.mass_recall)},
-            {"row_kl", num(p.row_kl)},
-            {"next_token_kl", num(p.next_token_kl)},
-            {"top1_agreement", num(p.top1_agreement)},
-            {"perplexity", num(p.perplexity)},
-            {"cls_cosine", num(p.cls_cosine)}};
+            {"density", json_number(p.density)},
+            {"flops", json_number(p.flops)},
+            {"select_seconds", json_number(p.select_seconds)},
+            {"kernel_seconds", json_number(p.kernel_seconds)},
+            {"rel_error", json_number(p.rel_error)},
+            {"mass_recall", json_number(p.mass_recall)},
+            {"row_kl", json_number(p.row_kl)},
+            {"next_token_kl", json_number(p.next_token_kl)},
+            {"top1_agreement", json_number(p.top1_agreement)},
+            {"perplexity", json_number(p.perplexity)},
+            {"cls_cosine", json_number(p.cls_cosine)}};
   if (std::isfinite(p.accuracy))  // dataset points
-    j["accuracy"] = {{"value", p.accuracy}, {"lo", num(p.accuracy_lo)}, {"hi", num(p.accuracy_hi)}};
+    j["accuracy"] = {{"value", p.accuracy},
+                     {"lo", json_number(p.accuracy_lo)},
+                     {"hi", json_number(p.accuracy_hi)}};
   if (std::isfinite(p.loss))  // text dataset points
-    j["loss"] = {{"value", p.loss}, {"lo", num(p.loss_lo)}, {"hi", num(p.loss_hi)}};
+    j["loss"] = {{"value", p.loss}, {"lo", json_number(p.loss_lo)}, {"hi", json_number(p.loss_hi)}};
   return j;
 }
 
 json to_json(const ImageAttention& a) {
   return {{"spec", a.spec},          {"layer", a.layer},   {"head", a.head},
-          {"grid_h", a.grid_h},      {"grid_w", a.grid_w}, {"cls", nums(a.cls)},
+          {"grid_h", a.grid_h},      {"grid_w", a.grid_w}, {"cls", json_numbers(a.cls)},
           {"predicted", a.predicted}};
 }
 
 json to_json(const TokensData& t) {
-  return {{"spec", t.spec},   {"caption", t.caption}, {"layer", t.layer},        {"head", t.head},
-          {"query", t.query}, {"labels", t.labels},   {"weight", nums(t.weight)}};
+  return {{"spec", t.spec},
+          {"caption", t.caption},
+          {"layer", t.layer},
+          {"head", t.head},
+          {"query", t.query},
+          {"labels", t.labels},
+          {"weight", json_numbers(t.weight)}};
 }
 
 namespace {

@@ -19,6 +19,10 @@ std::string matrix_csv(int rows, int cols, const std::vector<float>& data,
                        const std::vector<std::string>& row_labels = {},
                        const std::vector<std::string>& col_labels = {});
 
+// A number, or each of a vector's, as JSON with NaN/Inf as null.
+nlohmann::json json_number(double x);
+nlohmann::json json_numbers(const std::vector<float>& v);
+
 // Views as JSON (NaN/Inf as null).
 nlohmann::json to_json(const HeatmapData& h);
 nlohmann::json to_json(const SinkData& s);
