@@ -34,7 +34,6 @@ struct Context {
   std::vector<std::vector<float>> patterns, pattern_grads;  // per layer f32 [H, N, N]
   std::vector<float> input, input_grad;  // the reverse pass's (text: embedding rows)
   std::vector<float> base;               // text: baseline rows f32 [N, C]; images: per channel
-  bool have_grad = false;
 };
 
 std::vector<float> per_unit(const Context& c, const std::vector<float>& x,
@@ -387,6 +386,7 @@ void fill_baseline(Context& c) {
 // traced forward (patterns and input rows only).
 void first_pass(Context& c, bool gradient) {
   const auto t0 = Clock::now();
+  models::ModelOutput out;
   if (gradient) {
     models::Reverse r = c.model.reverse(c.in, c.q.target, reverse_options(c, true));
     c.target = {r.position, r.id, r.foil};
@@ -398,27 +398,20 @@ void first_pass(Context& c, bool gradient) {
     c.pattern_grads = std::move(r.pattern_grad);
     c.input = std::move(r.input);
     c.input_grad = std::move(r.input_grad);
-    c.have_grad = true;
-    c.a.n_tokens = r.n_tokens;
-    c.a.probability = 0;
-    const models::ModelOutput& out = r.output;
-    c.a.id = r.id;
-    c.a.foil = r.foil;
-    c.a.position = r.position;
-    c.a.probability = target_value(out, c.a).second;
-    return;
+    out = std::move(r.output);
+  } else {
+    models::ReverseTrace tr;
+    models::ForwardOptions fo;
+    fo.trace = &tr;
+    fo.substitution = c.q.substitution;
+    fo.threads = c.q.threads;
+    out = c.model.forward(c.in, fo);
+    c.target = c.q.target;
+    c.a.z = models::resolve_target(c.model.info(), out, c.target);
+    c.a.seconds_forward = since(t0);
+    for (models::BlockTrace& b : tr.blocks) c.patterns.push_back(std::move(b.pattern));
+    c.input = c.a.image ? c.in.image.data : std::move(tr.embeddings);
   }
-  models::ReverseTrace tr;
-  models::ForwardOptions fo;
-  fo.trace = &tr;
-  fo.substitution = c.q.substitution;
-  fo.threads = c.q.threads;
-  const models::ModelOutput out = c.model.forward(c.in, fo);
-  c.target = c.q.target;
-  c.a.z = models::resolve_target(c.model.info(), out, c.target);
-  c.a.seconds_forward = since(t0);
-  for (models::BlockTrace& b : tr.blocks) c.patterns.push_back(std::move(b.pattern));
-  c.input = c.a.image ? c.in.image.data : std::move(tr.embeddings);
   c.a.n_tokens = out.n_tokens;
   c.a.id = c.target.id;
   c.a.foil = c.target.foil;
@@ -588,7 +581,7 @@ Attribution attribute(const models::Model& model, const models::ModelInput& in,
   a.n_heads = info.n_heads;
   a.baseline = q.baseline;
   if (q.substitution) a.variant = q.substitution->variant->spec();
-  Context c{model, in, q, a, q.target, {}, {}, {}, {}, {}, false};
+  Context c{model, in, q, a, q.target, {}, {}, {}, {}, {}};
   first_pass(c, gradient);
   set_units(model, in, a);
   fill_baseline(c);
