@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Forward pass of a GPT-2-small-shaped model (12 layers, 12 heads, 768 wide, vocab 50257),
 random weights, 512 tokens, every attention pattern captured: attnscope (attn_bench BM_Forward)
-beside Debian's PyTorch (OpenBLAS) on the same weights, in one run.
+beside Debian's PyTorch on the same weights, in one run: in f32 (OpenBLAS, on the kernel set
+torch_peer.py chooses for this CPU) and, where PyTorch runs bf16 matmuls through oneDNN, in bf16
+(weights and activations torch.bfloat16; information, no target).
 
   /usr/bin/python3 tests/bench/forward_vs_torch.py --build build/native
 
@@ -9,7 +11,7 @@ Writes the checkpoint (HF GPT2LMHeadModel naming, F32, ~500 MB) once under
 <build>/bench/forward-gpt2-small, alternates rounds of both implementations, checks that their
 logits and last-layer patterns agree, and prints one table (also saved as
 <build>/bench/forward-vs-torch.json). Both use the same number of threads (--threads, default all
-cores). Target: attnscope <= 1.0 s per pass and >= 1.5x faster than PyTorch.
+cores). Target: attnscope <= 1.0 s per pass and >= 1.5x faster than PyTorch f32.
 """
 
 import argparse
@@ -24,10 +26,10 @@ import time
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_peer import clean_openblas_env, openblas_core  # noqa: E402
+from torch_peer import configure_peer, peer_label, torch_bf16  # noqa: E402
 
 if __name__ == "__main__":
-    clean_openblas_env()
+    configure_peer()
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -43,6 +45,7 @@ def parse_args():
     p.add_argument("--iters", type=int, default=3, help="passes per round and implementation")
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-bf16", action="store_true", help="skip the PyTorch bf16 peer")
     return p.parse_args()
 
 
@@ -146,6 +149,11 @@ def run_attnscope(exe, folder, iters, threads):
     return b
 
 
+def bf16_weights(w):
+    """The same weights in torch.bfloat16 (round to nearest even), for the bf16 peer."""
+    return {k: v.to(torch.bfloat16) for k, v in w.items()}
+
+
 def main():
     args = parse_args()
     exe = os.path.join(args.build, "tests", "bench", "attn_bench")
@@ -154,8 +162,12 @@ def main():
     torch.set_num_threads(args.threads)
     folder = os.path.join(args.build, "bench", "forward-gpt2-small")
     w, ids = prepare(folder, args.seed, args.tokens)
+    bf16 = {"usable": False, "why": "--no-bf16"} if args.no_bf16 else torch_bf16(args.threads)
+    wb = bf16_weights(w) if bf16["usable"] else None
     run_torch(w, ids, 1)  # warm-up (allocator, OpenBLAS threads)
-    cpp, tor, cpp_cpu, tor_cpu, load = [], [], [], [], []
+    if wb:
+        run_torch(wb, ids, 1)
+    cpp, tor, tbf, cpp_cpu, tor_cpu, tbf_cpu, load = [], [], [], [], [], [], []
     for _ in range(args.rounds):
         b = run_attnscope(exe, folder, args.iters, args.threads)
         # Per-pass times are not exported one by one; the min and median of the round are.
@@ -165,6 +177,10 @@ def main():
         t, c, (logits, patterns) = run_torch(w, ids, args.iters)
         tor += t
         tor_cpu += c
+        if wb:
+            t, c, (logits_bf, _) = run_torch(wb, ids, args.iters)
+            tbf += t
+            tbf_cpu += c
     ours = np.load(os.path.join(folder, "attnscope_logits.npy"))
     ref = logits.numpy()
     logit_err = float(np.abs(ours - ref).max() / np.abs(ref).max())
@@ -173,26 +189,41 @@ def main():
     a_med, t_med = statistics.median(cpp), statistics.median(tor)
     a_min, t_min = min(cpp), min(tor)
     a_cpu, t_cpu = statistics.median(cpp_cpu), statistics.median(tor_cpu)
+    peer = peer_label()
     res = {"tokens": args.tokens, "threads": args.threads, "torch": torch.__version__,
-           "openblas_core": openblas_core(),
-           "build": args.build, "attnscope_median_s": a_med, "attnscope_min_s": a_min,
+           "peer": peer, "build": args.build, "attnscope_median_s": a_med, "attnscope_min_s": a_min,
            "torch_median_s": t_med, "torch_min_s": t_min, "speedup_median": t_med / a_med,
            "speedup_min": t_min / a_min, "attnscope_load_s": min(load),
            "attnscope_cpu_median_s": a_cpu, "torch_cpu_median_s": t_cpu,
            "speedup_cpu": t_cpu / a_cpu, "load_average": os.getloadavg(),
            "logits_max_rel_diff": logit_err, "pattern_last_max_abs_diff": pat_err,
-           "target": "attnscope <= 1.0 s and >= 1.5x faster than PyTorch",
-           "met": a_med <= 1.0 and t_med / a_med >= 1.5}
+           "target": "attnscope <= 1.0 s and >= 1.5x faster than PyTorch f32",
+           "met": a_med <= 1.0 and t_med / a_med >= 1.5,
+           "bf16": {"peer": bf16.get("kernel"), "why": bf16["why"]}}
+    if tbf:
+        bf_med, bf_min, bf_cpu = statistics.median(tbf), min(tbf), statistics.median(tbf_cpu)
+        bf_err = float(np.abs(ours - logits_bf.float().numpy()).max() / np.abs(ref).max())
+        res["bf16"].update({"torch_median_s": bf_med, "torch_min_s": bf_min, "torch_cpu_median_s": bf_cpu,
+                            "speedup_median": bf_med / a_med, "speedup_min": bf_min / a_min,
+                            "speedup_cpu": bf_cpu / a_cpu, "logits_max_rel_diff_vs_attnscope": bf_err})
     print(f"GPT-2 small shape, random weights, {args.tokens} tokens, all {L} attention patterns "
           f"captured, {args.threads} threads, {args.build}")
     print(f"  {'':24}{'median s':>10}{'min s':>10}{'CPU s':>10}")
     print(f"  {'attnscope':24}{a_med:10.3f}{a_min:10.3f}{a_cpu:10.3f}   (checkpoint load "
           f"{min(load):.3f} s)")
-    print(f"  {'PyTorch ' + torch.__version__:24}{t_med:10.3f}{t_min:10.3f}{t_cpu:10.3f}   "
-          f"(OpenBLAS core {openblas_core()}, OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset)")
-    print(f"  speed-up (median / min / CPU time):  {t_med / a_med:.2f}x / {t_min / a_min:.2f}x / "
+    print(f"  {'PyTorch ' + torch.__version__ + ' f32':24}{t_med:10.3f}{t_min:10.3f}{t_cpu:10.3f}   "
+          f"({peer})")
+    if tbf:
+        print(f"  {'PyTorch ' + torch.__version__ + ' bf16':24}{bf_med:10.3f}{bf_min:10.3f}{bf_cpu:10.3f}   "
+              f"({bf16['kernel']}; logits max rel diff {bf_err:.1e} from attnscope's f32)")
+    else:
+        print(f"  {'PyTorch bf16':24}{'-':>10}{'-':>10}{'-':>10}   (skipped: {bf16['why']})")
+    print(f"  speed-up over f32 (median / min / CPU time):  {t_med / a_med:.2f}x / {t_min / a_min:.2f}x / "
           f"{t_cpu / a_cpu:.2f}x   target: <= 1.0 s and >= 1.5x -> "
           f"{'met' if res['met'] else 'NOT met'}")
+    if tbf:
+        print(f"  speed-up over bf16 (median / min / CPU time): {bf_med / a_med:.2f}x / "
+              f"{bf_min / a_min:.2f}x / {bf_cpu / a_cpu:.2f}x   (information)")
     print(f"  load average during the run: {' '.join(f'{x:.1f}' for x in os.getloadavg())} "
           f"on {os.cpu_count()} cores (wall times include time spent waiting for a core)")
     print(f"  agreement: logits max rel diff {logit_err:.2e}, last-layer pattern max abs diff "

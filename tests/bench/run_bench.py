@@ -3,7 +3,8 @@
 
 Runs the Google Benchmark binary attn_bench (cpu and reference backends, block-sparse layouts,
 an Eigen fp32 GEMM ceiling, peak extra heap memory per kernel), then the NumPy + OpenBLAS
-baselines (materialised causal attention head by head, and sgemm) in a subprocess, then
+baselines (materialised causal attention head by head, and sgemm) in a subprocess on the
+OpenBLAS kernel set torch_peer.py chooses for this CPU (each NumPy row names it), then
 paired rounds at N=4096 (cpu, Eigen GEMM, NumPy attention, NumPy sgemm back to back, so the
 ratios against other code do not depend on load drifting on a shared machine), and prints ONE
 table with the named ratios and PASS/FAIL per target. Writes <out>/bench-results.json.
@@ -20,7 +21,9 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import torch_peer  # noqa: E402
 import variant_rows  # noqa: E402
 
 HEADS, DIM = 12, 64
@@ -35,13 +38,16 @@ TARGETS = {
     "nlogn_growth_slack": 1.25,  # lsh/kmeans: time(16K) / time(4K) <= 1.25 x (N log N ratio)
 }
 
-# The NumPy side runs in its own interpreter so OpenBLAS reads its environment at load time.
+# The NumPy side runs in its own interpreter so OpenBLAS reads its environment (torch_peer's
+# peer_env(): the kernel set chosen for this CPU) at load time.
 NUMPY_WORKER = r"""
 import json, sys, time, tracemalloc
 import numpy as np
+sys.path.insert(0, sys.argv[2])
+from torch_peer import openblas_core, peer_label
 cfg = json.loads(sys.argv[1])
 H, d = cfg["heads"], cfg["dim"]
-out = {"numpy": np.__version__}
+out = {"numpy": np.__version__, "openblas_core": openblas_core(), "peer": peer_label()}
 
 def median_time(fn, reps):
     ts = []
@@ -98,29 +104,13 @@ def cpu_flags():
     return set()
 
 
-def openblas_env():
-    """The NumPy peer's environment: OpenBLAS picks its own kernels. Some machines export
-    OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (forcing older kernels), so both are unset here and
-    nothing is forced in their place; OPENBLAS_VERBOSE makes OpenBLAS print the core it chose."""
-    env = dict(os.environ)
-    for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        env.pop(var, None)
-    env["OPENBLAS_VERBOSE"] = "2"
-    return env
-
-
 def run_numpy(attention, sgemm_reps=7):
-    env = openblas_env()
     cfg = {"heads": HEADS, "dim": DIM, "attention": attention, "sgemm_reps": sgemm_reps}
-    p = subprocess.run(["/usr/bin/python3", "-c", NUMPY_WORKER, json.dumps(cfg)], env=env,
-                       capture_output=True, text=True)
+    p = subprocess.run(["/usr/bin/python3", "-c", NUMPY_WORKER, json.dumps(cfg), HERE],
+                       env=torch_peer.peer_env(), capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit("run_bench: NumPy baseline failed:\n" + p.stderr)
-    core = next((l.split(":", 1)[1].strip() for l in p.stderr.splitlines() if l.startswith("Core:")),
-                "unknown")
-    res = json.loads(p.stdout.strip().splitlines()[-1])
-    res["openblas_core"] = core
-    return res
+    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 def run_gbench(build, out_dir, quick, bench_filter=None, reps=None, quiet=False):
@@ -229,7 +219,7 @@ def main():
     add("sgemm 2048^3", "eigen", "gemm", 2048, 1.0, eig["seconds"], eig["useful_flops"],
         "%d threads, best of before/after" % eig.get("gemm_threads", 0))
     add("sgemm 2048^3", "numpy+openblas", "gemm", 2048, 1.0, np_res["sgemm_2048"], 2.0 * 2048**3,
-        "OpenBLAS core %s" % np_res["openblas_core"])
+        np_res["peer"], {"peer": np_res["peer"]})
 
     dense = {}
     for n in sizes:
@@ -240,8 +230,9 @@ def main():
             {"peak_extra_bytes": b["peak_extra_bytes"]})
         a = np_res["attention_%d" % n]
         add("dense causal", "numpy+openblas", "materialised", n, 1.0, a["median"],
-            useful_causal(n), "head by head; peak %s per head" % fmt_bytes(a["peak_bytes_one_head"]),
-            {"peak_bytes_one_head": a["peak_bytes_one_head"]})
+            useful_causal(n), "head by head; peak %s per head; %s" % (
+                fmt_bytes(a["peak_bytes_one_head"]), np_res["peer"]),
+            {"peak_bytes_one_head": a["peak_bytes_one_head"], "peer": np_res["peer"]})
     ref = gb.get("reference_dense/n:1024")
     if ref:
         add("dense causal", "reference", "dense", 1024, 1.0, ref["seconds"], useful_causal(1024),
@@ -488,7 +479,8 @@ def main():
 
     result = {"records": records, "ratios": ratios, "targets": TARGETS,
               "checks": [{"name": c[0], "measured": c[1], "target": c[2], "pass": c[3]} for c in checks],
-              "pass": all_pass, "openblas_core": np_res["openblas_core"], "numpy": np_res["numpy"],
+              "pass": all_pass, "openblas_core": np_res["openblas_core"], "peer": np_res["peer"],
+              "openblas_probes": torch_peer.openblas_choice()["probes"], "numpy": np_res["numpy"],
               "load_average": [load0[0], load1[0]], "gbench_context": context}
     with open(os.path.join(args.out, "bench-results.json"), "w") as f:
         json.dump(result, f, indent=1)

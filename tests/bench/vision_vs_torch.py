@@ -2,7 +2,8 @@
 """The default vision model over all 10,000 Fashion-MNIST test images, dense: attnscope's
 dataset pass (`attnscope sweep --dataset`, images in parallel, preprocessing included) beside a
 batched eager PyTorch forward of the same weights (Debian's PyTorch, the model code it was
-trained with, normalisation from the u8 images included), both on 2 threads, in one run; and a
+trained with, normalisation from the u8 images included; f32 on the OpenBLAS kernel set
+torch_peer.py chooses for this CPU), both on 2 threads, in one run; and a
 10-setting density sweep over the whole test set through the CLI.
 
   /usr/bin/python3 tests/bench/vision_vs_torch.py --build build/native
@@ -20,10 +21,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_peer import clean_openblas_env, openblas_core  # noqa: E402
+from torch_peer import configure_peer, peer_label  # noqa: E402
 
 if __name__ == "__main__":
-    clean_openblas_env()
+    configure_peer()
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -96,7 +97,7 @@ def main():
     t = run_torch(args.threads, args.reps)
     sweep_rows, sweep_wall = run_attnscope(exe, args.threads, SWEEP, 1)
     a = dense_rows[0]["seconds"]
-    res = {"threads": args.threads, "torch": torch.__version__, "openblas_core": openblas_core(),
+    res = {"threads": args.threads, "torch": torch.__version__, "peer": peer_label(),
            "attnscope_dense_s": a, "attnscope_accuracy": dense_rows[0]["accuracy"],
            "torch_s": t["seconds"], "torch_batch": t["batch"], "torch_by_batch": t["by_batch"],
            "torch_accuracy": t["accuracy"], "speedup": t["seconds"] / a,
@@ -110,8 +111,7 @@ def main():
     print(f"default-vision over the 10,000 Fashion-MNIST test images, dense, {args.threads} threads")
     print(f"  attnscope      {a:7.3f} s   accuracy {100 * res['attnscope_accuracy']:.2f}%")
     print(f"  PyTorch {torch.__version__} {t['seconds']:7.3f} s   accuracy {100 * t['accuracy']:.2f}%"
-          f"   (eager, batch {t['batch']} the fastest of {sorted(t['by_batch'])}; OpenBLAS core "
-          f"{res['openblas_core']}, OPENBLAS_CORETYPE/L2_SIZE unset)")
+          f"   (eager, batch {t['batch']} the fastest of {sorted(t['by_batch'])}; {res['peer']})")
     print(f"  speed-up {res['speedup']:.2f}x (target >= 1.5)")
     print(f"  sweep: dense + {res['sweep_settings']} settings over the test set in {sweep_wall:.1f} s "
           f"(target < 120 s)")
