@@ -22,6 +22,7 @@ const KvPieceFactory* const kKvPieces[] = {
 class F32Storage final : public KvStorage {
  public:
   bool exact() const override { return true; }
+  KvFormat format(bool) const override { return {}; }
   double bytes_per_element(bool, int) const override { return 4; }
   void store_rows(float*, int, int, bool) const override {}
 };

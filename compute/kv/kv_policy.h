@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/kv/kv_rows.h"
 #include "compute/variant.h"
 
 namespace attn {
@@ -56,13 +57,18 @@ class KvEviction {
   virtual std::vector<int> select(const float* q, int G, const float* keys, int n, int d) const;
 };
 
-// A storage (precision) piece with its parameters: what a cached K or V element decodes to.
+// A storage (precision) piece with its parameters: the format a cached K or V is stored in
+// (the cache's rows, compute/kv/kv_rows.h, hold those bytes) and, as f32 round trips, what an
+// element decodes to.
 class KvStorage {
  public:
   virtual ~KvStorage() = default;
   // True when the stored values are the f32 ones (nothing rounded).
   virtual bool exact() const { return false; }
-  // Bytes one cached element of K (`key`) or V takes, with its share of any group scales.
+  // The format K (`key`) or V is stored in.
+  virtual KvFormat format(bool key) const = 0;
+  // Nominal bytes one cached element of K (`key`) or V takes in that format, with its share of
+  // any group minimum and scale (f32 each); what a cache allocated is KvCache::bytes().
   virtual double bytes_per_element(bool key, int head_dim) const = 0;
   // Rounds n new rows f32 [n, d] of K (`key`) or V to what the cache holds; leaves them alone
   // when that tensor is quantised in per-channel groups (channel_group > 0).
@@ -94,8 +100,8 @@ struct KvPolicy {
   bool needs_scores() const { return evict->needs_scores(); }
   bool prefill_only() const { return evict->prefill_only(); }
   int keep_after(int layer, int n_layers) const { return evict->keep_after(layer, n_layers); }
-  // Bytes one cached element of K or V takes in this precision (kv_quant: bits/8 plus its share
-  // of the group's scale and minimum, 2 bytes each).
+  // Nominal bytes one cached element of K or V takes in this precision (kv_quant: bits/8 plus
+  // its share of the group's minimum and scale, 4 bytes each).
   double key_bytes_per_element(int head_dim) const {
     return storage->bytes_per_element(true, head_dim);
   }

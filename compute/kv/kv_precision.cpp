@@ -62,4 +62,31 @@ void quantise_group(float* x, int n, int stride, int bits) {
   }
 }
 
+bool quantise_codes(const float* x, int n, int stride, int bits, uint8_t* codes, float& lo,
+                    float& scale) {
+  lo = scale = 0;
+  if (n <= 0) return true;
+  float hi = x[0];
+  lo = x[0];
+  for (int i = 0; i < n; ++i) {
+    const float v = x[size_t(i) * stride];
+    if (!std::isfinite(v)) return false;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  const float levels = float((1 << bits) - 1);
+  scale = (hi - lo) / levels;
+  if (!(scale > 0)) {  // every value is lo
+    scale = 0;
+    std::fill_n(codes, n, uint8_t(0));
+    return true;
+  }
+  if (!std::isfinite(scale)) return false;
+  for (int i = 0; i < n; ++i) {
+    const float v = x[size_t(i) * stride];
+    codes[i] = uint8_t(std::clamp(std::nearbyint((v - lo) / scale), 0.0f, levels));
+  }
+  return true;
+}
+
 }  // namespace attn

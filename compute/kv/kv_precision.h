@@ -1,7 +1,8 @@
 // Storage precisions of a KV cache, as round trips: each function returns the value the stored
-// code decodes to, so attention reads exactly what a cache of that precision would hold (the
-// bytes are counted by KvPolicy::key_bytes_per_element).
+// code decodes to. They are the definition the cache's storage (compute/kv/kv_rows.h) encodes
+// by: a cached element decodes to exactly what these functions return.
 #pragma once
+#include <cstdint>
 
 namespace attn {
 
@@ -19,5 +20,13 @@ float round_fp8(float x, bool e4m3);
 // is replaced by min + code * scale. The error is at most scale / 2 per value (0 when the group
 // is constant). Non-finite values leave the group unquantised.
 void quantise_group(float* x, int n, int stride, int bits);
+
+// The codes quantise_group stores: codes[i] in [0, 2^bits - 1], the minimum `lo` and the `scale`
+// of the group, such that lo + float(codes[i]) * scale (a product, then a sum: two roundings)
+// equals the value quantise_group leaves in x[i * stride]. A constant group gets scale 0 and
+// codes 0. Returns false when the group cannot be held as codes (a non-finite value, which
+// quantise_group leaves alone, or a range whose scale overflows).
+bool quantise_codes(const float* x, int n, int stride, int bits, uint8_t* codes, float& lo,
+                    float& scale);
 
 }  // namespace attn

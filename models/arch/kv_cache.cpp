@@ -1,10 +1,11 @@
 #include "models/arch/kv_cache.h"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "compute/error.h"
+#include "compute/kv/kv_attend.h"
 #include "compute/kv/kv_evict.h"
 #include "compute/parallel.h"
 #include "compute/problem.h"
@@ -22,45 +23,23 @@ double since(Clock::time_point t0) {
 
 // Grows every layer to `cap` rows per head, keeping each head's rows.
 void grow(KvCache& c, int cap) {
-  const int hkv = c.n_kv_heads, d = c.head_dim, old = c.capacity;
-  const auto regrow = [&](auto& t, int width) {
+  const int hkv = c.n_kv_heads, old = c.capacity;
+  const auto regrow = [&](auto& t) {
     if (t.empty()) return;
-    std::remove_reference_t<decltype(t)> g(size_t(hkv) * cap * width);
+    std::remove_reference_t<decltype(t)> g(size_t(hkv) * cap);
     for (int h = 0; h < hkv; ++h)
-      std::copy_n(t.data() + size_t(h) * old * width, size_t(old) * width,
-                  g.data() + size_t(h) * cap * width);
+      std::copy_n(t.data() + size_t(h) * old, size_t(old), g.data() + size_t(h) * cap);
     t.swap(g);
   };
   for (KvLayer& L : c.layers) {
-    regrow(L.k, d);
-    regrow(L.v, d);
-    regrow(L.k_raw, d);
-    regrow(L.order, 1);
-    regrow(L.pos, 1);
-    regrow(L.kpos, 1);
-    regrow(L.acc, 1);
+    if (L.k.heads() > 0) L.k.reserve(cap);
+    if (L.v.heads() > 0) L.v.reserve(cap);
+    regrow(L.order);
+    regrow(L.pos);
+    regrow(L.target);
+    regrow(L.acc);
   }
   c.capacity = cap;
-}
-
-// KIVI's per-channel groups: once `group` entries beyond the quantised ones exist (in stream
-// order), each channel of those entries shares a minimum and scale; the newest incomplete group
-// stays in full precision. `rows` holds the head's rows, `order` its rows in stream order.
-// Returns the first entry that changed (or `len` when none did).
-int quantise_channels(const KvStorage& s, bool key, float* rows, const int32_t* order, int len,
-                      int d, int& done) {
-  const int first = done;
-  const int group = s.channel_group(key);
-  std::vector<float> col(static_cast<size_t>(group));
-  while (len - done >= group) {
-    for (int c = 0; c < d; ++c) {
-      for (int j = 0; j < group; ++j) col[size_t(j)] = rows[size_t(order[done + j]) * d + c];
-      s.store_channel(col.data(), group);
-      for (int j = 0; j < group; ++j) rows[size_t(order[done + j]) * d + c] = col[size_t(j)];
-    }
-    done += group;
-  }
-  return done > first ? first : len;
 }
 
 // Checks the cache holds p's model (sizing it on the first call), grows every layer to take
@@ -75,86 +54,127 @@ KvLayer& prepare_layer(KvCache& c, int layer, int n_layers, const Problem& p, bo
   require(c.n_kv_heads == hkv && c.head_dim == d && int(c.layers.size()) == n_layers,
           ErrorCode::InvalidArgument, "KV cache: it holds another model's keys and values");
   KvLayer& L = c.layers[size_t(layer)];
+  if (L.k.heads() == 0) {
+    L.k = KvRows(c.policy.storage->format(true), hkv, d);
+    L.v = KvRows(c.policy.storage->format(false), hkv, d);
+    L.k.reserve(c.capacity);
+    L.v.reserve(c.capacity);
+  }
   if (L.len + n > c.capacity) grow(c, std::max({L.len + n, 2 * c.capacity, 64}));
   const int cap = c.capacity;
-  const auto alloc = [&](auto& t, int width) {
-    if (t.empty()) t.assign(size_t(hkv) * cap * width, {});
+  const auto alloc = [&](auto& t) {
+    if (t.empty()) t.assign(size_t(hkv) * cap, {});
   };
-  alloc(L.k, d);
-  alloc(L.v, d);
-  alloc(L.order, 1);
-  alloc(L.pos, 1);
-  alloc(L.kpos, 1);
-  alloc(L.acc, 1);
-  if (rotary) alloc(L.k_raw, d);
+  alloc(L.order);
+  alloc(L.pos);
+  alloc(L.acc);
+  if (rotary) alloc(L.target);
   if (L.quantised.empty()) L.quantised.assign(size_t(hkv), 0);
   if (L.vquantised.empty()) L.vquantised.assign(size_t(hkv), 0);
   return L;
 }
 
+// KIVI's per-channel groups: once `group` entries beyond the sealed ones exist (in stream
+// order), their rows are quantised together, each channel with its own minimum and scale; the
+// newest incomplete group waits in f32.
+void seal_groups(KvRows& rows, int h, const int32_t* order, int len, int& done) {
+  const int group = rows.format().group;
+  while (len - done >= group) {
+    rows.seal(h, order + done, group);
+    done += group;
+  }
+}
+
 // Appends p's n new keys and values (f32 [H_kv, n, d]) after each head's last rows, in the
-// storage precision (rounded per token, then per channel once a group completes). Keys of
-// rotary models go to k_raw, unrotated; a key whose stored value changed is marked unrotated.
-void append_entries(const KvCache& c, KvLayer& L, const Problem& p, bool rotary) {
+// storage format (per-channel groups sealed as they fill, one new row at a time, so at most a
+// group's rows ever wait in f32).
+void append_entries(const KvCache& c, KvLayer& L, const Problem& p) {
   const int n = p.n_q, d = p.d, hkv = p.n_kv_heads, cap = c.capacity;
-  const int len0 = L.len, len = len0 + n;
-  const KvStorage& store = *c.policy.storage;
-  const bool per_channel_k = store.channel_group(true) > 0;
-  const bool per_channel_v = store.channel_group(false) > 0;
+  const int len0 = L.len;
+  const bool per_channel_k = L.k.format().per_channel, per_channel_v = L.v.format().per_channel;
   for (int h = 0; h < hkv; ++h) {
-    float* stored_k = (rotary ? L.k_raw : L.k).data() + size_t(h) * cap * d;
-    float* v = L.v.data() + size_t(h) * cap * d;
-    // New entries take the rows after the last ones, in stream order.
-    std::copy_n(p.k.data() + size_t(h) * n * d, size_t(n) * d, stored_k + size_t(len0) * d);
-    std::copy_n(p.v.data() + size_t(h) * n * d, size_t(n) * d, v + size_t(len0) * d);
-    store.store_rows(stored_k + size_t(len0) * d, n, d, true);
-    store.store_rows(v + size_t(len0) * d, n, d, false);
     int32_t* order = L.order.data() + size_t(h) * cap;
     int32_t* pos = L.pos.data() + size_t(h) * cap;
-    int32_t* kpos = L.kpos.data() + size_t(h) * cap;
     for (int i = 0; i < n; ++i) {
       order[len0 + i] = len0 + i;
       pos[len0 + i] = c.length + i;
-      kpos[len0 + i] = -1;  // not rotated yet
       L.acc[size_t(h) * cap + len0 + i] = 0;
     }
-    if (per_channel_k) {
-      const int changed =
-          quantise_channels(store, true, stored_k, order, len, d, L.quantised[size_t(h)]);
-      for (int e = changed; e < len; ++e) kpos[order[e]] = -1;
+    const float* k = p.k.data() + size_t(h) * n * d;
+    const float* v = p.v.data() + size_t(h) * n * d;
+    if (!per_channel_k && !per_channel_v) {
+      L.k.write(h, len0, k, n);
+      L.v.write(h, len0, v, n);
+      continue;
     }
-    if (per_channel_v) quantise_channels(store, false, v, order, len, d, L.vquantised[size_t(h)]);
+    for (int i = 0; i < n; ++i) {
+      L.k.write(h, len0 + i, k + size_t(i) * d, 1);
+      L.v.write(h, len0 + i, v + size_t(i) * d, 1);
+      if (per_channel_k) seal_groups(L.k, h, order, len0 + i + 1, L.quantised[size_t(h)]);
+      if (per_channel_v) seal_groups(L.v, h, order, len0 + i + 1, L.vquantised[size_t(h)]);
+    }
   }
-  L.len = len;
+  L.len = len0 + n;
 }
 
-// Rotates every cached key whose position changed (from k_raw) and p's n queries to their
-// positions: slots (an entry's rank in stream order) when repositioning, else stream
-// positions. `len0` is the entries held before this step's.
-void rotate_to_positions(const KvCache& c, KvLayer& L, Problem& p, const Rope& rope, int len0) {
+// Extends the cache's rotary table to positions 0 .. last under the frequencies Rope::apply_at
+// uses for a sequence of `length` tokens (rebuilt when they change: "dynamic" scaling).
+void ensure_rope_table(KvCache& c, const Rope& rope, int length, int last) {
+  const int d = c.head_dim, half = d / 2;
+  std::vector<float> f = rope.inv_freq(length);
+  if (f != c.rope_freq) {
+    c.rope_table.clear();
+    c.rope_freq = std::move(f);
+  }
+  const int have = int(c.rope_table.size() / size_t(d));
+  if (last < have) return;
+  c.rope_table.resize(size_t(last + 1) * d);
+  for (int t = have; t <= last; ++t) {
+    float* row = c.rope_table.data() + size_t(t) * d;
+    for (int i = 0; i < half; ++i) {
+      const float angle = float(t) * c.rope_freq[size_t(i)];  // as Rope::apply_at
+      row[i] = std::cos(angle);
+      row[half + i] = std::sin(angle);
+    }
+  }
+}
+
+// Rotary models: sets the position each cached key is rotated to (slots, i.e. an entry's rank
+// in stream order, when repositioning, else stream positions), makes the table cover them and
+// rotates p's n queries to theirs. `len0` is the entries held before this step's.
+void set_positions(KvCache& c, KvLayer& L, Problem& p, const Rope& rope, int len0) {
   const int n = p.n_q, d = p.d, hkv = p.n_kv_heads, H = p.n_heads, cap = c.capacity;
-  const int len = L.len;
   const bool slots = c.policy.reposition;
   std::vector<int32_t> qpos(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) qpos[size_t(i)] = slots ? len0 + i : c.length + i;
   const int32_t longest = qpos.back() + 1;
+  int32_t last = longest - 1;
   for (int h = 0; h < hkv; ++h) {
-    const float* raw = L.k_raw.data() + size_t(h) * cap * d;
-    float* k = L.k.data() + size_t(h) * cap * d;
     const int32_t* order = L.order.data() + size_t(h) * cap;
     const int32_t* pos = L.pos.data() + size_t(h) * cap;
-    int32_t* kpos = L.kpos.data() + size_t(h) * cap;
-    for (int e = 0; e < len; ++e) {
+    int32_t* target = L.target.data() + size_t(h) * cap;
+    for (int e = 0; e < L.len; ++e) {
       const int r = order[e];
-      const int32_t target = slots ? e : pos[r];
-      if (kpos[r] == target) continue;
-      std::copy_n(raw + size_t(r) * d, d, k + size_t(r) * d);
-      rope.apply_at(k + size_t(r) * d, 1, &target, longest);
-      kpos[r] = target;
+      target[r] = slots ? e : pos[r];
+      last = std::max(last, target[r]);
     }
   }
+  ensure_rope_table(c, rope, longest, last);
   for (int h = 0; h < H; ++h)
     rope.apply_at(p.q.data() + size_t(h) * n * d, n, qpos.data(), longest);
+}
+
+// Row r of KV head h's keys as attention reads them: decoded, and rotated to its target.
+void read_key(const KvCache& c, const KvLayer& L, int h, int r, float* out) {
+  L.k.decode(h, r, out);
+  if (L.target.empty()) return;
+  const int d = c.head_dim, half = d / 2;
+  const float* cs = c.rope_table.data() + size_t(L.target[size_t(h) * c.capacity + r]) * d;
+  for (int i = 0; i < half; ++i) {  // as Rope::apply_at
+    const float a = out[i], b = out[i + half];
+    out[i] = a * cs[i] - b * cs[half + i];
+    out[i + half] = b * cs[i] + a * cs[half + i];
+  }
 }
 
 // A selecting policy (kv_quest): the entries (ranks in stream order) each KV head's queries
@@ -165,9 +185,7 @@ std::vector<std::vector<int>> select_entries(const KvCache& c, const KvLayer& L,
   std::vector<float> keys(size_t(len) * d);
   for (int h = 0; h < hkv; ++h) {
     const int32_t* order = L.order.data() + size_t(h) * cap;
-    const float* k = L.k.data() + size_t(h) * cap * d;
-    for (int e = 0; e < len; ++e)
-      std::copy_n(k + size_t(order[e]) * d, d, keys.data() + size_t(e) * d);
+    for (int e = 0; e < len; ++e) read_key(c, L, h, order[e], keys.data() + size_t(e) * d);
     pick[size_t(h)] = kv_select(c.policy, p.q.data() + size_t(h) * G * d, G, keys.data(), len, d);
   }
   return pick;
@@ -193,25 +211,28 @@ void record_attending(KvCache& c, const KvLayer& L, int layer, int n_layers,
   }
 }
 
-// Gives p the nk attended keys and values of each KV head, in stream order.
+// Gives p the nk attended keys (rotated) and values of each KV head, in stream order, decoded.
 void gather_entries(const KvCache& c, const KvLayer& L, Problem& p,
                     const std::vector<std::vector<int>>& pick, bool selecting, int nk) {
-  const int d = p.d, hkv = p.n_kv_heads, cap = c.capacity;
+  const int d = p.d, hkv = p.n_kv_heads;
   AlignedFloats k(size_t(hkv) * nk * d), v(k.size());
   for (int h = 0; h < hkv; ++h) {
-    const float* ck = L.k.data() + size_t(h) * cap * d;
-    const float* cv = L.v.data() + size_t(h) * cap * d;
     float* dk = k.data() + size_t(h) * nk * d;
     float* dv = v.data() + size_t(h) * nk * d;
     for (int j = 0; j < nk; ++j) {
       const int r = attended_row(c, L, pick, selecting, h, j);
-      std::copy_n(ck + size_t(r) * d, d, dk + size_t(j) * d);
-      std::copy_n(cv + size_t(r) * d, d, dv + size_t(j) * d);
+      read_key(c, L, h, r, dk + size_t(j) * d);
+      L.v.decode(h, r, dv + size_t(j) * d);
     }
   }
   p.k.swap(k);
   p.v.swap(v);
   p.n_k = nk;  // default positions: the queries are the last n of the nk entries
+}
+
+template <class T>
+double allocated(const std::vector<T>& v) {
+  return double(v.capacity() * sizeof(T));
 }
 
 }  // namespace
@@ -223,10 +244,17 @@ int64_t KvCache::entries() const {
 }
 
 double KvCache::bytes() const {
-  const double per =
-      (policy.key_bytes_per_element(head_dim) + policy.value_bytes_per_element(head_dim)) *
-      head_dim;
-  return double(entries()) * per;
+  double b = 0;
+  for (const KvLayer& L : layers) b += double(L.k.bytes() + L.v.bytes());
+  return b;
+}
+
+double KvCache::bookkeeping_bytes() const {
+  double b = allocated(rope_table) + allocated(rope_freq) + allocated(layers);
+  for (const KvLayer& L : layers)
+    b += allocated(L.order) + allocated(L.pos) + allocated(L.target) + allocated(L.acc) +
+         allocated(L.quantised) + allocated(L.vquantised);
+  return b;
 }
 
 std::vector<int> kv_input_positions(const KvCache& c, int n, int max_positions) {
@@ -254,8 +282,8 @@ bool kv_begin_layer(KvCache& c, int layer, int n_layers, Problem& p, const Rope*
   KvLayer& L = prepare_layer(c, layer, n_layers, p, rope != nullptr);
   const auto t0 = Clock::now();
   const int len0 = L.len;
-  append_entries(c, L, p, rope != nullptr);
-  if (rope) rotate_to_positions(c, L, p, *rope, len0);
+  append_entries(c, L, p);
+  if (rope) set_positions(c, L, p, *rope, len0);
   const bool selecting = c.policy.evict->selects() && n == 1 && c.passes > 0;
   std::vector<std::vector<int>> pick;
   int nk = L.len;
@@ -278,27 +306,19 @@ void kv_attend(const KvCache& c, int layer, const Problem& p, float* out, float*
                int threads) {
   require(p.n_q == 1, ErrorCode::InvalidArgument, "KV cache: in-place attention takes one query");
   const KvLayer& L = c.layers[size_t(layer)];
-  const int len = L.len, d = p.d, H = p.n_heads, G = H / p.n_kv_heads, cap = c.capacity;
-  const float scale = p.effective_scale();
-  using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  parallel_for(
-      H,
-      [&](int h) {
-        const int g = h / G;
-        Eigen::Map<const RowMat> K(L.k.data() + size_t(g) * cap * d, len, d);
-        Eigen::Map<const RowMat> V(L.v.data() + size_t(g) * cap * d, len, d);
-        Eigen::Map<const Eigen::VectorXf> q(p.q.data() + size_t(h) * d, d);
-        Eigen::VectorXf s = (K * q) * scale;  // every row is visible: the query is the newest
-        s = (s.array() - s.maxCoeff()).exp();
-        s /= s.sum();
-        Eigen::Map<Eigen::VectorXf>(out + size_t(h) * d, d).noalias() = V.transpose() * s;
-        if (probs) {
-          const int32_t* order = L.order.data() + size_t(g) * cap;
-          float* dst = probs + size_t(h) * len;
-          for (int e = 0; e < len; ++e) dst[e] = s[order[e]];
-        }
-      },
-      threads);
+  const int len = L.len, H = p.n_heads, G = H / p.n_kv_heads, cap = c.capacity;
+  KvRope rope;
+  if (!L.target.empty()) rope = {c.rope_table.data(), L.target.data(), cap};
+  std::vector<float> by_row(probs ? size_t(H) * len : 0);  // f32 [H, len] by physical row
+  kv_attend_rows(L.k, L.v, len, p.q.data(), H, p.effective_scale(),
+                 L.target.empty() ? nullptr : &rope, out, probs ? by_row.data() : nullptr, threads);
+  if (!probs) return;
+  for (int h = 0; h < H; ++h) {
+    const int32_t* order = L.order.data() + size_t(h / G) * cap;
+    const float* src = by_row.data() + size_t(h) * len;
+    float* dst = probs + size_t(h) * len;
+    for (int e = 0; e < len; ++e) dst[e] = src[order[e]];
+  }
 }
 
 void kv_end_layer(KvCache& c, int layer, int n_layers, const Problem& p, const float* pattern) {
@@ -308,7 +328,7 @@ void kv_end_layer(KvCache& c, int layer, int n_layers, const Problem& p, const f
           pol.spec + ": eviction needs the attention probabilities");
   const auto t0 = Clock::now();
   KvLayer& L = c.layers[size_t(layer)];
-  const int hkv = c.n_kv_heads, d = c.head_dim, cap = c.capacity, len = L.len;
+  const int hkv = c.n_kv_heads, cap = c.capacity, len = L.len;
   const int G = p.n_heads / hkv, n = p.n_q;
   int kept = -1;
   std::vector<char> gone;
@@ -334,6 +354,11 @@ void kv_end_layer(KvCache& c, int layer, int n_layers, const Problem& p, const f
     // 0..kept-1 stay dense; nothing else moves.
     gone.assign(size_t(len), 1);
     for (int e : keep) gone[size_t(order[e])] = 0;
+    for (int r = 0; r < len; ++r) {
+      if (!gone[size_t(r)]) continue;
+      L.k.release(h, r);
+      L.v.release(h, r);
+    }
     moved_to.assign(size_t(len), -1);
     int hole = 0;
     for (int r = kept; r < len; ++r) {
@@ -348,11 +373,9 @@ void kv_end_layer(KvCache& c, int layer, int n_layers, const Problem& p, const f
     for (int r = kept; r < len; ++r) {
       const int to = moved_to[size_t(r)];
       if (to < 0) continue;
-      move_row(L.k.data(), d, r, to);
-      move_row(L.v.data(), d, r, to);
-      if (!L.k_raw.empty()) move_row(L.k_raw.data(), d, r, to);
+      L.k.move(h, r, to);
+      L.v.move(h, r, to);
       move_row(L.pos.data(), 1, r, to);
-      move_row(L.kpos.data(), 1, r, to);
       move_row(L.acc.data(), 1, r, to);
     }
     for (int j = 0; j < kept; ++j) {

@@ -1,19 +1,22 @@
 // The KV cache of incremental decoding (Model::decode) and the policy that runs it
 // (compute/kv/kv_policy.h: eviction, storage precision, positions).
 //
-// Each layer holds, per KV head, `len` entries in physical rows 0..len-1: K and V f32 [H_kv,
-// capacity, d] (values as the storage precision decodes them), the stream position of each row,
-// and for rotary models the keys before rotation, so a key can be rotated again when its slot
-// changes. `order` lists the rows in stream order (the logical cache the policies reason
-// about). Rows are not kept in stream order: evicting an entry moves the last row into its
-// place, so a step costs O(evicted) instead of moving every later row (attention is the same
-// whatever the order of its keys). Every head of a layer holds the same number of entries;
-// layers may differ (kv_pyramidkv).
+// Each layer holds, per KV head, `len` entries in physical rows 0..len-1: K and V in the
+// policy's storage format (compute/kv/kv_rows.h: f32, bf16, f16, fp8 or packed int codes with
+// their group minimum and scale), and the stream position of each row. Keys of rotary models
+// are stored before rotation; attention rotates each one to its position as it reads it
+// (compute/kv/kv_attend.h), so a key whose slot changes costs nothing to move. `order` lists the
+// rows in stream order (the logical cache the policies reason about). Rows are not kept in
+// stream order: evicting an entry moves the last row into its place, so a step costs
+// O(evicted) instead of moving every later row (attention is the same whatever the order of its
+// keys). Every head of a layer holds the same number of entries; layers may differ
+// (kv_pyramidkv).
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "compute/kv/kv_policy.h"
+#include "compute/kv/kv_rows.h"
 
 namespace attn {
 struct Problem;
@@ -25,11 +28,12 @@ class Rope;
 
 struct KvLayer {
   int len = 0;                  // entries held per head
-  std::vector<float> k, v;      // f32 [H_kv, capacity, d]: what attention reads, by row
-  std::vector<float> k_raw;     // f32 [H_kv, capacity, d]: keys before rotation (rotary models)
+  KvRows k, v;                  // [H_kv, capacity, d] in the storage format: what attention
+                                // reads, by row (keys unrotated)
   std::vector<int32_t> order;   // i32 [H_kv, capacity]: rows in stream order
   std::vector<int32_t> pos;     // i32 [H_kv, capacity]: stream position of each row
-  std::vector<int32_t> kpos;    // i32 [H_kv, capacity]: position each row's key is rotated at
+  std::vector<int32_t> target;  // i32 [H_kv, capacity]: rotary models: the position each row's
+                                // key is rotated to in this pass (its slot or stream position)
   std::vector<double> acc;      // f64 [H_kv, capacity]: kv_h2o's accumulated attention by row
   std::vector<int> quantised;   // [H_kv]: leading entries (stream order) whose K is quantised
                                 // per channel (kv_quant)
@@ -63,14 +67,21 @@ struct KvCache {
   // While recording: [layer][kv head] positions this pass's last query attends (kv_begin_layer).
   std::vector<std::vector<std::vector<int32_t>>> attending;
   double policy_seconds = 0;  // time spent on eviction, rotation and quantisation
+  // Rotary models: f32 [positions, d], each position's cosines (d/2) then sines (d/2) under
+  // the frequencies `rope_freq` (Rope::inv_freq of the pass), rows added as positions grow.
+  std::vector<float> rope_table, rope_freq;
 
   KvCache() = default;
   explicit KvCache(KvPolicy p) : policy(std::move(p)) {}
 
   // Entries held, summed over layers and KV heads.
   int64_t entries() const;
-  // Bytes the held keys and values take in the policy's precision.
+  // Bytes allocated for the keys and values in the policy's storage format (codes, group
+  // minimums and scales, rows waiting in f32), measured from the buffers: grows with the
+  // allocated rows (capacity), not only the held ones.
   double bytes() const;
+  // Bytes of the rest: row order, positions, scores and the rotary table.
+  double bookkeeping_bytes() const;
 };
 
 // ---- what the architectures call (models/arch/*.cpp) ----
@@ -81,15 +92,17 @@ struct KvCache {
 std::vector<int> kv_input_positions(const KvCache& cache, int n, int max_positions);
 
 // Before layer `layer`'s attention: appends p's new keys and values (f32 [H_kv, n, d]; for
-// rotary models q and k arrive unrotated and `rope` is non-null), applies the storage
-// precision and rotates q and the cached keys to their positions. With `gather` (attention
-// hooks, a substituted variant), a prefill (n > 1) or kv_quest's page selection it gives p
-// what its queries attend over, in stream order with the new tokens last, and returns true;
-// otherwise p keeps only its query and kv_attend() reads the cache in place (no copy).
+// rotary models q and k arrive unrotated and `rope` is non-null) in the storage format, rotates
+// q to its position and sets the position each cached key is rotated to. With `gather`
+// (attention hooks, a substituted variant), a prefill (n > 1) or kv_quest's page selection it
+// gives p what its queries attend over (decoded to f32 and rotated), in stream order with the
+// new tokens last, and returns true; otherwise p keeps only its query and kv_attend() reads the
+// cache's bytes in place.
 bool kv_begin_layer(KvCache& cache, int layer, int n_layers, Problem& p, const Rope* rope,
                     bool gather);
 // Dense softmax attention of p's one query (the newest entry) over layer `layer`'s cache, in
-// place: out f32 [1, H*d]; probs (may be null) f32 [H, 1, len] in stream order.
+// place, reading the stored format (compute/kv/kv_attend.h): out f32 [1, H*d]; probs (may be
+// null) f32 [H, 1, len] in stream order.
 void kv_attend(const KvCache& cache, int layer, const Problem& p, float* out, float* probs,
                int threads);
 // Entries layer `layer` holds per head (what kv_attend's probs rows span).

@@ -488,8 +488,10 @@ TEST(KvPrecision, BytesPerElementFollowThePrecision) {
   EXPECT_EQ(make_kv_policy("kv_full").key_bytes_per_element(64), 4);
   EXPECT_EQ(make_kv_policy("kv_bf16").key_bytes_per_element(64), 2);
   EXPECT_EQ(make_kv_policy("kv_fp8").value_bytes_per_element(64), 1);
+  // The cache stores each group's minimum and scale in f32 (4 bytes each), so that an element
+  // decodes to exactly what quantise_group leaves.
   EXPECT_DOUBLE_EQ(make_kv_policy("kv_quant(bits=2,group=32)").key_bytes_per_element(64),
-                   0.25 + 4.0 / 32);
+                   0.25 + 8.0 / 32);
 }
 
 }  // namespace

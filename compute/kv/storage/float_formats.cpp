@@ -1,5 +1,5 @@
-// kv_fp8(format), kv_fp16, kv_bf16: K and V rounded element by element to a narrower float
-// (compute/kv/kv_precision.h has the roundings).
+// kv_fp8(format), kv_fp16, kv_bf16: K and V stored element by element in a narrower float
+// (compute/kv/kv_precision.h has the roundings, compute/kv/kv_rows.h the bytes).
 #include "compute/kv/kv_pieces.h"
 #include "compute/kv/kv_precision.h"
 
@@ -7,12 +7,14 @@ namespace attn {
 
 namespace {
 
-// Rounds every element with `round` and counts `bytes` per element.
+// Stores every element in `kind`, which rounds it with `round`.
 template <typename Round>
 class FloatStorage final : public KvStorage {
  public:
-  FloatStorage(Round round, double bytes) : round_(round), bytes_(bytes) {}
-  double bytes_per_element(bool, int) const override { return bytes_; }
+  FloatStorage(Round round, KvFormat::Kind kind, int bits)
+      : round_(round), format_{kind, bits, 0, false} {}
+  KvFormat format(bool) const override { return format_; }
+  double bytes_per_element(bool, int) const override { return format_.bits / 8.0; }
   void store_rows(float* x, int n, int d, bool) const override {
     const size_t m = size_t(n) * d;
     for (size_t i = 0; i < m; ++i) x[i] = round_(x[i]);
@@ -20,12 +22,12 @@ class FloatStorage final : public KvStorage {
 
  private:
   Round round_;
-  double bytes_;
+  KvFormat format_;
 };
 
 template <typename Round>
-std::shared_ptr<const KvStorage> float_storage(Round round, double bytes) {
-  return std::make_shared<FloatStorage<Round>>(round, bytes);
+std::shared_ptr<const KvStorage> float_storage(Round round, KvFormat::Kind kind, int bits) {
+  return std::make_shared<FloatStorage<Round>>(round, kind, bits);
 }
 
 VariantInfo fp8_info() {
@@ -44,7 +46,8 @@ VariantInfo fp8_info() {
 }
 std::shared_ptr<const KvStorage> make_fp8(const Params& p) {
   const bool e4m3 = p.at("format") == 0;
-  return float_storage([e4m3](float x) { return round_fp8(x, e4m3); }, 1);
+  return float_storage([e4m3](float x) { return round_fp8(x, e4m3); },
+                       e4m3 ? KvFormat::Kind::E4m3 : KvFormat::Kind::E5m2, 8);
 }
 
 VariantInfo fp16_info() {
@@ -56,7 +59,7 @@ VariantInfo fp16_info() {
           {}};
 }
 std::shared_ptr<const KvStorage> make_fp16(const Params&) {
-  return float_storage([](float x) { return round_fp16(x); }, 2);
+  return float_storage([](float x) { return round_fp16(x); }, KvFormat::Kind::F16, 16);
 }
 
 VariantInfo bf16_info() {
@@ -68,7 +71,7 @@ VariantInfo bf16_info() {
           {}};
 }
 std::shared_ptr<const KvStorage> make_bf16(const Params&) {
-  return float_storage([](float x) { return round_bf16(x); }, 2);
+  return float_storage([](float x) { return round_bf16(x); }, KvFormat::Kind::Bf16, 16);
 }
 
 }  // namespace

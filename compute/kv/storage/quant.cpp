@@ -1,6 +1,8 @@
 // kv_quant(bits, group, k_axis, v_axis): KIVI-style asymmetric integer cache. Keys are quantised
 // per channel over groups of `group` tokens (the newest incomplete group stays in full precision
 // until it fills), values per token over groups of `group` channels; either axis can be switched.
+// The cache stores the `bits`-bit codes packed, with an f32 minimum and scale per group
+// (compute/kv/kv_rows.h), so an element decodes to exactly what quantise_group leaves.
 #include <algorithm>
 
 #include "compute/kv/kv_pieces.h"
@@ -14,7 +16,10 @@ class QuantStorage final : public KvStorage {
  public:
   QuantStorage(int bits, int group, bool k_per_channel, bool v_per_channel)
       : bits_(bits), group_(group), k_per_channel_(k_per_channel), v_per_channel_(v_per_channel) {}
-  double bytes_per_element(bool, int) const override { return bits_ / 8.0 + 4.0 / group_; }
+  KvFormat format(bool key) const override {
+    return {KvFormat::Kind::Int, bits_, group_, channel_group(key) > 0};
+  }
+  double bytes_per_element(bool, int) const override { return bits_ / 8.0 + 8.0 / group_; }
   void store_rows(float* x, int n, int d, bool key) const override {
     if (channel_group(key) > 0) return;
     for (int r = 0; r < n; ++r)
