@@ -1,19 +1,28 @@
 #include "compute/cpu/gemm.h"
 
+#include <immintrin.h>
+
+#include <Eigen/Core>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
+
+#include "compute/parallel.h"
 
 namespace attn::cpu {
 
-// Defined in gemm_avx512.cpp.
+// Defined in gemm_avx512.cpp and gemm_amx.cpp.
 bool gemm_avx512_built();
 void gemm_avx512_run(const GemmArgs& g, int threads);
+bool gemm_amx_usable();
+void gemm_amx_run(const GemmArgs& g, int threads);
 
 namespace {
-bool avx512_usable() {
+
+bool avx512_cpu() {
   if (!gemm_avx512_built()) return false;
-  const char* env = std::getenv("ATTNSCOPE_GEMM");
-  if (env && std::strcmp(env, "eigen") == 0) return false;
 #if defined(__GNUC__) && defined(__x86_64__)
   // libgcc's check includes the OS enabling the AVX-512 register state (XGETBV).
   __builtin_cpu_init();
@@ -22,22 +31,133 @@ bool avx512_usable() {
   return false;
 #endif
 }
+
+enum class Path { Amx, Avx512, Eigen };
+
+// Read per call, so a test can force each path in one process.
+Path path_for(ElemType t) {
+  static const bool avx512 = avx512_cpu();
+  const char* env = std::getenv("ATTNSCOPE_GEMM");
+  const std::string want = env ? env : "";
+  if (want == "eigen") return Path::Eigen;
+  if (t == ElemType::Bf16 && want != "avx512" && gemm_amx_usable()) return Path::Amx;
+  return avx512 ? Path::Avx512 : Path::Eigen;
+}
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// 16-bit B on the portable path: each task widens a block of B's columns to f32 (bounded
+// scratch, never the whole matrix) and multiplies it with Eigen.
+void gemm_widened(const GemmArgs& g, int threads) {
+  constexpr int kCols = 128;
+  const int blocks = (g.n + kCols - 1) / kCols;
+  const size_t es = elem_size(g.b_type);
+  const auto* b = static_cast<const unsigned char*>(g.b);
+  Eigen::Map<const RowMat, 0, Eigen::OuterStride<>> A(g.a, g.m, g.k, Eigen::OuterStride<>(g.lda));
+  parallel_for(
+      blocks,
+      [&](int blk) {
+        const int c0 = blk * kCols, nc = std::min(kCols, g.n - c0);
+        thread_local std::vector<float> w;
+        w.resize(size_t(nc) * g.k);
+        if (g.b_nk) {  // rows c0.. of [n, k]: W block [nc, k]
+          for (int j = 0; j < nc; ++j)
+            widen(g.b_type, b + (size_t(c0 + j) * g.ldb) * es, size_t(g.k),
+                  w.data() + size_t(j) * g.k);
+        } else {  // columns c0.. of [k, n]: W block [k, nc]
+          for (int p = 0; p < g.k; ++p)
+            widen(g.b_type, b + (size_t(p) * g.ldb + c0) * es, size_t(nc),
+                  w.data() + size_t(p) * nc);
+        }
+        Eigen::Map<RowMat, 0, Eigen::OuterStride<>> C(g.c + c0, g.m, nc,
+                                                      Eigen::OuterStride<>(g.ldc));
+        if (g.b_nk) {
+          C.noalias() = A * Eigen::Map<const RowMat>(w.data(), nc, g.k).transpose();
+        } else {
+          C.noalias() = A * Eigen::Map<const RowMat>(w.data(), g.k, nc);
+        }
+        if (g.bias) C.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(g.bias + c0, nc);
+      },
+      thread_count(threads));
+}
+
 }  // namespace
 
+const char* elem_type_name(ElemType t) {
+  return t == ElemType::Bf16 ? "bf16" : t == ElemType::F16 ? "f16" : "f32";
+}
+
+size_t elem_size(ElemType t) {
+  return t == ElemType::F32 ? 4 : 2;
+}
+
+const char* gemm_path(ElemType t) {
+  switch (path_for(t)) {
+    case Path::Amx:
+      return "amx";
+    case Path::Avx512:
+      return "avx512";
+    default:
+      return "eigen";
+  }
+}
+
 const char* sgemm_isa() {
-  static const bool ok = avx512_usable();
-  return ok ? "avx512" : "";
+  return path_for(ElemType::F32) == Path::Avx512 ? "avx512" : "";
+}
+
+uint16_t bf16_bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t(u >> 16 | 0x40);  // quiet NaN
+  u += 0x7fffu + (u >> 16 & 1);
+  return uint16_t(u >> 16);
+}
+
+void widen(ElemType t, const void* src, size_t n, float* dst) {
+  if (t == ElemType::F32) {
+    std::memcpy(dst, src, n * 4);
+    return;
+  }
+  const auto* s = static_cast<const uint16_t*>(src);
+  size_t i = 0;
+  // x86-64-v3 is the baseline: AVX2 and F16C.
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+    const __m256 f = t == ElemType::Bf16
+                         ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
+                         : _mm256_cvtph_ps(h);
+    _mm256_storeu_ps(dst + i, f);
+  }
+  for (; i < n; ++i) {
+    if (t == ElemType::Bf16) {
+      const uint32_t u = uint32_t(s[i]) << 16;
+      std::memcpy(dst + i, &u, 4);
+    } else {
+      dst[i] = _cvtsh_ss(s[i]);
+    }
+  }
 }
 
 bool sgemm(const GemmArgs& g, int threads) {
-  if (!*sgemm_isa()) return false;
+  const Path path = path_for(g.b_type);
+  if (path == Path::Eigen && g.b_type == ElemType::F32) return false;
   if (g.m <= 0 || g.n <= 0) return true;
   if (g.k <= 0) {  // empty sum: C = bias (or 0)
     for (int i = 0; i < g.m; ++i)
       for (int j = 0; j < g.n; ++j) g.c[size_t(i) * g.ldc + j] = g.bias ? g.bias[j] : 0.0f;
     return true;
   }
-  gemm_avx512_run(g, threads);
+  switch (path) {
+    case Path::Amx:
+      gemm_amx_run(g, threads);
+      break;
+    case Path::Avx512:
+      gemm_avx512_run(g, threads);
+      break;
+    default:
+      gemm_widened(g, threads);
+  }
   return true;
 }
 

@@ -1,4 +1,5 @@
-// The AVX-512 SGEMM behind cpu::sgemm (GotoBLAS/BLIS loop order). B is packed in KC x NC
+// The AVX-512 SGEMM behind cpu::sgemm (GotoBLAS/BLIS loop order); 16-bit B is widened to f32
+// as it is packed. B is packed in KC x NC
 // blocks of 32-column micro-panels [KC][32], A in MC x KC blocks of 12-row micro-panels
 // [KC][12]; the micro-kernel keeps a 12 x 32 tile of C in 24 zmm registers and does 24 FMAs per
 // step of k against 2 vector loads of B and 12 broadcasts of A. Edges are zero-padded in the
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -31,6 +33,7 @@
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,avx512f")
 #endif
+#include "compute/cpu/transpose16.h"
 
 namespace attn::cpu::gemm_avx512 {
 namespace {
@@ -48,45 +51,54 @@ Buf alloc(size_t n) {
   return Buf(static_cast<float*>(std::aligned_alloc(64, (n * 4 + 63) / 64 * 64)));
 }
 
-// In-register transpose: r[i][j] -> r[j][i].
-inline void transpose16(__m512 r[16]) {
-  __m512 t[16], u[16], v[16];
-  for (int i = 0; i < 8; ++i) {  // interleave pairs of rows
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {  // 4-float groups
-    u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
-    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
-    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-  }
-  for (int i = 0; i < 2; ++i) {  // 128-bit lanes within 8-row halves
-    for (int j = 0; j < 4; ++j) {
-      v[8 * i + j] = _mm512_shuffle_f32x4(u[8 * i + j], u[8 * i + 4 + j], 0x88);
-      v[8 * i + 4 + j] = _mm512_shuffle_f32x4(u[8 * i + j], u[8 * i + 4 + j], 0xDD);
+// 16 (or 1) elements of B from element index `i`, as f32: bf16 is the high half of an f32,
+// f16 is widened by vcvtph2ps; both exact.
+template <ElemType T>
+inline __m512 load16(const void* b, size_t i) {
+  if constexpr (T == ElemType::F32) {
+    return _mm512_loadu_ps(static_cast<const float*>(b) + i);
+  } else {
+    const __m256i h =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(b) + i));
+    if constexpr (T == ElemType::Bf16) {
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    } else {
+      return _mm512_cvtph_ps(h);
     }
   }
-  for (int j = 0; j < 8; ++j) {  // 128-bit lanes across the halves
-    r[j] = _mm512_shuffle_f32x4(v[j], v[8 + j], 0x88);
-    r[8 + j] = _mm512_shuffle_f32x4(v[j], v[8 + j], 0xDD);
+}
+template <ElemType T>
+inline float load1(const void* b, size_t i) {
+  if constexpr (T == ElemType::F32) {
+    return static_cast<const float*>(b)[i];
+  } else {
+    const uint16_t h = static_cast<const uint16_t*>(b)[i];
+    if constexpr (T == ElemType::Bf16) {
+      const uint32_t u = uint32_t(h) << 16;
+      float f;
+      std::memcpy(&f, &u, 4);
+      return f;
+    } else {
+      return _cvtsh_ss(h);
+    }
   }
 }
 
-// B rows [p0, p0+kc) x columns [j0, j0+nc) -> micro-panels [nc/NR][kc][NR], zero padded.
+// B rows [p0, p0+kc) x columns [j0, j0+nc) -> f32 micro-panels [nc/NR][kc][NR], zero padded.
+template <ElemType T>
 void pack_b(const GemmArgs& g, int p0, int kc, int j0, int nc, float* dst) {
   for (int jp = 0; jp < nc; jp += NR) {
     const int w = std::min(NR, nc - jp);
     float* d = dst + size_t(jp) * kc;
     if (!g.b_nk) {
       for (int p = 0; p < kc; ++p) {
-        const float* s = g.b + size_t(p0 + p) * g.ldb + j0 + jp;
+        const size_t s = size_t(p0 + p) * g.ldb + j0 + jp;
         float* r = d + size_t(p) * NR;
         if (w == NR) {
-          _mm512_store_ps(r, _mm512_loadu_ps(s));
-          _mm512_store_ps(r + 16, _mm512_loadu_ps(s + 16));
+          _mm512_store_ps(r, load16<T>(g.b, s));
+          _mm512_store_ps(r + 16, load16<T>(g.b, s + 16));
         } else {
-          for (int j = 0; j < NR; ++j) r[j] = j < w ? s[j] : 0.0f;
+          for (int j = 0; j < NR; ++j) r[j] = j < w ? load1<T>(g.b, s + j) : 0.0f;
         }
       }
     } else {
@@ -99,17 +111,30 @@ void pack_b(const GemmArgs& g, int p0, int kc, int j0, int nc, float* dst) {
           for (; p + 16 <= kc; p += 16) {
             __m512 r[16];
             for (int i = 0; i < 16; ++i)
-              r[i] = _mm512_loadu_ps(g.b + size_t(j0 + jp + r0 + i) * g.ldb + p0 + p);
+              r[i] = load16<T>(g.b, size_t(j0 + jp + r0 + i) * g.ldb + p0 + p);
             transpose16(r);
             for (int q = 0; q < 16; ++q) _mm512_store_ps(d + size_t(p + q) * NR + r0, r[q]);
           }
         }
         for (int j = r0; j < r0 + 16; ++j) {
-          const float* s = g.b + size_t(j0 + jp + j) * g.ldb + p0;
-          for (int pp = p; pp < kc; ++pp) d[size_t(pp) * NR + j] = j < w ? s[pp] : 0.0f;
+          const size_t s = size_t(j0 + jp + j) * g.ldb + p0;
+          for (int pp = p; pp < kc; ++pp)
+            d[size_t(pp) * NR + j] = j < w ? load1<T>(g.b, s + pp) : 0.0f;
         }
       }
     }
+  }
+}
+
+using PackB = void (*)(const GemmArgs&, int, int, int, int, float*);
+PackB pack_b_for(ElemType t) {
+  switch (t) {
+    case ElemType::Bf16:
+      return pack_b<ElemType::Bf16>;
+    case ElemType::F16:
+      return pack_b<ElemType::F16>;
+    default:
+      return pack_b<ElemType::F32>;
   }
 }
 
@@ -181,6 +206,7 @@ void micro_kernel(int kc, const float* __restrict a, const float* __restrict b, 
 
 // Columns [n0, n1) and rows [m0, m1) of C.
 void gemm_block(const GemmArgs& g, int m0, int m1, int n0, int n1, float* bp, float* ap) {
+  const PackB pack_b = pack_b_for(g.b_type);
   for (int jc = n0; jc < n1; jc += NC) {
     const int nc = std::min(NC, n1 - jc);
     for (int pc = 0; pc < g.k; pc += KC) {

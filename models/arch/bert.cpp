@@ -29,7 +29,8 @@ class Bert : public Model {
     eps_ = float(c.norm_eps);
     vocab_rows_ = V;
     types_ = T;
-    word_ = ws_.get("embeddings.word_embeddings.weight", {V, C}, "[vocab_size, hidden_size]");
+    word_ =
+        ws_.get_matrix("embeddings.word_embeddings.weight", {V, C}, "[vocab_size, hidden_size]");
     pos_ = ws_.get("embeddings.position_embeddings.weight", {P, C},
                    "[max_position_embeddings, hidden_size]");
     type_ = T > 0 ? ws_.get("embeddings.token_type_embeddings.weight", {T, C},
@@ -60,7 +61,7 @@ class Bert : public Model {
       mlm_ln_b_ = ws_.get("cls.predictions.transform.LayerNorm.bias", {C});
       decoder_.in = C;
       decoder_.out = V;
-      decoder_.w = ws_.get_optional("cls.predictions.decoder.weight", {V, C});
+      decoder_.w = ws_.get_matrix_optional("cls.predictions.decoder.weight", {V, C});
       if (!decoder_.w) decoder_.w = word_;  // tied
       decoder_.b = ws_.get_optional("cls.predictions.bias", {V});
       if (!decoder_.b) decoder_.b = ws_.get_optional("cls.predictions.decoder.bias", {V});
@@ -90,13 +91,12 @@ class Bert : public Model {
       tr->embeddings.resize(x.size());
     }
     for (int t = 0; t < N; ++t) {
-      const float* w = token_embedding(in, word_, t, C);
+      float* w = x.data() + size_t(t) * C;
+      token_embedding(in, word_, t, C, w);
+      if (tr) std::copy_n(w, C, tr->embeddings.data() + size_t(t) * C);
       const float* p = pos_ + size_t(t) * C;
       const int tt = in.token_types.empty() ? 0 : in.token_types[size_t(t)];
-      for (int j = 0; j < C; ++j) {
-        x[size_t(t) * C + j] = w[j] + p[j] + (type_ ? type_[size_t(tt) * C + j] : 0.0f);
-      }
-      if (tr) std::copy_n(w, C, tr->embeddings.data() + size_t(t) * C);
+      for (int j = 0; j < C; ++j) w[j] = w[j] + p[j] + (type_ ? type_[size_t(tt) * C + j] : 0.0f);
     }
     if (tr) tr->embed_sum = x;
     layer_norm(x.data(), N, C, emb_ln_g_, emb_ln_b_, eps_, x.data(), th);
@@ -175,7 +175,7 @@ class Bert : public Model {
   int inter_ = 0, vocab_rows_ = 0, types_ = 0;
   Activation act_ = Activation::GeluErf;
   float eps_ = 1e-12f;
-  const float* word_ = nullptr;  // f32 [V, C]
+  Matrix word_;                  // [V, C], as stored
   const float* pos_ = nullptr;   // f32 [P, C]
   const float* type_ = nullptr;  // f32 [T, C]
   const float *emb_ln_g_ = nullptr, *emb_ln_b_ = nullptr;
@@ -183,7 +183,7 @@ class Bert : public Model {
   bool has_mlm_ = false;
   Linear mlm_dense_;
   const float *mlm_ln_g_ = nullptr, *mlm_ln_b_ = nullptr;
-  Linear decoder_;  // f32 [V, C] + bias [V]
+  Linear decoder_;  // [V, C] + bias [V]
 };
 
 }  // namespace

@@ -27,7 +27,7 @@ class Gpt2 : public CausalLm {
     inter_ = I;
     act_ = activation_from_name(c.hidden_act, c.source);
     eps_ = float(c.norm_eps);
-    wte_ = ws_.get("wte.weight", {V, C}, "token embeddings [vocab_size, n_embd]");
+    wte_ = ws_.get_matrix("wte.weight", {V, C}, "token embeddings [vocab_size, n_embd]");
     wpe_ = ws_.get("wpe.weight", {P, C}, "position embeddings [n_positions, n_embd]");
     for (int l = 0; l < info_.n_layers; ++l) {
       const std::string b = "h." + std::to_string(l) + ".";
@@ -47,7 +47,7 @@ class Gpt2 : public CausalLm {
     // lm_head is tied to wte unless the checkpoint stores its own.
     lm_head_.in = C;
     lm_head_.out = V;
-    lm_head_.w = ws_.get_optional("lm_head.weight", {V, C});
+    lm_head_.w = ws_.get_matrix_optional("lm_head.weight", {V, C});
     if (!lm_head_.w || c.tie_word_embeddings) lm_head_.w = wte_;
     info_.vocab = V;
     tokenizer_ = load_tokenizer_if_present(dir);
@@ -77,10 +77,11 @@ class Gpt2 : public CausalLm {
       probs.resize(size_t(H) * N * N);
     }
     for (int t = 0; t < N; ++t) {
-      const float* e = token_embedding(in, wte_, t, C);
-      const float* p = wpe_ + size_t(pos[size_t(t)]) * C;
-      for (int j = 0; j < C; ++j) x[size_t(t) * C + j] = e[j] + p[j];
+      float* e = x.data() + size_t(t) * C;
+      token_embedding(in, wte_, t, C, e);
       if (tr) std::copy_n(e, C, tr->embeddings.data() + size_t(t) * C);
+      const float* p = wpe_ + size_t(pos[size_t(t)]) * C;
+      for (int j = 0; j < C; ++j) e[j] += p[j];
     }
     for (int l = 0; l < info_.n_layers; ++l) {
       const Layer& L = layers_[size_t(l)];
@@ -154,10 +155,10 @@ class Gpt2 : public CausalLm {
   int inter_ = 0;
   Activation act_ = Activation::GeluTanh;
   float eps_ = 1e-5f;
-  const float* wte_ = nullptr;  // f32 [V, C]
+  Matrix wte_;                  // [V, C], as stored
   const float* wpe_ = nullptr;  // f32 [P, C]
   const float *lnf_g_ = nullptr, *lnf_b_ = nullptr;
-  Linear lm_head_;  // f32 [V, C] (nn.Linear layout; tied to wte)
+  Linear lm_head_;  // [V, C] (nn.Linear layout; tied to wte)
   std::vector<Layer> layers_;
 };
 

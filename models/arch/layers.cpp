@@ -6,6 +6,7 @@
 #include <immintrin.h>
 #endif
 #include <cmath>
+#include <cstdint>
 #include <unsupported/Eigen/SpecialFunctions>
 #include <vector>
 
@@ -99,23 +100,76 @@ void gemv_rows(const float* x, const float* w, int rows, int out, float* acc) {
   gemv_rows_portable(x, w, rows, out, acc);
 }
 
-// y f32 [out] = x W + b for W f32 [in, out] (row-major) and one row x: each thread streams a
+// y f32 [out] = x W + b for W [in, out] (row-major) and one row x: each thread streams a
 // contiguous block of W's rows (the read the step is bound by) into its own partial sum; the
-// partials are added at the end.
+// partials are added at the end. 16-bit rows are widened eight at a time into a small buffer.
 void gemv_in_out(const float* x, const Linear& l, float* y, int threads) {
   const int in = l.in, out = l.out;
   const int parts = std::max(1, std::min(threads, in / 64));
   std::vector<float> partial(size_t(parts) * out, 0.0f);
+  const size_t es = cpu::elem_size(l.w.type);
   parallel_for(
       parts,
       [&](int t) {
         const int i0 = int(int64_t(in) * t / parts), i1 = int(int64_t(in) * (t + 1) / parts);
-        gemv_rows(x + i0, l.w + size_t(i0) * out, i1 - i0, out, partial.data() + size_t(t) * out);
+        float* acc = partial.data() + size_t(t) * out;
+        if (l.w.type == cpu::ElemType::F32) {
+          gemv_rows(x + i0, static_cast<const float*>(l.w.data) + size_t(i0) * out, i1 - i0, out,
+                    acc);
+          return;
+        }
+        std::vector<float> rows(size_t(8) * out);
+        for (int i = i0; i < i1; i += 8) {
+          const int r = std::min(8, i1 - i);
+          cpu::widen(l.w.type, static_cast<const char*>(l.w.data) + size_t(i) * out * es,
+                     size_t(r) * out, rows.data());
+          gemv_rows(x + i, rows.data(), r, out, acc);
+        }
       },
       threads);
   for (int j = 0; j < out; ++j) y[j] = l.b ? l.b[j] : 0.0f;
   for (int t = 0; t < parts; ++t)
     for (int j = 0; j < out; ++j) y[j] += partial[size_t(t) * out + j];
+}
+
+// 8 values of a 16-bit row from `p`, widened (AVX2 + F16C, the x86-64-v3 baseline).
+inline __m256 widen8(const uint16_t* p, bool bf16) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
+              : _mm256_cvtph_ps(h);
+}
+
+inline float hsum(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
+}
+
+// y f32 [n, out] = x f32 [n, in] W^T + b for n <= 8 rows and a 16-bit W [out, in]: a decode
+// step, bound by reading W once. Threads split W's rows; each row is widened in registers and
+// dotted with every x row.
+void gemv_nk_16(const float* x, int n, const Linear& l, float* y, int threads) {
+  const bool bf16 = l.w.type == cpu::ElemType::Bf16;
+  const int in = l.in, full = in / 8 * 8;
+  parallel_ranges(size_t(l.out), threads, 64, [&](size_t b, size_t e) {
+    std::vector<float> tail(size_t(in - full));
+    for (size_t j = b; j < e; ++j) {
+      const uint16_t* w = static_cast<const uint16_t*>(l.w.data) + j * size_t(in);
+      __m256 acc[8];
+      for (int r = 0; r < n; ++r) acc[r] = _mm256_setzero_ps();
+      for (int c = 0; c < full; c += 8) {
+        const __m256 wv = widen8(w + c, bf16);
+        for (int r = 0; r < n; ++r)
+          acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + size_t(r) * in + c), wv, acc[r]);
+      }
+      if (full < in) cpu::widen(l.w.type, w + full, size_t(in - full), tail.data());
+      for (int r = 0; r < n; ++r) {
+        float s = hsum(acc[r]);
+        for (int c = full; c < in; ++c) s += x[size_t(r) * in + c] * tail[size_t(c - full)];
+        y[size_t(r) * l.out + j] = s + (l.b ? l.b[j] : 0.0f);
+      }
+    }
+  });
 }
 
 }  // namespace
@@ -128,42 +182,54 @@ Linear load_linear(const WeightStore& ws, const std::string& name, int in, int o
   l.in_out = conv1d;
   const std::vector<int64_t> shape =
       conv1d ? std::vector<int64_t>{in, out} : std::vector<int64_t>{out, in};
-  l.w = ws.get(name + ".weight", shape, conv1d ? "Conv1D [in, out]" : "Linear [out, in]");
+  l.w = ws.get_matrix(name + ".weight", shape, conv1d ? "Conv1D [in, out]" : "Linear [out, in]");
   l.b = bias ? ws.get(name + ".bias", {out}) : ws.get_optional(name + ".bias", {out});
   return l;
 }
 
+void matrix_row(const Matrix& m, size_t row, size_t cols, float* out) {
+  cpu::widen(m.type, static_cast<const char*>(m.data) + row * cols * cpu::elem_size(m.type), cols,
+             out);
+}
+
 void linear(const float* x, int n, const Linear& l, float* y, int threads) {
   threads = thread_count(threads);
+  const bool f32 = l.w.type == cpu::ElemType::F32;
+  // A few rows (decode steps) are matrix-vector products bound by reading W: the packing GEMM
+  // would copy W into panels first, so stream it once instead.
+  // Fewer than 8 rows of 16-bit weights are always widened exactly (only the GEMM's AMX path
+  // rounds x to bf16).
+  if (n < 8 && !f32 && !l.in_out) return gemv_nk_16(x, n, l, y, threads);
+  if ((n == 1 || (n < 8 && !f32)) && l.in_out) {
+    for (int r = 0; r < n; ++r)
+      gemv_in_out(x + size_t(r) * l.in, l, y + size_t(r) * l.out, threads);
+    return;
+  }
   cpu::GemmArgs g;
   g.m = n;
   g.n = l.out;
   g.k = l.in;
   g.a = x;
   g.lda = l.in;
-  g.b = l.w;
+  g.b = l.w.data;
+  g.b_type = l.w.type;
   g.ldb = l.in_out ? l.out : l.in;
   g.b_nk = !l.in_out;
   g.bias = l.b;
   g.c = y;
   g.ldc = l.out;
-  // A few rows (decode steps) are matrix-vector products bound by reading W: the packing GEMM
-  // would copy W into panels first, so stream it once through Eigen instead.
-  if (n >= 8 && cpu::sgemm(g, threads)) return;
-  if (n == 1 && l.in_out) {
-    gemv_in_out(x, l, y, threads);
-    return;
-  }
+  if ((n >= 8 || !f32) && cpu::sgemm(g, threads)) return;
+  const auto* w = static_cast<const float*>(l.w.data);
   Eigen::Map<const RowMat> X(x, n, l.in);
   Eigen::Map<RowMat> Y(y, n, l.out);
   // Split output columns: each thread streams its own slice of W once.
   parallel_ranges(size_t(l.out), threads, 64, [&](size_t b, size_t e) {
     const Eigen::Index c0 = Eigen::Index(b), nc = Eigen::Index(e - b);
     if (l.in_out) {
-      Eigen::Map<const RowMat> W(l.w, l.in, l.out);
+      Eigen::Map<const RowMat> W(w, l.in, l.out);
       Y.middleCols(c0, nc).noalias() = X * W.middleCols(c0, nc);
     } else {
-      Eigen::Map<const RowMat> W(l.w, l.out, l.in);
+      Eigen::Map<const RowMat> W(w, l.out, l.in);
       Y.middleCols(c0, nc).noalias() = X * W.middleRows(c0, nc).transpose();
     }
     if (l.b) Y.middleCols(c0, nc).rowwise() += Eigen::Map<const RowVec>(l.b + c0, nc);

@@ -5,14 +5,26 @@
 #include <cstddef>
 #include <string>
 
+#include "compute/cpu/gemm.h"
+
 namespace attn::models {
 
 class WeightStore;
 
+// A weight matrix as the checkpoint stores it (f32, bf16 or f16), in place in the memory map:
+// the GEMMs read 16-bit weights directly, so a BF16 model costs its file size, not twice it.
+struct Matrix {
+  const void* data = nullptr;
+  cpu::ElemType type = cpu::ElemType::F32;
+  explicit operator bool() const { return data != nullptr; }
+};
+// out[0, cols) = row `row` of m (`cols` wide, rows contiguous), widened to f32.
+void matrix_row(const Matrix& m, size_t row, size_t cols, float* out);
+
 // A dense layer as stored in the checkpoint: nn.Linear keeps W as [out, in], GPT-2's Conv1D as
 // [in, out]. Both compute y = x W^T (resp. x W) + b without copying W.
 struct Linear {
-  const float* w = nullptr;  // f32 [out, in] (nn.Linear) or [in, out] (Conv1D)
+  Matrix w;                  // [out, in] (nn.Linear) or [in, out] (Conv1D), as stored
   const float* b = nullptr;  // f32 [out], or null
   int in = 0, out = 0;
   bool in_out = false;  // Conv1D layout

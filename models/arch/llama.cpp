@@ -37,7 +37,8 @@ class Llama : public CausalLm {
     inter_ = config_int(c, c.intermediate_size, "intermediate_size");
     act_ = activation_from_name(c.hidden_act, c.source);
     eps_ = float(c.norm_eps);
-    embed_ = ws_.get("embed_tokens.weight", {V, C}, "token embeddings [vocab_size, hidden_size]");
+    embed_ =
+        ws_.get_matrix("embed_tokens.weight", {V, C}, "token embeddings [vocab_size, hidden_size]");
     for (int l = 0; l < info_.n_layers; ++l) {
       const std::string b = "layers." + std::to_string(l) + ".";
       Layer L;
@@ -56,8 +57,8 @@ class Llama : public CausalLm {
     norm_ = ws_.get("norm.weight", {C});
     lm_head_.in = C;
     lm_head_.out = V;
-    lm_head_.w = c.tie_word_embeddings ? ws_.get_optional("lm_head.weight", {V, C})
-                                       : ws_.get("lm_head.weight", {V, C}, "untied lm_head");
+    lm_head_.w = c.tie_word_embeddings ? ws_.get_matrix_optional("lm_head.weight", {V, C})
+                                       : ws_.get_matrix("lm_head.weight", {V, C}, "untied lm_head");
     if (!lm_head_.w) lm_head_.w = embed_;
     info_.vocab = V;
     tokenizer_ = load_tokenizer_if_present(dir);
@@ -83,7 +84,7 @@ class Llama : public CausalLm {
       probs.resize(size_t(H) * N * N);
     }
     for (int t = 0; t < N; ++t) {
-      std::copy_n(token_embedding(in, embed_, t, C), C, x.data() + size_t(t) * C);
+      token_embedding(in, embed_, t, C, x.data() + size_t(t) * C);
     }
     if (tr) tr->embeddings = x;
     for (int l = 0; l < info_.n_layers; ++l) {
@@ -192,9 +193,9 @@ class Llama : public CausalLm {
   int inter_ = 0;
   Activation act_ = Activation::Silu;
   float eps_ = 1e-6f;
-  const float* embed_ = nullptr;  // f32 [V, C]
-  const float* norm_ = nullptr;   // f32 [C]
-  Linear lm_head_;                // f32 [V, C]
+  Matrix embed_;                 // [V, C], as stored
+  const float* norm_ = nullptr;  // f32 [C]
+  Linear lm_head_;               // [V, C]
   std::vector<Layer> layers_;
 };
 

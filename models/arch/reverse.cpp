@@ -34,9 +34,12 @@ void check_embeddings(const ModelInput& in, int C) {
               " need " + std::to_string(in.ids.size() * size_t(C)));
 }
 
-const float* token_embedding(const ModelInput& in, const float* table, int t, int C) {
-  if (!in.embeddings.empty()) return in.embeddings.data() + size_t(t) * C;
-  return table + size_t(in.ids[size_t(t)]) * C;
+void token_embedding(const ModelInput& in, const Matrix& table, int t, int C, float* out) {
+  if (!in.embeddings.empty()) {
+    std::copy_n(in.embeddings.data() + size_t(t) * C, C, out);
+    return;
+  }
+  matrix_row(table, size_t(in.ids[size_t(t)]), size_t(C), out);
 }
 
 double resolve_target(const ModelInfo& info, const ModelOutput& out, ReverseTarget& t) {
@@ -102,7 +105,8 @@ ForwardOptions traced(const ReverseOptions& o, ReverseTrace& tr, const ReverseTa
   ForwardOptions f;
   const int n = int(in.ids.size());
   // An out-of-range position keeps every row, so that resolve_target reports it.
-  if (o.target_logits_only && n > 0 && t.position < n) f.logits_row = t.position < 0 ? n - 1 : t.position;
+  if (o.target_logits_only && n > 0 && t.position < n)
+    f.logits_row = t.position < 0 ? n - 1 : t.position;
   f.substitution = o.substitution;
   f.threads = o.threads;
   f.trace = &tr;
@@ -121,11 +125,12 @@ Reverse end_reverse(Reverse r, std::vector<float> input, std::vector<float> grad
 }
 
 void head_row_grad(const Linear& l, int id, int foil, float scale, float* g) {
-  const float* w = l.w + size_t(id) * l.in;
-  for (int j = 0; j < l.in; ++j) g[j] += scale * w[j];
+  std::vector<float> w(size_t(l.in));
+  matrix_row(l.w, size_t(id), size_t(l.in), w.data());
+  for (int j = 0; j < l.in; ++j) g[j] += scale * w[size_t(j)];
   if (foil < 0) return;
-  const float* f = l.w + size_t(foil) * l.in;
-  for (int j = 0; j < l.in; ++j) g[j] -= scale * f[j];
+  matrix_row(l.w, size_t(foil), size_t(l.in), w.data());
+  for (int j = 0; j < l.in; ++j) g[j] -= scale * w[size_t(j)];
 }
 
 AttentionGrads attention_sublayer_backward(const BlockTrace& b, const Linear& o, const float* g_out,

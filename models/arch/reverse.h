@@ -77,9 +77,10 @@ struct ReverseTrace {
   size_t bytes() const;
 };
 
-// Token t's embedding row: in.embeddings' row when given, else `table`'s row for in.ids[t].
-// check_embeddings throws Error(InvalidArgument) when in.embeddings is not f32 [N, C].
-const float* token_embedding(const ModelInput& in, const float* table, int t, int C);
+// out[0, C) = token t's embedding row: in.embeddings' row when given, else `table`'s row for
+// in.ids[t] (widened from the stored dtype). check_embeddings throws Error(InvalidArgument) when
+// in.embeddings is not f32 [N, C].
+void token_embedding(const ModelInput& in, const Matrix& table, int t, int C, float* out);
 void check_embeddings(const ModelInput& in, int C);
 
 // Resolves the target against the forward output (-1s filled in) and returns z. Throws

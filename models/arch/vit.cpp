@@ -52,8 +52,8 @@ class Vit : public Model {
     patch_embed_.in = channels_ * patch_ * patch_;
     patch_embed_.out = C;
     patch_embed_.w =
-        ws_.get("embeddings.patch_embeddings.projection.weight", {C, channels_, patch_, patch_},
-                "[hidden, num_channels, patch, patch]");
+        ws_.get_matrix("embeddings.patch_embeddings.projection.weight",
+                       {C, channels_, patch_, patch_}, "[hidden, num_channels, patch, patch]");
     patch_embed_.b = ws_.get("embeddings.patch_embeddings.projection.bias", {C});
     for (int l = 0; l < info_.n_layers; ++l) {
       const std::string b = "encoder.layer." + std::to_string(l) + ".";

@@ -63,8 +63,8 @@ std::string WeightStore::resolve(const std::string& name) const {
   return "";
 }
 
-const float* WeightStore::get_optional(const std::string& name, const std::vector<int64_t>& shape,
-                                       const std::string& what) const {
+const TensorView* WeightStore::find(const std::string& name, const std::vector<int64_t>& shape,
+                                    const std::string& what) const {
   const std::string stored = resolve(name);
   if (stored.empty()) return nullptr;
   const TensorView& t = ckpt_.tensor(stored);
@@ -76,14 +76,16 @@ const float* WeightStore::get_optional(const std::string& name, const std::vecto
   }
   if (!dtype_is_float(t.dtype)) {
     throw Error(ErrorCode::Format, t.file + ": tensor '" + stored + "' has dtype " +
-                                       dtype_name(t.dtype) + ", expected a floating-point type");
+                                       dtype_name(t.dtype) +
+                                       ", expected a floating-point type (F32, BF16, F16 or F64)");
   }
-  if (t.dtype == DType::F32 && reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0) {
-    return t.f32().data();  // in place, inside the memory map
-  }
-  // Checkpoints in BF16/F16 run to gigabytes of f32: the copy is not zero-filled first (every
-  // element is written), asks for huge pages (faulting in 4 KiB pages costs more than
-  // converting on some hosts) and converts in slices on every core.
+  return &t;
+}
+
+const float* WeightStore::convert(const TensorView& t) const {
+  // The copy is not zero-filled first (every element is written), asks for huge pages (faulting
+  // in 4 KiB pages costs more than converting on some hosts) and converts in slices on every
+  // core.
   const size_t n = t.numel();
   converted_.emplace_back(new float[n ? n : 1]);
   float* dst = converted_.back().get();
@@ -99,6 +101,44 @@ const float* WeightStore::get_optional(const std::string& name, const std::vecto
   return dst;
 }
 
+const float* WeightStore::get_optional(const std::string& name, const std::vector<int64_t>& shape,
+                                       const std::string& what) const {
+  const TensorView* t = find(name, shape, what);
+  if (!t) return nullptr;
+  if (t->dtype == DType::F32 && reinterpret_cast<uintptr_t>(t->data) % alignof(float) == 0) {
+    mapped_bytes_ += t->numel() * 4;
+    return t->f32().data();  // in place, inside the memory map
+  }
+  return convert(*t);
+}
+
+Matrix WeightStore::get_matrix_optional(const std::string& name, const std::vector<int64_t>& shape,
+                                        const std::string& what) const {
+  const TensorView* t = find(name, shape, what);
+  if (!t) return {};
+  const auto addr = reinterpret_cast<uintptr_t>(t->data);
+  if ((t->dtype == DType::BF16 || t->dtype == DType::F16) && addr % 2 == 0) {
+    mapped_bytes_ += t->numel() * 2;
+    return {t->data, t->dtype == DType::BF16 ? cpu::ElemType::Bf16 : cpu::ElemType::F16};
+  }
+  return {get_optional(name, shape, what), cpu::ElemType::F32};
+}
+
+Matrix WeightStore::get_matrix(const std::string& name, const std::vector<int64_t>& shape,
+                               const std::string& what) const {
+  const Matrix m = get_matrix_optional(name, shape, what);
+  if (!m) missing(name, what);
+  return m;
+}
+
+void WeightStore::missing(const std::string& name, const std::string& what) const {
+  std::string tried;
+  for (const std::string& pre : prefixes_) tried += "'" + pre + name + "', ";
+  throw Error(ErrorCode::Format, ckpt_.path() + ": missing tensor " +
+                                     (tried.empty() ? "" : tried + "or ") + "'" + name + "'" +
+                                     (what.empty() ? std::string() : " (" + what + ")"));
+}
+
 std::vector<int64_t> WeightStore::shape_of(const std::string& name) const {
   const std::string stored = resolve(name);
   return stored.empty() ? std::vector<int64_t>{} : ckpt_.tensor(stored).shape;
@@ -107,13 +147,7 @@ std::vector<int64_t> WeightStore::shape_of(const std::string& name) const {
 const float* WeightStore::get(const std::string& name, const std::vector<int64_t>& shape,
                               const std::string& what) const {
   const float* p = get_optional(name, shape, what);
-  if (!p) {
-    std::string tried;
-    for (const std::string& pre : prefixes_) tried += "'" + pre + name + "', ";
-    throw Error(ErrorCode::Format, ckpt_.path() + ": missing tensor " +
-                                       (tried.empty() ? "" : tried + "or ") + "'" + name + "'" +
-                                       (what.empty() ? std::string() : " (" + what + ")"));
-  }
+  if (!p) missing(name, what);
   return p;
 }
 

@@ -3,12 +3,16 @@
 // strided operands, several thread counts. Skipped where the CPU has no AVX-512 (sgemm then
 // declines and the layers use Eigen, which test_models covers).
 #include <gtest/gtest.h>
+#include <immintrin.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "compute/cpu/gemm.h"
+#include "compute/kv/kv_precision.h"
 
 namespace {
 
@@ -26,7 +30,8 @@ double scaled_error(const GemmArgs& g, const std::vector<float>& c) {
       double ref = g.bias ? g.bias[j] : 0.0, mag = 1.0;
       for (int p = 0; p < g.k; ++p) {
         const double a = g.a[size_t(i) * g.lda + p];
-        const double b = g.b_nk ? g.b[size_t(j) * g.ldb + p] : g.b[size_t(p) * g.ldb + j];
+        const auto* B = static_cast<const float*>(g.b);
+        const double b = g.b_nk ? B[size_t(j) * g.ldb + p] : B[size_t(p) * g.ldb + j];
         ref += a * b;
         mag += std::fabs(a * b);
       }
@@ -93,6 +98,96 @@ TEST(Gemm, EmptyInnerDimensionGivesBias) {
   g.ldc = 3;
   ASSERT_TRUE(attn::cpu::sgemm(g, 0));
   EXPECT_EQ(c, (std::vector<float>{1.5f, -2.0f, 3.0f, 1.5f, -2.0f, 3.0f}));
+}
+
+// 16-bit weights, on every path this CPU has (ATTNSCOPE_GEMM forces each): the widening paths
+// must give the f32 product of the stored values, AMX the product of A rounded to bf16 (round
+// to nearest even) with B, summed in f32. A kernel that rounded A by truncation, or not at all,
+// misses the AMX reference by ~2^-9 relative, far above the tolerance.
+class Gemm16 : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override { setenv("ATTNSCOPE_GEMM", GetParam(), 1); }
+  void TearDown() override { unsetenv("ATTNSCOPE_GEMM"); }
+};
+
+uint16_t f16_bits(float x) {
+  return uint16_t(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT));
+}
+
+TEST_P(Gemm16, MatchesReferenceForBf16AndF16Weights) {
+  using attn::cpu::ElemType;
+  const std::string want = GetParam();
+  const Case cases[] = {{8, 1, 1},     {9, 33, 7},     {31, 31, 31},    {32, 32, 32},
+                        {33, 65, 513}, {64, 64, 1024}, {100, 50, 3072}, {47, 130, 1000},
+                        {8, 2304, 96}, {129, 1, 64}};
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  int ran = 0;
+  for (ElemType t : {ElemType::Bf16, ElemType::F16}) {
+    const std::string path = attn::cpu::gemm_path(t);
+    if (path != want) continue;  // this CPU lacks the forced path (or AMX, which is bf16 only)
+    ++ran;
+    const bool amx = path == "amx";
+    for (const Case& cs : cases) {
+      for (int b_nk = 0; b_nk < 2; ++b_nk) {
+        for (int threads : {1, 2}) {
+          const int lda = cs.k + 1, ldb = (b_nk ? cs.k : cs.n) + 3, ldc = cs.n + 2;
+          std::vector<float> a(size_t(cs.m) * lda), bias(size_t(cs.n));
+          std::vector<float> bw(size_t(b_nk ? cs.n : cs.k) * ldb);  // B's values, as f32
+          std::vector<uint16_t> b16(bw.size());
+          for (float& x : a) x = u(rng);
+          for (float& x : bias) x = u(rng);
+          for (size_t i = 0; i < bw.size(); ++i) {
+            const float x = u(rng);
+            b16[i] = t == ElemType::Bf16 ? attn::cpu::bf16_bits(x) : f16_bits(x);
+            attn::cpu::widen(t, &b16[i], 1, &bw[i]);
+          }
+          std::vector<float> c(size_t(cs.m) * ldc, 1e30f);
+          GemmArgs g;
+          g.m = cs.m;
+          g.n = cs.n;
+          g.k = cs.k;
+          g.a = a.data();
+          g.lda = lda;
+          g.b = b16.data();
+          g.b_type = t;
+          g.ldb = ldb;
+          g.b_nk = b_nk;
+          g.bias = bias.data();
+          g.c = c.data();
+          g.ldc = ldc;
+          ASSERT_TRUE(attn::cpu::sgemm(g, threads));
+          // The reference: the same product over f32 B (and A rounded as AMX rounds it).
+          std::vector<float> ar = a;
+          if (amx)
+            for (float& x : ar) x = attn::round_bf16(x);
+          GemmArgs ref = g;
+          ref.a = ar.data();
+          ref.b = bw.data();
+          ref.b_type = ElemType::F32;
+          EXPECT_LT(scaled_error(ref, c), 2e-6)
+              << path << " " << attn::cpu::elem_type_name(t) << " " << cs.m << "x" << cs.n << "x"
+              << cs.k << " b_nk " << b_nk << " threads " << threads;
+          for (int i = 0; i < cs.m; ++i) EXPECT_EQ(c[size_t(i) * ldc + cs.n], 1e30f);
+        }
+      }
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "this CPU has no " << want << " path";
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, Gemm16, ::testing::Values("amx", "avx512", "eigen"));
+
+TEST(Bf16Bits, RoundingIsNearestEven) {
+  EXPECT_EQ(attn::cpu::bf16_bits(1.0f), 0x3f80);
+  // 1 + 2^-8 is halfway between bf16 1 and 1 + 2^-7: ties go to the even mantissa (1).
+  EXPECT_EQ(attn::cpu::bf16_bits(1.00390625f), 0x3f80);
+  EXPECT_EQ(attn::cpu::bf16_bits(1.01171875f), 0x3f82);  // 1 + 3 * 2^-8: up to even
+  EXPECT_EQ(attn::cpu::bf16_bits(-2.0f), 0xc000);
+  const uint16_t h = attn::cpu::bf16_bits(3.1f);
+  float back;
+  attn::cpu::widen(attn::cpu::ElemType::Bf16, &h, 1, &back);
+  EXPECT_EQ(back, attn::round_bf16(3.1f));
 }
 
 }  // namespace

@@ -149,7 +149,7 @@ TEST(LayerBackward, LinearBothLayoutsAreTheTransposedProduct) {
   const int n = 5, in = 7, out = 11;
   for (bool conv1d : {false, true}) {
     std::vector<float> w = randn(size_t(in) * out, 1), b = randn(size_t(out), 2);
-    models::Linear l{w.data(), b.data(), in, out, conv1d};
+    models::Linear l{{w.data()}, b.data(), in, out, conv1d};
     std::vector<float> x = randn(size_t(n) * in, 3), dy = randn(size_t(n) * out, 4);
     // z = sum dy * (x W + b): dz/dx by differences of the f32 layer's double twin.
     auto f = [&](const Vec& xd) {

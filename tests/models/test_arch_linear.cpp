@@ -2,9 +2,12 @@
 // one row (the decode step's matrix-vector path, vectorised eight rows at a time where the CPU
 // has AVX-512) and for several rows (the GEMM path), on sizes that leave remainders everywhere.
 #include <gtest/gtest.h>
+#include <immintrin.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "models/arch/layers.h"
@@ -25,7 +28,7 @@ TEST(ArchLinear, MatchesADoubleProductOnOddSizes) {
         for (float& v : b) v = g(rng);
         for (float& v : x) v = g(rng);
         models::Linear l;
-        l.w = w.data();
+        l.w = {w.data()};
         l.b = b.data();
         l.in = in;
         l.out = out;
@@ -45,6 +48,62 @@ TEST(ArchLinear, MatchesADoubleProductOnOddSizes) {
                 << " out=" << out << " at " << r << "," << o;
           }
       }
+}
+
+// 16-bit weights as stored, on each GEMM path (ATTNSCOPE_GEMM forces one): rows < 8 take the
+// matrix-vector path (widened in registers, exact), more rows the GEMM (AMX rounds x to bf16,
+// so its reference rounds x too; the widening paths are exact).
+TEST(ArchLinear, Reads16BitWeightsInPlace) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  for (const char* force : {"", "avx512", "eigen"}) {
+    setenv("ATTNSCOPE_GEMM", force, 1);
+    for (const cpu::ElemType t : {cpu::ElemType::Bf16, cpu::ElemType::F16})
+      for (const bool in_out : {true, false})
+        for (const int n : {1, 3, 7, 9, 40})
+          for (const auto& [in, out] : {std::pair{1, 1}, {7, 5}, {33, 47}, {203, 131}, {520, 77}}) {
+            std::vector<uint16_t> w16(static_cast<size_t>(in) * out);
+            std::vector<float> w(w16.size()), b(static_cast<size_t>(out)),
+                x(static_cast<size_t>(n) * in);
+            for (size_t i = 0; i < w16.size(); ++i) {
+              const float v = g(rng);
+              w16[i] = t == cpu::ElemType::Bf16 ? cpu::bf16_bits(v)
+                                                : uint16_t(_cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT));
+              cpu::widen(t, &w16[i], 1, &w[i]);
+            }
+            for (float& v : b) v = g(rng);
+            for (float& v : x) v = g(rng);
+            models::Linear l;
+            l.w = {w16.data(), t};
+            l.b = b.data();
+            l.in = in;
+            l.out = out;
+            l.in_out = in_out;
+            std::vector<float> y(size_t(n) * out, NAN);
+            linear(x.data(), n, l, y.data(), 2);
+            const bool rounds_x =
+                n >= 8 && t == cpu::ElemType::Bf16 && std::string(cpu::gemm_path(t)) == "amx";
+            for (int r = 0; r < n; ++r)
+              for (int o = 0; o < out; ++o) {
+                double want = b[size_t(o)], mag = std::abs(want);
+                for (int i = 0; i < in; ++i) {
+                  const double wv = in_out ? w[size_t(i) * out + o] : w[size_t(o) * in + i];
+                  float xv = x[size_t(r) * in + i];
+                  if (rounds_x) {
+                    const uint16_t h = cpu::bf16_bits(xv);
+                    cpu::widen(t, &h, 1, &xv);
+                  }
+                  want += double(xv) * wv;
+                  mag += std::abs(double(xv) * wv);
+                }
+                ASSERT_NEAR(y[size_t(r) * out + o], want, 1e-5 * mag + 1e-6)
+                    << force << " " << cpu::elem_type_name(t) << " "
+                    << (in_out ? "[in, out]" : "[out, in]") << " n=" << n << " in=" << in
+                    << " out=" << out << " at " << r << "," << o;
+              }
+          }
+  }
+  unsetenv("ATTNSCOPE_GEMM");
 }
 
 }  // namespace
