@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/precision.h"
 #include "compute/result.h"
 #include "compute/variant.h"
 
@@ -14,6 +15,10 @@ namespace attn {
 struct RunOptions {
   const std::atomic<bool>* cancel = nullptr;  // checked between tiles; throws Error(Cancelled)
   int threads = 0;                            // 0 = all hardware threads (or ATTNSCOPE_THREADS)
+  // Storage of Q, K and V in the kernels (compute/precision.h): the cpu backend converts them
+  // once per execute and reads 16-bit rows; backends that cannot run a precision run f32.
+  // Result::stats.precision names what ran.
+  Precision precision = Precision::F32;
 };
 
 class Backend {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compute/layout.h"
+#include "compute/precision.h"
 #include "compute/variant.h"
 
 namespace attn {
@@ -18,8 +19,9 @@ struct ApproxState {
 };
 
 struct Stats {
-  std::string backend;        // backend that actually ran ("cpu", "reference", "vulkan")
-  Cost predicted;             // from the variant's cost model
+  std::string backend;                   // backend that actually ran ("cpu", "reference", "vulkan")
+  Precision precision = Precision::F32;  // storage of Q, K, V in the kernels that ran
+  Cost predicted;                        // from the variant's cost model
   Cost counted;               // work the kernels actually did (entries computed x 4d, + selector)
   double density = 1.0;       // kept entries / visible entries, exact, mean over heads
   int64_t kept_entries = 0;   // summed over heads

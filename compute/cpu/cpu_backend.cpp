@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "compute/cpu/amx_tiles.h"
 #include "compute/cpu/huge_pages.h"
 #include "compute/cpu/thread_pool.h"
 #include "compute/error.h"
@@ -89,14 +90,31 @@ Result CpuBackend::execute_spec(const KernelSpec& spec, const Problem& p, const 
   const auto t0 = std::chrono::steady_clock::now();
   // Lines run as lines for a plain softmax over default positions (each row's diagonal keys
   // then lie next to its neighbours'); otherwise as the per-query lists they stand for.
+  // In 16-bit storage they run as those lists too (the key-list kernel reads 16-bit rows).
+  const Precision prec = opt.precision;
   const bool lines = layout.kind == Layout::Kind::Lines;
   const bool run_lines = lines && !spec.selective && spec.mods.empty() &&
                          spec.norm.kind == Normaliser::Kind::Softmax && p.q_pos.empty() &&
-                         p.k_pos.empty();
+                         p.k_pos.empty() && prec == Precision::F32;
   Layout listed;
   if (lines && !run_lines) listed = lines_to_indices(layout, p);
   KernelContext c(p, lines && !run_lines ? listed : layout, spec, kernels_->width, r.o.data(),
-                  r.row_stat.data());
+                  r.row_stat.data(), prec);
+  if (prec != Precision::F32) {
+    // AMX tiles for bf16 in the flash kernel: streaming normalisers, whole 32-dim tile steps.
+    const Layout::Kind kind = c.layout.kind;
+    // Key lists use them in their dense tiles (no score modifiers there).
+    c.amx = kernels_->amx && prec == Precision::Bf16 && !spec.selective &&
+            spec.norm.kind != Normaliser::Kind::Entmax15 && p.d % 32 == 0 &&
+            (kind == Layout::Kind::Dense || kind == Layout::Kind::Blocks ||
+             (kind == Layout::Kind::Indices && spec.mods.empty()));
+    // The storage of the previous execute, reused: fresh pages would be faulted in and zeroed.
+    c.q16.swap(half_.q);
+    c.k16.swap(half_.k);
+    c.v16.swap(half_.v);
+    c.vt16.swap(half_.vt);
+    kernels_->convert(c, *pool_, amx::has_avx512_bf16() ? &amx::convert_bf16 : nullptr);
+  }
   if (spec.selective)
     kernels_->selective(c, *pool_, opt.cancel);
   else if (run_lines)
@@ -106,9 +124,16 @@ Result CpuBackend::execute_spec(const KernelSpec& spec, const Problem& p, const 
   else
     kernels_->flash(c, *pool_, opt.cancel);
   const auto t1 = std::chrono::steady_clock::now();
+  if (prec != Precision::F32) {
+    c.q16.swap(half_.q);
+    c.k16.swap(half_.k);
+    c.v16.swap(half_.v);
+    c.vt16.swap(half_.vt);
+  }
 
   r.layout = owned ? std::move(*owned) : copy_with_huge_pages(layout);
   r.stats.backend = "cpu";
+  r.stats.precision = prec;
   r.stats.kernel_seconds = std::chrono::duration<double>(t1 - t0).count();
   r.stats.counted.flops = 2.0 * p.d * double(c.qk_entries.load() + c.pv_entries.load());
   r.stats.counted.bytes = double(c.bytes.load());

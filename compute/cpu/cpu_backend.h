@@ -3,10 +3,14 @@
 // extra memory is a few tiles per thread, plus O(kBQ * n_k) per thread for entmax and selective
 // rows, O(n_k) per head for selective's accumulator, a padded copy of V when d is not a whole
 // number of vectors, and the copy of the layout kept in the Result (none through
-// execute_owned, which moves it there).
+// execute_owned, which moves it there). With RunOptions::precision bf16 or f16, Q, K and V are
+// converted once per execute into 16-bit storage that the kernels read (half_rows.h); the
+// backend keeps that storage for its next execute (2 bytes per element of Q, K and V, V twice
+// for key lists on AMX).
 // Kernels: flash_kernel (Dense, Blocks), gather_kernel (Indices), selective_kernel; each built
-// for the baseline ISA and, in x86-64-v3 builds, for AVX-512 too (kernel_set.h picks at run time;
-// env ATTNSCOPE_CPU_ISA=avx2 forces the baseline). Threads: RunOptions::threads, else env
+// for the baseline ISA and, in x86-64-v3 builds, for AVX-512 too, with AMX tiles for bf16 where
+// the CPU has them (kernel_set.h picks at run time; env ATTNSCOPE_CPU_ISA=avx512amx|avx512|avx2
+// forces one). Threads: RunOptions::threads, else env
 // ATTNSCOPE_THREADS, else all hardware threads.
 //
 // Conventions beyond score_mod.h: a query row with no kept key gets O = 0 and row stat 0.
@@ -52,6 +56,9 @@ class CpuBackend : public Backend {
   std::mutex mu_;  // one execute at a time per backend object (the pool is shared)
   const KernelSet* kernels_;
   std::unique_ptr<ThreadPool> pool_;
+  struct {
+    HalfBuffer q, k, v, vt;
+  } half_;  // 16-bit storage kept between executes (KernelContext::q16 ...)
 };
 
 }  // namespace cpu

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "compute/cpu/amx_tiles.h"
 #include "compute/cpu/score_tile.h"
 #include "compute/cpu/tile_kernels.h"
 #include "compute/cpu/tile_plan.h"
@@ -16,8 +17,9 @@ namespace {
 struct FlashScratch {
   QueryTile tile;
   std::vector<Chunk> chunks;
-  std::vector<float> st;  // f32 [rows of all buffered chunks, kBQ]
-  std::vector<float> o;   // f32 [kBQ, dv]
+  std::vector<float> st;     // f32 [rows of all buffered chunks, kBQ]
+  std::vector<float> o;      // f32 [kBQ, dv] (AMX: O^T, f32 [dv, kBQ])
+  std::vector<uint32_t> pp;  // AMX: a chunk's probabilities as bf16 pairs, u32 [kBK / 2, kBQ]
   alignas(64) float m[kBQ], l[kBQ], alpha[kBQ];
   alignas(64) float stat[kBQ], inv[kBQ];
   EntmaxScratch es;  // entmax candidates
@@ -54,8 +56,8 @@ void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
       const float* p = s.st.data() + off * kBQ;
       off += ch.nj;
       if (!any_nonzero(p, ch.nj, cols, kBQ)) continue;  // entmax rows are mostly zero
-      pv_tile(p, kBQ, ch.nj, it.rows, c.v_row(it.h, ch.j0), c.v_ld(), c.dv, s.o.data(), c.dv,
-              nullptr, first);
+      pv_any(c, t, p, kBQ, ch.nj, it.rows, v_at(c, it.h, ch.j0), v_ld(c), s.o.data(), c.dv, nullptr,
+             first);
       first = false;
       pv_entries += int64_t(ch.nj) * it.rows;
     }
@@ -64,15 +66,16 @@ void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
     // A layout's chunks jump around the keys: each chunk's values, and the next chunk's keys,
     // are asked for while this chunk's scores are computed.
     const bool jumps = c.layout.kind != Layout::Kind::Dense;
+    const size_t eb = size_t(element_bytes(c.prec));
     if (jumps && !s.chunks.empty())
-      prefetch_range(c.p.k_row(it.h, s.chunks[0].j0), size_t(s.chunks[0].nj) * c.d * 4);
+      prefetch_range(k_at(c, it.h, s.chunks[0].j0), size_t(s.chunks[0].nj) * c.d * eb);
     for (size_t ci = 0; ci < s.chunks.size(); ++ci) {
       const Chunk& ch = s.chunks[ci];
       if (jumps) {
-        prefetch_range(c.v_row(it.h, ch.j0), size_t(ch.nj) * c.v_ld() * 4);
+        prefetch_range(v_at(c, it.h, ch.j0), size_t(ch.nj) * v_ld(c) * eb);
         if (ci + 1 < s.chunks.size() && s.chunks[ci + 1].j0 != ch.j0 + ch.nj)
-          prefetch_range(c.p.k_row(it.h, s.chunks[ci + 1].j0),
-                         size_t(s.chunks[ci + 1].nj) * c.d * 4);
+          prefetch_range(k_at(c, it.h, s.chunks[ci + 1].j0),
+                         size_t(s.chunks[ci + 1].nj) * c.d * eb);
       }
       score_chunk(c, t, ch, softmax, s.st.data(), kBQ);
       if (softmax) {
@@ -82,8 +85,8 @@ void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
         elementwise_probs(norm, c.n_k, s.st.data(), ch.nj, cols, kBQ);
         if (norm.kind == K::SoftplusL1) add_column_sums(s.st.data(), ch.nj, cols, kBQ, s.l);
       }
-      pv_tile(s.st.data(), kBQ, ch.nj, it.rows, c.v_row(it.h, ch.j0), c.v_ld(), c.dv, s.o.data(),
-              c.dv, softmax ? s.alpha : nullptr, first);
+      pv_any(c, t, s.st.data(), kBQ, ch.nj, it.rows, v_at(c, it.h, ch.j0), v_ld(c), s.o.data(),
+             c.dv, softmax ? s.alpha : nullptr, first);
       first = false;
       entries += int64_t(ch.nj) * it.rows;
       pv_entries += int64_t(ch.nj) * it.rows;
@@ -112,7 +115,65 @@ void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
   }
   c.qk_entries += entries;
   c.pv_entries += pv_entries;
-  c.bytes += entries / std::max(1, it.rows) * int64_t(c.d) * 8 + int64_t(it.rows) * (c.d * 8 + 4);
+  // K and V rows once per query tile, Q read and O written, in their storage.
+  const int64_t eb = element_bytes(c.prec);
+  c.bytes += entries / std::max(1, it.rows) * int64_t(c.d) * 2 * eb +
+             int64_t(it.rows) * (c.d * (eb + 4) + 4);
+}
+
+// flash_tile on AMX tiles (bf16 storage; streaming normalisers): each chunk's scores are one
+// tile product of K rows and the packed Q pairs, the softmax runs in f32 as everywhere, and the
+// probabilities, rounded to bf16 as FlashAttention rounds them, meet V^T in a second product that
+// accumulates O^T in f32.
+void flash_tile_amx(KernelContext& c, const TileItem& it, FlashScratch& s) {
+  using K = Normaliser::Kind;
+  const Normaliser& norm = c.spec.norm;
+  const bool softmax = norm.kind == K::Softmax;
+  QueryTile& t = s.tile;
+  const float qscale = c.scale * (c.base2_softmax() ? kLog2e : 1.0f);
+  t.pack(c, it.h, it.q0, it.rows, qscale);
+  build_chunks(c, it, t, s.chunks);
+  const int cols = t.cols;
+  s.o.resize(size_t(c.dv) * kBQ);
+  s.pp.resize(size_t(kBK / 2 + 16) * kBQ);
+  if (s.st.size() < size_t(kBK) * kBQ) s.st.resize(size_t(kBK) * kBQ);
+  std::fill(s.m, s.m + kBQ, kNegInf);
+  std::fill(s.l, s.l + kBQ, 0.0f);
+  bool first = true;
+  int64_t entries = 0;
+  amx::begin();
+  for (const Chunk& ch : s.chunks) {
+    amx::qk(c.k16_row(it.h, ch.j0), size_t(c.d), ch.nj, t.qp.data(), kBQ, cols, c.d, qscale,
+            s.st.data(), kBQ);
+    finish_scores(c, t, ch, softmax, s.st.data(), kBQ);
+    if (softmax) {
+      softmax_step(s.st.data(), ch.nj, cols, kBQ, ch.causal || ch.partial || cols != it.rows, s.m,
+                   s.l, s.alpha);
+    } else {
+      elementwise_probs(norm, c.n_k, s.st.data(), ch.nj, cols, kBQ);
+      if (norm.kind == K::SoftplusL1) add_column_sums(s.st.data(), ch.nj, cols, kBQ, s.l);
+    }
+    amx::pv(s.st.data(), kBQ, ch.nj, cols, c.vt16_at(it.h, ch.j0), c.vt_ld, c.dv, s.o.data(), kBQ,
+            softmax ? s.alpha : nullptr, first, s.pp.data(), kBQ);
+    first = false;
+    entries += int64_t(ch.nj) * it.rows;
+  }
+  amx::end();
+  for (int i = 0; i < it.rows; ++i) {
+    float stat = 0.0f, inv = 1.0f;
+    if (softmax || norm.kind == K::SoftplusL1) {
+      const bool any = s.l[i] > 0.0f;
+      inv = any ? 1.0f / s.l[i] : 0.0f;
+      if (any) stat = softmax ? (s.m[i] + std::log2(s.l[i])) * kLn2 : std::log(s.l[i]);
+    }
+    if (first) inv = 0.0f;  // nothing kept at all: O^T was never written
+    float* out = c.o + (size_t(it.h) * c.n_q + it.q0 + i) * c.d;
+    for (int k = 0; k < c.d; ++k) out[k] = first ? 0.0f : s.o[size_t(k) * kBQ + i] * inv;
+    c.row_stat[size_t(it.h) * c.n_q + it.q0 + i] = stat;
+  }
+  c.qk_entries += entries;
+  c.pv_entries += entries;
+  c.bytes += entries / std::max(1, it.rows) * int64_t(c.d) * 4 + int64_t(it.rows) * (c.d * 6 + 4);
 }
 
 }  // namespace
@@ -124,7 +185,10 @@ void run_flash(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* canc
       int64_t(items.size()),
       [&](int64_t k, int w) {
         if (!scratch[w]) scratch[w] = std::make_unique<FlashScratch>();
-        flash_tile(c, items[k], *scratch[w]);
+        if (c.amx)
+          flash_tile_amx(c, items[k], *scratch[w]);
+        else
+          flash_tile(c, items[k], *scratch[w]);
       },
       cancel);
 }

@@ -5,6 +5,8 @@
 #include <memory>
 #include <vector>
 
+#include "compute/cpu/amx_tiles.h"
+#include "compute/cpu/half_rows.h"
 #include "compute/cpu/score_tile.h"
 #include "compute/cpu/simd.h"
 #include "compute/cpu/tile_kernels.h"
@@ -28,25 +30,47 @@ struct GatherScratch {
   std::vector<int64_t> cur, end;
   const float* kr[kChunk];  // the chunk's gathered K and V rows
   const float* vr[kChunk];
+  const uint16_t* kh[kChunk];  // the same in 16-bit storage
+  const uint16_t* vh[kChunk];
   // A union tile: the keys its rows list, each key's row membership bits, their K and V rows
   // packed, the query tile and the transposed score chunk.
   std::vector<int32_t> pos;  // i32 [n_k]: -1, or the key's place in `uni` while a tile runs
   std::vector<int32_t> uni;
   std::vector<uint64_t> member;
   std::vector<float> kpack, vpack, st, ot;
+  std::vector<uint16_t> kpack16, vpack16;  // kpack, vpack in 16-bit storage
+  std::vector<uint16_t> vtpack;            // AMX: the union's V^T, u16 [dv, round32(u) + 32]
+  std::vector<uint32_t> pp;                // AMX: probabilities as bf16 pairs
+  std::vector<float> orow;                 // AMX: one output row from O^T
   QueryTile tile;
   alignas(64) float um[kBQ], ul[kBQ], ualpha[kBQ];
 };
 
-// Where one head's K and V rows start (the GQA head mapping done once, not once per key).
+// Where one head's K and V rows start (the GQA head mapping done once, not once per key), in
+// f32 or in 16-bit storage (`half`).
 struct HeadRows {
   const float* k;
   const float* v;
+  const uint16_t* k16;
+  const uint16_t* v16;
   size_t ldk, ldv;
+  bool half;
+  Precision prec;
+  bool pairs;  // bf16 read in pairs (widen_bf16_pairs): queries and accumulators in pair order
 };
 
+// bf16 rows whose d and dv are whole blocks of 2 kVW values run in pair order.
+bool pair_order(const KernelContext& c) {
+  return c.prec == Precision::Bf16 && c.d % (2 * kVW) == 0 && c.dv % (2 * kVW) == 0 &&
+         c.d / (2 * kVW) <= 8 && c.dv / (2 * kVW) <= 8;
+}
+
 HeadRows head_rows(const KernelContext& c, int h) {
-  return {c.p.k_row(h, 0), c.v_row(h, 0), size_t(c.d), c.v_ld()};
+  if (c.half())
+    return {nullptr,      nullptr, c.k16_row(h, 0), c.v16_row(h, 0), size_t(c.d),
+            size_t(c.dv), true,    c.prec,          pair_order(c)};
+  return {c.p.k_row(h, 0), c.v_row(h, 0), nullptr, nullptr, size_t(c.d),
+          c.v_ld(),        false,         c.prec,  false};
 }
 
 // s[c] = q . rows[c] for c < kVW: kVW independent accumulators (keys interleaved, so FMA
@@ -95,6 +119,93 @@ vf dots_any(const float* q, const float* const* rows, int d) {
         break;
     }
   return dots(q, rows, d);
+}
+
+// dots() over 16-bit rows, each widened to f32 in registers (P: Bf16 or F16).
+template <Precision P>
+vf dots16(const float* q, const uint16_t* const* rows, int d) {
+  vf acc[kVW];
+  for (int c = 0; c < kVW; ++c) acc[c] = vf{};
+  const int full = d / kVW * kVW;
+  for (int k = 0; k < full; k += kVW) {
+    const vf qv = loadu(q + k);
+    for (int c = 0; c < kVW; ++c) acc[c] = fmadd(qv, widen(P, rows[c] + k), acc[c]);
+  }
+  vf s = reduce_lanes(acc);
+  for (int c = 0; c < kVW; ++c)
+    for (int k = full; k < d; ++k) s[c] += q[k] * widen1(P, rows[c][k]);
+  return s;
+}
+
+template <Precision P, int ND>
+vf dots16_fixed(const float* q, const uint16_t* const* rows) {
+  vf qv[ND], acc[kVW];
+  for (int k = 0; k < ND; ++k) qv[k] = loadu(q + k * kVW);
+  for (int c = 0; c < kVW; ++c) {
+    const uint16_t* r = rows[c];
+    vf a = qv[0] * widen(P, r);
+    for (int k = 1; k < ND; ++k) a = fmadd(qv[k], widen(P, r + k * kVW), a);
+    acc[c] = a;
+  }
+  return reduce_lanes(acc);
+}
+
+template <Precision P>
+vf dots16_any(const float* q, const uint16_t* const* rows, int d) {
+  if (d % kVW == 0) switch (d / kVW) {
+      case 1:
+        return dots16_fixed<P, 1>(q, rows);
+      case 2:
+        return dots16_fixed<P, 2>(q, rows);
+      case 4:
+        return dots16_fixed<P, 4>(q, rows);
+      case 8:
+        return dots16_fixed<P, 8>(q, rows);
+      default:
+        break;
+    }
+  return dots16<P>(q, rows, d);
+}
+
+// dots() over bf16 rows of NB blocks of 2 kVW values, q in pair order: one load, a shift and a
+// mask per block give its even and odd values.
+template <int NB>
+vf dots_bf16_pairs(const float* q, const uint16_t* const* rows) {
+  vf qv[2 * NB], acc[kVW];
+  for (int k = 0; k < 2 * NB; ++k) qv[k] = loadu(q + k * kVW);
+  for (int c = 0; c < kVW; ++c) {
+    const uint16_t* r = rows[c];
+    vf lo, hi;
+    widen_bf16_pairs(r, lo, hi);
+    vf a = fmadd(qv[1], hi, qv[0] * lo);
+    for (int b = 1; b < NB; ++b) {
+      widen_bf16_pairs(r + b * 2 * kVW, lo, hi);
+      a = fmadd(qv[2 * b], lo, a);
+      a = fmadd(qv[2 * b + 1], hi, a);
+    }
+    acc[c] = a;
+  }
+  return reduce_lanes(acc);
+}
+
+// The scores of kVW gathered keys in either storage.
+vf gathered_dots(const HeadRows& hr, const float* q, const float* const* kr,
+                 const uint16_t* const* kh, int d) {
+  if (!hr.half) return dots_any(q, kr, d);
+  if (hr.pairs) {
+    bool done = false;
+    vf s{};
+    detail::dispatch_rows(
+        d / (2 * kVW),
+        [&](auto nb) {
+          s = dots_bf16_pairs<decltype(nb)::value>(q, kh);
+          done = true;
+        },
+        std::make_integer_sequence<int, 8>{});
+    if (done) return s;
+  }
+  return hr.prec == Precision::Bf16 ? dots16_any<Precision::Bf16>(q, kh, d)
+                                    : dots16_any<Precision::F16>(q, kh, d);
 }
 
 // Probabilities of a whole row of modified scores s[0..n) (padding up to np is -inf), in place;
@@ -181,6 +292,107 @@ void accumulate_rows(int dv, const float* const* vr, int n, const float* p, floa
   }
 }
 
+// accumulate_rows_fixed over 16-bit V rows widened in registers.
+template <Precision P, int NV>
+void accumulate_rows16_fixed(const uint16_t* const* vr, int n, const float* p, float alpha,
+                             float* o) {
+  vf acc[2][NV];
+  const vf a = splat(alpha);
+  for (int v = 0; v < NV; ++v) {
+    acc[0][v] = loadu(o + v * kVW) * a;
+    acc[1][v] = vf{};
+  }
+  int x = 0;
+  for (; x + 1 < n; x += 2) {
+    const vf a0 = splat(p[x]), a1 = splat(p[x + 1]);
+    for (int v = 0; v < NV; ++v) {
+      acc[0][v] = fmadd(a0, widen(P, vr[x] + v * kVW), acc[0][v]);
+      acc[1][v] = fmadd(a1, widen(P, vr[x + 1] + v * kVW), acc[1][v]);
+    }
+  }
+  if (x < n) {
+    const vf a0 = splat(p[x]);
+    for (int v = 0; v < NV; ++v) acc[0][v] = fmadd(a0, widen(P, vr[x] + v * kVW), acc[0][v]);
+  }
+  for (int v = 0; v < NV; ++v) storeu(o + v * kVW, acc[0][v] + acc[1][v]);
+}
+
+template <Precision P>
+void accumulate_rows16(int dv, const uint16_t* const* vr, int n, const float* p, float alpha,
+                       float* o) {
+  bool fixed = false;
+  detail::dispatch_rows(
+      dv / kVW,
+      [&](auto nv) {
+        accumulate_rows16_fixed<P, decltype(nv)::value>(vr, n, p, alpha, o);
+        fixed = true;
+      },
+      std::make_integer_sequence<int, 8>{});
+  if (fixed) return;
+  for (int k = 0; k < dv; k += kVW) storeu(o + k, loadu(o + k) * splat(alpha));
+  for (int x = 0; x < n; ++x) {
+    const vf a = splat(p[x]);
+    for (int k = 0; k < dv; k += kVW) storeu(o + k, fmadd(a, widen(P, vr[x] + k), loadu(o + k)));
+  }
+}
+
+// accumulate_rows over bf16 V rows of NB blocks of 2 kVW values, o in pair order.
+template <int NB>
+void accumulate_bf16_pairs(const uint16_t* const* vr, int n, const float* p, float alpha,
+                           float* o) {
+  vf acc[2][2 * NB];
+  const vf a = splat(alpha);
+  for (int v = 0; v < 2 * NB; ++v) {
+    acc[0][v] = loadu(o + v * kVW) * a;
+    acc[1][v] = vf{};
+  }
+  int x = 0;
+  for (; x + 1 < n; x += 2) {
+    const vf a0 = splat(p[x]), a1 = splat(p[x + 1]);
+    for (int b = 0; b < NB; ++b) {
+      vf lo, hi;
+      widen_bf16_pairs(vr[x] + b * 2 * kVW, lo, hi);
+      acc[0][2 * b] = fmadd(a0, lo, acc[0][2 * b]);
+      acc[0][2 * b + 1] = fmadd(a0, hi, acc[0][2 * b + 1]);
+      widen_bf16_pairs(vr[x + 1] + b * 2 * kVW, lo, hi);
+      acc[1][2 * b] = fmadd(a1, lo, acc[1][2 * b]);
+      acc[1][2 * b + 1] = fmadd(a1, hi, acc[1][2 * b + 1]);
+    }
+  }
+  if (x < n) {
+    const vf a0 = splat(p[x]);
+    for (int b = 0; b < NB; ++b) {
+      vf lo, hi;
+      widen_bf16_pairs(vr[x] + b * 2 * kVW, lo, hi);
+      acc[0][2 * b] = fmadd(a0, lo, acc[0][2 * b]);
+      acc[0][2 * b + 1] = fmadd(a0, hi, acc[0][2 * b + 1]);
+    }
+  }
+  for (int v = 0; v < 2 * NB; ++v) storeu(o + v * kVW, acc[0][v] + acc[1][v]);
+}
+
+// o = o * alpha + sum_x p[x] V[x] over the chunk's gathered V rows, in either storage.
+void gathered_accumulate(const HeadRows& hr, const GatherScratch& w, int dv, int n, const float* p,
+                         float alpha, float* o) {
+  if (hr.pairs) {
+    bool done = false;
+    detail::dispatch_rows(
+        dv / (2 * kVW),
+        [&](auto nb) {
+          accumulate_bf16_pairs<decltype(nb)::value>(w.vh, n, p, alpha, o);
+          done = true;
+        },
+        std::make_integer_sequence<int, 8>{});
+    if (done) return;
+  }
+  if (!hr.half)
+    accumulate_rows(dv, w.vr, n, p, alpha, o);
+  else if (hr.prec == Precision::Bf16)
+    accumulate_rows16<Precision::Bf16>(dv, w.vh, n, p, alpha, o);
+  else
+    accumulate_rows16<Precision::F16>(dv, w.vh, n, p, alpha, o);
+}
+
 // Writes query i of head h: O = acc * inv and the row statistic.
 void write_row(const KernelContext& c, int h, int i, const float* acc, float inv, float stat) {
   float* out = c.o + (size_t(h) * c.n_q + i) * c.d;
@@ -201,7 +413,8 @@ void write_streamed_row(const KernelContext& c, int h, int i, const float* acc, 
   write_row(c, h, i, acc, inv, stat);
 }
 
-void prefetch_rows(const float* const* rows, int n, int bytes) {
+template <typename T>
+void prefetch_rows(const T* const* rows, int n, int bytes) {
   if (bytes == 256) {  // d = 64, the common head size: four lines, no inner loop
     for (int x = 0; x < n; ++x) {
       const char* r = reinterpret_cast<const char*>(rows[x]);
@@ -221,6 +434,14 @@ void prefetch_rows(const float* const* rows, int n, int bytes) {
 // repeating the last key.
 void gather_rows(const HeadRows& hr, GatherScratch& w, const int32_t* ix, int n) {
   const int np = (n + kVW - 1) / kVW * kVW;
+  if (hr.half) {
+    for (int x = 0; x < np; ++x) {
+      const size_t j = size_t(ix[std::min(x, n - 1)]);
+      w.kh[x] = hr.k16 + j * hr.ldk;
+      w.vh[x] = hr.v16 + j * hr.ldv;
+    }
+    return;
+  }
   for (int x = 0; x < np; ++x) {
     const size_t j = size_t(ix[std::min(x, n - 1)]);
     w.kr[x] = hr.k + j * hr.ldk;
@@ -245,11 +466,20 @@ void stream_keys(const KernelContext& c, GatherScratch& w, const HeadRows& hr, i
     const int32_t* ix = idx + e0;
     gather_rows(hr, w, ix, cn);
     // V rows are read after the scores: their loads start now. K rows one group ahead.
-    prefetch_rows(w.vr, cn, c.dv * 4);
-    prefetch_rows(w.kr, std::min(cn, kVW), c.d * 4);
-    for (int g = 0; g < np; g += kVW) {
-      if (g + kVW < cn) prefetch_rows(w.kr + g + kVW, std::min(kVW, cn - g - kVW), c.d * 4);
-      storeu(s + g, dots_any(q, w.kr + g, c.d));
+    if (hr.half) {
+      prefetch_rows(w.vh, cn, c.dv * 2);
+      prefetch_rows(w.kh, std::min(cn, kVW), c.d * 2);
+      for (int g = 0; g < np; g += kVW) {
+        if (g + kVW < cn) prefetch_rows(w.kh + g + kVW, std::min(kVW, cn - g - kVW), c.d * 2);
+        storeu(s + g, gathered_dots(hr, q, w.kr + g, w.kh + g, c.d));
+      }
+    } else {
+      prefetch_rows(w.vr, cn, c.dv * 4);
+      prefetch_rows(w.kr, std::min(cn, kVW), c.d * 4);
+      for (int g = 0; g < np; g += kVW) {
+        if (g + kVW < cn) prefetch_rows(w.kr + g + kVW, std::min(kVW, cn - g - kVW), c.d * 4);
+        storeu(s + g, dots_any(q, w.kr + g, c.d));
+      }
     }
     if (!c.spec.mods.empty()) {
       for (int x = 0; x < np; ++x) w.kp[x] = float(c.kpos[ix[std::min(x, cn - 1)]]);
@@ -278,7 +508,7 @@ void stream_keys(const KernelContext& c, GatherScratch& w, const HeadRows& hr, i
       if (norm.kind == K::SoftplusL1)
         for (int x = 0; x < cn; ++x) l += s[x];
     }
-    accumulate_rows(c.dv, w.vr, cn, s, alpha, o);
+    gathered_accumulate(hr, w, c.dv, cn, s, alpha, o);
   }
   w.m[r] = m;
   w.l[r] = l;
@@ -304,9 +534,12 @@ void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, i
     w.end[r] = x.row_ptr[i] + n;
     if (n > 0) kend = std::max(kend, b[n - 1] + 1);
     entries += n;
-    const float* q = c.p.q_row(h, i);
     float* qs = w.q.data() + size_t(r) * c.dv;
-    for (int k = 0; k < c.d; ++k) qs[k] = q[k] * qscale;
+    if (c.half())
+      for (int k = 0; k < c.d; ++k) qs[k] = widen1(c.prec, c.q16_row(h, i)[k]) * qscale;
+    else
+      for (int k = 0; k < c.d; ++k) qs[k] = c.p.q_row(h, i)[k] * qscale;
+    if (hr.pairs) to_pair_order(qs, c.d);
     std::fill_n(w.o.data() + size_t(r) * c.dv, c.dv, 0.0f);
     w.m[r] = kNegInf;
     w.l[r] = 0.0f;
@@ -315,7 +548,8 @@ void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, i
   // ~256 KiB of K and V rows per range, widened where the rows' lists are so sparse that a
   // range would hold only a few of each row's keys (each segment pays a chunk's fixed costs).
   const int64_t listed = entries - listed_before;
-  int range = std::max(kChunk, int((size_t(256) << 10) / (size_t(c.d + c.dv) * 4)));
+  int range =
+      std::max(kChunk, int((size_t(256) << 10) / (size_t(c.d + c.dv) * element_bytes(c.prec))));
   if (listed > 0) range = int(std::max<int64_t>(range, int64_t(kend) * rows * 48 / listed));
   range = (range + kChunk - 1) / kChunk * kChunk;
   for (int k0 = 0; k0 < kend; k0 += range) {
@@ -333,8 +567,10 @@ void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, i
       w.cur[r] = b;
     }
   }
-  for (int r = 0; r < rows; ++r)
+  for (int r = 0; r < rows; ++r) {
+    if (hr.pairs) from_pair_order(w.o.data() + size_t(r) * c.dv, c.dv);
     write_streamed_row(c, h, i0 + r, w.o.data() + size_t(r) * c.dv, w.m[r], w.l[r]);
+  }
 }
 
 // One whole query row, for entmax (it needs the row's threshold) and selective attention (its
@@ -346,8 +582,11 @@ void run_row(KernelContext& c, GatherScratch& w, int h, int i, std::vector<doubl
   // Listed keys are ascending, so the causally visible ones are a prefix.
   const int n = int(std::lower_bound(idx, x.col.data() + x.row_ptr[i + 1], c.lim[i]) - idx);
   const HeadRows hr = head_rows(c, h);
-  const float* q = c.p.q_row(h, i);
-  for (int k = 0; k < c.d; ++k) w.q[k] = q[k] * c.scale;
+  if (c.half())
+    for (int k = 0; k < c.d; ++k) w.q[k] = widen1(c.prec, c.q16_row(h, i)[k]) * c.scale;
+  else
+    for (int k = 0; k < c.d; ++k) w.q[k] = c.p.q_row(h, i)[k] * c.scale;
+  if (hr.pairs) to_pair_order(w.q.data(), c.d);
   std::fill(w.o.begin(), w.o.begin() + c.dv, 0.0f);
   entries += n;
   const int np = (n + kVW - 1) / kVW * kVW;
@@ -361,7 +600,7 @@ void run_row(KernelContext& c, GatherScratch& w, int h, int i, std::vector<doubl
     gather_rows(hr, w, idx + e0, cn);
     for (int g = 0; g < cn; g += kVW) {
       float t[kVW];
-      storeu(t, dots_any(w.q.data(), w.kr + g, c.d));
+      storeu(t, gathered_dots(hr, w.q.data(), w.kr + g, w.kh + g, c.d));
       std::copy_n(t, std::min(kVW, cn - g), s + e0 + g);
     }
   }
@@ -384,8 +623,9 @@ void run_row(KernelContext& c, GatherScratch& w, int h, int i, std::vector<doubl
   for (int e0 = 0; e0 < n; e0 += kChunk) {
     const int cn = std::min(kChunk, n - e0);
     gather_rows(hr, w, idx + e0, cn);
-    accumulate_rows(c.dv, w.vr, cn, s + e0, 1.0f, w.o.data());
+    gathered_accumulate(hr, w, c.dv, cn, s + e0, 1.0f, w.o.data());
   }
+  if (hr.pairs) from_pair_order(w.o.data(), c.dv);
   write_row(c, h, i, w.o.data(), inv, stat);
 }
 
@@ -394,6 +634,10 @@ void run_row(KernelContext& c, GatherScratch& w, int h, int i, std::vector<doubl
 // straight from K and V; a union first packs its keys' rows, so it needs more overlap.
 constexpr double kRangeMinOverlap = 0.25;
 constexpr double kUnionMinOverlap = 0.3;
+// On AMX tiles (bf16) a computed entry costs a small fraction of a gathered one, so key ranges
+// run dense from a lower overlap (0.1 measured best of 0.25 / 0.1 / 0.03 on top-256 and top-1638
+// lists at N = 4096 and 16384).
+constexpr double kAmxRangeMinOverlap = 0.1;
 
 // Rows i0..i1 (at most kBQ) of head h as one dense tile over the keys their lists name, entries
 // a row does not list masked to -inf. Lists that fill most of their key range (a top-k's early
@@ -420,10 +664,12 @@ bool dense_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
   }
   if (total == 0) return false;
   const HeadRows hr = head_rows(c, h);
-  const float *kt = nullptr, *vt = nullptr;
+  const int eb = element_bytes(c.prec);
+  const void *kt = nullptr, *vt = nullptr;  // f32 or 16-bit rows
   size_t ldk = 0, ldv = 0;
   int u = 0;
-  if (double(total) >= kRangeMinOverlap * rows * double(kmax - kmin)) {
+  if (double(total) >=
+      (c.amx ? kAmxRangeMinOverlap : kRangeMinOverlap) * rows * double(kmax - kmin)) {
     // Key range: one membership word per key, K and V read where they are.
     u = kmax - kmin;
     w.member.assign(size_t(u), 0);
@@ -433,10 +679,10 @@ bool dense_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
       const int32_t* e1 = col + w.end[r];
       for (const int32_t* e = col + x.row_ptr[i0 + r]; e < e1; ++e) member[*e - kmin] |= bit;
     }
-    kt = hr.k + size_t(kmin) * hr.ldk;
-    vt = hr.v + size_t(kmin) * hr.ldv;
+    kt = k_at(c, h, kmin);
+    vt = c.amx ? static_cast<const void*>(c.vt16_at(h, kmin)) : v_at(c, h, kmin);
     ldk = hr.ldk;
-    ldv = hr.ldv;
+    ldv = c.amx ? c.vt_ld : hr.ldv;
   } else {
     if (w.pos.size() < size_t(c.n_k)) w.pos.assign(size_t(c.n_k), -1);
     w.uni.clear();
@@ -464,14 +710,38 @@ bool dense_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
       for (int64_t e = x.row_ptr[i0 + r]; e < w.end[r]; ++e)
         w.member[size_t(w.pos[col[e]])] |= uint64_t(1) << r;
     for (int32_t j : w.uni) w.pos[j] = -1;
-    w.kpack.resize(size_t(u) * c.d);
-    w.vpack.resize(size_t(u) * c.dv);
-    for (int k = 0; k < u; ++k) {
-      std::copy_n(hr.k + size_t(w.uni[k]) * hr.ldk, c.d, w.kpack.data() + size_t(k) * c.d);
-      std::copy_n(hr.v + size_t(w.uni[k]) * hr.ldv, c.dv, w.vpack.data() + size_t(k) * c.dv);
+    if (c.amx) {
+      // K rows packed with zero rows past the union (whole 16-row tiles), and V^T packed.
+      const size_t ldt = size_t(u + 31) / 32 * 32 + 32;
+      w.kpack16.assign(size_t(u + KernelContext::kPadRows) * c.d, 0);
+      w.vtpack.assign(size_t(c.dv) * ldt, 0);
+      const uint16_t* vt0 = c.vt16_at(h, 0);
+      for (int k = 0; k < u; ++k)
+        std::copy_n(hr.k16 + size_t(w.uni[k]) * hr.ldk, c.d, w.kpack16.data() + size_t(k) * c.d);
+      for (int e = 0; e < c.dv; ++e)
+        for (int k = 0; k < u; ++k) w.vtpack[size_t(e) * ldt + k] = vt0[e * c.vt_ld + w.uni[k]];
+      kt = w.kpack16.data();
+      vt = w.vtpack.data();
+      ldv = ldt;
+    } else if (hr.half) {
+      w.kpack16.resize(size_t(u) * c.d);
+      w.vpack16.resize(size_t(u) * c.dv);
+      for (int k = 0; k < u; ++k) {
+        std::copy_n(hr.k16 + size_t(w.uni[k]) * hr.ldk, c.d, w.kpack16.data() + size_t(k) * c.d);
+        std::copy_n(hr.v16 + size_t(w.uni[k]) * hr.ldv, c.dv, w.vpack16.data() + size_t(k) * c.dv);
+      }
+      kt = w.kpack16.data();
+      vt = w.vpack16.data();
+    } else {
+      w.kpack.resize(size_t(u) * c.d);
+      w.vpack.resize(size_t(u) * c.dv);
+      for (int k = 0; k < u; ++k) {
+        std::copy_n(hr.k + size_t(w.uni[k]) * hr.ldk, c.d, w.kpack.data() + size_t(k) * c.d);
+        std::copy_n(hr.v + size_t(w.uni[k]) * hr.ldv, c.dv, w.vpack.data() + size_t(k) * c.dv);
+      }
+      kt = w.kpack.data();
+      vt = w.vpack.data();
     }
-    kt = w.kpack.data();
-    vt = w.vpack.data();
     ldk = size_t(c.d);
     ldv = size_t(c.dv);
   }
@@ -487,9 +757,20 @@ bool dense_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
   std::fill(w.ul, w.ul + kBQ, 0.0f);
   vi lane_bit;
   for (int k = 0; k < kVW; ++k) lane_bit[k] = int32_t(1) << k;
+  // AMX (bf16): scores as tile products against the packed Q pairs, O^T [dv, kBQ] accumulated
+  // from V^T (flash_tile_amx's scheme).
+  const float qscale = c.scale * (c.base2_softmax() ? kLog2e : 1.0f);
+  if (c.amx) {
+    w.pp.resize(size_t(kBK / 2 + 16) * kBQ);
+    amx::begin();
+  }
   for (int c0 = 0; c0 < u; c0 += kBK) {
     const int nj = std::min(kBK, u - c0);
-    qk_tile(kt + size_t(c0) * ldk, ldk, nj, t.qt.data(), kBQ, cols, c.d, w.st.data(), kBQ);
+    if (c.amx)
+      amx::qk(static_cast<const uint16_t*>(kt) + size_t(c0) * ldk, ldk, nj, t.qp.data(), kBQ, cols,
+              c.d, qscale, w.st.data(), kBQ);
+    else
+      qk_any(c, t, static_cast<const char*>(kt) + size_t(c0) * ldk * eb, ldk, nj, w.st.data(), kBQ);
     for (int j = 0; j < nj; ++j) {
       const uint64_t bits = w.member[size_t(c0 + j)];
       float* srow = w.st.data() + size_t(j) * kBQ;
@@ -505,15 +786,27 @@ bool dense_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
       elementwise_probs(norm, c.n_k, w.st.data(), nj, cols, kBQ);
       if (norm.kind == K::SoftplusL1) add_column_sums(w.st.data(), nj, cols, kBQ, w.ul);
     }
-    pv_tile(w.st.data(), kBQ, nj, rows, vt + size_t(c0) * ldv, ldv, c.dv, w.ot.data(), c.dv,
-            softmax ? w.ualpha : nullptr, c0 == 0);
+    if (c.amx)
+      amx::pv(w.st.data(), kBQ, nj, cols, static_cast<const uint16_t*>(vt) + c0, ldv, c.dv,
+              w.ot.data(), kBQ, softmax ? w.ualpha : nullptr, c0 == 0, w.pp.data(), kBQ);
+    else
+      pv_any(c, t, w.st.data(), kBQ, nj, rows, static_cast<const char*>(vt) + size_t(c0) * ldv * eb,
+             ldv, w.ot.data(), c.dv, softmax ? w.ualpha : nullptr, c0 == 0);
   }
-  for (int r = 0; r < rows; ++r)
+  if (c.amx) {
+    amx::end();
+    w.orow.resize(size_t(c.dv));
+    for (int r = 0; r < rows; ++r) {
+      for (int k = 0; k < c.d; ++k) w.orow[size_t(k)] = w.ot[size_t(k) * kBQ + r];
+      write_streamed_row(c, h, i0 + r, w.orow.data(), w.um[r], w.ul[r]);
+    }
+  }
+  for (int r = 0; r < rows && !c.amx; ++r)
     write_streamed_row(c, h, i0 + r, w.ot.data() + size_t(r) * c.dv, w.um[r], w.ul[r]);
   listed += total;
   computed += int64_t(u) * rows;
   // The tile's K and V rows once, one index per listed entry; Q, O and the row stat per query.
-  c.bytes += int64_t(u) * (c.d + c.dv) * 4 + total * 4 + int64_t(rows) * (c.d * 8 + 4);
+  c.bytes += int64_t(u) * (c.d + c.dv) * eb + total * 4 + int64_t(rows) * (c.d * (eb + 4) + 4);
   return true;
 }
 
@@ -571,7 +864,9 @@ void run_gather(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* can
         c.qk_entries += entries + computed;
         c.pv_entries += entries + computed;
         // K and V rows plus one index per entry; Q, O and the row stat per query.
-        c.bytes += entries * (int64_t(c.d) * 8 + 4) + int64_t(row_items) * (c.d * 8 + 4);
+        const int64_t eb = element_bytes(c.prec);
+        c.bytes +=
+            entries * (int64_t(c.d) * 2 * eb + 4) + int64_t(row_items) * (c.d * (eb + 4) + 4);
       },
       cancel);
 }

@@ -13,16 +13,20 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "compute/cpu/amx_tiles.h"
 #include "compute/cpu/kernel_context.h"
 #include "compute/cpu/kernel_set.h"
 #include "compute/cpu/thread_pool.h"
 #include "compute/error.h"
+#include "compute/kv/kv_precision.h"
 #include "compute/layout.h"
 #include "compute/mask.h"
+#include "compute/precision.h"
 #include "compute/problem.h"
 #include "compute/score_mod.h"
 
@@ -35,6 +39,7 @@
 
 #include "compute/cpu/flash_kernel.cpp"
 #include "compute/cpu/gather_kernel.cpp"
+#include "compute/cpu/half_rows.cpp"
 #include "compute/cpu/lines_kernel.cpp"
 #include "compute/cpu/score_tile.cpp"
 #include "compute/cpu/selective_kernel.cpp"
@@ -49,7 +54,8 @@ const KernelSet* avx512_kernel_set_if_built() {
                            &isa_avx512::run_flash,
                            &isa_avx512::run_gather,
                            &isa_avx512::run_lines,
-                           &isa_avx512::run_selective};
+                           &isa_avx512::run_selective,
+                           &isa_avx512::convert_inputs};
   return &k;
 }
 }  // namespace attn::cpu

@@ -10,8 +10,8 @@
 namespace attn::cpu {
 
 KernelContext::KernelContext(const Problem& p_, const Layout& layout_, const KernelSpec& spec_,
-                             int width, float* o_, float* row_stat_)
-    : p(p_), layout(layout_), spec(spec_), o(o_), row_stat(row_stat_) {
+                             int width, float* o_, float* row_stat_, Precision prec_)
+    : p(p_), layout(layout_), spec(spec_), o(o_), row_stat(row_stat_), prec(prec_) {
   H = p.n_heads;
   n_q = p.n_q;
   n_k = p.n_k;
@@ -33,7 +33,7 @@ KernelContext::KernelContext(const Problem& p_, const Layout& layout_, const Ker
     while (j < n_k && kpos[j] <= qpos[i]) ++j;
     lim[i] = j;
   }
-  if (dv == d) {
+  if (dv == d || half()) {  // 16-bit V rows are padded to dv when converted
     v_base_ = p.v.data();
     v_ld_ = size_t(d);
   } else {

@@ -1,12 +1,15 @@
 // What every cpu kernel shares for one execute(): the problem, the layout, the variant's score
 // modifiers and normaliser, positions and causal limits materialised once, V padded to a whole
-// number of vectors when d needs it, the outputs and the work counters.
+// number of vectors when d needs it, the outputs and the work counters; with a 16-bit precision,
+// Q, K and V converted once into that storage, which the kernels then read instead.
 #pragma once
 #include <atomic>
 #include <cstdint>
 #include <vector>
 
+#include "compute/host_buffer.h"
 #include "compute/layout.h"
+#include "compute/precision.h"
 #include "compute/problem.h"
 #include "compute/score_mod.h"
 
@@ -19,10 +22,14 @@ struct KernelSpec {
   bool selective = false;  // Leviathan et al. 2024 selective attention
 };
 
+// 16-bit storage (bf16 or f16 bit patterns), 64-byte aligned, not zeroed on resize.
+using HalfBuffer = std::vector<uint16_t, UninitAllocator<uint16_t>>;
+
 struct KernelContext {
   // `width`: floats per vector of the kernels that will run (V rows and O are padded to it).
+  // `prec`: storage of Q, K and V; 16-bit storage is filled by the kernel set's convert().
   KernelContext(const Problem& p, const Layout& layout, const KernelSpec& spec, int width, float* o,
-                float* row_stat);
+                float* row_stat, Precision prec = Precision::F32);
 
   const Problem& p;
   const Layout& layout;
@@ -47,6 +54,29 @@ struct KernelContext {
   size_t v_ld() const { return v_ld_; }
   // Score scale folded into Q: log2(e) too when the kernel can work in base 2 directly.
   bool base2_softmax() const;
+
+  // Reduced precision (prec != F32): Q, K and V as 16-bit values, rounded to nearest even.
+  Precision prec = Precision::F32;
+  // The flash kernel runs on AMX tiles (set before convert(): V is then stored transposed).
+  bool amx = false;
+  HalfBuffer q16;   // u16 [H, n_q, d]
+  HalfBuffer k16;   // u16 [H_kv, n_k, d], then kPadRows rows of zeros (whole tiles read past)
+  HalfBuffer v16;   // u16 [H_kv, n_k, dv] (not with amx)
+  HalfBuffer vt16;  // u16 [H_kv, dv, vt_ld]: V transposed, keys past n_k zero (amx only)
+  size_t vt_ld = 0;
+  static constexpr int kPadRows = 16;
+  bool half() const { return prec != Precision::F32; }
+  const uint16_t* q16_row(int h, int i) const { return q16.data() + (size_t(h) * n_q + i) * d; }
+  const uint16_t* k16_row(int h, int j) const {
+    return k16.data() + (size_t(p.kv_head(h)) * n_k + j) * d;
+  }
+  const uint16_t* v16_row(int h, int j) const {
+    return v16.data() + (size_t(p.kv_head(h)) * n_k + j) * dv;
+  }
+  // Dimension 0 of V^T for head h, from key j (row c at + c * vt_ld).
+  const uint16_t* vt16_at(int h, int j) const {
+    return vt16.data() + size_t(p.kv_head(h)) * dv * vt_ld + j;
+  }
 
  private:
   std::vector<float> v_pad_;  // f32 [H_kv, n_k, dv] when dv != d

@@ -3,8 +3,10 @@
 #include <cstdlib>
 #include <string>
 
+#include "compute/cpu/amx_tiles.h"
 #include "compute/cpu/flash_kernel.h"
 #include "compute/cpu/gather_kernel.h"
+#include "compute/cpu/half_rows.h"
 #include "compute/cpu/lines_kernel.h"
 #include "compute/cpu/selective_kernel.h"
 #include "compute/cpu/simd.h"
@@ -15,10 +17,23 @@ namespace attn::cpu {
 const KernelSet* avx512_kernel_set_if_built();
 
 const KernelSet& baseline_kernels() {
-  static const KernelSet k{ATTN_CPU_ISA_NAME,       ATTN_CPU_NS::kVW,
-                           &ATTN_CPU_NS::run_flash, &ATTN_CPU_NS::run_gather,
-                           &ATTN_CPU_NS::run_lines, &ATTN_CPU_NS::run_selective};
+  static const KernelSet k{ATTN_CPU_ISA_NAME,           ATTN_CPU_NS::kVW,
+                           &ATTN_CPU_NS::run_flash,     &ATTN_CPU_NS::run_gather,
+                           &ATTN_CPU_NS::run_lines,     &ATTN_CPU_NS::run_selective,
+                           &ATTN_CPU_NS::convert_inputs};
   return k;
+}
+
+const KernelSet* avx512_amx_kernels() {
+  const KernelSet* base = avx512_kernels();
+  if (!base || !amx::usable()) return nullptr;
+  static const KernelSet k = [base] {
+    KernelSet x = *base;
+    x.isa = "avx512amx";
+    x.amx = true;
+    return x;
+  }();
+  return &k;
 }
 
 const KernelSet* avx512_kernels() {
@@ -35,6 +50,7 @@ const KernelSet* avx512_kernels() {
 
 std::vector<const KernelSet*> available_kernel_sets() {
   std::vector<const KernelSet*> out;
+  if (const KernelSet* k = avx512_amx_kernels()) out.push_back(k);
   if (const KernelSet* k = avx512_kernels()) out.push_back(k);
   out.push_back(&baseline_kernels());
   return out;

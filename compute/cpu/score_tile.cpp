@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "compute/cpu/half_rows.h"
 #include "compute/cpu/tile_kernels.h"
 
 namespace attn::cpu::ATTN_CPU_NS {
@@ -13,21 +14,50 @@ void QueryTile::pack(const KernelContext& c, int h_, int q0_, int rows_, float q
   rows = rows_;
   cols = (rows + kVW - 1) / kVW * kVW;
   qscale = qscale_;
-  qt.resize(size_t(c.d) * kBQ);
-  // Q^T in kVW x kVW blocks transposed in registers; rows past `rows` read as zeros.
-  const int dfull = c.d / kVW * kVW;
-  for (int i0 = 0; i0 < cols; i0 += kVW) {
-    for (int k0 = 0; k0 < dfull; k0 += kVW) {
-      vf r[kVW];
-      for (int x = 0; x < kVW; ++x)
-        r[x] = i0 + x < rows ? loadu(c.p.q_row(h, q0 + i0 + x) + k0) * qscale : vf{};
-      transpose(r);
-      for (int x = 0; x < kVW; ++x) storeu(qt.data() + size_t(k0 + x) * kBQ + i0, r[x]);
+  const bool half = c.half();
+  if (c.amx) {
+    // Pairs of bf16 dims as u32, transposed in kVW x kVW blocks like Q^T below.
+    const int dp = c.d / 2, pfull = dp / kVW * kVW;
+    qp.resize(size_t(dp) * kBQ);
+    for (int i0 = 0; i0 < kBQ; i0 += kVW) {
+      for (int k0 = 0; k0 < pfull; k0 += kVW) {
+        vf r[kVW];
+        for (int x = 0; x < kVW; ++x)
+          r[x] = i0 + x < rows
+                     ? loadu(reinterpret_cast<const float*>(c.q16_row(h, q0 + i0 + x)) + k0)
+                     : vf{};
+        transpose(r);
+        for (int x = 0; x < kVW; ++x)
+          storeu(reinterpret_cast<float*>(qp.data()) + size_t(k0 + x) * kBQ + i0, r[x]);
+      }
+      for (int k = pfull; k < dp; ++k)
+        for (int x = 0; x < kVW; ++x) {
+          uint32_t pair = 0;
+          if (i0 + x < rows) std::memcpy(&pair, c.q16_row(h, q0 + i0 + x) + 2 * k, 4);
+          qp[size_t(k) * kBQ + i0 + x] = pair;
+        }
     }
-    for (int kk = dfull; kk < c.d; ++kk)
-      for (int x = 0; x < kVW; ++x)
-        qt[size_t(kk) * kBQ + i0 + x] =
-            i0 + x < rows ? c.p.q_row(h, q0 + i0 + x)[kk] * qscale : 0.0f;
+  } else {
+    qt.resize(size_t(c.d) * kBQ);
+    // Q^T in kVW x kVW blocks transposed in registers; rows past `rows` read as zeros.
+    auto q_vec = [&](int i, int k0) {
+      return half ? widen(c.prec, c.q16_row(h, i) + k0) : loadu(c.p.q_row(h, i) + k0);
+    };
+    auto q_one = [&](int i, int k) {
+      return half ? widen1(c.prec, c.q16_row(h, i)[k]) : c.p.q_row(h, i)[k];
+    };
+    const int dfull = c.d / kVW * kVW;
+    for (int i0 = 0; i0 < cols; i0 += kVW) {
+      for (int k0 = 0; k0 < dfull; k0 += kVW) {
+        vf r[kVW];
+        for (int x = 0; x < kVW; ++x) r[x] = i0 + x < rows ? q_vec(q0 + i0 + x, k0) * qscale : vf{};
+        transpose(r);
+        for (int x = 0; x < kVW; ++x) storeu(qt.data() + size_t(k0 + x) * kBQ + i0, r[x]);
+      }
+      for (int kk = dfull; kk < c.d; ++kk)
+        for (int x = 0; x < kVW; ++x)
+          qt[size_t(kk) * kBQ + i0 + x] = i0 + x < rows ? q_one(q0 + i0 + x, kk) * qscale : 0.0f;
+    }
   }
   for (int v = 0; v < cols / kVW; ++v) {
     for (int e = 0; e < kVW; ++e) {
@@ -41,10 +71,46 @@ void QueryTile::pack(const KernelContext& c, int h_, int q0_, int rows_, float q
   lim_hi = c.lim[q0 + rows - 1];
 }
 
+const void* k_at(const KernelContext& c, int h, int j) {
+  return c.half() ? static_cast<const void*>(c.k16_row(h, j)) : c.p.k_row(h, j);
+}
+
+const void* v_at(const KernelContext& c, int h, int j) {
+  return c.half() ? static_cast<const void*>(c.v16_row(h, j)) : c.v_row(h, j);
+}
+
+void qk_any(const KernelContext& c, const QueryTile& t, const void* k, size_t ldk, int nj,
+            float* st, int lds) {
+  if (!c.half()) {
+    qk_tile(static_cast<const float*>(k), ldk, nj, t.qt.data(), kBQ, t.cols, c.d, st, lds);
+    return;
+  }
+  // Widened once per chunk, then used by every query of the tile.
+  if (t.kw.size() < size_t(nj) * c.d) t.kw.resize(size_t(kBK) * c.d);
+  widen_rows(c.prec, static_cast<const uint16_t*>(k), ldk, nj, c.d, t.kw.data(), size_t(c.d));
+  qk_tile(t.kw.data(), size_t(c.d), nj, t.qt.data(), kBQ, t.cols, c.d, st, lds);
+}
+
+void pv_any(const KernelContext& c, const QueryTile& t, const float* pt, int ldp, int nj, int rows,
+            const void* v, size_t ldv, float* o, int ldo, const float* alpha, bool init) {
+  if (!c.half()) {
+    pv_tile(pt, ldp, nj, rows, static_cast<const float*>(v), ldv, c.dv, o, ldo, alpha, init);
+    return;
+  }
+  if (t.vw.size() < size_t(nj) * c.dv) t.vw.resize(size_t(std::max(nj, kBK)) * c.dv);
+  widen_rows(c.prec, static_cast<const uint16_t*>(v), ldv, nj, c.dv, t.vw.data(), size_t(c.dv));
+  pv_tile(pt, ldp, nj, rows, t.vw.data(), size_t(c.dv), c.dv, o, ldo, alpha, init);
+}
+
 void score_chunk(const KernelContext& c, const QueryTile& t, const Chunk& ch, bool to_base2,
                  float* st, int lds) {
+  qk_any(c, t, k_at(c, t.h, ch.j0), k_ld(c), ch.nj, st, lds);
+  finish_scores(c, t, ch, to_base2, st, lds);
+}
+
+void finish_scores(const KernelContext& c, const QueryTile& t, const Chunk& ch, bool to_base2,
+                   float* st, int lds) {
   const int nv = t.cols / kVW;
-  qk_tile(c.p.k_row(t.h, ch.j0), size_t(c.d), ch.nj, t.qt.data(), kBQ, t.cols, c.d, st, lds);
   for (const ScoreMod& m : c.spec.mods) {
     switch (m.kind) {
       case ScoreMod::Kind::Temperature: {

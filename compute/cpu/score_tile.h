@@ -42,10 +42,38 @@ struct QueryTile {
   vf qposf[kQV];               // query positions as floats (ALiBi)
   vi qposi[kQV];               // query positions (0 past rows)
   int lim_lo = 0, lim_hi = 0;  // smallest / largest causal limit of the tile's queries
+  // AMX (c.amx): Q's bf16 pairs, unscaled (qk multiplies by qscale after the product).
+  std::vector<uint32_t> qp;  // u32 [d / 2, kBQ]: dims 2k, 2k + 1 of each query; zero past rows
+  // 16-bit storage: a chunk's K or V rows widened to f32 for the f32 micro-kernels.
+  mutable std::vector<float> kw;  // f32 [kBK, d]
+  mutable std::vector<float> vw;  // f32 [kBK, dv]
 
-  // Packs queries [q0, q0 + rows) of head h (rows <= kBQ).
+  // Packs queries [q0, q0 + rows) of head h (rows <= kBQ), from c's storage precision.
   void pack(const KernelContext& c, int h, int q0, int rows, float qscale);
 };
+
+// Head h's K or V row j in c's storage (float or 16-bit); row strides k_ld(c) and v_ld(c).
+const void* k_at(const KernelContext& c, int h, int j);
+const void* v_at(const KernelContext& c, int h, int j);
+inline size_t k_ld(const KernelContext& c) {
+  return size_t(c.d);
+}
+inline size_t v_ld(const KernelContext& c) {
+  return c.half() ? size_t(c.dv) : c.v_ld();
+}
+
+// St[j][i] = K[j] . Qt[i] for nj rows of K in c's storage at k (ldk apart; widened through t.kw
+// when 16-bit) against the tile's packed queries: qk_tile in any storage.
+void qk_any(const KernelContext& c, const QueryTile& t, const void* k, size_t ldk, int nj,
+            float* st, int lds);
+// pv_tile with V rows in c's storage at v (ldv apart; widened through t.vw when 16-bit).
+void pv_any(const KernelContext& c, const QueryTile& t, const float* pt, int ldp, int nj, int rows,
+            const void* v, size_t ldv, float* o, int ldo, const float* alpha, bool init);
+
+// score_chunk's second half, for scores computed elsewhere (the AMX path): the modifiers, the
+// base-2 factor, the causal limit and the mask applied to st in place.
+void finish_scores(const KernelContext& c, const QueryTile& t, const Chunk& chunk, bool to_base2,
+                   float* st, int lds);
 
 // St[j][i] = modified, masked score of key chunk.j0 + j against query tile.q0 + i, for the
 // tile's cols columns; `to_base2` multiplies by log2(e) after the modifiers (softmax kernels).

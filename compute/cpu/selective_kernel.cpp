@@ -68,8 +68,8 @@ void selective_tile(KernelContext& c, SelectiveScratch& s, const TileItem& it) {
     const float* p = s.st.data() + off * kBQ;
     off += ch.nj;
     if (!any_nonzero(p, ch.nj, t.cols, kBQ)) continue;  // entmax rows are mostly zero
-    pv_tile(p, kBQ, ch.nj, it.rows, c.v_row(it.h, ch.j0), c.v_ld(), c.dv, s.o.data(), c.dv, nullptr,
-            first);
+    pv_any(c, t, p, kBQ, ch.nj, it.rows, v_at(c, it.h, ch.j0), v_ld(c), s.o.data(), c.dv, nullptr,
+           first);
     first = false;
     pv += int64_t(ch.nj) * it.rows;
   }
@@ -82,7 +82,8 @@ void selective_tile(KernelContext& c, SelectiveScratch& s, const TileItem& it) {
   }
   c.qk_entries += int64_t(total) * it.rows;
   c.pv_entries += pv;
-  c.bytes += int64_t(total) * c.d * 8 + int64_t(it.rows) * (c.d * 8 + 4);
+  const int64_t eb = element_bytes(c.prec);
+  c.bytes += int64_t(total) * c.d * 2 * eb + int64_t(it.rows) * (c.d * (eb + 4) + 4);
 }
 
 }  // namespace

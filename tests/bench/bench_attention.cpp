@@ -5,6 +5,8 @@
 //   block-sparse causal attention at a given fraction of the causal 64x64 blocks,
 //   an fp32 GEMM ceiling (Eigen, 2048^3, column blocks over the kernels' thread pool), and the
 //   same per core (one thread, CPU time),
+//   dense attention and key lists with Q, K and V stored in bf16 / f16 (precision_rows.py pairs
+//   them with the f32 rows of the same run),
 // and, for every attention case, the peak heap memory the backend allocated beyond its output
 // (a counting allocator wraps operator new for the whole binary).
 #include <benchmark/benchmark.h>
@@ -29,6 +31,7 @@
 #include "compute/cpu/cpu_backend.h"
 #include "compute/cpu/thread_pool.h"
 #include "compute/layout.h"
+#include "compute/precision.h"
 #include "compute/problem.h"
 #include "compute/registry.h"
 
@@ -196,10 +199,11 @@ const Layout& line_layout(int n, int count) {
 // kernels' own time beside it (`kernel_seconds`); `threads` 0 = all.
 // `fraction` < 1 runs a block layout with that fraction of the causal blocks; `topk` > 0 an index
 // layout with that many keys per query; `lines` > 0 a line layout with that many columns and
-// diagonals; `spec` names the variant (its normaliser and modifiers).
+// diagonals; `spec` names the variant (its normaliser and modifiers); `prec` the storage of Q, K
+// and V.
 void attention_case(benchmark::State& st, const std::string& backend_name, int n, double fraction,
-                    int threads = 0, const std::string& spec = "dense", int topk = 0,
-                    int lines = 0) {
+                    int threads = 0, const std::string& spec = "dense", int topk = 0, int lines = 0,
+                    Precision prec = Precision::F32) {
   const Problem& p = problem(n);
   const Variant v = make_variant(spec);
   const Layout dense;
@@ -216,6 +220,7 @@ void attention_case(benchmark::State& st, const std::string& backend_name, int n
     g_peak = base;
     RunOptions opt;
     opt.threads = threads;
+    opt.precision = prec;
     Result r = backend->execute(v, p, layout, opt);
     // The result's own payload (output, row statistics and the copy of the layout it records)
     // is not kernel scratch.
@@ -246,9 +251,11 @@ void attention_case(benchmark::State& st, const std::string& backend_name, int n
   const auto* cpu = dynamic_cast<const cpu::CpuBackend*>(backend.get());
   st.counters["topk"] = topk;
   st.counters["lines"] = lines;
+  st.counters["element_bytes"] = element_bytes(prec);
   st.SetLabel(backend_name + " " + spec + (fraction < 1.0 ? " block_sparse" : "") +
               (topk > 0 ? " indices" : "") + (lines > 0 ? " lines" : "") +
-              (cpu ? std::string(" isa=") + cpu->isa() : std::string()));
+              (cpu ? std::string(" isa=") + cpu->isa() : std::string()) +
+              " precision=" + precision_name(prec));
 }
 
 // fp32 GEMM C = A B at n^3: column blocks of C handed out dynamically over `threads` threads
@@ -380,6 +387,20 @@ void register_all() {
   if (!quick)
     add("cpu_lines128/n:16384", 3,
         [](benchmark::State& s) { attention_case(s, "cpu", 16384, 1.0, 0, "dense", 0, 128); });
+  // Reduced-precision storage: dense and key lists over 16-bit rows (f16 dense for information).
+  for (int n : quick ? std::vector<int>{4096} : std::vector<int>{4096, 16384}) {
+    const int reps = n >= 16384 ? 3 : 7;
+    for (Precision prec : {Precision::Bf16, Precision::F16})
+      add(std::string("cpu_dense_") + precision_name(prec) + "/n:" + std::to_string(n), reps,
+          [n, prec](benchmark::State& s) {
+            attention_case(s, "cpu", n, 1.0, 0, "dense", 0, 0, prec);
+          });
+    for (int k : {256, 1638})
+      add("cpu_gather_top" + std::to_string(k) + "_bf16/n:" + std::to_string(n), 3,
+          [n, k](benchmark::State& s) {
+            attention_case(s, "cpu", n, 1.0, 0, "dense", k, 0, Precision::Bf16);
+          });
+  }
   add("gemm_eigen_after/n:2048", 7,
       [threads](benchmark::State& s) { gemm_case(s, 2048, threads); });
 }

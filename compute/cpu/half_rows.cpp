@@ -1,0 +1,151 @@
+#include "compute/cpu/half_rows.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "compute/error.h"
+#include "compute/kv/kv_precision.h"
+
+namespace attn::cpu::ATTN_CPU_NS {
+
+// Named, not anonymous: isa_avx512.cpp compiles every kernel source into one unit.
+namespace half_impl {
+
+// f16 bits of x[0..n), rounded to nearest even (overflow gives infinity, as round_fp16 does).
+void to_f16(const float* x, uint16_t* out, int n) {
+  int i = 0;
+#if defined(ATTN_CPU_AVX512)
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm512_mask_cvtps_ph(_mm256_setzero_si256(), __mmask16(0xFFFF),
+                                             _mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+#elif defined(ATTN_CPU_AVX2) && defined(__F16C__)
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+  for (; i < n; ++i) {
+    const _Float16 h = _Float16(round_fp16(x[i]));  // exact: the value is an f16 already
+    std::memcpy(out + i, &h, 2);
+  }
+}
+
+// bf16 bits of x[0..n), rounded to nearest even.
+void to_bf16(const float* x, uint16_t* out, int n, void (*hw)(const float*, uint16_t*, size_t)) {
+  if (hw) {
+    hw(x, out, size_t(n));
+    return;
+  }
+  for (int i = 0; i < n; ++i) {
+    const float r = round_bf16(x[i]);
+    uint32_t u;
+    std::memcpy(&u, &r, 4);
+    out[i] = uint16_t(u >> 16);
+  }
+}
+
+float max_abs(const float* x, int n) {
+  float m = 0.0f;
+  for (int i = 0; i < n; ++i) m = std::max(m, std::fabs(x[i]));
+  return m;
+}
+
+}  // namespace half_impl
+
+void widen_rows(Precision prec, const uint16_t* src, size_t lds, int rows, int n, float* dst,
+                size_t ldd) {
+  const int full = n / kVW * kVW;
+  for (int r = 0; r < rows; ++r) {
+    const uint16_t* s = src + size_t(r) * lds;
+    float* o = dst + size_t(r) * ldd;
+    if (prec == Precision::Bf16)
+      for (int k = 0; k < full; k += kVW) storeu(o + k, widen_bf16(s + k));
+    else
+      for (int k = 0; k < full; k += kVW) storeu(o + k, widen_f16(s + k));
+    for (int k = full; k < n; ++k) o[k] = widen1(prec, s[k]);
+  }
+}
+
+void convert_inputs(KernelContext& c, ThreadPool& pool,
+                    void (*hw_bf16)(const float*, uint16_t*, size_t)) {
+  using namespace half_impl;
+  const Problem& p = c.p;
+  const int d = c.d, dv = c.dv;
+  const bool f16 = c.prec == Precision::F16;
+  const int64_t q_rows = int64_t(c.H) * c.n_q, k_rows = int64_t(p.n_kv_heads) * c.n_k;
+  c.q16.resize(size_t(q_rows) * d);
+  c.k16.resize(size_t(k_rows + KernelContext::kPadRows) * d);
+  std::fill(c.k16.begin() + k_rows * d, c.k16.end(), uint16_t(0));
+  // V rows for every kernel but AMX flash; V^T for AMX tiles (key lists on AMX need both: their
+  // streamed rows read V rows, their dense tiles V^T).
+  const bool v_rows = !c.amx || c.layout.kind == Layout::Kind::Indices;
+  if (c.amx) {
+    c.vt_ld = size_t(c.n_k + 32 + 31) / 32 * 32;  // whole 32-key tiles stay inside a row
+    c.vt16.resize(size_t(p.n_kv_heads) * dv * c.vt_ld);
+  }
+  if (v_rows) c.v16.resize(size_t(k_rows) * dv);
+  auto convert = [&](const float* x, uint16_t* out, int n) {
+    if (f16)
+      to_f16(x, out, n);
+    else
+      to_bf16(x, out, n, hw_bf16);
+  };
+  // Tasks of kRows rows: Q's, then K's, then V's (per KV head, so V^T blocks stay in one head).
+  constexpr int kRows = 256;
+  const int64_t q_tasks = (q_rows + kRows - 1) / kRows, k_tasks = (k_rows + kRows - 1) / kRows;
+  const int64_t v_per_head = (c.n_k + kRows - 1) / kRows;
+  std::vector<float> worst(size_t(pool.size()), 0.0f);  // largest |x| seen (the f16 range check)
+  std::vector<std::vector<uint16_t>> tmp(size_t(pool.size()));
+  pool.parallel_for(q_tasks + k_tasks + p.n_kv_heads * v_per_head, [&](int64_t t, int w) {
+    const float* src;
+    if (t < q_tasks || t < q_tasks + k_tasks) {
+      const bool is_q = t < q_tasks;
+      const int64_t r0 = (is_q ? t : t - q_tasks) * kRows;
+      const int64_t r1 = std::min(is_q ? q_rows : k_rows, r0 + kRows);
+      src = (is_q ? p.q.data() : p.k.data()) + r0 * d;
+      convert(src, (is_q ? c.q16.data() : c.k16.data()) + r0 * d, int((r1 - r0) * d));
+      if (f16) worst[w] = std::max(worst[w], max_abs(src, int((r1 - r0) * d)));
+      return;
+    }
+    const int64_t u = t - q_tasks - k_tasks;
+    const int g = int(u / v_per_head);
+    const int j0 = int(u % v_per_head) * kRows, j1 = std::min(c.n_k, j0 + kRows);
+    src = p.v.data() + (size_t(g) * c.n_k + j0) * d;
+    if (f16) worst[w] = std::max(worst[w], max_abs(src, (j1 - j0) * d));
+    if (v_rows) {
+      uint16_t* out = c.v16.data() + (size_t(g) * c.n_k + j0) * dv;
+      for (int j = j0; j < j1; ++j, src += d, out += dv) {
+        convert(src, out, d);
+        std::fill(out + d, out + dv, uint16_t(0));
+      }
+    }
+    if (!c.amx) return;
+    // V^T: the block's rows converted, then written out one dimension at a time.
+    std::vector<uint16_t>& b = tmp[w];
+    b.resize(size_t(kRows) * d);
+    src = p.v.data() + (size_t(g) * c.n_k + j0) * d;
+    convert(src, b.data(), (j1 - j0) * d);
+    uint16_t* vt = c.vt16.data() + size_t(g) * dv * c.vt_ld;
+    for (int k = 0; k < dv; ++k) {
+      uint16_t* row = vt + size_t(k) * c.vt_ld;
+      if (k >= d) {
+        std::fill(row + j0, row + j1, uint16_t(0));
+      } else {
+        for (int j = j0; j < j1; ++j) row[j] = b[size_t(j - j0) * d + k];
+      }
+      if (j1 == c.n_k) std::fill(row + c.n_k, row + c.vt_ld, uint16_t(0));
+    }
+  });
+  if (f16) {
+    const float m = *std::max_element(worst.begin(), worst.end());
+    if (m >= 65520.0f)  // rounds to infinity in f16
+      throw Error(ErrorCode::InvalidArgument,
+                  "precision f16: Q, K or V holds |x| = " + std::to_string(m) +
+                      ", beyond f16's largest finite value 65504; use precision bf16 or f32");
+  }
+}
+
+}  // namespace attn::cpu::ATTN_CPU_NS

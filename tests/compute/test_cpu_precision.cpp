@@ -1,0 +1,317 @@
+// Reduced-precision storage in the cpu kernels (RunOptions::precision = bf16 | f16): the stored
+// 16-bit values are exactly kv_precision.h's round to nearest even of the inputs (every kernel
+// set, the AMX set's transposed V too); each kernel (dense, blocks, key lists, lines) in each
+// precision against the f64 reference, (a) on the rounded inputs, where only f32 accumulation
+// (and, on AMX tiles, probabilities rounded to bf16) may differ, so a changed rounding of Q, K or
+// V fails by orders of magnitude, and (b) on the original inputs, within a bound derived from the
+// format's unit roundoff; results name their precision; every kernel set is chosen by
+// ATTNSCOPE_CPU_ISA.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compute/backend.h"
+#include "compute/cpu/amx_tiles.h"
+#include "compute/cpu/cpu_backend.h"
+#include "compute/cpu/kernel_context.h"
+#include "compute/cpu/kernel_set.h"
+#include "compute/cpu/thread_pool.h"
+#include "compute/error.h"
+#include "compute/kv/kv_precision.h"
+#include "compute/metrics.h"
+#include "compute/precision.h"
+#include "compute/reference/reference_backend.h"
+#include "compute/registry.h"
+#include "test_util.h"
+
+using namespace attn;
+
+namespace {
+
+// The bits kv_precision.h's rounding stores for x.
+uint16_t expected_bits(Precision prec, float x) {
+  if (prec == Precision::Bf16) {
+    const float r = round_bf16(x);
+    uint32_t u;
+    std::memcpy(&u, &r, 4);
+    return uint16_t(u >> 16);
+  }
+  const _Float16 h = _Float16(round_fp16(x));
+  uint16_t b;
+  std::memcpy(&b, &h, 2);
+  return b;
+}
+
+// A problem whose values include exact ties of both formats (x.5 ulp) and wide magnitudes.
+Problem tie_problem(int n, int d) {
+  Problem p = random_problem(2, 1, n, n, d, true, 4242);
+  std::mt19937 rng(5);
+  auto ties = [&](AlignedFloats& x) {
+    for (size_t i = 0; i < x.size(); i += 3) {
+      // 1 + m 2^-7 + 2^-8 (a bf16 tie) and 1 + m 2^-10 + 2^-11 (an f16 tie), scaled.
+      const int m = int(rng() % 100);
+      const float scale = std::ldexp(1.0f, int(rng() % 20) - 10) * (rng() % 2 ? 1 : -1);
+      x[i] = (i % 2 ? 1.0f + m * 0x1p-7f + 0x1p-8f : 1.0f + m * 0x1p-10f + 0x1p-11f) * scale;
+    }
+  };
+  ties(p.q);
+  ties(p.k);
+  ties(p.v);
+  return p;
+}
+
+// The problem with Q, K and V replaced by their values in `prec`.
+Problem rounded(Problem p, Precision prec) {
+  for (AlignedFloats* x : {&p.q, &p.k, &p.v})
+    for (float& v : *x) v = prec == Precision::Bf16 ? round_bf16(v) : round_fp16(v);
+  return p;
+}
+
+std::vector<Precision> half_precisions() {
+  return {Precision::Bf16, Precision::F16};
+}
+
+// ---- layouts, one per kernel ----
+
+Layout block_layout(const Problem& p, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  BlockLayout b;
+  b.bq = b.bk = 32;
+  b.n_qb = (p.n_q + 31) / 32;
+  b.n_kb = (p.n_k + 31) / 32;
+  b.row_ptr.push_back(0);
+  for (int r = 0; r < b.n_qb; ++r) {
+    for (int c = 0; c < b.n_kb; ++c)
+      if (c == r || rng() % 3 == 0) {
+        b.col.push_back(c);
+        b.full.push_back(1);
+      }
+    b.row_ptr.push_back(int32_t(b.col.size()));
+  }
+  Layout l;
+  l.kind = Layout::Kind::Blocks;
+  l.blocks = {b};
+  return l;
+}
+
+Layout index_layout(const Problem& p, int k, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  IndexLayout x;
+  x.row_ptr.push_back(0);
+  for (int i = 0; i < p.n_q; ++i) {
+    const int visible = p.causal ? p.qpos(i) + 1 : p.n_k;
+    for (int j = 0; j < visible; ++j)
+      if (visible <= k || int(rng() % uint64_t(visible)) < k) x.col.push_back(j);
+    x.row_ptr.push_back(int64_t(x.col.size()));
+  }
+  Layout l;
+  l.kind = Layout::Kind::Indices;
+  l.indices = {x};
+  return l;
+}
+
+Layout line_layout(const Problem& p) {
+  LineLayout x;
+  for (int j = 3; j < p.n_k; j += 37) x.columns.push_back(j);
+  for (int64_t o : {200, 90, 17, 5, 0}) x.offsets.push_back(o);
+  Layout l;
+  l.kind = Layout::Kind::Lines;
+  l.lines = {x};
+  return l;
+}
+
+struct KernelCase {
+  std::string name;
+  Layout layout;
+};
+
+std::vector<KernelCase> kernel_cases(const Problem& p) {
+  return {{"dense", Layout{}},
+          {"blocks", block_layout(p, 11)},
+          {"key lists (top-40)", index_layout(p, 40, 12)},
+          {"key lists (dense rows)", index_layout(p, 100000, 13)},
+          {"lines", line_layout(p)}};
+}
+
+Result run_in(const cpu::KernelSet* set, const Variant& v, const Problem& p, const Layout& l,
+              Precision prec) {
+  cpu::CpuBackend b(set);
+  RunOptions opt;
+  opt.precision = prec;
+  return b.execute(v, p, l, opt);
+}
+
+// Largest relative Frobenius error that f32 accumulation of n-term dot products leaves here.
+constexpr double kF32Tol = 2e-5;
+
+}  // namespace
+
+TEST(CpuPrecision, PrecisionNamesParseAndRoundoff) {
+  for (Precision p : {Precision::F32, Precision::Bf16, Precision::F16})
+    EXPECT_EQ(parse_precision(precision_name(p)), p);
+  EXPECT_EQ(unit_roundoff(Precision::Bf16), 1.0 / 256);
+  EXPECT_EQ(unit_roundoff(Precision::F16), 1.0 / 2048);
+  const std::string msg =
+      test::error_of([] { parse_precision("bf61"); }, ErrorCode::InvalidArgument);
+  EXPECT_TRUE(test::contains(msg, "bf16")) << msg;
+}
+
+TEST(CpuPrecision, StoredValuesAreRoundedToNearestEven) {
+  // d = 40: V rows padded to whole vectors; d = 64: the AMX set's transposed V.
+  for (int d : {40, 64}) {
+    const Problem p = tie_problem(70, d);
+    const Layout dense;
+    const cpu::KernelSpec spec;
+    std::vector<void (*)(const float*, uint16_t*, size_t)> converters = {nullptr};
+    if (cpu::amx::has_avx512_bf16()) converters.push_back(&cpu::amx::convert_bf16);
+    for (const cpu::KernelSet* set : cpu::available_kernel_sets())
+      for (Precision prec : half_precisions())
+        for (auto hw : converters) {
+          const std::string what = std::string(set->isa) + " " + precision_name(prec) +
+                                   " d=" + std::to_string(d) + (hw ? " hardware bf16" : "");
+          std::vector<float> o(size_t(p.n_heads) * p.n_q * p.d), stat(size_t(p.n_heads) * p.n_q);
+          cpu::KernelContext c(p, dense, spec, set->width, o.data(), stat.data(), prec);
+          c.amx = set->amx && prec == Precision::Bf16 && d % 32 == 0;
+          cpu::ThreadPool pool(2);
+          set->convert(c, pool, prec == Precision::Bf16 ? hw : nullptr);
+          int bad = 0;
+          for (int h = 0; h < p.n_heads; ++h)
+            for (int i = 0; i < p.n_q; ++i)
+              for (int k = 0; k < d; ++k)
+                bad += c.q16_row(h, i)[k] != expected_bits(prec, p.q_row(h, i)[k]);
+          for (int j = 0; j < p.n_k; ++j)
+            for (int k = 0; k < d; ++k) {
+              bad += c.k16_row(0, j)[k] != expected_bits(prec, p.k_row(0, j)[k]);
+              const uint16_t v = c.amx ? c.vt16_at(0, j)[size_t(k) * c.vt_ld] : c.v16_row(0, j)[k];
+              bad += v != expected_bits(prec, p.v_row(0, j)[k]);
+            }
+          EXPECT_EQ(bad, 0) << what;
+          // Padding reads as zero: V's dims up to dv, the transposed V's keys past n_k.
+          for (int j = 0; j < p.n_k && !c.amx; ++j)
+            for (int k = d; k < c.dv; ++k) ASSERT_EQ(c.v16_row(0, j)[k], 0) << what;
+          for (int k = 0; k < c.dv && c.amx; ++k)
+            for (size_t j = size_t(p.n_k); j < c.vt_ld; ++j)
+              ASSERT_EQ(c.vt16_at(0, 0)[size_t(k) * c.vt_ld + j], 0) << what;
+        }
+  }
+}
+
+// Each kernel in each precision against the f64 reference: (a) on the rounded inputs, (b) on
+// the given ones. Bound (b): round to nearest leaves each stored value off by a relative error
+// spread evenly over [-u, u] (RMS u / sqrt 3 of the value's binade), which moves scores by about
+// that times |q| |k| scale and outputs by about that times |v|: measured 0.6-0.7 u here in
+// relative Frobenius error, so the bound is u. Truncating instead (a mutated rounding) doubles
+// the RMS error and fails (b), and fails (a) by orders of magnitude.
+TEST(CpuPrecision, EachKernelAgainstTheF64Reference) {
+  auto reference = make_reference_backend();
+  for (int d : {64, 40}) {
+    const Problem p = random_problem(3, 3, 300, 300, d, true, 77 + d);
+    const Variant v = make_variant("dense");
+    for (const KernelCase& kc : kernel_cases(p)) {
+      const Result exact = reference->execute(v, p, kc.layout, {});
+      for (Precision prec : half_precisions()) {
+        const Problem pr = rounded(p, prec);
+        const Result on_rounded = reference->execute(v, pr, kc.layout, {});
+        const double u = unit_roundoff(prec);
+        for (const cpu::KernelSet* set : cpu::available_kernel_sets()) {
+          const std::string what =
+              kc.name + " " + precision_name(prec) + " isa=" + set->isa + " d=" + std::to_string(d);
+          const Result r = run_in(set, v, p, kc.layout, prec);
+          EXPECT_EQ(r.stats.precision, prec) << what;
+          for (float x : r.o) ASSERT_TRUE(std::isfinite(x)) << what;
+          // AMX tiles (dense and block layouts, key lists' dense tiles, lines run as key lists)
+          // also round the probabilities to bf16 (as FlashAttention does): half a unit roundoff
+          // bounds what that moves; elsewhere only f32 accumulation differs.
+          const bool amx = set->amx && prec == Precision::Bf16 && d % 32 == 0;
+          const double tol_rounded = amx ? 0.5 * u : kF32Tol;
+          EXPECT_LT(relative_error(r.o, on_rounded.o), tol_rounded) << what << " (a)";
+          EXPECT_LT(relative_error(r.o, exact.o), u) << what << " (b)";
+          EXPECT_GT(relative_error(r.o, exact.o), 0.05 * u) << what << " (b): rounding happened";
+          // Row statistics come from the f32 scores of the stored values (AMX included).
+          for (size_t i = 0; i < r.row_stat.size(); ++i)
+            ASSERT_NEAR(r.row_stat[i], on_rounded.row_stat[i],
+                        1e-5 * (1.0 + std::fabs(on_rounded.row_stat[i])))
+                << what << " row stat " << i;
+        }
+      }
+    }
+  }
+}
+
+// The same for the other normalisers and modifiers that run through the same kernels.
+TEST(CpuPrecision, NormalisersAndModifiersInReducedPrecision) {
+  auto reference = make_reference_backend();
+  const Problem p = random_problem(2, 1, 200, 200, 64, true, 9);
+  for (const char* spec :
+       {"dense+sigmoid", "dense+entmax15", "dense+softplus", "dense+alibi+softcap(cap=5)",
+        "window(size=40)+relu2", "selective", "topk(k=16)+alibi", "topk(k=16)+entmax15"}) {
+    const Variant v = make_variant(spec);
+    for (Precision prec : half_precisions()) {
+      const Problem pr = rounded(p, prec);
+      for (const cpu::KernelSet* set : cpu::available_kernel_sets()) {
+        cpu::CpuBackend b(set);
+        RunOptions opt;
+        opt.precision = prec;
+        const Result r = run(v, p, b, opt);
+        const Result ref = reference->execute(v, pr, r.layout, {});
+        const double u = unit_roundoff(prec);
+        const std::string what = std::string(spec) + " " + precision_name(prec) + " " + set->isa;
+        const bool amx = set->amx && prec == Precision::Bf16 && !v.selective() &&
+                         std::string(spec).find("entmax") == std::string::npos &&
+                         (r.layout.kind != Layout::Kind::Indices || v.mods().empty());
+        EXPECT_LT(relative_error(r.o, ref.o), amx ? 0.5 * u : (v.selective() ? 1e-4 : kF32Tol))
+            << what;
+        EXPECT_EQ(r.stats.precision, prec) << what;
+      }
+    }
+  }
+}
+
+TEST(CpuPrecision, ResultsNameThePrecisionThatRan) {
+  const Problem p = random_problem(1, 1, 50, 50, 32, true, 3);
+  const Variant v = make_variant("dense");
+  auto cpu_b = make_backend("cpu");
+  auto ref = make_backend("reference");
+  RunOptions opt;
+  opt.precision = Precision::Bf16;
+  EXPECT_EQ(run(v, p, *cpu_b, opt).stats.precision, Precision::Bf16);
+  EXPECT_EQ(run(v, p, *cpu_b, {}).stats.precision, Precision::F32);
+  // The reference computes in f64 on the given values whatever is asked, and says so.
+  EXPECT_EQ(run(v, p, *ref, opt).stats.precision, Precision::F32);
+}
+
+TEST(CpuPrecision, F16BeyondItsRangeIsAClearError) {
+  Problem p = random_problem(1, 1, 20, 20, 32, true, 3);
+  p.k[7] = 1e6f;
+  auto cpu_b = make_backend("cpu");
+  RunOptions opt;
+  opt.precision = Precision::F16;
+  const std::string msg = test::error_of([&] { run(make_variant("dense"), p, *cpu_b, opt); },
+                                         ErrorCode::InvalidArgument);
+  EXPECT_TRUE(test::contains(msg, "65504")) << msg;
+  EXPECT_TRUE(test::contains(msg, "bf16")) << msg;
+  opt.precision = Precision::Bf16;  // bf16 keeps f32's range
+  EXPECT_NO_THROW(run(make_variant("dense"), p, *cpu_b, opt));
+}
+
+// ATTNSCOPE_CPU_ISA picks each kernel set that runs here; an unknown name keeps the best.
+TEST(CpuPrecision, IsaEnvironmentVariablePicksEachSet) {
+  const char* old = std::getenv("ATTNSCOPE_CPU_ISA");
+  const std::string saved = old ? old : "";
+  for (const cpu::KernelSet* set : cpu::available_kernel_sets()) {
+    setenv("ATTNSCOPE_CPU_ISA", set->isa, 1);
+    EXPECT_EQ(&cpu::best_kernels(), set) << set->isa;
+    EXPECT_STREQ(cpu::CpuBackend().isa(), set->isa);
+  }
+  setenv("ATTNSCOPE_CPU_ISA", "no-such-isa", 1);
+  EXPECT_EQ(&cpu::best_kernels(), cpu::available_kernel_sets().front());
+  if (old)
+    setenv("ATTNSCOPE_CPU_ISA", saved.c_str(), 1);
+  else
+    unsetenv("ATTNSCOPE_CPU_ISA");
+}
