@@ -66,6 +66,7 @@ bench: deps
 	@# Every step runs whatever an earlier one reported; make fails at the end if any target failed.
 	status=0; \
 	/usr/bin/python3 tests/bench/run_bench.py --build build/native --out build/bench || status=1; \
+	/usr/bin/python3 tests/bench/precision_rows.py --build build/native --out build/bench || status=1; \
 	/usr/bin/python3 tests/bench/forward_vs_torch.py --build build/native || status=1; \
 	/usr/bin/python3 tests/bench/decode_vs_torch.py --build build/native || status=1; \
 	/usr/bin/python3 tests/bench/analyze_overhead.py --build build/native || status=1; \

@@ -23,7 +23,7 @@ class RunCommand final : public Command {
     int n = 1024, n_q = 0, heads = 4, kv_heads = 0, d = 64, threads = 0;
     bool bidirectional = false, no_metrics = false;
     uint64_t seed = 1;
-    std::string backend = "cpu", json;
+    std::string backend = "cpu", json, precision = "f32";
   } o;  // bound by add_options
 };
 
@@ -42,6 +42,9 @@ void RunCommand::add_options(CLI::App& cmd) {
                  "reference | cpu | vulkan (falls back to cpu per variant)");
   cmd.add_option("--seed", o.seed, "Random seed");
   cmd.add_option("--threads", o.threads, "Worker threads (0 = all)");
+  cmd.add_option("--precision", o.precision,
+                 "Storage of Q, K, V in the kernels: f32 | bf16 | f16 (scores, softmax and sums "
+                 "in f32); rows then show dense in that precision against f32 dense");
   cmd.add_flag("--no-metrics", o.no_metrics, "Skip metrics against dense (faster)");
   cmd.add_option("--json", o.json, "Also write the results as JSON to this file");
 }
@@ -55,11 +58,18 @@ int RunCommand::run() {
                           " (the queries are the last of the keys)");
   check_variant_specs(o.variants, "-v/--variant");
   check_backend(o.backend);
+  Precision precision = Precision::F32;
+  try {
+    precision = parse_precision(o.precision);
+  } catch (const Error& e) {
+    usage(false, std::string("--precision: ") + e.what());
+  }
   Problem p = random_problem(o.heads, o.kv_heads ? o.kv_heads : o.heads, o.n_q ? o.n_q : o.n, o.n,
                              o.d, !o.bidirectional, o.seed);
   auto backend = make_backend_with_fallback(o.backend);
   RunOptions opt;
   opt.threads = o.threads;
+  opt.precision = precision;
   Comparison c = compare_variants(p, o.variants, *backend, !o.no_metrics, opt);
   print_comparison(p, c);
   if (auto* fb = dynamic_cast<FallbackBackend*>(backend.get())) {

@@ -13,7 +13,11 @@ Comparison compare_variants(const Problem& p, const std::vector<std::string>& sp
                             Backend& backend, bool metrics, const RunOptions& opt) {
   Comparison c;
   Variant dense = make_variant("dense");
-  Result ref = run(dense, p, backend, opt);
+  // The reference row is dense in f32; with a reduced precision, dense in that precision comes
+  // next, so its error and speed against f32 show beside the variants'.
+  RunOptions f32 = opt;
+  f32.precision = Precision::F32;
+  Result ref = run(dense, p, backend, f32);
   std::vector<Variant> variants;
   for (const auto& s : specs) variants.push_back(make_variant(s));  // fail fast on bad specs
   c.rows.push_back({dense.spec(), ref.stats, {}, false});
@@ -21,6 +25,7 @@ Comparison compare_variants(const Problem& p, const std::vector<std::string>& sp
     c.rows[0].metrics = compare(dense, p, ref, ref);
     c.rows[0].has_metrics = true;
   }
+  if (opt.precision != Precision::F32) variants.insert(variants.begin(), dense);
   for (const Variant& v : variants) {
     Result r = run(v, p, backend, opt);
     ComparisonRow row{v.spec(), r.stats, {}, false};
@@ -38,8 +43,9 @@ void print_comparison(const Problem& p, const Comparison& c) {
               p.n_kv_heads, p.n_q, p.n_k, p.d, p.causal ? "causal" : "bidirectional");
   // Two measures of sparsity, not to be confused: "kept" counts the score entries the variant
   // keeps, "computed" the work the kernels did, which covers whole blocks.
-  Table t({"variant", "backend", "kept", "computed", "rel.err", "recall", "row KL", "pred GFLOP",
-           "counted GFLOP", "select ms", "kernel ms", "wall ms", "GFLOP/s", "speedup"});
+  Table t({"variant", "backend", "precision", "kept", "computed", "rel.err", "recall", "row KL",
+           "pred GFLOP", "counted GFLOP", "select ms", "kernel ms", "wall ms", "GFLOP/s",
+           "speedup"});
   const double dense_s = c.rows[0].stats.wall_seconds;
   const double dense_flops = c.rows[0].stats.counted.flops;
   for (const auto& r : c.rows) {
@@ -47,7 +53,7 @@ void print_comparison(const Problem& p, const Comparison& c) {
     const double secs = s.wall_seconds;
     std::string speedup = fixed(dense_s / secs, 2);
     speedup += 'x';
-    t.add({r.spec, s.backend, fixed(s.density, 4),
+    t.add({r.spec, s.backend, precision_name(s.precision), fixed(s.density, 4),
            fixed(dense_flops > 0 ? s.counted.flops / dense_flops : std::nan(""), 4),
            r.has_metrics ? sci(r.metrics.rel_error) : "-",
            r.has_metrics ? fixed(r.metrics.mass_recall, 4) : "-",
@@ -78,6 +84,7 @@ nlohmann::json comparison_json(const Problem& p, const Comparison& c) {
     const Stats& s = r.stats;
     nlohmann::json row = {{"variant", r.spec},
                           {"backend", s.backend},
+                          {"precision", precision_name(s.precision)},
                           {"density", s.density},
                           {"kept_entries", s.kept_entries},
                           {"predicted_flops", s.predicted.flops},

@@ -18,10 +18,11 @@ struct ComparisonRow {
 };
 
 struct Comparison {
-  std::vector<ComparisonRow> rows;  // rows[0] is the dense softmax reference
+  std::vector<ComparisonRow> rows;  // rows[0] is the dense softmax reference, in f32
 };
 
-// Runs "dense" plus each spec on `backend`; metrics against dense unless `metrics` is false.
+// Runs "dense" (in f32) plus each spec on `backend` in opt.precision (dense again first when
+// that is not f32); metrics against the f32 dense unless `metrics` is false.
 Comparison compare_variants(const Problem& p, const std::vector<std::string>& specs,
                             Backend& backend, bool metrics, const RunOptions& opt = {});
 

@@ -116,6 +116,8 @@ TEST(CliMessages, RunOptionsThatConflictAreUsageErrors) {
   expect_usage("run -n 32 -v dense --backend cpuu", {"did you mean cpu?"});
   expect_usage("run -n 32 -v dense --heads 4 --kv-heads 3", {"not a multiple of --kv-heads 3"});
   expect_usage("run -n 32 --nq 64 -v dense", {"--nq 64 exceeds -n 32"});
+  expect_usage("run -n 32 -v dense --precision b16",
+               {"--precision: precision 'b16' is not one of f32, bf16, f16", "did you mean bf16?"});
   expect_usage("run -n 32", {"--variant is required"});  // CLI11's own check: still exit 2
 }
 
