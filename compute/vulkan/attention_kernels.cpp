@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "compute/error.h"
+#include "compute/kv/kv_precision.h"
 #include "compute/vulkan/context.h"
 #include "compute/vulkan/job.h"
 #include "compute/vulkan/kernel_layout.h"
@@ -178,14 +180,16 @@ KernelConfig checked_config(const Context& ctx, const Problem& p, const KernelCo
 // the score modifiers and the normaliser.
 const ComputePipeline& attention_pipeline(Context& ctx, const KernelLayout& kl,
                                           const KernelConfig& c, const std::vector<ScoreMod>& mods,
-                                          const Normaliser& norm, bool per_query) {
+                                          const Normaliser& norm, bool per_query, Precision prec) {
   SpecConstants spec;
   spec.set(0, uint32_t(c.d_padded)).set(1, uint32_t(c.lanes)).set(2, uint32_t(c.rows));
   spec.set(3, uint32_t(c.tile)).set(15, uint32_t(c.rows * c.lanes));
   set_score_constants(spec, mods, norm);
-  const ShaderCode code = kl.lines     ? attention_lines_shader(c.unrolled)
-                          : kl.indices ? attention_indices_shader(c.unrolled)
-                                       : attention_ranges_shader(c.unrolled);
+  const bool kv16 = prec != Precision::F32;
+  if (kv16) spec.set(16, prec == Precision::Bf16 ? 1u : 0u);
+  const ShaderCode code = kl.lines     ? attention_lines_shader(c.unrolled, kv16)
+                          : kl.indices ? attention_indices_shader(c.unrolled, kv16)
+                                       : attention_ranges_shader(c.unrolled, kv16);
   const uint32_t n_buffers = per_query ? 11 : 12;
   return ctx.pipelines().get(code, n_buffers, sizeof(AttentionPush), spec);
 }
@@ -221,15 +225,43 @@ struct AttentionBuffers {
   int b0 = -1, b1 = -1, b2 = -1;
 };
 
-// Uploads Q, K, V (rows zero-padded to d_padded), positions and the layout's tables, and makes
-// the output, row-statistic and chunk-state buffers.
+// The 16-bit storage of x (bf16 or f16 bit patterns, rounded to nearest even by
+// kv_precision.h's functions). Throws Error(InvalidArgument) for values past f16's range.
+std::vector<uint16_t> to_16bit(std::span<const float> x, Precision prec, const char* what) {
+  std::vector<uint16_t> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (prec == Precision::Bf16) {
+      const float r = round_bf16(x[i]);
+      uint32_t u;
+      std::memcpy(&u, &r, 4);
+      out[i] = uint16_t(u >> 16);
+    } else {
+      const float r = round_fp16(x[i]);
+      require(std::isfinite(r), ErrorCode::InvalidArgument,
+              std::string("precision f16: ") + what + " holds " + std::to_string(x[i]) +
+                  ", beyond f16's largest finite value 65504; use precision bf16 or f32");
+      const _Float16 h = _Float16(r);  // exact: r is an f16 value
+      std::memcpy(&out[i], &h, 2);
+    }
+  }
+  return out;
+}
+
+// Uploads Q, K, V (rows zero-padded to d_padded; in 16 bits for a reduced precision), positions
+// and the layout's tables, and makes the output, row-statistic and chunk-state buffers.
 AttentionBuffers upload_inputs(Job& job, const Problem& p, const KernelLayout& kl,
-                               const KernelConfig& c, const KeyChunks& chunks) {
+                               const KernelConfig& c, const KeyChunks& chunks, Precision prec) {
   AttentionBuffers b{};
   std::vector<float> qs, ks, vs;
-  b.q = job.input(pad_rows(p.q, p.d, c.d_padded, qs));
-  b.k = job.input(pad_rows(p.k, p.d, c.d_padded, ks));
-  b.v = job.input(pad_rows(p.v, p.d, c.d_padded, vs));
+  if (prec == Precision::F32) {
+    b.q = job.input(pad_rows(p.q, p.d, c.d_padded, qs));
+    b.k = job.input(pad_rows(p.k, p.d, c.d_padded, ks));
+    b.v = job.input(pad_rows(p.v, p.d, c.d_padded, vs));
+  } else {
+    b.q = job.input(to_16bit(pad_rows(p.q, p.d, c.d_padded, qs), prec, "Q"));
+    b.k = job.input(to_16bit(pad_rows(p.k, p.d, c.d_padded, ks), prec, "K"));
+    b.v = job.input(to_16bit(pad_rows(p.v, p.d, c.d_padded, vs), prec, "V"));
+  }
   const size_t rows = size_t(p.n_heads) * p.n_q;
   b.o = job.buffer(rows * c.d_padded * sizeof(float));
   b.row_stat = job.buffer(rows * sizeof(float));
@@ -316,13 +348,13 @@ AttentionOutput run_and_read_back(Job& job, const AttentionBuffers& b, const Pro
 
 AttentionOutput run_attention(Context& ctx, const Problem& p, const Layout& layout,
                               const std::vector<ScoreMod>& mods, const Normaliser& norm,
-                              const KernelConfig* config) {
+                              const KernelConfig* config, Precision prec) {
   std::string why = attention_unsupported(ctx, p, mods, norm);
   if (!why.empty()) throw Error(ErrorCode::Unsupported, "vulkan: " + why);
   const KernelConfig c = checked_config(ctx, p, config);
   const KernelLayout kl = make_kernel_layout(p, layout, c.rows, -1, /*keep_lines=*/true);
   const bool per_query = kl.indices || kl.lines;  // a workgroup per ROWS queries, 11 buffers
-  const ComputePipeline& pipeline = attention_pipeline(ctx, kl, c, mods, norm, per_query);
+  const ComputePipeline& pipeline = attention_pipeline(ctx, kl, c, mods, norm, per_query, prec);
   const AttentionPush push = shared_push(p, kl, c, per_query);
   const uint32_t groups_x =
       per_query ? uint32_t((p.n_q + c.rows - 1) / c.rows) : uint32_t(kl.n_qb) * push.chunks;
@@ -333,13 +365,15 @@ AttentionOutput run_attention(Context& ctx, const Problem& p, const Layout& layo
   chunks.chunk = c.keys_per_dispatch > 0 ? c.keys_per_dispatch : p.n_k;
   chunks.count = (p.n_k + chunks.chunk - 1) / chunks.chunk;
   Job job(ctx);
-  const AttentionBuffers buffers = upload_inputs(job, p, kl, c, chunks);
+  const AttentionBuffers buffers = upload_inputs(job, p, kl, c, chunks, prec);
   dispatch_passes(job, pipeline, buffers, push, per_query, groups_x, p, chunks);
   AttentionOutput out = run_and_read_back(job, buffers, p, c);
 
   const double pre = entmax ? kEntmaxPrePasses : 0;
   out.flops = kl.computed_entries * (4.0 * p.d + pre * 2.0 * p.d);
-  out.bytes = 4.0 * c.d_padded * (2.0 * p.n_heads * p.n_q + kl.kv_rows_read * (2.0 + pre));
+  // Q, K and V in their storage, O in f32.
+  const double eb = element_bytes(prec);
+  out.bytes = c.d_padded * ((eb + 4.0) * p.n_heads * p.n_q + eb * kl.kv_rows_read * (2.0 + pre));
   return out;
 }
 

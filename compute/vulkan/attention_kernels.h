@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compute/layout.h"
+#include "compute/precision.h"
 #include "compute/problem.h"
 #include "compute/result.h"
 #include "compute/score_mod.h"
@@ -51,10 +52,12 @@ Result attention_result(AttentionOutput out, const Problem& p, const Layout& lay
 
 // Throws Error(Unsupported) for what attention_unsupported() rejects, Error(Device) on Vulkan
 // failures (a lost device marks the context lost). `config` overrides the device's kernel shape
-// (e.g. to run the unrolled GPU build on lavapipe in a test); it must fit the device.
+// (e.g. to run the unrolled GPU build on lavapipe in a test); it must fit the device. `prec`:
+// storage of Q, K and V in the device buffers (bf16 / f16: 16-bit, rounded on the host).
 AttentionOutput run_attention(Context& ctx, const Problem& p, const Layout& layout,
                               const std::vector<ScoreMod>& mods, const Normaliser& norm,
-                              const KernelConfig* config = nullptr);
+                              const KernelConfig* config = nullptr,
+                              Precision prec = Precision::F32);
 
 // Q/K/V rows [rows, d] zero-padded to [rows, dp] (returns the input when d == dp).
 std::span<const float> pad_rows(std::span<const float> x, int d, int dp,

@@ -24,6 +24,24 @@ const uint32_t kAttentionLinesUnrolled[] =
 const uint32_t kAttentionLinesLooped[] =
 #include "attention_lines_looped.inc"
     ;
+const uint32_t kAttentionRangesUnrolled16[] =
+#include "attention_ranges_unrolled16.inc"
+    ;
+const uint32_t kAttentionRangesLooped16[] =
+#include "attention_ranges_looped16.inc"
+    ;
+const uint32_t kAttentionIndicesUnrolled16[] =
+#include "attention_indices_unrolled16.inc"
+    ;
+const uint32_t kAttentionIndicesLooped16[] =
+#include "attention_indices_looped16.inc"
+    ;
+const uint32_t kAttentionLinesUnrolled16[] =
+#include "attention_lines_unrolled16.inc"
+    ;
+const uint32_t kAttentionLinesLooped16[] =
+#include "attention_lines_looped16.inc"
+    ;
 const uint32_t kTileProbabilities[] =
 #include "tile_probabilities.inc"
     ;
@@ -42,18 +60,33 @@ const uint32_t kBlockScores[] =
 
 }  // namespace
 
-ShaderCode attention_ranges_shader(bool unrolled) {
+ShaderCode attention_ranges_shader(bool unrolled, bool kv16) {
+  if (kv16)
+    return unrolled ? ShaderCode{"attention_ranges_unrolled16", kAttentionRangesUnrolled16,
+                                 sizeof kAttentionRangesUnrolled16}
+                    : ShaderCode{"attention_ranges_looped16", kAttentionRangesLooped16,
+                                 sizeof kAttentionRangesLooped16};
   if (unrolled)
     return {"attention_ranges_unrolled", kAttentionRangesUnrolled, sizeof kAttentionRangesUnrolled};
   return {"attention_ranges_looped", kAttentionRangesLooped, sizeof kAttentionRangesLooped};
 }
-ShaderCode attention_indices_shader(bool unrolled) {
+ShaderCode attention_indices_shader(bool unrolled, bool kv16) {
+  if (kv16)
+    return unrolled ? ShaderCode{"attention_indices_unrolled16", kAttentionIndicesUnrolled16,
+                                 sizeof kAttentionIndicesUnrolled16}
+                    : ShaderCode{"attention_indices_looped16", kAttentionIndicesLooped16,
+                                 sizeof kAttentionIndicesLooped16};
   if (unrolled)
     return {"attention_indices_unrolled", kAttentionIndicesUnrolled,
             sizeof kAttentionIndicesUnrolled};
   return {"attention_indices_looped", kAttentionIndicesLooped, sizeof kAttentionIndicesLooped};
 }
-ShaderCode attention_lines_shader(bool unrolled) {
+ShaderCode attention_lines_shader(bool unrolled, bool kv16) {
+  if (kv16)
+    return unrolled ? ShaderCode{"attention_lines_unrolled16", kAttentionLinesUnrolled16,
+                                 sizeof kAttentionLinesUnrolled16}
+                    : ShaderCode{"attention_lines_looped16", kAttentionLinesLooped16,
+                                 sizeof kAttentionLinesLooped16};
   if (unrolled)
     return {"attention_lines_unrolled", kAttentionLinesUnrolled, sizeof kAttentionLinesUnrolled};
   return {"attention_lines_looped", kAttentionLinesLooped, sizeof kAttentionLinesLooped};

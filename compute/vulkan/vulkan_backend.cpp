@@ -60,9 +60,11 @@ class VulkanBackend final : public Backend {
     if (v.selective())
       throw Error(ErrorCode::Unsupported, "vulkan: selective attention has no Vulkan kernel");
     if (opt.cancel && opt.cancel->load()) throw Error(ErrorCode::Cancelled, "vulkan: cancelled");
-    Result r = vk::attention_result(vk::run_attention(*ctx, p, layout, v.mods(), v.normaliser()), p,
-                                    layout);
+    Result r = vk::attention_result(
+        vk::run_attention(*ctx, p, layout, v.mods(), v.normaliser(), nullptr, opt.precision), p,
+        layout);
     r.stats.backend = name();
+    r.stats.precision = opt.precision;
     return r;
   }
 

@@ -44,9 +44,34 @@ const uint ENT_PASSES = 3;
 const uint EPL = ENT_T / LANES;      // thresholds per lane
 const uint STATE = 8 + 3 * ENT_T;    // floats of carried state per row
 
+#ifndef KV16
+#define KV16 0
+#endif
+#if KV16
+// Q, K and V stored in 16 bits (RunOptions::precision), four values per uvec2: bf16 or f16 by
+// BF16, widened to f32 as they are loaded; scores, softmax and sums stay f32. Plain 32-bit
+// loads, so no device feature is needed for the half-size buffers.
+layout(constant_id = 16) const uint BF16 = 1;
+layout(std430, binding = 0) readonly buffer QBuf { uvec2 q16[]; };  // 16-bit [H, n_q, D]
+layout(std430, binding = 1) readonly buffer KBuf { uvec2 k16[]; };  // 16-bit [H_kv, n_k, D]
+layout(std430, binding = 2) readonly buffer VBuf { uvec2 v16[]; };  // 16-bit [H_kv, n_k, D]
+vec4 widen4(uvec2 x) {
+  if (BF16 != 0u)
+    return vec4(uintBitsToFloat(x.x << 16), uintBitsToFloat(x.x & 0xFFFF0000u),
+                uintBitsToFloat(x.y << 16), uintBitsToFloat(x.y & 0xFFFF0000u));
+  return vec4(unpackHalf2x16(x.x), unpackHalf2x16(x.y));
+}
+vec4 load_q(uint i) { return widen4(q16[i]); }
+vec4 load_k(uint i) { return widen4(k16[i]); }
+vec4 load_v(uint i) { return widen4(v16[i]); }
+#else
 layout(std430, binding = 0) readonly buffer QBuf { vec4 q[]; };   // f32 [H, n_q, D]
 layout(std430, binding = 1) readonly buffer KBuf { vec4 k[]; };   // f32 [H_kv, n_k, D]
 layout(std430, binding = 2) readonly buffer VBuf { vec4 v[]; };   // f32 [H_kv, n_k, D]
+vec4 load_q(uint i) { return q[i]; }
+vec4 load_k(uint i) { return k[i]; }
+vec4 load_v(uint i) { return v[i]; }
+#endif
 layout(std430, binding = 3) buffer OBuf { vec4 o[]; };            // f32 [H, n_q, D]
 layout(std430, binding = 4) writeonly buffer SBuf { float row_stat[]; };  // f32 [H, n_q]
 layout(std430, binding = 5) readonly buffer QPos { int qpos[]; };  // i32 [n_q]

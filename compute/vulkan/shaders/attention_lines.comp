@@ -47,7 +47,7 @@ void main() {
   const int lo = int(pc.key_begin);
   const int hi = int(min(pc.key_end, kend[i]));
 
-  [[unroll]] for (uint c = 0; c < DL4; ++c) qv[c] = q[row * D4 + c * LANES + lane];
+  [[unroll]] for (uint c = 0; c < DL4; ++c) qv[c] = load_q(row * D4 + c * LANES + lane);
   begin_row(h, row);
 
   for (uint pass = pc.pass_begin; pass < pc.pass_end; ++pass) {
@@ -65,14 +65,14 @@ void main() {
         js[t] = ok[t] ? j : 0;
         const uint base = kv_base + js[t] * D4;
         float part = 0.0;
-        [[unroll]] for (uint c = 0; c < DL4; ++c) part += dot(qv[c], k[base + c * LANES + lane]);
+        [[unroll]] for (uint c = 0; c < DL4; ++c) part += dot(qv[c], load_k(base + c * LANES + lane));
         s[t] = modified_score(lane_sum(part), qp, uses_kpos() ? kpos[js[t]] : 0);
       }
       consume_tile(pass);
       if (out_pass) {
         KEY_LOOP for (uint t = 0; t < TILE; ++t) {
           const uint base = kv_base + js[t] * D4;
-          [[unroll]] for (uint c = 0; c < DL4; ++c) acc[c] += w[t] * v[base + c * LANES + lane];
+          [[unroll]] for (uint c = 0; c < DL4; ++c) acc[c] += w[t] * load_v(base + c * LANES + lane);
         }
       }
     }

@@ -26,8 +26,8 @@ void load_tile(uint kv_base, uint jt, uint j_end, bool with_v) {
       uint j = jt + e / D4;
       bool in_range = j < j_end;
       uint src = kv_base + (in_range ? j : 0) * D4 + e % D4;
-      Ks[e] = in_range ? k[src] : vec4(0.0);
-      if (with_v) Vs[e] = in_range ? v[src] : vec4(0.0);
+      Ks[e] = in_range ? load_k(src) : vec4(0.0);
+      if (with_v) Vs[e] = in_range ? load_v(src) : vec4(0.0);
     }
   }
   if (uses_kpos() && lid < TILE) Kp[lid] = jt + lid < j_end ? kpos[jt + lid] : 0;
@@ -59,7 +59,7 @@ void main() {
   const uint e_begin = range_ptr[layout_base + r];
   const uint e_end = range_ptr[layout_base + r + 1];
 
-  [[unroll]] for (uint c = 0; c < DL4; ++c) qv[c] = q[row * D4 + c * LANES + lane];
+  [[unroll]] for (uint c = 0; c < DL4; ++c) qv[c] = load_q(row * D4 + c * LANES + lane);
   begin_row(h, row);
   const uint row_kend = live ? kend[i] : 0;
   const int qp = qpos[live ? i : 0];
