@@ -198,10 +198,10 @@ void print_summary(const core::Analysis& a) {
   if (a.info) {
     const core::ModelInfo& info = *a.info;
     std::printf(
-        "model: %s (%s, %d layers, %d heads, %d kv heads, d=%d) \u2014 %d tokens, dense forward "
-        "%.3f s\n",
+        "model: %s (%s, %d layers, %d heads, %d kv heads, d=%d, %s weights) \u2014 %d tokens, "
+        "dense forward %.3f s\n",
         info.dir.c_str(), info.model_type.c_str(), info.n_layers, info.n_heads, info.n_kv_heads,
-        info.head_dim, a.n_tokens(), a.dense_out().seconds);
+        info.head_dim, info.weight_dtype.c_str(), a.n_tokens(), a.dense_out().seconds);
   } else {
     const Problem& p = a.problem(0);
     std::printf("tensors: %d heads (%d kv), %d queries x %d keys, d=%d\n", p.n_heads, p.n_kv_heads,

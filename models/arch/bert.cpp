@@ -68,6 +68,7 @@ class Bert : public Model {
       info_.vocab = V;
     }
     tokenizer_ = load_tokenizer_if_present(dir);
+    ws_.describe(info_);
   }
 
   ModelOutput forward(const ModelInput& in, const ForwardOptions& opt) const override {

@@ -51,6 +51,7 @@ class Gpt2 : public CausalLm {
     if (!lm_head_.w || c.tie_word_embeddings) lm_head_.w = wte_;
     info_.vocab = V;
     tokenizer_ = load_tokenizer_if_present(dir);
+    ws_.describe(info_);
   }
 
  private:

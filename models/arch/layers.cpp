@@ -145,29 +145,113 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
 }
 
-// y f32 [n, out] = x f32 [n, in] W^T + b for n <= 8 rows and a 16-bit W [out, in]: a decode
-// step, bound by reading W once. Threads split W's rows; each row is widened in registers and
-// dotted with every x row.
-void gemv_nk_16(const float* x, int n, const Linear& l, float* y, int threads) {
+// Rows [j0, j1) of y f32 [R, out] = x f32 [R, in] W^T + b for a 16-bit W [out, in], J rows of
+// W per pass: R * J independent accumulator chains keep the FMA latency off the critical path,
+// so the loop runs at the speed W streams in.
+template <int R, int J>
+void gemv_nk_16_rows(const float* x, const Linear& l, float* y, size_t j0, size_t j1) {
   const bool bf16 = l.w.type == cpu::ElemType::Bf16;
   const int in = l.in, full = in / 8 * 8;
+  const auto* base = static_cast<const uint16_t*>(l.w.data);
+  std::vector<float> tail(size_t(in - full));
+  size_t j = j0;
+  for (; j + J <= j1; j += J) {
+    __m256 acc[R][J];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < J; ++c) acc[r][c] = _mm256_setzero_ps();
+    for (int k = 0; k < full; k += 8) {
+      __m256 wv[J];
+      for (int c = 0; c < J; ++c) wv[c] = widen8(base + (j + size_t(c)) * size_t(in) + k, bf16);
+      for (int r = 0; r < R; ++r) {
+        const __m256 xv = _mm256_loadu_ps(x + size_t(r) * in + k);
+        for (int c = 0; c < J; ++c) acc[r][c] = _mm256_fmadd_ps(xv, wv[c], acc[r][c]);
+      }
+    }
+    for (int c = 0; c < J; ++c) {
+      if (full < in)
+        cpu::widen(l.w.type, base + (j + size_t(c)) * size_t(in) + full, size_t(in - full),
+                   tail.data());
+      for (int r = 0; r < R; ++r) {
+        float s = hsum(acc[r][c]);
+        for (int k = full; k < in; ++k) s += x[size_t(r) * in + k] * tail[size_t(k - full)];
+        y[size_t(r) * l.out + j + size_t(c)] = s + (l.b ? l.b[j + size_t(c)] : 0.0f);
+      }
+    }
+  }
+  if (j < j1) {
+    if constexpr (J > 1) gemv_nk_16_rows<R, 1>(x, l, y, j, j1);
+  }
+}
+
+#ifdef ATTN_GEMV_AVX512
+#pragma GCC diagnostic push
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+// The one-row case (a decode step) with AVX-512: half the instructions per byte of W, so the
+// loop keeps up with memory (measured ~20% faster than the AVX2 template on an 8B model).
+__attribute__((target("avx512f"))) void gemv_nk_16_row_avx512(const float* x, const Linear& l,
+                                                              float* y, size_t j0, size_t j1) {
+  constexpr int J = 4;
+  const bool bf16 = l.w.type == cpu::ElemType::Bf16;
+  const int in = l.in, full = in / 16 * 16;
+  const auto* base = static_cast<const uint16_t*>(l.w.data);
+  std::vector<float> tail(size_t(in - full));
+  for (size_t j = j0; j < j1; j += J) {
+    const int cols = int(std::min<size_t>(J, j1 - j));
+    __m512 acc[J] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps()};
+    const uint16_t* w[J];
+    for (int c = 0; c < J; ++c) w[c] = base + (j + size_t(std::min(c, cols - 1))) * size_t(in);
+    for (int k = 0; k < full; k += 16) {
+      const __m512 xv = _mm512_loadu_ps(x + k);
+      for (int c = 0; c < J; ++c) {
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[c] + k));
+        const __m512 wv = bf16
+                              ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
+                              : _mm512_cvtph_ps(h);
+        acc[c] = _mm512_fmadd_ps(xv, wv, acc[c]);
+      }
+    }
+    for (int c = 0; c < cols; ++c) {
+      float s = _mm512_reduce_add_ps(acc[c]);
+      if (full < in) {
+        cpu::widen(l.w.type, w[c] + full, size_t(in - full), tail.data());
+        for (int k = full; k < in; ++k) s += x[k] * tail[size_t(k - full)];
+      }
+      y[j + size_t(c)] = s + (l.b ? l.b[j + size_t(c)] : 0.0f);
+    }
+  }
+}
+#pragma GCC diagnostic pop
+#endif
+
+// y f32 [n, out] = x f32 [n, in] W^T + b for n < 8 rows and a 16-bit W [out, in]: a decode
+// step, bound by reading W once. Threads split W's rows; each is widened in registers (exact)
+// and dotted with every x row.
+void gemv_nk_16(const float* x, int n, const Linear& l, float* y, int threads) {
+#ifdef ATTN_GEMV_AVX512
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+#endif
   parallel_ranges(size_t(l.out), threads, 64, [&](size_t b, size_t e) {
-    std::vector<float> tail(size_t(in - full));
-    for (size_t j = b; j < e; ++j) {
-      const uint16_t* w = static_cast<const uint16_t*>(l.w.data) + j * size_t(in);
-      __m256 acc[8];
-      for (int r = 0; r < n; ++r) acc[r] = _mm256_setzero_ps();
-      for (int c = 0; c < full; c += 8) {
-        const __m256 wv = widen8(w + c, bf16);
-        for (int r = 0; r < n; ++r)
-          acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + size_t(r) * in + c), wv, acc[r]);
-      }
-      if (full < in) cpu::widen(l.w.type, w + full, size_t(in - full), tail.data());
-      for (int r = 0; r < n; ++r) {
-        float s = hsum(acc[r]);
-        for (int c = full; c < in; ++c) s += x[size_t(r) * in + c] * tail[size_t(c - full)];
-        y[size_t(r) * l.out + j] = s + (l.b ? l.b[j] : 0.0f);
-      }
+    switch (n) {
+      case 1:
+#ifdef ATTN_GEMV_AVX512
+        if (avx512) return gemv_nk_16_row_avx512(x, l, y, b, e);
+#endif
+        return gemv_nk_16_rows<1, 4>(x, l, y, b, e);
+      case 2:
+        return gemv_nk_16_rows<2, 4>(x, l, y, b, e);
+      case 3:
+        return gemv_nk_16_rows<3, 2>(x, l, y, b, e);
+      case 4:
+        return gemv_nk_16_rows<4, 2>(x, l, y, b, e);
+      case 5:
+        return gemv_nk_16_rows<5, 2>(x, l, y, b, e);
+      case 6:
+        return gemv_nk_16_rows<6, 1>(x, l, y, b, e);
+      default:
+        return gemv_nk_16_rows<7, 1>(x, l, y, b, e);
     }
   });
 }

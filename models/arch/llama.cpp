@@ -62,6 +62,7 @@ class Llama : public CausalLm {
     if (!lm_head_.w) lm_head_.w = embed_;
     info_.vocab = V;
     tokenizer_ = load_tokenizer_if_present(dir);
+    ws_.describe(info_);
   }
 
  private:

@@ -49,6 +49,10 @@ struct ModelInfo {
   bool causal = true;  // causal self-attention (decoders) or bidirectional (encoders)
   bool vision = false;
   std::vector<std::string> class_names;  // [n_classes] from id2label, when given
+  // How the weight matrices are held: "f32", "bf16", "f16" (used as stored) or "mixed", and the
+  // bytes of weights read in place from the memory map / held as f32 copies.
+  std::string weight_dtype = "f32";
+  size_t weight_bytes_mapped = 0, weight_bytes_converted = 0;
 };
 
 struct ModelInput {

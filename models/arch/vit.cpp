@@ -94,6 +94,7 @@ class Vit : public Model {
     preprocessor_ = ImagePreprocessor::from_folder(dir, c);
     require(preprocessor_.channels == channels_, ErrorCode::Format,
             c.source + ": preprocessor and model disagree on channels");
+    ws_.describe(info_);
   }
 
   ModelOutput forward(const ModelInput& in, const ForwardOptions& opt) const override {

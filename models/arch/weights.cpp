@@ -5,6 +5,7 @@
 #include "compute/cpu/huge_pages.h"
 #include "compute/error.h"
 #include "compute/parallel.h"
+#include "models/arch/model.h"
 
 namespace attn::models {
 namespace fs = std::filesystem;
@@ -117,11 +118,35 @@ Matrix WeightStore::get_matrix_optional(const std::string& name, const std::vect
   const TensorView* t = find(name, shape, what);
   if (!t) return {};
   const auto addr = reinterpret_cast<uintptr_t>(t->data);
+  Matrix m{nullptr, cpu::ElemType::F32};
   if ((t->dtype == DType::BF16 || t->dtype == DType::F16) && addr % 2 == 0) {
     mapped_bytes_ += t->numel() * 2;
-    return {t->data, t->dtype == DType::BF16 ? cpu::ElemType::Bf16 : cpu::ElemType::F16};
+    m = {t->data, t->dtype == DType::BF16 ? cpu::ElemType::Bf16 : cpu::ElemType::F16};
+  } else {
+    m.data = get_optional(name, shape, what);
   }
-  return {get_optional(name, shape, what), cpu::ElemType::F32};
+  matrix_types_ |= 1u << unsigned(m.type);
+  return m;
+}
+
+std::string WeightStore::matrix_dtype() const {
+  switch (matrix_types_) {
+    case 0:
+    case 1u << unsigned(cpu::ElemType::F32):
+      return "f32";
+    case 1u << unsigned(cpu::ElemType::Bf16):
+      return "bf16";
+    case 1u << unsigned(cpu::ElemType::F16):
+      return "f16";
+    default:
+      return "mixed";
+  }
+}
+
+void WeightStore::describe(ModelInfo& info) const {
+  info.weight_dtype = matrix_dtype();
+  info.weight_bytes_mapped = mapped_bytes_;
+  info.weight_bytes_converted = converted_bytes_;
 }
 
 Matrix WeightStore::get_matrix(const std::string& name, const std::vector<int64_t>& shape,

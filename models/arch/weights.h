@@ -16,6 +16,8 @@
 
 namespace attn::models {
 
+struct ModelInfo;
+
 class WeightStore {
  public:
   // Opens the checkpoint of a model folder (model.safetensors or its sharded index). Throws
@@ -55,6 +57,10 @@ class WeightStore {
   size_t converted_bytes() const { return converted_bytes_; }
   // Bytes of tensors used in place from the memory map.
   size_t mapped_bytes() const { return mapped_bytes_; }
+  // The dtype of the matrices returned so far: "f32", "bf16", "f16", or "mixed".
+  std::string matrix_dtype() const;
+  // Fills info's weight_dtype and byte counts (each architecture calls it once it has loaded).
+  void describe(ModelInfo& info) const;
 
  private:
   // The tensor `name` checked against `shape`, or nullptr when absent.
@@ -73,6 +79,7 @@ class WeightStore {
   mutable std::deque<std::unique_ptr<float[]>> converted_;  // owned f32 copies
   mutable size_t converted_bytes_ = 0;
   mutable size_t mapped_bytes_ = 0;
+  mutable unsigned matrix_types_ = 0;  // bit per cpu::ElemType seen by get_matrix
 };
 
 // "[768, 2304]" for messages.

@@ -61,7 +61,8 @@ void open_model(Analysis& a, const Options& o) {
   a.model_summary = info.model_type + " \u00b7 " + std::to_string(info.n_layers) +
                     " layers \u00b7 " + std::to_string(info.n_heads) +
                     " heads \u00b7 d=" + std::to_string(info.head_dim) +
-                    (info.max_tokens ? " \u00b7 context " + std::to_string(info.max_tokens) : "");
+                    (info.max_tokens ? " \u00b7 context " + std::to_string(info.max_tokens) : "") +
+                    (info.weight_dtype != "f32" ? " \u00b7 " + info.weight_dtype + " weights" : "");
   std::vector<std::string> pieces;
   if (s.input.kind == "image") {
     require(info.vision, ErrorCode::InvalidArgument,

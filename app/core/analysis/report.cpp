@@ -5,6 +5,7 @@
 #include "app/core/analysis/views.h"
 #include "app/core/export/data_export.h"
 #include "app/core/heads/head_metrics.h"
+#include "compute/cpu/gemm.h"
 
 namespace attn::core {
 namespace {
@@ -61,7 +62,14 @@ json model_json(const models::ModelInfo& i) {
           {"vocab", i.vocab},
           {"classes", i.n_classes},
           {"max_tokens", i.max_tokens},
-          {"causal", i.causal}};
+          {"causal", i.causal},
+          {"weights",
+           {{"dtype", i.weight_dtype},
+            {"gemm", cpu::gemm_path(i.weight_dtype == "bf16"  ? cpu::ElemType::Bf16
+                                    : i.weight_dtype == "f16" ? cpu::ElemType::F16
+                                                              : cpu::ElemType::F32)},
+            {"bytes_mapped", i.weight_bytes_mapped},
+            {"bytes_converted", i.weight_bytes_converted}}}};
 }
 
 json input_json(const Analysis& a) {
