@@ -90,12 +90,11 @@ Result CpuBackend::execute_spec(const KernelSpec& spec, const Problem& p, const 
   const auto t0 = std::chrono::steady_clock::now();
   // Lines run as lines for a plain softmax over default positions (each row's diagonal keys
   // then lie next to its neighbours'); otherwise as the per-query lists they stand for.
-  // In 16-bit storage they run as those lists too (the key-list kernel reads 16-bit rows).
   const Precision prec = opt.precision;
   const bool lines = layout.kind == Layout::Kind::Lines;
   const bool run_lines = lines && !spec.selective && spec.mods.empty() &&
                          spec.norm.kind == Normaliser::Kind::Softmax && p.q_pos.empty() &&
-                         p.k_pos.empty() && prec == Precision::F32;
+                         p.k_pos.empty();
   Layout listed;
   if (lines && !run_lines) listed = lines_to_indices(layout, p);
   KernelContext c(p, lines && !run_lines ? listed : layout, spec, kernels_->width, r.o.data(),

@@ -90,6 +90,14 @@ inline vf widen(Precision prec, const uint16_t* p) {
   return prec == Precision::Bf16 ? widen_bf16(p) : widen_f16(p);
 }
 
+// kVW values of a row in f32 or 16-bit storage, as floats (kernels templated on the storage).
+inline vf load_row(const float* p, Precision) {
+  return loadu(p);
+}
+inline vf load_row(const uint16_t* p, Precision prec) {
+  return widen(prec, p);
+}
+
 // One stored value as a float.
 inline float widen1(Precision prec, uint16_t x) {
   if (prec == Precision::Bf16) {
@@ -101,6 +109,13 @@ inline float widen1(Precision prec, uint16_t x) {
   _Float16 h;
   std::memcpy(&h, &x, 2);
   return float(h);
+}
+
+inline float load_one(const float* p, Precision) {
+  return *p;
+}
+inline float load_one(const uint16_t* p, Precision prec) {
+  return widen1(prec, *p);
 }
 
 // dst[r][0..n) = src[r][0..n) widened, for r < rows.
