@@ -224,9 +224,9 @@ TEST(CpuPrecision, EachKernelAgainstTheF64Reference) {
           const Result r = run_in(set, v, p, kc.layout, prec);
           EXPECT_EQ(r.stats.precision, prec) << what;
           for (float x : r.o) ASSERT_TRUE(std::isfinite(x)) << what;
-          // AMX tiles (dense and block layouts, key lists' dense tiles, lines run as key lists)
-          // also round the probabilities to bf16 (as FlashAttention does): half a unit roundoff
-          // bounds what that moves; elsewhere only f32 accumulation differs.
+          // AMX tiles (dense and block layouts, key lists' dense tiles) also round the
+          // probabilities to bf16 (as FlashAttention does): half a unit roundoff bounds what
+          // that moves; elsewhere (lines too) only f32 accumulation differs.
           const bool amx = set->amx && prec == Precision::Bf16 && d % 32 == 0;
           const double tol_rounded = amx ? 0.5 * u : kF32Tol;
           EXPECT_LT(relative_error(r.o, on_rounded.o), tol_rounded) << what << " (a)";
