@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "compute/error.h"
+#include "models/arch/kv_cache.h"
 #include "models/arch/model.h"
+#include "models/arch/reverse.h"
 #include "models/arch/weights.h"
 #include "models/formats/safetensors_writer.h"
 #include "tests/models/arch_test_util.h"
@@ -154,6 +156,32 @@ TEST(HalfWeights, Bf16ForwardMatchesF32OfTheSameValues) {
 }
 TEST(HalfWeights, F16ForwardMatchesF32OfTheSameValues) {
   check_forward(models::DType::F16);
+}
+
+// The reverse pass (attribution) and incremental decoding run on the stored 16-bit weights too:
+// on the widening path they equal the f32 checkpoint of the same values.
+TEST(HalfWeights, ReverseAndDecodeReadTheStoredWeights) {
+  const std::string d16 = scratch("rev16"), d32 = scratch("rev32");
+  write_llama(d16, models::DType::BF16, false);
+  write_llama(d32, models::DType::BF16, true);
+  auto m16 = models::load_model(d16);
+  auto m32 = models::load_model(d32);
+  setenv("ATTNSCOPE_GEMM", "avx512", 1);
+  models::ReverseTarget target;
+  models::ReverseOptions ro;
+  const models::Reverse r16 = m16->reverse(ids(12), target, ro);
+  const models::Reverse r32 = m32->reverse(ids(12), target, ro);
+  EXPECT_LT(test::max_rel_error(r16.input_grad, r32.input_grad), 1e-4);
+  EXPECT_LT(test::max_rel_error(r16.input, r32.input), 1e-6);
+  models::KvCache c16, c32;
+  const std::vector<int32_t> prompt = ids(9).ids;
+  m16->decode(prompt, c16);
+  m32->decode(prompt, c32);
+  const models::ModelOutput s16 = m16->decode({42}, c16), s32 = m32->decode({42}, c32);
+  EXPECT_LT(test::max_rel_error(s16.logits, s32.logits), 2e-5);
+  unsetenv("ATTNSCOPE_GEMM");
+  fs::remove_all(d16);
+  fs::remove_all(d32);
 }
 
 TEST(HalfWeights, IntegerMatrixGivesAClearError) {
