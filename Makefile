@@ -72,6 +72,7 @@ bench: deps
 	/usr/bin/python3 tests/bench/analyze_overhead.py --build build/native || status=1; \
 	/usr/bin/python3 tests/bench/vision_vs_torch.py --build build/native || status=1; \
 	/usr/bin/python3 tests/bench/attribution_cost.py --build build/native || status=1; \
+	/usr/bin/python3 tests/bench/big_model.py --build build/native || status=1; \
 	bash tests/bench/gui_bench.sh build/native build/bench || status=1; \
 	exit $$status
 
