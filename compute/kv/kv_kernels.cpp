@@ -1,14 +1,20 @@
-// The chunk kernel of kv_attend_rows (compute/kv/kv_attend.h), written once for 16-lane vectors
-// (GCC vector extensions) and compiled twice: here for the build's baseline, where a 16-lane
-// operation is two AVX2 ones, and by kv_kernels_avx512.cpp inside a target("avx512...") region,
-// where it is one. Only exact conversions use intrinsics (f16 -> f32), and ISO C++ mode keeps
-// products and sums separately rounded, so both builds compute the same bits.
+// The chunk kernel of kv_attend_rows (compute/kv/kv_attend.h), written once against a 16-lane
+// vector (compute/kv/kv_simd.h) and compiled twice: here for the build's baseline, where the
+// vector is two AVX2 registers, and by kv_kernels_avx512.cpp inside a target("avx512...")
+// region, where it is one. Both builds compute the same bits: this file is compiled with
+// -ffp-contract=off (compute/CMakeLists.txt), every fused multiply-add is written out, and
+// intrinsics appear only for exact operations (widening conversions, unpacking codes).
 //
-// A row is read 16 elements at a time straight from its codes (bf16: a shift; f16 / fp8: a
-// conversion; int-N: unpacked, then min + code * scale) into registers, and each element goes
-// to lane (element mod 16) of the accumulators; lanes are summed in one fixed tree.
-// Keys of rotary models are rotated as they are read: the row is decoded into a buffer, rotated
-// by its target's table row, then dotted.
+// Pass 1 (scores) reads each key row straight from its codes, 16 elements at a time, into
+// registers: bf16 a shift, f16 / fp8 a conversion, int-N one 16-byte block per 16 * (8 / N)
+// elements, shifted and masked, then fma(code, scale, min) as quantise_group defines it.
+// Each element goes to lane (element mod 16) of the accumulator; lanes are summed in one fixed
+// tree. Keys of rotary models are rotated as they are read (fma(x, cos, -(y * sin)) and
+// fma(y, cos, x * sin), as models/arch/kv_cache.cpp rotates a gathered key). Per-channel int
+// keys without rotation use q . (min + code * scale) = q . min + (q * scale) . code, with
+// q . min and q * scale once per group. Pass 2 is the chunk's softmax (its own maximum), pass 3
+// adds p * v row by row; per-token int values add fma(code, p * scale, acc) and collect p * min
+// per group. Which arithmetic runs depends on the format and shape only, never on the ISA.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
@@ -18,6 +24,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "compute/kv/kv_rows.h"
@@ -39,207 +46,99 @@
 #define KV_ISA_NAME "generic"
 #endif
 
-// Every helper that takes or returns a vector is inlined: no vector crosses a call, so the
-// 16-lane type never meets the baseline's calling convention.
-#define KV_INLINE inline __attribute__((always_inline))
-
 namespace attn::kv_detail::KV_NS {
 namespace {
 
-typedef float V16 __attribute__((vector_size(64)));
-typedef int32_t I16 __attribute__((vector_size(64)));
-typedef uint32_t U16 __attribute__((vector_size(64)));
-typedef uint16_t H16 __attribute__((vector_size(32)));
-typedef uint8_t B16 __attribute__((vector_size(16)));
-typedef float V8 __attribute__((vector_size(32)));
+#include "compute/kv/kv_simd.h"
 
-constexpr int W = 16;
+// ---- decoders ----
+// Each binds to a row (bind) and hands its 16-element chunks, in order, to a function:
+// for_chunks(f) calls f(c0, n, values) with the dequantised values of elements c0 .. c0 + n - 1
+// (n <= 16, lanes past n zero). Int decoders also give the raw codes (for_codes) and the row's
+// f32 copy when it has one (raw).
 
-KV_INLINE V16 splat(float x) {
-  return V16{} + x;
-}
-
-KV_INLINE V16 load(const float* p) {
-  V16 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-// n (< 16) floats, zeros after.
-KV_INLINE V16 load_part(const float* p, int n) {
-  V16 v = {};
-  std::memcpy(&v, p, size_t(n) * 4);
-  return v;
-}
-
-KV_INLINE V16 load_n(const float* p, int n) {
-  return n == W ? load(p) : load_part(p, n);
-}
-
-KV_INLINE void store(float* p, const V16& v) {
-  std::memcpy(p, &v, sizeof v);
-}
-
-KV_INLINE void store_n(float* p, const V16& v, int n) {
-  std::memcpy(p, &v, size_t(n) * 4);
-}
-
-constexpr I16 kLane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-
-// Lanes n .. 15 set to zero.
-KV_INLINE V16 keep_first(const V16& v, int n) {
-  return kLane < n ? v : V16{};
-}
-
-// The 16 lanes summed in a fixed tree: 8 pairs, 4, 2, 1.
-KV_INLINE float reduce(const V16& v) {
-  float a[W];
-  std::memcpy(a, &v, sizeof a);
-  for (int w = W / 2; w >= 1; w /= 2)
-    for (int i = 0; i < w; ++i) a[i] += a[i + w];
-  return a[0];
-}
-
-KV_INLINE float reduce_max(const V16& v) {
-  float a[W];
-  std::memcpy(a, &v, sizeof a);
-  for (int w = W / 2; w >= 1; w /= 2)
-    for (int i = 0; i < w; ++i) a[i] = a[i] > a[i + w] ? a[i] : a[i + w];
-  return a[0];
-}
-
-// 16 f16 values as floats (exact).
-KV_INLINE V16 widen_f16(const H16& h) {
-#if defined(KV_AVX512)
-  __m256i x;
-  std::memcpy(&x, &h, 32);
-  return V16(_mm512_maskz_cvtph_ps(__mmask16(0xFFFF), x));  // maskz: no undefined source
-#elif defined(__F16C__)
-  __m128i a, b;
-  std::memcpy(&a, &h, 16);
-  std::memcpy(&b, reinterpret_cast<const char*>(&h) + 16, 16);
-  const V8 lo = V8(_mm256_cvtph_ps(a)), hi = V8(_mm256_cvtph_ps(b));
-  return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-#else
-  V16 r;
-  for (int i = 0; i < W; ++i) {
-    _Float16 x;
-    std::memcpy(&x, reinterpret_cast<const char*>(&h) + 2 * i, 2);
-    r[i] = float(x);
-  }
-  return r;
-#endif
-}
-
-// n (<= 16) bytes, zeros after.
-KV_INLINE B16 load_bytes(const uint8_t* p, int n) {
-  B16 b = {};
-  std::memcpy(&b, p, size_t(n));
-  return b;
-}
-
-// exp(x) for the x <= 0 of a softmax (x = score - max), 0 below -87: 2^n e^r with
-// |r| <= ln2 / 2 and a degree-7 Taylor polynomial, about 2 ulp.
-KV_INLINE V16 exp_neg(const V16& x0) {
-  const I16 dead = x0 < -87.0f;
-  const V16 x = dead ? splat(-87.0f) : x0;
-  const V16 magic = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
-  const V16 n = (x * 1.44269504f + magic) - magic;
-  const V16 r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
-  V16 e = splat(1.0f / 5040);
-  e = e * r + 1.0f / 720;
-  e = e * r + 1.0f / 120;
-  e = e * r + 1.0f / 24;
-  e = e * r + 1.0f / 6;
-  e = e * r + 0.5f;
-  e = e * r + 1.0f;
-  e = e * r + 1.0f;
-  const I16 bits = (__builtin_convertvector(n, I16) + 127) << 23;
-  const V16 y = e * V16(bits);
-  return dead ? V16{} : y;
-}
-
-// ---- decoders: a row's elements c0 .. c0 + n - 1 (n <= 16, lanes past n zero) ----
-
-struct F32Rows {
+// Float formats: one chunk at a time from `Bytes`-byte elements.
+template <class Self, int Bytes>
+struct FloatRows {
+  static constexpr int kBytes = Bytes;
   const uint8_t* codes;
-  int stride;
+  int stride, d;
   const uint8_t* row = nullptr;
+  static constexpr const float* raw = nullptr;
   void bind(int r) { row = codes + size_t(r) * stride; }
-  KV_INLINE V16 at(int c0, int n) const {
-    return load_n(reinterpret_cast<const float*>(row) + c0, n);
-  }
-};
-
-struct Bf16Rows {
-  const uint8_t* codes;
-  int stride;
-  const uint8_t* row = nullptr;
-  void bind(int r) { row = codes + size_t(r) * stride; }
-  KV_INLINE V16 at(int c0, int n) const {
-    H16 h = {};
-    std::memcpy(&h, row + 2 * c0, size_t(n) * 2);
-    return V16(__builtin_convertvector(h, U16) << 16);
-  }
-};
-
-struct F16Rows {
-  const uint8_t* codes;
-  int stride;
-  const uint8_t* row = nullptr;
-  void bind(int r) { row = codes + size_t(r) * stride; }
-  KV_INLINE V16 at(int c0, int n) const {
-    H16 h = {};
-    std::memcpy(&h, row + 2 * c0, size_t(n) * 2);
-    return widen_f16(h);
-  }
-};
-
-// e5m2 is an f16's top byte; e4m3 an f16 with one exponent bit fewer, scaled by 2^8, whose
-// S.1111.111 codes are NaN.
-template <bool E4m3>
-struct Fp8Rows {
-  const uint8_t* codes;
-  int stride;
-  const uint8_t* row = nullptr;
-  void bind(int r) { row = codes + size_t(r) * stride; }
-  KV_INLINE V16 at(int c0, int n) const {
-    const B16 b = load_bytes(row + c0, n);
-    const H16 w = __builtin_convertvector(b, H16);
-    if constexpr (!E4m3) {
-      return widen_f16(H16(w << 8));
-    } else {
-      const H16 h = H16(((w & 0x7F) << 7) | ((w & 0x80) << 8));
-      const V16 x = widen_f16(h) * 256.0f;
-      const I16 nan = I16(__builtin_convertvector(b & 0x7F, U16) == 0x7F);
-      return nan ? splat(NAN) : x;
+  template <class F>
+  KV_INLINE void for_chunks(F&& f) const {
+    for (int c0 = 0; c0 < d; c0 += W) {
+      const int n = std::min(W, d - c0);
+      f(c0, n, static_cast<const Self*>(this)->chunk(row + size_t(c0) * Bytes, n));
     }
   }
 };
 
-// 16 codes of `Bits` bits from p (element 0 at bit 0), n of them, as floats.
-template <int Bits>
-KV_INLINE V16 unpack(const uint8_t* p, int n) {
-  const B16 b = load_bytes(p, n == W ? 2 * Bits : (n * Bits + 7) / 8);
-  U16 w;
-  if constexpr (Bits == 8) {
-    w = __builtin_convertvector(b, U16);
-  } else if constexpr (Bits == 4) {
-    const B16 s = __builtin_shufflevector(b, b, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-    constexpr U16 shift = {0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4};
-    w = (__builtin_convertvector(s, U16) >> shift) & 15u;
-  } else {
-    const B16 s = __builtin_shufflevector(b, b, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    constexpr U16 shift = {0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6};
-    w = (__builtin_convertvector(s, U16) >> shift) & 3u;
+struct F32Rows : FloatRows<F32Rows, 4> {
+  KV_INLINE V16 chunk(const uint8_t* p, int n) const {
+    return load_n(reinterpret_cast<const float*>(p), n);
   }
-  return __builtin_convertvector(I16(w), V16);
+};
+struct Bf16Rows : FloatRows<Bf16Rows, 2> {
+  KV_INLINE V16 chunk(const uint8_t* p, int n) const { return halves_bf16(load_halves(p, n)); }
+};
+struct F16Rows : FloatRows<F16Rows, 2> {
+  KV_INLINE V16 chunk(const uint8_t* p, int n) const { return halves_f16(load_halves(p, n)); }
+};
+// e5m2 is an f16's top byte; e4m3 an f16 with one exponent bit fewer, scaled by 2^8, whose
+// S.1111.111 codes are NaN (read that way they give +-480, which no finite e4m3 value is).
+template <bool E4m3>
+struct Fp8Rows : FloatRows<Fp8Rows<E4m3>, 1> {
+  KV_INLINE V16 chunk(const uint8_t* p, int n) const {
+    const B16 b = n == W ? load_bytes<W>(p) : load_bytes_part(p, n);
+    const H16 w = bytes_to_halves(b);
+    if constexpr (!E4m3) {
+      return halves_f16(H16(w << 8));
+    } else {
+      const H16 h = H16(((w & 0x7F) << 7) | ((w & 0x80) << 8));
+      const V16 x = halves_f16(h) * splat(256.0f);
+      return select(either(equal(x, splat(480.0f)), equal(x, splat(-480.0f))), splat(NAN), x);
+    }
+  }
+};
+
+// Int codes sit in blocks of 16 bytes: byte j of block b holds elements b * E + j + 16 * s at bits
+// s * Bits (E = 128 / Bits; kv_rows.h). Calls f(c0, n, codes) for every chunk, in order, one
+// load per block and constant shifts.
+template <int S, int Bits>
+KV_INLINE B16 sub_codes(const B16& b) {
+  if constexpr (Bits == 8) {
+    return b;
+  } else {
+#if defined(__SSE2__)
+    return B16(_mm_and_si128(_mm_srli_epi16(__m128i(b), S * Bits), _mm_set1_epi8((1 << Bits) - 1)));
+#else
+    return B16((b >> (S * Bits)) & uint8_t((1 << Bits) - 1));
+#endif
+  }
+}
+template <int Bits, class F>
+KV_INLINE void for_codes_of(const uint8_t* row, int stride, int d, F&& f) {
+  constexpr int E = 128 / Bits;
+  for (int c0 = 0, off = 0; c0 < d; c0 += E, off += 16) {
+    const B16 b =
+        stride - off >= 16 ? load_bytes<16>(row + off) : load_bytes_part(row + off, stride - off);
+    [&]<int... S>(std::integer_sequence<int, S...>) {
+      ((c0 + 16 * S < d
+            ? f(c0 + 16 * S, std::min(W, d - c0 - 16 * S), bytes_to_float(sub_codes<S, Bits>(b)))
+            : void()),
+       ...);
+    }
+    (std::make_integer_sequence<int, 8 / Bits>{});
+  }
 }
 
 // Per-token int: a row's groups of `group` channels, each its minimum and scale; rows held in f32
 // (side >= 0) read from the pool.
 template <int Bits>
 struct IntTokenRows {
+  static constexpr int kBits = Bits;
   const uint8_t* codes;
   int stride;
   const float* scales;  // f32 [capacity, groups, 2]
@@ -254,29 +153,45 @@ struct IntTokenRows {
     sc = scales + size_t(r) * groups * 2;
     raw = side[r] >= 0 ? pool + size_t(side[r]) * d : nullptr;
   }
-  KV_INLINE V16 at(int c0, int n) const {
-    if (raw) return load_n(raw + c0, n);
-    const V16 code = unpack<Bits>(row + c0 * Bits / 8, n);
+  template <class F>
+  KV_INLINE void for_codes(F&& f) const {
+    for_codes_of<Bits>(row, stride, d, f);
+  }
+  // The values of chunk c0 (n elements) from its codes.
+  KV_INLINE V16 dequant(int c0, int n, const V16& code) const {
     V16 lo, scale;
     if (group % W == 0) {
       const int g = c0 / group;
       lo = splat(sc[2 * g]);
       scale = splat(sc[2 * g + 1]);
     } else {
+      float l[W], s[W];
       for (int i = 0; i < W; ++i) {
         const int g = std::min(c0 + i, d - 1) / group;
-        lo[i] = sc[2 * g];
-        scale[i] = sc[2 * g + 1];
+        l[i] = sc[2 * g];
+        s[i] = sc[2 * g + 1];
       }
+      lo = load(l);
+      scale = load(s);
     }
-    const V16 x = lo + code * scale;
+    const V16 x = fmadd(code, scale, lo);
     return n == W ? x : keep_first(x, n);
+  }
+  template <class F>
+  KV_INLINE void for_chunks(F&& f) const {
+    if (raw) {
+      for (int c0 = 0; c0 < d; c0 += W)
+        f(c0, std::min(W, d - c0), load_n(raw + c0, std::min(W, d - c0)));
+      return;
+    }
+    for_codes([&](int c0, int n, const V16& code) { f(c0, n, dequant(c0, n, code)); });
   }
 };
 
 // Per-channel int: the row's group holds a minimum and scale per channel.
 template <int Bits>
 struct IntChannelRows {
+  static constexpr int kBits = Bits;
   const uint8_t* codes;
   int stride;
   const int32_t* group;  // i32 [capacity]
@@ -287,58 +202,207 @@ struct IntChannelRows {
   const uint8_t* row = nullptr;
   const float* lo = nullptr;
   const float* raw = nullptr;
+  int slot = -1;
   void bind(int r) {
     row = codes + size_t(r) * stride;
     raw = side[r] >= 0 ? pool + size_t(side[r]) * d : nullptr;
-    lo = raw ? nullptr : table + size_t(group[r]) * 2 * d;
+    slot = raw ? -1 : group[r];
+    lo = raw ? nullptr : table + size_t(slot) * 2 * d;
   }
-  KV_INLINE V16 at(int c0, int n) const {
-    if (raw) return load_n(raw + c0, n);
-    const V16 code = unpack<Bits>(row + c0 * Bits / 8, n);
-    return load_n(lo + c0, n) + code * load_n(lo + d + c0, n);
+  template <class F>
+  KV_INLINE void for_codes(F&& f) const {
+    for_codes_of<Bits>(row, stride, d, f);
+  }
+  KV_INLINE V16 dequant(int c0, int n, const V16& code) const {
+    return fmadd(code, load_n(lo + d + c0, n), load_n(lo + c0, n));
+  }
+  template <class F>
+  KV_INLINE void for_chunks(F&& f) const {
+    if (raw) {
+      for (int c0 = 0; c0 < d; c0 += W)
+        f(c0, std::min(W, d - c0), load_n(raw + c0, std::min(W, d - c0)));
+      return;
+    }
+    for_codes([&](int c0, int n, const V16& code) { f(c0, n, dequant(c0, n, code)); });
   }
 };
 
-// ---- the three passes of a chunk ----
-
-// Row r decoded (and rotated when rope) into buf f32 [dp], zero past d.
 template <class D>
-KV_INLINE void decode_row(D& dec, const ChunkArgs& a, int r, float* buf, float* tmp) {
-  const int d = a.d;
-  for (int c0 = 0; c0 < d; c0 += W) store(buf + c0, dec.at(c0, std::min(W, d - c0)));
-  if (!a.rope) return;
+inline constexpr bool kIntChannel = false;
+template <int Bits>
+inline constexpr bool kIntChannel<IntChannelRows<Bits>> = true;
+template <class D>
+inline constexpr bool kIntToken = false;
+template <int Bits>
+inline constexpr bool kIntToken<IntTokenRows<Bits>> = true;
+
+// ---- pass 1: scores ----
+
+// Calls f(i, x, y) for each chunk i of the first half of the row with the dequantised chunks
+// i and i + d/2 (d/2 a multiple of 16): floats read both directly, int codes load the two blocks
+// they sit in when d/2 is a whole number of blocks, else the row goes through buf.
+template <class D, class F>
+KV_INLINE void for_pairs(const D& dec, int d, float* buf, F&& f) {
   const int half = d / 2;
+  if constexpr (requires { dec.chunk(nullptr, 0); }) {
+    constexpr int bytes = D::kBytes;
+    for (int i = 0; i < half; i += W)
+      f(i, dec.chunk(dec.row + size_t(i) * bytes, W),
+        dec.chunk(dec.row + size_t(half + i) * bytes, W));
+  } else {
+    constexpr int bits = D::kBits, E = 128 / bits;
+    if (!dec.raw && half % E == 0) {  // blocks b and b + half / E hold chunks i and i + half
+      const int apart = half / E * 16;
+      for (int i0 = 0, off = 0; i0 < half; i0 += E, off += 16) {
+        const B16 bx = load_bytes<16>(dec.row + off), by = load_bytes<16>(dec.row + off + apart);
+        [&]<int... S>(std::integer_sequence<int, S...>) {
+          (f(i0 + 16 * S, dec.dequant(i0 + 16 * S, W, bytes_to_float(sub_codes<S, bits>(bx))),
+             dec.dequant(half + i0 + 16 * S, W, bytes_to_float(sub_codes<S, bits>(by)))),
+           ...);
+        }
+        (std::make_integer_sequence<int, 8 / bits>{});
+      }
+      return;
+    }
+    dec.for_chunks([&](int c0, int, const V16& x) { store(buf + c0, x); });
+    for (int i = 0; i < half; i += W) f(i, load(buf + i), load(buf + half + i));
+  }
+}
+
+// Row r's keys into buf f32 [dp] (zero past d), rotated when the chunk has a rotary table (pairs
+// (i, i + d/2) by the row's target).
+template <class D>
+KV_INLINE void key_row(const D& dec, const ChunkArgs& a, int r, float* buf, float* tmp) {
+  dec.for_chunks([&](int c0, int, const V16& x) { store(buf + c0, x); });
+  if (!a.rope) return;
+  const int d = a.d, half = d / 2;
   const float* cs = a.rope + size_t(a.target[r]) * d;
   std::copy_n(buf, d, tmp);
   for (int i = 0; i < half; i += W) {
     const int n = std::min(W, half - i);
     const V16 x = load_n(tmp + i, n), y = load_n(tmp + half + i, n);
     const V16 c = load_n(cs + i, n), s = load_n(cs + half + i, n);
-    store_n(buf + i, x * c - y * s, n);
-    store_n(buf + half + i, y * c + x * s, n);
+    store_n(buf + i, fmadd(x, c, -(y * s)), n);
+    store_n(buf + half + i, fmadd(y, c, x * s), n);
   }
 }
 
-// s[j][r - r0] = scale * q_j . k_r for the chunk's rows.
+// s[j][r] = scale * q_j . k_r: with one query and no rotation straight from the codes; with
+// rotation and d/2 a multiple of 16, each pair of chunks rotated in registers (accumulated
+// chunk i, then chunk i + d/2); otherwise each row decoded (and rotated) once into buf, then
+// dotted with the G queries in element order.
 template <class D>
-void scores(D dec, const ChunkArgs& a, float* buf, float* tmp) {
-  const int d = a.d, dp = a.dp, G = a.G;
+void scores_plain(D dec, const ChunkArgs& a, float* buf, float* tmp) {
+  const int d = a.d, dp = a.dp, G = a.G, half = d / 2;
+  const bool pairs = a.rope && half % W == 0;
   for (int r = a.r0; r < a.r1; ++r) {
     dec.bind(r);
-    if (G == 1 && !a.rope) {  // straight from the codes
-      V16 acc = {};
-      for (int c0 = 0; c0 < d; c0 += W) acc += load(a.q + c0) * dec.at(c0, std::min(W, d - c0));
+    if (G == 1 && !a.rope) {
+      V16 acc = splat(0);
+      dec.for_chunks([&](int c0, int, const V16& k) { acc = fmadd(load(a.q + c0), k, acc); });
       a.s[r] = reduce(acc) * a.scale;
       continue;
     }
-    decode_row(dec, a, r, buf, tmp);
+    if (pairs) {
+      const float* cs = a.rope + size_t(a.target[r]) * d;
+      const auto rotate = [&](int i, const V16& x, const V16& y, V16& xr, V16& yr) {
+        const V16 c = load(cs + i), s = load(cs + half + i);
+        xr = fmadd(x, c, -(y * s));
+        yr = fmadd(y, c, x * s);
+      };
+      if (G == 1) {
+        V16 acc = splat(0);
+        for_pairs(dec, d, buf, [&](int i, const V16& x, const V16& y) {
+          V16 xr, yr;
+          rotate(i, x, y, xr, yr);
+          acc = fmadd(load(a.q + i), xr, acc);
+          acc = fmadd(load(a.q + half + i), yr, acc);
+        });
+        a.s[r] = reduce(acc) * a.scale;
+        continue;
+      }
+      for_pairs(dec, d, tmp, [&](int i, const V16& x, const V16& y) {
+        V16 xr, yr;
+        rotate(i, x, y, xr, yr);
+        store(buf + i, xr);
+        store(buf + half + i, yr);
+      });
+      for (int j = 0; j < G; ++j) {
+        const float* q = a.q + size_t(j) * dp;
+        V16 acc = splat(0);
+        for (int i = 0; i < half; i += W) {
+          acc = fmadd(load(q + i), load(buf + i), acc);
+          acc = fmadd(load(q + half + i), load(buf + half + i), acc);
+        }
+        a.s[size_t(j) * a.s_stride + r] = reduce(acc) * a.scale;
+      }
+      continue;
+    }
+    key_row(dec, a, r, buf, tmp);
     for (int j = 0; j < G; ++j) {
       const float* q = a.q + size_t(j) * dp;
-      V16 acc = {};
-      for (int c0 = 0; c0 < d; c0 += W) acc += load(q + c0) * load(buf + c0);
+      V16 acc = splat(0);
+      for (int c0 = 0; c0 < d; c0 += W) acc = fmadd(load(q + c0), load(buf + c0), acc);
       a.s[size_t(j) * a.s_stride + r] = reduce(acc) * a.scale;
     }
   }
+}
+
+// Per-channel int keys without rotation: q . (lo + code * scale) = q . lo + (q * scale) . code,
+// with q . lo and q * scale computed once per group (rows of one group are mostly adjacent), so
+// a row costs its codes only. Rows held in f32 are dotted as they are.
+template <int Bits>
+void scores_channel(IntChannelRows<Bits> dec, const ChunkArgs& a, float* qs, float* codes) {
+  const int d = a.d, dp = a.dp, G = a.G;
+  float qlo[64];
+  int cached = -1;
+  for (int r = a.r0; r < a.r1; ++r) {
+    dec.bind(r);
+    if (dec.raw) {
+      for (int j = 0; j < G; ++j) {
+        const float* q = a.q + size_t(j) * dp;
+        V16 acc = splat(0);
+        for (int c0 = 0; c0 < d; c0 += W)
+          acc = fmadd(load(q + c0), load_n(dec.raw + c0, std::min(W, d - c0)), acc);
+        a.s[size_t(j) * a.s_stride + r] = reduce(acc) * a.scale;
+      }
+      continue;
+    }
+    if (dec.slot != cached) {  // qs f32 [G, dp] = q * scale, qlo[j] = q . lo
+      cached = dec.slot;
+      for (int j = 0; j < G; ++j) {
+        const float* q = a.q + size_t(j) * dp;
+        V16 acc = splat(0);
+        for (int c0 = 0; c0 < d; c0 += W) {
+          const int n = std::min(W, d - c0);
+          store(qs + size_t(j) * dp + c0, load(q + c0) * load_n(dec.lo + d + c0, n));
+          acc = fmadd(load(q + c0), load_n(dec.lo + c0, n), acc);
+        }
+        qlo[j] = reduce(acc);
+      }
+    }
+    if (G == 1) {
+      V16 acc = splat(0);
+      dec.for_codes([&](int c0, int, const V16& code) { acc = fmadd(load(qs + c0), code, acc); });
+      a.s[r] = (qlo[0] + reduce(acc)) * a.scale;
+      continue;
+    }
+    dec.for_codes([&](int c0, int, const V16& code) { store(codes + c0, code); });
+    for (int j = 0; j < G; ++j) {
+      const float* q = qs + size_t(j) * dp;
+      V16 acc = splat(0);
+      for (int c0 = 0; c0 < d; c0 += W) acc = fmadd(load(q + c0), load(codes + c0), acc);
+      a.s[size_t(j) * a.s_stride + r] = (qlo[j] + reduce(acc)) * a.scale;
+    }
+  }
+}
+
+template <class D>
+void scores(D dec, const ChunkArgs& a, float* buf, float* tmp) {
+  if constexpr (kIntChannel<D>) {
+    if (!a.rope && a.G <= 64) return scores_channel(dec, a, buf, tmp);
+  }
+  scores_plain(dec, a, buf, tmp);
 }
 
 // m_j, then s = exp(s - m_j) and l_j = sum of s, over the chunk's rows.
@@ -349,14 +413,15 @@ void softmax_part(const ChunkArgs& a) {
     V16 mx = splat(-INFINITY);
     for (int i = 0; i < n; i += W) {
       const int w = std::min(W, n - i);
-      const V16 x = w == W ? load(s + i) : (kLane < w ? load_part(s + i, w) : splat(-INFINITY));
-      mx = mx > x ? mx : x;
+      const V16 x =
+          w == W ? load(s + i) : select(lanes_below(w), load_part(s + i, w), splat(-INFINITY));
+      mx = vmax(mx, x);
     }
     const float m = reduce_max(mx);
-    V16 sum = {};
+    V16 sum = splat(0);
     for (int i = 0; i < n; i += W) {
       const int w = std::min(W, n - i);
-      const V16 p = exp_neg(load_n(s + i, w) - m);
+      const V16 p = exp_neg(load_n(s + i, w) - splat(m));
       const V16 pk = w == W ? p : keep_first(p, w);
       sum += pk;
       store_n(s + i, pk, w);
@@ -366,25 +431,65 @@ void softmax_part(const ChunkArgs& a) {
   }
 }
 
-// acc_j = sum over the chunk's rows of s[j][r] * v_r.
-template <class D>
-void accumulate(D dec, const ChunkArgs& a, float* buf) {
-  const int d = a.d, dp = a.dp, G = a.G;
-  std::fill_n(a.acc, size_t(G) * dp, 0.0f);
+// ---- pass 3: acc_j = sum over rows of p_j(r) * v_r, rows in order ----
+
+// Per-token int values whose groups align with chunks: a row adds fma(code, p * scale, acc) per
+// chunk, and p * lo to its group's lo_sum, added to the group's channels once at the end. Rows
+// held in f32 add p * v.
+template <int Bits>
+void accumulate_token(IntTokenRows<Bits> dec, const ChunkArgs& a) {
+  const int d = a.d, dp = a.dp, G = a.G, groups = dec.groups;
+  std::vector<float> lo_sum(size_t(G) * groups, 0.0f), ps(size_t(G) * groups);
   for (int r = a.r0; r < a.r1; ++r) {
     dec.bind(r);
-    if (G == 1) {
-      const V16 p = splat(a.s[r]);
-      for (int c0 = 0; c0 < d; c0 += W)
-        store(a.acc + c0, load(a.acc + c0) + p * dec.at(c0, std::min(W, d - c0)));
+    if (dec.raw) {
+      for (int j = 0; j < G; ++j) {
+        const V16 p = splat(a.s[size_t(j) * a.s_stride + r]);
+        float* acc = a.acc + size_t(j) * dp;
+        for (int c0 = 0; c0 < d; c0 += W)
+          store(acc + c0, fmadd(p, load_n(dec.raw + c0, std::min(W, d - c0)), load(acc + c0)));
+      }
       continue;
     }
-    for (int c0 = 0; c0 < d; c0 += W) store(buf + c0, dec.at(c0, std::min(W, d - c0)));
     for (int j = 0; j < G; ++j) {
-      const V16 p = splat(a.s[size_t(j) * a.s_stride + r]);
-      float* acc = a.acc + size_t(j) * dp;
-      for (int c0 = 0; c0 < d; c0 += W) store(acc + c0, load(acc + c0) + p * load(buf + c0));
+      const float p = a.s[size_t(j) * a.s_stride + r];
+      for (int g = 0; g < groups; ++g) {
+        ps[size_t(j) * groups + g] = p * dec.sc[2 * g + 1];
+        lo_sum[size_t(j) * groups + g] += p * dec.sc[2 * g];
+      }
     }
+    dec.for_codes([&](int c0, int, const V16& code) {
+      const int g = c0 / dec.group;
+      for (int j = 0; j < G; ++j) {
+        float* acc = a.acc + size_t(j) * dp + c0;
+        store(acc, fmadd(code, splat(ps[size_t(j) * groups + g]), load(acc)));
+      }
+    });
+  }
+  for (int j = 0; j < G; ++j)
+    for (int c0 = 0; c0 < d; c0 += W) {
+      const int n = std::min(W, d - c0);
+      const V16 lo = splat(lo_sum[size_t(j) * groups + c0 / dec.group]);
+      float* acc = a.acc + size_t(j) * dp + c0;
+      store(acc, load(acc) + (n == W ? lo : keep_first(lo, n)));
+    }
+}
+
+template <class D>
+void accumulate(D dec, const ChunkArgs& a) {
+  const int dp = a.dp, G = a.G;
+  std::fill_n(a.acc, size_t(G) * dp, 0.0f);
+  if constexpr (kIntToken<D>) {
+    if (dec.group % W == 0) return accumulate_token(dec, a);
+  }
+  for (int r = a.r0; r < a.r1; ++r) {
+    dec.bind(r);
+    dec.for_chunks([&](int c0, int, const V16& v) {
+      for (int j = 0; j < G; ++j) {
+        float* acc = a.acc + size_t(j) * dp + c0;
+        store(acc, fmadd(splat(a.s[size_t(j) * a.s_stride + r]), v, load(acc)));
+      }
+    });
   }
 }
 
@@ -397,15 +502,15 @@ void with_rows(const KvRows& rows, int g, Fn&& fn) {
   const int stride = rows.stride(), d = rows.dim();
   switch (f.kind) {
     case KvFormat::Kind::F32:
-      return fn(F32Rows{codes, stride});
+      return fn(F32Rows{{codes, stride, d}});
     case KvFormat::Kind::Bf16:
-      return fn(Bf16Rows{codes, stride});
+      return fn(Bf16Rows{{codes, stride, d}});
     case KvFormat::Kind::F16:
-      return fn(F16Rows{codes, stride});
+      return fn(F16Rows{{codes, stride, d}});
     case KvFormat::Kind::E4m3:
-      return fn(Fp8Rows<true>{codes, stride});
+      return fn(Fp8Rows<true>{{codes, stride, d}});
     case KvFormat::Kind::E5m2:
-      return fn(Fp8Rows<false>{codes, stride});
+      return fn(Fp8Rows<false>{{codes, stride, d}});
     case KvFormat::Kind::Int:
       break;
   }
@@ -423,10 +528,11 @@ void with_rows(const KvRows& rows, int g, Fn&& fn) {
 }
 
 void chunk(const ChunkArgs& a) {
-  std::vector<float> buf(size_t(a.dp) + W, 0.0f), tmp(size_t(a.dp) + W, 0.0f);
+  // buf: a decoded row, or the per-channel keys' q * scale f32 [G, dp]; tmp: a rotated row.
+  std::vector<float> buf(size_t(a.dp) * std::max(a.G, 1) + W, 0.0f), tmp(size_t(a.dp) + W, 0.0f);
   with_rows(*a.k, a.g, [&](auto dec) { scores(dec, a, buf.data(), tmp.data()); });
   softmax_part(a);
-  with_rows(*a.v, a.g, [&](auto dec) { accumulate(dec, a, buf.data()); });
+  with_rows(*a.v, a.g, [&](auto dec) { accumulate(dec, a); });
 }
 
 }  // namespace

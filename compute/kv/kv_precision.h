@@ -17,8 +17,8 @@ float round_fp8(float x, bool e4m3);
 
 // Asymmetric min/max integer quantisation of n values x[0], x[stride], ...: codes
 // round((x - min) / scale) in [0, 2^bits - 1] with scale = (max - min) / (2^bits - 1); each value
-// is replaced by min + code * scale. The error is at most scale / 2 per value (0 when the group
-// is constant). Non-finite values leave the group unquantised.
+// is replaced by min + code * scale, rounded once (std::fma). The error is at most scale / 2
+// per value (0 when the group is constant). Non-finite values leave the group unquantised.
 void quantise_group(float* x, int n, int stride, int bits);
 
 // The codes quantise_group stores: codes[i] in [0, 2^bits - 1], the minimum `lo` and the `scale`

@@ -53,31 +53,31 @@ float e5m2_value(uint8_t b) {
   return f16_value(uint16_t(b << 8));
 }
 
-// Packs code `v` (bits wide) as element c of a row.
+// Where element c of a row sits: byte j of 16-byte block b holds elements b * E + j + 16 * s at
+// bits s * bits (E = 128 / bits elements per block), so 16 consecutive elements are one block
+// shifted and masked.
+int code_byte(int c, int bits) {
+  const int per_block = 128 / bits;
+  return c / per_block * 16 + c % 16;
+}
+int code_shift(int c, int bits) {
+  return c % (128 / bits) / 16 * bits;
+}
+
 void put_code(uint8_t* row, int c, int bits, uint8_t v) {
-  const int bit = c * bits;
-  row[bit / 8] = uint8_t(row[bit / 8] | (v << (bit % 8)));
+  row[code_byte(c, bits)] = uint8_t(row[code_byte(c, bits)] | (v << code_shift(c, bits)));
 }
 
 uint8_t get_code(const uint8_t* row, int c, int bits) {
-  const int bit = c * bits;
-  return uint8_t((row[bit / 8] >> (bit % 8)) & ((1 << bits) - 1));
+  return uint8_t((row[code_byte(c, bits)] >> code_shift(c, bits)) & ((1 << bits) - 1));
 }
 
-int element_bits(const KvFormat& f) {
-  switch (f.kind) {
-    case KvFormat::Kind::F32:
-      return 32;
-    case KvFormat::Kind::Bf16:
-    case KvFormat::Kind::F16:
-      return 16;
-    case KvFormat::Kind::E4m3:
-    case KvFormat::Kind::E5m2:
-      return 8;
-    case KvFormat::Kind::Int:
-      return f.bits;
-  }
-  return 32;
+// Bytes of a row of d elements: f32, bf16, f16 and fp8 d times their size; int codes their
+// blocks, the last one only as far as its highest byte.
+int row_bytes(const KvFormat& f, int d) {
+  if (f.kind != KvFormat::Kind::Int) return d * (f.kind == KvFormat::Kind::F32 ? 4 : f.bits / 8);
+  const int per_block = 128 / f.bits, full = d / per_block, rest = d % per_block;
+  return full * 16 + std::min(rest, 16);
 }
 
 template <class T>
@@ -120,10 +120,9 @@ KvRows::KvRows(const KvFormat& format, int heads, int d) : format_(format), d_(d
   require(
       !is_int || ((format.bits == 2 || format.bits == 4 || format.bits == 8) && format.group >= 1),
       ErrorCode::InvalidArgument, "KV rows: int codes take 2, 4 or 8 bits and a group");
-  stride_ = (d * element_bits(format) + 7) / 8;
+  stride_ = row_bytes(format, d);
   groups_ = is_int && !format.per_channel ? (d + format.group - 1) / format.group : 0;
   heads_.resize(size_t(heads));
-  for (Head& hd : heads_) hd.codes.assign(size_t(kPad), 0);
 }
 
 void KvRows::reserve(int capacity) {
@@ -131,7 +130,7 @@ void KvRows::reserve(int capacity) {
   const bool is_int = format_.kind == KvFormat::Kind::Int;
   const size_t old = size_t(capacity_), cap = size_t(capacity);
   for (Head& hd : heads_) {
-    regrow(hd.codes, cap * stride_ + kPad, old * stride_, uint8_t(0));
+    regrow(hd.codes, cap * stride_, old * stride_, uint8_t(0));
     if (groups_ > 0) regrow(hd.scales, cap * groups_ * 2, old * groups_ * 2, 0.0f);
     if (format_.per_channel) regrow(hd.group, cap, old, -1);
     if (is_int) regrow(hd.side, cap, old, -1);
@@ -333,13 +332,13 @@ void KvRows::decode(int h, int r, float* out) const {
     const int g = hd.group[size_t(r)];
     const float* lo = hd.table.data() + size_t(g) * 2 * d;
     const float* scale = lo + d;
-    for (int c = 0; c < d; ++c) out[c] = lo[c] + float(get_code(row, c, bits)) * scale[c];
+    for (int c = 0; c < d; ++c) out[c] = std::fma(float(get_code(row, c, bits)), scale[c], lo[c]);
     return;
   }
   const float* sc = hd.scales.data() + size_t(r) * groups_ * 2;
   for (int c = 0; c < d; ++c) {
     const int g = c / format_.group;
-    out[c] = sc[2 * g] + float(get_code(row, c, bits)) * sc[2 * g + 1];
+    out[c] = std::fma(float(get_code(row, c, bits)), sc[2 * g + 1], sc[2 * g]);
   }
 }
 

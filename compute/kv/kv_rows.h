@@ -5,8 +5,10 @@
 //
 // Layout, per KV head (rows are the cache's physical rows: models/arch/kv_cache.h keeps which
 // entry sits in which row):
-//   codes  u8 [capacity, stride]   element c of a row at bit c * bits (low bits first):
-//                                   f32 4 bytes, bf16 / f16 2, fp8 1, int-N N bits, packed
+//   codes  u8 [capacity, stride]   f32 4 bytes, bf16 / f16 2, fp8 1 per element; int-N codes
+//                                   N bits each in blocks of 16 bytes: byte j of block b holds
+//                                   elements b * E + j + 16 * s at bits s * N (E = 128 / N),
+//                                   so 16 consecutive codes are one block shifted and masked
 //   scales f32 [capacity, groups, 2]  per-token int: each group's minimum and scale
 //   group  i32 [capacity]            per-channel int: the row's group in `table` (-1: none)
 //   table  f32 [slots, 2, d]         per-channel int: minimum and scale of each channel
@@ -70,7 +72,7 @@ class KvRows {
 
   // ---- what the kernels read (compute/kv/kv_kernels.cpp) ----
   struct Head {
-    std::vector<uint8_t> codes;  // u8 [capacity, stride] + kPad
+    std::vector<uint8_t> codes;  // u8 [capacity, stride] (the kernels never read past a row)
     std::vector<float> scales;   // f32 [capacity, groups, 2]: lo, scale (per-token int)
     std::vector<int32_t> group;  // i32 [capacity] (per-channel int)
     std::vector<float> table;    // f32 [slots, 2, d]: lo row, scale row (per-channel int)
@@ -80,8 +82,6 @@ class KvRows {
     std::vector<int32_t> free_table, free_pool;  // unused slots
   };
   const Head& head(int h) const { return heads_[size_t(h)]; }
-  // Bytes after the last row, so a 16-element load of any row's tail stays inside the buffer.
-  static constexpr int kPad = 64;
 
  private:
   int alloc_pool(Head& hd);

@@ -170,10 +170,10 @@ void read_key(const KvCache& c, const KvLayer& L, int h, int r, float* out) {
   if (L.target.empty()) return;
   const int d = c.head_dim, half = d / 2;
   const float* cs = c.rope_table.data() + size_t(L.target[size_t(h) * c.capacity + r]) * d;
-  for (int i = 0; i < half; ++i) {  // as Rope::apply_at
-    const float a = out[i], b = out[i + half];
-    out[i] = a * cs[i] - b * cs[half + i];
-    out[i + half] = b * cs[i] + a * cs[half + i];
+  for (int i = 0; i < half; ++i) {  // as the decode kernel rotates a key it reads
+    const float a = out[i], b = out[i + half], c = cs[i], sn = cs[half + i];
+    out[i] = std::fma(a, c, -(b * sn));
+    out[i + half] = std::fma(b, c, a * sn);
   }
 }
 

@@ -12,6 +12,7 @@
 #include "arch_test_util.h"
 #include "compute/error.h"
 #include "models/arch/hooks.h"
+#include "models/arch/kv_cache.h"
 #include "models/arch/model.h"
 
 namespace attn {
@@ -152,6 +153,92 @@ TEST(KvDecodePolicies, PrecisionsStayCloseToF32AndCountTheirBytes) {
       std::printf("[kv] %-6s %-28s max rel logit error %.3g, %.0f of %.0f bytes\n", name, spec, err,
                   c.bytes(), full.bytes());
     }
+  }
+}
+
+// The cache's own bytes, read in place by the decode kernel (compute/kv/kv_attend.h), give the
+// logits the same cache gives through the attention backend (every layer hooked, so every step
+// gathers its rows decoded to f32 and rotated): rotary (Llama, Qwen2 with GQA) and
+// learned-position (GPT-2) models, each storage format, alone and under eviction.
+TEST(KvDecodePolicies, InPlaceStepsReadTheStoredFormatAsTheBackendDoes) {
+  const char* specs[] = {"kv_full",
+                         "kv_bf16",
+                         "kv_fp16",
+                         "kv_fp8",
+                         "kv_fp8(format=e5m2)",
+                         "kv_quant(bits=4,group=8)",
+                         "kv_quant(bits=2,group=3,k_axis=token,v_axis=channel)",
+                         "kv_streaming(sinks=2,window=6)+kv_quant(bits=4,group=4)",
+                         "kv_h2o(budget=9,recent=3)+kv_fp8",
+                         "kv_recent(window=5,reposition=false)+kv_bf16",
+                         "kv_tova(budget=7)+kv_quant(bits=8,group=5,v_axis=channel)",
+                         "kv_quest(page=4,k=2)+kv_quant(bits=4,group=4)"};
+  for (const char* name : {"llama", "qwen2", "gpt2"}) {
+    auto model = models::load_model(golden_dir(name));
+    const int V = model->info().vocab, T = std::min(40, model->info().max_tokens);
+    const std::vector<int32_t> ids = random_ids(*model, T, 17);
+    for (const char* spec : specs) {
+      models::KvCache in_place(make_kv_policy(spec)), gathered(make_kv_policy(spec));
+      const std::vector<int32_t> prompt(ids.begin(), ids.begin() + 8);
+      model->decode(prompt, in_place);
+      model->decode(prompt, gathered);
+      double worst = 0;
+      for (int t = 8; t < T; ++t) {
+        const models::ModelOutput a = model->decode({ids[size_t(t)]}, in_place);
+        models::Capture cap(models::HookSelection::parse("blocks.*.attn.out"));
+        const models::ModelOutput b = model->decode({ids[size_t(t)]}, gathered, {.capture = &cap});
+        ASSERT_EQ(int(a.logits.size()), V);
+        worst = std::max(worst, max_rel(a.logits.data(), b.logits.data(), V));
+      }
+      EXPECT_LT(worst, 1e-4) << name << " " << spec;
+      EXPECT_EQ(in_place.entries(), gathered.entries()) << name << " " << spec;
+      EXPECT_EQ(in_place.bytes(), gathered.bytes()) << name << " " << spec;
+      std::printf("[kv] %-6s %-58s in place vs gathered: max rel logit diff %.2g\n", name, spec,
+                  worst);
+    }
+  }
+}
+
+// What a cache reports is what its rows allocated, in the format's size: float formats exactly
+// their element size times the rows allocated (plus each head's record), int codes less than f32;
+// an evicting cache stops growing once its rows are allocated (released rows, f32 copies and group
+// scales are reused).
+TEST(KvDecodePolicies, CacheBytesAreItsRowsAllocationInTheFormatsSize) {
+  auto model = models::load_model(golden_dir("llama"));
+  const models::ModelInfo& info = model->info();
+  const std::vector<int32_t> ids = random_ids(*model, 120, 23);
+  const std::string evict = "kv_streaming(sinks=2,window=20)";
+  // Bytes of a float format's cache: K and V of every layer, each KV head its record and
+  // capacity rows of head_dim elements.
+  const auto float_bytes = [&](const models::KvCache& c, int element_bytes) {
+    return 2.0 * info.n_layers * info.n_kv_heads *
+           (sizeof(KvRows::Head) + double(c.capacity) * info.head_dim * element_bytes);
+  };
+  for (const auto& [piece, element_bytes] :
+       std::vector<std::pair<std::string, int>>{{"", 4},
+                                                {"+kv_bf16", 2},
+                                                {"+kv_fp16", 2},
+                                                {"+kv_fp8", 1},
+                                                {"+kv_quant(bits=8,group=4)", 0},
+                                                {"+kv_quant(bits=4,group=4)", 0}}) {
+    models::KvCache c(make_kv_policy(evict + piece));
+    double at_60 = 0;
+    model->decode({ids[0]}, c);
+    for (size_t t = 1; t < ids.size(); ++t) {
+      model->decode({ids[t]}, c);
+      if (t == 60) at_60 = c.bytes();
+    }
+    double rows = 0;
+    for (const models::KvLayer& L : c.layers) rows += double(L.k.bytes() + L.v.bytes());
+    EXPECT_EQ(c.bytes(), rows) << piece << ": the cache's bytes are its rows'";
+    EXPECT_EQ(c.bytes(), at_60) << piece << ": an evicting cache stops growing";
+    if (element_bytes > 0) {
+      EXPECT_EQ(c.bytes(), float_bytes(c, element_bytes)) << piece;
+    } else {
+      EXPECT_LT(c.bytes(), float_bytes(c, 4)) << piece;
+    }
+    std::printf("[kv] llama %-28s %.0f bytes (capacity %d rows)\n", piece.c_str(), c.bytes(),
+                c.capacity);
   }
 }
 
