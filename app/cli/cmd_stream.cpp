@@ -1,5 +1,6 @@
 // `attnscope stream`: teacher-forced streaming perplexity under KV-cache policies, a thin shell
-// over app/core/decode/stream.h.
+// over app/core/decode/stream.h. "K/V bytes" is what the cache's rows allocated in the policy's
+// storage format at the end (measured from its buffers, KvCache::bytes()).
 #include <unistd.h>
 
 #include <cstdio>
@@ -140,8 +141,8 @@ core::StreamOptions StreamCommand::stream_options(int tokens) const {
 void StreamCommand::print_result(const core::StreamResult& r, const std::string& model) {
   std::printf("%s (%s, context %d): %zu tokens, prefill %d\n", model.c_str(), r.model_type.c_str(),
               r.context, r.ids.size(), r.prefill);
-  Table t(
-      {"policy", "tokens", "ppl", "ppl (last 1000)", "entries", "cache", "ms/step", "policy ms"});
+  Table t({"policy", "tokens", "ppl", "ppl (last 1000)", "entries", "K/V bytes", "ms/step",
+           "policy ms"});
   for (const core::PolicyRun& p : r.runs) {
     const int n = int(p.nll.size());
     t.add({p.spec, std::to_string(p.tokens), fixed(p.perplexity(), 3),

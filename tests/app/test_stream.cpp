@@ -1,6 +1,7 @@
 // Streaming evaluation and generation (app/core/decode/stream.h) and their CLI verbs: the per-token
 // loss equals a full forward pass's where the cache is full, a policy that runs out of positions
-// stops with its reason, the dump has NumPy's layout, and sampling follows its rules.
+// stops with its reason, the bytes are what the cache allocated, the dump has NumPy's layout, and
+// sampling follows its rules.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,8 @@
 #include "app/core/analysis/analysis.h"
 #include "app/core/decode/stream.h"
 #include "compute/error.h"
+#include "compute/kv/kv_policy.h"
+#include "models/arch/kv_cache.h"
 #include "models/formats/npy.h"
 #include "tests/app/image_compare.h"
 #include "tests/app/model_available.h"
@@ -72,7 +75,14 @@ TEST(Stream, FullCacheLossEqualsTheForwardPassAndRunsOutAtTheContext) {
   const int64_t per_token = model->info().n_layers * model->info().n_kv_heads;
   EXPECT_EQ(sw.entries.back(), 63 * per_token) << "sinks + window - 1 after each step";
   EXPECT_EQ(sw.entries[size_t(o.prefill) - 1], int64_t(o.prefill) * per_token);
-  EXPECT_DOUBLE_EQ(sw.bytes.back(), double(sw.entries.back()) * 2 * 4 * model->info().head_dim);
+  // The bytes are what the cache's K and V rows allocated (KvCache::bytes(), measured from its
+  // buffers, so by rows allocated rather than entries held): a cache streamed the same way
+  // reports the same, and at least the f32 K and V of the entries it holds.
+  models::KvCache same(make_kv_policy(o.policies[1]));
+  model->decode(std::vector<int32_t>(ids.begin(), ids.begin() + o.prefill), same);
+  for (int t = o.prefill; t < ctx + 40; ++t) model->decode({ids[size_t(t)]}, same);
+  EXPECT_EQ(sw.bytes.back(), same.bytes());
+  EXPECT_GE(sw.bytes.back(), double(sw.entries.back()) * 2 * 4 * model->info().head_dim);
   EXPECT_GT(sw.step_seconds(), 0);
 }
 

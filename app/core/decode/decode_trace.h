@@ -40,7 +40,7 @@ struct TraceStep {
   int32_t next = -1;         // the token after it (given or sampled; -1 when the trace ends first)
   float nll = NAN;           // -log p(next) under this step's logits (NaN without a next token)
   int64_t entries = 0;       // cache entries after the step (layers x KV heads)
-  double bytes = 0;          // bytes they take in the policy's precision
+  double bytes = 0;          // bytes the cache's K/V rows allocated, in the policy's format
   models::KvSnapshot cache;  // attended (before eviction), kept (after), quantised
   std::vector<std::vector<float>> probs;  // [layer] f32 [H, attended]: this step's attention
                                           // (empty for layers the trace did not keep)

@@ -33,7 +33,8 @@ struct PolicyRun {
   std::vector<float> nll;        // [tokens - 1]: -log p(token t+1 | tokens <= t)
   std::vector<double> ppl;       // [tokens - 1]: running perplexity exp(mean nll[0..t])
   std::vector<int64_t> entries;  // [tokens]: cache entries held after row t (layers x KV heads)
-  std::vector<double> bytes;     // [tokens]: bytes the cache holds then
+  std::vector<double> bytes;     // [tokens]: bytes the cache's K/V rows had allocated then,
+                                 // in the policy's format (KvCache::bytes(), measured)
   std::vector<double> seconds;   // [tokens]: time of the pass that read token t (the prefill's
                                  // time on its last row, 0 on the others)
   double policy_seconds = 0;     // of all passes: eviction, rotation and quantisation
