@@ -37,6 +37,7 @@ struct SweepOptions {
   int64_t limit = 0;    // --dataset: first records only
   std::string session;  // model and input from a session file instead
   std::vector<std::string> variants, merge;
+  std::vector<std::string> precisions;  // storage precisions of Q, K, V: an axis of the table
   std::vector<int> layers, heads;
   int threads = 0, width = 2100, height = 1050;
   double dpi = 300;
@@ -320,12 +321,27 @@ int sweep(const SweepOptions& o) {
   }
   usage(!o.variants.empty(), "give at least one --variant (e.g. \"window(size=16..1024:x2)\")");
   usage(o.limit >= 0, "--limit must be >= 0");
+  // Precision as an axis: every variant in each precision (after the f32 dense baseline, dense
+  // in each reduced one), against the f32 dense reference.
+  std::vector<Precision> precisions;
+  for (const std::string& name : o.precisions)
+    precisions.push_back(as_usage([&] { return parse_precision(name); }));
+  if (precisions.empty()) precisions.push_back(Precision::F32);
+  usage(o.dataset.empty() || (precisions.size() == 1 && precisions[0] == Precision::F32),
+        "--precision is not available with --dataset (sweep one input)");
   if (!o.dataset.empty()) {
     return sweep_dataset(o, table_specs(o));
   }
   const int inputs = !o.text.empty() + !o.text_file.empty() + !o.image.empty() + !o.session.empty();
   usage(inputs == 1, "give exactly one input: --text, --text-file, --image or --session");
-  const std::vector<std::string> specs = table_specs(o);
+  const std::vector<std::string> variant_specs = table_specs(o);
+  // The table's rows: (spec, precision), the f32 dense baseline first.
+  std::vector<std::string> specs = {variant_specs[0]};
+  std::vector<Precision> precs = {Precision::F32};
+  for (Precision p : precisions)
+    if (p != Precision::F32) specs.push_back(variant_specs[0]), precs.push_back(p);
+  for (size_t v = 1; v < variant_specs.size(); ++v)
+    for (Precision p : precisions) specs.push_back(variant_specs[v]), precs.push_back(p);
   Shard shard;
   if (!o.shard.empty()) shard = as_usage([&] { return parse_shard(o.shard); });
   if (o.session.empty()) check_model_path(o.model, o.model);
@@ -370,7 +386,9 @@ int sweep(const SweepOptions& o) {
       const auto base = o.no_end_to_end ? a : core::add_end_to_end(*a, co);
       rows.push_back({0, core::tradeoff_point(*base, 0)});
     } else {
-      rows.push_back({mine[i], core::evaluate(*a, spec, !o.no_end_to_end, co)});
+      Options in_precision = co;
+      in_precision.precision = precs[size_t(mine[i])];
+      rows.push_back({mine[i], core::evaluate(*a, spec, !o.no_end_to_end, in_precision)});
     }
     progress.step(int(i + 1), spec);
   }
@@ -380,7 +398,7 @@ int sweep(const SweepOptions& o) {
   std::vector<TradeoffPoint> pts;
   for (const auto& r : rows) pts.push_back(r.point);
   Session record = s;
-  record.variants.assign(specs.begin() + 1, specs.end());
+  record.variants.assign(variant_specs.begin() + 1, variant_specs.end());
   fill_hashes(record);
   write_figure(o, pts, o.model + " \u00b7 " + input, &record);
   return 0;
@@ -412,6 +430,10 @@ void SweepCommand::add_options(CLI::App& cmd) {
   cmd.add_option("--variant", o.variants,
                  "Variant or sweep spec, repeatable: \"window(size=16..1024:x2)\", "
                  "\"block_topk(block=16,k=1..8:+1)\", \"top_p(p=0.5|0.9)\"");
+  cmd.add_option("--precision", o.precisions,
+                 "Storage of Q, K, V as an axis: f32, bf16, f16 (comma-separated); every variant "
+                 "runs in each, against the f32 dense reference (the table's precision column)")
+      ->delimiter(',');
   cmd.add_option("--out", o.out, "Table to write (CSV; its first row is the dense baseline)")
       ->required();
   cmd.add_option("--figure", o.figure, "Also draw the trade-off plot (.png, .svg, .pdf)");

@@ -428,6 +428,31 @@ TEST(CliSweep, ShardsMergeToTheSingleRunTable) {
   EXPECT_TRUE(fs::exists(dir + "/all.pdf.attnscope.json"));
 }
 
+TEST(CliSweep, PrecisionIsAnAxis) {
+  REQUIRE_MODEL("default-text");
+  const std::string dir = test::fresh_dir("cli_sweep_precision");
+  std::ofstream(dir + "/text.txt") << "The cat sat on the mat. The dog sat on the log.";
+  const std::string common = "sweep --model default-text --text-file " + dir +
+                             "/text.txt --variant \"window(size=4)\" --threads 1 --quiet";
+  std::string log;
+  ASSERT_EQ(cli(common + " --precision f32,bf16 --out " + dir + "/p.csv", &log), 0) << log;
+  const auto rows = core::parse_tradeoff_csv(read_all(dir + "/p.csv"), "p.csv");
+  // The f32 dense baseline, dense in bf16, then the window in each precision.
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].point.spec, "dense");
+  EXPECT_EQ(rows[0].point.precision, "f32");
+  EXPECT_EQ(rows[1].point.spec, "dense");
+  EXPECT_EQ(rows[1].point.precision, "bf16");
+  EXPECT_EQ(rows[2].point.precision, "f32");
+  EXPECT_EQ(rows[3].point.precision, "bf16");
+  // Dense in bf16 against the f32 reference: about bf16's unit roundoff, not zero.
+  EXPECT_GT(rows[1].point.rel_error, 1e-5);
+  EXPECT_LT(rows[1].point.rel_error, 1.0 / 64);
+  EXPECT_NEAR(rows[3].point.rel_error, rows[2].point.rel_error, 1.0 / 64);
+  EXPECT_EQ(cli(common + " --precision f8 --out " + dir + "/bad.csv", &log), 2);
+  EXPECT_NE(log.find("not one of f32, bf16, f16"), std::string::npos) << log;
+}
+
 TEST(CliAnalyze, TakesItsInputFromASession) {
   REQUIRE_MODEL("default-text");
   const std::string dir = test::fresh_dir("cli_analyze");

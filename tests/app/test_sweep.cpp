@@ -100,7 +100,7 @@ TEST(Sweep, CsvRoundTripAndMerge) {
   EXPECT_THROW(parse_tradeoff_csv("x,y\n1,2\n", "bad.csv"), Error);
   EXPECT_THROW(parse_tradeoff_csv(csv + "7,short\n", "bad.csv"), Error);
   // The index is a count: nan, fractions, negatives and values past int are refused by name.
-  const std::string rest = ",\"dense\",dense,1,100,0,0.75,0,1,0,nan,nan,nan,nan\n";
+  const std::string rest = ",\"dense\",dense,1,100,0,0.75,0,1,0,nan,nan,nan,nan,f32\n";
   for (const char* index : {"nan", "1e300", "2147483648", "-1", "2.5", ""}) {
     try {
       parse_tradeoff_csv(tradeoff_csv({}) + index + rest, "bad.csv");
@@ -150,6 +150,36 @@ TEST(Sweep, SelectionAndKernelTimeKeptApart) {
       parse_tradeoff_csv(tradeoff_csv({}) + "0,\"dense\",dense,1,100,0.75,0,1,0,nan,nan,nan,nan\n",
                          "mixed.csv"),
       Error);
+}
+
+TEST(Sweep, PrecisionIsAColumn) {
+  SweepRow r;
+  r.index = 1;
+  r.point.spec = "window(size=16)";
+  r.point.pattern = "window";
+  r.point.precision = "bf16";
+  const std::string csv = tradeoff_csv({r});
+  EXPECT_NE(csv.find(",cls_cosine,precision\n"), std::string::npos) << csv;
+  const auto back = parse_tradeoff_csv(csv, "t.csv");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].point.precision, "bf16");
+  // A table written before the column holds f32 points.
+  const auto v2 = parse_tradeoff_csv(
+      "index,spec,pattern,density,flops,select_seconds,kernel_seconds,rel_error,mass_recall,"
+      "row_kl,next_token_kl,top1_agreement,perplexity,cls_cosine\n"
+      "0,\"dense\",dense,1,100,0,0.75,0,1,0,nan,nan,nan,nan\n",
+      "v2.csv");
+  ASSERT_EQ(v2.size(), 1u);
+  EXPECT_EQ(v2[0].point.precision, "f32");
+  // An unknown precision is refused with the line named.
+  try {
+    parse_tradeoff_csv(
+        tradeoff_csv({}) + "0,\"dense\",dense,1,100,0,0.75,0,1,0,nan,nan,nan,nan,f8\n", "bad.csv");
+    ADD_FAILURE() << "precision f8 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Format);
+    EXPECT_NE(std::string(e.what()).find("bad.csv:2"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

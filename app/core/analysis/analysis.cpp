@@ -40,6 +40,7 @@ RunOptions run_options(const Options& o) {
   RunOptions ro;
   ro.threads = o.threads;
   ro.cancel = o.cancel;
+  ro.precision = o.precision;
   return ro;
 }
 
@@ -209,10 +210,12 @@ void run_panel(const Analysis& a, Panel& panel, const Options& o) {
   keep_notes(panel, *backend);
 }
 
-// A panel that would compute exactly what the reference did: plain dense on the same backend.
-bool same_as_reference(const Analysis& a, const Panel& p) {
+// A panel that would compute exactly what the reference did: plain dense on the same backend,
+// in the precision the reference ran in.
+bool same_as_reference(const Analysis& a, const Panel& p, const Options& o) {
   const Panel& ref = a.panels[0];
-  return p.spec == ref.spec && p.backend == ref.backend && ref.ran();
+  return p.spec == ref.spec && p.backend == ref.backend && ref.ran() &&
+         (ref.results->empty() || ref.results->front().stats.precision == o.precision);
 }
 
 // A later panel that took the reference's results (run_variants()): its comparisons and
@@ -389,7 +392,7 @@ std::shared_ptr<Analysis> run_variants(const Analysis& in, const Options& o) {
     check_cancel(o);
     Panel& p = a->panels[v];
     if (p.ran()) continue;
-    if (same_as_reference(*a, p)) {  // "dense" asked for: the reference's results, not a rerun
+    if (same_as_reference(*a, p, o)) {  // "dense" asked for: the reference's results, not a rerun
       p.results = a->panels[0].results;
       continue;
     }

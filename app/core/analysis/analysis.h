@@ -25,6 +25,7 @@
 #include "app/core/session/session.h"
 #include "compute/backend.h"
 #include "compute/metrics.h"
+#include "compute/precision.h"
 #include "compute/variant.h"
 #include "models/arch/hooks.h"
 #include "models/arch/image.h"
@@ -35,7 +36,10 @@
 namespace attn::core {
 
 struct Options {
-  int threads = 0;                            // 0 = all hardware threads
+  int threads = 0;  // 0 = all hardware threads
+  // Storage of Q, K and V in the attention kernels of what runs (compute/precision.h): a sweep
+  // evaluates variants in bf16 / f16 against the f32 dense reference its open() computed.
+  Precision precision = Precision::F32;
   const std::atomic<bool>* cancel = nullptr;  // checked between steps; throws Error(Cancelled)
   bool verify_hashes = true;                  // check the session's recorded file hashes
   // Per-head comparisons cost a few N^2 d passes per head: above this many tokens they are

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "compute/error.h"
+#include "compute/precision.h"
 #include "compute/spec.h"
 
 namespace attn::core {
@@ -67,6 +68,10 @@ std::vector<std::string> expand_value(const std::string& v, const std::string& w
 constexpr int kMaxSweepVariants = 10000;
 
 const char* kHeader =
+    "index,spec,pattern,density,flops,select_seconds,kernel_seconds,rel_error,mass_recall,"
+    "row_kl,next_token_kl,top1_agreement,perplexity,cls_cosine,precision";
+// Tables written before the precision column (every point ran in f32).
+const char* kHeaderV2 =
     "index,spec,pattern,density,flops,select_seconds,kernel_seconds,rel_error,mass_recall,"
     "row_kl,next_token_kl,top1_agreement,perplexity,cls_cosine";
 // Tables written before selection and kernel time were kept apart (kernel_seconds held both).
@@ -218,7 +223,8 @@ std::string tradeoff_csv(const std::vector<SweepRow>& rows) {
            (plain ? p.pattern : csv_quote(p.pattern)) + "," + fmt(p.density) + "," + fmt(p.flops) +
            "," + fmt(p.select_seconds) + "," + fmt(p.kernel_seconds) + "," + fmt(p.rel_error) +
            "," + fmt(p.mass_recall) + "," + fmt(p.row_kl) + "," + fmt(p.next_token_kl) + "," +
-           fmt(p.top1_agreement) + "," + fmt(p.perplexity) + "," + fmt(p.cls_cosine) + "\n";
+           fmt(p.top1_agreement) + "," + fmt(p.perplexity) + "," + fmt(p.cls_cosine) + "," +
+           p.precision + "\n";
   }
   return out;
 }
@@ -228,7 +234,8 @@ std::vector<SweepRow> parse_tradeoff_csv(const std::string& text, const std::str
   std::string line;
   const bool got = bool(std::getline(ss, line));
   const bool v1 = got && line == kHeaderV1;
-  require(got && (line == kHeader || v1), ErrorCode::Format,
+  const bool v2 = got && line == kHeaderV2;
+  require(got && (line == kHeader || v1 || v2), ErrorCode::Format,
           source + ": not an attnscope sweep table (first line must be the header '" +
               std::string(kHeader) + "')");
   std::vector<SweepRow> rows;
@@ -238,7 +245,7 @@ std::vector<SweepRow> parse_tradeoff_csv(const std::string& text, const std::str
     if (line.empty()) continue;
     const auto f = split_csv_line(line);
     const std::string where = source + ":" + std::to_string(n);
-    const size_t want = v1 ? 13 : 14;
+    const size_t want = v1 ? 13 : (v2 ? 14 : 15);
     require(f.size() == want, ErrorCode::Format,
             where + ": expected " + std::to_string(want) + " fields, found " +
                 std::to_string(f.size()));
@@ -266,6 +273,13 @@ std::vector<SweepRow> parse_tradeoff_csv(const std::string& text, const std::str
     r.point.top1_agreement = num(f[10 + o]);
     r.point.perplexity = num(f[11 + o]);
     r.point.cls_cosine = num(f[12 + o]);
+    if (!v1 && !v2) {
+      try {
+        r.point.precision = precision_name(parse_precision(f[14]));
+      } catch (const Error& e) {
+        throw Error(ErrorCode::Format, where + ": " + e.what());
+      }
+    }
     rows.push_back(std::move(r));
   }
   return rows;

@@ -147,6 +147,8 @@ TradeoffPoint tradeoff_point(const Analysis& a, int panel) {
     t.select_seconds += pn.result(l).stats.select_seconds;
     t.kernel_seconds += pn.result(l).stats.kernel_seconds;
   }
+  if (L > 0) t.precision = precision_name(pn.result(0).stats.precision);
+  if (t.precision != "f32") t.caption += " \u00b7 " + t.precision;  // tells points apart
   t.density = density;
   t.rel_error = err;
   t.mass_recall = recall;

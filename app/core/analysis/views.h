@@ -57,19 +57,20 @@ struct HeadGrid {
 // Cost against accuracy of one variant over every layer of the input (one trade-off point).
 struct TradeoffPoint {
   std::string spec;
-  std::string caption;           // display name with parameters
-  std::string pattern;           // family for grouping: "window", "performer", "dense"
-  double density = 1;            // kept / visible entries, mean over layers
-  double flops = 0;              // counted flops, summed over layers
-  double select_seconds = 0;     // dynamic patterns' selection, summed over layers
-  double kernel_seconds = 0;     // attention kernels, summed over layers (selection apart)
-  double rel_error = 0;          // relative output error, mean over layers
-  double mass_recall = 1;        // mean over layers
-  double row_kl = kNaN;          // attention-row KL, mean over layers
-  double next_token_kl = kNaN;   // end to end: mean KL(dense || variant) of next-token logits
-  double top1_agreement = kNaN;  // end to end: argmax agreement
-  double perplexity = kNaN;      // end to end: perplexity of the input under the variant
-  double cls_cosine = kNaN;      // end to end (encoders): cosine of CLS embeddings
+  std::string caption;            // display name with parameters
+  std::string pattern;            // family for grouping: "window", "performer", "dense"
+  double density = 1;             // kept / visible entries, mean over layers
+  double flops = 0;               // counted flops, summed over layers
+  double select_seconds = 0;      // dynamic patterns' selection, summed over layers
+  double kernel_seconds = 0;      // attention kernels, summed over layers (selection apart)
+  double rel_error = 0;           // relative output error, mean over layers
+  double mass_recall = 1;         // mean over layers
+  double row_kl = kNaN;           // attention-row KL, mean over layers
+  double next_token_kl = kNaN;    // end to end: mean KL(dense || variant) of next-token logits
+  double top1_agreement = kNaN;   // end to end: argmax agreement
+  double perplexity = kNaN;       // end to end: perplexity of the input under the variant
+  double cls_cosine = kNaN;       // end to end (encoders): cosine of CLS embeddings
+  std::string precision = "f32";  // storage of Q, K, V in the variant's kernels ("bf16", "f16")
   // Over a dataset (`sweep --dataset`): class accuracy and its bootstrap 95% interval, drawn as
   // error bars.
   double accuracy = kNaN, accuracy_lo = kNaN, accuracy_hi = kNaN;

@@ -135,7 +135,8 @@ json to_json(const TradeoffPoint& p) {
             {"next_token_kl", json_number(p.next_token_kl)},
             {"top1_agreement", json_number(p.top1_agreement)},
             {"perplexity", json_number(p.perplexity)},
-            {"cls_cosine", json_number(p.cls_cosine)}};
+            {"cls_cosine", json_number(p.cls_cosine)},
+            {"precision", p.precision}};
   if (std::isfinite(p.accuracy))  // dataset points
     j["accuracy"] = {{"value", p.accuracy},
                      {"lo", json_number(p.accuracy_lo)},
