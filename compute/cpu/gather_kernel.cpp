@@ -743,7 +743,7 @@ bool dense_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
       vt = w.vpack.data();
     }
     ldk = size_t(c.d);
-    ldv = size_t(c.dv);
+    if (!c.amx) ldv = size_t(c.dv);  // (the packed V^T's stride was set above)
   }
 
   const Normaliser& norm = c.spec.norm;

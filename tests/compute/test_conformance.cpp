@@ -9,7 +9,9 @@
 
 #include "compute/backend.h"
 #include "compute/error.h"
+#include "compute/kv/kv_precision.h"
 #include "compute/metrics.h"
+#include "compute/precision.h"
 #include "compute/reference/reference_backend.h"
 #include "compute/registry.h"
 #include "test_util.h"
@@ -122,6 +124,58 @@ TEST_P(Conformance, CpuMatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllVariants, Conformance, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return case_name(info.param);
+                         });
+
+// The same harness with Q, K and V stored in bf16 and f16 (RunOptions::precision), against the
+// reference on the rounded inputs: f32 arithmetic alone may differ, except that AMX tiles (bf16)
+// also round the probabilities, which half of bf16's unit roundoff bounds. A changed rounding of
+// the inputs differs by about one unit roundoff and fails either bound.
+std::vector<Case> precision_cases() {
+  std::vector<Case> out;
+  for (const std::string& spec : specs())
+    for (bool causal : {true, false})
+      for (int n : {77, 1000}) out.push_back({spec, causal, n, 64, n >= 1000 ? 2 : 4, 2});
+  return out;
+}
+
+class ConformancePrecision : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ConformancePrecision, CpuMatchesReferenceOnTheStoredValues) {
+  const Case& c = GetParam();
+  const Variant v = make_variant(c.spec);
+  const uint64_t seed = std::hash<std::string>{}(case_name(c));
+  const Problem p = random_problem(c.heads, c.kv_heads, c.n, c.n, c.d, c.causal, seed);
+  auto reference = make_reference_backend();
+  auto cpu = make_backend("cpu");
+  for (Precision prec : {Precision::Bf16, Precision::F16}) {
+    RunOptions opt;
+    opt.precision = prec;
+    Result fast;
+    try {
+      fast = run(v, p, *cpu, opt);
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::Unsupported) GTEST_SKIP() << e.what();
+      throw;
+    }
+    Problem stored = p;
+    for (AlignedFloats* x : {&stored.q, &stored.k, &stored.v})
+      for (float& y : *x) y = prec == Precision::Bf16 ? round_bf16(y) : round_fp16(y);
+    const Result ref = reference->execute(v, stored, fast.layout, {});
+    for (float x : fast.o) ASSERT_TRUE(std::isfinite(x)) << precision_name(prec);
+    if (v.approximation()) continue;  // approximations compute their own way (f32 only)
+    EXPECT_EQ(fast.stats.precision, prec);
+    double norm = 0;
+    for (float x : ref.o) norm += double(x) * x;
+    if (norm == 0) continue;
+    const double tol =
+        prec == Precision::Bf16 ? 0.5 * unit_roundoff(prec) : (v.selective() ? 1e-4 : 2e-5);
+    EXPECT_LT(relative_error(fast.o, ref.o), tol) << case_name(c) << " " << precision_name(prec);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllVariants, ConformancePrecision, ::testing::ValuesIn(precision_cases()),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return case_name(info.param);
                          });

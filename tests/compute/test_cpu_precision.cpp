@@ -243,6 +243,36 @@ TEST(CpuPrecision, EachKernelAgainstTheF64Reference) {
   }
 }
 
+// Key lists that share most of their keys over a wide range (H2O's heavy set): the key-list
+// kernel packs their union into dense tiles (on AMX: K rows and V^T packed).
+TEST(CpuPrecision, SharedKeyListsRunAsPackedTiles) {
+  auto reference = make_reference_backend();
+  const Problem p = random_problem(2, 1, 300, 1200, 64, true, 21);
+  IndexLayout x;
+  x.row_ptr.push_back(0);
+  for (int i = 0; i < p.n_q; ++i) {
+    for (int j = 5; j < 200; j += 6) x.col.push_back(j);  // 33 heavy keys
+    x.col.push_back(p.qpos(i));
+    x.row_ptr.push_back(int64_t(x.col.size()));
+  }
+  Layout l;
+  l.kind = Layout::Kind::Indices;
+  l.indices = {x};
+  for (const char* spec : {"dense", "dense+softplus"}) {
+    const Variant v = make_variant(spec);
+    for (Precision prec : half_precisions()) {
+      const Result ref = reference->execute(v, rounded(p, prec), l, {});
+      const double u = unit_roundoff(prec);
+      for (const cpu::KernelSet* set : cpu::available_kernel_sets()) {
+        const Result r = run_in(set, v, p, l, prec);
+        const bool amx = set->amx && prec == Precision::Bf16;
+        EXPECT_LT(relative_error(r.o, ref.o), amx ? 0.5 * u : kF32Tol)
+            << spec << " " << precision_name(prec) << " " << set->isa;
+      }
+    }
+  }
+}
+
 // The same for the other normalisers and modifiers that run through the same kernels.
 TEST(CpuPrecision, NormalisersAndModifiersInReducedPrecision) {
   auto reference = make_reference_backend();
