@@ -298,6 +298,24 @@ void scores_plain(D dec, const ChunkArgs& a, float* buf, float* tmp) {
   for (int r = a.r0; r < a.r1; ++r) {
     dec.bind(r);
     if (G == 1 && !a.rope) {
+      if constexpr (requires { dec.chunk(nullptr, 0); }) {
+        if (r + 1 < a.r1) {  // two rows at a time, each its own accumulator
+          D next = dec;
+          next.bind(r + 1);
+          V16 acc0 = splat(0), acc1 = splat(0);
+          for (int c0 = 0; c0 < d; c0 += W) {
+            const int n = std::min(W, d - c0);
+            const size_t at = size_t(c0) * D::kBytes;
+            const V16 q = load(a.q + c0);
+            acc0 = fmadd(q, dec.chunk(dec.row + at, n), acc0);
+            acc1 = fmadd(q, next.chunk(next.row + at, n), acc1);
+          }
+          a.s[r] = reduce(acc0) * a.scale;
+          a.s[r + 1] = reduce(acc1) * a.scale;
+          ++r;
+          continue;
+        }
+      }
       V16 acc = splat(0);
       dec.for_chunks([&](int c0, int, const V16& k) { acc = fmadd(load(a.q + c0), k, acc); });
       a.s[r] = reduce(acc) * a.scale;
@@ -482,7 +500,25 @@ void accumulate(D dec, const ChunkArgs& a) {
   if constexpr (kIntToken<D>) {
     if (dec.group % W == 0) return accumulate_token(dec, a);
   }
-  for (int r = a.r0; r < a.r1; ++r) {
+  int r = a.r0;
+  if constexpr (requires { dec.chunk(nullptr, 0); }) {
+    if (G == 1) {  // two rows per pass over the accumulators (the same sums, in the same order)
+      const int d = a.d;
+      D next = dec;
+      for (; r + 1 < a.r1; r += 2) {
+        dec.bind(r);
+        next.bind(r + 1);
+        const V16 p0 = splat(a.s[r]), p1 = splat(a.s[r + 1]);
+        for (int c0 = 0; c0 < d; c0 += W) {
+          const int n = std::min(W, d - c0);
+          const size_t at = size_t(c0) * D::kBytes;
+          const V16 x = fmadd(p0, dec.chunk(dec.row + at, n), load(a.acc + c0));
+          store(a.acc + c0, fmadd(p1, next.chunk(next.row + at, n), x));
+        }
+      }
+    }
+  }
+  for (; r < a.r1; ++r) {
     dec.bind(r);
     dec.for_chunks([&](int c0, int, const V16& v) {
       for (int j = 0; j < G; ++j) {

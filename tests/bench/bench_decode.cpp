@@ -274,7 +274,8 @@ void BM_KvCacheFormats(benchmark::State& state) {
   state.counters["bytes_ratio"] = bytes4;
   state.counters["step_ratio"] = step4;
   state.counters["met"] = bytes4 <= 0.4 && step4 <= 0.6 ? 1 : 0;
-  state.counters["entries"] = double(caches[0].entries()) / double(L * hkv);
+  state.counters["entries"] = entries;  // at the first timed step; kv_full then grows by one
+  state.counters["entries_last"] = double(caches[0].entries()) / double(L * hkv);
   state.counters["layers"] = L;
   state.counters["rotary"] = rotary;
   state.counters["threads"] = threads;

@@ -36,6 +36,8 @@ TARGETS = {
     "linear_growth_4k_16k": 5.0,  # linear/performer/cosformer: time(16K) / time(4K) <= 5
     "linear_vs_dense_16k": 5.0,  # ... and >= 5x faster than dense at 16K
     "nlogn_growth_slack": 1.25,  # lsh/kmeans: time(16K) / time(4K) <= 1.25 x (N log N ratio)
+    "kv_quant4_bytes_ratio": 0.4,  # kv_quant(bits=4) cache bytes <= 0.4 x kv_full's (f32)
+    "kv_quant4_step_ratio": 0.6,  # ... and its decode step (the cache's part) <= 0.6 x
 }
 
 # The NumPy side runs in its own interpreter so OpenBLAS reads its environment (torch_peer's
@@ -410,6 +412,30 @@ def main():
             checks.append(("%s speed-up over dense, N=16384" % label,
                            "%.1fx (%.0f / %.0f ms)" % (sp, d16["seconds"] * 1e3, a16["seconds"] * 1e3),
                            ">= %.0fx" % TARGETS["linear_vs_dense_16k"], sp >= TARGETS["linear_vs_dense_16k"]))
+    # Caches in reduced precision (bench_decode.cpp BM_KvCacheFormats): a decode step's cache part
+    # (append, rotate, attend over 2,048 entries, for every layer of a 32 x 128-dim rotary
+    # attention) and the bytes the cache allocated, each format against kv_full (f32), the formats
+    # stepping in turn in one run (the ratios are medians over rounds).
+    kv = gb.get("BM_KvCacheFormats")
+    if kv:
+        shape = "%d layers x 32 heads x 128 dims, %d-%d entries%s" % (
+            int(kv["layers"]), int(kv["entries"]), int(kv["entries_last"]),
+            ", rotary" if kv.get("rotary") else "")
+        measured = {"bytes": "%.3f (%.1f / %.1f MiB)" % (kv["bytes_ratio"], kv["quant4_bytes"] / 2**20,
+                                                        kv["f32_bytes"] / 2**20),
+                    "step": "%.3f (%.2f / %.2f ms)" % (kv["step_ratio"], kv["quant4_ms"], kv["f32_ms"])}
+        for key, what in (("bytes", "cache bytes"), ("step", "decode step (cache part)")):
+            r, bound = kv[key + "_ratio"], TARGETS["kv_quant4_%s_ratio" % key]
+            ratios["kv_quant4_%s_ratio" % key] = r
+            checks.append(("kv_quant(bits=4) %s / kv_full (f32): %s" % (what, shape), measured[key],
+                           "<= %.1f" % bound, r <= bound))
+        for fmt, label in (("quant2", "kv_quant(bits=2)"), ("fp8", "kv_fp8"), ("bf16", "kv_bf16")):
+            ratios["kv_%s_bytes_ratio" % fmt] = kv[fmt + "_bytes_ratio"]
+            ratios["kv_%s_step_ratio" % fmt] = kv[fmt + "_step_ratio"]
+            checks.append(("  info: %s bytes / step vs kv_full (f32)" % label,
+                           "%.3f / %.3f" % (kv[fmt + "_bytes_ratio"], kv[fmt + "_step_ratio"]), "", None))
+    else:
+        checks.append(("kv_quant(bits=4) vs kv_full (f32): BM_KvCacheFormats", "missing", "ran", False))
     if variants:
         lines_v, checks_v, ratios["variants"] = variant_rows.report(variants)
         checks.extend(checks_v)
