@@ -134,6 +134,24 @@ KV_INLINE void for_codes_of(const uint8_t* row, int stride, int d, F&& f) {
   }
 }
 
+// The same for two rows at once: f(c0, codes of row 0, codes of row 1).
+template <int Bits, class F>
+KV_INLINE void for_codes_of2(const uint8_t* row0, const uint8_t* row1, int stride, int d, F&& f) {
+  constexpr int E = 128 / Bits;
+  for (int c0 = 0, off = 0; c0 < d; c0 += E, off += 16) {
+    const bool full = stride - off >= 16;
+    const B16 b0 = full ? load_bytes<16>(row0 + off) : load_bytes_part(row0 + off, stride - off);
+    const B16 b1 = full ? load_bytes<16>(row1 + off) : load_bytes_part(row1 + off, stride - off);
+    [&]<int... S>(std::integer_sequence<int, S...>) {
+      ((c0 + 16 * S < d ? f(c0 + 16 * S, bytes_to_float(sub_codes<S, Bits>(b0)),
+                            bytes_to_float(sub_codes<S, Bits>(b1)))
+                        : void()),
+       ...);
+    }
+    (std::make_integer_sequence<int, 8 / Bits>{});
+  }
+}
+
 // Per-token int: a row's groups of `group` channels, each its minimum and scale; rows held in f32
 // (side >= 0) read from the pool.
 template <int Bits>
@@ -457,7 +475,8 @@ void softmax_part(const ChunkArgs& a) {
 template <int Bits>
 void accumulate_token(IntTokenRows<Bits> dec, const ChunkArgs& a) {
   const int d = a.d, dp = a.dp, G = a.G, groups = dec.groups;
-  std::vector<float> lo_sum(size_t(G) * groups, 0.0f), ps(size_t(G) * groups);
+  std::vector<float> lo_sum(size_t(G) * groups, 0.0f), ps(size_t(std::max(G, 2)) * groups);
+  IntTokenRows<Bits> next = dec;
   for (int r = a.r0; r < a.r1; ++r) {
     dec.bind(r);
     if (dec.raw) {
@@ -468,6 +487,26 @@ void accumulate_token(IntTokenRows<Bits> dec, const ChunkArgs& a) {
           store(acc + c0, fmadd(p, load_n(dec.raw + c0, std::min(W, d - c0)), load(acc + c0)));
       }
       continue;
+    }
+    if (G == 1 && r + 1 < a.r1) {  // two coded rows per pass (the same sums, in the same order)
+      next.bind(r + 1);
+      if (!next.raw) {
+        const float p0 = a.s[r], p1 = a.s[r + 1];
+        for (int g = 0; g < groups; ++g) {
+          ps[size_t(2 * g)] = p0 * dec.sc[2 * g + 1];
+          ps[size_t(2 * g + 1)] = p1 * next.sc[2 * g + 1];
+          lo_sum[size_t(g)] += p0 * dec.sc[2 * g];
+          lo_sum[size_t(g)] += p1 * next.sc[2 * g];
+        }
+        for_codes_of2<Bits>(
+            dec.row, next.row, dec.stride, d, [&](int c0, const V16& code0, const V16& code1) {
+              const int g = c0 / dec.group;
+              const V16 x = fmadd(code0, splat(ps[size_t(2 * g)]), load(a.acc + c0));
+              store(a.acc + c0, fmadd(code1, splat(ps[size_t(2 * g + 1)]), x));
+            });
+        ++r;
+        continue;
+      }
     }
     for (int j = 0; j < G; ++j) {
       const float p = a.s[size_t(j) * a.s_stride + r];
