@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compute/error.h"
+#include "compute/half_bits.h"
 #include "compute/kv/kv_precision.h"
 
 namespace attn::cpu::ATTN_CPU_NS {
@@ -28,8 +29,7 @@ void to_f16(const float* x, uint16_t* out, int n) {
                      _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
 #endif
   for (; i < n; ++i) {
-    const _Float16 h = _Float16(round_fp16(x[i]));  // exact: the value is an f16 already
-    std::memcpy(out + i, &h, 2);
+    out[i] = f16_value_to_bits(round_fp16(x[i]));
   }
 }
 
@@ -40,10 +40,7 @@ void to_bf16(const float* x, uint16_t* out, int n, void (*hw)(const float*, uint
     return;
   }
   for (int i = 0; i < n; ++i) {
-    const float r = round_bf16(x[i]);
-    uint32_t u;
-    std::memcpy(&u, &r, 4);
-    out[i] = uint16_t(u >> 16);
+    out[i] = bf16_value_to_bits(round_bf16(x[i]));
   }
 }
 

@@ -10,6 +10,7 @@
 #include "compute/cpu/kernel_context.h"
 #include "compute/cpu/simd.h"
 #include "compute/cpu/thread_pool.h"
+#include "compute/half_bits.h"
 
 namespace attn::cpu::ATTN_CPU_NS {
 
@@ -77,11 +78,7 @@ inline vf widen_f16(const uint16_t* p) {
   return vf(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 #else
   vf r;
-  for (int i = 0; i < kVW; ++i) {
-    _Float16 h;
-    std::memcpy(&h, p + i, 2);
-    r[i] = float(h);
-  }
+  for (int i = 0; i < kVW; ++i) r[i] = f16_bits_to_float(p[i]);
   return r;
 #endif
 }
@@ -100,15 +97,7 @@ inline vf load_row(const uint16_t* p, Precision prec) {
 
 // One stored value as a float.
 inline float widen1(Precision prec, uint16_t x) {
-  if (prec == Precision::Bf16) {
-    const uint32_t u = uint32_t(x) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-  _Float16 h;
-  std::memcpy(&h, &x, 2);
-  return float(h);
+  return prec == Precision::Bf16 ? bf16_bits_to_float(x) : f16_bits_to_float(x);
 }
 
 inline float load_one(const float* p, Precision) {

@@ -23,6 +23,7 @@
 #include "compute/cpu/kernel_set.h"
 #include "compute/cpu/thread_pool.h"
 #include "compute/error.h"
+#include "compute/half_bits.h"
 #include "compute/kv/kv_precision.h"
 #include "compute/layout.h"
 #include "compute/mask.h"

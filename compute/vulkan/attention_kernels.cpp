@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "compute/error.h"
+#include "compute/half_bits.h"
 #include "compute/kv/kv_precision.h"
 #include "compute/vulkan/context.h"
 #include "compute/vulkan/job.h"
@@ -231,17 +232,13 @@ std::vector<uint16_t> to_16bit(std::span<const float> x, Precision prec, const c
   std::vector<uint16_t> out(x.size());
   for (size_t i = 0; i < x.size(); ++i) {
     if (prec == Precision::Bf16) {
-      const float r = round_bf16(x[i]);
-      uint32_t u;
-      std::memcpy(&u, &r, 4);
-      out[i] = uint16_t(u >> 16);
+      out[i] = bf16_value_to_bits(round_bf16(x[i]));
     } else {
       const float r = round_fp16(x[i]);
       require(std::isfinite(r), ErrorCode::InvalidArgument,
               std::string("precision f16: ") + what + " holds " + std::to_string(x[i]) +
                   ", beyond f16's largest finite value 65504; use precision bf16 or f32");
-      const _Float16 h = _Float16(r);  // exact: r is an f16 value
-      std::memcpy(&out[i], &h, 2);
+      out[i] = f16_value_to_bits(r);
     }
   }
   return out;

@@ -22,6 +22,7 @@
 #include "compute/cpu/kernel_set.h"
 #include "compute/cpu/thread_pool.h"
 #include "compute/error.h"
+#include "compute/half_bits.h"
 #include "compute/kv/kv_precision.h"
 #include "compute/metrics.h"
 #include "compute/precision.h"
@@ -35,16 +36,8 @@ namespace {
 
 // The bits kv_precision.h's rounding stores for x.
 uint16_t expected_bits(Precision prec, float x) {
-  if (prec == Precision::Bf16) {
-    const float r = round_bf16(x);
-    uint32_t u;
-    std::memcpy(&u, &r, 4);
-    return uint16_t(u >> 16);
-  }
-  const _Float16 h = _Float16(round_fp16(x));
-  uint16_t b;
-  std::memcpy(&b, &h, 2);
-  return b;
+  if (prec == Precision::Bf16) return bf16_value_to_bits(round_bf16(x));
+  return f16_value_to_bits(round_fp16(x));
 }
 
 // A problem whose values include exact ties of both formats (x.5 ulp) and wide magnitudes.
