@@ -59,6 +59,16 @@ std::vector<std::string> kv_kernel_isas() {
   return v;
 }
 
+void kv_decode_rows(const KvRows& rows, int head, const int32_t* idx, int n, float* out,
+                    const char* isa) {
+  require(head >= 0 && head < rows.heads(), ErrorCode::InvalidArgument,
+          "KV rows: head " + std::to_string(head) + " of " + std::to_string(rows.heads()));
+  for (int i = 0; i < n; ++i)
+    require(idx[i] >= 0 && idx[i] < rows.capacity(), ErrorCode::InvalidArgument,
+            "KV rows: row " + std::to_string(idx[i]) + " of " + std::to_string(rows.capacity()));
+  pick(isa).decode(rows, head, idx, n, out);
+}
+
 std::string kv_best_isa() {
   return pick(nullptr).isa;
 }

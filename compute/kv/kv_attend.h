@@ -40,6 +40,11 @@ void kv_attend_rows(const KvRows& k, const KvRows& v, int len, const float* q, i
                     const KvRope* rope, float* out, float* probs, int threads,
                     const char* isa = nullptr);
 
+// Rows idx[0 .. n - 1] of KV head `head` decoded to f32 [n, d] with the same kernels: bit for bit
+// what KvRows::decode gives, row by row.
+void kv_decode_rows(const KvRows& rows, int head, const int32_t* idx, int n, float* out,
+                    const char* isa = nullptr);
+
 // The instruction sets kv_attend_rows runs here, best first: "avx512" (when this binary carries
 // it and the CPU runs it) and the baseline ("avx2" or "generic").
 std::vector<std::string> kv_kernel_isas();

@@ -610,9 +610,20 @@ void chunk(const ChunkArgs& a) {
   with_rows(*a.v, a.g, [&](auto dec) { accumulate(dec, a); });
 }
 
+void decode(const KvRows& rows, int h, const int32_t* idx, int n, float* out) {
+  const int d = rows.dim();
+  with_rows(rows, h, [&](auto dec) {
+    for (int i = 0; i < n; ++i) {
+      dec.bind(idx[i]);
+      float* o = out + size_t(i) * d;
+      dec.for_chunks([&](int c0, int m, const V16& x) { store_n(o + c0, x, m); });
+    }
+  });
+}
+
 }  // namespace
 
-const Kernels kKernels{KV_ISA_NAME, &chunk};
+const Kernels kKernels{KV_ISA_NAME, &chunk, &decode};
 
 }  // namespace attn::kv_detail::KV_NS
 

@@ -28,6 +28,8 @@ struct ChunkArgs {
 struct Kernels {
   const char* isa;
   void (*chunk)(const ChunkArgs&);
+  // Rows idx[0 .. n - 1] of KV head h decoded to f32 [n, d] (what KvRows::decode gives).
+  void (*decode)(const KvRows& rows, int h, const int32_t* idx, int n, float* out);
 };
 
 // The baseline build's kernels.

@@ -164,16 +164,20 @@ void set_positions(KvCache& c, KvLayer& L, Problem& p, const Rope& rope, int len
     rope.apply_at(p.q.data() + size_t(h) * n * d, n, qpos.data(), longest);
 }
 
-// Row r of KV head h's keys as attention reads them: decoded, and rotated to its target.
-void read_key(const KvCache& c, const KvLayer& L, int h, int r, float* out) {
-  L.k.decode(h, r, out);
+// Rows idx[0 .. n - 1] of KV head h's keys as attention reads them, f32 [n, d]: decoded, and
+// rotated to their targets.
+void read_keys(const KvCache& c, const KvLayer& L, int h, const int32_t* idx, int n, float* out) {
+  kv_decode_rows(L.k, h, idx, n, out);
   if (L.target.empty()) return;
   const int d = c.head_dim, half = d / 2;
-  const float* cs = c.rope_table.data() + size_t(L.target[size_t(h) * c.capacity + r]) * d;
-  for (int i = 0; i < half; ++i) {  // as the decode kernel rotates a key it reads
-    const float a = out[i], b = out[i + half], c = cs[i], sn = cs[half + i];
-    out[i] = std::fma(a, c, -(b * sn));
-    out[i + half] = std::fma(b, c, a * sn);
+  for (int j = 0; j < n; ++j) {
+    float* x = out + size_t(j) * d;
+    const float* cs = c.rope_table.data() + size_t(L.target[size_t(h) * c.capacity + idx[j]]) * d;
+    for (int i = 0; i < half; ++i) {  // as the decode kernel rotates a key it reads
+      const float a = x[i], b = x[i + half], co = cs[i], sn = cs[half + i];
+      x[i] = std::fma(a, co, -(b * sn));
+      x[i + half] = std::fma(b, co, a * sn);
+    }
   }
 }
 
@@ -184,8 +188,7 @@ std::vector<std::vector<int>> select_entries(const KvCache& c, const KvLayer& L,
   std::vector<std::vector<int>> pick(static_cast<size_t>(hkv));
   std::vector<float> keys(size_t(len) * d);
   for (int h = 0; h < hkv; ++h) {
-    const int32_t* order = L.order.data() + size_t(h) * cap;
-    for (int e = 0; e < len; ++e) read_key(c, L, h, order[e], keys.data() + size_t(e) * d);
+    read_keys(c, L, h, L.order.data() + size_t(h) * cap, len, keys.data());
     pick[size_t(h)] = kv_select(c.policy, p.q.data() + size_t(h) * G * d, G, keys.data(), len, d);
   }
   return pick;
@@ -216,14 +219,11 @@ void gather_entries(const KvCache& c, const KvLayer& L, Problem& p,
                     const std::vector<std::vector<int>>& pick, bool selecting, int nk) {
   const int d = p.d, hkv = p.n_kv_heads;
   AlignedFloats k(size_t(hkv) * nk * d), v(k.size());
+  std::vector<int32_t> rows(static_cast<size_t>(nk));
   for (int h = 0; h < hkv; ++h) {
-    float* dk = k.data() + size_t(h) * nk * d;
-    float* dv = v.data() + size_t(h) * nk * d;
-    for (int j = 0; j < nk; ++j) {
-      const int r = attended_row(c, L, pick, selecting, h, j);
-      read_key(c, L, h, r, dk + size_t(j) * d);
-      L.v.decode(h, r, dv + size_t(j) * d);
-    }
+    for (int j = 0; j < nk; ++j) rows[size_t(j)] = attended_row(c, L, pick, selecting, h, j);
+    read_keys(c, L, h, rows.data(), nk, k.data() + size_t(h) * nk * d);
+    kv_decode_rows(L.v, h, rows.data(), nk, v.data() + size_t(h) * nk * d);
   }
   p.k.swap(k);
   p.v.swap(v);

@@ -275,7 +275,14 @@ TEST(KvRows, EveryFormatDecodesToWhatItsRoundingFunctionSays) {
         }
         fill(rows, h, x, n);
         const std::vector<float> want = spec_values(fc.f, x, n, d);
-        std::vector<float> got(static_cast<size_t>(d));
+        std::vector<float> got(static_cast<size_t>(d)), fast(size_t(n) * d);
+        std::vector<int32_t> all(static_cast<size_t>(n));
+        std::iota(all.begin(), all.end(), 0);
+        for (const std::string& isa : kv_kernel_isas()) {  // the kernels' decoding, bit for bit
+          kv_decode_rows(rows, h, all.data(), n, fast.data(), isa.c_str());
+          for (size_t i = 0; i < fast.size(); ++i)
+            ASSERT_TRUE(same_value(fast[i], want[i])) << isa << " element " << i;
+        }
         for (int r = 0; r < n; ++r) {
           rows.decode(h, r, got.data());
           for (int c = 0; c < d; ++c)
