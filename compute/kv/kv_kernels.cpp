@@ -15,7 +15,8 @@
 // q . min and q * scale once per group. Pass 2 is the chunk's softmax (its own maximum), pass 3
 // adds p * v row by row; per-token int values add fma(code, p * scale, acc) and collect p * min
 // per group. Which arithmetic runs depends on the format and shape only, never on the ISA.
-#if defined(__GNUC__) && !defined(__clang__)
+// The vector helpers are always inlined, so no vector crosses a call; the ABI note is noise.
+#if defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 #include "compute/kv/kv_kernels.h"
@@ -27,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "compute/half_bits.h"
 #include "compute/kv/kv_rows.h"
 
 #if defined(__x86_64__) || defined(__i386__)

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "compute/half_bits.h"
 #include "compute/kv/kv_kernels.h"
 #include "compute/kv/kv_rows.h"
 

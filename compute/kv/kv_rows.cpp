@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "compute/error.h"
+#include "compute/half_bits.h"
 #include "compute/kv/kv_precision.h"
 
 namespace attn {
@@ -13,16 +14,11 @@ namespace attn {
 namespace {
 
 uint16_t f16_bits(float x) {
-  const _Float16 h = static_cast<_Float16>(x);  // exact for the values round_fp16 returns
-  uint16_t b;
-  std::memcpy(&b, &h, 2);
-  return b;
+  return f16_value_to_bits(x);  // exact for the values round_fp16 returns
 }
 
 float f16_value(uint16_t b) {
-  _Float16 h;
-  std::memcpy(&h, &b, 2);
-  return float(h);
+  return f16_bits_to_float(b);
 }
 
 uint16_t bf16_bits(float x) {

@@ -5,7 +5,7 @@
 // lane by lane (rounded as IEEE says), fused multiply-adds are explicit, reductions follow one
 // fixed tree, and conversions are exact, so both forms give the same bits.
 //
-// Include it inside the kernel's ISA namespace, after <immintrin.h>.
+// Include it inside the kernel's ISA namespace, after <immintrin.h> and compute/half_bits.h.
 #pragma once
 
 #define KV_INLINE inline __attribute__((always_inline))
@@ -211,12 +211,7 @@ KV_INLINE V16 halves_f16(const H16& h) {
           V8(_mm256_cvtph_ps(_mm256_extracti128_si256(x, 1)))};
 #else
   float f[W];
-  for (int i = 0; i < W; ++i) {
-    _Float16 x;
-    const uint16_t b = h[i];
-    std::memcpy(&x, &b, 2);
-    f[i] = float(x);
-  }
+  for (int i = 0; i < W; ++i) f[i] = f16_bits_to_float(h[i]);  // compute/half_bits.h
   return load(f);
 #endif
 }
