@@ -28,11 +28,13 @@ struct Rounder {
   }
 };
 
-// Dot product of a and b (length d): accumulated in f32, or rounded after every add.
-float dot(const float* a, const float* b, int d, const Rounder& r, bool f32_acc) {
+// Dot product of a and b (length d), read as stored (`in`): accumulated in f32, or rounded
+// after every add.
+float dot(const float* a, const float* b, int d, const Rounder& in, const Rounder& r,
+          bool f32_acc) {
   float s = 0;
   for (int c = 0; c < d; ++c) {
-    s += r(a[c]) * r(b[c]);
+    s += in(a[c]) * in(b[c]);
     if (!f32_acc) s = r(s);
   }
   return r(s);
@@ -56,8 +58,9 @@ std::vector<float> attention_in_precision(const Problem& p, const ArithOptions& 
   require(o.tile >= 1, ErrorCode::InvalidArgument, "tile must be >= 1");
   const int H = p.n_heads, n = p.n_q, nk = p.n_k, d = p.d;
   const float scale = p.effective_scale();
-  const Rounder r{o.format};
-  const bool acc = o.f32_accumulate;
+  const Rounder in{o.format};                                     // Q, K, V as stored
+  const Rounder r{o.storage_only ? ArithFormat::F32 : o.format};  // every later step
+  const bool acc = o.f32_accumulate || o.storage_only;
   std::vector<float> out(size_t(H) * n * d, 0.0f);
   parallel_for(H * n, [&](int task) {
     const int h = task / n, i = task % n;
@@ -70,7 +73,7 @@ std::vector<float> attention_in_precision(const Problem& p, const ArithOptions& 
       float mx = -std::numeric_limits<float>::infinity();
       for (int j = 0; j < nk; ++j)
         if (p.visible(i, j))
-          mx = std::max(mx, s[size_t(j)] = r(r(dot(q, p.k_row(h, j), d, r, acc)) * scale));
+          mx = std::max(mx, s[size_t(j)] = r(r(dot(q, p.k_row(h, j), d, in, r, acc)) * scale));
       float sum = 0;
       for (int j = 0; j < nk; ++j) {
         s[size_t(j)] = p.visible(i, j) ? r(std::exp(s[size_t(j)] - mx)) : 0.0f;
@@ -81,7 +84,7 @@ std::vector<float> attention_in_precision(const Problem& p, const ArithOptions& 
         float a = 0;
         for (int j = 0; j < nk; ++j) {
           if (s[size_t(j)] == 0) continue;
-          a += r(s[size_t(j)] / sum) * r(p.v_row(h, j)[c]);
+          a += r(s[size_t(j)] / sum) * in(p.v_row(h, j)[c]);
           if (!acc) a = r(a);
         }
         dst[c] = r(a);
@@ -98,7 +101,7 @@ std::vector<float> attention_in_precision(const Problem& p, const ArithOptions& 
       float tm = -std::numeric_limits<float>::infinity();
       for (int j = j0; j < j1; ++j)
         if (p.visible(i, j))
-          tm = std::max(tm, s[size_t(j - j0)] = r(r(dot(q, p.k_row(h, j), d, r, acc)) * scale));
+          tm = std::max(tm, s[size_t(j - j0)] = r(r(dot(q, p.k_row(h, j), d, in, r, acc)) * scale));
       if (tm == -std::numeric_limits<float>::infinity()) continue;
       const float m_new = std::max(m, tm);
       const float alpha = r(std::exp(m - m_new));  // exp(-inf) = 0 on the first tile
@@ -113,7 +116,7 @@ std::vector<float> attention_in_precision(const Problem& p, const ArithOptions& 
       for (int c = 0; c < d; ++c) {
         float a = 0;
         for (int j = j0; j < j1; ++j) {
-          a += s[size_t(j - j0)] * r(p.v_row(h, j)[c]);
+          a += in(s[size_t(j - j0)]) * in(p.v_row(h, j)[c]);  // P V from 16-bit operands
           if (!acc) a = r(a);
         }
         acc_o[size_t(c)] = r(r(alpha * acc_o[size_t(c)]) + r(a));

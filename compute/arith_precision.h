@@ -21,6 +21,11 @@ struct ArithOptions {
   bool f32_accumulate = true;  // dot products and sums in f32, rounded when stored
   bool tiled = false;          // online softmax over key tiles of `tile`
   int tile = 64;
+  // Storage alone in the format, as the real kernels run (RunOptions::precision): Q, K and V
+  // rounded, every later step in f32; tiled, the unnormalised probabilities are also rounded
+  // before the P V product (FlashAttention's and the AMX kernel's second product take them in
+  // 16 bits; the running sum adds them unrounded). `f32_accumulate` is then moot.
+  bool storage_only = false;
 };
 
 // Output f32 [H, N_q, d] of causal/bidirectional softmax attention of `p` in the given

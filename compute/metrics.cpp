@@ -143,8 +143,11 @@ class FastCompare {
     default_pos_ = p.q_pos.empty() && p.k_pos.empty();
     same_ = &var == &ref;
     const Normaliser& n = v.normaliser();
-    // Dense softmax without modifiers: scores come from one GEMM and log a = s - lse.
-    plain_softmax_ = v.mods().empty() && n.kind == Normaliser::Kind::Softmax;
+    // Dense softmax without modifiers: scores come from one GEMM and log a = s - lse. Both
+    // results must have read the same Q and K: a reduced-precision one's probabilities come from
+    // its stored rows (probability_block()).
+    plain_softmax_ = v.mods().empty() && n.kind == Normaliser::Kind::Softmax &&
+                     var.stats.precision == ref.stats.precision;
     dense_softmax_ = var.layout.kind == Layout::Kind::Dense && plain_softmax_;
   }
 

@@ -1,6 +1,7 @@
 #include "compute/precision.h"
 
 #include "compute/error.h"
+#include "compute/kv/kv_precision.h"
 
 namespace attn {
 
@@ -42,6 +43,18 @@ double unit_roundoff(Precision p) {
 
 int element_bytes(Precision p) {
   return p == Precision::F32 ? 4 : 2;
+}
+
+float round_to(Precision p, float x) {
+  switch (p) {
+    case Precision::F32:
+      return x;
+    case Precision::Bf16:
+      return round_bf16(x);
+    case Precision::F16:
+      return round_fp16(x);
+  }
+  return x;
 }
 
 }  // namespace attn

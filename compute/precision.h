@@ -25,5 +25,8 @@ Precision parse_precision(const std::string& name);
 double unit_roundoff(Precision p);
 // Bytes of one stored element: 4 or 2.
 int element_bytes(Precision p);
+// `x` stored in `p` and read back (round to nearest even; f32 unchanged): the value the
+// kernels see.
+float round_to(Precision p, float x);
 
 }  // namespace attn

@@ -17,12 +17,21 @@ namespace {
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using ConstMap = Eigen::Map<const RowMatrix>;
 
-// Raw modified scores of queries [i0, i1) x keys [k0, k1) (f32 GEMM, then mods in float).
-RowMatrix modified_scores(const Variant& v, const Problem& p, int h, int i0, int i1, int k0,
-                          int k1) {
+// Raw modified scores of queries [i0, i1) x keys [k0, k1) (f32 GEMM, then mods in float), from
+// Q and K as the result's kernels stored them (Stats::precision): a bf16 run's probabilities are
+// those of its bf16 rows.
+RowMatrix modified_scores(const Variant& v, const Problem& p, const Result& r, int h, int i0,
+                          int i1, int k0, int k1) {
   ConstMap q(p.q_row(h, i0), i1 - i0, p.d);
   ConstMap k(p.k_row(h, k0), k1 - k0, p.d);
-  RowMatrix s = (q * k.transpose()) * p.effective_scale();
+  RowMatrix s;
+  if (const Precision prec = r.stats.precision; prec != Precision::F32) {
+    const auto stored = [prec](float x) { return round_to(prec, x); };
+    const RowMatrix qs = q.unaryExpr(stored), ks = k.unaryExpr(stored);
+    s = (qs * ks.transpose()) * p.effective_scale();
+  } else {
+    s = (q * k.transpose()) * p.effective_scale();
+  }
   if (!v.mods().empty())
     for (int a = 0; a < i1 - i0; ++a)
       for (int b = 0; b < k1 - k0; ++b)
@@ -51,7 +60,7 @@ std::vector<double> selective_history(const Variant& v, const Problem& p, const 
   const int chunk = 64;
   for (int a0 = 0; a0 < i0; a0 += chunk) {
     int a1 = std::min(a0 + chunk, i0);
-    RowMatrix s = modified_scores(v, p, h, a0, a1, k0, k1);
+    RowMatrix s = modified_scores(v, p, r, h, a0, a1, k0, k1);
     for (int i = a0; i < a1; ++i) {
       layout_row_keys(r.layout, p, h, i, keys);
       int32_t qp = p.qpos(i);
@@ -84,7 +93,7 @@ void probability_block(const Variant& v, const Problem& p, const Result& r, int 
   const int chunk = 64;
   for (int a0 = i0; a0 < i1; a0 += chunk) {
     int a1 = std::min(a0 + chunk, i1);
-    RowMatrix s = modified_scores(v, p, h, a0, a1, k0, k1);
+    RowMatrix s = modified_scores(v, p, r, h, a0, a1, k0, k1);
     for (int i = a0; i < a1; ++i) {
       layout_row_keys(r.layout, p, h, i, keys);
       const double stat = r.row_stat[size_t(h) * p.n_q + i];

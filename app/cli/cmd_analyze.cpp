@@ -26,6 +26,7 @@ using nlohmann::json;
 struct AnalyzeOptions {
   std::string model, text, text_file, image, tensors, variants, json_out, dump;
   std::string hooks = "all", backend;
+  std::string precision = "f32";             // storage of Q, K, V in the variants' kernels
   std::string ablate, ablate_mode = "zero";  // heads to ablate instead of substituting variants
   std::string resample_text;                 // --ablate-mode resample: the other input
   std::string session;  // a session file supplies model, input, variants and substitution
@@ -242,6 +243,10 @@ void print_summary(const core::Analysis& a) {
     header.insert(header.end(), {"class agree", "CLS cosine"});
   else
     header.insert(header.end(), {"next-token KL", "top-1 agree", "perplexity"});
+  // Reduced precision: the variants' precision, and how far their logits moved from dense's.
+  bool reduced = false;
+  for (size_t v = 1; v < a.panels.size(); ++v) reduced |= a.panels[v].precision() != Precision::F32;
+  if (reduced) header.insert(header.end(), {"precision", "logits max diff"});
   Table t(header);
   for (size_t v = 1; v < a.panels.size(); ++v) {
     const core::TradeoffPoint pt = core::tradeoff_point(a, int(v));
@@ -261,6 +266,10 @@ void print_summary(const core::Analysis& a) {
       }
       row.push_back(ppl);
     }
+    if (reduced) {
+      row.push_back(precision_name(a.panels[v].precision()));
+      row.push_back(e ? sci(e->logits_max_abs) : "-");
+    }
     t.add(row);
     for (const std::string& n : a.panels[v].notes) std::fprintf(stderr, "note: %s\n", n.c_str());
   }
@@ -272,6 +281,10 @@ void print_summary(const core::Analysis& a) {
                      : "%s; next-token KL: the model's next-token distributions vs "
                        "dense, end to end\n",
               note);
+  if (reduced)
+    std::printf(
+        "precision: storage of Q, K, V in the variant's kernels (dense reference in f32); logits "
+        "max diff: largest |logit - dense logit|, end to end\n");
 }
 
 // --ablate: the session's input run plainly and with the heads ablated; every dumped file comes
@@ -279,6 +292,7 @@ void print_summary(const core::Analysis& a) {
 int ablate(const AnalyzeOptions& o, const core::Session& s,
            const std::shared_ptr<const core::Model>& model) {
   usage(o.variants.empty(), "--ablate runs no variant: do not give --variants with it");
+  usage(o.precision == "f32", "--ablate runs no variant: --precision does not go with it");
   usage(s.input.kind == "text" || s.input.kind == "ids",
         "--ablate runs a model on text or token ids (--text, --text-file, --ids)");
   usage(model != nullptr, "--ablate needs --model and an input");
@@ -349,6 +363,9 @@ int analyze_over_dataset(const AnalyzeOptions& o) {
   usage(o.given_inputs == 0 && o.tensors.empty(),
         "--dataset is the input: do not give --text, --text-file, --ids, --image or --tensors");
   usage(o.dump.empty(), "--dump writes the hooks of one input: it does not go with --dataset");
+  usage(o.precision == "f32",
+        "--precision runs one input's variants in bf16 / f16: it does not go with --dataset "
+        "(sweep --precision compares precisions on one input)");
   usage(o.image_size == 0, "--image-size applies to --image only");
   core::Session s;
   std::string session_path;
@@ -433,6 +450,12 @@ int analyze(const AnalyzeOptions& o) {
     a.json_out = o.json_out;
     return merge_dataset_shards(a);
   }
+  Precision precision = Precision::F32;
+  try {
+    precision = parse_precision(o.precision);
+  } catch (const Error& e) {
+    usage(false, std::string("--precision: ") + e.what());
+  }
   if (!o.dataset.dataset.empty()) return analyze_over_dataset(o);
   usage(o.dataset.figure.empty() && o.dataset.figure_metric.empty() &&
             o.dataset.figure_variant.empty() && o.dataset.limit == 0 && o.dataset.shard.empty(),
@@ -447,6 +470,7 @@ int analyze(const AnalyzeOptions& o) {
   co.threads = o.threads;
   co.end_to_end = !o.no_end_to_end;
   co.verify_hashes = !o.no_verify;
+  co.precision = precision;
   if (!o.dump.empty()) co.extra_hooks = o.hooks;
   if (o.given_inputs == 0)
     co.input_name = "the session's text";
@@ -456,7 +480,10 @@ int analyze(const AnalyzeOptions& o) {
   print_summary(*a);
   const auto t_report = Clock::now();
   json j;
-  if (!o.json_out.empty()) j = core::analysis_json(*a, o.max_cells);
+  if (!o.json_out.empty()) {
+    j = core::analysis_json(*a, o.max_cells);
+    j["precision"] = precision_name(precision);
+  }
   if (o.timings) {
     const json t = stage_timings(*a, load, since(t_start), since(t_report));
     std::printf("timings:");
@@ -469,8 +496,16 @@ int analyze(const AnalyzeOptions& o) {
   if (!o.dump.empty()) {
     usage(a->capture != nullptr, "--dump needs a model (raw tensors have no hooks to dump)");
     const core::HookSelection asked = core::HookSelection::parse(o.hooks);
-    const auto files = core::dump_forward(o.dump, *a->capture, a->input, a->dense_out(),
-                                          a->problem(0).labels, &asked);
+    auto files = core::dump_forward(o.dump, *a->capture, a->input, a->dense_out(),
+                                    a->problem(0).labels, &asked);
+    // Each substituted pass beside the dense one: variant-<i>/ for the i-th variant (1-based).
+    for (size_t v = 1; v < a->panels.size(); ++v) {
+      const core::Panel& pn = a->panels[v];
+      if (!pn.capture || !pn.substituted) continue;
+      const auto more = core::dump_forward(o.dump + "/variant-" + std::to_string(v), *pn.capture,
+                                           a->input, *pn.substituted, a->problem(0).labels, &asked);
+      files.insert(files.end(), more.begin(), more.end());
+    }
     std::printf("dumped %zu files to %s\n", files.size(), o.dump.c_str());
   }
   return 0;
@@ -512,6 +547,11 @@ void AnalyzeCommand::add_options(CLI::App& cmd) {
   cmd.add_option("--heads", o.heads, "Substitute only these query heads (default all)")
       ->delimiter(',');
   cmd.add_flag("--no-end-to-end", o.no_end_to_end, "Skip the substituted forward passes");
+  cmd.add_option("--precision", o.precision,
+                 "Storage of Q, K, V in the variants' kernels, in every substituted layer: f32 | "
+                 "bf16 | f16 (scores, softmax and sums in f32); the dense reference stays f32, "
+                 "so the default variant dense shows what the precision alone changes")
+      ->capture_default_str();
   cmd.add_option("--backend", o.backend,
                  "reference | cpu | vulkan (falls back to cpu per variant; default: the "
                  "session's, else cpu)");
@@ -527,7 +567,9 @@ void AnalyzeCommand::add_options(CLI::App& cmd) {
   cmd.add_option("--session", o.session,
                  "Session file (.attnscope.json): model, input, variants and substitution "
                  "(options given here take precedence)");
-  cmd.add_option("--dump", o.dump, "Write every captured hook as .npy into this folder");
+  cmd.add_option("--dump", o.dump,
+                 "Write every captured hook as .npy into this folder (the dense pass), and each "
+                 "variant's substituted pass into variant-<i>/ under it");
   cmd.add_option("--hooks", o.hooks, "Hooks to dump (names or globs, comma separated)")
       ->capture_default_str();
   cmd.add_option("--ablate", o.ablate,

@@ -73,6 +73,17 @@ EndToEnd end_to_end(const ModelInfo& info, const ModelInput& in, const ModelOutp
           ErrorCode::InvalidArgument, "end_to_end: the two runs differ in shape");
   EndToEnd e;
   const int n = dense.n_tokens, v = dense.n_logits;
+  if (!dense.logits.empty()) {
+    double diff2 = 0, norm2 = 0, max_abs = 0;
+    for (size_t i = 0; i < dense.logits.size(); ++i) {
+      const double a = dense.logits[i], d = double(variant.logits[i]) - a;
+      diff2 += d * d;
+      norm2 += a * a;
+      max_abs = std::max(max_abs, std::fabs(d));
+    }
+    e.logits_max_abs = max_abs;
+    e.logits_rel = norm2 > 0 ? std::sqrt(diff2 / norm2) : (diff2 > 0 ? INFINITY : 0.0);
+  }
   if (!info.causal && n > 0 && !dense.hidden_state.empty()) {
     e.cls_cosine = cosine(dense.hidden_state.data(), variant.hidden_state.data(), dense.hidden);
   }

@@ -43,6 +43,10 @@ struct EndToEnd {
   // Cosine of the CLS embeddings (first token's last hidden state) of encoders (ViT, BERT); NaN
   // for causal LMs, whose first position never changes.
   double cls_cosine = std::numeric_limits<double>::quiet_NaN();
+  // The logits themselves (every model with logits; NaN without): the largest |variant - dense|
+  // and the relative Frobenius norm ||variant - dense|| / ||dense||, over all positions.
+  double logits_max_abs = std::numeric_limits<double>::quiet_NaN();
+  double logits_rel = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Throws Error(InvalidArgument) when the two outputs do not come from the same model and input.

@@ -44,6 +44,13 @@ RunOptions run_options(const Options& o) {
   return ro;
 }
 
+// The dense reference runs in f32 whatever the variants' precision.
+Options reference_options(const Options& o) {
+  Options ref = o;
+  ref.precision = Precision::F32;
+  return ref;
+}
+
 std::string model_id(const Session& s, const std::string& session_path) {
   return models::is_default_model_name(s.model.id) ? s.model.id
                                                    : resolve_session_path(session_path, s.model.id);
@@ -239,6 +246,10 @@ std::shared_ptr<const models::Model> cached_model(const std::string& id_or_dir) 
   return m;
 }
 
+Precision Panel::precision() const {
+  return ran() && !results->empty() ? results->front().stats.precision : Precision::F32;
+}
+
 bool Analysis::variants_ran() const {
   return !panels.empty() &&
          std::all_of(panels.begin(), panels.end(), [](const Panel& p) { return p.ran(); });
@@ -361,7 +372,7 @@ std::shared_ptr<Analysis> open(const Session& s, const std::string& session_path
     a->head_offset = s.head;
   }
   progress(o, "dense attention...");
-  run_panel(*a, a->panels[0], o);
+  run_panel(*a, a->panels[0], reference_options(o));
   a->forward_seconds = since(t0);
   return a;
 }
@@ -378,9 +389,11 @@ std::shared_ptr<Analysis> full_heads(const Analysis& in, const Options& o) {
     p.heads.clear();
     p.head_values.clear();
     p.e2e.reset();
+    p.capture.reset();
+    p.substituted.reset();
   }
   progress(o, "dense attention, every head...");
-  run_panel(*a, a->panels[0], o);
+  run_panel(*a, a->panels[0], reference_options(o));
   a->forward_seconds += since(t0);
   return a;
 }
@@ -502,9 +515,18 @@ std::shared_ptr<Analysis> add_end_to_end(const Analysis& in, const Options& o) {
     fo.substitution = &sub;
     fo.intervention = a->ablation.get();  // the variant replaces attention in the ablated model
     fo.threads = o.threads;
-    const models::ModelOutput out = a->model->forward(a->input, fo);
-    p.e2e = end_to_end(info, a->input, a->dense_out(), out);
-    p.forward_seconds = out.seconds;
+    std::shared_ptr<models::Capture> capture;
+    if (!o.extra_hooks.empty()) {
+      capture = std::make_shared<models::Capture>(models::HookSelection::parse(o.extra_hooks));
+      fo.capture = capture.get();
+    }
+    auto out = std::make_shared<const models::ModelOutput>(a->model->forward(a->input, fo));
+    p.e2e = end_to_end(info, a->input, a->dense_out(), *out);
+    p.forward_seconds = out->seconds;
+    if (capture) {
+      p.capture = std::move(capture);
+      p.substituted = std::move(out);
+    }
     keep_notes(p, *backend);
   }
   a->e2e_seconds = since(t0);

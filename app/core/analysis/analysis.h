@@ -37,8 +37,9 @@ namespace attn::core {
 
 struct Options {
   int threads = 0;  // 0 = all hardware threads
-  // Storage of Q, K and V in the attention kernels of what runs (compute/precision.h): a sweep
-  // evaluates variants in bf16 / f16 against the f32 dense reference its open() computed.
+  // Storage of Q, K and V in the variants' attention kernels (compute/precision.h), in every
+  // layer they run in and in the substituted forward passes; the dense reference is always f32
+  // (`analyze --precision bf16` compares dense in bf16 with it, a sweep each point).
   Precision precision = Precision::F32;
   const std::atomic<bool>* cancel = nullptr;  // checked between steps; throws Error(Cancelled)
   bool verify_hashes = true;                  // check the session's recorded file hashes
@@ -51,7 +52,9 @@ struct Options {
   int preview_tokens = 0;
   bool end_to_end = true;                     // analyze(): run add_end_to_end()
   std::string input_name = "the input text";  // names the text in messages ("--text-file a.txt")
-  std::string extra_hooks;  // open(): also capture these hooks (names or globs) and keep them
+  // open(): also capture these hooks (names or globs) and keep them; add_end_to_end(): capture
+  // them in each substituted pass too (Panel::capture).
+  std::string extra_hooks;
   std::function<void(const std::string& stage)> progress;  // optional, from the calling thread
   // open(): input kind "image" with this decoded image instead of reading Session::input.image
   // (records of an IDX dataset, which live in memory; the session's path then only names it).
@@ -77,6 +80,11 @@ struct Panel {
   std::vector<std::vector<float>> head_values;
   std::optional<models::EndToEnd> e2e;  // after add_end_to_end() (models only)
   double forward_seconds = 0;           // the substituted forward pass
+  // The substituted forward pass's hooks and outputs (logits), kept when Options::extra_hooks
+  // asked for hooks; null otherwise and for panels that share the reference.
+  std::shared_ptr<const models::Capture> capture;
+  std::shared_ptr<const models::ModelOutput> substituted;
+  Precision precision() const;  // storage of Q, K, V its kernels ran in (f32 until run)
   bool ran() const { return results != nullptr; }
   const Result& result(int layer) const { return (*results)[size_t(layer)]; }
 };

@@ -46,6 +46,9 @@ json end_to_end_json(const models::EndToEnd& e) {
     j["class_agree"] = e.class_agree;
   }
   j["cls_cosine"] = num(e.cls_cosine);
+  // The logits against dense's: largest absolute and relative Frobenius difference.
+  j["logits_max_abs_diff"] = num(e.logits_max_abs);
+  j["logits_rel_diff"] = num(e.logits_rel);
   return j;
 }
 
@@ -154,7 +157,11 @@ json panel_json(const Analysis& a, int v) {
     }
     layers.push_back(lj);
   }
-  json j = {{"spec", pn.spec}, {"backend", pn.backend}, {"notes", pn.notes}, {"layers", layers}};
+  json j = {{"spec", pn.spec},
+            {"backend", pn.backend},
+            {"precision", precision_name(pn.precision())},
+            {"notes", pn.notes},
+            {"layers", layers}};
   if (pn.e2e) {
     j["end_to_end"] = end_to_end_json(*pn.e2e);
     j["end_to_end"]["forward_seconds"] = pn.forward_seconds;
