@@ -22,23 +22,14 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from run_bench import cpu_flags  # noqa: E402
 TARGETS = {
     "bf16_gemm_vs_f32": 1.6,  # >= 1.6x our f32 GEMM where the CPU has a BF16 matrix unit
     "analyze_rss_over_checkpoint_gib": 3.0,  # peak RSS <= checkpoint + 3 GiB
     "decode_step_over_read": 1.3,  # step <= 1.3x one read of its weights and cache
 }
 CKPT_GIB_NEEDED = 15.0
-
-
-def cpu_flags():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
 
 
 def bench_json(build, env_extra, filt):
