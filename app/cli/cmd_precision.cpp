@@ -11,12 +11,12 @@
 #include "app/cli/commands.h"
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
+#include "app/core/session/model_catalog.h"
 #include "compute/arith_precision.h"
 #include "compute/backend.h"
 #include "compute/cpu/kernel_set.h"
 #include "compute/error.h"
 #include "compute/registry.h"
-#include "models/arch/raw_tensors.h"
 
 namespace attn::cli {
 
@@ -60,9 +60,9 @@ int PrecisionCommand::run() {
   if (o.tensors.empty()) {
     p = random_problem(o.heads, o.heads, o.n, o.n, o.d, !o.bidirectional, o.seed);
   } else {
-    models::RawTensorOptions rto;
+    core::RawTensorOptions rto;
     rto.causal = !o.bidirectional;
-    p = models::load_problem_dir(o.tensors, o.tensors_layer, rto);
+    p = core::load_problem_dir(o.tensors, o.tensors_layer, rto);
   }
   const std::vector<double> ref = attention_fp64(p);
   Table t({"format", "accumulate", "materialised max", "materialised mean", "tiled max",

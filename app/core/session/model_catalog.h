@@ -8,6 +8,7 @@
 #include "models/arch/hooks.h"
 #include "models/arch/intervention.h"
 #include "models/arch/model.h"
+#include "models/arch/raw_tensors.h"
 #include "models/arch/substitution.h"
 #include "models/arch/text_input.h"
 #include "models/tokenizers/tokenizer.h"
@@ -50,5 +51,9 @@ using models::head_name;
 
 // A forward pass's captured hooks written as NumPy files, one per hook (models/arch/dump.h).
 using models::dump_forward;
+
+// A folder of raw q.npy, k.npy, v.npy (or one layer of a --dump folder) as a Problem.
+using models::load_problem_dir;
+using RawTensorOptions = models::RawTensorOptions;
 
 }  // namespace attn::core
