@@ -85,6 +85,48 @@ void operator delete(void* p, std::size_t, std::align_val_t a) noexcept {
 void operator delete[](void* p, std::size_t, std::align_val_t a) noexcept {
   uncount(p, std::size_t(a));
 }
+// The nothrow forms too (std::stable_sort's buffer uses them): a sanitizer runtime that
+// supplies its own would otherwise hand this delete blocks without the header.
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return counted(n, 0);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return counted(n, 0);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  try {
+    return counted(n, std::size_t(a));
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  try {
+    return counted(n, std::size_t(a));
+  } catch (...) {
+    return nullptr;
+  }
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  uncount(p, 0);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  uncount(p, 0);
+}
+void operator delete(void* p, std::align_val_t a, const std::nothrow_t&) noexcept {
+  uncount(p, std::size_t(a));
+}
+void operator delete[](void* p, std::align_val_t a, const std::nothrow_t&) noexcept {
+  uncount(p, std::size_t(a));
+}
 
 namespace attn {
 namespace {
