@@ -9,13 +9,13 @@ AMD EPYCs), SkylakeX, Zen and Haswell are forced in turn, each in a child proces
 the CPU cannot run dies of SIGILL there, not here), each checked against NumPy float64 computed
 without BLAS (SGEMM and DGEMM, odd and transposed shapes, a guard row after the output) and timed
 on a 1024^3 SGEMM; the fastest correct one runs. Every peer row records which ran, e.g.
-"OpenBLAS Cooperlake (auto)" or "OpenBLAS Haswell (forced: auto picked Prescott)".
+"OpenBLAS SkylakeX (auto)" or "OpenBLAS Haswell (forced: auto picked Prescott)".
 
   from torch_peer import configure_peer, peer_label   # before importing numpy or torch
   if __name__ == "__main__":
       configure_peer()        # probes, then re-executes the script once with the kernel's env
   ...
-  peer_label()                # "OpenBLAS Cooperlake (auto)", checked against the loaded library
+  peer_label()                # "OpenBLAS SkylakeX (auto)", checked against the loaded library
 
 A peer run in a child process instead takes its environment from peer_env(). Run this file to
 see every candidate probed and timed, and PyTorch's BF16 matmul path:
@@ -193,7 +193,7 @@ def configure_peer():
 
 
 def openblas_core():
-    """The kernel set the OpenBLAS loaded in this process runs ("Cooperlake", "Prescott", ...)."""
+    """The kernel set the OpenBLAS loaded in this process runs ("SkylakeX", "Prescott", ...)."""
     try:
         with open("/proc/self/maps") as f:
             paths = {l.split()[-1] for l in f if "openblas" in l and ".so" in l}
