@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "app/cli/usage.h"
 #include "app/core/analysis/analysis.h"
 #include "app/core/export/data_export.h"
 #include "app/figures/figure.h"
@@ -52,7 +53,16 @@ int render(const RenderOptions& o) {
   require(!o.out.empty(), ErrorCode::InvalidArgument,
           "--out FILE (.png, .svg or .pdf) is required");
   // Fail early, before any analysis: a bad extension or a folder that cannot take the file.
-  for (const std::string& out : o.out) fig::check_figure_path(out);
+  // A format nobody writes is a command-line mistake (exit 2); a folder that cannot take the
+  // file is a runtime error (exit 1).
+  for (const std::string& out : o.out) {
+    try {
+      fig::figure_format(out);
+    } catch (const Error& e) {
+      throw UsageError(std::string("--out: ") + e.what(), e.code());
+    }
+    fig::check_figure_path(out);
+  }
   Session s = load_session(o.session);
   const View view = view_from_name(o.view.empty() ? s.view.view : o.view);
   FigureSize size = s.figure;

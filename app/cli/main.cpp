@@ -45,7 +45,9 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    std::fprintf(stderr, "attnscope: usage error: %s\n", e.what());
+    const std::string unknown = unknown_option(app);
+    std::fprintf(stderr, "attnscope: usage error: %s\n",
+                 unknown.empty() ? e.what() : unknown.c_str());
     return kExitUsage;
   }
   std::string verb = "attnscope";

@@ -65,6 +65,22 @@ std::string unknown_command(const CLI::App& app, int argc, const char* const* ar
          " (commands: " + join_names(verbs) + ")";
 }
 
+std::string unknown_option(const CLI::App& app) {
+  for (const CLI::App* sub : app.get_subcommands()) {
+    for (const std::string& arg : sub->remaining(false)) {
+      if (arg.size() < 2 || arg[0] != '-') continue;
+      const std::string name = arg.substr(0, arg.find('='));
+      std::vector<std::string> known;
+      for (const CLI::Option* o : sub->get_options()) {
+        for (const std::string& l : o->get_lnames()) known.push_back("--" + l);
+        for (const std::string& s : o->get_snames()) known.push_back("-" + s);
+      }
+      return "unknown option '" + name + "' of " + sub->get_name() + did_you_mean(name, known);
+    }
+  }
+  return "";
+}
+
 void check_figure_option(const std::string& path, const std::string& option) {
   if (path.empty()) return;
   try {

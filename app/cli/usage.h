@@ -57,5 +57,8 @@ void check_model_path(const std::string& name, const std::string& path);
 // When the first word of the command line is not a verb of `app`: "unknown command 'x': did
 // you mean y? (commands: ...)"; otherwise "".
 std::string unknown_command(const CLI::App& app, int argc, const char* const* argv);
+// After a parse that left arguments over: "unknown option '--modle' of analyze: did you mean
+// --model?" for the first left-over option of the verb that ran, or "" when none is an option.
+std::string unknown_option(const CLI::App& app);
 
 }  // namespace attn::cli

@@ -343,8 +343,9 @@ TEST(CliRender, ExitCodesAndMessages) {
   EXPECT_EQ(
       cli("render --session " + dir + "/nomodel.attnscope.json --out " + dir + "/a.png", &log), 1);
   EXPECT_NE(log.find("no_such_model_folder"), std::string::npos) << log;
+  // A format no figure is written in is a command-line mistake.
   EXPECT_EQ(
-      cli("render --session " + dir + "/nomodel.attnscope.json --out " + dir + "/a.jpg", &log), 1);
+      cli("render --session " + dir + "/nomodel.attnscope.json --out " + dir + "/a.jpg", &log), 2);
   EXPECT_NE(log.find(".png, .svg or .pdf"), std::string::npos) << log;
   // Mistakes in the sweep's command line are usage errors (exit 2), named on one line.
   EXPECT_EQ(cli("sweep --out x.csv --variant \"window(size=8..2:x2)\" --text hi", &log), 2);

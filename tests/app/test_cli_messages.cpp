@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -92,6 +93,48 @@ TEST(CliMessages, UnknownCommandIsNamedWithTheVerbs) {
   expect_usage("rnu -v dense", {"did you mean run?"});
   EXPECT_EQ(cli("analyze --help").status, 0);
   EXPECT_EQ(cli("--version").status, 0);
+}
+
+// Every verb, walked from `attnscope --help`: the first options of its own --help, misspelt (two
+// neighbours swapped), are usage errors that suggest an option; a figure format nobody writes
+// is a usage error too.
+TEST(CliMessages, MisspeltOptionsOfEveryVerbSuggestOne) {
+  expect_usage("analyze --modle default-text",
+               {"unknown option '--modle' of analyze", "did you mean --model?"});
+  expect_usage("stream --model default-text --ids 1 2 --polcy kv_full", {"did you mean --policy?"});
+  const std::string top = cli("--help").out;
+  const size_t at = top.find("Subcommands:");
+  ASSERT_NE(at, std::string::npos) << top;
+  std::istringstream verbs(top.substr(at));
+  std::string line;
+  int walked = 0;
+  while (std::getline(verbs, line)) {
+    std::istringstream words(line);
+    std::string verb;
+    if (!(words >> verb) || verb == "Subcommands:" || verb == "Exit" || verb[0] == '-') continue;
+    if (!std::all_of(verb.begin(), verb.end(), [](char c) { return std::islower(c); })) continue;
+    const CliRun help = cli(verb + " --help");
+    if (help.status != 0) continue;
+    std::istringstream opts(help.out);
+    std::string l;
+    int tried = 0;
+    while (std::getline(opts, l) && tried < 3) {
+      const size_t dash = l.find("--");
+      if (dash == std::string::npos || l.find_first_not_of(' ') != dash) continue;
+      std::string name = l.substr(dash, l.find_first_of(" ,=", dash) - dash);
+      if (name == "--help" || name.size() < 6) continue;
+      size_t i = 3;  // swap the first two different neighbours after "--x"
+      while (i + 1 < name.size() && name[i] == name[i + 1]) ++i;
+      if (i + 1 >= name.size()) continue;
+      std::swap(name[i], name[i + 1]);
+      expect_usage(verb + " " + name,
+                   {"unknown option '" + name + "' of " + verb, "did you mean --"});
+      ++tried;
+    }
+    ++walked;
+  }
+  EXPECT_GE(walked, 12) << top;
+  expect_usage("render --session s.attnscope.json --out x.gif", {"--out", "unknown figure format"});
 }
 
 TEST(CliMessages, VariantSpecsAreUsageErrors) {
