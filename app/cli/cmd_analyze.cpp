@@ -529,7 +529,8 @@ void AnalyzeCommand::add_options(CLI::App& cmd) {
   cmd.add_option("--model", o.model, "Model folder, or default-text / default-vision");
   inputs[0] = cmd.add_option("--text", o.text, "Input text");
   inputs[1] = cmd.add_option("--text-file", o.text_file, "File holding the input text (UTF-8)");
-  inputs[2] = cmd.add_option("--ids", o.ids, "Token ids, comma separated")->delimiter(',');
+  inputs[2] =
+      cmd.add_option("--ids", o.ids, "Token ids (spaces or commas between them)")->delimiter(',');
   inputs[3] = cmd.add_option("--image", o.image, "Input image (PNG, JPEG, BMP, ...)");
   cmd.add_option("--image-size", o.image_size,
                  "Resize images to this size instead of the preprocessor's (position "

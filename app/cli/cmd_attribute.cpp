@@ -73,7 +73,8 @@ void AttributeCommand::add_options(CLI::App& cmd) {
   cmd.add_option("--model", o.model, "Model folder or embedded model name (not with --merge)");
   auto* t = cmd.add_option("--text", o.text, "Input text");
   auto* tf = cmd.add_option("--text-file", o.text_file, "File holding the input text (UTF-8)");
-  auto* ids = cmd.add_option("--ids", o.ids, "Token ids, comma separated")->delimiter(',');
+  auto* ids =
+      cmd.add_option("--ids", o.ids, "Token ids (spaces or commas between them)")->delimiter(',');
   auto* im = cmd.add_option("--image", o.image, "Input image (vision models)");
   t->excludes(tf)->excludes(ids)->excludes(im);
   tf->excludes(ids)->excludes(im);

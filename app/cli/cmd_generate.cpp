@@ -43,7 +43,9 @@ class GenerateCommand final : public Command {
 void GenerateCommand::add_options(CLI::App& cmd) {
   cmd.add_option("--model", o.model, "Model folder or embedded model name")->required();
   auto* prompt = cmd.add_option("--prompt", o.prompt, "Prompt text");
-  cmd.add_option("--ids", o.ids, "Prompt token ids")->excludes(prompt);
+  cmd.add_option("--ids", o.ids, "Prompt token ids (spaces or commas between them)")
+      ->delimiter(',')
+      ->excludes(prompt);
   cmd.add_option("-p,--policy", o.policy, "KV-cache policy (default kv_full)");
   cmd.add_option("--temperature", o.s.temperature, "0 = greedy")->check(CLI::Range(0.0, 100.0));
   cmd.add_option("--top-k", o.s.top_k, "Keep the k likeliest tokens (0 = all)")
@@ -105,6 +107,7 @@ core::Generation GenerateCommand::sample(const core::Model& model,
   std::fflush(stdout);
   const core::Generation g = core::generate(model, prompt, o.policy, o.s, o.threads, print_token);
   std::printf("\n");
+  std::fflush(stdout);  // the text's line ends before the summary (stderr) starts
   double lp = 0;
   for (float x : g.logprob) lp += x;
   std::fprintf(stderr,

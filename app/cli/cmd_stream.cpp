@@ -54,7 +54,9 @@ void StreamCommand::add_options(CLI::App& cmd) {
   cmd.add_option("--model", o.model, "Model folder or embedded model name")->required();
   auto* text = cmd.add_option("--text", o.text, "Text to stream (tokenised whole)");
   auto* file = cmd.add_option("--text-file", o.text_file, "File whose text to stream");
-  auto* ids = cmd.add_option("--ids", o.ids, "Token ids, used exactly as given");
+  auto* ids = cmd.add_option("--ids", o.ids,
+                             "Token ids, used exactly as given (spaces or commas between them)")
+                  ->delimiter(',');
   text->excludes(file)->excludes(ids);
   file->excludes(ids);
   cmd.add_option("-p,--policy", o.policies,

@@ -137,6 +137,19 @@ TEST(CliMessages, MisspeltOptionsOfEveryVerbSuggestOne) {
   expect_usage("render --session s.attnscope.json --out x.gif", {"--out", "unknown figure format"});
 }
 
+// Token ids read the same in every verb, with spaces or commas between them.
+TEST(CliMessages, IdsTakeSpacesOrCommasInEveryVerb) {
+  REQUIRE_MODEL("default-text");
+  for (const char* verb : {"analyze --no-end-to-end", "stream", "attribute --method attention"}) {
+    const CliRun commas = cli(std::string(verb) + " --model default-text --ids 5,6,7,8");
+    const CliRun spaces = cli(std::string(verb) + " --model default-text --ids 5 6 7 8");
+    EXPECT_EQ(commas.status, 0) << verb << "\n" << commas.out;
+    EXPECT_EQ(spaces.status, 0) << verb << "\n" << spaces.out;
+  }
+  const CliRun g = cli("generate --model default-text --ids 5,6 --max-new-tokens 2 --seed 1");
+  EXPECT_EQ(g.status, 0) << g.out;
+}
+
 TEST(CliMessages, VariantSpecsAreUsageErrors) {
   expect_usage("run -n 32 -v windw",
                {"unknown variant piece 'windw': did you mean window?", "known: dense, window"});
