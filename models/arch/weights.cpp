@@ -105,12 +105,15 @@ const float* WeightStore::convert(const TensorView& t) const {
 const float* WeightStore::get_optional(const std::string& name, const std::vector<int64_t>& shape,
                                        const std::string& what) const {
   const TensorView* t = find(name, shape, what);
-  if (!t) return nullptr;
-  if (t->dtype == DType::F32 && reinterpret_cast<uintptr_t>(t->data) % alignof(float) == 0) {
-    mapped_bytes_ += t->numel() * 4;
-    return t->f32().data();  // in place, inside the memory map
+  return t ? as_f32(*t) : nullptr;
+}
+
+const float* WeightStore::as_f32(const TensorView& t) const {
+  if (t.dtype == DType::F32 && reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0) {
+    mapped_bytes_ += t.numel() * 4;
+    return t.f32().data();  // in place, inside the memory map
   }
-  return convert(*t);
+  return convert(t);
 }
 
 Matrix WeightStore::get_matrix_optional(const std::string& name, const std::vector<int64_t>& shape,
@@ -123,7 +126,7 @@ Matrix WeightStore::get_matrix_optional(const std::string& name, const std::vect
     mapped_bytes_ += t->numel() * 2;
     m = {t->data, t->dtype == DType::BF16 ? cpu::ElemType::Bf16 : cpu::ElemType::F16};
   } else {
-    m.data = get_optional(name, shape, what);
+    m.data = as_f32(*t);
   }
   matrix_types_ |= 1u << unsigned(m.type);
   return m;

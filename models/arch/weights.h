@@ -70,6 +70,8 @@ class WeightStore {
   [[noreturn]] void missing(const std::string& name, const std::string& what) const;
   // An owned f32 copy of `t`.
   const float* convert(const TensorView& t) const;
+  // `t` as f32: in place when stored as aligned F32, else convert(t).
+  const float* as_f32(const TensorView& t) const;
 
   // The stored name `name` resolves to, or "" when absent.
   std::string resolve(const std::string& name) const;

@@ -41,6 +41,25 @@ double scaled_error(const GemmArgs& g, const std::vector<float>& c) {
   return worst;
 }
 
+// C = A B (+ bias) over the given buffers and strides.
+GemmArgs args(const Case& cs, const float* a, int lda, const void* b, attn::cpu::ElemType bt,
+              int ldb, bool b_nk, const float* bias, float* c, int ldc) {
+  GemmArgs g;
+  g.m = cs.m;
+  g.n = cs.n;
+  g.k = cs.k;
+  g.a = a;
+  g.lda = lda;
+  g.b = b;
+  g.b_type = bt;
+  g.ldb = ldb;
+  g.b_nk = b_nk;
+  g.bias = bias;
+  g.c = c;
+  g.ldc = ldc;
+  return g;
+}
+
 TEST(Gemm, MatchesReferenceOnOddShapes) {
   if (!*attn::cpu::sgemm_isa()) GTEST_SKIP() << "no AVX-512 on this CPU: layers use Eigen";
   const Case cases[] = {{1, 1, 1},      {1, 50, 7},    {7, 33, 5},     {11, 31, 255},
@@ -59,18 +78,8 @@ TEST(Gemm, MatchesReferenceOnOddShapes) {
           for (float& x : a) x = u(rng);
           for (float& x : b) x = u(rng);
           for (float& x : bias) x = u(rng);
-          GemmArgs g;
-          g.m = cs.m;
-          g.n = cs.n;
-          g.k = cs.k;
-          g.a = a.data();
-          g.lda = lda;
-          g.b = b.data();
-          g.ldb = ldb;
-          g.b_nk = b_nk;
-          g.bias = with_bias ? bias.data() : nullptr;
-          g.c = c.data();
-          g.ldc = ldc;
+          const GemmArgs g = args(cs, a.data(), lda, b.data(), attn::cpu::ElemType::F32, ldb, b_nk,
+                                  with_bias ? bias.data() : nullptr, c.data(), ldc);
           ASSERT_TRUE(attn::cpu::sgemm(g, threads));
           EXPECT_LT(scaled_error(g, c), 2e-6)
               << cs.m << "x" << cs.n << "x" << cs.k << " b_nk " << b_nk << " bias " << with_bias
@@ -143,19 +152,8 @@ TEST_P(Gemm16, MatchesReferenceForBf16AndF16Weights) {
             attn::cpu::widen(t, &b16[i], 1, &bw[i]);
           }
           std::vector<float> c(size_t(cs.m) * ldc, 1e30f);
-          GemmArgs g;
-          g.m = cs.m;
-          g.n = cs.n;
-          g.k = cs.k;
-          g.a = a.data();
-          g.lda = lda;
-          g.b = b16.data();
-          g.b_type = t;
-          g.ldb = ldb;
-          g.b_nk = b_nk;
-          g.bias = bias.data();
-          g.c = c.data();
-          g.ldc = ldc;
+          const GemmArgs g =
+              args(cs, a.data(), lda, b16.data(), t, ldb, b_nk, bias.data(), c.data(), ldc);
           ASSERT_TRUE(attn::cpu::sgemm(g, threads));
           // The reference: the same product over f32 B (and A rounded as AMX rounds it).
           std::vector<float> ar = a;
