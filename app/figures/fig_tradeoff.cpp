@@ -113,9 +113,17 @@ std::vector<std::string> y_axes(const FigureData& d) {
   return ynames;
 }
 
-// Series by pattern id, in order of first appearance; labels show what varies in each.
+// The series a point belongs to: its pattern id, and the storage precision when not f32 (a
+// sweep over precisions draws each one as its own line, named in the legend).
+std::string series_key(const TradeoffPoint& p) {
+  return p.precision == "f32" || p.precision.empty() ? p.pattern
+                                                     : p.pattern + " \u00b7 " + p.precision;
+}
+
+// Series by pattern id (and precision), in order of first appearance; labels show what varies
+// in each.
 struct Series {
-  std::vector<std::string> groups;        // pattern ids
+  std::vector<std::string> groups;        // series keys
   std::vector<std::vector<size_t>> vary;  // [group] parameters its point labels show
   std::vector<LegendItem> legend;
 };
@@ -124,16 +132,16 @@ Series series_of(const std::vector<TradeoffPoint>& pts) {
   Series out;
   std::vector<std::string>& groups = out.groups;
   for (const auto& p : pts)
-    if (std::find(groups.begin(), groups.end(), p.pattern) == groups.end())
-      groups.push_back(p.pattern);
+    if (std::find(groups.begin(), groups.end(), series_key(p)) == groups.end())
+      groups.push_back(series_key(p));
   out.vary.resize(groups.size());
   for (size_t g = 0; g < groups.size(); ++g) {
     std::vector<const TradeoffPoint*> members;
     for (const auto& p : pts)
-      if (p.pattern == groups[g]) members.push_back(&p);
+      if (series_key(p) == groups[g]) members.push_back(&p);
     std::vector<size_t>& vary = out.vary[g];
     vary = varying(members);
-    QString text = qs(groups[g]);
+    QString text = qs(members.front()->pattern);
     const auto ps = spec_params(members.front()->spec);
     QString fixed_params, names;
     for (size_t i = 0; i < ps.size(); ++i) {
@@ -146,6 +154,7 @@ Series series_of(const std::vector<TradeoffPoint>& pts) {
         names + (names.isEmpty() || fixed_params.isEmpty() ? "" : "; ") + fixed_params;
     if (!inner.isEmpty()) text += " (" + inner + ")";
     if (groups[g] == "dense") text = "dense (the reference)";
+    if (groups[g] != members.front()->pattern) text += qs(" \u00b7 " + members.front()->precision);
     out.legend.push_back({LegendItem::Marker, series_color(int(g)), int(g), text});
   }
   return out;
@@ -260,7 +269,7 @@ void draw_series(FigurePainter& c, const QRectF& r, const Axis& ax, const Axis& 
   std::vector<std::pair<double, const TradeoffPoint*>> series;
   for (const auto& pt : pts) {
     const double vx = value(pt, xname), vy = value(pt, yname);
-    if (pt.pattern != ser.groups[g] || !ax.shows(vx) || !a.shows(vy)) continue;
+    if (series_key(pt) != ser.groups[g] || !ax.shows(vx) || !a.shows(vy)) continue;
     series.push_back({vx, &pt});
   }
   std::sort(series.begin(), series.end(),

@@ -389,6 +389,27 @@ TEST(Figures, TradeoffDrawsPointsOfErrorZero) {
   EXPECT_TRUE(symlog);
 }
 
+// A sweep over precisions draws each precision as its own series, named in the legend (the
+// bf16 points once shared the f32 series' line and legend entry).
+TEST(Figures, TradeoffNamesEachPrecisionInTheLegend) {
+  FigureData f = synthetic_figure(View::Tradeoff);
+  const size_t n = f.tradeoff.size();
+  for (size_t i = 0; i < n; ++i) {
+    TradeoffPoint p = f.tradeoff[i];
+    p.precision = "bf16";
+    p.rel_error *= 1.01;
+    f.tradeoff.push_back(p);
+  }
+  int f32 = 0, bf16 = 0;
+  for (const QString& x : texts_of(f)) {
+    if (x.startsWith(QString::fromStdString(f.tradeoff.front().pattern))) {
+      (x.contains("bf16") ? bf16 : f32) += 1;
+    }
+  }
+  EXPECT_GE(f32, 1);
+  EXPECT_GE(bf16, 1);
+}
+
 // Every grid panel is drawn, however many variants the session has (it once stopped at four).
 TEST(Figures, GridDrawsEveryPanel) {
   const FigureData f = long_figure(View::Grid);
