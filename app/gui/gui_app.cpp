@@ -99,7 +99,8 @@ void add_gui_command(CLI::App& app, std::function<int()>& action, int argc, char
   static GuiOptions o;
   static std::string variants;
   auto* cmd = app.add_subcommand("gui", "Open the desktop app (also: attnscope with no verb)");
-  cmd->add_option("--model", o.model, "default-text, default-vision, synthetic, or a model folder")
+  cmd->add_option("--model", o.model,
+                  "default-text, teaching-text, default-vision, synthetic, or a model folder")
       ->capture_default_str();
   cmd->add_option("--text", o.text, "Initial text");
   cmd->add_option("--text-file", o.text_file, "File holding the initial text (UTF-8)");

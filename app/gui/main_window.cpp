@@ -345,7 +345,9 @@ void MainWindow::load_initial_state() {
   }
   input_->set_image(QString::fromStdString(options_.image));
   session_.input.image = options_.image;
-  if (!options_.image.empty() && options_.model != "default-text") session_.input.kind = "image";
+  if (!options_.image.empty() && options_.model != "default-text" &&
+      options_.model != "teaching-text")
+    session_.input.kind = "image";
   model_->blockSignals(false);
   variants_->blockSignals(false);
   input_->blockSignals(false);
@@ -543,7 +545,7 @@ void MainWindow::sync_session() {
     s.model.id = model;
     if (model == "default-vision" && !s.input.image.empty())
       s.input.kind = "image";
-    else if (model == "default-text" || s.input.kind != "image")
+    else if (model == "default-text" || model == "teaching-text" || s.input.kind != "image")
       s.input.kind = "text";
   }
   s.input.text = input_->text();

@@ -19,6 +19,8 @@ ModelDock::ModelDock(QWidget* parent) : QDockWidget("Model", parent) {
   lay->setContentsMargins(4, 4, 4, 4);
   model_ = new QComboBox;
   model_->addItem("default-text (GPT-2, embedded)", "default-text");
+  model_->addItem("teaching-text (GPT-2, embedded: induction, sink, previous-token heads)",
+                  "teaching-text");
   model_->addItem("default-vision (ViT, embedded)", "default-vision");
   model_->addItem("synthetic (random Q/K/V, long context)", "synthetic");
   lay->addWidget(model_);

@@ -17,7 +17,7 @@ class ModelDock : public QDockWidget {
   Q_OBJECT
  public:
   explicit ModelDock(QWidget* parent = nullptr);
-  // "default-text", "default-vision", "synthetic", or a folder.
+  // "default-text", "teaching-text", "default-vision", "synthetic", or a folder.
   std::string model() const;
   void set_model(const QString& name);
   std::string tensors() const { return tensors_; }

@@ -13,7 +13,7 @@ namespace attn::models {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& default_model_names() {
-  static const std::vector<std::string> names = {"default-text", "default-vision"};
+  static const std::vector<std::string> names = {"default-text", "teaching-text", "default-vision"};
   return names;
 }
 
@@ -53,7 +53,7 @@ std::string resolve_model_dir(const std::string& name) {
   }
   throw Error(ErrorCode::Io, "the embedded model '" + name + "' was not found; looked in:" +
                                  looked + "\nTrain it with models/train/train_" +
-                                 (name == "default-text" ? "text" : "vision") +
+                                 (name == "default-vision" ? "vision" : "text") +
                                  ".py, set ATTNSCOPE_MODELS, or pass --model DIR");
 }
 

@@ -1,5 +1,5 @@
-// Where the embedded default models live: "default-text" and "default-vision" name
-// assets/models/default-text|default-vision of the source tree this binary was built from, or
+// Where the embedded default models live: "default-text", "teaching-text" and "default-vision"
+// name assets/models/<name> of the source tree this binary was built from, or
 // <prefix>/share/attnscope/models/... of an installed copy. ATTNSCOPE_MODELS (a folder holding
 // them) is looked at first.
 #pragma once
@@ -8,10 +8,11 @@
 
 namespace attn::models {
 
-// "default-text" and "default-vision".
+// "default-text", "teaching-text" (a second GPT-2 on the same tokenizer, trained so that
+// induction, previous-token and sink heads are strong) and "default-vision".
 const std::vector<std::string>& default_model_names();
 
-// True for "default-text" and "default-vision".
+// True for the names above.
 bool is_default_model_name(const std::string& name);
 
 // The message for a model `name` that is neither an embedded model's name nor an existing

@@ -9,6 +9,8 @@ blank line. Chapters i (counted from 0) with i % HELDOUT_EVERY == HELDOUT_OFFSET
 for evaluation (30 of 1189 chapters, spread over the whole book).
 """
 
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -42,7 +44,12 @@ def chapters():
 
 
 def split_text():
-    """Returns (train_text, heldout_text)."""
+    """Returns (train_text, heldout_text). With KJV_SPLIT=FILE.json in the environment, reads
+    them from that file ({"train": ..., "heldout": ...}), for machines without `bible`."""
+    if os.environ.get("KJV_SPLIT"):
+        with open(os.environ["KJV_SPLIT"]) as f:
+            cached = json.load(f)
+        return cached["train"], cached["heldout"]
     train, held = [], []
     for i, (_, text) in enumerate(chapters()):
         (held if i % HELDOUT_EVERY == HELDOUT_OFFSET else train).append(text)

@@ -74,19 +74,21 @@ def induction_batch(pool, bos, n, length=INDUCTION_LEN, seed=INDUCTION_SEED):
 @torch.no_grad()
 def text_scores(model, windows):
     """Returns (sink [L, H], prev [L, H], loss) on held-out windows."""
+    windows = windows.to(next(model.parameters()).device)
     logits, atts = model(windows, return_attentions=True)
     loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
                            windows[:, 1:].reshape(-1)).item()
     sink = torch.stack([a[:, :, 1:, 0].mean((0, 2)) for a in atts])
     prev = torch.stack([a.diagonal(offset=-1, dim1=-2, dim2=-1)[:, :, 1:].mean((0, 2))
                         for a in atts])
-    return sink.numpy(), prev.numpy(), loss
+    return sink.cpu().numpy(), prev.cpu().numpy(), loss
 
 
 @torch.no_grad()
 def induction_scores(model, batch):
     """Returns (induction [L, H], loss on first copy, loss on second copy)."""
     n_rand = (batch.shape[1] - 1) // 2
+    batch = batch.to(next(model.parameters()).device)
     logits, atts = model(batch, return_attentions=True)
     # Query L+1+j -> key j+2 lies on the diagonal at offset -(L-1), whose entry m is query
     # L-1+m: entries m = 2..L+1 are the second copy's queries.
@@ -95,7 +97,7 @@ def induction_scores(model, batch):
     nll = F.cross_entropy(logits[:, :-1].transpose(1, 2), batch[:, 1:], reduction="none")
     first = nll[:, :n_rand].mean().item()  # targets at positions 1..L
     second = nll[:, n_rand:].mean().item()  # targets at positions L+1..2L
-    return ind.numpy(), first, second
+    return ind.cpu().numpy(), first, second
 
 
 def best(scores, min_layer=0):
@@ -202,6 +204,7 @@ def main():
         with open(path) as f:
             old = json.load(f)
     result["training"] = old.get("training")
+    result["model"] = old.get("model", result["model"])
     with open(path, "w") as f:
         json.dump(result, f, indent=2)
         f.write("\n")

@@ -5,6 +5,10 @@ checks.
 
   /usr/bin/python3 models/train/model_card.py assets/models/default-vision
   /usr/bin/python3 models/train/model_card.py assets/models/default-text
+  /usr/bin/python3 models/train/model_card.py assets/models/teaching-text HEADS.txt
+
+HEADS.txt (teaching-text only): the output of `attnscope heads --model teaching-text --text-file
+kjv_heldout.txt`, quoted in the card with its bootstrap intervals.
 """
 
 import json
@@ -301,10 +305,225 @@ def text_card(folder, cfg, ph):
     return "\n".join(lines)
 
 
+def per_head_table(title, rows):
+    heads = len(rows[0])
+    lines = [f"{title}:", "", "| layer | " + " | ".join(f"H{h}" for h in range(heads)) + " |",
+             "|---|" + "---|" * heads]
+    lines += [f"| L{i} | " + " | ".join(f"{v:.2f}" for v in row) + " |"
+              for i, row in enumerate(rows)]
+    return lines + [""]
+
+
+def teaching_card(folder, cfg, ph, heads_txt):
+    t = ph["training"]
+    sink, prev, ind = ph["sink"], ph["previous_token"], ph["induction"]
+    thr = ph["thresholds"]
+    mix = ", ".join(f"{k} {v:.0%}" for k, v in t["mix"].items())
+    span = ", ".join(f"{'all text tokens' if int(k) == 0 else k + ' most frequent tokens'} from "
+                     f"{'the start' if a in ('0', '0m') else 'minute ' + a.rstrip('m')}"
+                     for k, a in (c.split("@") for c in t["span_vocab"].split(",")))
+
+    def mark(v, th, strict=True):
+        return "yes" if (v > th if strict else v >= th) else "**no**"
+
+    lines = [
+        "# teaching-text: a small GPT-2 with induction, sink and previous-token heads",
+        "",
+        "attnscope's second embedded text model, for teaching: the same King James Bible and the "
+        "same 2048-token byte-level BPE as [default-text](../default-text/README.md) (identical "
+        "tokenizer files, so a text gives the same token ids and the two models' losses compare "
+        "directly), trained so that the heads the literature names are there, strongly: "
+        "previous-token heads in layer 0, induction heads in layer 1 (Olsson et al. 2022), and "
+        "a head that parks almost all of its attention on the first token (an attention sink: "
+        "Xiao et al. 2023) while it has nothing to do. A Hugging Face `GPT2LMHeadModel` checkpoint "
+        "(safetensors, F32), trained from scratch by `models/train/train_text.py`.",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| architecture | GPT-2, {cfg['n_layer']} layers, {cfg['n_head']} heads (head width "
+        f"{cfg['n_embd'] // cfg['n_head']}), width {cfg['n_embd']}, context "
+        f"{cfg['n_positions']}, vocabulary {cfg['vocab_size']} |",
+        f"| parameters | {ph['parameters']:,} |",
+        f"| data | King James Bible (Debian `bible-kjv-text`, public domain), split by chapter as "
+        f"for default-text: {t['corpus_train_tokens']:,} training tokens, "
+        f"{t['corpus_heldout_tokens']:,} held-out tokens |",
+        f"| training mix | {mix} (see below) |",
+        f"| induct span vocabulary | {span} |",
+        f"| optimisation | AdamW, lr {t['lr']} (warmup {t['warmup_steps']}, cosine to "
+        f"{t['min_lr_ratio']}x over the {t['max_minutes']:g}-minute limit), weight decay "
+        f"{t['weight_decay']}, batch {t['batch']} x {t['context']} tokens, {t['steps']:,} steps "
+        f"({t['tokens_seen']:,} tokens), Q/K init std {t['qk_init_std']}, position embeddings "
+        f"initialised {t['pos_init']}, seed {t['seed']} |",
+        f"| time | {minutes(t['wall_seconds_training'])} on {t['device']} (five other recipes "
+        f"ran beside it on the same GPU; see below) |",
+        f"| **held-out loss** | **{ph['heldout']['loss']:.3f}** (perplexity "
+        f"{ph['heldout']['perplexity']:.1f}) over {ph['heldout']['windows']} windows of "
+        f"{ph['heldout']['window_tokens']} tokens; default-text: 3.492 (perplexity 32.8) on the "
+        f"same windows |",
+        "",
+        "## Measured phenomena",
+        "",
+        "Measured by `models/train/measure_text.py` (PyTorch) with the definitions of "
+        "default-text's card, and re-measured through the C++ forward pass by "
+        "`tests/models/test_teaching_model.cpp`:",
+        "",
+        "| phenomenon | definition | best head | score | target | reached |",
+        "|---|---|---|---|---|---|",
+        f"| attention sink on the first token | mean mass on position 0 (BOS), held-out windows, "
+        f"layers >= 1 | L{sink['best_layer_ge_1'][0]}H{sink['best_layer_ge_1'][1]} | "
+        f"{sink['best_layer_ge_1'][2]:.3f} | > {thr['sink']} | "
+        f"{mark(sink['best_layer_ge_1'][2], thr['sink'])} |",
+        f"| previous-token head | mean mass on position i-1 | L{prev['best'][0]}H{prev['best'][1]} "
+        f"| {prev['best'][2]:.3f} | > {thr['previous_token']} | "
+        f"{mark(prev['best'][2], thr['previous_token'])} |",
+        f"| induction head | BOS + R + R ({ind['random_length']} random text tokens, "
+        f"{ind['sequences']} sequences): mass from each token of the second copy to the token "
+        f"after its earlier occurrence, layers >= 1 | L{ind['best_layer_ge_1'][0]}"
+        f"H{ind['best_layer_ge_1'][1]} | {ind['best_layer_ge_1'][2]:.3f} | >= {thr['induction']} "
+        f"| {mark(ind['best_layer_ge_1'][2], thr['induction'], strict=False)} |",
+        f"| in-context copying | next-token loss on R's first vs second copy | | "
+        f"{ind['loss_first_copy']:.2f} -> {ind['loss_second_copy']:.2f} | second clearly lower | "
+        f"{'yes' if ind['loss_second_copy'] < 0.5 * ind['loss_first_copy'] else '**no**'} |",
+        "",
+    ]
+    if heads_txt:
+        lines += [
+            "The same through the app, with 95% bootstrap intervals (1000 resamples over the 32 "
+            "held-out windows, and over 32 repeated random sequences BOS + R + R, |R| = 50, of the "
+            "CLI's own seed):",
+            "",
+            "```",
+            f"$ attnscope heads --model {heads_txt.split(':')[0]} --text-file kjv_heldout.txt",
+            heads_txt.rstrip("\n"),
+            "```",
+            "",
+            "(`kjv_heldout.txt`: `cd models/train && /usr/bin/python3 -c 'import kjv, sys; "
+            "sys.stdout.write(kjv.split_text()[1])'`. The `sink` role there is the first token's "
+            "share, the card's sink score.)",
+            "",
+        ]
+    lines += [
+        "What a lecturer can show with it:",
+        "",
+        f"- Layer 0 has two previous-token heads (L0H4 and L0H6, about 0.98 and 0.99 of their mass "
+        f"on the previous token): the first half of the induction circuit.",
+        f"- Layer 1 has several induction heads (L1H0, L1H1, L1H2, L1H3, L1H6 all above 0.8 on "
+        f"repeated random tokens): on the second copy each attends to the token after the "
+        f"current token's earlier occurrence, and the loss on the copy falls from "
+        f"{ind['loss_first_copy']:.1f} to {ind['loss_second_copy']:.2f} nats.",
+        f"- L1H3 is both: on ordinary text, where there is nothing to copy, it puts "
+        f"{sink['best_layer_ge_1'][2]:.2f} of its attention on the first token; on a repeated "
+        f"sequence it wakes up and copies. This is the active-dormant behaviour that makes sinks "
+        f"(Guo et al. 2024, 'Active-Dormant Attention Heads'; Gu et al. 2024, 'When Attention Sink "
+        f"Emerges in Language Models').",
+        f"- L2H4 is a weaker, second-layer induction head.",
+        "",
+    ]
+    lines += per_head_table("Per-head sink mass (held-out windows)", sink["per_head"])
+    lines += per_head_table("Per-head previous-token mass", prev["per_head"])
+    lines += per_head_table("Per-head induction score", ind["per_head"])
+    lines += [
+        "## Training mix",
+        "",
+        "The window kinds of default-text's card (`text`, `skip`, `backcopy`; see "
+        "[its card](../default-text/README.md#why-this-training-mix)) and one new kind, "
+        "`induct`, which replaces default-text's periodic `repeat` windows:",
+        "",
+        "- `induct`: BOS, sometimes a short text prefix, then spans R1 R1 R2 R2 ...: each span "
+        "(8-40 tokens) followed at once by its copy, so that the window holds many different "
+        "spans. The span tokens come from the k most frequent text tokens, without replacement "
+        "while k is small. With a small k almost every token is already in the window, so a "
+        "bag-of-earlier-tokens shortcut (boost whatever occurred before; the shortcut periodic "
+        "repeats taught default-text) gains nothing, and only a head that finds the token after "
+        "the earlier occurrence of the current token lowers the loss on the copies. The "
+        f"curriculum widens k over the run: {span}.",
+        "",
+        "In all six runs below the induction score on random tokens from the whole vocabulary "
+        "stayed at 0.02-0.04 while k was 32, 128 and 512, and jumped within 200 steps of k "
+        "becoming the whole vocabulary (first probe at or above 0.3 between 181 and 187 s, just "
+        "after the switch at 180 s; in this run the probe read 0.02 at step 4800 and 0.90 at step "
+        "5000). No run without the small-k stages was made, so whether those stages were needed "
+        "is not measured; what is measured is that the spans among other spans, at this batch "
+        "size, formed induction heads in every shape tried. The sink formed early (0.9 on L1H3 by "
+        "step 1800), the previous-token heads by step 2400 (0.6).",
+        "",
+        "## Every run",
+        "",
+        "Earlier attempts at these heads are on default-text's card: periodic repeats and spans "
+        "among random distractors, 2-4 layers, up to 10,000 steps of 8 x 256 tokens on a shared "
+        "2-core CPU, never formed an induction head (best 0.02). For this model:",
+        "",
+        "- a CPU run continuing default-text's weights with the `induct` windows (lr 0.002, batch "
+        "8, span vocabulary 32 then wider) was stopped after 100 steps (about 4 s per step on the "
+        "loaded machine): sink 0.39, previous-token 0.88, induction 0.01;",
+        "- then six recipes side by side on one H100 GPU, 7 minutes each, batch 32 x 256, the "
+        "same span curriculum, each measured at its end as above:",
+        "",
+        "| run | shape | parameters | steps | mix | held-out loss | sink | previous-token | "
+        "induction | copy loss |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in t.get("side_by_side_runs", []):
+        m = ", ".join(f"{k} {v:.0%}" for k, v in r["mix"].items())
+        lines.append(
+            f"| {r['run']} | {r['shape']} | {r['parameters']:,} | {r['steps']:,} | {m} | "
+            f"{r['heldout_loss']:.3f} | L{r['sink'][0]}H{r['sink'][1]} {r['sink'][2]:.3f} | "
+            f"L{r['previous_token'][0]}H{r['previous_token'][1]} {r['previous_token'][2]:.3f} | "
+            f"L{r['induction'][0]}H{r['induction'][1]} {r['induction'][2]:.3f} | "
+            f"{r['copy_loss'][0]:.2f} -> {r['copy_loss'][1]:.2f} |")
+    lines += [
+        "",
+        "Every run reached every target. g6 is the one shipped: its sink, previous-token and "
+        "induction heads are strong and its heads have separate jobs to point at (two "
+        "previous-token heads, five induction heads, one of them the sink), at a size "
+        f"({ph['parameters']:,} parameters, {os.path.getsize(os.path.join(folder, 'model.safetensors')) / 1e6:.1f} MB) "
+        "that lives in the repository. The 2-layer g1, default-text continued, reached the targets "
+        "too, with its sink and induction head in one head (L1H0).",
+        "",
+        "## Files",
+        "",
+        "- `model.safetensors`, `config.json`, `generation_config.json`, tokenizer files (byte for "
+        "byte default-text's): the checkpoint, as Hugging Face `transformers`/`tokenizers` read it.",
+        "- `phenomena.json`: every number above, the probe token ids and per-head scores the C++ "
+        "test re-measures, the training settings, the loss/phenomena history every 200 steps and "
+        "the side-by-side runs; `golden/*.npy`: logits and layer-0 attention for "
+        f"\"{ph['golden']['text']}\".",
+        "- Checked by `tests/models/test_teaching_model.cpp`: the goldens, the three heads against "
+        "the targets and against the recorded probe values, and the loss on the held-out probe "
+        "window against default-text's on the same ids.",
+        "",
+        "Reproduce (one GPU; on a CPU the same command runs, slower, and with a time limit reaches "
+        "fewer steps: give `--max-minutes` accordingly and the span curriculum in steps, e.g. "
+        "`32@0,128@1500,512@3000,0@4500`):",
+        "",
+        "```",
+        f"/usr/bin/python3 models/train/train_text.py --device cuda --threads {t['threads']} "
+        f"--tokenizer-from assets/models/default-text --layers {cfg['n_layer']} "
+        f"--heads {cfg['n_head']} --embd {cfg['n_embd']} --seed {t['seed']} --batch {t['batch']} "
+        f"--lr {t['lr']} --warmup-steps {t['warmup_steps']} "
+        f"--mix {','.join(f'{k}={v:g}' for k, v in t['mix'].items())} "
+        f"--span-vocab {t['span_vocab']} --steps 1000000 --max-minutes {t['max_minutes']:g} "
+        f"--eval-every 200 --model-name teaching-text --out /tmp/teaching-text",
+        "/usr/bin/python3 models/train/measure_text.py /tmp/teaching-text   # goldens",
+        "```",
+        "",
+        "(`KJV_SPLIT=file.json` lets a machine without Debian's `bible` read the split text; "
+        "the steps reached in 7 minutes depend on the machine, so a rerun is not bit-identical.)",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def main():
     folder = sys.argv[1]
     cfg, ph = load(folder, "config.json"), load(folder, "phenomena.json")
-    card = vision_card(folder, cfg, ph) if "patch_size" in cfg else text_card(folder, cfg, ph)
+    if "patch_size" in cfg:
+        card = vision_card(folder, cfg, ph)
+    elif ph.get("model") == "teaching-text":
+        heads_txt = open(sys.argv[2]).read() if len(sys.argv) > 2 else ""
+        card = teaching_card(folder, cfg, ph, heads_txt)
+    else:
+        card = text_card(folder, cfg, ph)
     with open(os.path.join(folder, "README.md"), "w") as f:
         f.write(card)
     print("wrote", os.path.join(folder, "README.md"))

@@ -76,6 +76,20 @@ def parse_args():
                         "previous-token heads form early (they are still learned)")
     p.add_argument("--mix", default="text=0.3,copy=0.1,skip=0.15,repeat=0.25,backcopy=0.2",
                    help="fractions of training windows of each kind")
+    p.add_argument("--span-vocab", default="0@0",
+                   help="curriculum of the induct windows' span vocabulary: size@step pairs, "
+                        "e.g. 32@0,256@600,0@1200 draws span tokens from the 32 most frequent "
+                        "text tokens from step 0, the 256 most frequent from step 600 and from "
+                        "all text tokens (0) from step 1200")
+    p.add_argument("--grow-layers", type=int, default=0,
+                   help="with --init: append this many new blocks (output projections "
+                        "initialised small, so the model starts as the checkpoint)")
+    p.add_argument("--device", default="cpu", help="torch device to train on (cpu, cuda)")
+    p.add_argument("--tokenizer-from", default=None,
+                   help="without --init: take the tokenizer of this checkpoint folder instead "
+                        "of training a BPE (fresh weights, same token ids)")
+    p.add_argument("--model-name", default="default-text",
+                   help="name recorded in phenomena.json")
     p.add_argument("--eval-every", type=int, default=200)
     p.add_argument("--init", default=None,
                    help="continue training this checkpoint folder (its tokenizer and shape; give "
@@ -105,6 +119,29 @@ class Mix:
         self.successors = rng.integers(0, n, size=(len(unused), 3))  # 3 likely successors each
         self.index = {int(t): i for i, t in enumerate(unused)}
         self.skip_map = dict(zip(self.pool.tolist(), rng.permutation(self.pool).tolist()))
+        counts = np.bincount(np.asarray(train_ids), minlength=int(self.pool.max()) + 1)
+        self.by_freq = self.pool[np.argsort(-counts[self.pool], kind="stable")]
+        self.span_vocab = 0  # 0 = the whole pool; set by the curriculum
+
+    def induct(self):
+        """BOS, sometimes a text prefix, then spans R1 R1 R2 R2 ...: each span (8..40 tokens)
+        followed by its copy. Span tokens come from the span_vocab most frequent text tokens,
+        without replacement, so that with a small span vocabulary every earlier token is in
+        the bag: only a head that finds the token after the earlier occurrence of the current
+        token (an induction head) lowers the loss on the copy."""
+        k = self.span_vocab if 0 < self.span_vocab < len(self.pool) else len(self.pool)
+        vocab = self.by_freq[:k]
+        seq = [self.bos]
+        if self.rng.random() < 0.3:
+            seq += self._text(int(self.rng.integers(1, 64))).tolist()
+        while len(seq) < self.t + 1:
+            length = int(self.rng.integers(8, min(40, k) + 1))
+            if k <= 4 * 40:
+                r = self.rng.choice(vocab, size=length, replace=False)
+            else:
+                r = vocab[self.rng.integers(0, k, size=length)]
+            seq += r.tolist() + r.tolist()
+        return np.array(seq[:self.t + 1])
 
     def _text(self, n):
         start = self.rng.integers(0, len(self.ids) - n)
@@ -187,7 +224,7 @@ def hf_config(cfg):
 
 def save_checkpoint(model, tok, folder):
     os.makedirs(folder, exist_ok=True)
-    state = {k: v.detach().numpy().astype("<f4") for k, v in model.hf_state_dict().items()}
+    state = {k: v.detach().cpu().numpy().astype("<f4") for k, v in model.hf_state_dict().items()}
     safetensors_io.save_file(state, os.path.join(folder, "model.safetensors"),
                              metadata={"format": "pt"})
     cfg = model.cfg
@@ -218,6 +255,8 @@ def main():
         args.context = hf["n_positions"]
         with open(os.path.join(args.init, "phenomena.json")) as f:
             previous = json.load(f).get("training")
+    elif args.tokenizer_from:
+        tok = bpe.Tokenizer.load(args.tokenizer_from)
     else:
         vocab, merges = bpe.train([train_text], args.vocab)
         tok = bpe.Tokenizer(vocab, merges)
@@ -240,11 +279,26 @@ def main():
                               eos_token_id=bos)
     if args.init:
         model, _ = measure_text.load_checkpoint(args.init)
+        if args.grow_layers:
+            old = model
+            cfg = dict(old.cfg, n_layer=old.cfg["n_layer"] + args.grow_layers)
+            args.layers = cfg["n_layer"]
+            model = gpt2.GPT2LMHeadModel(cfg)
+            init_attention(model, args)
+            with torch.no_grad():
+                for block in model.transformer.h[old.cfg["n_layer"]:]:
+                    block.attn.c_proj.weight.mul_(0.1)
+                    block.mlp.c_proj.weight.mul_(0.1)
+            state = model.state_dict()
+            state.update({k: v for k, v in old.state_dict().items()})
+            model.load_state_dict(state)
+            print(f"grown to {cfg['n_layer']} layers", flush=True)
         model.train()
         print(f"starting from {args.init}", flush=True)
     else:
         model = gpt2.GPT2LMHeadModel(cfg)
         init_attention(model, args)
+    model.to(args.device)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"parameters {n_params}", flush=True)
 
@@ -264,7 +318,10 @@ def main():
         return args.lr * (args.min_lr_ratio + (1 - args.min_lr_ratio) * 0.5 *
                           (1 + math.cos(math.pi * progress)))
 
+    # size@step, or size@minutes with an m suffix (a time-limited run on unknown hardware)
+    curriculum = [(int(a), b) for a, b in (kv.split("@") for kv in args.span_vocab.split(","))]
     history = []
+    best_loss = float("inf")
     t_train, cpu0 = time.time(), time.process_time()
     loss_avg = None
     steps_done = 0
@@ -273,7 +330,12 @@ def main():
             print(f"time limit: stopping after {step} of {args.steps} steps", flush=True)
             break
         steps_done = step + 1
+        minutes = (time.time() - t_train) / 60
+        for size, at in curriculum:
+            if (minutes if at.endswith("m") else step) >= float(at.rstrip("m")):
+                mix.span_vocab = size
         x, y = mix.batch(args.batch)
+        x, y = x.to(args.device), y.to(args.device)
         for g in opt.param_groups:
             g["lr"] = lr_at(step)
         logits = model(x)
@@ -292,19 +354,26 @@ def main():
                   f"prev {q['prev'][2]:.2f}@L{q['prev'][0]}H{q['prev'][1]} "
                   f"ind {q['induction'][2]:.2f}@L{q['induction'][0]}H{q['induction'][1]} "
                   f"copy {q['copy_loss'][0]:.2f}->{q['copy_loss'][1]:.2f} "
-                  f"{q['seconds']}s", flush=True)
+                  f"span {mix.span_vocab} {q['seconds']}s", flush=True)
             save_checkpoint(model, tok, args.out)
+            if (q["induction"][2] >= 0.3 and q["prev"][2] > 0.5 and q["sink"][2] > 0.5
+                    and q["heldout_loss"] < best_loss):
+                best_loss = q["heldout_loss"]  # the best checkpoint that shows all three heads
+                save_checkpoint(model, tok, args.out + "-best")
+                print(f"saved {args.out}-best", flush=True)
     wall, cpu = time.time() - t_train, time.process_time() - cpu0
 
     save_checkpoint(model, tok, args.out)
     result = measure_text.measure(args.out, heldout_ids, pool)
+    result["model"] = args.model_name
     result["training"] = {
         "seed": args.seed, "steps": steps_done, "steps_scheduled": args.steps,
         "batch": args.batch, "context": args.context,
         "tokens_seen": steps_done * args.batch * args.context, "lr": args.lr,
         "min_lr_ratio": args.min_lr_ratio, "warmup_steps": args.warmup_steps,
         "weight_decay": args.weight_decay, "qk_init_std": args.qk_init_std, "pos_init": args.pos_init,
-        "mix": fractions, "max_minutes": args.max_minutes, "data_seed": args.data_seed,
+        "mix": fractions, "span_vocab": args.span_vocab, "grow_layers": args.grow_layers,
+        "layers": args.layers, "max_minutes": args.max_minutes, "data_seed": args.data_seed,
         "threads": args.threads, "wall_seconds_training": round(wall),
         "cpu_seconds_training": round(cpu), "corpus_train_tokens": int(len(train_ids)),
         "corpus_heldout_tokens": int(len(heldout_ids)), "torch": torch.__version__,

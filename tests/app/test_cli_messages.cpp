@@ -182,7 +182,8 @@ TEST(CliMessages, AnalyzeInputsAreUsageErrors) {
   expect_usage("analyze --model default-text", {"give exactly one input"});
   expect_usage("analyze --model default-text --text hi --ids 1,2", {"give exactly one input"});
   expect_usage("analyze --model default-text --text ''", {"--text is empty"});
-  expect_usage("analyze --text hi", {"--model DIR (or default-text, default-vision) is required"});
+  expect_usage("analyze --text hi",
+               {"--model DIR (or default-text, teaching-text, default-vision) is required"});
   expect_usage("analyze --tensors some/dir --text hi", {"--tensors does not go with"});
   expect_usage("analyze --tensors some/dir --model default-text", {"without a model"});
   expect_usage("analyze --tensors some/dir --dump out", {"--dump needs a model"});
@@ -216,7 +217,7 @@ TEST(CliMessages, MissingFilesAreRuntimeErrors) {
   // A misspelled model name is a folder that does not exist: exit 1, with the embedded names.
   expect_runtime("analyze --model default-txt --text hi",
                  {"model 'default-txt'", "did you mean default-text?",
-                  "embedded models: default-text, default-vision"});
+                  "embedded models: default-text, teaching-text, default-vision"});
   expect_runtime("analyze --model " + dir + "/nomodel --text hi", {dir + "/nomodel"});
   expect_runtime("analyze --tensors " + dir + "/none", {dir + "/none"});
   std::ofstream(dir + "/q.npy") << "not an npy file";

@@ -35,8 +35,8 @@ using EndToEnd = models::EndToEnd;
 // A variant substituted for dense attention in chosen layers and heads.
 using Substitution = models::Substitution;
 
-// The embedded models: "default-text" and "default-vision", the test for them, and the message
-// for a name that is neither one of them nor an existing folder.
+// The embedded models: "default-text", "teaching-text" and "default-vision", the test for them,
+// and the message for a name that is neither one of them nor an existing folder.
 using models::default_model_names;
 using models::is_default_model_name;
 using models::missing_model_message;
