@@ -413,9 +413,9 @@ def teaching_card(folder, cfg, ph, heads_txt):
         f"{ind['loss_first_copy']:.1f} to {ind['loss_second_copy']:.2f} nats.",
         f"- L1H3 is both: on ordinary text, where there is nothing to copy, it puts "
         f"{sink['best_layer_ge_1'][2]:.2f} of its attention on the first token; on a repeated "
-        f"sequence it wakes up and copies. This is the active-dormant behaviour that makes sinks "
-        f"(Guo et al. 2024, 'Active-Dormant Attention Heads'; Gu et al. 2024, 'When Attention Sink "
-        f"Emerges in Language Models').",
+        f"sequence it wakes up and copies: the active-dormant behaviour that Guo et al. 2024 "
+        f"('Active-Dormant Attention Heads') find behind attention sinks (also Gu et al. 2024, "
+        f"'When Attention Sink Emerges in Language Models').",
         f"- L2H4 is a weaker, second-layer induction head.",
         "",
     ]
@@ -439,7 +439,7 @@ def teaching_card(folder, cfg, ph, heads_txt):
         f"curriculum widens k over the run: {span}.",
         "",
         "In all six runs below the induction score on random tokens from the whole vocabulary "
-        "stayed at 0.02-0.04 while k was 32, 128 and 512, and jumped within 200 steps of k "
+        "stayed at or below 0.05 while k was 32, 128 and 512, and jumped within 200 steps of k "
         "becoming the whole vocabulary (first probe at or above 0.3 between 181 and 187 s, just "
         "after the switch at 180 s; in this run the probe read 0.02 at step 4800 and 0.90 at step "
         "5000). No run without the small-k stages was made, so whether those stages were needed "
@@ -450,8 +450,9 @@ def teaching_card(folder, cfg, ph, heads_txt):
         "## Every run",
         "",
         "Earlier attempts at these heads are on default-text's card: periodic repeats and spans "
-        "among random distractors, 2-4 layers, up to 10,000 steps of 8 x 256 tokens on a shared "
-        "2-core CPU, never formed an induction head (best 0.02). For this model:",
+        "among random distractors, 2-4 layers, up to about 10,500 steps of 8 x 256 tokens (four "
+        "stages) on a shared 2-core CPU, never formed an induction head (best 0.02). For this "
+        "model:",
         "",
         "- a CPU run continuing default-text's weights with the `induct` windows (lr 0.002, batch "
         "8, span vocabulary 32 then wider) was stopped after 100 steps (about 4 s per step on the "
