@@ -22,6 +22,11 @@ The model is for teaching, so the training mix is designed to grow the classic h
             occur in the text; after one of 4 trigger tokens the next token repeats the token
             before the trigger. The head that copies must act on triggers and stay dormant
             elsewhere, which is what makes attention sinks form (Guo et al. 2024; Gu et al. 2024)
+  induct    BOS, sometimes a text prefix, then spans R1 R1 R2 R2 ... (each 8..40 tokens followed at
+            once by its copy) drawn from the --span-vocab most frequent text tokens, a curriculum
+            that starts small: with few span tokens every earlier token is in the window, so a
+            bag-of-earlier-tokens shortcut gains nothing and only an induction head lowers the loss
+            (teaching-text: assets/models/teaching-text/README.md)
 
   nice -n 19 /usr/bin/python3 models/train/train_text.py                 # full run
   /usr/bin/python3 models/train/train_text.py --steps 30 --out /tmp/t    # smoke test
