@@ -13,6 +13,7 @@
 #include "render/draw_util.h"
 #include "render/heatmap_pipeline.h"
 #include "render/imgui_layer.h"
+#include "render/number_format.h"
 #include "render/sampled_image.h"
 
 namespace attn::render {
@@ -380,6 +381,12 @@ void Canvas::build_heatmaps(float x0, float y0, float x1, float y1) {
       note_fit(sl, cell_w - 4);
       dl->AddText(ImVec2(cx, cy + float(k + 1) * line + 2), dim_text_color(), sl.c_str());
     }
+    // What each number covers (the head's own, or the layer's), on hover.
+    if (!d.stats_tip.empty() &&
+        ImGui::IsMouseHoveringRect(
+            ImVec2(cx, cy + line),
+            ImVec2(cx + cell_w, cy + float(stats[size_t(p)].size() + 1) * line + 2)))
+      ImGui::SetTooltip("%s", d.stats_tip.c_str());
     draw_heat_panel(p, pan.x0, pan.y0, pan.x1, pan.y1, row_scale, col_scale);
   }
   // A spare grid cell holds the comparison table.
@@ -668,16 +675,11 @@ void Canvas::draw_summary(float x0, float y0, float x1, float y1) {
        "KL(dense || variant) of the model's next-token distribution, the "
        "variant substituted in every layer"}};
   constexpr int kCols = 4;
-  auto num = [](double v, const char* f) {
-    char b[32];
-    std::snprintf(b, sizeof b, f, v);
-    return std::string(b);
-  };
   std::vector<std::array<std::string, kCols>> rows;
   for (const PanelDesc& p : h.panels)
-    rows.push_back({p.title, p.measured ? num(p.recall, "%.3f") : "...",
-                    p.measured ? num(p.rel_error, "%.3g") : "...",
-                    p.measured && std::isfinite(p.kl) ? num(p.kl, "%.3g") : "-"});
+    rows.push_back({p.title, p.measured ? format_fixed(p.recall, 3) : "...",
+                    p.measured ? format_number(p.rel_error, 3) : "...",
+                    p.measured && std::isfinite(p.kl) ? format_number(p.kl, 3) : "-"});
   const float pad = ImGui::GetStyle().CellPadding.x * 2;
   std::array<float, kCols> width{};
   for (int c = 1; c < kCols; ++c) {
@@ -736,8 +738,9 @@ void Canvas::draw_summary(float x0, float y0, float x1, float y1) {
   ImGui::TextDisabled(
       "recall: dense attention mass inside the kept set; out err: relative output error; "
       "next-token KL: the model's next-token KL with the variant in every layer (not the "
-      "per-head row KL of the head grid). Red strips: mass each query row lost. Outlines: blocks "
-      "the kernel computed. Wheel zooms, drag pans, double-click resets, click picks the query "
+      "per-head row KL of the head grid). Orchid cells: entries the variant dropped (a colour "
+      "outside the map). Red strips: mass each query row lost. Outlines: blocks the kernel "
+      "computed. Wheel zooms, drag pans, double-click resets, click picks the query "
       "for the Tokens view.");
   ImGui::PopTextWrapPos();
   ImGui::EndChild();
@@ -842,6 +845,17 @@ void Canvas::draw_colorbar(float x0, float y0, float x1, float y1) {
     note_fit(line, right - x0);
     dl->AddText(ImVec2(x0, y), dim_text_color(), line.c_str());
     y += ImGui::GetTextLineHeight();
+  }
+  // Probabilities: cells a variant dropped have a colour of their own, outside the map.
+  if (settings_.mode == DisplayMode::Probabilities && doc_ && doc_->heat.panels.size() > 1) {
+    const float sw = ImGui::GetTextLineHeight() * 0.8f;
+    y += 4;
+    dl->AddRectFilled(ImVec2(x0, y + 1), ImVec2(x0 + sw, y + 1 + sw),
+                      IM_COL32(kDroppedRgb.r, kDroppedRgb.g, kDroppedRgb.b, 255));
+    dl->AddRect(ImVec2(x0, y + 1), ImVec2(x0 + sw, y + 1 + sw), frame_color());
+    note_fit("dropped", right - x0 - sw - 4);
+    dl->AddText(ImVec2(x0 + sw + 4, y), dim_text_color(), "dropped");
+    mark("heat.legend.dropped", "dropped", x0, y, right, y + ImGui::GetTextLineHeight());
   }
 }
 

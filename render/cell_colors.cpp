@@ -83,6 +83,12 @@ void colorize(const PanelTile& tile, const ColorScale& s, std::vector<uint8_t>& 
       out[1] = uint8_t(std::lround((1 - k) * dg * 255.f + k * cm[i * 4 + 1]));
       out[2] = uint8_t(std::lround((1 - k) * db * 255.f + k * cm[i * 4 + 2]));
       out[3] = 255;
+    } else if (kept <= 0 && tile.texels[c * 4 + 3] > 0) {
+      // Dropped by the variant: a colour outside every map, never a small probability.
+      out[0] = kDroppedRgb.r;
+      out[1] = kDroppedRgb.g;
+      out[2] = kDroppedRgb.b;
+      out[3] = 255;
     } else {
       const int i = std::clamp(int(position(vp) * 255.f + 0.5f), 0, 255);
       std::copy(cm + i * 4, cm + i * 4 + 4, out);

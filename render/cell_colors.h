@@ -23,7 +23,8 @@ struct ColorScale {
 // Position in [0, 1] of probability `v` on the scale.
 float scale_position(const ColorScale& s, float v);
 
-// RGBA8 [tile.h, tile.w, 4] for the tile under the scale. Kept-set mode shows the dense
+// RGBA8 [tile.h, tile.w, 4] for the tile under the scale. Probability mode paints cells with
+// visible entries and none kept in kDroppedRgb (outside every map). Kept-set mode shows the dense
 // probabilities where the variant computed them and a dark-to-red ramp (dropped mass) elsewhere;
 // difference mode shows variant - dense on the diverging map.
 void colorize(const PanelTile& tile, const ColorScale& s, std::vector<uint8_t>& rgba);

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "compute/error.h"
+#include "render/number_format.h"
 
 namespace attn::render {
 namespace {
@@ -189,8 +190,9 @@ ValueRange value_range(const std::vector<float>& values, bool unit) {
   }
   int digits = 3;
   do {
-    r.lo_label = label(r.lo, digits);
-    r.hi_label = label(r.hi, digits);
+    // Rounding noise (an output error of 3.1e-13 where 0 is meant) reads 0, never "-0".
+    r.lo_label = format_number(r.lo, digits, 1e-9);
+    r.hi_label = format_number(r.hi, digits, 1e-9);
   } while (r.lo_label == r.hi_label && r.lo != r.hi && ++digits <= 9);
   return r;
 }

@@ -33,6 +33,11 @@ struct Rgb8 {
   bool operator==(const Rgb8&) const = default;
 };
 
+// Entries a variant dropped (or a cache evicted), in the GUI's heatmaps and the figures: a light
+// orchid that no map above has (over 90 apart in RGB from every colour of every map but
+// Diverging), so that it never reads as a small probability.
+constexpr Rgb8 kDroppedRgb{220, 120, 240};
+
 // Names in table order: "viridis", "magma", "inferno", "plasma", "cividis", "gray", "blues",
 // "diverging". These are what sessions (ViewSettings::colormap) and the CLI spell.
 const std::vector<std::string>& colormap_names();

@@ -13,11 +13,13 @@ namespace attn::render {
 struct PanelTile {
   int q0 = 0, q1 = 0, k0 = 0, k1 = 0;  // token region [q0, q1) x [k0, k1)
   int w = 0, h = 0;                    // cells
-  std::vector<float> texels;           // f32 [h, w, 4]: variant prob, dense prob, kept fraction, 0
-  std::vector<float> dropped_rows;     // f32 [h]: dense mass the variant dropped, per cell row
-  float vmax = 0;                      // largest variant probability in the tile
-  float dmax = 0;                      // largest |variant - dense| in the tile
-  bool gpu = false;                    // probabilities came from the Vulkan tile query
+  // f32 [h, w, 4]: variant prob, dense prob, kept fraction, visible fraction (entries the causal
+  // rule shows; a cell with visible entries and none kept is dropped: render::kDroppedRgb)
+  std::vector<float> texels;
+  std::vector<float> dropped_rows;  // f32 [h]: dense mass the variant dropped, per cell row
+  float vmax = 0;                   // largest variant probability in the tile
+  float dmax = 0;                   // largest |variant - dense| in the tile
+  bool gpu = false;                 // probabilities came from the Vulkan tile query
 };
 
 struct BlockRect {
@@ -25,8 +27,9 @@ struct BlockRect {
 };
 
 struct PanelDesc {
-  std::string title;  // variant spec
-  std::string stats;  // one line: density, error, recall, time
+  std::string title;      // variant spec
+  std::string stats;      // one line: the head's density, error, recall, sinks; layer time
+  std::string stats_tip;  // what each number of `stats` covers, shown on hover
   bool reference = false;
   std::vector<BlockRect> kept_blocks;  // block-sparse layouts of the shown head (for outlines)
   // Layer-wide figures for the comparison table (NaN when not measured yet).
@@ -38,7 +41,7 @@ struct HeatmapDoc {
   int n_q = 0, n_k = 0;
   int layer = 0, head = 0;
   std::vector<std::string> q_labels, k_labels;  // [n_q], [n_k]
-  std::vector<int> sinks;                       // key indices that are sinks (dense)
+  std::vector<int> sinks;                       // the shown head's sinks (dense panel)
   std::vector<PanelDesc> panels;                // [0] is the dense reference when shown
 };
 
@@ -47,6 +50,7 @@ struct HeadGridDoc {
   int layers = 0, heads = 0;
   std::vector<std::string> metrics;        // metric titles
   std::vector<std::string> names;          // metric ids (core head_metrics names)
+  std::vector<std::string> definitions;    // [metric] one line: what the number is (on hover)
   std::vector<std::vector<float>> values;  // [metric] f32 [layers, heads], the chosen variant's
   std::vector<bool> vs_dense;              // [metric] compares a variant with dense
   std::vector<bool> unit;                  // [metric] values lie in [0, 1] (a fixed scale fits)

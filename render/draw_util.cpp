@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "render/number_format.h"
+
 namespace attn::render {
 
 void add_text_vertical(ImDrawList* dl, ImVec2 bottom_left, ImU32 col, const char* text) {
@@ -19,7 +21,34 @@ void add_text_vertical(ImDrawList* dl, ImVec2 bottom_left, ImU32 col, const char
   }
 }
 
-std::string clip_label(const std::string& text, int max_chars) {
+std::string visible_label(const std::string& in) {
+  bool plain = true;
+  for (char ch : in) plain = plain && static_cast<unsigned char>(ch) >= 0x20 && ch != 0x7f;
+  if (plain) return in;
+  // With no frame (no font yet) the ASCII spellings.
+  const ImFont* font = ImGui::GetCurrentContext() ? ImGui::GetFont() : nullptr;
+  auto has = [&](ImWchar c) { return font && font->FindGlyphNoFallback(c) != nullptr; };
+  const std::string newline = has(0x21b5) ? "\u21b5" : "\\n", tab = has(0x2192) ? "\u2192" : "\\t",
+                    other = has(0x00b7) ? "\u00b7" : ".";
+  std::string out;
+  for (char ch : in) {
+    const unsigned char u = static_cast<unsigned char>(ch);
+    if (ch == '\n')
+      out += newline;
+    else if (ch == '\t')
+      out += tab;
+    else if (ch == '\r')
+      out += "\\r";
+    else if (u < 0x20 || u == 0x7f)
+      out += other;
+    else
+      out += ch;
+  }
+  return out;
+}
+
+std::string clip_label(const std::string& raw, int max_chars) {
+  const std::string text = visible_label(raw);
   int chars = 0;
   for (size_t i = 0; i < text.size(); ++i) {
     if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
@@ -30,7 +59,8 @@ std::string clip_label(const std::string& text, int max_chars) {
   return text;
 }
 
-std::string fit_label(const std::string& text, float width) {
+std::string fit_label(const std::string& raw, float width) {
+  const std::string text = visible_label(raw);
   if (ImGui::CalcTextSize(text.c_str()).x <= width) return text;
   // Cut at UTF-8 character starts, longest first that fits with the "..".
   for (size_t i = text.size(); i > 0; --i) {
@@ -59,16 +89,12 @@ std::vector<std::string> wrap_parts(const std::string& text, float width, const 
 }
 
 std::string fmt_num(double v) {
-  char b[32];
+  // Below 1e-9 is rounding noise (a dense error of 3.1e-13): 0, and never a negative zero.
   const double a = std::fabs(v);
-  if (v == 0) return "0";
-  if (a >= 1000 || a < 1e-3)
-    std::snprintf(b, sizeof b, "%.2g", v);
-  else if (a >= 10)
-    std::snprintf(b, sizeof b, "%.0f", v);
-  else
-    std::snprintf(b, sizeof b, "%.3g", v);
-  return b;
+  if (a < 1e-9) return "0";
+  if (a >= 1000 || a < 1e-3) return format_number(v, 2);
+  if (a >= 10) return format_fixed(v, 0);
+  return format_number(v, 3);
 }
 
 int nice_step(double span, int target_ticks) {

@@ -9,9 +9,13 @@ namespace attn::render {
 
 // Text rotated 90 degrees counter-clockwise, reading upwards from `bottom_left`.
 void add_text_vertical(ImDrawList* dl, ImVec2 bottom_left, ImU32 col, const char* text);
-// `text` cut to at most `max_chars` UTF-8 characters, with an ellipsis when cut.
+// A token's text as a label: a newline shows as "↵" and a tab as "→" where the current
+// font has those glyphs (else "\\n" and "\\t"), a carriage return as "\\r", other control
+// characters as "·" (ImGui would draw them as "?").
+std::string visible_label(const std::string& text);
+// visible_label(`text`) cut to at most `max_chars` UTF-8 characters, with an ellipsis when cut.
 std::string clip_label(const std::string& text, int max_chars);
-// `text` cut (with "..") to at most `width` pixels of the current font.
+// visible_label(`text`) cut (with "..") to at most `width` pixels of the current font.
 std::string fit_label(const std::string& text, float width);
 // The parts of `text` separated by `sep`, packed greedily into lines at most `width` pixels wide
 // (a part wider than `width` gets a line of its own). Numbers are never cut this way.

@@ -82,8 +82,10 @@ void Canvas::build_head_grid(float x0, float y0, float x1, float y1) {
       }
       if (m.x >= cx && m.x < cx + cell && m.y >= cy && m.y < cy + cell &&
           !ImGui::IsAnyItemHovered()) {
-        ImGui::SetTooltip("layer %d, head %d\n%s = %s\nclick to open this head", l, h,
-                          g.metrics[size_t(settings_.grid_metric)].c_str(), fmt_num(x).c_str());
+        const size_t gm = size_t(settings_.grid_metric);
+        ImGui::SetTooltip("layer %d, head %d\n%s = %s\n%s\nclick to open this head", l, h,
+                          g.metrics[gm].c_str(), fmt_num(x).c_str(),
+                          gm < g.definitions.size() ? g.definitions[gm].c_str() : "");
         if (ImGui::IsMouseClicked(0) && callbacks_.select_head) callbacks_.select_head(l, h);
       }
     }

@@ -28,9 +28,13 @@ ImGuiLayer::ImGuiLayer(const RenderTarget& t, const std::string& font_path, floa
   ImGuiIO& io = ImGui::GetIO();
   io.IniFilename = nullptr;  // the host persists layout; ImGui writes nothing
   std::error_code ec;
+  // Latin-1, then the punctuation and arrows labels use ("…", "−", "↵" for a
+  // newline token): glyphs the file lacks fall back, and visible_label() checks before using one.
+  static const ImWchar kRanges[] = {0x0020, 0x00FF, 0x2010, 0x2027, 0x2190,
+                                    0x21FF, 0x2212, 0x2212, 0};
   if (!font_path.empty() && std::filesystem::exists(font_path, ec)) {
-    normal_ = io.Fonts->AddFontFromFileTTF(font_path.c_str(), size);
-    large_ = io.Fonts->AddFontFromFileTTF(font_path.c_str(), presentation_size);
+    normal_ = io.Fonts->AddFontFromFileTTF(font_path.c_str(), size, nullptr, kRanges);
+    large_ = io.Fonts->AddFontFromFileTTF(font_path.c_str(), presentation_size, nullptr, kRanges);
   }
   if (!normal_ || !large_) {
     io.Fonts->Clear();

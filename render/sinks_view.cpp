@@ -132,6 +132,7 @@ void Canvas::draw_sinks_labels(const SinksLayout& g, float bars_bottom, float la
     const float cx = g.cx(i);
     const ImVec2 sz = ImGui::CalcTextSize(t.c_str());
     note_fit(t, g.horizontal ? px : g.labels_h);
+    mark("sinks.label", t, cx - sz.x / 2, labels_top, cx + sz.x / 2, labels_top + sz.y);
     if (g.horizontal) {
       g.dl->AddText(ImVec2(cx - sz.x / 2, labels_top), col, t.c_str());
       lx0 = std::min(lx0, cx - sz.x / 2), lx1 = std::max(lx1, cx + sz.x / 2);

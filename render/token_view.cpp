@@ -83,6 +83,7 @@ void Canvas::build_tokens(float x0, float y0, float x1, float y1) {
                           IM_COL32(255, 150, 30, 90));
       dl->AddText(ImVec2(lx1 - sz.x, y), sel ? IM_COL32(255, 170, 40, 255) : text_color(),
                   s.c_str());
+      mark("tokens.label", s, lx1 - sz.x, y, lx1, y + sz.y);
       const float pv = i < int(row.size()) ? row[size_t(i)] : 0;
       if (pv > 0)
         dl->AddRectFilled(ImVec2(rx0, y),

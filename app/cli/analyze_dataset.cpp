@@ -13,6 +13,7 @@
 #include "app/core/datasets/dataset_analysis.h"
 #include "app/core/datasets/image_dataset.h"
 #include "app/core/datasets/text_dataset.h"
+#include "app/core/heads/head_atlas.h"
 #include "app/core/heads/head_metrics.h"
 #include "app/core/session/model_catalog.h"
 #include "app/figures/figure.h"
@@ -77,6 +78,14 @@ void check_figure_options(const AnalyzeDatasetArgs& a) {
   }
 }
 
+// What the plain loss averages: the records as given (no BOS added), each record weighing the
+// same, as `heads` does over its windows (which start with BOS).
+std::string loss_scope() {
+  return std::string(core::kLossScope) +
+         " (each record as given: no BOS is added, so `heads --dataset`, whose windows start with "
+         "BOS, gives the same number on records that begin with the BOS token's text)";
+}
+
 // The table, the JSON and the figure of a summary.
 void report(const core::DatasetAnalysis& d, const AnalyzeDatasetArgs& a, bool write_summary) {
   const bool vision = d.panels.empty() || !std::isfinite(d.panels[0].loss.mean);
@@ -119,8 +128,12 @@ void report(const core::DatasetAnalysis& d, const AnalyzeDatasetArgs& a, bool wr
               a.bootstrap,
               vision ? "; accuracy against the dataset's labels"
                      : "; loss: next-token loss in nats, rise paired record by record");
-  if (write_summary && !a.json_out.empty())
-    write_json_file(a.json_out, core::dataset_analysis_json(d));
+  if (!vision) std::printf("loss: %s\n", loss_scope().c_str());
+  if (write_summary && !a.json_out.empty()) {
+    nlohmann::json j = core::dataset_analysis_json(d);
+    if (!vision) j["loss_scope"] = loss_scope();
+    write_json_file(a.json_out, j);
+  }
   if (!a.figure.empty()) {
     int panel = 0;
     if (!a.figure_variant.empty() && a.figure_variant != "dense") {

@@ -14,6 +14,7 @@
 #include "app/core/analysis/analysis.h"
 #include "app/core/analysis/report.h"
 #include "app/core/analysis/views.h"
+#include "app/core/heads/head_metrics.h"
 #include "app/core/heads/interventions.h"
 #include "app/core/session/model_catalog.h"
 #include "compute/error.h"
@@ -226,7 +227,9 @@ void print_summary(const core::Analysis& a) {
                                   : "changed",
                   fixed(e.cls_cosine, 5).c_str());
   }
-  std::printf("sinks (dense, mass > 0.3 averaged over heads):");
+  std::printf(
+      "sinks (dense, layer mean: keys receiving > 0.3 of the attention averaged over "
+      "queries and heads):");
   for (int l = 0; l < a.n_layers(); ++l) {
     std::string s;
     for (int j : a.panels[0].layer[size_t(l)].sinks) {
@@ -598,7 +601,7 @@ void AnalyzeCommand::add_options(CLI::App& cmd) {
                  "--dataset: write a figure (.png/.svg/.pdf): loss or accuracy against density "
                  "with error bars, or with --figure-metric a per-head grid");
   cmd.add_option("--figure-metric", o.dataset.figure_metric,
-                 "--dataset: the head metric of the grid figure (entropy, prev_token, ...)");
+                 "--dataset: the head metric of the grid figure. " + core::head_metric_help());
   cmd.add_option("--figure-variant", o.dataset.figure_variant,
                  "--dataset: the grid figure's variant (one of --variants; default dense)");
   cmd.add_flag("--quiet", o.dataset.quiet, "--dataset: no progress bar");

@@ -15,6 +15,7 @@
 #include "app/cli/usage.h"
 #include "app/core/analysis/analysis.h"
 #include "app/core/analysis/sweep.h"
+#include "app/core/analysis/views.h"
 #include "app/core/datasets/text_dataset.h"
 #include "app/core/export/data_export.h"
 #include "app/core/heads/atlas_shard.h"
@@ -51,8 +52,10 @@ void report(const core::HeadAtlas& a, const core::AblationScan* scan, const Repo
       a.model.c_str(), a.n_layers, a.n_heads, a.windows, a.window_tokens, a.text_tokens, a.repeats,
       a.repeat_length, a.seconds);
   if (std::isfinite(a.text_loss))
-    std::printf("next-token loss over the windows: %.4f (perplexity %.2f)\n", a.text_loss,
-                std::exp(a.text_loss));
+    std::printf(
+        "next-token loss %.4f (perplexity %.2f): %s (%d windows, %d predicted tokens; a "
+        "window is BOS + its text, cut to --window)\n",
+        a.text_loss, std::exp(a.text_loss), core::kLossScope, a.windows, a.predicted_tokens);
   const auto& roles = core::head_roles();
   Table best({"role", "best head", "score", "95% interval", "samples"});
   for (size_t r = 0; r < roles.size(); ++r) {
@@ -86,8 +89,10 @@ void report(const core::HeadAtlas& a, const core::AblationScan* scan, const Repo
   all.print();
   nlohmann::json j = core::atlas_json(a);
   if (scan) {
-    std::printf("%s ablation of each head alone over %d windows (loss without ablation %.4f):\n",
-                scan->mode.c_str(), scan->windows, scan->loss);
+    std::printf(
+        "%s ablation of each head alone over %d windows (loss without ablation %.4f, the same "
+        "mean over the same windows as above):\n",
+        scan->mode.c_str(), scan->windows, scan->loss);
     Table t({"head", "loss rise", "95% interval"});
     for (int i = 0; i < scan->n_layers * scan->n_heads; ++i)
       t.add({"L" + std::to_string(i / scan->n_heads) + "H" + std::to_string(i % scan->n_heads),
@@ -168,7 +173,12 @@ void HeadsCommand::add_options(CLI::App& cmd) {
       ->check(CLI::IsMember({"zero", "mean", "corpus-mean"}));
   cmd.add_option("--ablation-figure", o.ablation_figure,
                  "With --ablate-each: the loss rise per layer x head (.png/.svg/.pdf)");
-  cmd.add_option("--roles", o.roles, "Roles the figure shows (default all)")->delimiter(',');
+  std::string role_help = "Roles the figure shows (default all). ";
+  for (const core::HeadRole& r : core::head_roles())
+    role_help += r.name + ": " + r.definition + "; ";
+  role_help += "(the head grid's max-token mass and sink count use another rule: " +
+               std::string(core::kSinkRule) + ")";
+  cmd.add_option("--roles", o.roles, role_help)->delimiter(',');
   cmd.add_option("--threads", o.a.threads, "Worker threads (0 = all)");
   cmd.add_option("--json", o.json_out,
                  "Write every role's [layer][head] means and intervals (with --shard: the "

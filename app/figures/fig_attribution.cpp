@@ -142,7 +142,7 @@ double paint_agreement(FigurePainter& c, const QRectF& box, const AttributionFig
       const QRectF cr(r.left() + j * cell, r.top() + i * cell, cell, cell);
       p.fillRect(cr, std::isfinite(v) ? diverging(0.5 + 0.5 * v) : kHidden);
       if (numbers && std::isfinite(v))
-        c.text(cr.center(), QString::number(v, 'f', 2), s.tick_pt * 0.85, 0, 0,
+        c.text(cr.center(), num_fixed(v, 2), s.tick_pt * 0.85, 0, 0,
                std::abs(v) > 0.6 ? QColor(Qt::white) : kText, false, 0, cell);
     }
   c.rect_outline(r);
@@ -168,7 +168,7 @@ double paint_curves(FigurePainter& c, const QRectF& box, const AttributionFigure
     const bool random = a.curve_names[i] == "random";
     legend.push_back({random || i >= 8 ? LegendItem::Dashed : LegendItem::Swatch,
                       random ? kMuted : series_color(int(i)), 0,
-                      qs(a.curve_names[i]) + " " + QString::number(a.aopc[i], 'f', 3)});
+                      qs(a.curve_names[i]) + " " + num_fixed(a.aopc[i], 3)});
   }
   const double leg_h = draw_legend(c, {box.left(), 0}, box.width(), legend, false);
   double ymax = 0;

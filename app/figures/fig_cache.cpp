@@ -1,8 +1,8 @@
 // Preset "cache": the cache timeline of one layer and KV head, one panel per KV-cache policy:
 // tokens across, passes (steps) down, each cell coloured by the fraction of its tokens the
 // cache held after that pass (grey where the tokens were still to come), with a shared colour
-// bar. Sinks show as a band down the left, a window as a diagonal strip, score-based eviction
-// as scattered survivors.
+// bar. Sinks show as a band down the left (marked, and never thinner than 1.5 pt however long the
+// stream), a window as a diagonal strip, score-based eviction as scattered survivors.
 #include <algorithm>
 #include <cmath>
 
@@ -37,6 +37,14 @@ double paint_cache(FigurePainter& c, const QRectF& area, const FigureData& d) {
   const double left = lh_label + 4 + c.text_width("10000", s.tick_pt) + 4;
   const double bottom = lh_tick / 2 + 0.5 + lh_tick + 4 + lh_label;
   const double gap = 14, note_h = lh_tick + 4;
+  // Tokens held through every pass (sinks) are marked above their panel and drawn at least
+  // kMarkWidth wide: over thousands of tokens a cell pools many, and a sink's share would vanish.
+  bool marks = false;
+  for (const CacheTimeline& t : cf.panels) marks = marks || !t.persistent.empty();
+  const std::vector<LegendItem> legend = {
+      {LegendItem::Marker, kAccent, 2, "held through every pass (sinks), drawn at any length"}};
+  const double legend_h = marks ? draw_legend(c, {0, 0}, area.width(), legend, false) + 4 : 0;
+  constexpr double kMarkWidth = 1.5;
   // Panel width, caption height, panel height and colour-bar width depend on each other: a few
   // rounds settle them. On a page too small for every panel, the first ones are drawn and a
   // note says how many more there are.
@@ -48,7 +56,7 @@ double paint_cache(FigurePainter& c, const QRectF& area, const FigureData& d) {
     const int fit = std::max(1, int((area.width() - 60) / (left + 100 + gap)));
     cols = std::min(m <= 3 ? m : m == 4 ? 2 : 3, fit);
     rows = (m + cols - 1) / cols;
-    const double avail = area.height() - (m < k ? note_h : 0);
+    const double avail = area.height() - (m < k ? note_h : 0) - legend_h;
     ph = 120;
     for (int it = 0; it < 3; ++it) {
       bar_w = colorbar_width(c, bar, ph);
@@ -87,6 +95,16 @@ double paint_cache(FigurePainter& c, const QRectF& area, const FigureData& d) {
       if (std::isnan(v)) v = 0;
     src.values = &filled;
     draw_cells(c, r, src, bar.cmap, 1.0, false);
+    if (!t.persistent.empty() && t.tokens > 0) {
+      const render::Rgb8 top = render::colormap_rgb8(bar.cmap, 1.0);
+      const double cw = std::max(kMarkWidth, r.width() / t.cols);
+      for (int tok : t.persistent) {
+        const double x = r.left() + (tok + 0.5) / t.tokens * r.width();
+        const double x0 = std::clamp(x - cw / 2, r.left(), r.right() - cw);
+        c.painter().fillRect(QRectF(x0, r.top(), cw, r.height()), QColor(top.r, top.g, top.b));
+        draw_marker(c.painter(), {x0 + cw / 2, r.top() - 2.2}, 2, kAccent, 1.8);
+      }
+    }
     c.rect_outline(r);
     // Ticks: tokens along the bottom, passes down the left, at the ends and in between.
     for (double f : {0.0, 0.5, 1.0}) {
@@ -112,6 +130,10 @@ double paint_cache(FigurePainter& c, const QRectF& area, const FigureData& d) {
   const double right = area.left() + cols * (left + pw + gap) - gap + kColorbarGap;
   draw_colorbar(c, QRectF(right, first.top(), kColorbarBar, ph), bar);
   double end = y + cap_h + ph + bottom;
+  if (marks) {
+    draw_legend(c, {area.left(), end + 2}, area.width(), legend);
+    end += legend_h;
+  }
   if (m < k) {
     const QString note =
         "+ " + QString::number(k - m) + " more (a taller figure shows every policy)";

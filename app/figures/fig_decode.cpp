@@ -106,8 +106,9 @@ QString step_heading(const core::DecodeFigure& d) {
   return head;
 }
 
-// The overview's cells: attention where the cache held the entry, evicted entries grey, entries
-// stored in reduced precision hatched over their colour.
+// The overview's cells: attention where the cache held the entry, evicted entries in kDropped
+// (outside the colour map), positions after the query in kHidden, entries stored in reduced
+// precision hatched over their colour.
 void draw_held_cells(FigurePainter& c, const QRectF& r, const core::DecodeFigure& d,
                      const Colorbar& bar, bool quantised) {
   CellSource src;
@@ -115,10 +116,12 @@ void draw_held_cells(FigurePainter& c, const QRectF& r, const core::DecodeFigure
   src.cols = d.cols;
   std::vector<float> filled(d.attention.size());
   src.hidden.resize(d.attention.size());
+  src.dropped.resize(d.attention.size());
   for (size_t i = 0; i < filled.size(); ++i) {
     const bool held = d.state[i] == DecodeCell::Held || d.state[i] == DecodeCell::Quantised;
     filled[i] = held && std::isfinite(d.attention[i]) ? d.attention[i] : 0.f;
-    src.hidden[i] = !held;
+    src.hidden[i] = d.state[i] == DecodeCell::Future;
+    src.dropped[i] = d.state[i] == DecodeCell::Evicted ? 1 : 0;
   }
   src.values = &filled;
   draw_cells(c, r, src, bar.cmap, bar.vmax, bar.log_scale);
@@ -217,7 +220,7 @@ void draw_step_tokens(FigurePainter& c, double left, double top, const std::vect
     }
     const DecodeCell cell = d.cells[size_t(ch.pos)];
     const bool held = cell == DecodeCell::Held || cell == DecodeCell::Quantised;
-    QColor bg = kHidden, fg = kMuted;
+    QColor bg = cell == DecodeCell::Future ? kHidden : kDropped, fg = kMuted;
     if (held) {
       const float w = d.weight[size_t(ch.pos)];
       const render::Rgb8 k = render::colormap_rgb8(
@@ -260,7 +263,8 @@ double paint_decode(FigurePainter& c, const QRectF& area, const FigureData& fd) 
   const double bottom_axis = lh_tick / 2 + 0.5 + lh_tick + 4 + lh_label;
   const bool quantised = std::any_of(d.state.begin(), d.state.end(),
                                      [](DecodeCell x) { return x == DecodeCell::Quantised; });
-  std::vector<LegendItem> legend = {{LegendItem::Swatch, kHidden, 0, "evicted (not in the cache)"},
+  std::vector<LegendItem> legend = {{LegendItem::Swatch, kDropped, 0, "evicted (not in the cache)"},
+                                    {LegendItem::Swatch, kHidden, 0, "after the query (future)"},
                                     {LegendItem::Swatch, kAccent, 0, "the step shown below"}};
   if (quantised)
     legend.push_back({LegendItem::Dashed, kAxis, 0,

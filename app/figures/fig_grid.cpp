@@ -66,7 +66,7 @@ Layout arrange(const FigurePainter& c, const QRectF& area, const FigureData& d, 
 }
 
 QString cell_text(float x) {
-  return std::isfinite(x) ? QString::number(x, 'f', std::abs(x) < 10 ? 2 : 1) : "\u2013";
+  return std::isfinite(x) ? num_fixed(x, std::abs(x) < 10 ? 2 : 1) : "\u2013";
 }
 
 }  // namespace

@@ -8,12 +8,9 @@
 namespace attn::fig {
 
 std::vector<QString> metric_segments(const HeatmapData& h) {
-  auto f = [](double x, int digits) { return QString::number(x, 'g', digits); };
-  if (h.spec == "dense") return {"density " + f(h.density, 3), "exact reference"};
-  std::vector<QString> s = {"density " + f(h.density, 3), "error " + f(h.rel_error, 2),
-                            "recall " + f(h.mass_recall, 3)};
-  // Row KL: this head's attention rows against dense (not the model's next-token KL).
-  if (std::isfinite(h.row_kl)) s.push_back("row KL " + f(h.row_kl, 2));
+  // The head's own values, as the app's panel header and `analyze --json` print them.
+  std::vector<QString> s;
+  for (const std::string& seg : core::heatmap_header(h)) s.push_back(QString::fromStdString(seg));
   return s;
 }
 
@@ -113,11 +110,26 @@ Layout arrange(const FigurePainter& c, const QRectF& area, const FigureData& d, 
 
 }  // namespace
 
-double paint_heatmaps(FigurePainter& c, const QRectF& area, const FigureData& d) {
+double paint_heatmaps(FigurePainter& c, const QRectF& area_in, const FigureData& d) {
   const FigureStyle& s = c.style();
   const auto& maps = d.heatmaps;
-  if (maps.empty()) return area.top();
+  if (maps.empty()) return area_in.top();
   const int K = int(maps.size());
+  // A legend under the maps for the cells that are no probability: dropped by a variant (a
+  // colour outside the map) and hidden by the causal rule.
+  bool any_dropped = false, any_hidden = false;
+  for (const HeatmapData& h : maps) {
+    any_dropped = any_dropped || !h.dropped.empty();
+    any_hidden = any_hidden || h.causal;
+  }
+  std::vector<LegendItem> legend;
+  if (any_dropped)
+    legend.push_back({LegendItem::Swatch, kDropped, 0, "dropped by the variant (not attended)"});
+  if (any_hidden && any_dropped)
+    legend.push_back({LegendItem::Swatch, kHidden, 0, "after the query (causal)"});
+  const double legend_h =
+      legend.empty() ? 0 : draw_legend(c, {0, 0}, area_in.width(), legend, false) + 6;
+  const QRectF area = c.free_height() ? area_in : area_in.adjusted(0, 0, 0, -legend_h);
 
   double vmax = d.settings.vmax;
   if (!(vmax > 0)) {
@@ -146,7 +158,7 @@ double paint_heatmaps(FigurePainter& c, const QRectF& area, const FigureData& d)
                    y0 + row * (L.top + L.map_h + L.bottom + kRowGap) + L.top, L.map_w, L.map_h);
     // Variant name and parameters above the map, its metrics under the key axis.
     draw_caption(c, {r.left(), r.top() - L.top}, room, L.caps[size_t(k)]);
-    CellSource src{h.rows, h.cols, &h.cells, hidden_cells(h)};
+    CellSource src{h.rows, h.cols, &h.cells, hidden_cells(h), h.dropped};
     draw_cells(c, r, src, cb.cmap, vmax, d.settings.log_scale);
     c.rect_outline(r);
     // Token labels: queries on the left of each row's first map, keys under every map.
@@ -177,7 +189,10 @@ double paint_heatmaps(FigurePainter& c, const QRectF& area, const FigureData& d)
   const QRectF bar(x0 + L.left + L.ncol * L.map_w + (L.ncol - 1) * kGap + kColorbarGap, y0 + L.top,
                    kColorbarBar, L.map_h);
   draw_colorbar(c, bar, cb, L.qtitle_room());
-  return y0 + L.block_h();
+  if (legend.empty()) return y0 + L.block_h();
+  const double ly = y0 + L.block_h() + 6;
+  draw_legend(c, {x0 + L.left, ly}, std::max(40.0, area_in.right() - x0 - L.left), legend);
+  return ly + legend_h - 6;
 }
 
 }  // namespace attn::fig

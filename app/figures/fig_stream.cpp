@@ -25,12 +25,34 @@ double tick_width(FigurePainter& c, const Axis& a) {
   return w;
 }
 
+// "1,234": token counts as the README and the CLI print them.
+QString grouped(int n) {
+  QString d = QString::number(n), out;
+  for (int i = 0; i < d.size(); ++i) {
+    if (i > 0 && (d.size() - i) % 3 == 0) out += ',';
+    out += d[i];
+  }
+  return out;
+}
+
+// Whether the policies read streams of different lengths (one stopped at the context).
+bool lengths_differ(const StreamFigure& sf) {
+  for (const StreamCurve& cv : sf.curves)
+    if (cv.read != sf.curves.front().read) return true;
+  return false;
+}
+
+// Each policy, with the tokens its curve and its whole-stream perplexity cover when the policies
+// differ there: a policy stopped at the context is not compared over the same tokens.
 std::vector<LegendItem> stream_legend(const StreamFigure& sf) {
   std::vector<LegendItem> legend;
+  const bool differ = lengths_differ(sf);
   for (size_t i = 0; i < sf.curves.size(); ++i) {
     const StreamCurve& cv = sf.curves[i];
     QString text = qs(cv.spec);
-    if (!cv.stopped.empty()) text += " (stopped at the context)";
+    if (differ || !cv.stopped.empty())
+      text += " (" + grouped(cv.read) + " tokens" +
+              (cv.stopped.empty() ? QString(")") : QString(", stopped at the context)"));
     legend.push_back({LegendItem::Marker, series_color(int(i)), shape(i), text});
   }
   return legend;
@@ -61,7 +83,8 @@ StreamLayout layout_stream(FigurePainter& c, const QRectF& area, const StreamFig
   if (sf.context > 0) xs.push_back(sf.context);
   const QString ytitle_text = "Perplexity (last " + QString::number(sf.smooth) + " tokens)";
   const QString x1_text = "Tokens streamed", x2_text = "Mean KV cache (KiB)";
-  const QString y2_text = "Perplexity (whole stream)";
+  const QString y2_text =
+      lengths_differ(sf) ? "Perplexity (all the tokens it read)" : "Perplexity (whole stream)";
   StreamLayout l;
   auto fits_x = [&](double pw) {
     return [&, pw](const Axis& a) {
@@ -187,6 +210,22 @@ void draw_memory_points(FigurePainter& c, const QRectF& r2, const Axis& ax2, con
     c.mark(QRectF(q, QSizeF(0, 0)), r2);
   }
   p.restore();
+  // A point over fewer tokens than the others says over how many.
+  if (!lengths_differ(sf)) return;
+  int longest = 0;
+  for (const StreamCurve& cv : sf.curves) longest = std::max(longest, cv.read);
+  const double pt = c.style().tick_pt - 1;
+  for (size_t i = 0; i < sf.curves.size(); ++i) {
+    const StreamCurve& cv = sf.curves[i];
+    if (cv.read >= longest || !std::isfinite(cv.perplexity) || !ay2.shows(cv.perplexity)) continue;
+    const QPointF q(r2.left() + ax2.frac(cv.mean_bytes / 1024.0) * r2.width(),
+                    r2.bottom() - ay2.frac(cv.perplexity) * r2.height());
+    const QString lab = "over " + grouped(cv.read) + " tokens";
+    const double w = c.text_width(lab, pt);
+    const bool right = q.x() + 4 + w <= r2.right();
+    c.text({right ? q.x() + 4 : q.x() - 4, q.y()}, lab, pt, right ? -1 : 1, 0,
+           series_color(int(i)));
+  }
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ constexpr double kRowGap = 8;    // between rows of panels
 constexpr double kMaxCell = 40;  // cells never grow past this (points)
 
 QString cell_text(float x) {
-  return std::isfinite(x) ? QString::number(x, 'f', std::abs(x) < 10 ? 2 : 1) : "\u2013";
+  return std::isfinite(x) ? num_fixed(x, std::abs(x) < 10 ? 2 : 1) : "\u2013";
 }
 
 struct Layout {
@@ -144,7 +144,7 @@ double paint_value_grids(FigurePainter& c, const QRectF& area, const FigureData&
                                   ? (double(g.hi[i]) - g.lo[i]) / 2
                                   : std::nan("");
           const double ci_pt = value_pt * 0.8;
-          const QString ci = "\u00b1" + QString::number(half, 'f', 2);
+          const QString ci = "\u00b1" + num_fixed(half, 2);
           const bool two = std::isfinite(half) && std::isfinite(val) &&
                            cell > 2.6 * c.line_height(value_pt) &&
                            c.text_width(ci, ci_pt) < cell * 0.86;

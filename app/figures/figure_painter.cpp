@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "app/core/session/labels.h"
+#include "render/number_format.h"
 
 namespace attn::fig {
 
@@ -152,8 +153,17 @@ std::vector<double> log_ticks(double lo, double hi) {
   return out;
 }
 
+QString num_fixed(double x, int decimals) {
+  return qs(render::format_fixed(x, decimals));
+}
+
+QString num_sig(double x, int digits, double resolution) {
+  return qs(render::format_number(x, digits, resolution));
+}
+
 QString tick_label(double v) {
-  if (v == 0) return "0";
+  // Rounding noise (3.1e-13 where an axis or scale means 0) prints as 0.
+  if (std::abs(v) < 1e-9) return "0";
   const double a = std::abs(v);
   if (a >= 1e4 || a < 1e-3) {
     const int e = int(std::floor(std::log10(a) + 1e-9));
@@ -213,6 +223,7 @@ void draw_cells(FigurePainter& c, const QRectF& r, const CellSource& src, render
   auto color = [&](int y, int x) {
     const size_t i = size_t(y) * size_t(cols) + size_t(x);
     if (!src.hidden.empty() && src.hidden[i]) return kHidden;
+    if (!src.dropped.empty() && src.dropped[i]) return kDropped;
     const render::Rgb8 k =
         render::colormap_rgb8(cmap, render::color_position(v[i], vmax, log_scale));
     return QColor(k.r, k.g, k.b);

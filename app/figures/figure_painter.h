@@ -27,13 +27,20 @@ constexpr QColor kText{25, 25, 25};
 constexpr QColor kMuted{95, 95, 95};
 constexpr QColor kAxis{45, 45, 45};
 constexpr QColor kGrid{225, 225, 225};
-constexpr QColor kHidden{242, 242, 242};  // entries the causal rule hides
-constexpr QColor kAccent{200, 55, 45};    // highlights (sinks, the query token)
+constexpr QColor kHidden{242, 242, 242};  // entries the causal rule hides (and future steps)
+// Entries a variant dropped (or a cache evicted): a colour no colour map has (its nearest
+// colour in any map is over 90 apart in RGB), so a dropped entry never reads as a small
+// probability; the GUI's heatmap uses the same (render::kDroppedRgb).
+constexpr QColor kDropped{render::kDroppedRgb.r, render::kDroppedRgb.g, render::kDroppedRgb.b};
+constexpr QColor kAccent{200, 55, 45};  // highlights (sinks, the query token)
 
 // Qualitative palette for series (trade-off curves, layers).
 QColor series_color(int i);
 
 QString qs(const std::string& s);
+// Numbers in figures (render/number_format.h): no "-0.00", and 0 below the resolution.
+QString num_fixed(double x, int decimals);
+QString num_sig(double x, int digits, double resolution = 1e-9);
 
 // A QPainter on an exported figure (PNG, SVG, PDF) with the figure's style: text sized in points,
 // lines and outlines. (The interactive view drawn with Vulkan is render::Canvas.)
@@ -117,7 +124,8 @@ int choose_columns(const FigurePainter& c, int k, const std::function<double(int
 struct CellSource {
   int rows = 0, cols = 0;
   const std::vector<float>* values = nullptr;
-  std::vector<bool> hidden;  // [rows * cols] or empty
+  std::vector<bool> hidden;      // [rows * cols] or empty: painted kHidden
+  std::vector<uint8_t> dropped;  // [rows * cols] or empty: nonzero painted kDropped
 };
 void draw_cells(FigurePainter& c, const QRectF& r, const CellSource& src, render::Colormap cmap,
                 double vmax, bool log_scale);

@@ -20,8 +20,10 @@ double paint_decode(FigurePainter& c, const QRectF& area, const FigureData& d);
 double paint_value_grids(FigurePainter& c, const QRectF& area, const FigureData& d);
 double paint_attribution(FigurePainter& c, const QRectF& area, const FigureData& d);
 double paint_qk(FigurePainter& c, const QRectF& area, const FigureData& d);
+double paint_steps(FigurePainter& c, const QRectF& area, const FigureData& d);
 
-// "density 0.23", "error 0.081", "recall 0.91", "row KL 0.12" for a heatmap panel.
+// "density 0.23", "error 0.081", "recall 0.91", "row KL 0.12", "1 sink" for a heatmap panel: the
+// head's own values (core::heatmap_header()).
 std::vector<QString> metric_segments(const HeatmapData& h);
 
 }  // namespace attn::fig

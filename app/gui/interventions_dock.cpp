@@ -17,6 +17,7 @@
 #include "app/core/session/model_catalog.h"
 #include "compute/error.h"
 #include "render/colormap.h"
+#include "render/number_format.h"
 
 namespace attn::gui {
 namespace {
@@ -26,9 +27,10 @@ std::string name(int layer, int head) {
 }
 
 QString fixed(double v, int digits) {
-  return QString::number(v, 'f', digits);
+  return QString::fromStdString(render::format_fixed(v, digits));
 }
 
+// No "-0.00" (render/number_format.h).
 QString html(const std::string& s) {
   return QString::fromStdString(s).toHtmlEscaped();
 }
@@ -268,7 +270,8 @@ void InterventionsDock::paint_cells() {
         const render::Rgb8 c =
             render::colormap_rgb8(render::Colormap::Diverging, top > 0 ? 0.5 + 0.5 * d / top : 0.5);
         bg = QColor(c.r, c.g, c.b);
-        text = (d >= 0 ? "+" : "") + fixed(d, 2);
+        text = fixed(d, 2);
+        if (!text.startsWith('-') && text != fixed(0, 2)) text = "+" + text;
         tip += ": next-token loss " + fixed(scan_loss_, 3) + (d >= 0 ? " + " : " - ") +
                fixed(std::fabs(d), 4) + " nats when ablated alone";
       }
@@ -296,7 +299,8 @@ void InterventionsDock::update_summary() {
   const QString legend =
       scan_.empty() ? QString()
                     : "<br><i>Cells: change of the next-token loss (nats, " + fixed(scan_loss_, 3) +
-                          " plain) with that head alone ablated; red raises it.</i>";
+                          " plain: the mean over this text's predicted tokens) with that head "
+                          "alone ablated; red raises it.</i>";
   if (asked.empty() || !shown_->ablation_effect) {
     effect_->setText((heads_.empty() ? "No head ablated. Click a head to ablate it."
                                      : "Running the ablated model...") +

@@ -36,6 +36,13 @@ HeatmapData heatmap(const std::string& spec, int window) {
     }
     for (int j = 0; j < kN; ++j) h.cells[size_t(i * kN + j)] = float(w[size_t(j)] / z);
   }
+  // Keys before the window are dropped (visible to the query, not kept).
+  if (window > 0) {
+    h.dropped.assign(h.cells.size(), 0);
+    for (int i = 0; i < kN; ++i)
+      for (int j = 0; j <= i - window; ++j) h.dropped[size_t(i * kN + j)] = 1;
+  }
+  h.sinks = {0};
   h.density = window > 0 ? 0.4 : 1.0;
   h.rel_error = window > 0 ? 0.31 : 0.0;
   h.mass_recall = window > 0 ? 0.62 : 1.0;
@@ -83,6 +90,7 @@ core::StreamFigure stream_curves(int n, int tokens, bool long_specs) {
                       (i == 1 && t > 256 ? 40 : 1));
     }
     c.perplexity = 25.0 * (1 + 0.3 * i);
+    c.read = end;
     c.mean_bytes = 4096.0 * (1 + i);
     if (i == 0) c.stopped = "context";
     sf.curves.push_back(std::move(c));
@@ -106,6 +114,8 @@ core::CacheFigure cache_panels(int n, int tokens, bool long_specs) {
     for (int r = 0; r < t.rows; ++r)
       for (int c = 0; c <= r; ++c)
         t.kept[size_t(r) * t.cols + c] = c < 2 || r - c < 8 * (i + 1) ? 1.0f : 0.0f;
+    for (int tok = 0; tok < 4 && tokens > 400; ++tok) t.persistent.push_back(tok);
+    if (tokens <= 400) t.persistent = {0, 1};
     cf.panels.push_back(std::move(t));
   }
   return cf;

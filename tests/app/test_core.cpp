@@ -7,12 +7,16 @@
 
 #include "app/core/analysis/analysis.h"
 #include "app/core/analysis/evaluate.h"
+#include "app/core/analysis/interactive.h"
 #include "app/core/analysis/views.h"
+#include "app/core/export/data_export.h"
 #include "app/core/heads/head_metrics.h"
 #include "app/core/session/labels.h"
+#include "app/core/session/session.h"
 #include "compute/error.h"
 #include "compute/registry.h"
 #include "models/arch/default_models.h"
+#include "render/number_format.h"
 #include "tests/app/model_available.h"
 
 namespace attn::core {
@@ -91,7 +95,7 @@ TEST(Core, GridSinksTradeoffAndTokens) {
   const auto& entropy = g.metric("entropy");
   const auto& output_error = g.metric("output_error");
   const auto& mass_recall = g.metric("mass_recall");
-  const auto& sink_mass = g.metric("sink_mass");
+  const auto& sink_mass = g.metric("max_token_mass");
   ASSERT_EQ(entropy.size(), size_t(info.n_layers * info.n_heads));
   for (size_t i = 0; i < entropy.size(); ++i) {
     EXPECT_GE(entropy[i], 0.0f);
@@ -278,6 +282,92 @@ TEST(Core, SyntheticAndTensorInputs) {
   s.input.kind = "tensors";
   s.input.tensors = "/no/such/folder";
   EXPECT_THROW(open(s, ""), Error);
+}
+
+// Panel headers once put the layer's kept and computed fractions beside the head's own error and
+// recall ("kept 0.856 · out err 0 · recall 1.000" for a head of density 1). Every number of a
+// header is now the shown head's own (heatmap_header: the figure's panel title and `analyze
+// --json` print the same) or says it is the layer's.
+TEST(Core, PanelHeadersGiveTheHeadsOwnNumbersOrSayLayer) {
+  REQUIRE_MODEL("default-text");
+  Session s = text_session();
+  s.variants = {"top_p(block=4,p=0.7)", "window(size=4)"};  // keeps a different share per head
+  s.view.show_dense = true;
+  const auto a = analyze(s, "");
+  const render::Document d = document(*a);
+  ASSERT_EQ(shown_panels(*a).size(), a->panels.size());
+  ASSERT_EQ(d.heat.panels.size(), a->panels.size());
+  for (size_t v = 0; v < a->panels.size(); ++v) {
+    const std::string& stats = d.heat.panels[v].stats;
+    const HeatmapData h = heatmap(*a, int(v), a->layer(), a->head());
+    const Metrics& own = a->panels[v].heads[size_t(a->layer())][size_t(a->head())];
+    EXPECT_EQ(h.density, own.density);
+    for (const std::string& seg : heatmap_header(h))
+      EXPECT_NE(stats.find(seg), std::string::npos) << "'" << seg << "' not in: " << stats;
+    EXPECT_NE(stats.find("density " + render::format_number(own.density, 3)), std::string::npos)
+        << stats;
+    EXPECT_EQ(stats.find("kept "), std::string::npos) << "unlabelled layer figure: " << stats;
+    // Whatever is the layer's says so.
+    for (const char* layer_wide : {"computed ", " ms"}) {
+      const size_t at = stats.find(layer_wide);
+      if (at == std::string::npos) continue;
+      const size_t end = stats.find(" \u00b7 ", at);
+      const std::string part = stats.substr(at, end == std::string::npos ? end : end - at);
+      EXPECT_NE(part.find("layer"), std::string::npos) << part;
+    }
+    EXPECT_NE(d.heat.panels[v].stats_tip.find("this head's own"), std::string::npos);
+  }
+  // The per-head densities differ from the layer's here, which the old header printed.
+  bool differs = false;
+  const Panel& topk = a->panels[1];
+  for (int h = 0; h < a->n_heads(); ++h)
+    differs = differs || topk.heads[size_t(a->layer())][size_t(h)].density !=
+                             topk.result(a->layer()).stats.density;
+  EXPECT_TRUE(differs);
+}
+
+// "Sink" meant the most-attended token's mass (grid), the first token's (the `sink` role) and a
+// layer-mean count in the panel (the sink head L1H2 read "0 sinks"). Now: max-token mass and
+// first-token mass are two named metrics, and a sink is a key receiving more than 0.3 of a
+// head's attention (kSinkRule), so a head has sinks exactly when its max-token mass exceeds 0.3.
+TEST(Core, SinksFollowOneRuleAndTheOldMetricNameStillReads) {
+  REQUIRE_MODEL("default-text");
+  Session s;
+  s.model.id = "default-text";
+  s.input.text =
+      "The keeper of the lighthouse wrote every evening in a small book. The sea was calm, and "
+      "the light turned all night over the rocks.";
+  s.layer = 1;
+  s.head = 2;
+  const auto a = analyze(s, "");
+  const HeatmapData h = heatmap(*a, 0, 1, 2);
+  EXPECT_FALSE(h.sinks.empty()) << "the sink head L1H2 has no sink";
+  const std::string stats = document(*a).heat.panels[0].stats;
+  EXPECT_EQ(stats.find(" 0 sinks"), std::string::npos) << stats;
+  EXPECT_NE(stats.find(std::to_string(h.sinks.size()) + (h.sinks.size() == 1 ? " sink" : " sinks")),
+            std::string::npos)
+      << stats;
+  const HeadGrid g = head_grid(*a, 0);
+  const std::vector<float>& max_mass = g.metric("max_token_mass");
+  for (int l = 0; l < g.n_layers; ++l)
+    for (int hh = 0; hh < g.n_heads; ++hh) {
+      const HeatmapData m = heatmap(*a, 0, l, hh, 8);
+      EXPECT_EQ(!m.sinks.empty(), max_mass[size_t(l * g.n_heads + hh)] > kSinkThreshold)
+          << "L" << l << "H" << hh;
+    }
+  // The deprecated name reads as the new one: metric lookups, saved sessions, JSON keys.
+  EXPECT_EQ(head_metric_index("sink_mass"), head_metric_index("max_token_mass"));
+  EXPECT_EQ(&g.metric("sink_mass"), &g.metric("max_token_mass"));
+  Session saved = s;
+  saved.view.grid_metric = "sink_mass";
+  EXPECT_EQ(session_from_json(session_to_json(saved)).view.grid_metric, "max_token_mass");
+  const nlohmann::json jg = to_json(g);
+  EXPECT_EQ(jg["sink_mass"], jg["max_token_mass"]);
+  // Definitions for hover and --help.
+  const std::string help = head_metric_help();
+  EXPECT_NE(help.find("max_token_mass: "), std::string::npos);
+  EXPECT_NE(help.find("sink_mass: deprecated name of max_token_mass"), std::string::npos);
+  EXPECT_NE(std::string(kSinkRule).find("0.3"), std::string::npos);
 }
 
 }  // namespace

@@ -13,10 +13,12 @@
 #include <regex>
 #include <tuple>
 
+#include "app/core/decode/stream.h"
 #include "app/figures/figure.h"
 #include "app/figures/figure_painter.h"
 #include "compute/error.h"
 #include "render/colormap.h"
+#include "render/number_format.h"
 #include "tests/app/figure_fixtures.h"
 #include "tests/app/image_compare.h"
 
@@ -566,6 +568,140 @@ TEST(Colormaps, LookupTextureHasOneRowPerMap) {
   EXPECT_DOUBLE_EQ(render::color_position(1e-2, 1.0, true), 0.5);
   EXPECT_DOUBLE_EQ(render::color_position(0.0, 1.0, true), 0.0);
   EXPECT_DOUBLE_EQ(render::color_position(2.0, 1.0, false), 1.0);
+}
+
+// ---- what no colour map shows, and numbers as figures print them -----------------------------
+
+int count_pixels(const QImage& img, QColor want, int tol = 0) {
+  int n = 0;
+  for (int y = 0; y < img.height(); ++y)
+    for (int x = 0; x < img.width(); ++x) {
+      const QColor c = img.pixelColor(x, y);
+      n += std::abs(c.red() - want.red()) <= tol && std::abs(c.green() - want.green()) <= tol &&
+           std::abs(c.blue() - want.blue()) <= tol;
+    }
+  return n;
+}
+
+bool any_text(const std::vector<QString>& texts, const QString& part) {
+  return std::any_of(texts.begin(), texts.end(),
+                     [&](const QString& t) { return t.contains(part); });
+}
+
+// Dropped entries once took the map's lowest colour and read as small probabilities: they have a
+// colour no sequential map has, and the legend says what it means.
+TEST(Figures, DroppedEntriesAreDrawnOutsideTheColourMapWithALegend) {
+  for (int m = 0; m < render::kColormapCount; ++m) {
+    if (render::Colormap(m) == render::Colormap::Diverging) continue;
+    for (int i = 0; i <= 255; ++i) {
+      const render::Rgb8 c = render::colormap_rgb8(render::Colormap(m), i / 255.0);
+      const double d = std::hypot(double(c.r) - kDropped.red(), double(c.g) - kDropped.green(),
+                                  double(c.b) - kDropped.blue());
+      EXPECT_GT(d, 60) << render::colormap_name(render::Colormap(m)) << " at " << i;
+    }
+  }
+  const FigureData f = synthetic_figure(View::Variants);
+  ASSERT_FALSE(f.heatmaps.back().dropped.empty());
+  const QImage img = render_figure_image(f, kGoldenSize);
+  EXPECT_GT(count_pixels(img, kDropped), 200) << "no cell is drawn in the dropped colour";
+  EXPECT_TRUE(any_text(texts_of(f), "dropped by the variant"));
+  // Without dropped cells, nothing takes that colour (it is no probability).
+  FigureData none = f;
+  for (auto& h : none.heatmaps) h.dropped.clear();
+  EXPECT_EQ(count_pixels(render_figure_image(none, kGoldenSize), kDropped), 0);
+}
+
+// The decode figure's evicted and future cells were near-identical greys.
+TEST(Figures, DecodeFigureTellsEvictedFromFutureCells) {
+  const FigureData f = synthetic_figure(View::Decode);
+  const QImage img = render_figure_image(f, kGoldenSize);
+  EXPECT_GT(count_pixels(img, kDropped), 100) << "evicted cells";
+  EXPECT_GT(count_pixels(img, kHidden), 100) << "future cells";
+  const auto texts = texts_of(f);
+  EXPECT_TRUE(any_text(texts, "evicted (not in the cache)"));
+  EXPECT_TRUE(any_text(texts, "after the query"));
+}
+
+// Over 7,000 tokens a cell pools ~18 of them and four sinks vanished into their cell's fraction:
+// tokens held through every pass are drawn at least 1.5 pt wide and marked, at any length.
+TEST(Figures, CacheTimelineShowsSinksAtAnyLength) {
+  // The core finds them: the first 4 tokens stay through every pass, a window of 8 slides.
+  core::StreamResult r;
+  r.model = "m";
+  const int T = 7000;
+  r.ids.assign(size_t(T), 1);
+  core::PolicyRun run;
+  run.spec = "kv_streaming(sinks=4,window=8)";
+  for (int s = 0; s < T; ++s) {
+    models::KvSnapshot snap;
+    snap.step = s;
+    std::vector<int32_t> kept;
+    for (int t = 0; t <= s; ++t)
+      if (t < 4 || t > s - 8) kept.push_back(t);
+    snap.kept = {{kept}};
+    run.history.push_back(std::move(snap));
+  }
+  r.runs.push_back(std::move(run));
+  const FigureData f = core::cache_figure(r, 0, 0);
+  ASSERT_EQ(f.cache.panels.size(), 1u);
+  EXPECT_EQ(f.cache.panels[0].persistent, (std::vector<int>{0, 1, 2, 3}));
+  // Drawn: the top colour of the map fills a sink column down the whole panel.
+  FigureData without = f;
+  without.cache.panels[0].persistent.clear();
+  const render::Rgb8 top = render::colormap_rgb8(render::Colormap::Viridis, 1.0);
+  const QColor held(top.r, top.g, top.b);
+  const int with_n = count_pixels(render_figure_image(f, kGoldenSize), held, 2);
+  const int without_n = count_pixels(render_figure_image(without, kGoldenSize), held, 2);
+  EXPECT_GT(with_n, without_n + 150) << with_n << " vs " << without_n;
+  EXPECT_TRUE(any_text(texts_of(f), "held through every pass"));
+}
+
+// kv_full stops at the context (256 tokens) while the others read 7,040: each policy says how
+// many tokens its curve and its whole-stream perplexity cover.
+TEST(Figures, StreamFigureLabelsEachCurveWithItsLength) {
+  const FigureData f = synthetic_figure(View::Stream);
+  const auto texts = texts_of(f, {1200, 500, 100});
+  EXPECT_TRUE(any_text(texts, "256 tokens, stopped at the context"));
+  EXPECT_TRUE(any_text(texts, "600 tokens)"));
+  EXPECT_TRUE(any_text(texts, "over 256 tokens"));
+  EXPECT_TRUE(any_text(texts, "all the tokens it read"));
+}
+
+// "-0.00" and "3.1e-13" where 0 is meant.
+TEST(NumberFormat, ZeroBelowTheResolutionAndNoNegativeZero) {
+  EXPECT_EQ(render::format_fixed(-0.001, 2), "0.00");
+  EXPECT_EQ(render::format_fixed(-0.4, 0), "0");
+  EXPECT_EQ(render::format_fixed(-0.02, 2), "-0.02");
+  EXPECT_EQ(render::format_fixed(0.004, 2, 0.01), "0.00");
+  EXPECT_EQ(render::format_number(3.1e-13), "0");
+  EXPECT_EQ(render::format_number(-2e-12), "0");
+  EXPECT_EQ(render::format_number(-0.0), "0");
+  EXPECT_EQ(render::format_number(0.0123), "0.0123");
+  EXPECT_EQ(render::format_number(1.5e-5), "1.5e-05");
+  EXPECT_EQ(render::format_number(0.013, 2, 0.1), "0");
+  EXPECT_EQ(render::format_number(std::nan("")), "nan");
+  EXPECT_EQ(tick_label(3.1e-13).toStdString(), "0");
+  EXPECT_EQ(tick_label(-1e-14).toStdString(), "0");
+  const render::ValueRange vr = render::value_range({0.0f, 3.1e-13f, 0.2f});
+  EXPECT_EQ(vr.lo_label, "0");
+  // Cells of a value grid: a loss rise of -0.001 reads 0.00.
+  FigureData g = synthetic_figure(View::Heads);
+  ASSERT_FALSE(g.values.panels.empty());
+  for (auto& p : g.values.panels)
+    for (float& v : p.values) v = -0.001f;
+  for (const QString& t : texts_of(g, {1200, 900, 100}))
+    EXPECT_FALSE(t.contains("-0.00")) << t.toStdString();
+}
+
+// A heatmap panel's title names the head's own numbers and its sinks (core::heatmap_header),
+// as the app's panel header and `analyze --json` do.
+TEST(Figures, HeatmapPanelTitlesAreTheHeadsOwnHeader) {
+  const FigureData f = synthetic_figure(View::Variants);
+  const auto texts = texts_of(f);
+  for (const auto& h : f.heatmaps)
+    for (const std::string& seg : core::heatmap_header(h))
+      EXPECT_TRUE(any_text(texts, QString::fromStdString(seg))) << seg;
+  EXPECT_TRUE(any_text(texts, "1 sink"));
 }
 
 }  // namespace

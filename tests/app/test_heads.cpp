@@ -15,6 +15,7 @@
 #include "app/core/analysis/analysis.h"
 #include "app/core/analysis/sweep.h"
 #include "app/core/analysis/views.h"
+#include "app/core/datasets/dataset_analysis.h"
 #include "app/core/datasets/text_dataset.h"
 #include "app/core/heads/atlas_shard.h"
 #include "app/core/heads/head_atlas.h"
@@ -648,6 +649,93 @@ TEST(HeadAtlas, HeadsCommandShardsAndMerges) {
   const CliRun lone = cli("heads --merge " + (dir / "s0.json").string());
   EXPECT_EQ(lone.status, 1) << lone.out;
   EXPECT_NE(lone.out.find("missing"), std::string::npos) << lone.out;
+}
+
+// One corpus, one plain baseline: `heads` printed a token-weighted loss over its windows beside
+// its ablation scan's window mean (3.6220 and 3.6339 on one corpus), and `analyze --dataset` a
+// record mean of records without BOS. All are now the mean over windows (records) of each one's
+// mean over its predicted tokens (core::kLossScope); records that start with BOS (which `heads`
+// adds) give `analyze --dataset` the very same windows, and so the same number.
+TEST(HeadAtlas, OneCorpusGivesOnePlainBaselineAcrossVerbs) {
+  REQUIRE_MODEL("default-text");
+  const auto model = core::cached_model("default-text");
+  const std::vector<std::string> texts = {
+      "<|endoftext|>In the beginning God created the heaven and the earth.",
+      "<|endoftext|>And the earth was without form, and void; and darkness was upon the face of "
+      "the deep. And the Spirit of God moved upon the face of the waters.",
+      "<|endoftext|>And God said, Let there be light: and there was light.",
+      "<|endoftext|>And God saw the light, that it was good: and God divided the light from the "
+      "darkness. And God called the light Day, and the darkness he called Night. And the evening "
+      "and the morning were the first day."};
+  core::AtlasOptions o;
+  o.window = 256;
+  o.repeat_sequences = 0;
+  o.bootstrap = 50;
+  const core::AtlasInput in = core::atlas_input(*model, texts, o);
+  ASSERT_EQ(in.windows.size(), texts.size());
+  const core::HeadAtlas atlas = core::head_atlas(*model, "default-text", in, o);
+  const core::AblationScan scan =
+      core::ablation_scan(*model, in.windows, models::HeadEdit::Mean, 0, o.bootstrap, o.seed);
+  // The windows differ in length: a token-weighted mean would differ from the window mean.
+  double tokens = 0;
+  for (const auto& w : in.windows) tokens += double(w.size() - 1);
+  EXPECT_GT(atlas.predicted_tokens, 0);
+  EXPECT_EQ(atlas.predicted_tokens, int(tokens));
+  EXPECT_NEAR(atlas.text_loss, scan.loss, 1e-6) << "heads: two baselines in one output";
+
+  std::vector<core::DatasetItem> items;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    core::DatasetItem it;
+    it.name = "corpus:" + std::to_string(i + 1);
+    it.input.text = texts[i];
+    items.push_back(it);
+  }
+  core::Session s;
+  s.model.id = "default-text";
+  core::DatasetAnalysisOptions dopt;
+  dopt.bootstrap = 50;
+  const core::DatasetAnalysis d = core::analyze_dataset(s, "", items, dopt);
+  ASSERT_FALSE(d.panels.empty());
+  EXPECT_NEAR(d.panels[0].loss.mean, atlas.text_loss, 1e-5) << "analyze --dataset against heads";
+  // Each says what it averages.
+  const nlohmann::json aj = core::atlas_json(atlas), sj = core::ablation_json(scan);
+  EXPECT_NE(aj.value("text_loss_scope", "").find(core::kLossScope), std::string::npos);
+  EXPECT_NE(sj.value("loss_scope", "").find(core::kLossScope), std::string::npos);
+}
+
+// "Sink" names one rule: the `sink` role scores the first-token mass and the head grid ranks
+// heads by the same number under that name; the grid's max-token mass is named apart.
+TEST(HeadRoles, TheSinkRoleAndTheGridRankHeadsByOneDefinition) {
+  REQUIRE_MODEL("default-text");
+  const auto& roles = core::head_roles();
+  size_t sink = roles.size();
+  for (size_t r = 0; r < roles.size(); ++r)
+    if (roles[r].name == "sink") sink = r;
+  ASSERT_LT(sink, roles.size());
+  EXPECT_EQ(roles[sink].grid_id, "first_token");
+  EXPECT_NE(roles[sink].definition.find("first-token mass"), std::string::npos);
+  // One input both ways: BOS + text in the atlas (one window), the same ids in the analysis.
+  const std::string text =
+      "<|endoftext|>The keeper of the lighthouse wrote every evening in a small book. The sea "
+      "was calm, and the light turned all night.";
+  const auto model = core::cached_model("default-text");
+  core::AtlasOptions o;
+  o.repeat_sequences = 0;
+  o.bootstrap = 0;
+  const core::HeadAtlas atlas =
+      core::head_atlas(*model, "default-text", core::atlas_input(*model, {text}, o), o);
+  core::Session s;
+  s.model.id = "default-text";
+  s.input.text = text;
+  const auto a = core::analyze(s, "");
+  const std::vector<float>& grid = core::head_grid(*a, 0).metric("first_token");
+  for (size_t i = 0; i < grid.size(); ++i)
+    EXPECT_NEAR(grid[i], atlas.mean[sink][i], 1e-4) << "head " << i;
+  // The same numbers, so the same ranking.
+  auto best = [](const std::vector<float>& v) {
+    return int(std::max_element(v.begin(), v.end()) - v.begin());
+  };
+  EXPECT_EQ(best(grid), best(atlas.mean[sink]));
 }
 
 }  // namespace

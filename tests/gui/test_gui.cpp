@@ -42,6 +42,7 @@
 #include "gui_test_main.h"
 #include "models/arch/default_models.h"
 #include "models/arch/text_input.h"
+#include "render/number_format.h"
 
 namespace attn::gui::test {
 namespace {
@@ -1059,6 +1060,25 @@ TEST(Gui, CommittedSessionsGiveTheSameNumbersInTheGuiAnalyzeAndRender) {
     for (size_t i = 0; i < maps.size(); ++i)
       expect_values(maps[i].cells, analyzed["heatmaps"][i]["cells"], 1e-6,
                     "analyze heatmap " + maps[i].spec);
+    // Panel headers: `analyze --json` writes the head's own header, built from the numbers beside
+    // it; the GUI's panel header prints every segment of it (and labels whatever else it shows
+    // as the layer's or the model's).
+    const render::Document gui_doc = core::document(*a);
+    const std::vector<int> shown = core::shown_panels(*a);
+    ASSERT_EQ(gui_doc.heat.panels.size(), shown.size());
+    for (size_t k = 0; k < shown.size(); ++k) {
+      const nlohmann::json& jh = analyzed["heatmaps"][size_t(shown[k])];
+      ASSERT_TRUE(jh.contains("header")) << "analyze --json: no panel header";
+      const auto header = jh["header"].get<std::vector<std::string>>();
+      EXPECT_EQ(header, core::heatmap_header(maps[size_t(shown[k])]));
+      EXPECT_EQ(header.front(), "density " + render::format_number(jh["density"].get<double>(), 3));
+      const std::string& stats = gui_doc.heat.panels[k].stats;
+      for (const std::string& seg : header)
+        EXPECT_NE(stats.find(seg), std::string::npos)
+            << "GUI header of " << maps[size_t(shown[k])].spec << " lacks '" << seg
+            << "': " << stats;
+      EXPECT_EQ(stats.find("kept "), std::string::npos) << stats;
+    }
     // Per-head metrics: every head-grid metric of every panel.
     for (size_t v = 0; v < a->panels.size(); ++v) {
       const core::HeadGrid g = core::head_grid(*a, int(v));
@@ -1081,10 +1101,12 @@ TEST(Gui, CommittedSessionsGiveTheSameNumbersInTheGuiAnalyzeAndRender) {
                       &log),
               0)
         << log;
-    for (size_t i = 0; i < maps.size(); ++i)
-      expect_values(maps[i].cells,
-                    read_json(data_stem + "_" + std::to_string(i) + ".json")["cells"], 1e-6,
-                    "render heatmap " + maps[i].spec);
+    for (size_t i = 0; i < maps.size(); ++i) {
+      const nlohmann::json rj = read_json(data_stem + "_" + std::to_string(i) + ".json");
+      expect_values(maps[i].cells, rj["cells"], 1e-6, "render heatmap " + maps[i].spec);
+      // The figure's panel title: the same header as analyze's and the GUI's.
+      EXPECT_EQ(rj["header"], analyzed["heatmaps"][i]["header"]) << "render " << maps[i].spec;
+    }
     ASSERT_EQ(run_cli("render --session " + path + " --view grid --out " + fig +
                           " --no-sidecar --data json",
                       &log),

@@ -15,6 +15,8 @@
 #include "compute/probabilities.h"
 #include "compute/registry.h"
 #include "render/cell_colors.h"
+#include "render/colormap.h"
+#include "render/draw_util.h"
 
 namespace attn::gui {
 namespace {
@@ -194,6 +196,46 @@ TEST(GuiData, ColoursFollowTheScale) {
   s.mode = render::DisplayMode::KeptSet;
   render::colorize(t, s, rgba);
   EXPECT_GT(rgba[8 + 0], rgba[8 + 2]);  // dropped cell with dense mass: red
+}
+
+// Dropped entries took the map's lowest colour and read as small probabilities: a cell with
+// visible entries and none kept takes kDroppedRgb, which no map has; a cell the causal rule hides
+// and every kept cell keep the map's colours.
+TEST(GuiData, DroppedCellsTakeAColourOutsideTheMap) {
+  auto a = synthetic(301, {"window(size=37)"});
+  const auto tiles = core::tiles(*a, 0, 301, 0, 301, 60, 60, nullptr);
+  ASSERT_EQ(tiles.size(), 2u);
+  render::ColorScale s;
+  s.vmax = std::max(tiles[0].vmax, tiles[1].vmax);
+  const render::Rgb8 drop = render::kDroppedRgb;
+  auto is_drop = [&](const std::vector<uint8_t>& rgba, size_t c) {
+    return rgba[c * 4] == drop.r && rgba[c * 4 + 1] == drop.g && rgba[c * 4 + 2] == drop.b;
+  };
+  int dropped = 0;
+  for (size_t v = 0; v < tiles.size(); ++v) {
+    const render::PanelTile& t = tiles[v];
+    std::vector<uint8_t> rgba;
+    render::colorize(t, s, rgba);
+    for (size_t c = 0; c < size_t(t.w) * size_t(t.h); ++c) {
+      const float kept = t.texels[c * 4 + 2], visible = t.texels[c * 4 + 3];
+      EXPECT_GE(visible, kept - 1e-6f);
+      EXPECT_EQ(is_drop(rgba, c), kept <= 0 && visible > 0) << "panel " << v << " cell " << c;
+      dropped += is_drop(rgba, c);
+    }
+    if (v == 0) {
+      EXPECT_EQ(dropped, 0) << "dense drops nothing";
+    }
+  }
+  EXPECT_GT(dropped, 100);  // the window's far keys
+}
+
+// Newline tokens showed as "?" in the Tokens and Sinks views: labels spell control characters.
+TEST(GuiData, TokenLabelsSpellNewlinesAndTabs) {
+  EXPECT_EQ(render::visible_label("cat"), "cat");
+  EXPECT_EQ(render::visible_label("\n"), "\\n");  // no ImGui font here: the ASCII spelling
+  EXPECT_EQ(render::visible_label("a\tb\r"), "a\\tb\\r");
+  EXPECT_EQ(render::clip_label("\n\n", 12), "\\n\\n");
+  EXPECT_EQ(render::visible_label(std::string("x\x01")), "x.");
 }
 
 }  // namespace

@@ -301,6 +301,37 @@ TEST(GuiViews, LostMassStripsAndDimTextsHaveContrastInBothThemes) {
   }
 }
 
+// Newline tokens showed as "?" in the Tokens and Sinks views: they read "\u21b5" (the font has
+// the glyph) or "\\n", never a raw control character or a "?".
+TEST(GuiViews, NewlineTokensReadAsNewlinesInTokensAndSinks) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  GuiOptions o = base_options();
+  o.text = "The cat sat.\nThe mat was warm.\nThe end.";
+  MainWindow w(o);
+  ASSERT_TRUE(show_settled(w));
+  const auto& labels = w.analysis()->labels;
+  ASSERT_NE(std::find_if(labels.begin(), labels.end(),
+                         [](const std::string& l) { return l.find('\n') != std::string::npos; }),
+            labels.end())
+      << "the input has no newline token";
+  for (const auto& [view, kind] : {std::pair{render::ViewKind::Tokens, "tokens.label"},
+                                   std::pair{render::ViewKind::Sinks, "sinks.label"}}) {
+    show_view(w, view);
+    const auto shown = marks(w, kind);
+    ASSERT_FALSE(shown.empty()) << kind;
+    int newlines = 0;
+    for (const Mark& m : shown) {
+      EXPECT_EQ(m.text.find('\n'), std::string::npos) << kind;
+      EXPECT_EQ(m.text.find('?'), std::string::npos) << kind << ": " << m.text;
+      newlines +=
+          m.text.find("\u21b5") != std::string::npos || m.text.find("\\n") != std::string::npos;
+    }
+    EXPECT_GE(newlines, 1) << kind;
+    w.view()->grab_rgba().save(screenshot_path(
+        view == render::ViewKind::Tokens ? "views_newline_tokens.png" : "views_newline_sinks.png"));
+  }
+}
+
 // Heatmap axes: a short input shows its tokens on both axes at default zoom, labels apart.
 TEST(GuiViews, HeatmapAxesShowTokensOnShortInputs) {
   if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";

@@ -10,6 +10,7 @@
 #include "compute/parallel.h"
 #include "compute/probabilities.h"
 #include "compute/score_mod.h"
+#include "render/number_format.h"
 #ifdef ATTN_HAVE_VULKAN
 #include "compute/vulkan/context.h"
 #include "compute/vulkan/tile_query.h"
@@ -35,34 +36,47 @@ render::PanelDesc panel_desc(const Analysis& a, int v) {
   pd.ms = 1e3 * (r.stats.kernel_seconds + r.stats.select_seconds);
   pd.density = r.stats.density;
   const std::optional<models::EndToEnd>& e = pn.e2e;
+  // Every number is the shown head's own (heatmap_header(), the figure's panel title and `analyze
+  // --json` print the same), or says what it covers: the kernel's computed work and its time are
+  // the layer's (the kernels report no per-head figures), the next-token figures the model's.
   // Kept entries (what the variant attends to) and computed work (what the kernel ran, blocks
   // and all) differ: a window of 16 or 64 on a short input may compute the same blocks.
   const double dense_flops = a.panels[0].result(l).stats.counted.flops;
-  const std::string kept_computed =
-      "kept " + fmt("%.3f", r.stats.density) +
-      (dense_flops > 0 ? " \u00b7 computed " + fmt("%.3f", r.stats.counted.flops / dense_flops)
-                       : "");
+  const std::string computed =
+      !pd.reference && dense_flops > 0
+          ? " \u00b7 computed " + render::format_number(r.stats.counted.flops / dense_flops, 3) +
+                " (layer mean)"
+          : "";
+  const std::string ms = " \u00b7 " + fmt("%.2f ms", pd.ms) + " (layer)";
+  const std::string where = "layer " + std::to_string(l) + " head " + std::to_string(shown_head);
+  pd.stats_tip = "Layer " + std::to_string(l) + ", head " + std::to_string(shown_head) +
+                 ": density, error, recall, row KL and sinks are this head's own.\n"
+                 "density: kept / visible entries; error: ||O - O_dense|| / ||O_dense||; "
+                 "recall: dense mass inside the kept set, mean over queries; row KL: "
+                 "KL(p_variant || p_dense), mean over queries.\n" +
+                 std::string(kSinkRule) +
+                 ".\ncomputed (layer mean): the kernel's flops over dense flops, all heads of the "
+                 "layer; ms (layer): the layer's kernel time; model: next-token KL and top-1 "
+                 "agreement of the whole model with the variant in every layer.";
   if (!a.has_metrics()) {
-    pd.stats = fmt("%.2f ms", pd.ms) + " \u00b7 " + kept_computed + " \u00b7 metrics...";
+    pd.stats = where + " \u00b7 density " + render::format_number(r.stats.density, 3) +
+               " (layer mean)" + computed + ms + " \u00b7 metrics...";
   } else {
     const Metrics& lm = pn.layer[size_t(l)];
     pd.measured = true;
     pd.rel_error = lm.rel_error;
     pd.recall = lm.mass_recall;
     pd.kl = e && e->has_tokens ? e->mean_kl : std::nan("");
-    if (pd.reference) {
-      pd.stats = "layer " + std::to_string(l) + " head " + std::to_string(shown_head) + " \u00b7 " +
-                 fmt("%.2f ms", pd.ms) + " \u00b7 " + std::to_string(lm.sinks.size()) + " sinks";
-    } else {
-      const Metrics& mh = pn.heads.empty() ? lm : pn.heads[size_t(l)][size_t(h)];
-      pd.stats = kept_computed + " \u00b7 out err " + fmt("%.3g", mh.rel_error) +
-                 " \u00b7 recall " + fmt("%.3f", mh.mass_recall) + " \u00b7 " +
-                 fmt("%.2f ms", pd.ms);
+    std::string head;
+    for (const std::string& seg : heatmap_header(a, v, l, h))
+      head += (head.empty() ? "" : " \u00b7 ") + seg;
+    pd.stats = (pd.reference ? where + " \u00b7 " : std::string()) + head + computed + ms;
+    if (!pd.reference) {
       if (e && e->has_tokens)
-        pd.stats += " \u00b7 next-token KL " + fmt("%.3g", e->mean_kl) + " \u00b7 top-1 " +
-                    fmt("%.2f", e->top1_agreement);
+        pd.stats += " \u00b7 model: next-token KL " + render::format_number(e->mean_kl, 3, 1e-9) +
+                    " \u00b7 top-1 " + render::format_fixed(e->top1_agreement, 2);
       if (e && e->has_class)
-        pd.stats += e->class_agree ? " \u00b7 class kept" : " \u00b7 class CHANGED";
+        pd.stats += e->class_agree ? " \u00b7 model: class kept" : " \u00b7 model: class CHANGED";
     }
   }
   if (!pn.notes.empty()) pd.stats += " \u00b7 " + pn.notes.front();
@@ -140,6 +154,7 @@ void fill_grid(const Analysis& a, render::HeadGridDoc& g) {
   for (size_t m : shown) {
     g.metrics.push_back(table[m].vs_dense ? table[m].label : table[m].label + " (dense)");
     g.names.push_back(table[m].name);
+    g.definitions.push_back(table[m].definition);
     g.vs_dense.push_back(table[m].vs_dense);
     g.unit.push_back(table[m].unit);
   }
@@ -208,7 +223,14 @@ render::Document document(const Analysis& a, const std::vector<TradeoffPoint>& s
   hd.head = h + a.head_offset;
   hd.k_labels = a.labels;
   hd.q_labels.assign(a.labels.end() - p.n_q, a.labels.end());
-  if (a.has_metrics()) hd.sinks = a.panels[0].layer[size_t(l)].sinks;
+  // The shown head's sinks (kSinkRule), as its panel header counts them.
+  if (a.has_metrics() && !a.panels[0].heads.empty()) {
+    const std::vector<float>& got = a.panels[0].heads[size_t(l)][size_t(h)].received;
+    for (size_t j = 0; j < got.size(); ++j)
+      if (got[j] > kSinkThreshold) hd.sinks.push_back(int(j));
+  } else if (a.has_metrics()) {
+    hd.sinks = a.panels[0].layer[size_t(l)].sinks;
+  }
   for (int v : shown_panels(a)) hd.panels.push_back(panel_desc(a, v));
   if (a.vision()) fill_image(a, d.image);
   if (!a.has_metrics()) return d;  // head grid, sinks and trade-off need the comparisons
@@ -300,8 +322,8 @@ std::vector<render::PanelTile> tiles(const Analysis& a, int q0, int q1, int k0, 
     t.w = W;
     t.h = Hc;
     t.texels.assign(size_t(W) * Hc * 4, 0.f);
-    // Kept fraction per cell from the executed layout.
-    std::vector<float> kept(size_t(W) * Hc, 0.f);
+    // Kept fraction per cell from the executed layout, and the visible fraction (causal rule).
+    std::vector<float> kept(size_t(W) * Hc, 0.f), visible(size_t(W) * Hc, 0.f);
     std::vector<std::vector<int32_t>> keys_of(static_cast<size_t>(Hc));
     // Dense layouts keep what is visible: counted per cell in closed form (positions are the
     // default ones), instead of listing N keys per row.
@@ -312,6 +334,12 @@ std::vector<render::PanelTile> tiles(const Analysis& a, int q0, int q1, int k0, 
       const int ia = q0 + int(int64_t(y) * Q / Hc), ib = q0 + int(int64_t(y + 1) * Q / Hc);
       const int mid = q0 + int((int64_t(y) * Q / Hc + int64_t(y + 1) * Q / Hc) / 2);
       for (int i = ia; i < ib; ++i) {
+        {
+          const int end = p.causal ? std::min(k1, p.qpos(i) + 1) : k1;
+          for (int x = 0; x < W && col_start[size_t(x)] < end; ++x)
+            visible[size_t(y) * W + x] +=
+                float(std::min(end, col_start[size_t(x) + 1]) - col_start[size_t(x)]);
+        }
         if (closed_form) {
           const int end = p.causal ? std::min(k1, p.qpos(i) + 1) : k1;
           for (int x = 0; x < W && col_start[size_t(x)] < end; ++x)
@@ -325,8 +353,11 @@ std::vector<render::PanelTile> tiles(const Analysis& a, int q0, int q1, int k0, 
         if (i == std::min(mid, q1 - 1) && v != 0)
           layout_row_keys(r.layout, p, head, i, keys_of[size_t(y)]);
       }
-      for (int x = 0; x < W; ++x)
-        kept[size_t(y) * W + x] /= float(std::max(1, row_count[size_t(y)] * col_count[size_t(x)]));
+      for (int x = 0; x < W; ++x) {
+        const float cell = float(std::max(1, row_count[size_t(y)] * col_count[size_t(x)]));
+        kept[size_t(y) * W + x] /= cell;
+        visible[size_t(y) * W + x] /= cell;
+      }
     });
     for (int y = 0; y < Hc; ++y)
       for (int x = 0; x < W; ++x) {
@@ -335,6 +366,7 @@ std::vector<render::PanelTile> tiles(const Analysis& a, int q0, int q1, int k0, 
         t.texels[c * 4 + 0] = vp;
         t.texels[c * 4 + 1] = dp;
         t.texels[c * 4 + 2] = kept[c];
+        t.texels[c * 4 + 3] = visible[c];
         t.vmax = std::max(t.vmax, vp);
         t.dmax = std::max(t.dmax, std::fabs(vp - dp));
       }

@@ -7,8 +7,10 @@
 #include "app/core/heads/head_metrics.h"
 #include "app/core/session/labels.h"
 #include "compute/error.h"
+#include "compute/layout.h"
 #include "compute/probabilities.h"
 #include "compute/registry.h"
+#include "render/number_format.h"
 
 namespace attn::core {
 namespace {
@@ -30,6 +32,52 @@ void check_layer_head(const Analysis& a, int layer, int head, bool mean_ok) {
   require(head >= (mean_ok ? -1 : 0) && head < a.n_heads(), ErrorCode::InvalidArgument,
           "head " + std::to_string(head) + " is out of range: the input has " +
               std::to_string(a.n_heads()) + " heads (0.." + std::to_string(a.n_heads() - 1) + ")");
+}
+
+// The head's own metrics and sinks (NaN where per-head metrics were skipped: the density is then
+// the layer's, as the kernel reports no other).
+void head_values(const Panel& pn, int layer, int head, HeatmapData& h) {
+  h.spec = pn.spec;
+  if (!pn.heads.empty()) {
+    const Metrics& m = pn.heads[size_t(layer)][size_t(head)];
+    h.density = m.density;
+    h.rel_error = m.rel_error;
+    h.mass_recall = m.mass_recall;
+    h.row_kl = m.row_kl;
+    for (size_t j = 0; j < m.received.size(); ++j)
+      if (m.received[j] > kSinkThreshold) h.sinks.push_back(int(j));
+  } else {
+    h.density = pn.result(layer).stats.density;
+    h.rel_error = h.mass_recall = h.row_kl = kNaN;
+  }
+}
+
+// Cells (of a rows x cols pooling of the n_q x n_k matrix) with visible entries of which the layout
+// keeps none.
+std::vector<uint8_t> dropped_cells(const Problem& p, const Layout& layout, int head, int rows,
+                                   int cols) {
+  if (layout.kind == Layout::Kind::Dense || rows <= 0 || cols <= 0) return {};
+  std::vector<uint8_t> kept(size_t(rows) * size_t(cols), 0), visible(kept.size(), 0);
+  std::vector<int32_t> keys;
+  for (int y = 0; y < rows; ++y) {
+    const int i0 = int(int64_t(y) * p.n_q / rows), i1 = int(int64_t(y + 1) * p.n_q / rows);
+    for (int i = i0; i < i1; ++i) {
+      for (int x = 0; x < cols; ++x) {
+        uint8_t& v = visible[size_t(y) * cols + x];
+        if (!v) v = p.visible(i, int(int64_t(x) * p.n_k / cols)) ? 1 : 0;
+      }
+      layout_row_keys(layout, p, head, i, keys);
+      for (int32_t j : keys) kept[size_t(y) * cols + size_t(int64_t(j) * cols / p.n_k)] = 1;
+    }
+  }
+  std::vector<uint8_t> out(kept.size(), 0);
+  bool any = false;
+  for (size_t c = 0; c < out.size(); ++c) {
+    out[c] = visible[c] && !kept[c] ? 1 : 0;
+    any = any || out[c];
+  }
+  if (!any) out.clear();
+  return out;
 }
 
 }  // namespace
@@ -67,17 +115,30 @@ HeatmapData heatmap(const Analysis& a, int panel, int layer, int head, int max_c
   h.k_labels = a.labels;
   h.q_labels.assign(a.labels.end() - p.n_q, a.labels.end());
   h.causal = p.causal;
-  if (!pn.heads.empty()) {
-    const Metrics& m = pn.heads[size_t(layer)][size_t(head)];
-    h.density = m.density;
-    h.rel_error = m.rel_error;
-    h.mass_recall = m.mass_recall;
-    h.row_kl = m.row_kl;
-  } else {
-    h.density = pn.result(layer).stats.density;
-    h.rel_error = h.mass_recall = h.row_kl = kNaN;
-  }
+  head_values(pn, layer, head, h);
+  h.dropped = dropped_cells(p, pn.result(layer).layout, head, h.rows, h.cols);
   return h;
+}
+
+std::vector<std::string> heatmap_header(const Analysis& a, int panel, int layer, int head) {
+  check_layer_head(a, layer, head, false);
+  HeatmapData h;
+  head_values(panel_at(a, panel), layer, head, h);
+  return heatmap_header(h);
+}
+
+std::vector<std::string> heatmap_header(const HeatmapData& h) {
+  using render::format_number;
+  std::vector<std::string> s = {"density " + format_number(h.density, 3)};
+  if (h.spec != "dense") {
+    if (std::isfinite(h.rel_error)) s.push_back("error " + format_number(h.rel_error, 2, 1e-6));
+    if (std::isfinite(h.mass_recall)) s.push_back("recall " + format_number(h.mass_recall, 3));
+    // Row KL: this head's attention rows against dense (not the model's next-token KL).
+    if (std::isfinite(h.row_kl)) s.push_back("row KL " + format_number(h.row_kl, 2, 1e-6));
+  }
+  s.push_back(std::to_string(h.sinks.size()) + (h.sinks.size() == 1 ? " sink" : " sinks"));
+  if (h.spec == "dense") s.push_back("exact reference");
+  return s;
 }
 
 std::vector<HeatmapData> heatmaps(const Analysis& a, int max_cells) {

@@ -3,6 +3,7 @@
 // (analysis.h) by the functions at the end of this file.
 #pragma once
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
@@ -31,7 +32,26 @@ struct HeatmapData {
   double mass_recall = 1;  // dense mass inside the kept set, mean over rows
   double row_kl = 0;       // KL(p_variant || p_dense), mean over rows (NaN: not a
                            // distribution)
+  std::vector<int> sinks;  // this head's sinks (kSinkRule): keys receiving > kSinkThreshold
+  // u8 [rows, cols]: 1 where the cell has entries the causal rule shows but the variant kept none
+  // of them (drawn in a colour outside the map, not as probability 0); empty when none is dropped
+  std::vector<uint8_t> dropped;
 };
+
+// What a sink is, everywhere (panel headers, the Sinks view, head-grid metrics, figures): a key
+// that receives more than kSinkThreshold of the attention, averaged over the queries of a head
+// (panels) or over the queries and heads of a layer (the Sinks view, "layer mean"). A head has a
+// sink exactly when its max-token mass exceeds the threshold. The `sink` role of `heads` scores
+// the first-token mass instead (head_roles.h).
+constexpr double kSinkThreshold = 0.3;
+inline constexpr const char* kSinkRule =
+    "a sink is a key that receives more than 0.3 of the attention, averaged over the queries "
+    "(of this head; in the Sinks view, of every head of the layer)";
+
+// A heatmap panel's header, in segments ("density 0.626", "error 0.013", "recall 0.998", "2
+// sinks"): the head's own values only. The GUI's panel header, the figure's panel title and
+// `analyze --json` ("header") print these strings.
+std::vector<std::string> heatmap_header(const HeatmapData& h);
 
 // Mass each token receives (mean over heads and queries), per layer: where the sinks are.
 struct SinkData {
@@ -40,7 +60,7 @@ struct SinkData {
   std::vector<std::string> labels;  // [n]
   std::vector<float> received;      // f32 [n_layers, n]
   std::vector<int> sinks;           // tokens whose received mass exceeds the threshold somewhere
-  double threshold = 0.3;
+  double threshold = kSinkThreshold;
 };
 
 // One value per (layer, head) of a variant for each head metric (head_metrics.h), for the head
@@ -108,8 +128,10 @@ namespace attn::core {
 HeatmapData heatmap(const Analysis& a, int panel, int layer, int head, int max_cells = 256);
 // Every panel at the session's layer and head (dense first).
 std::vector<HeatmapData> heatmaps(const Analysis& a, int max_cells = 256);
+// heatmap_header() of that panel's heatmap, without pooling its cells.
+std::vector<std::string> heatmap_header(const Analysis& a, int panel, int layer, int head);
 // Received mass per layer and token of a panel (needs add_metrics()).
-SinkData sinks(const Analysis& a, int panel = 0, double threshold = 0.3);
+SinkData sinks(const Analysis& a, int panel = 0, double threshold = kSinkThreshold);
 // Per-(layer, head) metrics of a panel (needs per-head metrics).
 HeadGrid head_grid(const Analysis& a, int panel);
 // Cost against accuracy of a panel: layer means, end-to-end figures when they ran.

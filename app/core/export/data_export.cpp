@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "app/core/heads/head_metrics.h"
 #include "app/core/session/session.h"
 #include "compute/error.h"
 #include "models/formats/npy.h"
@@ -86,22 +87,26 @@ std::string matrix_csv(int rows, int cols, const std::vector<float>& data,
 }
 
 json to_json(const HeatmapData& h) {
-  return {{"spec", h.spec},
-          {"caption", h.caption},
-          {"layer", h.layer},
-          {"head", h.head},
-          {"n_q", h.n_q},
-          {"n_k", h.n_k},
-          {"rows", h.rows},
-          {"cols", h.cols},
-          {"cells", json_numbers(h.cells)},
-          {"q_labels", h.q_labels},
-          {"k_labels", h.k_labels},
-          {"causal", h.causal},
-          {"density", json_number(h.density)},
-          {"rel_error", json_number(h.rel_error)},
-          {"mass_recall", json_number(h.mass_recall)},
-          {"row_kl", json_number(h.row_kl)}};
+  json j = {{"spec", h.spec},
+            {"caption", h.caption},
+            {"layer", h.layer},
+            {"head", h.head},
+            {"n_q", h.n_q},
+            {"n_k", h.n_k},
+            {"rows", h.rows},
+            {"cols", h.cols},
+            {"cells", json_numbers(h.cells)},
+            {"q_labels", h.q_labels},
+            {"k_labels", h.k_labels},
+            {"causal", h.causal},
+            {"density", json_number(h.density)},
+            {"rel_error", json_number(h.rel_error)},
+            {"mass_recall", json_number(h.mass_recall)},
+            {"row_kl", json_number(h.row_kl)},
+            {"sinks", h.sinks},
+            {"header", heatmap_header(h)}};
+  if (!h.dropped.empty()) j["dropped"] = h.dropped;  // [rows * cols]: 1 visible, none kept
+  return j;
 }
 
 json to_json(const SinkData& s) {
@@ -118,6 +123,9 @@ json to_json(const HeadGrid& g) {
   json j = {{"spec", g.spec}, {"layers", g.n_layers}, {"heads", g.n_heads}};
   for (size_t m = 0; m < g.metrics.size() && m < g.values.size(); ++m)
     j[g.metrics[m]] = json_numbers(g.values[m]);
+  // Deprecated keys, still written for readers of earlier files ("sink_mass").
+  for (const auto& [old_name, now] : head_metric_aliases())
+    if (j.contains(now)) j[old_name] = j[now];
   return j;
 }
 

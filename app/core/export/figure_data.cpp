@@ -156,6 +156,7 @@ FigureData stream_figure(const StreamResult& r, int smooth) {
     for (double b : p.bytes) bytes += b;
     c.mean_bytes = p.bytes.empty() ? 0 : bytes / double(p.bytes.size());
     c.stopped = p.error;
+    c.read = p.nll.empty() ? 0 : int(p.nll.size()) + 1;
     // Until `smooth` tokens are read a point averages every token so far, so a short run (a
     // full cache that stopped at the context) still has its curve.
     const int n = int(p.nll.size()), w = f.stream.smooth;
@@ -201,10 +202,17 @@ FigureData cache_figure(const StreamResult& r, int layer, int head, int max_cell
     c.cols = std::min(T, max_cells);
     std::vector<double> held(size_t(c.rows) * c.cols, 0.0), seen(held.size(), 0.0);
     std::vector<char> in(static_cast<size_t>(T));
+    // Per token: the first pass that held it, and whether every pass since did.
+    std::vector<int> first_held(size_t(T), -1);
+    std::vector<char> always(size_t(T), 1);
     for (int s = 0; s < c.passes; ++s) {
       const models::KvSnapshot& snap = p.history[size_t(s)];
       std::fill(in.begin(), in.end(), 0);
       for (int32_t t : snap.kept[size_t(layer)][size_t(head)]) in[size_t(t)] = 1;
+      for (int t = 0; t <= snap.step && t < T; ++t) {
+        if (in[size_t(t)] && first_held[size_t(t)] < 0) first_held[size_t(t)] = s;
+        if (!in[size_t(t)] && first_held[size_t(t)] >= 0) always[size_t(t)] = 0;
+      }
       const int row = int(int64_t(s) * c.rows / c.passes);
       for (int t = 0; t <= snap.step && t < T; ++t) {
         const size_t cell = size_t(row) * c.cols + size_t(int64_t(t) * c.cols / T);
@@ -215,6 +223,12 @@ FigureData cache_figure(const StreamResult& r, int layer, int head, int max_cell
     c.kept.resize(held.size());
     for (size_t i = 0; i < held.size(); ++i)
       c.kept[i] = seen[i] > 0 ? float(held[i] / seen[i]) : NAN;
+    // Only where the policy evicts: under a full cache every token persists.
+    const bool evicts = std::find(always.begin(), always.end(), 0) != always.end();
+    for (int t = 0; evicts && t < T && c.persistent.size() < 64; ++t)
+      if (first_held[size_t(t)] >= 0 && always[size_t(t)] &&
+          2 * (c.passes - first_held[size_t(t)]) >= c.passes)
+        c.persistent.push_back(t);
     f.cache.panels.push_back(std::move(c));
   }
   f.title = "What the KV cache holds, step by step";

@@ -53,6 +53,8 @@ struct StreamCurve {
   std::vector<double> ppl;     // y: perplexity over the `smooth` tokens up to x (all of
                                // them while fewer were read)
   double perplexity = 0;       // over the whole stream the policy read
+  int read = 0;                // tokens that stream holds: its curve's length (the tokens scored
+                               // are one fewer), shown beside its name when policies differ
   double mean_bytes = 0;       // cache bytes, averaged over the stream
   std::string stopped;         // why it stopped early ("" = read everything)
 };
@@ -70,6 +72,9 @@ struct CacheTimeline {
   int passes = 0, tokens = 0;  // before binning
   int rows = 0, cols = 0;
   std::vector<float> kept;  // f32 [rows, cols]
+  // Tokens held after every pass from the one that read them to the last, for at least half the
+  // passes (sinks): drawn as marks that stay visible however many tokens share a cell.
+  std::vector<int> persistent;
 };
 struct CacheFigure {
   int layer = 0, head = 0;

@@ -314,17 +314,20 @@ HeadAtlas summarize_atlas(const AtlasSamples& s, int bootstrap) {
   a.bootstrap = bootstrap;
   a.seed = s.seed;
   a.seconds = s.seconds;
-  double nll = 0;
+  double loss_sum = 0;
+  int loss_windows = 0;
   long predicted = 0;
   std::vector<std::map<int, int>> offset_votes(static_cast<size_t>(LH));
   for (const AtlasSample& smp : s.samples) {
     if (smp.repeat) continue;
-    nll += smp.nll;
+    if (smp.predicted > 0) loss_sum += smp.nll / smp.predicted, ++loss_windows;
     predicted += smp.predicted;
     for (int i = 0; i < LH && size_t(i) < smp.offsets.size(); ++i)
       ++offset_votes[size_t(i)][smp.offsets[size_t(i)]];
   }
-  a.text_loss = predicted > 0 && s.lm ? nll / double(predicted) : kNaN;
+  // Each window weighs the same, as in the ablation scan's baseline and `analyze --dataset`.
+  a.text_loss = loss_windows > 0 && s.lm ? loss_sum / loss_windows : kNaN;
+  a.predicted_tokens = int(predicted);
   for (int i = 0; i < LH; ++i) {
     int best = 0, votes = -1;
     for (const auto& [off, n] : offset_votes[size_t(i)])
@@ -416,6 +419,8 @@ nlohmann::json atlas_json(const HeadAtlas& a) {
                    {"bootstrap_resamples", a.bootstrap},
                    {"interval", "bootstrap percentile 95% over samples"}};
   j["text_loss"] = std::isfinite(a.text_loss) ? json(a.text_loss) : json();
+  j["text_loss_scope"] = std::string(kLossScope) + "; a window is BOS + its text (cut to --window)";
+  j["predicted_tokens"] = a.predicted_tokens;
   j["seconds"] = a.seconds;
   j["roles"] = json::array();
   const auto& roles = head_roles();

@@ -72,7 +72,11 @@ struct HeadAtlas {
   std::vector<int> offset;               // i32 [L, H]: most-used offset t - k (offset role)
   int windows = 0, window_tokens = 0, text_tokens = 0;
   int repeats = 0, repeat_length = 0;
-  double text_loss = 0;  // mean next-token loss over the text windows (NaN without an LM head)
+  // Next-token loss (nats) of the text windows: the mean over windows of each window's mean over
+  // its predicted tokens (kLossScope), the baseline of the ablation scan and of `analyze
+  // --dataset` alike. NaN without an LM head.
+  double text_loss = 0;
+  int predicted_tokens = 0;  // tokens the windows predict (each window's length - 1)
   int long_range = 32, bootstrap = 0;
   uint64_t seed = 0;
   double seconds = 0;
@@ -85,6 +89,12 @@ struct HeadAtlas {
 // One forward pass's role scores, before any averaging: the unit of sharding. A text window
 // scores the text roles and gives its offsets and next-token loss; a repeated sequence scores the
 // repeated-sequence roles (HeadRole::repeated).
+// What every plain baseline loss averages (heads, its ablation scan, analyze --dataset):
+// printed and written beside the number.
+inline constexpr const char* kLossScope =
+    "mean over the windows (records) of each one's mean next-token loss over its predicted "
+    "tokens";
+
 struct AtlasSample {
   bool repeat = false;                      // a repeated sequence, else a text window
   int index = 0;                            // its place among the input's windows or sequences

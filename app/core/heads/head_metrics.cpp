@@ -176,8 +176,11 @@ const std::vector<HeadMetric>& head_metrics() {
       {"entropy", "Mean row entropy (nats)", "Entropy (nats)",
        "mean over queries of the entropy of the attention row", false, false,
        [](const HeadMetricInput& in) { return mean(in.metrics.entropy); }},
-      {"sink_mass", "Mass on the most-attended token", "Sink mass",
-       "largest mean mass any one key receives (attention sinks, Xiao et al. 2023)", false, true,
+      {"max_token_mass", "Mass on the most-attended token (max-token mass)", "Max-token mass",
+       "largest mass any one key receives, averaged over the queries; the head has a sink (a key "
+       "with more than 0.3) exactly when this exceeds 0.3 (attention sinks, Xiao et al. 2023). "
+       "Was 'sink_mass'; the first-token mass is the `sink` role's score",
+       false, true,
        [](const HeadMetricInput& in) {
          return in.metrics.received.empty() ? std::nan("")
                                             : double(*std::max_element(in.metrics.received.begin(),
@@ -214,7 +217,21 @@ const std::vector<std::string>& head_metric_names() {
   return names;
 }
 
-int head_metric_index(const std::string& name) {
+const std::vector<std::pair<std::string, std::string>>& head_metric_aliases() {
+  static const std::vector<std::pair<std::string, std::string>> aliases = {
+      {"sink_mass", "max_token_mass"},
+  };
+  return aliases;
+}
+
+std::string canonical_head_metric(const std::string& name) {
+  for (const auto& [old_name, now] : head_metric_aliases())
+    if (name == old_name) return now;
+  return name;
+}
+
+int head_metric_index(const std::string& name_or_alias) {
+  const std::string name = canonical_head_metric(name_or_alias);
   const auto& n = head_metric_names();
   for (size_t i = 0; i < n.size(); ++i)
     if (n[i] == name) return int(i);
@@ -222,6 +239,15 @@ int head_metric_index(const std::string& name) {
   for (const auto& s : n) list += (list.empty() ? "" : ", ") + s;
   throw Error(ErrorCode::InvalidArgument,
               "unknown head-grid metric '" + name + "' (known: " + list + ")");
+}
+
+std::string head_metric_help() {
+  std::string out;
+  for (const HeadMetric& m : head_metrics())
+    out += (out.empty() ? "" : "; ") + m.name + ": " + m.definition;
+  for (const auto& [old_name, now] : head_metric_aliases())
+    out += "; " + old_name + ": deprecated name of " + now;
+  return out;
 }
 
 std::string head_metric_title(const std::string& name) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app/core/heads/head_roles.h"
@@ -35,13 +36,21 @@ struct HeadMetric {
 
 // Every metric, in display order.
 const std::vector<HeadMetric>& head_metrics();
-// Index in head_metrics(); throws Error(InvalidArgument) listing the names.
+// Index in head_metrics() of a name or a deprecated alias; throws Error(InvalidArgument) listing
+// the names.
 int head_metric_index(const std::string& name);
+// Deprecated names still read (sessions, --figure-metric, JSON keys): {old, current}.
+// "sink_mass" is "max_token_mass" (the word "sink" now names only kSinkRule's count).
+const std::vector<std::pair<std::string, std::string>>& head_metric_aliases();
+// The current name of `name` (itself when it is no alias).
+std::string canonical_head_metric(const std::string& name);
 // Role scores of head `head` of a panel on this input (head_roles.h), from its probabilities,
 // outputs and values; `ids` (may be null) are the input's token ids.
 RoleScores panel_role_scores(const Variant& v, const Problem& p, const Result& r, int head,
                              const std::vector<int32_t>* ids);
 const std::vector<std::string>& head_metric_names();
 std::string head_metric_title(const std::string& name);
+// Every metric's name and definition (then the deprecated aliases), for the verbs' --help.
+std::string head_metric_help();
 
 }  // namespace attn::core

@@ -259,7 +259,10 @@ const std::vector<HeadRole>& head_roles() {
        [](const HeadRows& h, const RoleOptions&) -> std::unique_ptr<RoleDetector> {
          return std::make_unique<Offset>(h);
        }},
-      {"sink", "Sink (first token)", "mean over queries t >= 1 of the mass on the first token",
+      {"sink", "First-token sink (first-token mass)",
+       "first-token mass: mean over queries t >= 1 of the mass on the first token (the head "
+       "grid's 'First-token mass' ranks heads the same way; its 'Max-token mass' takes the "
+       "most-attended key instead)",
        "Xiao et al. 2023, Efficient Streaming Language Models with Attention Sinks", false,
        "first_token", "First-token mass", sink},
       {"no_op", "No-op",

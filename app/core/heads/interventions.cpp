@@ -664,6 +664,7 @@ nlohmann::json ablation_json(const AblationScan& s) {
   return {{"mode", s.mode},
           {"windows", s.windows},
           {"loss", s.loss},
+          {"loss_scope", std::string(kLossScope) + " (the atlas's text_loss)"},
           {"definition",
            "mean next-token loss over the windows with the head ablated alone, "
            "minus the loss without ablation"},

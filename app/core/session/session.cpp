@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "app/core/attribution/attribution.h"
+#include "app/core/heads/head_metrics.h"
 #include "app/core/heads/interventions.h"
 #include "compute/error.h"
 #include "models/arch/default_models.h"
@@ -290,6 +291,7 @@ void read_view(const json& j, ViewSettings& vs, const std::string& source) {
   read_field(v, "vmax", vs.vmax, "view.", source);
   read_field(v, "query", vs.query, "view.", source);
   read_field(v, "grid_metric", vs.grid_metric, "view.", source);
+  vs.grid_metric = canonical_head_metric(vs.grid_metric);  // "sink_mass" is "max_token_mass"
   read_field(v, "grid_variant", vs.grid_variant, "view.", source);
   read_field(v, "grid_scale", vs.grid_scale, "view.", source);
   require(vs.grid_scale == "data" || vs.grid_scale == "unit", ErrorCode::Format,
