@@ -49,7 +49,7 @@ double paint_rows(FigurePainter& c, const QRectF& area, double y, const Attribut
   const double rh = std::max(lh + 2, 9.0);
   const QRectF r(area.left() + lw, y, width, rh * M);
   const std::vector<float> pos = positions(a);
-  draw_cells(c, r, {M, U, &pos, {}}, render::Colormap::Diverging, 1.0, false);
+  draw_cells(c, r, {M, U, &pos, {}, {}}, render::Colormap::Diverging, 1.0, false);
   c.rect_outline(r);
   for (int m = 0; m < M; ++m)
     c.text({r.left() - 3, r.top() + (m + 0.5) * rh}, qs(a.methods[size_t(m)]), s.tick_pt, 1, 0,

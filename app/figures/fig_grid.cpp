@@ -112,7 +112,7 @@ double paint_head_grids(FigurePainter& c, const QRectF& area, const FigureData& 
     const QRectF r(x0 + l.left + col * (gw + kGap),
                    y0 + row * (l.top + gh + l.bottom + kRowGap) + l.top, gw, gh);
     draw_caption(c, {r.left(), r.top() - l.top}, room, l.caps[size_t(k)]);
-    CellSource src{L, H, &v, {}};
+    CellSource src{L, H, &v, {}, {}};
     draw_cells(c, r, src, cb.cmap, vmax, false);
     c.rect_outline(r);
     if (value_pt >= 4.0) {

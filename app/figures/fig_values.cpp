@@ -124,7 +124,7 @@ double paint_value_grids(FigurePainter& c, const QRectF& area, const FigureData&
                    y0 + row * (l.top + gh + l.bottom + kRowGap) + l.top, gw, gh);
     draw_caption(c, {r.left(), r.top() - l.top}, std::max(gw + kGap - 3, 20.0), l.caps[size_t(k)]);
     std::vector<float> pos(g.values.size());
-    CellSource src{g.rows, g.cols, &pos, std::vector<bool>(g.values.size(), false)};
+    CellSource src{g.rows, g.cols, &pos, std::vector<bool>(g.values.size(), false), {}};
     for (size_t i = 0; i < pos.size(); ++i) {
       pos[i] = float(std::clamp(position(g.values[i]), 0.0, 1.0));
       src.hidden[i] = !std::isfinite(g.values[i]);
