@@ -44,6 +44,8 @@ for f in usr/bin/attnscope \
   usr/share/attnscope/models/default-vision/config.json \
   usr/share/attnscope/samples/lighthouse.txt \
   usr/share/attnscope/images/sneaker_1.png \
+  usr/share/attnscope/lessons/1-one-head.attnscope-lesson.json \
+  usr/share/attnscope/lessons/6-attention-and-attribution.attnscope-lesson.json \
   usr/share/doc/attnscope/README.md \
   usr/share/doc/attnscope/changelog.gz \
   usr/share/doc/attnscope/docs/sessions/text.attnscope.json \
