@@ -728,7 +728,8 @@ TEST(HeadRoles, TheSinkRoleAndTheGridRankHeadsByOneDefinition) {
   s.model.id = "default-text";
   s.input.text = text;
   const auto a = core::analyze(s, "");
-  const std::vector<float>& grid = core::head_grid(*a, 0).metric("first_token");
+  const core::HeadGrid g = core::head_grid(*a, 0);
+  const std::vector<float>& grid = g.metric("first_token");
   for (size_t i = 0; i < grid.size(); ++i)
     EXPECT_NEAR(grid[i], atlas.mean[sink][i], 1e-4) << "head " << i;
   // The same numbers, so the same ranking.
