@@ -19,11 +19,12 @@ int main(int argc, char** argv) {
   using namespace attn::cli;
 #ifdef ATTN_HAVE_GUI
   if (argc == 1) return attn::gui::run_gui(argc, argv, {});
-  // `attnscope FILE.attnscope.json` opens the session in the app (the desktop entry's Exec line).
+  // `attnscope FILE.attnscope.json` opens the session in the app (the desktop entry's Exec line);
+  // a FILE.attnscope-lesson.json plays the lesson.
   if (const std::string arg = argc == 2 ? argv[1] : "";
       arg.size() > 5 && arg[0] != '-' && arg.ends_with(".json")) {
     attn::gui::GuiOptions options;
-    options.session = arg;
+    (arg.ends_with(".attnscope-lesson.json") ? options.lesson : options.session) = arg;
     return attn::gui::run_gui(1, argv, options);
   }
 #endif

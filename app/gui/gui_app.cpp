@@ -109,6 +109,8 @@ void add_gui_command(CLI::App& app, std::function<int()>& action, int argc, char
   cmd->add_option("--tokens", o.synthetic_tokens, "Tokens of the synthetic problem")
       ->capture_default_str();
   cmd->add_option("--session", o.session, "Open a session file (.attnscope.json)");
+  cmd->add_option("--lesson", o.lesson,
+                  "Play a lesson file (.attnscope-lesson.json; built-in ones: Help > Lessons)");
   cmd->add_option("--layer", o.layer, "Layer shown first")->capture_default_str();
   cmd->add_option("--head", o.head, "Head shown first")->capture_default_str();
   cmd->add_option("--variants", variants, "Up to four variant specs separated by ';'");

@@ -39,6 +39,7 @@
 #include "app/gui/decode_dialog.h"
 #include "app/gui/input_dock.h"
 #include "app/gui/interventions_dock.h"
+#include "app/gui/lesson_player.h"
 #include "app/gui/model_dock.h"
 #include "app/gui/qk_dock.h"
 #include "app/gui/shared_device.h"
@@ -110,6 +111,7 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   build_menus();
   load_initial_state();
   if (!options_.session.empty()) open_session(QString::fromStdString(options_.session));
+  if (!options_.lesson.empty()) lessons_->open(QString::fromStdString(options_.lesson));
   start_autosave();
   submit_now();
 }
@@ -410,6 +412,8 @@ void MainWindow::release_view_device() {
 }
 
 void MainWindow::build_menus() {
+  lessons_ = new LessonPlayer(this);
+  addDockWidget(Qt::BottomDockWidgetArea, lessons_);
   QMenu* file = menuBar()->addMenu("&File");
   file->addAction("&Open text...", QKeySequence::Open, this, [this] {
     const QString f =
@@ -455,6 +459,8 @@ void MainWindow::build_menus() {
       save_session_as(saved_path_);
   });
   file->addAction("Save session &as...", QKeySequence::SaveAs, this, save_as);
+  file->addSeparator();
+  lessons_->add_file_actions(file);
   recent_menu_ = file->addMenu("&Recent files");
   rebuild_recent();
   file->addSeparator();
@@ -501,12 +507,14 @@ void MainWindow::build_menus() {
   view->addAction(interventions_->toggleViewAction());
   view->addAction(attribution_->toggleViewAction());
   view->addAction(qk_->toggleViewAction());
+  view->addAction(lessons_->toggleViewAction());
 
   QMenu* tools = menuBar()->addMenu("&Tools");
   tools->addAction("&Decode lab...", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_L), this,
                    [this] { open_decode_lab(); });
 
   QMenu* help = menuBar()->addMenu("&Help");
+  lessons_->add_help_actions(help);
   help->addAction("&About attnscope", this, &MainWindow::about);
   help->addAction("About &Qt", qApp, &QApplication::aboutQt);
 }
@@ -916,18 +924,22 @@ void MainWindow::open_session(const QString& path) {
     } catch (const Error& e) {
       QMessageBox::warning(this, "Session", QString("The session opens, but: ") + e.what());
     }
-    session_ = s;
-    session_path_ = path.toStdString();
-    attribution_on_open_ = s.view.view == "attribution" && !s.attribution.empty();
-    qk_on_open_ = s.view.view == "qk";
+    show_session_data(s, path.toStdString());
     saved_path_ = path;
     setWindowTitle(QFileInfo(path).fileName() + " \u2014 attnscope");
-    show_session();
     add_recent(path);
-    submit_now();
   } catch (const Error& e) {
     QMessageBox::warning(this, "Open session", e.what());
   }
+}
+
+void MainWindow::show_session_data(const core::Session& s, const std::string& base_path) {
+  session_ = s;
+  session_path_ = base_path;
+  attribution_on_open_ = s.view.view == "attribution" && !s.attribution.empty();
+  qk_on_open_ = s.view.view == "qk";
+  show_session();
+  submit_now();
 }
 
 core::Session MainWindow::current_session() {
@@ -1009,6 +1021,7 @@ void MainWindow::set_presentation(bool on) {
   if (presentation_action_ && presentation_action_->isChecked() != on)
     presentation_action_->setChecked(on);
   if (view_->canvas()) view_->canvas()->settings().presentation = on;
+  lessons_->set_presentation(on);  // the caption stays, in large type
   view_->redraw();
 }
 
@@ -1096,7 +1109,9 @@ void MainWindow::dropEvent(QDropEvent* e) {
   for (const QUrl& u : e->mimeData()->urls()) {
     const QString p = u.toLocalFile();
     if (p.isEmpty()) continue;
-    if (QFileInfo(p).isDir())
+    if (core::is_lesson_path(p.toStdString()))
+      lessons_->open(p);
+    else if (QFileInfo(p).isDir())
       open_model_folder(p);
     else if (is_image_file(p))
       open_image(p);

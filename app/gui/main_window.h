@@ -31,6 +31,7 @@ class AttributionDock;
 class QkDock;
 class InputDock;
 class InterventionsDock;
+class LessonPlayer;
 class ModelDock;
 class VariantsDock;
 class VulkanView;
@@ -42,6 +43,7 @@ struct GuiOptions {
   std::string image;    // initial image (vision models)
   std::string tensors;  // raw q/k/v folder
   std::string session;  // a .attnscope.json session to open (overrides the above)
+  std::string lesson;   // a .attnscope-lesson.json lesson to play (after the session)
   // Initial variant specs (at most 4): a static/dynamic comparison sized for the default model.
   std::vector<std::string> variants = {"window(size=32)", "sinks_window(sinks=4,window=32)",
                                        "block_topk(block=16,k=4)", "top_p(block=16,p=0.9)"};
@@ -69,6 +71,7 @@ class MainWindow : public QMainWindow {
   InterventionsDock* interventions_dock() const { return interventions_; }
   AttributionDock* attribution_dock() const { return attribution_; }
   QkDock* qk_dock() const { return qk_; }
+  LessonPlayer* lesson_player() const { return lessons_; }
   // The core's analysis the view shows (its session is the one shown).
   std::shared_ptr<const core::Analysis> analysis() const { return analysis_; }
   // The session the docks edit: the source of truth of everything shown.
@@ -89,6 +92,11 @@ class MainWindow : public QMainWindow {
   // Sessions (app/core): the input, model, variants, selection and view settings.
   void open_session(const QString& path);
   void save_session_as(const QString& path);
+  // Opens `s` as open_session() opens a file's (the docks and views follow); `base_path` locates
+  // its relative paths. The title and the path Ctrl+S writes to are the caller's (lessons).
+  void show_session_data(const core::Session& s, const std::string& base_path);
+  // The docks read into the session, with its paths made absolute (what a save would write).
+  core::Session current_session();
   // Tools > Decode lab: streams the session's text under KV-cache policies (a new dialog).
   DecodeDialog* open_decode_lab();
   // The shown view as a publication figure (PNG, SVG or PDF by extension, through the same
@@ -140,7 +148,6 @@ class MainWindow : public QMainWindow {
   void show_session();
   // The session's view settings into the canvas (deferred until the canvas exists).
   void apply_view_settings();
-  core::Session current_session();
   void offer_recovery();
   void schedule_analysis(int delay_ms = 200);
   // Arms the autosave of an edit (no-op while armed or when autosave is off).
@@ -167,6 +174,7 @@ class MainWindow : public QMainWindow {
   InterventionsDock* interventions_ = nullptr;
   AttributionDock* attribution_ = nullptr;
   QkDock* qk_ = nullptr;
+  LessonPlayer* lessons_ = nullptr;
   std::unique_ptr<AnalysisWorker> worker_;
   core::Session session_;
   std::string session_path_;  // locates the session's relative paths ("" = unsaved)

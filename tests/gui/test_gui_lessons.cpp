@@ -1,0 +1,300 @@
+// GUI tests of lessons (app/gui/lesson_player.h): every built-in lesson played to the end in the
+// real app (Qt, Vulkan on lavapipe under Xvfb) with a non-uniform view at every step; Next/Back,
+// their buttons and their keys; the input edited at a step; recording and saving; and a bad
+// lesson that leaves the app exactly as it was. A screenshot of every built-in step (the window
+// with the view composited in) goes to $ATTNSCOPE_SCREENSHOT_DIR when it is set.
+#include <gtest/gtest.h>
+
+#include <QApplication>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileInfo>
+#include <QMimeData>
+#include <QPainter>
+#include <QPlainTextEdit>
+#include <QTest>
+#include <QTextBrowser>
+#include <QUrl>
+#include <QVulkanInstance>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "app/core/session/session.h"
+#include "app/core/teaching/lesson.h"
+#include "app/gui/attribution_dock.h"
+#include "app/gui/input_dock.h"
+#include "app/gui/lesson_player.h"
+#include "app/gui/main_window.h"
+#include "app/gui/qk_dock.h"
+#include "app/gui/variants_dock.h"
+#include "app/gui/vulkan_view.h"
+#include "gui_driver.h"
+#include "gui_test_main.h"
+#include "render/canvas.h"
+
+namespace attn::gui::test {
+namespace {
+
+QVulkanInstance* g_instance = nullptr;
+
+std::string work_dir() {
+  const auto d = std::filesystem::temp_directory_path() / "attnscope_gui_lessons";
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+
+::testing::AssertionResult show_settled(MainWindow& w) {
+  w.view()->setVulkanInstance(g_instance);
+  w.show();
+  if (!wait_until([&] { return w.view()->frames_drawn() > 0; }, 20000))
+    return ::testing::AssertionFailure() << "no frame";
+  if (!wait_until([&] { return w.worker_idle() || !w.last_error().isEmpty(); }, 120000))
+    return ::testing::AssertionFailure() << "the worker never went idle";
+  if (!w.last_error().isEmpty())
+    return ::testing::AssertionFailure() << w.last_error().toStdString();
+  if (!wait_settled(w, 60000, 3)) return ::testing::AssertionFailure() << "not settled";
+  return ::testing::AssertionSuccess();
+}
+
+// Waits until the step's analysis (and, on the Attribution and Q/K views, their runs) is shown.
+::testing::AssertionResult step_settled(MainWindow& w, const core::Session& s) {
+  auto shown = [&] {
+    const auto a = w.analysis();
+    return a && a->session.layer == s.layer && a->session.head == s.head &&
+           a->session.model.id == s.model.id && a->session.input.kind == s.input.kind &&
+           (s.input.kind != "text" || a->session.input.text == s.input.text) &&
+           a->session.variants.size() == s.variants.size() &&
+           a->session.ablation.heads == s.ablation.heads && w.worker_idle();
+  };
+  if (!wait_until([&] { return shown() || !w.last_error().isEmpty(); }, 180000))
+    return ::testing::AssertionFailure() << "the step's analysis never came";
+  if (!w.last_error().isEmpty())
+    return ::testing::AssertionFailure() << w.last_error().toStdString();
+  if (s.view.view == "attribution" &&
+      !wait_until([&] { return w.attribution_dock()->doc() && !w.attribution_dock()->running(); },
+                  180000))
+    return ::testing::AssertionFailure() << "no attribution";
+  if (s.view.view == "qk" &&
+      !wait_until([&] { return w.qk_dock()->doc() && !w.qk_dock()->running(); }, 60000))
+    return ::testing::AssertionFailure() << "no Q/K map";
+  if (!wait_settled(w, 60000, 4)) return ::testing::AssertionFailure() << "not settled";
+  return ::testing::AssertionSuccess();
+}
+
+// The window as the audience sees it: the widgets, with the Vulkan view painted where it sits.
+QImage window_shot(MainWindow& w) {
+  QImage shot = w.grab().toImage().convertToFormat(QImage::Format_RGB32);
+  const QImage view = w.view()->grab_rgba();
+  QWidget* c = w.centralWidget();
+  QPainter p(&shot);
+  p.drawImage(QRect(c->mapTo(&w, QPoint(0, 0)), c->size()), view);
+  return shot;
+}
+
+// Distinct colours in the middle of the view: a blank or flat panel has a handful.
+int view_colours(MainWindow& w) {
+  const QImage img = w.view()->grab_rgba();
+  return distinct_colors(
+      img, {img.width() * 0.15f, img.height() * 0.15f, img.width() * 0.85f, img.height() * 0.85f});
+}
+
+// Every built-in lesson: each step opens its session (model, input, selection, view) and shows a
+// non-uniform view; Next walks to the end and stops there.
+TEST(GuiLessons, EveryBuiltInLessonPlaysToTheEnd) {
+  if (!have_model("default-text") || !have_model("default-vision"))
+    GTEST_SKIP() << "embedded models not found";
+  const QStringList lessons = LessonPlayer::builtin_lessons();
+  ASSERT_EQ(lessons.size(), 6) << "the built-in lessons (a)-(f)";
+  const bool shots = !qEnvironmentVariableIsEmpty("ATTNSCOPE_SCREENSHOT_DIR");
+  MainWindow w(base_options());
+  ASSERT_TRUE(show_settled(w));
+  LessonPlayer* player = w.lesson_player();
+  for (const QString& path : lessons) {
+    SCOPED_TRACE(path.toStdString());
+    ASSERT_EQ(player->open(path), "");
+    ASSERT_TRUE(player->isVisible());
+    const QString name = QFileInfo(path).fileName().section('.', 0, 0);
+    for (int k = 0; k < player->steps(); ++k) {
+      SCOPED_TRACE("step " + std::to_string(k + 1));
+      ASSERT_EQ(player->step(), k);
+      const core::LessonStep& st = player->lesson().steps[size_t(k)];
+      ASSERT_TRUE(step_settled(w, st.session));
+      const auto a = w.analysis();
+      EXPECT_EQ(a->session.input.kind, st.session.input.kind);
+      EXPECT_EQ(a->session.model.id, st.session.model.id);
+      EXPECT_EQ(a->session.variants.size(), st.session.variants.size());
+      EXPECT_EQ(w.current_session().view.view,
+                st.session.view.view == "heatmap" ? "variants" : st.session.view.view);
+      EXPECT_GT(view_colours(w), 40) << "a flat view";
+      EXPECT_TRUE(
+          w.windowTitle().contains(QString("step %1 of %2").arg(k + 1).arg(player->steps())))
+          << w.windowTitle().toStdString();
+      EXPECT_TRUE(player->caption()->toPlainText().size() > 40);
+      if (shots)
+        window_shot(w).save(screenshot_path(QString("lesson_%1_%2.png").arg(name).arg(k + 1)));
+      if (k + 1 < player->steps()) {
+        EXPECT_TRUE(player->next_action()->isEnabled());
+        player->next();
+      }
+    }
+    EXPECT_FALSE(player->next_action()->isEnabled()) << "Next past the last step";
+    player->next();
+    EXPECT_EQ(player->step(), player->steps() - 1);
+  }
+}
+
+// Next/Back by their buttons' actions and their keys (Page Down/Up, Alt+Right/Left); an edit of
+// the input at a step recomputes the views without re-applying the step; presentation mode keeps
+// the caption on screen.
+TEST(GuiLessons, KeysStepAndTheAudienceMayEditTheInput) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  MainWindow w(base_options());
+  ASSERT_TRUE(show_settled(w));
+  LessonPlayer* player = w.lesson_player();
+  const QString path =
+      QString(ATTNSCOPE_SOURCE_DIR) + "/assets/lessons/1-one-head.attnscope-lesson.json";
+  ASSERT_EQ(player->open(path), "");
+  ASSERT_TRUE(step_settled(w, player->lesson().steps[0].session));
+  w.activateWindow();
+  QApplication::setActiveWindow(&w);
+  QTest::keyClick(&w, Qt::Key_PageDown);
+  EXPECT_EQ(player->step(), 1);
+  QTest::keyClick(&w, Qt::Key_Right, Qt::AltModifier);
+  EXPECT_EQ(player->step(), 2);
+  QTest::keyClick(&w, Qt::Key_PageUp);
+  EXPECT_EQ(player->step(), 1);
+  QTest::keyClick(&w, Qt::Key_Left, Qt::AltModifier);
+  EXPECT_EQ(player->step(), 0);
+  QTest::keyClick(&w, Qt::Key_PageUp);  // stays at the first step
+  EXPECT_EQ(player->step(), 0);
+  player->go(2);
+  ASSERT_TRUE(step_settled(w, player->lesson().steps[2].session));
+  const QImage before = w.view()->grab_rgba();
+  // The audience edits the text: the views follow, the step stays.
+  const QString text = "And Moses said unto the people, Fear ye not, stand still.";
+  w.input_dock()->editor()->setPlainText(text);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const auto a = w.analysis();
+        return a && a->session.input.text == text.toStdString() && w.worker_idle();
+      },
+      120000));
+  ASSERT_TRUE(wait_settled(w, 60000, 4));
+  const QImage after = w.view()->grab_rgba();
+  EXPECT_GT(changed_fraction(before, after, {0, 0, float(after.width()), float(after.height())}),
+            0.01)
+      << "the view did not follow the edit";
+  EXPECT_EQ(player->step(), 2);
+  EXPECT_EQ(w.analysis()->session.layer, 1);  // the step's selection kept
+  // Back re-applies a step, with its own text.
+  player->back();
+  ASSERT_TRUE(step_settled(w, player->lesson().steps[1].session));
+  EXPECT_EQ(w.analysis()->session.input.text, player->lesson().steps[1].session.input.text);
+  // Presentation mode hides the docks but not the lesson.
+  w.set_presentation(true);
+  QApplication::processEvents();
+  EXPECT_TRUE(player->isVisible());
+  EXPECT_FALSE(w.input_dock()->isVisible());
+  QTest::keyClick(&w, Qt::Key_PageDown);
+  EXPECT_EQ(player->step(), 2);
+  ASSERT_TRUE(step_settled(w, player->lesson().steps[2].session));
+  if (!qEnvironmentVariableIsEmpty("ATTNSCOPE_SCREENSHOT_DIR"))
+    window_shot(w).save(screenshot_path("lesson_presentation.png"));
+  w.set_presentation(false);
+}
+
+// A bad lesson after a good session: the title, the input, the variants, the view and the
+// session are exactly as they were, and the message names the file, the step and the field.
+TEST(GuiLessons, ABadLessonLeavesTheAppAsItWas) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  core::Session s;
+  s.input.text = "The cat sat on the mat. The cat sat on the mat.";
+  s.variants = {"window(size=4)", "block_topk(block=4,k=2)"};
+  s.layer = 1;
+  s.head = 2;
+  s.view.view = "grid";
+  const std::string session = work_dir() + "/good.attnscope.json";
+  core::save_session(s, session);
+  nlohmann::json bad = core::lesson_to_json(core::lesson_from_json(
+      nlohmann::json::parse(R"({"format": "attnscope-lesson", "version": 1, "title": "Bad",
+        "defaults": {"model": {"id": "default-text"}},
+        "steps": [{"caption": "fine", "session": {"input": {"kind": "text", "text": "A b c."}}},
+                  {"caption": "bad", "session": {"input": {"kind": "text", "text": "A b c."}}}]})"),
+      "bad"));
+  bad["steps"][1]["session"]["view"]["view"] = "heatmaps";
+  const std::string lesson = work_dir() + "/bad" + core::kLessonSuffix;
+  std::ofstream(lesson) << bad.dump(2);
+
+  MainWindow w(base_options());
+  ASSERT_TRUE(show_settled(w));
+  w.open_session(QString::fromStdString(session));
+  ASSERT_TRUE(step_settled(w, s));
+  const QString title = w.windowTitle();
+  const QString input = w.input_dock()->editor()->toPlainText();
+  const auto specs = w.variants_dock()->specs();
+  const nlohmann::json state = core::session_to_json(w.current_session());
+  const auto view = w.view()->canvas()->settings().view;
+  const auto analysis = w.analysis();
+
+  LessonPlayer* player = w.lesson_player();
+  for (int how = 0; how < 2; ++how) {
+    QString err;
+    if (how == 0) {
+      err = player->open(QString::fromStdString(lesson));
+    } else {  // dropped on the window
+      QMimeData mime;
+      mime.setUrls({QUrl::fromLocalFile(QString::fromStdString(lesson))});
+      QDropEvent drop(QPointF(100, 100), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+      QApplication::sendEvent(&w, &drop);
+      err = player->last_error();
+    }
+    SCOPED_TRACE(how == 0 ? "opened" : "dropped");
+    EXPECT_TRUE(err.contains(QString::fromStdString(lesson))) << err.toStdString();
+    EXPECT_TRUE(err.contains("step 2")) << err.toStdString();
+    EXPECT_TRUE(err.contains("session.view.view")) << err.toStdString();
+    QApplication::processEvents();
+    EXPECT_EQ(w.windowTitle(), title);
+    EXPECT_EQ(w.input_dock()->editor()->toPlainText(), input);
+    EXPECT_EQ(w.variants_dock()->specs(), specs);
+    EXPECT_EQ(core::session_to_json(w.current_session()), state);
+    EXPECT_EQ(w.view()->canvas()->settings().view, view);
+    EXPECT_EQ(w.analysis(), analysis) << "the analysis was redone";
+    EXPECT_FALSE(player->playing());
+  }
+  for (QWidget* box : QApplication::topLevelWidgets())
+    if (box->inherits("QMessageBox")) box->close();
+}
+
+// Recording: Add step stores the current session and caption; Save lesson as writes a file that
+// loads back equal.
+TEST(GuiLessons, RecordedStepsSaveAndReload) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  MainWindow w(base_options());
+  ASSERT_TRUE(show_settled(w));
+  LessonPlayer* player = w.lesson_player();
+  player->add_step("First", "The **bundled** sample.");
+  w.input_dock()->editor()->setPlainText("And God said, Let there be light.");
+  ASSERT_TRUE(wait_until([&] { return w.worker_idle() && w.settled(); }, 60000));
+  player->add_step("", "A shorter text.");
+  ASSERT_EQ(player->steps(), 2);
+  const std::string path = work_dir() + "/recorded" + core::kLessonSuffix;
+  ASSERT_EQ(player->save_as(QString::fromStdString(path)), "");
+  const core::Lesson l = core::load_lesson(path);
+  ASSERT_EQ(l.steps.size(), 2u);
+  EXPECT_EQ(l.steps[0].title, "First");
+  EXPECT_EQ(l.steps[0].caption, "The **bundled** sample.");
+  EXPECT_EQ(l.steps[1].session.input.text, "And God said, Let there be light.");
+  EXPECT_EQ(core::lesson_to_json(l), core::lesson_to_json(player->lesson()));
+  ASSERT_EQ(player->open(QString::fromStdString(path)), "");
+  ASSERT_TRUE(step_settled(w, l.steps[0].session));
+  EXPECT_NE(w.analysis()->session.input.text, l.steps[1].session.input.text);
+}
+
+}  // namespace
+}  // namespace attn::gui::test
+
+int main(int argc, char** argv) {
+  return attn::gui::test::run_gui_tests(argc, argv, "test_gui_lessons",
+                                        &attn::gui::test::g_instance);
+}
