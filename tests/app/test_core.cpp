@@ -307,13 +307,14 @@ TEST(Core, PanelHeadersGiveTheHeadsOwnNumbersOrSayLayer) {
     EXPECT_NE(stats.find("density " + render::format_number(own.density, 3)), std::string::npos)
         << stats;
     EXPECT_EQ(stats.find("kept "), std::string::npos) << "unlabelled layer figure: " << stats;
-    // Whatever is the layer's says so.
+    // Whatever is the layer's says so: it sits in the segment that starts "layer: ".
+    const std::string sep = " \u00b7 ";
     for (const char* layer_wide : {"computed ", " ms"}) {
       const size_t at = stats.find(layer_wide);
       if (at == std::string::npos) continue;
-      const size_t end = stats.find(" \u00b7 ", at);
-      const std::string part = stats.substr(at, end == std::string::npos ? end : end - at);
-      EXPECT_NE(part.find("layer"), std::string::npos) << part;
+      const size_t from = stats.rfind(sep, at);
+      const std::string part = stats.substr(from == std::string::npos ? 0 : from + sep.size());
+      EXPECT_EQ(part.rfind("layer: ", 0), 0u) << layer_wide << " in: " << stats;
     }
     EXPECT_NE(d.heat.panels[v].stats_tip.find("this head's own"), std::string::npos);
   }

@@ -301,19 +301,31 @@ TEST(GuiViews, LostMassStripsAndDimTextsHaveContrastInBothThemes) {
   }
 }
 
-// Newline tokens showed as "?" in the Tokens and Sinks views: they read "\u21b5" (the font has
-// the glyph) or "\\n", never a raw control character or a "?".
+// Newline tokens showed as "?" in the Tokens and Sinks views: their label "\u21b5" had no glyph in
+// the font's ranges. Every character of every label drawn there now has one (or the label
+// spells it in ASCII), and the newline reads as a newline.
 TEST(GuiViews, NewlineTokensReadAsNewlinesInTokensAndSinks) {
   if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
   GuiOptions o = base_options();
   o.text = "The cat sat.\nThe mat was warm.\nThe end.";
   MainWindow w(o);
   ASSERT_TRUE(show_settled(w));
-  const auto& labels = w.analysis()->labels;
-  ASSERT_NE(std::find_if(labels.begin(), labels.end(),
-                         [](const std::string& l) { return l.find('\n') != std::string::npos; }),
-            labels.end())
-      << "the input has no newline token";
+  const ImFont* font = ImGui::GetIO().Fonts->Fonts[0];
+  ASSERT_NE(font, nullptr);
+  // Code points of a UTF-8 string.
+  auto code_points = [](const std::string& s) {
+    std::vector<unsigned> out;
+    for (size_t i = 0; i < s.size();) {
+      const unsigned char c = static_cast<unsigned char>(s[i]);
+      const int n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+      unsigned cp = n == 1 ? c : c & (0xFF >> (n + 1));
+      for (int k = 1; k < n && i + size_t(k) < s.size(); ++k)
+        cp = (cp << 6) | (static_cast<unsigned char>(s[i + size_t(k)]) & 0x3F);
+      out.push_back(cp);
+      i += size_t(n);
+    }
+    return out;
+  };
   for (const auto& [view, kind] : {std::pair{render::ViewKind::Tokens, "tokens.label"},
                                    std::pair{render::ViewKind::Sinks, "sinks.label"}}) {
     show_view(w, view);
@@ -322,9 +334,11 @@ TEST(GuiViews, NewlineTokensReadAsNewlinesInTokensAndSinks) {
     int newlines = 0;
     for (const Mark& m : shown) {
       EXPECT_EQ(m.text.find('\n'), std::string::npos) << kind;
-      EXPECT_EQ(m.text.find('?'), std::string::npos) << kind << ": " << m.text;
-      newlines +=
-          m.text.find("\u21b5") != std::string::npos || m.text.find("\\n") != std::string::npos;
+      for (unsigned cp : code_points(m.text))
+        EXPECT_NE(font->FindGlyphNoFallback(ImWchar(cp)), nullptr)
+            << kind << ": no glyph for U+" << std::hex << cp << " in '" << m.text << "'";
+      newlines += m.text.find("\u21b5") != std::string::npos ||
+                  m.text.find("\\n") != std::string::npos;
     }
     EXPECT_GE(newlines, 1) << kind;
     w.view()->grab_rgba().save(screenshot_path(

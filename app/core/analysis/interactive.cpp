@@ -38,16 +38,19 @@ render::PanelDesc panel_desc(const Analysis& a, int v) {
   const std::optional<models::EndToEnd>& e = pn.e2e;
   // Every number is the shown head's own (heatmap_header(), the figure's panel title and `analyze
   // --json` print the same), or says what it covers: the kernel's computed work and its time are
-  // the layer's (the kernels report no per-head figures), the next-token figures the model's.
+  // the layer's (the kernels report no per-head figures); the model's next-token KL is in the
+  // comparison table beside the panels.
   // Kept entries (what the variant attends to) and computed work (what the kernel ran, blocks
   // and all) differ: a window of 16 or 64 on a short input may compute the same blocks.
   const double dense_flops = a.panels[0].result(l).stats.counted.flops;
-  const std::string computed =
-      !pd.reference && dense_flops > 0
-          ? " \u00b7 computed " + render::format_number(r.stats.counted.flops / dense_flops, 3) +
-                " (layer mean)"
-          : "";
-  const std::string ms = " \u00b7 " + fmt("%.2f ms", pd.ms) + " (layer)";
+  // The layer's figures go in one segment (one line when the header wraps, so that the map
+  // keeps its room): "layer: computed 0.537, 0.44 ms".
+  const std::string layer_part =
+      " \u00b7 layer: " +
+      (!pd.reference && dense_flops > 0
+           ? "computed " + render::format_number(r.stats.counted.flops / dense_flops, 3) + ", "
+           : std::string()) +
+      fmt("%.2f ms", pd.ms);
   const std::string where = "layer " + std::to_string(l) + " head " + std::to_string(shown_head);
   pd.stats_tip = "Layer " + std::to_string(l) + ", head " + std::to_string(shown_head) +
                  ": density, error, recall, row KL and sinks are this head's own.\n"
@@ -55,12 +58,15 @@ render::PanelDesc panel_desc(const Analysis& a, int v) {
                  "recall: dense mass inside the kept set, mean over queries; row KL: "
                  "KL(p_variant || p_dense), mean over queries.\n" +
                  std::string(kSinkRule) +
-                 ".\ncomputed (layer mean): the kernel's flops over dense flops, all heads of the "
-                 "layer; ms (layer): the layer's kernel time; model: next-token KL and top-1 "
-                 "agreement of the whole model with the variant in every layer.";
+                 ".\nlayer: the kernel's flops over dense flops (computed, blocks and all) and its "
+                 "time, for all heads of the layer. The model's next-token KL is in the table.";
   if (!a.has_metrics()) {
-    pd.stats = where + " \u00b7 density " + render::format_number(r.stats.density, 3) +
-               " (layer mean)" + computed + ms + " \u00b7 metrics...";
+    pd.stats = where + " \u00b7 metrics..." + " \u00b7 layer: density " +
+               render::format_number(r.stats.density, 3) +
+               (!pd.reference && dense_flops > 0
+                    ? ", computed " + render::format_number(r.stats.counted.flops / dense_flops, 3)
+                    : std::string()) +
+               ", " + fmt("%.2f ms", pd.ms);
   } else {
     const Metrics& lm = pn.layer[size_t(l)];
     pd.measured = true;
@@ -70,14 +76,9 @@ render::PanelDesc panel_desc(const Analysis& a, int v) {
     std::string head;
     for (const std::string& seg : heatmap_header(a, v, l, h))
       head += (head.empty() ? "" : " \u00b7 ") + seg;
-    pd.stats = (pd.reference ? where + " \u00b7 " : std::string()) + head + computed + ms;
-    if (!pd.reference) {
-      if (e && e->has_tokens)
-        pd.stats += " \u00b7 model: next-token KL " + render::format_number(e->mean_kl, 3, 1e-9) +
-                    " \u00b7 top-1 " + render::format_fixed(e->top1_agreement, 2);
-      if (e && e->has_class)
-        pd.stats += e->class_agree ? " \u00b7 model: class kept" : " \u00b7 model: class CHANGED";
-    }
+    pd.stats = (pd.reference ? where + " \u00b7 " : std::string()) + head + layer_part;
+    if (!pd.reference && e && e->has_class)
+      pd.stats += e->class_agree ? " \u00b7 model: class kept" : " \u00b7 model: class CHANGED";
   }
   if (!pn.notes.empty()) pd.stats += " \u00b7 " + pn.notes.front();
   if (r.layout.kind == Layout::Kind::Blocks) {

@@ -156,7 +156,7 @@ FigureData stream_figure(const StreamResult& r, int smooth) {
     for (double b : p.bytes) bytes += b;
     c.mean_bytes = p.bytes.empty() ? 0 : bytes / double(p.bytes.size());
     c.stopped = p.error;
-    c.read = p.nll.empty() ? 0 : int(p.nll.size()) + 1;
+    c.read = p.tokens;
     // Until `smooth` tokens are read a point averages every token so far, so a short run (a
     // full cache that stopped at the context) still has its curve.
     const int n = int(p.nll.size()), w = f.stream.smooth;
