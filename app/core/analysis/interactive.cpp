@@ -61,12 +61,14 @@ render::PanelDesc panel_desc(const Analysis& a, int v) {
                  ".\nlayer: the kernel's flops over dense flops (computed, blocks and all) and its "
                  "time, for all heads of the layer. The model's next-token KL is in the table.";
   if (!a.has_metrics()) {
-    pd.stats = where + " \u00b7 metrics..." + " \u00b7 layer: density " +
+    // Until the per-head metrics are in, the layer's figures, each in a part of its own.
+    pd.stats = where + " \u00b7 metrics... \u00b7 layer: density " +
                render::format_number(r.stats.density, 3) +
                (!pd.reference && dense_flops > 0
-                    ? ", computed " + render::format_number(r.stats.counted.flops / dense_flops, 3)
+                    ? " \u00b7 layer: computed " +
+                          render::format_number(r.stats.counted.flops / dense_flops, 3)
                     : std::string()) +
-               ", " + fmt("%.2f ms", pd.ms);
+               " \u00b7 layer: " + fmt("%.2f ms", pd.ms);
   } else {
     const Metrics& lm = pn.layer[size_t(l)];
     pd.measured = true;
