@@ -47,6 +47,8 @@ const char* view_name(ViewKind v) {
       return "Attribution";
     case ViewKind::Qk:
       return "Q/K map";
+    case ViewKind::Steps:
+      return "Step-through";
   }
   return "?";
 }
@@ -199,6 +201,9 @@ void Canvas::build_frame(const FrameInput& in) {
       case ViewKind::Qk:
         build_qk(x0, y0, x1, y1);
         break;
+      case ViewKind::Steps:
+        build_steps(x0, y0, x1, y1);
+        break;
     }
   }
   ImGui::End();
@@ -256,7 +261,8 @@ void Canvas::build_toolbar() {
       settings_.attribution_layout = std::clamp(settings_.attribution_layout, 0, 2);
       ImGui::Combo("##attr_layout", &settings_.attribution_layout, layouts, 3);
     }
-  } else if (settings_.view != ViewKind::Qk) {  // the Q/K map colours by position (viridis)
+  } else if (settings_.view != ViewKind::Qk && settings_.view != ViewKind::Steps) {
+    // (the Q/K map colours by position, the step-through by sign: no colour map there)
     // Every map of the shared table (render/colormap.h), in its order.
     static const std::vector<const char*> cmaps = [] {
       std::vector<const char*> out;

@@ -162,6 +162,10 @@ class Canvas {
   float draw_qk_header(float x0, float y0, float x1);
   void draw_qk_colorbar(float x0, float y0, float x1, float y1);
   void draw_qk_top_keys(float x0, float y0, float x1, float y1);
+  // The step-through of one head (render/steps_view.cpp): the stages as labelled matrices with
+  // hover provenance and a followed entry; the panel that spells the followed entry out.
+  void build_steps(float x0, float y0, float x1, float y1);
+  void draw_steps_follow(float x0, float y0, float x1, float y1);
   // The trade-off view's parts (render/tradeoff_view.cpp), in drawing order: the axis choice
   // (returns its bottom edge), the legend (which places the plot frame), the axes, the front and
   // points, the labels.
@@ -221,6 +225,10 @@ class Canvas {
   // none) and the map it was picked in.
   int qk_hover_ = -1, qk_query_ = -1;
   uint64_t qk_serial_ = 0;
+  // Step-through: the stage under the mouse this frame (-1: none), the followed query and key
+  // (-1: none) and the head and input length they were picked in.
+  int steps_hover_stage_ = -1, steps_q_ = -1, steps_k_ = -1;
+  int steps_layer_ = -1, steps_head_ = -1, steps_n_ = -1;
 };
 
 }  // namespace attn::render

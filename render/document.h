@@ -167,6 +167,31 @@ struct QkDoc {
   int n() const { return int(labels.size()); }
 };
 
+// One head's arithmetic step by step on a short input (app/core/teaching/head_steps.h), filled
+// by the core (app/core/teaching/steps_doc.h): each stage a small labelled matrix of the real
+// numbers, each cell with the dot product or sum that made it (shown on hover).
+struct StepsMatrix {
+  std::string id;                       // x | q | k | v | scores | scaled | masked | weights | ...
+  std::string title;                    // "Q = X W_q + b_q"
+  std::string note;                     // weight shapes, the mask, the shared KV head
+  std::string hook;                     // the hook its numbers are ("blocks.0.attn.q") or ""
+  int rows = 0, cols = 0;               // rows are queries (tokens)
+  bool key_columns = false;             // columns are keys (tokens), else dimensions
+  std::vector<std::string> col_labels;  // [cols]
+  std::vector<float> values;            // f32 [rows, cols]
+  std::vector<uint8_t> dropped;         // [rows, cols] 0 kept, 1 causal rule, 2 the variant
+  std::vector<std::string> how;         // [rows, cols] provenance
+};
+
+struct StepsDoc {
+  bool present = false;             // false until steps were computed (or refused)
+  std::string title;                // one line: model, layer/head, variant, tokens
+  std::string message;              // why there are no steps (too long an input...), or ""
+  int layer = 0, head = 0;          // the head the steps are of
+  std::vector<std::string> tokens;  // [n] "0 The"
+  std::vector<StepsMatrix> stages;  // in order: x, q, k, v, scores, scaled, masked, weights, ...
+};
+
 // Exact values behind a hovered cell, computed by the host (the renderer knows only pooled cells).
 struct HoverInfo {
   bool valid = false;
@@ -187,6 +212,7 @@ struct Document {
   TradeoffDoc tradeoff;
   AttributionDoc attribution;  // the last attribution run (kept by the host across analyses)
   QkDoc qk;                    // the last query-key map (kept by the host likewise)
+  StepsDoc steps;              // one head's arithmetic (kept by the host likewise)
 };
 
 }  // namespace attn::render

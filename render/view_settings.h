@@ -4,8 +4,18 @@
 
 namespace attn::render {
 
-enum class ViewKind { Heatmaps, HeadGrid, Sinks, Tokens, Image, Tradeoff, Attribution, Qk };
-constexpr int kViewCount = 8;
+enum class ViewKind {
+  Heatmaps,
+  HeadGrid,
+  Sinks,
+  Tokens,
+  Image,
+  Tradeoff,
+  Attribution,
+  Qk,
+  Steps
+};
+constexpr int kViewCount = 9;
 const char* view_name(ViewKind v);
 
 enum class DisplayMode { Probabilities = 0, KeptSet = 1, Difference = 2 };

@@ -19,7 +19,9 @@
   X(patch, "Activation patching: which heads or positions carry the clean run's answer")       \
   X(attribute, "Attention beside attribution: rollout, flow, gradients, AttnLRP, occlusion, "    \
                "faithfulness curves")                                                              \
-  X(qk, "One head's queries and keys in one 2-D map (PCA or t-SNE), AttentionViz-style")
+  X(qk, "One head's queries and keys in one 2-D map (PCA or t-SNE), AttentionViz-style")         \
+  X(explain_head, "One head's arithmetic step by step on a short text: X, Q, K, V, scores, "     \
+                  "mask, softmax, output, as tables and a figure")
 // clang-format on
 
 namespace attn::cli {
@@ -28,7 +30,22 @@ namespace attn::cli {
 ATTN_CLI_VERBS(ATTN_DECLARE_VERB)
 #undef ATTN_DECLARE_VERB
 
-#define ATTN_VERB_ROW(name, description) Verb{#name, description, &make_##name##_command},
+// A verb's name as typed: its identifier in the table with '_' spelt '-' (explain_head is
+// `attnscope explain-head`), held in a template parameter object (static storage).
+template <size_t N>
+struct VerbName {
+  char s[N];
+  constexpr VerbName(const char (&in)[N]) {
+    for (size_t i = 0; i < N; ++i) s[i] = in[i] == '_' ? '-' : in[i];
+  }
+};
+template <VerbName V>
+constexpr const char* spelt() {
+  return V.s;
+}
+
+#define ATTN_VERB_ROW(name, description) \
+  Verb{spelt<VerbName(#name)>(), description, &make_##name##_command},
 constexpr Verb kVerbs[] = {ATTN_CLI_VERBS(ATTN_VERB_ROW)};
 #undef ATTN_VERB_ROW
 

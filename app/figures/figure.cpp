@@ -107,6 +107,9 @@ double paint_figure(QPainter& p, const FigureData& d, double w_pt, double h_pt,
     case View::Qk:
       bottom = paint_qk(c, area, d);
       break;
+    case View::Steps:
+      bottom = paint_steps(c, area, d);
+      break;
   }
   p.restore();
   if (layout && free_height) layout->page.setHeight(bottom + m);

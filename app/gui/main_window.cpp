@@ -33,6 +33,7 @@
 #include "app/core/attribution/attribution_export.h"
 #include "app/core/export/figure_data.h"
 #include "app/core/session/model_catalog.h"
+#include "app/core/teaching/steps_doc.h"
 #include "app/figures/figure.h"
 #include "app/gui/analysis_worker.h"
 #include "app/gui/attribution_dock.h"
@@ -63,8 +64,8 @@ QString bundled_sample() {
 
 // Session names of the views, in render::ViewKind order: the heatmap view shows every variant
 // beside dense, which is the `variants` figure ("heatmap", one head of dense, opens there too).
-const char* kSessionViews[] = {"variants", "grid",     "sinks",       "tokens",
-                               "image",    "tradeoff", "attribution", "qk"};
+const char* kSessionViews[] = {"variants", "grid",        "sinks", "tokens", "image",
+                               "tradeoff", "attribution", "qk",    "steps"};
 // Session names of the trade-off view's y axes, in render::DisplaySettings::tradeoff_y order.
 const char* kTradeoffY[] = {"rel_error", "mass_recall", "next_token_kl"};
 
@@ -702,6 +703,7 @@ void MainWindow::add_attribution(render::Document& doc) const {
     note = "Out of date: " + why + ". Press Run in the Attribution dock to update." +
            (note.empty() ? "" : " " + note);
   }
+  if (steps_) d->steps = *steps_;
 }
 
 void MainWindow::add_qk(render::Document& doc) const {
@@ -742,6 +744,18 @@ void MainWindow::on_analysis(std::shared_ptr<const core::Analysis> a, double sec
     qk_on_open_ = false;
     qk_->compute();
   }
+void MainWindow::request_steps() {
+  const std::shared_ptr<const core::Analysis> a = analysis_;
+  if (!a) return;
+  const int layer = a->session.layer, head = a->session.head;
+  steps_runner_.submit(
+      "steps", [a, layer, head](JobContext&) { return core::steps_for_analysis(*a, layer, head); },
+      [this](render::StepsDoc d) {
+        steps_ = std::make_shared<const render::StepsDoc>(std::move(d));
+        if (analysis_) publish_document();
+      });
+}
+
   if (!a->tokens.empty() || a->vision())
     input_->set_tokens(a->session.input.text, a->tokens, core::received_mass(*a), doc_->heat.sinks,
                        QString::fromStdString(a->notice));
@@ -759,6 +773,7 @@ void MainWindow::on_tiles(uint64_t generation, std::vector<render::PanelTile> ti
   if (!analysis_ || generation != analysis_->generation) return;
   if (generation == requested_gen_) tiles_pending_ = false;
   shown_gen_ = generation;
+  request_steps();
   shown_serial_ = requested_serial_;
   tiles_s_ = seconds;
   tiles_gpu_ = !tiles.empty() && tiles.front().gpu;

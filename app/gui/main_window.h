@@ -14,6 +14,7 @@
 #include "app/core/analysis/views.h"
 #include "app/core/export/figure_data.h"
 #include "app/core/session/session.h"
+#include "app/gui/job_runner.h"
 #include "render/document.h"
 #include "render/view_settings.h"
 
@@ -193,6 +194,8 @@ class MainWindow : public QMainWindow {
   int tiles_received_ = 0;
   bool tiles_gpu_ = false;
   double analysis_s_ = 0, tiles_s_ = 0;
+  // The step-through of the analysis's selected head, on steps_runner_; publishes when in.
+  void request_steps();
   QString stage_, last_error_;
   QLabel* stage_label_ = nullptr;
   QLabel* timing_label_ = nullptr;
@@ -209,3 +212,7 @@ class MainWindow : public QMainWindow {
 };
 
 }  // namespace attn::gui
+  // The step-through view's document for the current analysis (null until the first arrives),
+  // computed in the background; declared last, so it stops before anything it could touch.
+  std::shared_ptr<const render::StepsDoc> steps_;
+  JobRunner steps_runner_{true};

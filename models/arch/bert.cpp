@@ -7,6 +7,7 @@
 #include "compute/parallel.h"
 #include "models/arch/architectures.h"
 #include "models/arch/attention.h"
+#include "models/arch/attention_parts.h"
 #include "models/arch/layers.h"
 #include "models/arch/reverse.h"
 #include "models/arch/weights.h"
@@ -168,6 +169,24 @@ class Bert : public Model {
   }
 
  private:
+  // Post-LN: the sublayer reads the stream itself (its norm comes after the sum).
+  AttentionParts attention_parts(const ReverseTrace& trace, int layer) const override {
+    require(layer >= 0 && layer < info_.n_layers && size_t(layer) < trace.blocks.size() &&
+                !trace.blocks[size_t(layer)].x_attn.empty(),
+            ErrorCode::InvalidArgument,
+            "layer " + std::to_string(layer) + " is not in the traced forward pass");
+    const std::vector<float>& x = trace.blocks[size_t(layer)].x_attn;
+    const Layer& L = layers_[size_t(layer)];
+    AttentionParts a;
+    a.q = L.q;
+    a.k = L.k;
+    a.v = L.v;
+    a.o = L.o;
+    a.x = x;
+    a.norm = "none (post-LN: the previous block's output)";
+    return a;
+  }
+
   struct Layer {
     Linear q, k, v, o, inter, out;               // nn.Linear [out, in]
     const float *ln1_g, *ln1_b, *ln2_g, *ln2_b;  // f32 [C]

@@ -6,6 +6,7 @@
 #include "compute/parallel.h"
 #include "models/arch/architectures.h"
 #include "models/arch/attention.h"
+#include "models/arch/attention_parts.h"
 #include "models/arch/causal_lm.h"
 #include "models/arch/layers.h"
 #include "models/arch/reverse.h"
@@ -146,6 +147,25 @@ class Gpt2 : public CausalLm {
                           th);
     }
     return end_reverse(std::move(r), std::move(tr.embeddings), std::move(g), {N, C}, tr, t0);
+  }
+
+  AttentionParts attention_parts(const ReverseTrace& trace, int layer) const override {
+    require(layer >= 0 && layer < info_.n_layers && size_t(layer) < trace.blocks.size() &&
+                !trace.blocks[size_t(layer)].x_attn.empty(),
+            ErrorCode::InvalidArgument,
+            "layer " + std::to_string(layer) + " is not in the traced forward pass");
+    const std::vector<float>& x = trace.blocks[size_t(layer)].x_attn;
+    const int C = info_.hidden, N = int(x.size() / size_t(C));
+    const Layer& L = layers_[size_t(layer)];
+    AttentionParts a;
+    a.q = a.k = a.v = L.qkv;  // fused [C, 3C]: q, k, v at columns 0, C, 2C
+    a.k_col0 = C;
+    a.v_col0 = 2 * C;
+    a.o = L.proj;
+    a.x.resize(x.size());
+    layer_norm(x.data(), N, C, L.ln1_g, L.ln1_b, eps_, a.x.data(), 1);
+    a.norm = "ln_1 (LayerNorm)";
+    return a;
   }
 
   struct Layer {

@@ -8,6 +8,7 @@
 #include "compute/parallel.h"
 #include "models/arch/architectures.h"
 #include "models/arch/attention.h"
+#include "models/arch/attention_parts.h"
 #include "models/arch/causal_lm.h"
 #include "models/arch/layers.h"
 #include "models/arch/reverse.h"
@@ -183,6 +184,26 @@ class Llama : public CausalLm {
       rope_.apply_at(q + size_t(hq) * N * d, N, at, longest, inverse);
     for (int hk = 0; hk < p.n_kv_heads; ++hk)
       rope_.apply_at(k + size_t(hk) * N * d, N, at, longest, inverse);
+  }
+
+  AttentionParts attention_parts(const ReverseTrace& trace, int layer) const override {
+    require(layer >= 0 && layer < info_.n_layers && size_t(layer) < trace.blocks.size() &&
+                !trace.blocks[size_t(layer)].x_attn.empty(),
+            ErrorCode::InvalidArgument,
+            "layer " + std::to_string(layer) + " is not in the traced forward pass");
+    const std::vector<float>& x = trace.blocks[size_t(layer)].x_attn;
+    const int C = info_.hidden, N = int(x.size() / size_t(C));
+    const Layer& L = layers_[size_t(layer)];
+    AttentionParts a;
+    a.q = L.q;
+    a.k = L.k;
+    a.v = L.v;
+    a.o = L.o;
+    a.rope = &rope_;
+    a.x.resize(x.size());
+    rms_norm(x.data(), N, C, L.ln1, eps_, a.x.data(), 1);
+    a.norm = "input_layernorm (RMSNorm)";
+    return a;
   }
 
   struct Layer {

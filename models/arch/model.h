@@ -29,6 +29,7 @@ struct ReverseTrace;
 struct ReverseTarget;
 struct ReverseOptions;
 struct Reverse;
+struct AttentionParts;
 
 enum class Family { Gpt2, Llama, Bert, Vit };
 const char* family_name(Family f);  // "gpt2", "llama", "bert", "vit"
@@ -120,6 +121,10 @@ class Model {
   // one target scalar z. Throws Error(InvalidArgument) for a bad target.
   virtual Reverse reverse(const ModelInput& in, const ReverseTarget& target,
                           const ReverseOptions& opt) const = 0;
+  // Layer `layer`'s attention sublayer (attention_parts.h): its projections and X, its input
+  // after the norm, from `trace` (a forward pass run with opt.trace). Throws Error(Unsupported)
+  // for an architecture that does not open it, Error(InvalidArgument) for a bad layer.
+  virtual AttentionParts attention_parts(const ReverseTrace& trace, int layer) const;
 
  protected:
   ModelInfo info_;

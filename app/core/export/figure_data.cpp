@@ -17,7 +17,7 @@ const std::vector<std::string>& view_names() {
   static const std::vector<std::string> names = {"heatmap", "variants", "grid",   "sinks",
                                                  "image",   "tradeoff", "tokens", "stream",
                                                  "cache",   "heads",    "patch",  "decode",
-                                                 "attribution", "qk"};
+                                                 "attribution", "qk", "steps"};
   return names;
 }
 
@@ -113,9 +113,13 @@ FigureData collect_figure(const Analysis& a, View view, int max_cells) {
                       "not from an analysis");
     case View::Attribution:
     case View::Qk:
+    case View::Steps:
       throw Error(ErrorCode::InvalidArgument,
                   std::string("the ") + view_name(view) + " view comes from `attnscope " +
-                      (view == View::Qk ? "qk" : "attribute") + " --figure`, not from an analysis");
+                      (view == View::Qk      ? "qk"
+                       : view == View::Steps ? "explain-head"
+                                             : "attribute") +
+                      " --figure`, not from an analysis");
     case View::Heads:
     case View::Patch:
       throw Error(ErrorCode::InvalidArgument, std::string("the ") + view_name(view) +
@@ -139,6 +143,27 @@ FigureData tradeoff_figure(const std::vector<TradeoffPoint>& points, const std::
   f.tradeoff = points;
   f.title = title;
   f.subtitle = subtitle;
+  return f;
+}
+
+FigureData steps_figure(const HeadSteps& s, const std::string& model, int query) {
+  FigureData f;
+  f.view = View::Steps;
+  f.steps.steps = s;
+  f.title = "What head " + std::to_string(s.head) + " of layer " + std::to_string(s.layer) +
+            " computes, step by step";
+  f.subtitle = model + " \u00b7 " + s.variant + " \u00b7 " + std::to_string(s.n) +
+               " tokens \u00b7 d = " + std::to_string(s.d) + ", hidden " +
+               std::to_string(s.hidden);
+  if (query >= 0 && query < s.n) {
+    f.steps.query = query;
+    // Its key: the one it weighs most.
+    const StepStage& w = s.stage("weights");
+    int best = 0;
+    for (int j = 1; j < w.cols; ++j)
+      if (w.at(query, j) > w.at(query, best)) best = j;
+    f.steps.key = best;
+  }
   return f;
 }
 

@@ -17,6 +17,7 @@
 #include "app/core/analysis/views.h"
 #include "app/core/decode/decode_figure.h"
 #include "app/core/session/session.h"
+#include "app/core/teaching/head_steps.h"
 
 namespace attn::core {
 
@@ -36,7 +37,8 @@ enum class View {
   Patch,
   Decode,
   Attribution,
-  Qk
+  Qk,
+  Steps
 };
 
 // "heatmap", "variants", ...; view_from_name throws Error(InvalidArgument) listing the names.
@@ -97,6 +99,13 @@ struct ValueGrids {
   std::vector<ValueGrid> panels;
 };
 
+// One head's arithmetic step by step (app/core/teaching/head_steps.h), from `explain-head`.
+struct StepsFigure {
+  HeadSteps steps;
+  int query = -1;  // the query row followed through the stages (-1: none)
+  int key = -1;    // its key (-1: the one it weighs most)
+};
+
 struct FigureData {
   View view = View::Heatmap;
   std::string title;                    // main title (the session's view.title, or generated)
@@ -115,6 +124,7 @@ struct FigureData {
   ValueGrids values;                    // heads, patch
   AttributionFigure attribution;        // attribution
   QkFigure qk;                          // qk
+  StepsFigure steps;                    // steps
 };
 
 // Gathers the data of `view` for the analysis's session (its layer, head, variants and view
@@ -136,6 +146,9 @@ FigureData cache_figure(const StreamResult& r, int layer, int head, int max_cell
 
 struct HeadAtlas;
 // The head-role atlas: one layer x head panel per role (all roles, or those named), on [0, 1].
+// The steps figure of `s` on model `model`, following query `query` (-1: none).
+FigureData steps_figure(const HeadSteps& s, const std::string& model, int query = -1);
+
 FigureData atlas_figure(const HeadAtlas& a, const std::vector<std::string>& roles = {});
 
 }  // namespace attn::core
