@@ -411,6 +411,8 @@ FigureData long_figure(View view) {
     case View::Qk:
       f.qk = qk_panel(n, 6);
       break;
+    case View::Steps:  // drawn from a real head by explain-head (tests/app/test_head_steps.cpp)
+      break;
   }
   return f;
 }
@@ -514,6 +516,8 @@ FigureData synthetic_figure(View view) {
       break;
     case View::Qk:
       f.qk = qk_panel(18, 1);
+      break;
+    case View::Steps:
       break;
   }
   return f;
