@@ -92,6 +92,12 @@ TEST(Lesson, BuiltInLessonsLoadAndRoundTrip) {
   REQUIRE_MODEL("default-text");
   REQUIRE_MODEL("default-vision");
   const fs::path dir = fs::path(ATTN_TEST_SOURCE_DIR) / "assets" / "lessons";
+  // The copies are saved beside an `images` folder, as the built-in ones are: their image paths
+  // are relative ("../images/sneaker_1.png").
+  const fs::path images = fs::path(work_dir()).parent_path() / "images";
+  std::error_code ec;
+  if (!fs::exists(images, ec))
+    fs::create_directory_symlink(fs::path(ATTN_TEST_SOURCE_DIR) / "assets" / "images", images);
   int n = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string p = e.path().string();
