@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "app/core/teaching/head_steps.h"
 #include "compute/error.h"
@@ -372,6 +373,27 @@ TEST(ExplainHeadCli, JsonNumbersAreTheHooksAndBadInputExits2) {
     }
   }
   EXPECT_GT(compared, 4 * n * d);
+
+  // The same figure as SVG (text stays text) and PDF.
+  out.clear();
+  ASSERT_EQ(run("explain-head --model default-text --text '" + text +
+                    "' --layer 1 --head 2 --quiet --figure " + work + "/steps.svg",
+                &out),
+            0)
+      << out;
+  std::stringstream svg;
+  svg << std::ifstream(work + "/steps.svg").rdbuf();
+  for (const char* part : {"<svg", "softmax(masked)", "blocks.1.attn.pattern", "W_o"})
+    EXPECT_NE(svg.str().find(part), std::string::npos) << part;
+  out.clear();
+  ASSERT_EQ(run("explain-head --model default-text --text '" + text +
+                    "' --layer 1 --head 2 --quiet --figure " + work + "/steps.pdf",
+                &out),
+            0)
+      << out;
+  std::string pdf(4, '\0');
+  std::ifstream(work + "/steps.pdf").read(pdf.data(), 4);
+  EXPECT_EQ(pdf, "%PDF");
 
   out.clear();
   EXPECT_EQ(run("explain-head --model default-text --text 'a b' --layer 7", &out), 2) << out;
