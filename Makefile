@@ -18,7 +18,7 @@ build: configure
 RUN_VARIANTS ?= window(size=32);sinks_window(sinks=4,window=32);block_topk(block=16,k=4);top_p(block=16,p=0.9)
 run: build
 	./build/$(PRESET)/app/attnscope gui --model default-text \
-	  --text-file assets/samples/lighthouse.txt --variants '$(RUN_VARIANTS)'
+	  --text-file assets/samples/lighthouse.txt -v '$(RUN_VARIANTS)'
 
 demo: build
 	./build/$(PRESET)/app/attnscope demo

@@ -149,7 +149,8 @@ void report(const core::DatasetAnalysis& d, const AnalyzeDatasetArgs& a, bool wr
              : core::dataset_analysis_tradeoff(d);
     fig::export_figure(
         fd, a.figure,
-        grid ? fig::fit_height(fd, {2100, 0, 300}) : core::FigureSize{2100, 1350, 300});
+        figure_size(a.figure_size, fd,
+                    grid ? core::FigureSize{2100, 0, 300} : core::FigureSize{2100, 1350, 300}));
     if (!a.quiet) std::fprintf(stderr, "wrote %s\n", a.figure.c_str());
   }
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "app/cli/options.h"
 #include "app/core/session/session.h"
 
 namespace attn::cli {
@@ -20,6 +21,7 @@ struct AnalyzeDatasetArgs {
   int bootstrap = 1000;
   int threads = 0;
   bool end_to_end = true, quiet = false;
+  FigureSizeOptions figure_size;  // --width, --height, --dpi of --figure
 };
 
 // Runs the session (model, variants, substitution, ablation; its input is ignored) over the

@@ -9,11 +9,13 @@
 
 #include "app/cli/analyze_dataset.h"
 #include "app/cli/commands.h"
+#include "app/cli/options.h"
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
 #include "app/core/analysis/analysis.h"
 #include "app/core/analysis/report.h"
 #include "app/core/analysis/views.h"
+#include "app/core/datasets/image_dataset.h"
 #include "app/core/heads/head_metrics.h"
 #include "app/core/heads/interventions.h"
 #include "app/core/session/model_catalog.h"
@@ -25,7 +27,8 @@ namespace {
 using nlohmann::json;
 
 struct AnalyzeOptions {
-  std::string model, text, text_file, image, tensors, variants, json_out, dump;
+  std::string model, text, text_file, image, tensors, json_out, dump;
+  std::vector<std::string> variants;  // -v/--variant, split at ';'
   std::string hooks = "all", backend;
   std::string precision = "f32";             // storage of Q, K, V in the variants' kernels
   std::string ablate, ablate_mode = "zero";  // heads to ablate instead of substituting variants
@@ -40,27 +43,8 @@ struct AnalyzeOptions {
   AnalyzeDatasetArgs dataset;  // --dataset and the options that go with it
 };
 
-std::vector<std::string> split_specs(const std::string& list) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t end = list.find(';', start);
-    if (end == std::string::npos) end = list.size();
-    std::string s = list.substr(start, end - start);
-    s.erase(0, s.find_first_not_of(" \t"));
-    s.erase(s.find_last_not_of(" \t") + 1);
-    if (!s.empty()) out.push_back(s);
-    start = end + 1;
-  }
-  usage(!out.empty(), "--variants lists no variant");
-  return out;
-}
-
 void write_json(const std::string& path, const json& j) {
-  std::ofstream f(path);
-  require(bool(f), ErrorCode::Io, path + ": cannot write");
-  f << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
-  require(bool(f), ErrorCode::Io, path + ": write failed");
+  write_json_output(path, j.dump(2, ' ', false, json::error_handler_t::replace));
 }
 
 // The command line as a session (a --session file supplies what the options leave out).
@@ -111,18 +95,15 @@ core::Session session_of(const AnalyzeOptions& o, std::string& session_path) {
     usage(!o.session.empty(),
           "give exactly one input: --text, --text-file, --ids, --image, --tensors or --session");
   }
-  if (!o.model.empty()) {
-    s.model.id = o.model;
+  if (!o.model.empty() || (o.session.empty() && s.input.kind != "tensors")) {
+    s.model.id = model_or_default(o.model, s.input.kind == "image");
     s.model.sha256.clear();
-  } else {
-    usage(!o.session.empty() || s.input.kind == "tensors",
-          "--model DIR (or " + join_names(core::default_model_names()) + ") is required");
   }
   if (!o.variants.empty() || o.session.empty())
-    s.variants = split_specs(o.variants.empty() ? "dense" : o.variants);
+    s.variants = o.variants.empty() ? std::vector<std::string>{"dense"} : o.variants;
   if (!o.layers.empty()) s.substitute_layers = o.layers;
   if (!o.heads.empty()) s.substitute_heads = o.heads;
-  if (!o.variants.empty()) check_variant_specs(s.variants, "--variants");
+  if (!o.variants.empty()) check_variant_specs(s.variants, "-v/--variant");
   usage(o.dump.empty() || (s.input.kind != "tensors" && s.input.kind != "synthetic"),
         "--dump needs a model (raw tensors have no hooks to dump)");
   if (!o.dump.empty()) {
@@ -294,7 +275,7 @@ void print_summary(const core::Analysis& a) {
 // from the ablated pass and no variant is substituted.
 int ablate(const AnalyzeOptions& o, const core::Session& s,
            const std::shared_ptr<const core::Model>& model) {
-  usage(o.variants.empty(), "--ablate runs no variant: do not give --variants with it");
+  usage(o.variants.empty(), "--ablate runs no variant: do not give -v/--variant with it");
   usage(o.precision == "f32", "--ablate runs no variant: --precision does not go with it");
   usage(s.input.kind == "text" || s.input.kind == "ids",
         "--ablate runs a model on text or token ids (--text, --text-file, --ids)");
@@ -376,17 +357,15 @@ int analyze_over_dataset(const AnalyzeOptions& o) {
     s = core::load_session(o.session);
     session_path = o.session;
   }
-  if (!o.model.empty()) {
-    check_model_path(o.model, o.model);
-    s.model.id = o.model;
+  if (!o.model.empty() || o.session.empty()) {
+    const std::string model = model_or_default(o.model, core::is_image_dataset(o.dataset.dataset));
+    check_model_path(model, model);
+    s.model.id = model;
     s.model.sha256.clear();
-  } else {
-    usage(!o.session.empty(),
-          "--model DIR (or " + join_names(core::default_model_names()) + ") is required");
   }
   if (!o.variants.empty()) {
-    s.variants = split_specs(o.variants);
-    check_variant_specs(s.variants, "--variants");
+    s.variants = o.variants;
+    check_variant_specs(s.variants, "-v/--variant");
   } else if (o.session.empty()) {
     s.variants.clear();
   }
@@ -529,7 +508,7 @@ class AnalyzeCommand final : public Command {
 };
 
 void AnalyzeCommand::add_options(CLI::App& cmd) {
-  cmd.add_option("--model", o.model, "Model folder, or default-text / default-vision");
+  add_model_option(cmd, o.model, "; a --session's model when not given");
   inputs[0] = cmd.add_option("--text", o.text, "Input text");
   inputs[1] = cmd.add_option("--text-file", o.text_file, "File holding the input text (UTF-8)");
   inputs[2] =
@@ -544,12 +523,10 @@ void AnalyzeCommand::add_options(CLI::App& cmd) {
   cmd.add_option("--tensors-layer", o.tensors_layer,
                  "Read blocks.L.attn.{q,k,v}.npy (a --dump folder) instead of q/k/v.npy");
   cmd.add_flag("--bidirectional", o.bidirectional, "Raw tensors: bidirectional, not causal");
-  cmd.add_option("--variants", o.variants,
-                 "Variant specs separated by ';' (default: the session's, else dense)");
-  cmd.add_option("--layers", o.layers, "Substitute only in these layers (default all)")
-      ->delimiter(',');
-  cmd.add_option("--heads", o.heads, "Substitute only these query heads (default all)")
-      ->delimiter(',');
+  add_variant_option(cmd, o.variants, "Variant spec (default: the session's, else dense)",
+                     "--variants");
+  add_index_list(cmd, "--layers", o.layers, "Substitute only in these layers (default all)");
+  add_index_list(cmd, "--heads", o.heads, "Substitute only these query heads (default all)");
   cmd.add_flag("--no-end-to-end", o.no_end_to_end, "Skip the substituted forward passes");
   cmd.add_option("--precision", o.precision,
                  "Storage of Q, K, V in the variants' kernels, in every substituted layer: f32 | "
@@ -564,7 +541,7 @@ void AnalyzeCommand::add_options(CLI::App& cmd) {
       ->check(CLI::Range(8, 4096));
   cmd.add_flag("--no-verify", o.no_verify, "Do not check a session's recorded file hashes");
   cmd.add_option("--threads", o.threads, "Worker threads (0 = all)");
-  cmd.add_option("--json", o.json_out, "Write per-layer/head and end-to-end metrics as JSON");
+  add_json_option(cmd, o.json_out, "Write per-layer/head and end-to-end metrics");
   cmd.add_flag("--timings", o.timings,
                "Print where the time went (model load, forward, dense kernels, variants, "
                "metrics, end to end, report), also under \"timings\" in --json");
@@ -603,8 +580,9 @@ void AnalyzeCommand::add_options(CLI::App& cmd) {
   cmd.add_option("--figure-metric", o.dataset.figure_metric,
                  "--dataset: the head metric of the grid figure. " + core::head_metric_help());
   cmd.add_option("--figure-variant", o.dataset.figure_variant,
-                 "--dataset: the grid figure's variant (one of --variants; default dense)");
-  cmd.add_flag("--quiet", o.dataset.quiet, "--dataset: no progress bar");
+                 "--dataset: the grid figure's variant (one of the variants; default dense)");
+  add_figure_size_options(cmd, o.dataset.figure_size);
+  add_quiet_option(cmd, o.dataset.quiet);
   cmd.add_option("--shard", o.dataset.shard,
                  "--dataset: analyse every n-th record from the i-th (i/n, 0-based) and write "
                  "their samples to --json, for --merge");

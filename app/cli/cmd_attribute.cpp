@@ -8,6 +8,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/json_file.h"
+#include "app/cli/options.h"
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
 #include "app/core/analysis/analysis.h"
@@ -58,6 +59,7 @@ class AttributeCommand final : public Command {
     std::string target, target_class, foil, variant, backend = "cpu";
     std::vector<int> layers, heads;
     std::string baseline = "zero", occlusion = "replace", json_out, dump, figure;
+    FigureSizeOptions size;
     std::string dataset, shard;
     std::vector<std::string> merge;
     int limit = 0, bootstrap = 1000;
@@ -70,7 +72,7 @@ class AttributeCommand final : public Command {
 };
 
 void AttributeCommand::add_options(CLI::App& cmd) {
-  cmd.add_option("--model", o.model, "Model folder or embedded model name (not with --merge)");
+  add_model_option(cmd, o.model, "; not with --merge");
   auto* t = cmd.add_option("--text", o.text, "Input text");
   auto* tf = cmd.add_option("--text-file", o.text_file, "File holding the input text (UTF-8)");
   auto* ids =
@@ -94,11 +96,10 @@ void AttributeCommand::add_options(CLI::App& cmd) {
                  "Methods, comma separated, or 'all': attention, rollout, flow, grad_input, "
                  "integrated_gradients, attn_grad, chefer, attnlrp, occlusion")
       ->capture_default_str();
-  cmd.add_option("--variant", o.variant, "Variant substituted for dense attention (one spec)");
-  cmd.add_option("--layers", o.layers, "Layers the variant replaces (default: all)")
-      ->delimiter(',');
-  cmd.add_option("--heads", o.heads, "Query heads the variant replaces (default: all)")
-      ->delimiter(',');
+  cmd.add_option("-v,--variant", o.variant, "Variant substituted for dense attention (one spec)")
+      ->type_name("SPEC");
+  add_index_list(cmd, "--layers", o.layers, "Layers the variant replaces (default: all)");
+  add_index_list(cmd, "--heads", o.heads, "Query heads the variant replaces (default: all)");
   cmd.add_option("--backend", o.backend, "Backend of the variant")->capture_default_str();
   cmd.add_option("--baseline", o.baseline,
                  "Integrated gradients' start and what occlusion puts in: zero, token[:ID] "
@@ -123,12 +124,13 @@ void AttributeCommand::add_options(CLI::App& cmd) {
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
   cmd.add_option("--show", o.show, "Units listed per method")->capture_default_str();
-  cmd.add_option("--json", o.json_out, "Write scores, agreement and curves as JSON");
+  add_json_option(cmd, o.json_out, "Write scores, agreement and curves");
   cmd.add_option("--dump", o.dump,
                  "Write DIR/<method>/attribution.npy (and maps.npy, heads.npy) per method");
   cmd.add_option("--figure", o.figure,
                  "The scores side by side, rank agreement and (with --faithfulness) the deletion "
                  "curves (.png/.svg/.pdf)");
+  add_figure_size_options(cmd, o.size);
   cmd.add_option("--dataset", o.dataset,
                  "Attribute every record: JSONL of {\"text\": ...}, a folder of .txt files, or "
                  "for vision models an image dataset (IDX files, a folder of class folders); "
@@ -441,7 +443,7 @@ int AttributeCommand::run() {
   if (!o.json_out.empty()) core::check_output_path(o.json_out);
   if (!o.merge.empty()) return run_merge();
   check_figure_option(o.figure);
-  usage(!o.model.empty(), "--model is required (except with --merge)");
+  o.model = model_or_default(o.model, !o.image.empty() || core::is_image_dataset(o.dataset));
   check_model_path(o.model, o.model);
   const std::shared_ptr<const core::Model> model = core::cached_model(o.model);
   usage(model->info().vision ? model->info().n_classes > 0 : model->info().vocab > 0,
@@ -466,7 +468,7 @@ int AttributeCommand::run() {
   if (!o.figure.empty()) {
     const core::FigureData d =
         core::attribution_figure(a, agree, o.faithfulness ? &f : nullptr, in, o.model);
-    fig::export_figure(d, o.figure, {2100, 0, 300});
+    fig::export_figure(d, o.figure, figure_size(o.size, d, {2100, 0, 300}));
     std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
   }
   if (!o.dump.empty()) {

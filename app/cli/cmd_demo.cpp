@@ -5,6 +5,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/comparison.h"
+#include "app/cli/options.h"
 
 namespace attn::cli {
 
@@ -37,7 +38,8 @@ Problem sample_problem(int n, int heads, int d, uint64_t seed) {
 class DemoCommand final : public Command {
  public:
   void add_options(CLI::App& cmd) override {
-    cmd.add_option("-n,--n", n, "Tokens")->check(CLI::Range(16, 1 << 17));
+    cmd.add_option("-n,--tokens", n, "Tokens")->check(CLI::Range(16, 1 << 17));
+    mark_deprecated(cmd.add_option("--n", n)->check(CLI::Range(16, 1 << 17)), "-n/--tokens");
   }
   int run() override;
 

@@ -8,6 +8,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/json_file.h"
+#include "app/cli/options.h"
 #include "app/cli/usage.h"
 #include "app/core/analysis/analysis.h"
 #include "app/core/attribution/attribution_export.h"
@@ -31,27 +32,29 @@ class ExplainHeadCommand final : public Command {
  private:
   struct Options {
     std::string model, text, text_file, variant, json_out, figure;
+    FigureSizeOptions size;
     int layer = 0, head = 0, query = -1, threads = 0;
     bool bos = false, quiet = false;
   } o;
 };
 
 void ExplainHeadCommand::add_options(CLI::App& cmd) {
-  cmd.add_option("--model", o.model, "Model folder or embedded model name")->required();
+  add_model_option(cmd, o.model);
   cmd.add_option("--text", o.text, "Input text (a sentence: at most 32 tokens)");
   cmd.add_option("--text-file", o.text_file, "File holding the input text");
   cmd.add_flag("--bos", o.bos, "The model's beginning-of-text token first");
   cmd.add_option("--layer", o.layer, "Layer of the head")->capture_default_str();
   cmd.add_option("--head", o.head, "Query head")->capture_default_str();
-  cmd.add_option("--variant", o.variant,
+  cmd.add_option("-v,--variant", o.variant,
                  "Variant substituted in this head (the mask stage shows what it keeps)");
   cmd.add_option("--query", o.query,
                  "Query position to follow: its arithmetic printed cell by cell and outlined in "
                  "the figure (-1: none)")
       ->capture_default_str();
   cmd.add_option("--figure", o.figure, "The stages as one figure (.png/.svg/.pdf)");
-  cmd.add_option("--json", o.json_out, "Write every stage: values, labels, hooks, provenance");
-  cmd.add_flag("--quiet", o.quiet, "Print no tables (with --json or --figure)");
+  add_figure_size_options(cmd, o.size);
+  add_json_option(cmd, o.json_out, "Write every stage: values, labels, hooks, provenance");
+  cmd.add_flag("-q,--quiet", o.quiet, "Print no tables (with --json or --figure)");
   cmd.add_option("--threads", o.threads, "Worker threads (0 = all)");
 }
 
@@ -138,6 +141,7 @@ int ExplainHeadCommand::run() {
   check_figure_option(o.figure);
   usage(!o.text.empty() || !o.text_file.empty(), "give a short input: --text or --text-file");
   usage(o.text.empty() || o.text_file.empty(), "give --text or --text-file, not both");
+  o.model = model_or_default(o.model);
   check_model_path(o.model, o.model);
   if (!o.variant.empty()) check_variant_specs({o.variant}, "--variant");
   const std::shared_ptr<const core::Model> model = core::cached_model(o.model);
@@ -204,7 +208,8 @@ int ExplainHeadCommand::run() {
     write_json_file(o.json_out, j);
   }
   if (!o.figure.empty()) {
-    fig::export_figure(core::steps_figure(s, o.model, o.query), o.figure, {3600, 0, 300});
+    const core::FigureData fd = core::steps_figure(s, o.model, o.query);
+    fig::export_figure(fd, o.figure, figure_size(o.size, fd, {3600, 0, 300}));
     std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
   }
   return kExitOk;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "app/cli/options.h"
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
 #include "app/core/analysis/analysis.h"
@@ -36,12 +37,13 @@ class GenerateCommand final : public Command {
     core::SamplingOptions s;
     int threads = 0;
     std::string trace_out, figure;
+    FigureSizeOptions size;
     int layer = 0, head = 0, step = -1;
   } o;  // bound by add_options
 };
 
 void GenerateCommand::add_options(CLI::App& cmd) {
-  cmd.add_option("--model", o.model, "Model folder or embedded model name")->required();
+  add_model_option(cmd, o.model);
   auto* prompt = cmd.add_option("--prompt", o.prompt, "Prompt text");
   cmd.add_option("--ids", o.ids, "Prompt token ids (spaces or commas between them)")
       ->delimiter(',')
@@ -60,6 +62,7 @@ void GenerateCommand::add_options(CLI::App& cmd) {
                  "Write each step's attention over the cache and what it held (JSON; "
                  "--layer's attention, every layer's cache)");
   cmd.add_option("--figure", o.figure, "Decode figure of --layer/--head (PNG, SVG or PDF)");
+  add_figure_size_options(cmd, o.size);
   cmd.add_option("--layer", o.layer, "Layer of --trace and --figure (default 0)")
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--head", o.head, "Query head of --figure (default 0)")
@@ -70,6 +73,7 @@ void GenerateCommand::add_options(CLI::App& cmd) {
 
 int GenerateCommand::run() {
   usage(!o.prompt.empty() || !o.ids.empty(), "give the prompt: --prompt or --ids");
+  o.model = model_or_default(o.model);
   const bool tracing = !o.trace_out.empty() || !o.figure.empty();
   usage(!tracing || (o.s.max_new_tokens >= 1 && o.s.max_new_tokens <= core::kMaxTraceSteps),
         "--trace and --figure trace at most " + std::to_string(core::kMaxTraceSteps) +
@@ -146,7 +150,7 @@ void GenerateCommand::trace(const core::Model& model, const std::vector<int32_t>
     usage(o.step < int(t.steps.size()), "--step " + std::to_string(o.step) + ": the trace has " +
                                             std::to_string(t.steps.size()) + " steps");
     const core::FigureData fd = core::decode_figure(t, o.layer, o.head, o.step);
-    fig::export_figure(fd, o.figure, fig::fit_height(fd, {2100, 0, 300}));
+    fig::export_figure(fd, o.figure, figure_size(o.size, fd, {2100, 0, 300}));
     std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
   }
 }

@@ -11,6 +11,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/json_file.h"
+#include "app/cli/options.h"
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
 #include "app/core/analysis/analysis.h"
@@ -42,6 +43,7 @@ std::string cell(double x) {
 struct Report {
   std::string model, json_out, figure, ablation_figure;
   std::vector<std::string> roles;
+  FigureSizeOptions size;
 };
 
 // The tables, JSON and figures of an atlas (and its ablation scan), from one run or merged shards.
@@ -102,14 +104,14 @@ void report(const core::HeadAtlas& a, const core::AblationScan* scan, const Repo
     j["ablation"] = core::ablation_json(*scan);
     if (!o.ablation_figure.empty()) {
       const core::FigureData fd = core::ablation_figure(*scan, o.model);
-      fig::export_figure(fd, o.ablation_figure, fig::fit_height(fd, {2100, 0, 300}));
+      fig::export_figure(fd, o.ablation_figure, figure_size(o.size, fd, {2100, 0, 300}));
       std::fprintf(stderr, "wrote %s\n", o.ablation_figure.c_str());
     }
   }
   if (!o.json_out.empty()) write_json_file(o.json_out, j);
   if (!o.figure.empty()) {
     const core::FigureData fd = core::atlas_figure(a, o.roles);
-    fig::export_figure(fd, o.figure, fig::fit_height(fd, {2100, 0, 300}));
+    fig::export_figure(fd, o.figure, figure_size(o.size, fd, {2100, 0, 300}));
     std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
   }
 }
@@ -134,11 +136,12 @@ class HeadsCommand final : public Command {
         shard;
     std::vector<std::string> roles, merge;
     core::AtlasOptions a;
+    FigureSizeOptions size;
   } o;  // bound by add_options
 };
 
 void HeadsCommand::add_options(CLI::App& cmd) {
-  cmd.add_option("--model", o.model, "Model folder or embedded model name");
+  add_model_option(cmd, o.model, "; not with --merge");
   auto* text = cmd.add_option("--text", o.text, "Text the windows come from");
   auto* file = cmd.add_option("--text-file", o.text_file, "File holding the text (UTF-8)");
   auto* data = cmd.add_option("--dataset", o.dataset,
@@ -180,9 +183,9 @@ void HeadsCommand::add_options(CLI::App& cmd) {
                std::string(core::kSinkRule) + ")";
   cmd.add_option("--roles", o.roles, role_help)->delimiter(',');
   cmd.add_option("--threads", o.a.threads, "Worker threads (0 = all)");
-  cmd.add_option("--json", o.json_out,
-                 "Write every role's [layer][head] means and intervals (with --shard: the "
-                 "shard's samples, for --merge)");
+  add_json_option(cmd, o.json_out,
+                  "Write every role's [layer][head] means and intervals (with --shard: the "
+                  "shard's samples, for --merge)");
   auto* shard = cmd.add_option("--shard", o.shard,
                                "Run shard i of n (0-based): every n-th window and sequence, "
                                "written to --json for --merge");
@@ -190,12 +193,13 @@ void HeadsCommand::add_options(CLI::App& cmd) {
                                "Join the --json files of --shard runs and report them as one run");
   shard->excludes(merge);
   cmd.add_option("--figure", o.figure, "One layer x head panel per role (.png/.svg/.pdf)");
+  add_figure_size_options(cmd, o.size);
 }
 
 int HeadsCommand::run() {
   check_options();
   if (!o.merge.empty()) return merge();
-  usage(!o.model.empty(), "give --model (or --merge with shard files)");
+  o.model = model_or_default(o.model);
   usage(!o.text.empty() || !o.text_file.empty() || !o.dataset.empty() || o.a.repeat_sequences > 0,
         "give the text: --text, --text-file or --dataset (or only --repeats for the "
         "induction probes)");
@@ -244,7 +248,8 @@ int HeadsCommand::run() {
   const core::HeadAtlas a = core::summarize_atlas(part.atlas, o.a.bootstrap);
   std::optional<core::AblationScan> scan;
   if (part.ablation) scan = core::summarize_ablation(*part.ablation, o.a.bootstrap, o.a.seed);
-  report(a, scan ? &*scan : nullptr, {o.model, o.json_out, o.figure, o.ablation_figure, o.roles});
+  report(a, scan ? &*scan : nullptr,
+         {o.model, o.json_out, o.figure, o.ablation_figure, o.roles, o.size});
   return kExitOk;
 }
 
@@ -280,7 +285,8 @@ int HeadsCommand::merge() const {
   if (m.ablation) scan = core::summarize_ablation(*m.ablation, o.a.bootstrap, m.atlas.seed);
   usage(o.ablation_figure.empty() || scan,
         "--ablation-figure: the shards ran no ablation scan (--ablate-each)");
-  report(a, scan ? &*scan : nullptr, {a.model, o.json_out, o.figure, o.ablation_figure, o.roles});
+  report(a, scan ? &*scan : nullptr,
+         {a.model, o.json_out, o.figure, o.ablation_figure, o.roles, o.size});
   return kExitOk;
 }
 

@@ -7,6 +7,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/json_file.h"
+#include "app/cli/options.h"
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
 #include "app/core/analysis/analysis.h"
@@ -40,6 +41,7 @@ class PatchCommand final : public Command {
 
   struct Options {
     std::string model, clean, corrupt, target, foil, over = "heads", json_out, figure, dataset;
+    FigureSizeOptions size;
     std::string shard;
     std::vector<std::string> merge;
     int bootstrap = 1000;
@@ -48,7 +50,7 @@ class PatchCommand final : public Command {
 };
 
 void PatchCommand::add_options(CLI::App& cmd) {
-  cmd.add_option("--model", o.model, "Model folder or embedded model name (not with --merge)");
+  add_model_option(cmd, o.model, "; not with --merge");
   cmd.add_option("--clean", o.clean, "Clean prompt");
   cmd.add_option("--corrupt", o.corrupt, "Corrupted prompt (same number of tokens)");
   cmd.add_option("--target", o.target, "Answer token of the clean prompt (one token, e.g. ' the')");
@@ -66,8 +68,9 @@ void PatchCommand::add_options(CLI::App& cmd) {
       ->capture_default_str()
       ->check(CLI::IsMember({"heads", "positions", "patterns"}));
   cmd.add_option("--threads", o.threads, "Worker threads (0 = all)");
-  cmd.add_option("--json", o.json_out, "Write the effects and both logit differences as JSON");
+  add_json_option(cmd, o.json_out, "Write the effects and both logit differences");
   cmd.add_option("--figure", o.figure, "The effect grid (.png/.svg/.pdf)");
+  add_figure_size_options(cmd, o.size);
   cmd.add_option("--shard", o.shard,
                  "--dataset: patch every n-th pair from the i-th (i/n, 0-based) and write their "
                  "grids to --json, for --merge");
@@ -82,7 +85,7 @@ int PatchCommand::run() {
   if (!o.merge.empty()) {
     r = merge();  // a merge reads numbers only
   } else {
-    usage(!o.model.empty(), "--model is required");
+    o.model = model_or_default(o.model);
     check_model_path(o.model, o.model);
     const std::shared_ptr<const core::Model> model = core::cached_model(o.model);
     usage(!model->info().vision && model->info().vocab > 0,
@@ -157,10 +160,7 @@ core::PatchResult PatchCommand::patch_dataset(const core::Model& model,
         "--shard " + o.shard + " owns none of the " + std::to_string(texts.size()) + " pairs");
   const std::vector<core::PatchRun> runs = core::patch_runs(model, records, po);
   if (!o.shard.empty()) {
-    std::ofstream f(o.json_out);
-    require(bool(f), ErrorCode::Io, o.json_out + ": cannot write");
-    f << core::patch_shard_json({o.model, o.dataset, o.over, runs}).dump(1) << "\n";
-    require(bool(f), ErrorCode::Io, o.json_out + ": write failed");
+    write_json_file(o.json_out, core::patch_shard_json({o.model, o.dataset, o.over, runs}));
     std::fprintf(stderr, "wrote %s (shard %s: %zu pairs; join with patch --merge)\n",
                  o.json_out.c_str(), o.shard.c_str(), runs.size());
   }
@@ -223,14 +223,11 @@ void PatchCommand::print_effects(const core::PatchResult& r) const {
 
 void PatchCommand::write_outputs(const core::PatchResult& r) const {
   if (!o.json_out.empty() && o.shard.empty()) {  // a shard's --json holds its pairs
-    std::ofstream f(o.json_out);
-    require(bool(f), ErrorCode::Io, o.json_out + ": cannot write");
-    f << core::patch_json(r).dump(1) << "\n";
-    require(bool(f), ErrorCode::Io, o.json_out + ": write failed");
+    write_json_file(o.json_out, core::patch_json(r));
   }
   if (!o.figure.empty()) {
     const core::FigureData fd = core::patch_figure(r, o.model);
-    fig::export_figure(fd, o.figure, fig::fit_height(fd, {2100, 0, 300}));
+    fig::export_figure(fd, o.figure, figure_size(o.size, fd, {2100, 0, 300}));
     std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
   }
 }

@@ -4,11 +4,11 @@
 // (--tensors, e.g. a layer of `analyze --dump`); beside them the cpu backend's kernels in each
 // storage precision (RunOptions::precision) on those inputs.
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "app/cli/options.h"
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
 #include "app/core/session/model_catalog.h"
@@ -38,8 +38,10 @@ class PrecisionCommand final : public Command {
 };
 
 void PrecisionCommand::add_options(CLI::App& cmd) {
-  cmd.add_option("-n,--n", o.n, "Tokens (queries and keys)")->check(CLI::Range(1, 1 << 16));
-  cmd.add_option("--heads", o.heads, "Heads")->check(CLI::Range(1, 64));
+  cmd.add_option("-n,--tokens", o.n, "Tokens (queries and keys)")->check(CLI::Range(1, 1 << 16));
+  cmd.add_option("--n-heads", o.heads, "Heads")->check(CLI::Range(1, 64));
+  mark_deprecated(cmd.add_option("--n", o.n)->check(CLI::Range(1, 1 << 16)), "-n/--tokens");
+  mark_deprecated(cmd.add_option("--heads", o.heads)->check(CLI::Range(1, 64)), "--n-heads");
   cmd.add_option("-d,--dim", o.d, "Head dimension")->check(CLI::Range(1, 1024));
   cmd.add_option("--tile", o.tile, "Keys per tile of the tiled form")
       ->check(CLI::Range(1, 1 << 16));
@@ -51,7 +53,7 @@ void PrecisionCommand::add_options(CLI::App& cmd) {
                  "random inputs");
   cmd.add_option("--tensors-layer", o.tensors_layer,
                  "Read blocks.L.attn.{q,k,v}.npy (an analyze --dump folder) instead of q/k/v.npy");
-  cmd.add_option("--json", o.json, "Also write the table as JSON");
+  add_json_option(cmd, o.json, "Write the table");
 }
 
 int PrecisionCommand::run() {
@@ -140,15 +142,17 @@ int PrecisionCommand::run() {
   }
   std::printf("the cpu kernels (kernel set %s) in each storage precision, same inputs:\n", ks.isa);
   k.print();
-  if (!o.json.empty()) {
-    std::ofstream f(o.json);
-    require(bool(f), ErrorCode::Io, o.json + ": cannot write");
-    f << nlohmann::json{{"n", p.n_q},       {"heads", p.n_heads}, {"d", p.d},
-                        {"tile", o.tile},   {"causal", p.causal}, {"seed", o.seed},
-                        {"source", source}, {"rows", rows},       {"kernels", kernels}}
-             .dump(2)
-      << "\n";
-  }
+  if (!o.json.empty())
+    write_json_output(o.json, nlohmann::json{{"n", p.n_q},
+                                             {"heads", p.n_heads},
+                                             {"d", p.d},
+                                             {"tile", o.tile},
+                                             {"causal", p.causal},
+                                             {"seed", o.seed},
+                                             {"source", source},
+                                             {"rows", rows},
+                                             {"kernels", kernels}}
+                                  .dump(2));
   return kExitOk;
 }
 

@@ -5,6 +5,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/json_file.h"
+#include "app/cli/options.h"
 #include "app/cli/usage.h"
 #include "app/core/analysis/analysis.h"
 #include "app/core/attribution/attribution_export.h"
@@ -29,6 +30,7 @@ class QkCommand final : public Command {
 
   struct Options {
     std::string model, method = "pca", variant, backend = "cpu", json_out, figure;
+    FigureSizeOptions size;
     std::vector<std::string> texts, text_files, images;
     int layer = 0, head = 0, iterations = 750, max_points = 4000, threads = 0;
     double perplexity = 30;
@@ -38,7 +40,7 @@ class QkCommand final : public Command {
 };
 
 void QkCommand::add_options(CLI::App& cmd) {
-  cmd.add_option("--model", o.model, "Model folder or embedded model name")->required();
+  add_model_option(cmd, o.model);
   cmd.add_option("--text", o.texts, "Input text (repeat for more inputs)");
   cmd.add_option("--text-file", o.text_files, "File holding an input text (repeatable)");
   cmd.add_option("--image", o.images, "Input image (vision models; repeatable)");
@@ -56,10 +58,12 @@ void QkCommand::add_options(CLI::App& cmd) {
   cmd.add_option("--max-points", o.max_points, "Refuse more queries + keys than this")
       ->capture_default_str()
       ->check(CLI::Range(4, 20000));
-  cmd.add_option("--variant", o.variant, "Variant substituted (the patterns it attends with)");
+  cmd.add_option("-v,--variant", o.variant, "Variant substituted (the patterns it attends with)")
+      ->type_name("SPEC");
   cmd.add_option("--backend", o.backend, "Backend of the variant")->capture_default_str();
-  cmd.add_option("--json", o.json_out, "Write every point (x, y, kind, input, position, token)");
+  add_json_option(cmd, o.json_out, "Write every point (x, y, kind, input, position, token)");
   cmd.add_option("--figure", o.figure, "The map (.png/.svg/.pdf)");
+  add_figure_size_options(cmd, o.size);
   cmd.add_option("--threads", o.threads, "Worker threads (0 = all)");
 }
 
@@ -85,6 +89,7 @@ std::vector<core::ModelInput> QkCommand::inputs(const core::Model& model) const 
 int QkCommand::run() {
   if (!o.json_out.empty()) core::check_output_path(o.json_out);
   check_figure_option(o.figure);
+  o.model = model_or_default(o.model, !o.images.empty());
   check_model_path(o.model, o.model);
   const std::shared_ptr<const core::Model> model = core::cached_model(o.model);
   const core::ModelInfo& info = model->info();
@@ -132,7 +137,8 @@ int QkCommand::run() {
     write_json_file(o.json_out, j);
   }
   if (!o.figure.empty()) {
-    fig::export_figure(core::qk_figure(e, o.model), o.figure, {1500, 0, 300});
+    const core::FigureData fd = core::qk_figure(e, o.model);
+    fig::export_figure(fd, o.figure, figure_size(o.size, fd, {1500, 0, 300}));
     std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
   }
   return kExitOk;

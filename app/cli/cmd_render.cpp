@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "app/cli/options.h"
 #include "app/cli/usage.h"
 #include "app/core/analysis/analysis.h"
 #include "app/core/export/data_export.h"
@@ -20,7 +21,8 @@ struct RenderOptions {
   std::vector<std::string> out;
   int width = 0, height = -1, threads = 0, max_cells = 512;
   double dpi = 0;
-  bool no_sidecar = false, no_verify = false, json = false;
+  std::string json;  // --json [FILE]: what was written, as JSON ("-": stdout)
+  bool no_sidecar = false, no_verify = false;
 };
 
 std::vector<std::string> export_data(const FigureData& f, const std::string& stem,
@@ -91,7 +93,7 @@ int render(const RenderOptions& o) {
       fig::write_sidecar(record, o.session, out, view, size);
       report["files"].push_back(fig::sidecar_path(out));
     }
-    if (!o.json)
+    if (o.json.empty())
       std::printf("wrote %s (%dx%d px at %g dpi)\n", out.c_str(), size.width, size.height,
                   size.dpi);
   }
@@ -100,10 +102,10 @@ int render(const RenderOptions& o) {
     const std::string stem = (first.parent_path() / first.stem()).string();
     for (const std::string& f : export_data(data, stem, o.data)) {
       report["files"].push_back(f);
-      if (!o.json) std::printf("wrote %s\n", f.c_str());
+      if (o.json.empty()) std::printf("wrote %s\n", f.c_str());
     }
   }
-  if (o.json) std::printf("%s\n", report.dump(2).c_str());
+  if (!o.json.empty()) write_json_output(o.json, report.dump(2));
   return 0;
 }
 
@@ -138,7 +140,7 @@ void RenderCommand::add_options(CLI::App& cmd) {
   cmd.add_flag("--no-sidecar", o.no_sidecar, "Do not write <out>.attnscope.json");
   cmd.add_flag("--no-verify", o.no_verify, "Do not check the recorded model/image hashes");
   cmd.add_option("--threads", o.threads, "Worker threads (0 = all)");
-  cmd.add_flag("--json", o.json, "Print what was written as JSON");
+  add_json_option(cmd, o.json, "Report what was written");
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
 // `attnscope run`: variants side by side on a random problem of a chosen shape.
 #include <cstdio>
-#include <fstream>
 
 #include "app/cli/commands.h"
 #include "app/cli/comparison.h"
+#include "app/cli/options.h"
 #include "app/cli/usage.h"
 #include "compute/error.h"
 #include "compute/fallback.h"
@@ -28,14 +28,20 @@ class RunCommand final : public Command {
 };
 
 void RunCommand::add_options(CLI::App& cmd) {
-  cmd.add_option("-v,--variant", o.variants, "Variant spec, e.g. 'window(size=256)' (repeatable)")
-      ->required();
-  cmd.add_option("-n,--n", o.n, "Keys (and queries unless --nq)")->check(CLI::Range(1, 1 << 20));
-  cmd.add_option("--nq", o.n_q, "Queries (the last ones of the sequence)")
+  add_variant_option(cmd, o.variants, "Variant spec, e.g. 'window(size=256)'")->required();
+  cmd.add_option("-n,--tokens", o.n, "Keys (and queries unless --queries)")
       ->check(CLI::Range(1, 1 << 20));
-  cmd.add_option("--heads", o.heads, "Query heads")->check(CLI::Range(1, 256));
-  cmd.add_option("--kv-heads", o.kv_heads, "Key/value heads (GQA); default = heads")
+  cmd.add_option("--queries", o.n_q, "Queries (the last ones of the sequence)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--n-heads", o.heads, "Query heads")->check(CLI::Range(1, 256));
+  cmd.add_option("--n-kv-heads", o.kv_heads, "Key/value heads (GQA); default = --n-heads")
       ->check(CLI::Range(1, 256));
+  // Old spellings: --heads is a list of heads in every other verb.
+  mark_deprecated(cmd.add_option("--n", o.n)->check(CLI::Range(1, 1 << 20)), "-n/--tokens");
+  mark_deprecated(cmd.add_option("--nq", o.n_q)->check(CLI::Range(1, 1 << 20)), "--queries");
+  mark_deprecated(cmd.add_option("--heads", o.heads)->check(CLI::Range(1, 256)), "--n-heads");
+  mark_deprecated(cmd.add_option("--kv-heads", o.kv_heads)->check(CLI::Range(1, 256)),
+                  "--n-kv-heads");
   cmd.add_option("-d,--dim", o.d, "Head dimension")->check(CLI::Range(1, 1024));
   cmd.add_flag("--bidirectional", o.bidirectional, "Bidirectional instead of causal");
   cmd.add_option("--backend", o.backend,
@@ -46,15 +52,15 @@ void RunCommand::add_options(CLI::App& cmd) {
                  "Storage of Q, K, V in the kernels: f32 | bf16 | f16 (scores, softmax and sums "
                  "in f32); rows then show dense in that precision against f32 dense");
   cmd.add_flag("--no-metrics", o.no_metrics, "Skip metrics against dense (faster)");
-  cmd.add_option("--json", o.json, "Also write the results as JSON to this file");
+  add_json_option(cmd, o.json, "Write the results");
 }
 
 int RunCommand::run() {
   // The command line first: conflicting shapes, bad specs, an unknown backend.
   const int kv = o.kv_heads ? o.kv_heads : o.heads;
-  usage(o.heads % kv == 0, "--heads " + std::to_string(o.heads) +
-                               " is not a multiple of --kv-heads " + std::to_string(kv));
-  usage(o.n_q <= o.n, "--nq " + std::to_string(o.n_q) + " exceeds -n " + std::to_string(o.n) +
+  usage(o.heads % kv == 0, "--n-heads " + std::to_string(o.heads) +
+                               " is not a multiple of --n-kv-heads " + std::to_string(kv));
+  usage(o.n_q <= o.n, "--queries " + std::to_string(o.n_q) + " exceeds -n " + std::to_string(o.n) +
                           " (the queries are the last of the keys)");
   check_variant_specs(o.variants, "-v/--variant");
   check_backend(o.backend);
@@ -75,11 +81,7 @@ int RunCommand::run() {
   if (auto* fb = dynamic_cast<FallbackBackend*>(backend.get())) {
     for (const auto& n : fb->notes()) std::fprintf(stderr, "note: %s\n", n.c_str());
   }
-  if (!o.json.empty()) {
-    std::ofstream f(o.json);
-    if (!f) throw Error(ErrorCode::Io, "cannot write " + o.json);
-    f << comparison_json(p, c).dump(2) << "\n";
-  }
+  if (!o.json.empty()) write_json_output(o.json, comparison_json(p, c).dump(2));
   return 0;
 }
 

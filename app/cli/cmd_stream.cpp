@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "app/cli/json_file.h"
+#include "app/cli/options.h"
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
 #include "app/core/analysis/analysis.h"
@@ -42,6 +44,7 @@ class StreamCommand final : public Command {
 
   struct Options {
     std::string model, text, text_file, json_out, csv_out, dump, figure, timeline;
+    FigureSizeOptions size;
     int timeline_layer = 0, timeline_head = 0;
     std::vector<int32_t> ids;
     std::vector<std::string> policies;
@@ -51,7 +54,7 @@ class StreamCommand final : public Command {
 };
 
 void StreamCommand::add_options(CLI::App& cmd) {
-  cmd.add_option("--model", o.model, "Model folder or embedded model name")->required();
+  add_model_option(cmd, o.model);
   auto* text = cmd.add_option("--text", o.text, "Text to stream (tokenised whole)");
   auto* file = cmd.add_option("--text-file", o.text_file, "File whose text to stream");
   auto* ids = cmd.add_option("--ids", o.ids,
@@ -69,12 +72,13 @@ void StreamCommand::add_options(CLI::App& cmd) {
   cmd.add_option("--max-tokens", o.max_tokens, "Stream at most this many tokens (0 = all)")
       ->check(CLI::Range(0, 1 << 24));
   cmd.add_option("--threads", o.threads, "Worker threads (0 = all)");
-  cmd.add_option("--json", o.json_out, "Write curves and summaries as JSON");
+  add_json_option(cmd, o.json_out, "Write curves and summaries");
   cmd.add_option("--csv", o.csv_out, "Write one row per policy and token as CSV");
   cmd.add_option("--dump", o.dump, "Write DIR/<i>/{spec.txt,logits.npy,nll.npy} per policy");
   cmd.add_option("--figure", o.figure, "Perplexity against tokens streamed (.png/.svg/.pdf)");
   cmd.add_option("--timeline", o.timeline,
                  "What the cache holds at every step, one panel per policy (.png/.svg/.pdf)");
+  add_figure_size_options(cmd, o.size);
   cmd.add_option("--timeline-layer", o.timeline_layer, "Layer the timeline shows")
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--timeline-head", o.timeline_head, "KV head the timeline shows")
@@ -83,6 +87,7 @@ void StreamCommand::add_options(CLI::App& cmd) {
 
 int StreamCommand::run() {
   check_options();
+  o.model = model_or_default(o.model);
   check_model_path(o.model, o.model);
   std::shared_ptr<const core::Model> model = core::cached_model(o.model);
   usage(o.timeline_layer < model->info().n_layers,
@@ -162,21 +167,18 @@ void StreamCommand::print_result(const core::StreamResult& r, const std::string&
 
 void StreamCommand::write_outputs(const core::StreamResult& r) const {
   if (!o.json_out.empty()) {
-    std::ofstream f(o.json_out);
-    require(bool(f), ErrorCode::Io, o.json_out + ": cannot write");
-    f << core::stream_json(r).dump(1) << "\n";
-    require(bool(f), ErrorCode::Io, o.json_out + ": write failed");
+    write_json_file(o.json_out, core::stream_json(r));
   }
   if (!o.csv_out.empty()) core::write_stream_csv(r, o.csv_out);
   if (!o.dump.empty()) core::write_stream_dump(r, o.dump);
   if (!o.figure.empty()) {
     const core::FigureData fd = core::stream_figure(r);
-    fig::export_figure(fd, o.figure, fig::fit_height(fd, {2100, 0, 300}));
+    fig::export_figure(fd, o.figure, figure_size(o.size, fd, {2100, 0, 300}));
     std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
   }
   if (!o.timeline.empty()) {
     const core::FigureData fd = core::cache_figure(r, o.timeline_layer, o.timeline_head);
-    fig::export_figure(fd, o.timeline, fig::fit_height(fd, {2100, 0, 300}));
+    fig::export_figure(fd, o.timeline, figure_size(o.size, fd, {2100, 0, 300}));
     std::fprintf(stderr, "wrote %s\n", o.timeline.c_str());
   }
 }

@@ -12,6 +12,7 @@
 #include <iterator>
 
 #include "app/cli/commands.h"
+#include "app/cli/options.h"
 #include "app/cli/progress.h"
 #include "app/cli/table.h"
 #include "app/cli/usage.h"
@@ -32,16 +33,17 @@ using namespace core;  // the verb is a thin client of the core
 namespace {
 
 struct SweepOptions {
-  std::string model = "default-text", text, text_file, image, out, figure, shard, backend = "cpu";
+  std::string model, text, text_file, image, out, figure, shard, backend = "cpu";
   std::string dataset;  // image dataset: accuracy over every record instead of one input
   int64_t limit = 0;    // --dataset: first records only
   std::string session;  // model and input from a session file instead
   std::vector<std::string> variants, merge;
   std::vector<std::string> precisions;  // storage precisions of Q, K, V: an axis of the table
   std::vector<int> layers, heads;
-  int threads = 0, width = 2100, height = 1050;
-  double dpi = 300;
-  bool no_end_to_end = false, quiet = false, json = false;
+  int threads = 0;
+  FigureSizeOptions size;  // over the preset 2100 x 1050 px at 300 dpi
+  bool no_end_to_end = false, quiet = false;
+  std::string json;  // --json [FILE]: the rows as JSON ("-": stdout)
 };
 
 std::string read_file(const std::string& path, const char* what) {
@@ -53,7 +55,7 @@ std::string read_file(const std::string& path, const char* what) {
 void write_figure(const SweepOptions& o, const std::vector<TradeoffPoint>& pts,
                   const std::string& subtitle, const Session* s) {
   if (o.figure.empty()) return;
-  const FigureSize size{o.width, o.height, o.dpi};
+  const FigureSize size = o.size.apply({2100, 1050, 300});
   const FigureData f = tradeoff_figure(pts, "Cost vs accuracy of attention variants", subtitle);
   fig::export_figure(f, o.figure, size);
   if (s) fig::write_sidecar(*s, "", o.figure, View::Tradeoff, size);
@@ -61,14 +63,14 @@ void write_figure(const SweepOptions& o, const std::vector<TradeoffPoint>& pts,
 }
 
 void print_json(const SweepOptions& o, const std::vector<SweepRow>& rows) {
-  if (!o.json) return;
+  if (o.json.empty()) return;
   nlohmann::json j = nlohmann::json::array();
   for (const SweepRow& r : rows) {
     nlohmann::json p = to_json(r.point);
     p["index"] = r.index;
     j.push_back(p);
   }
-  std::printf("%s\n", j.dump(2).c_str());
+  write_json_output(o.json, j.dump(2));
 }
 
 // "fashion-mnist" for /usr/share/datasets/fashion-mnist/, "pairs.jsonl" for a/b/pairs.jsonl: what
@@ -92,12 +94,12 @@ void write_dataset_figure(const SweepOptions& o, const std::vector<DatasetRow>& 
   FigureData f = tradeoff_figure(pts, "Class accuracy against attention density", subtitle);
   f.settings.tradeoff_x = "density";
   f.settings.tradeoff_y = "accuracy";
-  fig::export_figure(f, o.figure, FigureSize{o.width, o.height, o.dpi});
+  fig::export_figure(f, o.figure, o.size.apply({2100, 1050, 300}));
   if (!o.quiet) std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
 }
 
 void print_dataset_json(const SweepOptions& o, const std::vector<DatasetRow>& rows) {
-  if (!o.json) return;
+  if (o.json.empty()) return;
   nlohmann::json j = nlohmann::json::array();
   for (const DatasetRow& row : rows) {
     const DatasetEval& r = row.eval;
@@ -113,7 +115,7 @@ void print_dataset_json(const SweepOptions& o, const std::vector<DatasetRow>& ro
                  {"attention_flops_per_image", r.attention_flops},
                  {"seconds", r.seconds}});
   }
-  std::printf("%s\n", j.dump(2).c_str());
+  write_json_output(o.json, j.dump(2));
 }
 
 // The text dataset table's figure: loss (and KL) against density, the intervals as error bars.
@@ -125,12 +127,12 @@ void write_text_dataset_figure(const SweepOptions& o, const std::vector<TextData
   FigureData f = tradeoff_figure(pts, "Next-token loss against attention density", subtitle);
   f.settings.tradeoff_x = "density";
   f.settings.tradeoff_y = "loss";
-  fig::export_figure(f, o.figure, FigureSize{o.width, o.height, o.dpi});
+  fig::export_figure(f, o.figure, o.size.apply({2100, 1050, 300}));
   if (!o.quiet) std::fprintf(stderr, "wrote %s\n", o.figure.c_str());
 }
 
 void print_text_dataset_json(const SweepOptions& o, const std::vector<TextDatasetRow>& rows) {
-  if (!o.json) return;
+  if (o.json.empty()) return;
   const auto base =
       std::find_if(rows.begin(), rows.end(), [](const TextDatasetRow& r) { return r.index == 0; });
   nlohmann::json j = nlohmann::json::array();
@@ -151,7 +153,7 @@ void print_text_dataset_json(const SweepOptions& o, const std::vector<TextDatase
                  {"attention_flops_per_token", r.attention_flops},
                  {"seconds", r.seconds}});
   }
-  std::printf("%s\n", j.dump(2).c_str());
+  write_json_output(o.json, j.dump(2));
 }
 
 int merge(const SweepOptions& o) {
@@ -407,15 +409,17 @@ int sweep(const SweepOptions& o) {
 class SweepCommand final : public Command {
  public:
   void add_options(CLI::App& cmd) override;
-  int run() override { return sweep(o); }
+  int run() override {
+    o.model = model_or_default(o.model, !o.image.empty() || is_image_dataset(o.dataset));
+    return sweep(o);
+  }
 
  private:
   SweepOptions o;  // bound by add_options
 };
 
 void SweepCommand::add_options(CLI::App& cmd) {
-  cmd.add_option("--model", o.model, "Model folder, or default-text / default-vision")
-      ->capture_default_str();
+  add_model_option(cmd, o.model, "; a --session's model when given");
   cmd.add_option("--text", o.text, "Input text");
   cmd.add_option("--text-file", o.text_file, "File holding the input text (UTF-8)");
   cmd.add_option("--image", o.image, "Input image (vision models)");
@@ -427,9 +431,9 @@ void SweepCommand::add_options(CLI::App& cmd) {
                  "JSONL ({\"text\": ...} per line) or a folder of .txt; the table holds "
                  "next-token loss");
   cmd.add_option("--limit", o.limit, "--dataset: only the first N records (0 = all)");
-  cmd.add_option("--variant", o.variants,
-                 "Variant or sweep spec, repeatable: \"window(size=16..1024:x2)\", "
-                 "\"block_topk(block=16,k=1..8:+1)\", \"top_p(p=0.5|0.9)\"");
+  add_variant_option(cmd, o.variants,
+                     "Variant or sweep spec: \"window(size=16..1024:x2)\", "
+                     "\"block_topk(block=16,k=1..8:+1)\", \"top_p(p=0.5|0.9)\"");
   cmd.add_option("--precision", o.precisions,
                  "Storage of Q, K, V as an axis: f32, bf16, f16 (comma-separated); every variant "
                  "runs in each, against the f32 dense reference (the table's precision column)")
@@ -440,17 +444,15 @@ void SweepCommand::add_options(CLI::App& cmd) {
   cmd.add_option("--shard", o.shard,
                  "Run only shard i of n (0-based), e.g. $SLURM_ARRAY_TASK_ID/8");
   cmd.add_option("--merge", o.merge, "Merge these shard tables into --out instead of running");
-  cmd.add_option("--layers", o.layers, "End to end: substitute only these layers")->delimiter(',');
-  cmd.add_option("--heads", o.heads, "End to end: substitute only these heads")->delimiter(',');
+  add_index_list(cmd, "--layers", o.layers, "End to end: substitute only these layers");
+  add_index_list(cmd, "--heads", o.heads, "End to end: substitute only these heads");
   cmd.add_flag("--no-end-to-end", o.no_end_to_end,
                "Skip substituted forward passes (no next-token KL, top-1, perplexity)");
   cmd.add_option("--backend", o.backend, "reference | cpu")->capture_default_str();
   cmd.add_option("--threads", o.threads, "Worker threads (0 = all)");
-  cmd.add_option("--width", o.width, "Figure width in pixels at --dpi")->capture_default_str();
-  cmd.add_option("--height", o.height, "Figure height in pixels at --dpi")->capture_default_str();
-  cmd.add_option("--dpi", o.dpi, "Figure resolution")->capture_default_str();
-  cmd.add_flag("--quiet", o.quiet, "No progress bar");
-  cmd.add_flag("--json", o.json, "Also print the table's rows as JSON on stdout");
+  add_figure_size_options(cmd, o.size);
+  add_quiet_option(cmd, o.quiet);
+  add_json_option(cmd, o.json, "Also write the table's rows");
 }
 
 }  // namespace

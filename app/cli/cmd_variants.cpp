@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "app/cli/options.h"
 #include "app/cli/table.h"
 #include "compute/kv/kv_policy.h"
 #include "compute/params.h"
@@ -63,18 +64,19 @@ nlohmann::json params_json(const VariantInfo& info) {
 class VariantsCommand final : public Command {
  public:
   void add_options(CLI::App& cmd) override {
-    cmd.add_flag("--json", json, "Print the registry as JSON");
+    add_json_option(cmd, json, "Write the registry");
     cmd.add_flag("--kv", kv, "List the KV-cache policy pieces (for stream and generate) instead");
   }
   int run() override;
 
  private:
-  bool json = false, kv = false;  // bound by add_options
+  std::string json;  // bound by add_options
+  bool kv = false;
 };
 
 int VariantsCommand::run() {
   if (kv) {
-    if (json) {
+    if (!json.empty()) {
       nlohmann::json out = nlohmann::json::array();
       for (const VariantInfo& info : kv_pieces())
         out.push_back({{"id", info.id},
@@ -83,7 +85,7 @@ int VariantsCommand::run() {
                        {"source", info.source},
                        {"description", info.description},
                        {"params", params_json(info)}});
-      std::cout << out.dump(2) << "\n";
+      write_json_output(json, out.dump(2));
       return 0;
     }
     Table t({"id", "kind", "name", "parameters", "source"});
@@ -93,7 +95,7 @@ int VariantsCommand::run() {
     t.print();
     return 0;
   }
-  if (json) {
+  if (!json.empty()) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& piece : registry_pieces()) {
       const nlohmann::json params = params_json(piece.info);
@@ -105,7 +107,7 @@ int VariantsCommand::run() {
                      {"description", piece.info.description},
                      {"params", params}});
     }
-    std::cout << out.dump(2) << "\n";
+    write_json_output(json, out.dump(2));
     return 0;
   }
   Table t({"id", "kind", "name", "parameters", "source"});

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "app/cli/options.h"
 #include "compute/error.h"
 
 namespace attn::cli {
@@ -21,11 +22,9 @@ inline nlohmann::json read_shard_json(const std::string& path) {
 }
 
 // Throws Error(Io) when the file cannot be written.
+// "-" is stdout (options.h).
 inline void write_json_file(const std::string& path, const nlohmann::json& j) {
-  std::ofstream f(path);
-  require(bool(f), ErrorCode::Io, path + ": cannot write");
-  f << j.dump(1) << "\n";
-  require(bool(f), ErrorCode::Io, path + ": write failed");
+  write_json_output(path, j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 }  // namespace attn::cli

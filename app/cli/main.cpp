@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "app/cli/commands.h"
+#include "app/cli/options.h"
 #include "app/cli/usage.h"
 #include "compute/error.h"
 #ifdef ATTN_HAVE_GUI
@@ -52,7 +53,13 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   std::string verb = "attnscope";
-  for (const CLI::App* sub : app.get_subcommands()) verb += " " + sub->get_name();
+  for (const CLI::App* sub : app.get_subcommands()) {
+    verb += " " + sub->get_name();
+    note_deprecated_options(*sub);
+    // `--json` without a file (or '-'): the JSON alone on stdout, the verb's tables on stderr.
+    const CLI::Option* json = sub->get_option_no_throw("--json");
+    if (json && json->count() > 0 && json->as<std::string>() == "-") stdout_for_json();
+  }
   try {
     return action ? action() : kExitOk;
   } catch (const UsageError& e) {

@@ -1,5 +1,6 @@
-// A progress bar on stderr for long verbs (sweeps, datasets): a bar with elapsed time and ETA on
-// a terminal, one line per step otherwise (logs of cluster jobs).
+// A progress bar on stderr for long verbs (sweeps, datasets): one updating line with elapsed
+// time and ETA on a terminal; otherwise (logs of cluster jobs) at most one line per 5 seconds,
+// plus the last step's, so 10,000 records do not write 10,000 lines.
 #pragma once
 #include <unistd.h>
 
@@ -27,6 +28,9 @@ class Progress {
                    what.c_str());
       if (done == total_) std::fprintf(stderr, "\n");
     } else {
+      if (done < total_ && printed_ && secs - last_ < kLogSeconds) return;
+      printed_ = true;
+      last_ = secs;
       std::fprintf(stderr, "%s: %d/%d %s (%.1fs, ETA %.1fs)\n", verb_.c_str(), done, total_,
                    what.c_str(), secs, eta);
     }
@@ -34,7 +38,10 @@ class Progress {
   }
 
  private:
+  static constexpr double kLogSeconds = 5;  // the shortest gap between two log lines
   int total_;
+  bool printed_ = false;
+  double last_ = 0;  // seconds at the last log line
   bool quiet_, tty_;
   std::string verb_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();

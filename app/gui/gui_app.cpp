@@ -13,8 +13,10 @@
 #include <unistd.h>
 #endif
 
+#include "app/cli/usage.h"
 #include "app/gui/job_runner.h"
 #include "app/gui/vulkan_view.h"
+#include "compute/registry.h"
 
 namespace attn::gui {
 namespace {
@@ -97,11 +99,13 @@ int run_gui(int argc, char** argv, const GuiOptions& options) {
 
 void add_gui_command(CLI::App& app, std::function<int()>& action, int argc, char** argv) {
   static GuiOptions o;
-  static std::string variants;
+  static std::vector<std::string> variants, old_variants;
   auto* cmd = app.add_subcommand("gui", "Open the desktop app (also: attnscope with no verb)");
-  cmd->add_option("--model", o.model,
-                  "default-text, teaching-text, default-vision, synthetic, or a model folder")
-      ->capture_default_str();
+  auto* model = cmd->add_option("--model", o.model,
+                                "Model folder or embedded model name (default-text, teaching-text, "
+                                "default-vision) or synthetic; default: default-vision for image "
+                                "inputs, else default-text")
+                     ->type_name("MODEL");
   cmd->add_option("--text", o.text, "Initial text");
   cmd->add_option("--text-file", o.text_file, "File holding the initial text (UTF-8)");
   cmd->add_option("--image", o.image, "Initial image (vision models)");
@@ -113,14 +117,37 @@ void add_gui_command(CLI::App& app, std::function<int()>& action, int argc, char
                   "Play a lesson file (.attnscope-lesson.json; built-in ones: Help > Lessons)");
   cmd->add_option("--layer", o.layer, "Layer shown first")->capture_default_str();
   cmd->add_option("--head", o.head, "Head shown first")->capture_default_str();
-  cmd->add_option("--variants", variants, "Up to four variant specs separated by ';'");
-  cmd->callback([&action, argc, argv] {
-    std::stringstream ss(variants);
-    if (!variants.empty()) o.variants.clear();
-    for (std::string s; std::getline(ss, s, ';');)
-      if (s.find_first_not_of(" \t") != std::string::npos) o.variants.push_back(s);
+  // The CLI grammar's spelling (app/cli/options.h); --variants "a;b" is the old one, hidden and
+  // noted as deprecated by main().
+  cmd->add_option("-v,--variant", variants,
+                  "Variant spec shown beside dense (repeatable, up to 4; ';' separates several "
+                  "in one value)")
+      ->type_name("SPEC");
+  cmd->add_option("--variants", old_variants)
+      ->group("")
+      ->description("deprecated; use -v/--variant (repeatable)");
+  cmd->callback([&action, argc, argv, model] {
+    if (model->count() == 0 && !o.image.empty()) o.model = "default-vision";
+    std::vector<std::string> given = variants;
+    given.insert(given.end(), old_variants.begin(), old_variants.end());
+    if (!given.empty()) o.variants.clear();
+    for (const std::string& value : given) {
+      std::stringstream ss(value);
+      for (std::string s; std::getline(ss, s, ';');)
+        if (s.find_first_not_of(" \t") != std::string::npos) o.variants.push_back(s);
+    }
     // Qt sees only the program name: the verb's options are ours.
     action = [argv] {
+      // Said before any window opens: a spec the app would refuse is a usage error (exit 2).
+      cli::usage(o.variants.size() <= 4,
+                 "-v/--variant: at most 4 variants (got " + std::to_string(o.variants.size()) + ")");
+      for (const std::string& spec : o.variants) {
+        try {
+          (void)make_variant(spec);
+        } catch (const Error& e) {
+          throw cli::UsageError("-v/--variant: '" + spec + "': " + e.what());
+        }
+      }
       int qargc = 1;
       return run_gui(qargc, argv, o);
     };

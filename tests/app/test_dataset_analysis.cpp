@@ -338,7 +338,7 @@ TEST(DatasetAnalysis, AnalyzeCommandOverAJsonlDataset) {
                            (dir / "corpus.jsonl").string() + " --quiet --bootstrap 200";
   std::string text;
   ASSERT_EQ(
-      test::run_command(base + " --variants \"window(size=4)\" --limit 4 --json " +
+      test::run_command(base + " -v \"window(size=4)\" --limit 4 --json " +
                             (dir / "a.json").string() + " --figure " + (dir / "loss.png").string(),
                         &text),
       0)
@@ -378,7 +378,7 @@ TEST(DatasetAnalysis, AnalyzeCommandOverAJsonlDataset) {
             2)
       << text;
   // Three shards merge to the single run's JSON (timings aside).
-  const std::string one = base + " --variants \"window(size=4)\" --json ";
+  const std::string one = base + " -v \"window(size=4)\" --json ";
   ASSERT_EQ(test::run_command(one + (dir / "all.json").string(), &text), 0) << text;
   std::string files;
   for (int k = 0; k < 3; ++k) {

@@ -508,7 +508,7 @@ TEST(Interventions, AnalyzeAblateDumpsTheAblatedPass) {
   EXPECT_EQ(bad.status, 2) << bad.out;
   EXPECT_NE(bad.out.find("L5H0 is outside the model"), std::string::npos) << bad.out;
   const CliRun both =
-      cli("analyze --model default-text --text hi --ablate 0.0 --variants 'window(size=4)'");
+      cli("analyze --model default-text --text hi --ablate 0.0 -v 'window(size=4)'");
   EXPECT_EQ(both.status, 2) << both.out;
   const CliRun mode = cli("analyze --model default-text --text hi --ablate 0.0 --ablate-mode x");
   EXPECT_EQ(mode.status, 2) << mode.out;

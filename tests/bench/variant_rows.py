@@ -40,7 +40,7 @@ def measure(build, n):
     with tempfile.TemporaryDirectory() as tmp:
         out_json = os.path.join(tmp, "run.json")
         for spec, approx in registered_specs(exe):
-            cmd = [exe, "run", "-n", str(n), "--heads", str(HEADS), "-d", str(DIM), "-v", spec,
+            cmd = [exe, "run", "-n", str(n), "--n-heads", str(HEADS), "-d", str(DIM), "-v", spec,
                    "--no-metrics", "--json", out_json]
             p = subprocess.run(cmd, capture_output=True, text=True)
             if p.returncode != 0:

@@ -43,7 +43,7 @@ TEST(ArchCli, AnalyzeTextWritesJsonAndDump) {
   const auto dir = test::scratch_dir();
   const std::string out = (dir / "a.json").string(), dump = (dir / "dump").string();
   const CliRun r = run_cli("analyze --model " + golden_dir("gpt2") +
-                           " --text 'the cat sat on the mat and the dog ran' --variants "
+                           " --text 'the cat sat on the mat and the dog ran' -v "
                            "'dense; window(size=3);topk(k=2)' --json " +
                            out + " --dump " + dump);
   ASSERT_EQ(r.status, 0) << r.output;
@@ -81,7 +81,7 @@ TEST(ArchCli, AnalyzeTextWritesJsonAndDump) {
   // The dump is a raw-tensor source: dense vs dense on layer 1 is exact.
   const std::string out2 = (dir / "t.json").string();
   const CliRun t = run_cli("analyze --tensors " + dump +
-                           " --tensors-layer 1 --variants "
+                           " --tensors-layer 1 -v "
                            "'dense;window(size=3)' --json " +
                            out2);
   ASSERT_EQ(t.status, 0) << t.output;
@@ -96,7 +96,7 @@ TEST(ArchCli, AnalyzeTextWritesJsonAndDump) {
 TEST(ArchCli, AnalyzeIdsWithChosenLayersAndHeads) {
   const auto out = (test::scratch_dir() / "l.json").string();
   const CliRun r = run_cli("analyze --model " + golden_dir("llama") +
-                           " --ids 1,17,4,60,33 --variants 'window(size=2)' --layers 1 --heads "
+                           " --ids 1,17,4,60,33 -v 'window(size=2)' --layers 1 --heads "
                            "0,3 --backend reference --json " +
                            out);
   ASSERT_EQ(r.status, 0) << r.output;
@@ -111,7 +111,7 @@ TEST(ArchCli, AnalyzeImage) {
   const auto out = (test::scratch_dir() / "v.json").string();
   const CliRun r =
       run_cli("analyze --model " + golden_dir("vit") + " --image " + golden_dir("vit") +
-              "/image.png --variants 'window(size=2)' --json " + out);
+              "/image.png -v 'window(size=2)' --json " + out);
   ASSERT_EQ(r.status, 0) << r.output;
   const json j = read_json(out);
   EXPECT_EQ(j["input"]["kind"], "image");
@@ -162,7 +162,7 @@ TEST(ArchCli, BadInputExitsWithAClearMessage) {
       {"--model " + vit + " --text hello", "vision model"},
       {"--model " + gpt2 + " --ids 1,5000", "outside the vocabulary"},
       {"--model " + gpt2 + " --ids 1 --text x", "exactly one input"},
-      {"--model " + gpt2 + " --text x --variants 'nosuch(size=2)'", "nosuch"},
+      {"--model " + gpt2 + " --text x -v 'nosuch(size=2)'", "nosuch"},
   };
   for (const auto& c : usage) {
     const CliRun r = run_cli("analyze " + c.args);

@@ -91,11 +91,11 @@ run version --version
 grep -q "^attnscope 0.1.0$" "$tmp/version.log" || fail "--version: $(cat "$tmp/version.log")"
 
 run analyze analyze --model default-text --text "The keeper of the lighthouse wrote every evening." \
-  --variants "window(size=8)" --json analyze.json
+  -v "window(size=8)" --json analyze.json
 [ -s analyze.json ] || fail "analyze wrote no analyze.json"
 
 run vision analyze --model default-vision --image "$share/attnscope/images/sneaker_1.png" \
-  --variants "window(size=8)" --no-end-to-end --json vision.json
+  -v "window(size=8)" --no-end-to-end --json vision.json
 [ -s vision.json ] || fail "analyze (vision) wrote no vision.json"
 
 cp "$share/doc/attnscope/docs/sessions/text.attnscope.json" session.attnscope.json

@@ -141,10 +141,13 @@ void open_model(Analysis& a, const Options& o) {
           info.dir + ": the forward pass captured " + std::to_string(cap.layers.size()) +
               " layers of " + std::to_string(info.n_layers));
   a.resid.resize(size_t(info.n_layers));
-  parallel_for(info.n_layers, [&](int l) {
-    a.resid[size_t(l)] =
-        models::residual_stats(cap.layers[size_t(l)].resid, a.dense_out().n_tokens, info.hidden);
-  });
+  parallel_for(
+      info.n_layers,
+      [&](int l) {
+        a.resid[size_t(l)] = models::residual_stats(cap.layers[size_t(l)].resid,
+                                                    a.dense_out().n_tokens, info.hidden);
+      },
+      o.threads);
   for (int l = 0; l < info.n_layers; ++l) {
     const Problem* p = cap.problem(l);
     require(p != nullptr, ErrorCode::Format,
@@ -446,11 +449,14 @@ std::shared_ptr<Analysis> add_metrics(const Analysis& in, const Options& o) {
       }
       // Head by head, and the layer's metrics from the heads' (no second pass).
       std::vector<Metrics> heads(static_cast<size_t>(H));
-      parallel_for(H, [&](int h) {
-        heads[size_t(h)] =
-            compare(*panel.variant, head_problem(p, h), head_result(panel.result(l), p, h),
-                    head_result(dense.result(l), p, h), 0.3, o.cancel);
-      });
+      parallel_for(
+          H,
+          [&](int h) {
+            heads[size_t(h)] =
+                compare(*panel.variant, head_problem(p, h), head_result(panel.result(l), p, h),
+                        head_result(dense.result(l), p, h), 0.3, o.cancel);
+          },
+          o.threads);
       panel.layer.push_back(
           merge_head_metrics(*panel.variant, p, panel.result(l), dense.result(l), heads, 0.3));
       panel.heads.push_back(std::move(heads));
@@ -462,29 +468,32 @@ std::shared_ptr<Analysis> add_metrics(const Analysis& in, const Options& o) {
     for (int l = 0; l < L; ++l) {
       check_cancel(o);
       const Problem& p = a->problem(l);
-      parallel_for(H, [&](int h) {
-        Metrics sliced;
-        if (!per_head) {
-          const Metrics& lm = panel.layer[size_t(l)];
-          sliced.rel_error = sliced.mass_recall = sliced.row_kl = std::nan("");
-          sliced.entropy.assign(lm.entropy.begin() + ptrdiff_t(h) * p.n_q,
-                                lm.entropy.begin() + ptrdiff_t(h + 1) * p.n_q);
-          sliced.received.assign(lm.received.begin() + ptrdiff_t(h) * p.n_k,
-                                 lm.received.begin() + ptrdiff_t(h + 1) * p.n_k);
-        }
-        // Role scores cost a pass over the head's rows: only where per-head metrics run.
-        RoleScores roles;
-        if (per_head)
-          roles = panel_role_scores(*panel.variant, p, panel.result(l), h, &a->input.ids);
-        const HeadMetricInput hi{*panel.variant,
-                                 p,
-                                 panel.result(l),
-                                 h,
-                                 per_head ? panel.heads[size_t(l)][size_t(h)] : sliced,
-                                 per_head ? &roles : nullptr};
-        for (size_t m = 0; m < table.size(); ++m)
-          panel.head_values[m][size_t(l) * size_t(H) + size_t(h)] = float(table[m].value(hi));
-      });
+      parallel_for(
+          H,
+          [&](int h) {
+            Metrics sliced;
+            if (!per_head) {
+              const Metrics& lm = panel.layer[size_t(l)];
+              sliced.rel_error = sliced.mass_recall = sliced.row_kl = std::nan("");
+              sliced.entropy.assign(lm.entropy.begin() + ptrdiff_t(h) * p.n_q,
+                                    lm.entropy.begin() + ptrdiff_t(h + 1) * p.n_q);
+              sliced.received.assign(lm.received.begin() + ptrdiff_t(h) * p.n_k,
+                                     lm.received.begin() + ptrdiff_t(h + 1) * p.n_k);
+            }
+            // Role scores cost a pass over the head's rows: only where per-head metrics run.
+            RoleScores roles;
+            if (per_head)
+              roles = panel_role_scores(*panel.variant, p, panel.result(l), h, &a->input.ids);
+            const HeadMetricInput hi{*panel.variant,
+                                     p,
+                                     panel.result(l),
+                                     h,
+                                     per_head ? panel.heads[size_t(l)][size_t(h)] : sliced,
+                                     per_head ? &roles : nullptr};
+            for (size_t m = 0; m < table.size(); ++m)
+              panel.head_values[m][size_t(l) * size_t(H) + size_t(h)] = float(table[m].value(hi));
+          },
+          o.threads);
     }
   }
   a->metrics_seconds = since(t0);

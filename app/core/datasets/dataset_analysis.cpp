@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "app/core/analysis/views.h"
@@ -10,7 +11,9 @@
 #include "app/core/heads/head_metrics.h"
 #include "app/core/heads/interventions.h"
 #include "app/core/session/labels.h"
+#include "compute/cpu/thread_pool.h"
 #include "compute/error.h"
+#include "compute/parallel.h"
 #include "compute/registry.h"
 #include "models/arch/default_models.h"
 #include "models/arch/hooks.h"
@@ -207,15 +210,39 @@ DatasetSamples collect_dataset(const Session& s, const std::string& session_path
     d.names.push_back(it.name);
     require(r == 0 || d.index[size_t(r)] > d.index[size_t(r - 1)], ErrorCode::InvalidArgument,
             it.name + ": records must come in the order of their indices");
-    const std::shared_ptr<Analysis> a = analyze_record(s, session_path, it, ao);
+  }
+  // Each record fills its own slot of every sample vector, so records run in any order.
+  const auto run_record = [&](int64_t r, const Options& ro) {
+    const DatasetItem& it = items[size_t(r)];
+    const std::shared_ptr<Analysis> a = analyze_record(s, session_path, it, ro);
     d.truncated[size_t(r)] = a->notice.empty() ? 0 : 1;
     if (d.panels.empty())
       init_panels(d, *a, d.metrics.size(), size_t(info.n_layers) * info.n_heads, R);
     const bool lm = !a->vision() && info.causal && info.vocab > 0;
     record_panels(d, *a, it, size_t(r), lm);
     record_ablation(d, *a, size_t(r), lm);
-    if (o.progress) o.progress(r + 1, R);
-  }
+  };
+  // The first record sizes the panels (on every thread); the rest run in parallel, one record
+  // per thread: a record of a small model is too little work to split its heads across threads
+  // (the workers would mostly wait on one another), and records are independent.
+  run_record(0, ao);
+  if (o.progress) o.progress(1, R);
+  std::mutex progress_mu;
+  int64_t done = 1;
+  Options one = ao;
+  one.threads = 1;
+  parallel_items(
+      R - 1, cpu::resolve_threads(ao.threads),
+      [&] {
+        return [&](int64_t k) {
+          run_record(k + 1, one);
+          std::lock_guard<std::mutex> lock(progress_mu);
+          ++done;
+          if (o.progress) o.progress(done, R);
+        };
+      },
+      ao.cancel);
+  if (ao.cancel && ao.cancel->load()) throw Error(ErrorCode::Cancelled, "cancelled");
   d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return d;
 }
@@ -240,13 +267,23 @@ DatasetAnalysis summarize_dataset(const DatasetSamples& x, int bootstrap, uint64
     out.spec = ps.spec;
     out.mean.assign(M, std::vector<float>(LH, float(kNaN)));
     out.lo = out.hi = out.mean;
+    // The per-head intervals in parallel (most of the summary's time: metrics x heads bootstraps
+    // over every record), each with the seed the serial order gives it, so results do not
+    // depend on the threads.
+    std::vector<std::pair<size_t, size_t>> cells;
     for (size_t m = 0; m < M && m < ps.heads.size(); ++m)
-      for (size_t i = 0; i < LH && i < ps.heads[m].size(); ++i) {
-        const Interval v = ci(ps.heads[m][i]);
+      for (size_t i = 0; i < LH && i < ps.heads[m].size(); ++i) cells.emplace_back(m, i);
+    const uint64_t first_seed = seed;
+    seed += cells.size();
+    parallel_items(int64_t(cells.size()), cpu::resolve_threads(0), [&] {
+      return [&](int64_t c) {
+        const auto [m, i] = cells[size_t(c)];
+        const Interval v = interval_of(ps.heads[m][i], bootstrap, first_seed + uint64_t(c));
         out.mean[m][i] = float(v.mean);
         out.lo[m][i] = float(v.lo);
         out.hi[m][i] = float(v.hi);
-      }
+      };
+    });
     out.density = ci(ps.density);
     out.rel_error = ci(ps.rel_error);
     out.mass_recall = ci(ps.mass_recall);
