@@ -17,8 +17,9 @@ using nlohmann::json;
 const std::vector<std::string>& session_view_names() {
   // The names app/gui/main_window.cpp's kSessionViews gives the views, and "heatmap" (one head
   // of dense, which opens on the heatmap view).
-  static const std::vector<std::string> names = {
-      "heatmap", "variants", "grid", "sinks", "tokens", "image", "tradeoff", "attribution", "qk"};
+  static const std::vector<std::string> names = {"heatmap", "variants", "grid",     "sinks",
+                                                 "tokens",  "image",    "tradeoff", "attribution",
+                                                 "qk",      "steps"};
   return names;
 }
 
