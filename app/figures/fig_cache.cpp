@@ -124,7 +124,10 @@ double paint_cache(FigurePainter& c, const QRectF& area, const FigureData& d) {
     }
     draw_lines(c, {r.center().x(), r.bottom() + lh_tick * 1.5 + 4.5}, {"Token"}, s.label_pt, 0,
                kText, false, r.width());
-    draw_vertical_lines(c, {r.left() - left, r.center().y()}, {"Pass (step)"}, s.label_pt, kText,
+    // A short panel (many policies on a small page) takes the shorter title.
+    const QString y_title =
+        c.text_width("Pass (step)", s.label_pt) <= r.height() ? "Pass (step)" : "Pass";
+    draw_vertical_lines(c, {r.left() - left, r.center().y()}, {y_title}, s.label_pt, kText,
                         r.height());
   }
   const double right = area.left() + cols * (left + pw + gap) - gap + kColorbarGap;

@@ -222,7 +222,8 @@ void draw_memory_points(FigurePainter& c, const QRectF& r2, const Axis& ax2, con
                     r2.bottom() - ay2.frac(cv.perplexity) * r2.height());
     const QString lab = "over " + grouped(cv.read) + " tokens";
     const double w = c.text_width(lab, pt);
-    const bool right = q.x() + 4 + w <= r2.right();
+    const bool right = q.x() + 4 + w <= r2.right(), left = q.x() - 4 - w >= r2.left();
+    if (!right && !left) continue;  // no room in the panel: the legend says it
     c.text({right ? q.x() + 4 : q.x() - 4, q.y()}, lab, pt, right ? -1 : 1, 0,
            series_color(int(i)));
   }
