@@ -337,8 +337,8 @@ TEST(GuiViews, NewlineTokensReadAsNewlinesInTokensAndSinks) {
       for (unsigned cp : code_points(m.text))
         EXPECT_NE(font->FindGlyphNoFallback(ImWchar(cp)), nullptr)
             << kind << ": no glyph for U+" << std::hex << cp << " in '" << m.text << "'";
-      newlines += m.text.find("\u21b5") != std::string::npos ||
-                  m.text.find("\\n") != std::string::npos;
+      newlines +=
+          m.text.find("\u21b5") != std::string::npos || m.text.find("\\n") != std::string::npos;
     }
     EXPECT_GE(newlines, 1) << kind;
     w.view()->grab_rgba().save(screenshot_path(
