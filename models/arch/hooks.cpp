@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 
 #include "compute/error.h"
 
@@ -62,11 +64,23 @@ HookSelection HookSelection::parse(const std::string& list) {
     }
     if (item == "all") item = "*";
     // A pattern must match some hook of some layer (check() later tests the real layer count).
+    // Trying every layer of every kind costs thousands of names: each pattern is checked once
+    // per process (analyses over a dataset parse the same list for every record).
+    static std::mutex checked_mu;
+    static std::map<std::string, bool> checked;
     bool ok = false;
-    for (const auto& kind : hook_kinds()) {
-      for (int layer = 0; layer < 1000 && !ok; ++layer)
-        ok = glob_match(item, hook_name(layer, kind));
-      if (ok) break;
+    {
+      std::lock_guard<std::mutex> lock(checked_mu);
+      if (const auto it = checked.find(item); it != checked.end()) ok = it->second;
+    }
+    if (!ok) {
+      for (const auto& kind : hook_kinds()) {
+        for (int layer = 0; layer < 1000 && !ok; ++layer)
+          ok = glob_match(item, hook_name(layer, kind));
+        if (ok) break;
+      }
+      std::lock_guard<std::mutex> lock(checked_mu);
+      checked[item] = ok;
     }
     if (!ok) {
       throw Error(ErrorCode::InvalidArgument,

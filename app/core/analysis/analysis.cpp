@@ -107,7 +107,8 @@ void open_model(Analysis& a, const Options& o) {
     a.input.labels = ti.labels;
     pieces = ti.labels;
   }
-  std::string hooks = "blocks.*.attn.q,blocks.*.attn.k,blocks.*.attn.v,blocks.*.resid";
+  std::string hooks = "blocks.*.attn.q,blocks.*.attn.k,blocks.*.attn.v";
+  if (o.residual_stats) hooks += ",blocks.*.resid";
   if (!o.extra_hooks.empty()) hooks += "," + o.extra_hooks;
   auto capture = std::make_shared<models::Capture>(models::HookSelection::parse(hooks));
   const models::Capture& cap = *capture;
@@ -140,24 +141,26 @@ void open_model(Analysis& a, const Options& o) {
   require(cap.layers.size() >= size_t(info.n_layers), ErrorCode::Format,
           info.dir + ": the forward pass captured " + std::to_string(cap.layers.size()) +
               " layers of " + std::to_string(info.n_layers));
-  a.resid.resize(size_t(info.n_layers));
-  parallel_for(
-      info.n_layers,
-      [&](int l) {
-        a.resid[size_t(l)] = models::residual_stats(cap.layers[size_t(l)].resid,
-                                                    a.dense_out().n_tokens, info.hidden);
-      },
-      o.threads);
+  a.resid.resize(o.residual_stats ? size_t(info.n_layers) : 0);
+  if (o.residual_stats)
+    parallel_for(
+        info.n_layers,
+        [&](int l) {
+          a.resid[size_t(l)] = models::residual_stats(cap.layers[size_t(l)].resid,
+                                                      a.dense_out().n_tokens, info.hidden);
+        },
+        o.threads);
   for (int l = 0; l < info.n_layers; ++l) {
     const Problem* p = cap.problem(l);
     require(p != nullptr, ErrorCode::Format,
             info.dir + ": layer " + std::to_string(l) + " captured no Q/K/V");
     // The capture is dropped unless asked for: its problems move instead of being copied.
     problems->push_back(keep_capture ? *p : std::move(capture->layers[size_t(l)].problem));
-    for (const auto& m : a.resid[size_t(l)].massive)
-      if (std::find(a.massive_tokens.begin(), a.massive_tokens.end(), m.token) ==
-          a.massive_tokens.end())
-        a.massive_tokens.push_back(m.token);
+    if (size_t(l) < a.resid.size())
+      for (const auto& m : a.resid[size_t(l)].massive)
+        if (std::find(a.massive_tokens.begin(), a.massive_tokens.end(), m.token) ==
+            a.massive_tokens.end())
+          a.massive_tokens.push_back(m.token);
   }
   a.problems = std::move(problems);
   if (!o.extra_hooks.empty()) a.capture = capture;

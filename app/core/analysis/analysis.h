@@ -51,6 +51,9 @@ struct Options {
   // client draws its heatmaps first, then full_heads() runs the rest.
   int preview_tokens = 0;
   bool end_to_end = true;                     // analyze(): run add_end_to_end()
+  // open(): capture the residual stream for its per-layer statistics and massive-activation
+  // tokens (the report's residual rows and the views' markers); datasets summarise neither.
+  bool residual_stats = true;
   std::string input_name = "the input text";  // names the text in messages ("--text-file a.txt")
   // open(): also capture these hooks (names or globs) and keep them; add_end_to_end(): capture
   // them in each substituted pass too (Panel::capture).

@@ -200,6 +200,7 @@ DatasetSamples collect_dataset(const Session& s, const std::string& session_path
     check_session_files(model_only, session_path);
   }
   ao.verify_hashes = false;
+  ao.residual_stats = false;  // nothing per record reads them
   if (auto iv = dataset_ablation(s, *model, items, o, ao.threads, d)) ao.ablation = std::move(iv);
 
   d.ablation_kl = d.ablation_top1 = d.ablation_class = d.plain_loss = Samples(size_t(R), kNaN);
@@ -267,23 +268,42 @@ DatasetAnalysis summarize_dataset(const DatasetSamples& x, int bootstrap, uint64
     out.spec = ps.spec;
     out.mean.assign(M, std::vector<float>(LH, float(kNaN)));
     out.lo = out.hi = out.mean;
-    // The per-head intervals in parallel (most of the summary's time: metrics x heads bootstraps
-    // over every record), each with the seed the serial order gives it, so results do not
-    // depend on the threads.
-    std::vector<std::pair<size_t, size_t>> cells;
+    // The per-head intervals: metrics x heads series over the same records, bootstrapped
+    // together with one shared set of resamples (one matrix product, bootstrap_cis); a series
+    // with a missing record (NaN) takes its own resampling of the records it has.
+    std::vector<std::pair<size_t, size_t>> cells, shared;
+    std::vector<const Samples*> series;
     for (size_t m = 0; m < M && m < ps.heads.size(); ++m)
-      for (size_t i = 0; i < LH && i < ps.heads[m].size(); ++i) cells.emplace_back(m, i);
-    const uint64_t first_seed = seed;
-    seed += cells.size();
-    parallel_items(int64_t(cells.size()), cpu::resolve_threads(0), [&] {
-      return [&](int64_t c) {
-        const auto [m, i] = cells[size_t(c)];
-        const Interval v = interval_of(ps.heads[m][i], bootstrap, first_seed + uint64_t(c));
-        out.mean[m][i] = float(v.mean);
-        out.lo[m][i] = float(v.lo);
-        out.hi[m][i] = float(v.hi);
-      };
-    });
+      for (size_t i = 0; i < LH && i < ps.heads[m].size(); ++i) {
+        const Samples& v = ps.heads[m][i];
+        if (std::all_of(v.begin(), v.end(), [](double y) { return std::isfinite(y); })) {
+          shared.emplace_back(m, i);
+          series.push_back(&v);
+        } else {
+          cells.emplace_back(m, i);
+        }
+      }
+    const auto put = [&out](size_t m, size_t i, double mean, double lo, double hi) {
+      out.mean[m][i] = float(mean);
+      out.lo[m][i] = float(lo);
+      out.hi[m][i] = float(hi);
+    };
+    const uint64_t grid_seed = seed++;
+    const std::vector<std::pair<double, double>> cis =
+        bootstrap > 0 ? bootstrap_cis(series, bootstrap, grid_seed)
+                      : std::vector<std::pair<double, double>>(series.size(), {kNaN, kNaN});
+    for (size_t c = 0; c < shared.size(); ++c) {
+      const Samples& v = *series[c];
+      double mean = 0;
+      for (double y : v) mean += y;
+      mean /= double(std::max<size_t>(v.size(), 1));
+      const auto [lo, hi] = bootstrap > 0 ? cis[c] : std::pair{mean, mean};
+      put(shared[c].first, shared[c].second, mean, lo, hi);
+    }
+    for (const auto& [m, i] : cells) {
+      const Interval v = ci(ps.heads[m][i]);
+      put(m, i, v.mean, v.lo, v.hi);
+    }
     out.density = ci(ps.density);
     out.rel_error = ci(ps.rel_error);
     out.mass_recall = ci(ps.mass_recall);

@@ -1,5 +1,6 @@
 #include "app/core/heads/head_atlas.h"
 
+#include <Eigen/Dense>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -227,6 +228,45 @@ std::pair<double, double> bootstrap_ci(const std::vector<double>& x0, int resamp
   std::sort(means.begin(), means.end());
   const double a = (1 - level) / 2;
   return {percentile(means, a), percentile(means, 1 - a)};
+}
+
+std::vector<std::pair<double, double>> bootstrap_cis(
+    const std::vector<const std::vector<double>*>& xs, int resamples, uint64_t seed, double level) {
+  std::vector<std::pair<double, double>> out(xs.size(), {kNaN, kNaN});
+  if (xs.empty()) return out;
+  const Eigen::Index n = Eigen::Index(xs[0]->size()), K = Eigen::Index(xs.size());
+  Eigen::MatrixXd x(n, K);
+  for (Eigen::Index k = 0; k < K; ++k) {
+    require(Eigen::Index(xs[size_t(k)]->size()) == n, ErrorCode::InvalidArgument,
+            "bootstrap_cis: series of different lengths");
+    for (Eigen::Index i = 0; i < n; ++i) x(i, k) = (*xs[size_t(k)])[size_t(i)];
+  }
+  if (n == 0) return out;
+  const Eigen::RowVectorXd mean = x.colwise().mean();
+  if (n < 2 || resamples < 2) {
+    for (Eigen::Index k = 0; k < K; ++k) out[size_t(k)] = {mean(k), mean(k)};
+    return out;
+  }
+  // Resamples in blocks, so the counts stay small for large datasets.
+  SplitMix rng{seed};
+  Eigen::MatrixXd means(resamples, K);
+  constexpr int kBlock = 64;
+  Eigen::MatrixXd counts;
+  for (int b0 = 0; b0 < resamples; b0 += kBlock) {
+    const int nb = std::min(kBlock, resamples - b0);
+    counts.setZero(nb, n);
+    for (int b = 0; b < nb; ++b)
+      for (Eigen::Index i = 0; i < n; ++i) counts(b, Eigen::Index(rng.below(size_t(n)))) += 1;
+    means.middleRows(b0, nb).noalias() = counts * x / double(n);
+  }
+  const double a = (1 - level) / 2;
+  std::vector<double> col(static_cast<size_t>(resamples));
+  for (Eigen::Index k = 0; k < K; ++k) {
+    for (int b = 0; b < resamples; ++b) col[size_t(b)] = means(b, k);
+    std::sort(col.begin(), col.end());
+    out[size_t(k)] = {percentile(col, a), percentile(col, 1 - a)};
+  }
+  return out;
 }
 
 AtlasSamples collect_atlas(const models::Model& model, const std::string& model_name,

@@ -133,6 +133,12 @@ HeadAtlas head_atlas(const models::Model& model, const std::string& model_name,
 // {lo, hi}. NaN values are left out; fewer than 2 values give {mean, mean}.
 std::pair<double, double> bootstrap_ci(const std::vector<double>& x, int resamples, uint64_t seed,
                                        double level = 0.95);
+// The same interval for many series over the same n records at once (each series n values,
+// none NaN): one set of B resamples (counts per record, seeded) is shared by every series, so
+// the resampled means are one matrix product instead of B x n random draws per series.
+std::vector<std::pair<double, double>> bootstrap_cis(
+    const std::vector<const std::vector<double>*>& xs, int resamples, uint64_t seed,
+    double level = 0.95);
 
 // JSON (version 1): model, protocol, and per role its definition, source and [L][H] mean, lo,
 // hi.
