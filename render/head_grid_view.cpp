@@ -23,10 +23,23 @@ void Canvas::build_head_grid(float x0, float y0, float x1, float y1) {
     settings_.grid_variant = g.variant;
   ImGui::SetCursorScreenPos(ImVec2(x0, y0));
   ImGui::TextUnformatted("Colour by");
+  // The choices wrap onto further lines under the first rather than run off the view's edge.
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float indent = ImGui::CalcTextSize("Colour by").x + style.ItemSpacing.x;
+  float line_end = x0 + indent - style.ItemSpacing.x;
   for (size_t m = 0; m < g.metrics.size(); ++m) {
-    ImGui::SameLine();
+    const float w = ImGui::GetFrameHeight() + style.ItemInnerSpacing.x +
+                    ImGui::CalcTextSize(g.metrics[m].c_str()).x;
+    if (line_end + style.ItemSpacing.x + w <= x1) {
+      ImGui::SameLine();
+    } else {
+      ImGui::SetCursorScreenPos(ImVec2(x0 + indent, ImGui::GetCursorScreenPos().y));
+    }
     if (ImGui::RadioButton(g.metrics[m].c_str(), settings_.grid_metric == int(m)))
       settings_.grid_metric = int(m);
+    const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+    line_end = b.x;
+    mark("grid.metric", g.metrics[m], a.x, a.y, b.x, b.y);
   }
   // Comparisons with dense: of the variant the user picks.
   const bool vs = metric < g.vs_dense.size() && g.vs_dense[metric] && !g.variants.empty();

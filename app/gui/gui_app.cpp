@@ -32,14 +32,14 @@ void on_terminate_signal(int sig) {
 
 // SIGTERM and SIGINT close the window as the user would (the autosave is removed, the layout
 // saved): only a crash or SIGKILL leaves the autosave that the next start offers to recover.
-void close_on_terminate_signals(QMainWindow& w) {
+void close_on_terminate_signals(MainWindow& w) {
   if (::socketpair(AF_UNIX, SOCK_STREAM, 0, g_signal_fds) != 0) return;
   auto* notifier = new QSocketNotifier(g_signal_fds[1], QSocketNotifier::Read, &w);
   QObject::connect(notifier, &QSocketNotifier::activated, &w, [&w, notifier] {
     notifier->setEnabled(false);
     char c;
     [[maybe_unused]] const ssize_t n = ::read(g_signal_fds[1], &c, 1);
-    w.close();
+    w.close_without_asking();  // no question: unsaved changes stay in the autosave
     QApplication::quit();
   });
   struct sigaction sa = {};
@@ -50,7 +50,7 @@ void close_on_terminate_signals(QMainWindow& w) {
   sigaction(SIGINT, &sa, nullptr);
 }
 #else
-void close_on_terminate_signals(QMainWindow&) {}
+void close_on_terminate_signals(MainWindow&) {}
 #endif
 
 }  // namespace

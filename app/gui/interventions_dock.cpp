@@ -22,15 +22,19 @@
 namespace attn::gui {
 namespace {
 
+const QString kPatchHint =
+    "Give a corrupt text of the same length, a target and a foil token, then Patch.";
+const QString kNeedsLm = "Activation patching needs a causal language model and a text.";
+
 std::string name(int layer, int head) {
   return "L" + std::to_string(layer) + "H" + std::to_string(head);
 }
 
+// No "-0.00" (render/number_format.h).
 QString fixed(double v, int digits) {
   return QString::fromStdString(render::format_fixed(v, digits));
 }
 
-// No "-0.00" (render/number_format.h).
 QString html(const std::string& s) {
   return QString::fromStdString(s).toHtmlEscaped();
 }
@@ -137,8 +141,7 @@ InterventionsDock::InterventionsDock(QWidget* parent) : QDockWidget("Interventio
   patch_grid_->setToolTip("Click a cell to run that one patch and see the patched predictions");
   patch_grid_->setMinimumHeight(110);
   bl->addWidget(patch_grid_, 1);
-  patch_info_ =
-      new QLabel("Give a corrupt text of the same length, a target and a foil token, then Patch.");
+  patch_info_ = new QLabel(kPatchHint);
   patch_info_->setWordWrap(true);
   patch_info_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   bl->addWidget(patch_info_);
@@ -222,9 +225,20 @@ void InterventionsDock::show_analysis(std::shared_ptr<const core::Analysis> a) {
   scan_button_->setEnabled(!busy_ && lm);
   patch_button_->setEnabled(!busy_ && lm);
   if (!lm && !busy_)
-    patch_info_->setText("Activation patching needs a causal language model and a text.");
+    patch_info_->setText(kNeedsLm);
+  else if (lm && patch_info_->text() == kNeedsLm)
+    patch_info_->setText(kPatchHint);  // back on a causal LM: the refusal no longer holds
   paint_cells();
   update_summary();
+}
+
+void InterventionsDock::show_no_input() {
+  shown_ = nullptr;
+  scan_.clear();
+  paint_cells();
+  scan_button_->setEnabled(false);
+  patch_button_->setEnabled(false);
+  effect_->setText("No input: type a text to ablate, scan or patch its heads.");
 }
 
 void InterventionsDock::rebuild(int layers, int heads) {

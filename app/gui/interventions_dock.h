@@ -44,6 +44,8 @@ class InterventionsDock : public QDockWidget {
   // Shapes the grid for the analysed model and shows the ablation's effect; a model-free input
   // (tensors, synthetic) disables the dock.
   void show_analysis(std::shared_ptr<const core::Analysis> a);
+  // No input to work on (the text was cleared): the scan and the effect of an earlier input go.
+  void show_no_input();
   // Runs the single-head scan on the shown analysis's model and input (a job); scan_done()
   // follows, also when it failed or was stopped. Returns false when there is nothing to scan (no
   // text model) or a job runs.

@@ -33,11 +33,13 @@
 #include "app/core/attribution/attribution_export.h"
 #include "app/core/export/figure_data.h"
 #include "app/core/session/model_catalog.h"
+#include "app/core/session/session_check.h"
 #include "app/core/teaching/steps_doc.h"
 #include "app/figures/figure.h"
 #include "app/gui/analysis_worker.h"
 #include "app/gui/attribution_dock.h"
 #include "app/gui/decode_dialog.h"
+#include "app/gui/dialogs.h"
 #include "app/gui/input_dock.h"
 #include "app/gui/interventions_dock.h"
 #include "app/gui/lesson_player.h"
@@ -118,7 +120,7 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
 }
 
 void MainWindow::build_docks() {
-  setWindowTitle("attnscope");
+  setWindowTitle("attnscope[*]");
   setAcceptDrops(true);
   setDockOptions(AnimatedDocks | AllowTabbedDocks);
   view_ = new VulkanView;
@@ -272,13 +274,18 @@ void MainWindow::connect_docks() {
   connect(model_, &ModelDock::open_tensors_requested, this, [this] {
     const QString d =
         QFileDialog::getExistingDirectory(this, "Open tensors folder (q.npy, k.npy, v.npy)");
-    if (!d.isEmpty()) model_->set_tensors(d);
+    if (!d.isEmpty()) open_tensors(d);
   });
   connect(variants_, &VariantsDock::changed, this, [this] { schedule_analysis(150); });
   connect(interventions_, &InterventionsDock::changed, this, [this] { schedule_analysis(150); });
-  connect(interventions_, &InterventionsDock::patch_edited, this,
-          [this] { start_autosave_timer(); });
-  connect(attribution_, &AttributionDock::edited, this, [this] { start_autosave_timer(); });
+  connect(interventions_, &InterventionsDock::patch_edited, this, [this] {
+    mark_modified();
+    start_autosave_timer();
+  });
+  connect(attribution_, &AttributionDock::edited, this, [this] {
+    mark_modified();
+    start_autosave_timer();
+  });
   // A finished run becomes the Attribution view's document, and the view is shown.
   connect(attribution_, &AttributionDock::finished, this, [this] {
     if (analysis_) {
@@ -291,7 +298,10 @@ void MainWindow::connect_docks() {
     }
     set_view(render::ViewKind::Attribution);
   });
-  connect(qk_, &QkDock::edited, this, [this] { start_autosave_timer(); });
+  connect(qk_, &QkDock::edited, this, [this] {
+    mark_modified();
+    start_autosave_timer();
+  });
   // A map becomes the Q/K view's document; one asked for with Compute shows the view.
   connect(qk_, &QkDock::finished, this, [this](bool requested) {
     if (analysis_) {
@@ -382,7 +392,18 @@ void MainWindow::offer_recovery() {
                             "attnscope did not close cleanly last time. Restore the text, model, "
                             "variants and view it was showing?\n\n" +
                                 autosave_path_) == QMessageBox::Yes;
-  if (yes) open_session(autosave_path_);
+  if (!yes) return;
+  // The recovered work is unsaved: Ctrl+S asks where to save it, quitting asks about it.
+  SessionLoad how;
+  how.source = how.session_path = autosave_path_;
+  how.becomes_document = false;
+  how.ask_unsaved = false;
+  try {
+    if (load_session(core::load_session(autosave_path_.toStdString()), how).isEmpty())
+      mark_modified();
+  } catch (const Error& e) {
+    show_error(this, "Recover unsaved work", QString::fromUtf8(e.what()));
+  }
 }
 
 QString MainWindow::autosave_now() {
@@ -435,7 +456,7 @@ void MainWindow::build_menus() {
   file->addAction("Open &tensors...", this, [this] {
     const QString d =
         QFileDialog::getExistingDirectory(this, "Open tensors folder (q.npy, k.npy, v.npy)");
-    if (!d.isEmpty()) model_->set_tensors(d);
+    if (!d.isEmpty()) open_tensors(d);
   });
   file->addSeparator();
   file->addAction("Open &session...", QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_O), this, [this] {
@@ -443,14 +464,7 @@ void MainWindow::build_menus() {
                                                    "Sessions (*.attnscope.json);;JSON (*.json)");
     if (!f.isEmpty()) open_session(f);
   });
-  auto save_as = [this] {
-    QString f = QFileDialog::getSaveFileName(
-        this, "Save session", saved_path_.isEmpty() ? "attnscope.attnscope.json" : saved_path_,
-        "Sessions (*.attnscope.json)");
-    if (f.isEmpty()) return;
-    if (!f.endsWith(".json")) f += core::kSessionSuffix;
-    save_session_as(f);
-  };
+  auto save_as = [this] { save_as_dialog(); };
   // Ctrl+S saves the session, as desktop users expect: to the file it came from or was last
   // saved to, else through Save As.
   file->addAction("&Save session", QKeySequence::Save, this, [this, save_as] {
@@ -520,7 +534,17 @@ void MainWindow::build_menus() {
   help->addAction("About &Qt", qApp, &QApplication::aboutQt);
 }
 
+void MainWindow::save_as_dialog() {
+  QString f = QFileDialog::getSaveFileName(
+      this, "Save session", saved_path_.isEmpty() ? "attnscope.attnscope.json" : saved_path_,
+      "Sessions (*.attnscope.json)");
+  if (f.isEmpty()) return;
+  if (!f.endsWith(".json")) f += core::kSessionSuffix;
+  save_session_as(f);
+}
+
 void MainWindow::schedule_analysis(int delay_ms) {
+  mark_modified();
   analysis_timer_.start(delay_ms);
   start_autosave_timer();
 }
@@ -535,6 +559,7 @@ void MainWindow::submit_now() {
   analysis_timer_.stop();
   start_autosave_timer();
   sync_session();
+  if (session_.input.kind == "text" && session_.input.text.empty()) return show_empty_input();
   analysis_pending_ = true;
   last_error_.clear();
   worker_->request_analysis(session_, session_path_);
@@ -581,7 +606,8 @@ void MainWindow::sync_session() {
     if (doc_ && d.grid_variant >= 0 && d.grid_variant < int(doc_->grid.variants.size()))
       s.view.grid_variant = doc_->grid.variants[size_t(d.grid_variant)];
     s.view.grid_scale = d.grid_unit_scale ? "unit" : "data";
-    s.view.query = d.query;
+    // A query row past the input (the text got shorter) is reset to the last token.
+    s.view.query = analysis_ && d.query >= analysis_->n_tokens() ? -1 : d.query;
     s.view.tradeoff_x = d.tradeoff_x == 1 ? "seconds" : "density";
     s.view.tradeoff_y = kTradeoffY[std::clamp(d.tradeoff_y, 0, 2)];
     s.extra["gui"] = {{"display_mode", int(d.mode)},
@@ -678,6 +704,7 @@ void MainWindow::publish_document() {
       sweep_gen_ == analysis_->generation ? sweep_ : std::vector<core::TradeoffPoint>{}));
   add_attribution(*d);
   add_qk(*d);
+  if (steps_) d->steps = *steps_;
   doc_ = d;
   if (!pending_grid_metric_.empty() && view_->canvas())
     for (size_t m = 0; m < doc_->grid.names.size(); ++m)
@@ -703,7 +730,6 @@ void MainWindow::add_attribution(render::Document& doc) const {
     note = "Out of date: " + why + ". Press Run in the Attribution dock to update." +
            (note.empty() ? "" : " " + note);
   }
-  if (steps_) d->steps = *steps_;
 }
 
 void MainWindow::add_qk(render::Document& doc) const {
@@ -719,31 +745,6 @@ void MainWindow::add_qk(render::Document& doc) const {
     doc.qk.note = "Out of date: " + why + ". Press Compute in the Q/K map dock to update.";
 }
 
-void MainWindow::on_analysis(std::shared_ptr<const core::Analysis> a, double seconds) {
-  QElapsedTimer trace;
-  trace.start();
-  const bool refinement = seconds < 0;
-  if (analysis_ && core::heavy_key(analysis_->session) == core::heavy_key(a->session) &&
-      sweep_gen_ == analysis_->generation)
-    sweep_gen_ = a->generation;  // a new selection keeps the sweep of the same input
-  analysis_ = a;
-  if (!refinement) {
-    analysis_pending_ = false;
-    analysis_s_ = seconds;
-  }
-  publish_document();
-  model_->show_info(a->info, QString::fromStdString(a->model_summary), a->n_layers(), a->n_heads());
-  interventions_->show_analysis(a);
-  attribution_->show_analysis(a);
-  if (attribution_on_open_ && !refinement && a->model) {
-    attribution_on_open_ = false;
-    attribution_->run();
-  }
-  qk_->show_analysis(a);
-  if (qk_on_open_ && !refinement && a->model) {
-    qk_on_open_ = false;
-    qk_->compute();
-  }
 void MainWindow::request_steps() {
   const std::shared_ptr<const core::Analysis> a = analysis_;
   if (!a) return;
@@ -756,6 +757,36 @@ void MainWindow::request_steps() {
       });
 }
 
+void MainWindow::on_analysis(std::shared_ptr<const core::Analysis> a, double seconds) {
+  QElapsedTimer trace;
+  trace.start();
+  const bool refinement = seconds < 0;
+  // Left over from before the input was emptied.
+  if (session_.input.kind == "text" && input_->text().empty()) return;
+  if (render::Canvas* c = view_->canvas(); c && c->settings().query >= a->n_tokens())
+    c->settings().query = -1;  // the input got shorter than the query row
+  if (analysis_ && core::heavy_key(analysis_->session) == core::heavy_key(a->session) &&
+      sweep_gen_ == analysis_->generation)
+    sweep_gen_ = a->generation;  // a new selection keeps the sweep of the same input
+  analysis_ = a;
+  if (!refinement) {
+    analysis_pending_ = false;
+    analysis_s_ = seconds;
+  }
+  publish_document();
+  request_steps();
+  model_->show_info(a->info, QString::fromStdString(a->model_summary), a->n_layers(), a->n_heads());
+  interventions_->show_analysis(a);
+  attribution_->show_analysis(a);
+  if (attribution_on_open_ && !refinement && a->model) {
+    attribution_on_open_ = false;
+    attribution_->run();
+  }
+  qk_->show_analysis(a);
+  if (qk_on_open_ && !refinement && a->model) {
+    qk_on_open_ = false;
+    qk_->compute();
+  }
   if (!a->tokens.empty() || a->vision())
     input_->set_tokens(a->session.input.text, a->tokens, core::received_mass(*a), doc_->heat.sinks,
                        QString::fromStdString(a->notice));
@@ -773,7 +804,6 @@ void MainWindow::on_tiles(uint64_t generation, std::vector<render::PanelTile> ti
   if (!analysis_ || generation != analysis_->generation) return;
   if (generation == requested_gen_) tiles_pending_ = false;
   shown_gen_ = generation;
-  request_steps();
   shown_serial_ = requested_serial_;
   tiles_s_ = seconds;
   tiles_gpu_ = !tiles.empty() && tiles.front().gpu;
@@ -917,35 +947,44 @@ QString MainWindow::image_dialog_dir() const {
 }
 
 void MainWindow::open_image(const QString& path) {
+  const bool to_vision = model_->model() != "default-vision" && !(analysis_ && analysis_->vision());
+  try {
+    core::check_image_opens(path.toStdString());
+    if (to_vision) core::check_model_opens("default-vision");
+  } catch (const Error& e) {
+    show_error(this, "Open image", QString::fromUtf8(e.what()));
+    return;
+  }
   session_.input.image = path.toStdString();
   session_.input.kind = "image";
   input_->set_image(path);
-  if (model_->model() != "default-vision" && !(analysis_ && analysis_->vision()))
-    model_->set_model("default-vision");
+  if (to_vision) model_->set_model("default-vision");
   schedule_analysis(0);
   add_recent(path);
 }
 
 void MainWindow::open_model_folder(const QString& dir) {
+  bool vision = false;
+  try {
+    vision = core::check_model_opens(dir.toStdString());
+  } catch (const Error& e) {
+    show_error(this, "Open model folder", QString::fromUtf8(e.what()));
+    return;
+  }
+  if (!maybe_save("Open model " + QFileInfo(dir).fileName())) return;
+  // The input follows the model's kind: a vision model gets an image (the bundled one when none
+  // was chosen), a text model the text.
+  if (vision && session_.input.image.empty()) {
+    const QString img = bundled_image();
+    session_.input.image = img.toStdString();
+    input_->set_image(img);
+  }
+  if (vision && !session_.input.image.empty())
+    session_.input.kind = "image";
+  else if (!vision && session_.input.kind == "image")
+    session_.input.kind = "text";
   model_->set_model(dir);
   add_recent(dir);
-}
-
-void MainWindow::open_session(const QString& path) {
-  try {
-    const core::Session s = core::load_session(path.toStdString());
-    try {
-      core::check_session_files(s, path.toStdString());
-    } catch (const Error& e) {
-      QMessageBox::warning(this, "Session", QString("The session opens, but: ") + e.what());
-    }
-    show_session_data(s, path.toStdString());
-    saved_path_ = path;
-    setWindowTitle(QFileInfo(path).fileName() + " \u2014 attnscope");
-    add_recent(path);
-  } catch (const Error& e) {
-    QMessageBox::warning(this, "Open session", e.what());
-  }
 }
 
 void MainWindow::show_session_data(const core::Session& s, const std::string& base_path) {
@@ -972,17 +1011,20 @@ core::Session MainWindow::current_session() {
   return s;
 }
 
-void MainWindow::save_session_as(const QString& path) {
+bool MainWindow::save_session_as(const QString& path) {
   core::Session s = current_session();
   try {
     core::fill_hashes(s, path.toStdString());
     core::save_session(s, path.toStdString());
     add_recent(path);
     saved_path_ = path;
-    setWindowTitle(QFileInfo(path).fileName() + " \u2014 attnscope");
+    modified_ = false;
+    update_title();
     statusBar()->showMessage("Saved session to " + path, 5000);
+    return true;
   } catch (const Error& e) {
-    QMessageBox::warning(this, "Save session", e.what());
+    show_error(this, "Save session", QString::fromUtf8(e.what()));
+    return false;
   }
 }
 
@@ -1059,6 +1101,8 @@ void MainWindow::rebuild_recent() {
     recent_menu_->addAction(p, this, [this, p] {
       if (QFileInfo(p).isDir())
         open_model_folder(p);
+      else if (p.endsWith(".json", Qt::CaseInsensitive))
+        open_session(p);
       else if (is_image_file(p))
         open_image(p);
       else
@@ -1097,6 +1141,13 @@ void MainWindow::about() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
+  if (!close_unasked_ && !maybe_save("Quit")) {
+    e->ignore();
+    return;
+  }
+  // Closed without asking, with unsaved changes: the autosave keeps them to recover.
+  const bool keep_autosave = close_unasked_ && modified_;
+  if (keep_autosave) autosave_now();
   // Qt destroys the view's Vulkan device when the window closes, and the worker may be
   // submitting compute to it.
   if (analysis_pending_ || tiles_pending_) resubmit_on_show_ = true;
@@ -1105,7 +1156,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   qk_->stop();
   // A clean close: nothing to recover next time.
   autosave_timer_.stop();
-  if (!autosave_path_.isEmpty()) QFile::remove(autosave_path_);
+  if (!autosave_path_.isEmpty() && !keep_autosave) QFile::remove(autosave_path_);
   if (options_.use_settings) {
     QSettings s;
     s.setValue("window/geometry", saveGeometry());
@@ -1128,6 +1179,8 @@ void MainWindow::dropEvent(QDropEvent* e) {
       lessons_->open(p);
     else if (QFileInfo(p).isDir())
       open_model_folder(p);
+    else if (p.endsWith(".json", Qt::CaseInsensitive))
+      open_session(p);
     else if (is_image_file(p))
       open_image(p);
     else

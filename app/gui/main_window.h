@@ -87,12 +87,40 @@ class MainWindow : public QMainWindow {
   // The worker has nothing running or queued (the trade-off sweep included).
   bool worker_idle() const;
 
+  // Loads. Each is checked completely before it changes anything (app/core/session/
+  // session_check.h); a refused one says why, naming the file and the field, and leaves the
+  // window exactly as it was.
   void open_text_file(const QString& path);
   void open_image(const QString& path);
   void open_model_folder(const QString& dir);
-  // Sessions (app/core): the input, model, variants, selection and view settings.
-  void open_session(const QString& path);
-  void save_session_as(const QString& path);
+  // A tensors folder (q.npy, k.npy, v.npy) instead of a model.
+  void open_tensors(const QString& dir);
+  // Sessions (app/core): the input, model, variants, selection and view settings. Returns
+  // whether the file was opened (load_session()).
+  bool open_session(const QString& path);
+  // How a session reaches the window through load_session().
+  struct SessionLoad {
+    QString source;                // names it in messages: a file, "intro.lesson.json, step 3"
+    QString session_path;          // locates its relative paths ("" = none)
+    bool becomes_document = true;  // Ctrl+S then saves to session_path; the title names it
+    bool ask_unsaved = true;       // unsaved changes are asked about first
+    bool show_errors = true;       // a refusal is shown in a message box (else only returned)
+  };
+  // The one way a session is opened (File > Open session, drag and drop, --session, recovery,
+  // a lesson's step): checked completely first (core::check_session_opens: variants, backends,
+  // model, image or tensors, selection, ablation), then, unless the unsaved changes question is
+  // cancelled, applied all at once. Returns "" when applied, else why not ("cancelled" when the
+  // question was); a refusal changes nothing.
+  QString load_session(const core::Session& s, const SessionLoad& how);
+  // Writes the session to `path`, which Ctrl+S then saves to. Returns whether it was written.
+  bool save_session_as(const QString& path);
+  // Changes since the session was opened or saved (the title shows "*"); quitting and opening
+  // another session or model ask Save / Discard / Cancel first (app/gui/dialogs.h).
+  bool modified() const { return modified_; }
+  // Asks about unsaved changes before `what`; false when the user cancelled or a save failed.
+  bool maybe_save(const QString& what);
+  // Closes without the question (SIGTERM, SIGINT): unsaved changes stay in the autosave.
+  void close_without_asking();
   // Opens `s` as open_session() opens a file's (the docks and views follow); `base_path` locates
   // its relative paths. The title and the path Ctrl+S writes to are the caller's (lessons).
   void show_session_data(const core::Session& s, const std::string& base_path);
@@ -150,6 +178,13 @@ class MainWindow : public QMainWindow {
   // The session's view settings into the canvas (deferred until the canvas exists).
   void apply_view_settings();
   void offer_recovery();
+  // An edit: the session differs from its file (the title shows it).
+  void mark_modified();
+  void update_title();
+  // File > Save session as...: asks for a file and saves there.
+  void save_as_dialog();
+  // No text to analyse: no tokens, views, scan or attribution of an earlier text stay on show.
+  void show_empty_input();
   void schedule_analysis(int delay_ms = 200);
   // Arms the autosave of an edit (no-op while armed or when autosave is off).
   void start_autosave_timer();
@@ -159,6 +194,8 @@ class MainWindow : public QMainWindow {
   void add_attribution(render::Document& doc) const;
   // The last Q/K map into `doc`, with a note when it no longer matches what is shown.
   void add_qk(render::Document& doc) const;
+  // The step-through of the analysis's selected head, on steps_runner_; publishes when in.
+  void request_steps();
   void on_tiles(uint64_t generation, std::vector<render::PanelTile> tiles, double seconds);
   void on_frame();
   void update_status();
@@ -180,6 +217,8 @@ class MainWindow : public QMainWindow {
   core::Session session_;
   std::string session_path_;  // locates the session's relative paths ("" = unsaved)
   QString saved_path_;        // where Ctrl+S writes: the session opened or last saved ("" = none)
+  bool modified_ = false;     // edited since opened or saved
+  bool close_unasked_ = false;
   std::shared_ptr<const core::Analysis> analysis_;
   std::vector<core::TradeoffPoint> sweep_;  // automatic sweep of analysis_'s generation
   uint64_t sweep_gen_ = 0;
@@ -194,8 +233,6 @@ class MainWindow : public QMainWindow {
   int tiles_received_ = 0;
   bool tiles_gpu_ = false;
   double analysis_s_ = 0, tiles_s_ = 0;
-  // The step-through of the analysis's selected head, on steps_runner_; publishes when in.
-  void request_steps();
   QString stage_, last_error_;
   QLabel* stage_label_ = nullptr;
   QLabel* timing_label_ = nullptr;
@@ -209,10 +246,10 @@ class MainWindow : public QMainWindow {
   bool attribution_on_open_ = false;
   // A session opened on the Q/K map view: compute its PCA map once its analysis is in.
   bool qk_on_open_ = false;
-};
-
-}  // namespace attn::gui
   // The step-through view's document for the current analysis (null until the first arrives),
   // computed in the background; declared last, so it stops before anything it could touch.
   std::shared_ptr<const render::StepsDoc> steps_;
   JobRunner steps_runner_{true};
+};
+
+}  // namespace attn::gui

@@ -6,6 +6,7 @@
 #include <QVersionNumber>
 #include <cstdio>
 
+#include "app/gui/dialogs.h"
 #include "app/gui/job_runner.h"
 
 namespace attn::gui::test {
@@ -22,6 +23,11 @@ int run_gui_tests(int argc, char** argv, const char* name, QVulkanInstance** ins
     return 1;
   }
   *instance = &inst;
+  // A window a test closes with edits in it goes without the unsaved changes question, as a test
+  // that wants the question answers it itself (set_dialog_hook); other messages show as boxes.
+  set_dialog_hook([](const DialogRequest& r) {
+    return r.kind == "unsaved" ? QMessageBox::Discard : QMessageBox::NoButton;
+  });
   int rc = instead ? instead() : -1;
   if (rc < 0) rc = RUN_ALL_TESTS();
   JobRunner::wait_for_detached(10000);

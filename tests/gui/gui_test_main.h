@@ -1,5 +1,6 @@
 // The main() of the GUI test binaries: gtest's and Qt's set-up and a Vulkan 1.1 instance for the
-// windows, then every test.
+// windows, then every test. Windows closed with unsaved changes close without the question
+// (Discard); a test that wants it answers it through set_dialog_hook (app/gui/dialogs.h).
 #pragma once
 #include <QVulkanInstance>
 #include <functional>
