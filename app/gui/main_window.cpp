@@ -113,6 +113,8 @@ MainWindow::MainWindow(const GuiOptions& options) : options_(options) {
   connect_docks();
   build_menus();
   load_initial_state();
+  modified_ = false;  // what the window starts with is no edit
+  update_title();
   if (!options_.session.empty()) open_session(QString::fromStdString(options_.session));
   if (!options_.lesson.empty()) lessons_->open(QString::fromStdString(options_.lesson));
   start_autosave();

@@ -291,6 +291,7 @@ TEST(GuiState, OpenImageOnANonImageKeepsTheTextModel) {
   wait_settled(w, 30000, 2);
   const Shown before = shown(w);
   ASSERT_FALSE(before.analysis->vision());
+  EXPECT_FALSE(before.modified) << "a window just started has no changes";
   Answers answers;
   w.open_image(QString::fromStdString(fake));
   wait_until([] { return false; }, 1500);
