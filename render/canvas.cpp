@@ -445,6 +445,24 @@ void Canvas::draw_heat_panel(int p, float x0, float y0, float x1, float y1, floa
     draw_lost_mass(d, pan.tile, f);
   dl->PopClipRect();
 
+  // The lesson step's cells: a magenta box with a dark rim, at least 10 px wide when the cell
+  // is smaller, so it shows on any colour map and at any zoom.
+  dl->PushClipRect(ImVec2(x0 - 6, y0 - 6), ImVec2(x1 + 6, y1 + 6), true);
+  for (const auto& [q, k] : settings_.highlight_cells) {
+    if (q < 0 || k < 0 || q >= h.n_q || k >= h.n_k) continue;
+    const float cx = (f.sx(k) + f.sx(k + 1)) / 2, cy = (f.sy(q) + f.sy(q + 1)) / 2;
+    const float hw = std::max(5.f, (f.sx(k + 1) - f.sx(k)) / 2),
+                hh = std::max(5.f, (f.sy(q + 1) - f.sy(q)) / 2);
+    if (cx + hw < x0 || cx - hw > x1 || cy + hh < y0 || cy - hh > y1) continue;
+    dl->AddRect(ImVec2(cx - hw - 2, cy - hh - 2), ImVec2(cx + hw + 2, cy + hh + 2),
+                IM_COL32(0, 0, 0, 200), 0, 0, 1.5f);
+    dl->AddRect(ImVec2(cx - hw, cy - hh), ImVec2(cx + hw, cy + hh), kHighlightColor, 0, 0, 3);
+    if (p == 0)
+      mark("heat.highlight", std::to_string(q) + "," + std::to_string(k), cx - hw, cy - hh, cx + hw,
+           cy + hh);
+  }
+  dl->PopClipRect();
+
   // Synchronised hover: the hovered cell in every panel.
   if (hover_q_ >= 0 && hover_k_ >= 0) {
     const float cx0 = f.sx(hover_k_), cx1 = f.sx(hover_k_ + 1), cy0 = f.sy(hover_q_),
@@ -477,7 +495,10 @@ void Canvas::draw_heat_row_axis(int p, const HeatFrame& f, float row_scale) {
       const float y = (f.sy(q) + f.sy(q + 1) - sz.y) / 2;
       note_fit(s, label_w_q_ * row_scale + 6);
       dl->AddText(ImVec2(x0 - 6 - sz.x, y),
-                  q == settings_.query ? IM_COL32(255, 170, 40, 255) : text_color(), s.c_str());
+                  highlighted(q)         ? kHighlightColor
+                  : q == settings_.query ? IM_COL32(255, 170, 40, 255)
+                                         : text_color(),
+                  s.c_str());
       if (p == 0) mark("heat.row_label", s, x0 - 6 - sz.x, y, x0 - 6, y + sz.y);
     }
     ImGui::SetWindowFontScale(1);
@@ -492,6 +513,15 @@ void Canvas::draw_heat_row_axis(int p, const HeatFrame& f, float row_scale) {
       dl->AddText(ImVec2(x0 - 6 - sz.x, y - sz.y / 2), dim_text_color(), s.c_str());
     }
   }
+  // Highlighted tokens: a magenta bar beside their row, with labels or ticks.
+  for (int t : settings_.highlight_tokens)
+    if (t >= iq0 && t < iq1) {
+      dl->AddRectFilled(ImVec2(x0 - 4, std::max(y0, f.sy(t))),
+                        ImVec2(x0 - 1, std::min(y1, std::max(f.sy(t + 1), f.sy(t) + 2))),
+                        kHighlightColor);
+      if (p == 0)
+        mark("heat.highlight_row", std::to_string(t), x0 - 4, f.sy(t), x0 - 1, f.sy(t + 1));
+    }
   dl->PopClipRect();
 }
 
@@ -504,6 +534,15 @@ void Canvas::draw_heat_col_axis(int p, const HeatFrame& f, float col_scale) {
   std::vector<char> is_sink(size_t(h.n_k), 0);
   for (int s : h.sinks)
     if (s >= 0 && s < h.n_k) is_sink[size_t(s)] = 1;
+  // Highlighted tokens: a magenta bar above their column, with labels or ticks.
+  for (int t : settings_.highlight_tokens)
+    if (t >= ik0 && t < ik1) {
+      dl->AddRectFilled(ImVec2(std::max(x0, f.sx(t)), y0 - 4),
+                        ImVec2(std::min(x1, std::max(f.sx(t + 1), f.sx(t) + 2)), y0 - 1),
+                        kHighlightColor);
+      if (p == 0)
+        mark("heat.highlight_col", std::to_string(t), f.sx(t), y0 - 4, f.sx(t + 1), y0 - 1);
+    }
   if (col_scale > 0) {
     ImGui::SetWindowFontScale(col_scale);
     const float lh = ImGui::GetTextLineHeight();
@@ -513,7 +552,10 @@ void Canvas::draw_heat_col_axis(int p, const HeatFrame& f, float col_scale) {
       note_fit(s, label_w_k_ * col_scale + 4);
       const ImU32 sink_col =
           settings_.dark ? IM_COL32(255, 150, 30, 255) : IM_COL32(180, 85, 0, 255);
-      add_text_vertical(dl, ImVec2(x, y0 - 4), is_sink[size_t(k)] ? sink_col : text_color(),
+      add_text_vertical(dl, ImVec2(x, y0 - 4),
+                        highlighted(k)       ? kHighlightColor
+                        : is_sink[size_t(k)] ? sink_col
+                                             : text_color(),
                         s.c_str());
       if (p == 0) mark("heat.col_label", s, x, y0 - 4 - len, x + lh, y0 - 4);
     }

@@ -11,6 +11,7 @@
 #pragma once
 #include <vulkan/vulkan.h>
 
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <memory>
@@ -184,6 +185,11 @@ class Canvas {
   // Records a text or box of this frame for marks().
   void mark(const std::string& kind, const std::string& text, float x0, float y0, float x1,
             float y1);
+  // Whether token `t` is one the lesson step highlights (settings_.highlight_tokens).
+  bool highlighted(int t) const {
+    return std::find(settings_.highlight_tokens.begin(), settings_.highlight_tokens.end(), t) !=
+           settings_.highlight_tokens.end();
+  }
   // The colour scale shared by the panels this frame (ranges over every panel's tile).
   ColorScale scale() const;
 

@@ -77,13 +77,23 @@ void Canvas::build_tokens(float x0, float y0, float x1, float y1) {
           i < int(h.q_labels.size()) ? clip_label(h.q_labels[size_t(i)], 12) : std::to_string(i),
           label_w);
       const ImVec2 sz = ImGui::CalcTextSize(s.c_str());
-      const bool sel = i == settings_.query;
+      const bool sel = i == settings_.query, hl = highlighted(i);
       if (sel)
         dl->AddRectFilled(ImVec2(lx1 - sz.x - 4, y), ImVec2(lx1 + 2, y + line - 2),
                           IM_COL32(255, 150, 30, 90));
-      dl->AddText(ImVec2(lx1 - sz.x, y), sel ? IM_COL32(255, 170, 40, 255) : text_color(),
+      dl->AddText(ImVec2(lx1 - sz.x, y),
+                  sel  ? IM_COL32(255, 170, 40, 255)
+                  : hl ? kHighlightColor
+                       : text_color(),
                   s.c_str());
       mark("tokens.label", s, lx1 - sz.x, y, lx1, y + sz.y);
+      if (hl) {  // the lesson step's token: boxed in magenta on both sides
+        dl->AddRect(ImVec2(lx1 - sz.x - 5, y - 1), ImVec2(lx1 + 3, y + line - 1), kHighlightColor,
+                    0, 0, 2);
+        dl->AddRect(ImVec2(rx0 - 1, y - 1), ImVec2(rx0 + sz.x + 5, y + line - 1), kHighlightColor,
+                    0, 0, 2);
+        mark("tokens.highlight", s, lx1 - sz.x - 5, y - 1, lx1 + 3, y + line - 1);
+      }
       const float pv = i < int(row.size()) ? row[size_t(i)] : 0;
       if (pv > 0)
         dl->AddRectFilled(ImVec2(rx0, y),

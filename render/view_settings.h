@@ -1,5 +1,8 @@
 // How the views are shown: what the toolbar and the host's menus change.
 #pragma once
+#include <utility>
+#include <vector>
+
 #include "render/colormap.h"
 
 namespace attn::render {
@@ -38,6 +41,15 @@ struct DisplaySettings {
                                  // 2 compact cells (long inputs)
   bool dark = true;
   bool presentation = false;  // large fonts
+  // What the lesson step shown points at (app/core/teaching/lesson.h), 0-based in the input:
+  // the heatmaps outline the cells and mark the tokens on their axes, the tokens view marks the
+  // tokens. Empty when no lesson step with highlights is shown; out-of-range entries are skipped.
+  std::vector<int> highlight_tokens;
+  std::vector<std::pair<int, int>> highlight_cells;  // (query, key)
 };
+
+// The colour of lesson highlights: magenta, apart from every colour map's hues and the orange of
+// the selected query and the sinks.
+constexpr unsigned kHighlightColor = 0xFFC828FFu;  // IM_COL32(255, 40, 200, 255), ABGR
 
 }  // namespace attn::render

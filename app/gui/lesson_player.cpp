@@ -2,6 +2,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QCloseEvent>
 #include <QCoreApplication>
 #include <QDialog>
 #include <QDialogButtonBox>
@@ -196,12 +197,19 @@ void LessonPlayer::go(int k) {
   if (lesson_.steps.empty()) return;
   k = std::clamp(k, 0, steps() - 1);
   step_ = k;
-  window_->show_session_data(lesson_.steps[size_t(k)].session, path_);
+  const core::LessonStep& st = lesson_.steps[size_t(k)];
+  window_->show_session_data(st.session, path_);
+  window_->set_highlight(st.highlight.tokens, st.highlight.cells);  // after: opening clears them
   window_->setWindowTitle(
       QString::fromStdString(lesson_.title) +
       QString(" \u2014 step %1 of %2 \u2014 attnscope").arg(k + 1).arg(steps()));
   show_caption();
   update_controls();
+}
+
+void LessonPlayer::closeEvent(QCloseEvent* e) {
+  window_->set_highlight({}, {});  // the lesson closed: the views stop pointing at its tokens
+  QDockWidget::closeEvent(e);
 }
 
 void LessonPlayer::show_caption() {

@@ -12,6 +12,7 @@
 #include "app/core/teaching/lesson.h"
 
 class QAction;
+class QCloseEvent;
 class QLabel;
 class QMenu;
 class QPushButton;
@@ -59,6 +60,10 @@ class LessonPlayer : public QDockWidget {
 
   // The built-in lessons (assets/lessons, installed in share/attnscope/lessons), sorted by name.
   static QStringList builtin_lessons();
+
+ protected:
+  // Closing the Lesson panel clears the step's highlights from the views.
+  void closeEvent(QCloseEvent* e) override;
 
  private:
   void show_caption();

@@ -220,6 +220,8 @@ void MainWindow::connect_view() {
     render::Canvas* c = view_->canvas();
     c->settings().dark = dark_;
     c->settings().presentation = presentation_;
+    c->settings().highlight_tokens = highlight_tokens_;
+    c->settings().highlight_cells = highlight_cells_;
     render::Callbacks cb;
     cb.hover = [this](int p, int q, int k) {
       return analysis_ ? core::hover(*analysis_, p, q, k) : render::HoverInfo{};
@@ -621,6 +623,7 @@ void MainWindow::sync_session() {
 
 void MainWindow::show_session() {
   const core::Session& s = session_;
+  set_highlight({}, {});  // a lesson sets its step's again after opening it
   model_->blockSignals(true);
   variants_->blockSignals(true);
   input_->blockSignals(true);
@@ -752,9 +755,12 @@ void MainWindow::request_steps() {
   if (!a) return;
   const int layer = a->session.layer, head = a->session.head;
   steps_runner_.submit(
-      "steps", [a, layer, head](JobContext&) { return core::steps_for_analysis(*a, layer, head); },
-      [this](render::StepsDoc d) {
-        steps_ = std::make_shared<const render::StepsDoc>(std::move(d));
+      "steps",
+      [a, layer, head](JobContext&) { return core::steps_run_for_analysis(*a, layer, head); },
+      [this, a](core::StepsRun run) {
+        steps_ = std::make_shared<const render::StepsDoc>(std::move(run.doc));
+        head_steps_ = std::move(run.steps);
+        head_steps_on_ = a;
         if (analysis_) publish_document();
       });
 }
@@ -882,6 +888,7 @@ QString MainWindow::export_figure(const QString& path) {
   const int shown = view_->canvas() ? int(view_->canvas()->settings().view) : 0;
   if (shown == int(render::ViewKind::Attribution)) return export_attribution(path, s);
   if (shown == int(render::ViewKind::Qk)) return export_qk(path, s);
+  if (shown == int(render::ViewKind::Steps)) return export_steps(path, s);
   if (!analysis_ || core::heavy_key(s) != core::heavy_key(analysis_->session) ||
       !analysis_->has_metrics() || analysis_->preview())
     return "The analysis of these inputs is still running: export when the comparisons are in.";
@@ -917,6 +924,19 @@ QString MainWindow::export_qk(const QString& path, const core::Session& s) {
   // The qk verb's figure preset, from the map the view shows.
   return export_data(path, s,
                      [&] { return core::qk_figure(run->embedding, on->session.model.id); });
+}
+
+QString MainWindow::export_steps(const QString& path, const core::Session& s) {
+  // The explain-head verb's figure preset, from the steps the view shows: those of the current
+  // analysis with the selected head (the step-through job follows every analysis).
+  const auto steps = head_steps_;
+  const auto on = head_steps_on_;
+  if (!analysis_ || !on || core::heavy_key(s) != core::heavy_key(on->session) ||
+      steps_ == nullptr || steps_->layer != s.layer || steps_->head != s.head)
+    return "The step-through of this head is still being computed: export when the view shows "
+           "it.";
+  if (!steps) return QString::fromStdString("No step-through to export: " + steps_->message);
+  return export_data(path, s, [&] { return core::steps_figure(*steps, on->session.model.id); });
 }
 
 QString MainWindow::export_data(const QString& path, const core::Session& s,
@@ -987,6 +1007,16 @@ void MainWindow::open_model_folder(const QString& dir) {
     session_.input.kind = "text";
   model_->set_model(dir);
   add_recent(dir);
+}
+
+void MainWindow::set_highlight(std::vector<int> tokens, std::vector<std::pair<int, int>> cells) {
+  highlight_tokens_ = std::move(tokens);
+  highlight_cells_ = std::move(cells);
+  if (render::Canvas* c = view_->canvas()) {
+    c->settings().highlight_tokens = highlight_tokens_;
+    c->settings().highlight_cells = highlight_cells_;
+  }
+  view_->redraw();
 }
 
 void MainWindow::show_session_data(const core::Session& s, const std::string& base_path) {

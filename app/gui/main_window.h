@@ -124,6 +124,9 @@ class MainWindow : public QMainWindow {
   // Opens `s` as open_session() opens a file's (the docks and views follow); `base_path` locates
   // its relative paths. The title and the path Ctrl+S writes to are the caller's (lessons).
   void show_session_data(const core::Session& s, const std::string& base_path);
+  // The tokens and cells (query, key) a lesson step points at, drawn by the views
+  // (render::DisplaySettings); every session opened clears them.
+  void set_highlight(std::vector<int> tokens, std::vector<std::pair<int, int>> cells);
   // The docks read into the session, with its paths made absolute (what a save would write).
   core::Session current_session();
   // Tools > Decode lab: streams the session's text under KV-cache policies (a new dialog).
@@ -140,6 +143,9 @@ class MainWindow : public QMainWindow {
   // The Q/K map view's export: the last map as the "qk" figure preset (the one `attnscope qk
   // --figure` writes) with its session sidecar. Returns "" or the error.
   QString export_qk(const QString& path, const core::Session& s);
+  // The Step-through view's export: the steps it shows as the "steps" figure preset (the one
+  // `attnscope explain-head --figure` writes) with its session sidecar. Returns "" or the error.
+  QString export_steps(const QString& path, const core::Session& s);
   // Figure data made by `make` (a view the analysis does not hold) written with its sidecar.
   QString export_data(const QString& path, const core::Session& s,
                       const std::function<core::FigureData()>& make);
@@ -213,6 +219,8 @@ class MainWindow : public QMainWindow {
   AttributionDock* attribution_ = nullptr;
   QkDock* qk_ = nullptr;
   LessonPlayer* lessons_ = nullptr;
+  std::vector<int> highlight_tokens_;  // set_highlight()
+  std::vector<std::pair<int, int>> highlight_cells_;
   std::unique_ptr<AnalysisWorker> worker_;
   core::Session session_;
   std::string session_path_;  // locates the session's relative paths ("" = unsaved)
@@ -249,6 +257,8 @@ class MainWindow : public QMainWindow {
   // The step-through view's document for the current analysis (null until the first arrives),
   // computed in the background; declared last, so it stops before anything it could touch.
   std::shared_ptr<const render::StepsDoc> steps_;
+  std::shared_ptr<const core::HeadSteps> head_steps_;    // what steps_ was filled from, or null
+  std::shared_ptr<const core::Analysis> head_steps_on_;  // the analysis they were computed on
   JobRunner steps_runner_{true};
 };
 

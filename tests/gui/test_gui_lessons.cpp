@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QColor>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileInfo>
@@ -16,9 +17,12 @@
 #include <QTextBrowser>
 #include <QUrl>
 #include <QVulkanInstance>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "app/core/session/session.h"
 #include "app/core/teaching/lesson.h"
@@ -211,6 +215,100 @@ TEST(GuiLessons, KeysStepAndTheAudienceMayEditTheInput) {
   if (!qEnvironmentVariableIsEmpty("ATTNSCOPE_SCREENSHOT_DIR"))
     window_shot(w).save(screenshot_path("lesson_presentation.png"));
   w.set_presentation(false);
+}
+
+// The marks of `kind` the view drew last frame.
+std::vector<render::Canvas::Mark> marks_of(MainWindow& w, const std::string& kind) {
+  std::vector<render::Canvas::Mark> out;
+  for (const auto& m : w.view()->canvas()->marks())
+    if (m.kind == kind) out.push_back(m);
+  return out;
+}
+
+// Whether a pixel of the lesson highlight's magenta (render::kHighlightColor) lies within 2 px
+// of the logical point (x, y) of the view's grab.
+bool highlight_pixel_near(MainWindow& w, const QImage& img, float x, float y) {
+  const double sx = double(img.width()) / w.view()->width(),
+               sy = double(img.height()) / w.view()->height();
+  const int px = int(std::lround(x * sx)), py = int(std::lround(y * sy));
+  for (int dy = -2; dy <= 2; ++dy)
+    for (int dx = -2; dx <= 2; ++dx) {
+      if (!img.valid(px + dx, py + dy)) continue;
+      const QColor c = img.pixelColor(px + dx, py + dy);
+      if (c.red() > 200 && c.green() < 90 && c.blue() > 150) return true;
+    }
+  return false;
+}
+
+// A step's highlight drawn in the views: the heatmap outlines the highlighted cell in magenta
+// and marks the highlighted token on its axes, the tokens view boxes the token; a step without
+// highlights and closing the Lesson panel clear them.
+TEST(GuiLessons, HighlightsAreDrawnInTheViews) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  const std::string path = work_dir() + "/highlights" + core::kLessonSuffix;
+  {
+    std::ofstream f(path);
+    f << R"({"format": "attnscope-lesson", "version": 1, "title": "Highlights",
+      "defaults": {"model": {"id": "default-text"},
+                   "input": {"kind": "text", "text": "And God said, Let there be light: and there was light."},
+                   "selection": {"layer": 0, "head": 3}},
+      "steps": [
+        {"caption": "A cell.", "highlight": {"tokens": [2], "cells": [[12, 11]]},
+         "session": {"view": {"view": "heatmap"}}},
+        {"caption": "A token.", "highlight": {"tokens": [2]},
+         "session": {"view": {"view": "tokens"}}},
+        {"caption": "Nothing.", "session": {"view": {"view": "heatmap"}}}
+      ]})";
+  }
+  MainWindow w(base_options());
+  ASSERT_TRUE(show_settled(w));
+  LessonPlayer* player = w.lesson_player();
+  ASSERT_EQ(player->open(QString::fromStdString(path)), "");
+  ASSERT_TRUE(step_settled(w, player->lesson().steps[0].session));
+  const render::DisplaySettings& d = w.view()->canvas()->settings();
+  ASSERT_EQ(d.highlight_cells, (std::vector<std::pair<int, int>>{{12, 11}}));
+  ASSERT_EQ(d.highlight_tokens, std::vector<int>{2});
+  // The cell's outline: magenta on its edges, where the view put it.
+  const auto cells = marks_of(w, "heat.highlight");
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_EQ(cells[0].text, "12,11");
+  EXPECT_FALSE(marks_of(w, "heat.highlight_row").empty());
+  EXPECT_FALSE(marks_of(w, "heat.highlight_col").empty());
+  QImage img = w.view()->grab_rgba();
+  const auto& c = cells[0];
+  EXPECT_TRUE(highlight_pixel_near(w, img, c.x0, (c.y0 + c.y1) / 2)) << "left edge";
+  EXPECT_TRUE(highlight_pixel_near(w, img, c.x1, (c.y0 + c.y1) / 2)) << "right edge";
+  EXPECT_TRUE(highlight_pixel_near(w, img, (c.x0 + c.x1) / 2, c.y0)) << "top edge";
+  EXPECT_TRUE(highlight_pixel_near(w, img, (c.x0 + c.x1) / 2, c.y1)) << "bottom edge";
+  if (!qEnvironmentVariableIsEmpty("ATTNSCOPE_SCREENSHOT_DIR"))
+    window_shot(w).save(screenshot_path("lesson_highlight.png"));
+  // The tokens view boxes the highlighted token.
+  player->next();
+  ASSERT_TRUE(step_settled(w, player->lesson().steps[1].session));
+  EXPECT_TRUE(d.highlight_cells.empty());
+  const auto tokens = marks_of(w, "tokens.highlight");
+  ASSERT_FALSE(tokens.empty());
+  img = w.view()->grab_rgba();
+  EXPECT_TRUE(highlight_pixel_near(w, img, tokens[0].x0, (tokens[0].y0 + tokens[0].y1) / 2));
+  if (!qEnvironmentVariableIsEmpty("ATTNSCOPE_SCREENSHOT_DIR"))
+    window_shot(w).save(screenshot_path("lesson_highlight_tokens.png"));
+  // A step without highlights clears them.
+  player->next();
+  ASSERT_TRUE(step_settled(w, player->lesson().steps[2].session));
+  EXPECT_TRUE(d.highlight_tokens.empty());
+  EXPECT_TRUE(d.highlight_cells.empty());
+  EXPECT_TRUE(marks_of(w, "heat.highlight").empty());
+  // Back to the cell, then the Lesson panel closed: gone from the view.
+  player->go(0);
+  ASSERT_TRUE(step_settled(w, player->lesson().steps[0].session));
+  EXPECT_EQ(marks_of(w, "heat.highlight").size(), 1u);
+  player->close();
+  QApplication::processEvents();
+  ASSERT_TRUE(wait_settled(w, 60000, 3));
+  EXPECT_TRUE(d.highlight_cells.empty());
+  EXPECT_TRUE(marks_of(w, "heat.highlight").empty());
+  img = w.view()->grab_rgba();
+  EXPECT_FALSE(highlight_pixel_near(w, img, c.x0, (c.y0 + c.y1) / 2));
 }
 
 // A bad lesson after a good session: the title, the input, the variants, the view and the

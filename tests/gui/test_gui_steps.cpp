@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QImage>
 #include <QMouseEvent>
 #include <QPlainTextEdit>
 #include <QVulkanInstance>
@@ -216,6 +219,37 @@ TEST(GuiSteps, TheSessionsVariantMasks) {
   ASSERT_EQ(hover.size(), 1u);
   EXPECT_NE(hover[0].text.find("dropped by sinks_window"), std::string::npos) << hover[0].text;
   w.view()->grab_rgba().save(screenshot_path("steps_variant.png"));
+}
+
+// File > Export figure on the view writes the explain-head figure preset of the head shown, with
+// its session sidecar, and follows the selection.
+TEST(GuiSteps, ExportFigureWritesTheStepsOfTheHeadShown) {
+  if (!have_model("default-text")) GTEST_SKIP() << "default-text model not found";
+  GuiOptions o = base_options();
+  o.text = kText;
+  o.variants = {};
+  o.layer = 1;
+  o.head = 2;
+  MainWindow w(o);
+  ASSERT_TRUE(open_steps(w, "layer 1, head 2"));
+  const QString dir = QDir::temp().filePath("attnscope-gui-steps-figure");
+  QDir().mkpath(dir);
+  const QString first = dir + "/l1h2.png", second = dir + "/l0h1.png";
+  ASSERT_EQ(w.export_figure(first).toStdString(), "");
+  ASSERT_TRUE(QFileInfo::exists(first));
+  EXPECT_TRUE(QFileInfo::exists(first + ".attnscope.json"));
+  const QImage a(first);
+  ASSERT_FALSE(a.isNull());
+  EXPECT_GT(distinct_colors(a, {0, 0, float(a.width()), float(a.height())}), 20);
+  // Another head: its own steps, once the view shows them.
+  w.model_dock()->set_selection(0, 1);
+  ASSERT_TRUE(open_steps(w, "layer 0, head 1"));
+  ASSERT_EQ(w.export_figure(second).toStdString(), "");
+  const QImage b(second);
+  ASSERT_FALSE(b.isNull());
+  EXPECT_GT(distinct_colors(b, {0, 0, float(b.width()), float(b.height())}), 20);
+  EXPECT_NE(a, b) << "the export did not follow the selected head";
+  QDir(dir).removeRecursively();
 }
 
 }  // namespace

@@ -34,7 +34,12 @@ render::StepsDoc steps_doc(const HeadSteps& s, const std::string& model) {
 }
 
 render::StepsDoc steps_for_analysis(const Analysis& a, int layer, int head) {
-  render::StepsDoc d;
+  return steps_run_for_analysis(a, layer, head).doc;
+}
+
+StepsRun steps_run_for_analysis(const Analysis& a, int layer, int head) {
+  StepsRun run;
+  render::StepsDoc& d = run.doc;
   d.present = true;
   d.layer = layer;
   d.head = head;
@@ -42,12 +47,12 @@ render::StepsDoc steps_for_analysis(const Analysis& a, int layer, int head) {
     d.message =
         "The step-through shows one head of a text model: open a text model and type a "
         "short text.";
-    return d;
+    return run;
   }
   const int n = int(a.input.ids.size());
   if (std::string why = head_steps_refusal(n); !why.empty()) {
     d.message = why;
-    return d;
+    return run;
   }
   try {
     ModelInput in = a.input;
@@ -56,11 +61,13 @@ render::StepsDoc steps_for_analysis(const Analysis& a, int layer, int head) {
     r.layer = layer;
     r.head = head;
     if (!a.session.variants.empty()) r.variant = a.session.variants.front();
-    return steps_doc(head_steps(*a.model, in, r), a.session.model.id);
+    auto steps = std::make_shared<const HeadSteps>(head_steps(*a.model, in, r));
+    d = steps_doc(*steps, a.session.model.id);
+    run.steps = std::move(steps);
   } catch (const Error& e) {
     d.message = e.what();
-    return d;
   }
+  return run;
 }
 
 }  // namespace attn::core

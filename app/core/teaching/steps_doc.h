@@ -5,6 +5,8 @@
 //
 //   render::StepsDoc d = core::steps_for_analysis(*analysis, session.layer, session.head);
 #pragma once
+#include <memory>
+
 #include "app/core/analysis/analysis.h"
 #include "app/core/teaching/head_steps.h"
 #include "render/document.h"
@@ -19,5 +21,13 @@ render::StepsDoc steps_doc(const HeadSteps& s, const std::string& model);
 // has no text model, the input is empty or longer than kHeadStepsMaxTokens, or the head does
 // not exist; Error(Unsupported) becomes a message too.
 render::StepsDoc steps_for_analysis(const Analysis& a, int layer, int head);
+
+// The same, with the steps the document was filled from (null when it carries a message
+// instead): what the view's figure export (core::steps_figure) draws.
+struct StepsRun {
+  render::StepsDoc doc;
+  std::shared_ptr<const HeadSteps> steps;
+};
+StepsRun steps_run_for_analysis(const Analysis& a, int layer, int head);
 
 }  // namespace attn::core
