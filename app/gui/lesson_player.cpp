@@ -184,13 +184,15 @@ QString LessonPlayer::open(const QString& path) {
     fail("Open lesson", QString::fromUtf8(e.what()));
     return last_error_;
   }
+  // Unsaved work in the window is asked about before the lesson replaces it.
+  if (!window_->maybe_save("Open lesson " + QFileInfo(path).fileName())) return "cancelled";
   last_error_.clear();
   lesson_ = std::move(l);
   path_ = path.toStdString();
   show();
   raise();
   go(0);
-  return {};
+  return last_error_;
 }
 
 void LessonPlayer::go(int k) {
@@ -198,7 +200,18 @@ void LessonPlayer::go(int k) {
   k = std::clamp(k, 0, steps() - 1);
   step_ = k;
   const core::LessonStep& st = lesson_.steps[size_t(k)];
-  window_->show_session_data(st.session, path_);
+  // A step opens as any session does (checked completely, then applied at once); it does not
+  // become the window's document, so Ctrl+S asks where to save.
+  MainWindow::SessionLoad how;
+  how.source = QString::fromStdString(path_) + QString(", step %1").arg(k + 1);
+  how.session_path = QString::fromStdString(path_);
+  how.becomes_document = false;
+  how.ask_unsaved = false;  // asked once, when the lesson opened
+  how.show_errors = false;
+  if (const QString err = window_->load_session(st.session, how); !err.isEmpty()) {
+    fail("Open lesson", err);
+    return;
+  }
   window_->set_highlight(st.highlight.tokens, st.highlight.cells);  // after: opening clears them
   window_->setWindowTitle(
       QString::fromStdString(lesson_.title) +

@@ -835,9 +835,11 @@ void MainWindow::on_frame() {
 
 bool MainWindow::settled() const {
   render::Canvas* c = view_->canvas();
-  if (!c || !analysis_ || analysis_pending_ || tiles_pending_ || analysis_timer_.isActive() ||
+  if (!c || analysis_pending_ || tiles_pending_ || analysis_timer_.isActive() ||
       tile_timer_.isActive())
     return false;
+  // No text: the empty-input state (show_empty_input) is all there is to show.
+  if (!analysis_) return session_.input.kind == "text" && input_->text().empty();
   return shown_gen_ == analysis_->generation && shown_serial_ == c->wanted_tiles().serial;
 }
 
@@ -850,8 +852,9 @@ void MainWindow::update_status() {
   busy_->setVisible(busy);
   if (last_error_.isEmpty())
     stage_label_->setText(!stage_.isEmpty() ? stage_
-                          : analysis_       ? QString::fromStdString(doc_ ? doc_->title : "")
-                                            : "starting...");
+                          : analysis_ || (session_.input.kind == "text" && input_->text().empty())
+                              ? QString::fromStdString(doc_ ? doc_->title : "")
+                              : "starting...");
   QString t;
   if (analysis_) {
     t = QString("forward %1 ms · variants %2 ms · update %3 ms · tiles %4 ms")

@@ -18,9 +18,15 @@ ModelDock::ModelDock(QWidget* parent) : QDockWidget("Model", parent) {
   auto* lay = new QVBoxLayout(w);
   lay->setContentsMargins(4, 4, 4, 4);
   model_ = new QComboBox;
+  // Long entries (a model folder's path) must not widen the dock and squeeze the view.
+  model_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  model_->setMinimumContentsLength(24);
   model_->addItem("default-text (GPT-2, embedded)", "default-text");
-  model_->addItem("teaching-text (GPT-2, embedded: induction, sink, previous-token heads)",
-                  "teaching-text");
+  model_->addItem("teaching-text (GPT-2, embedded, lessons)", "teaching-text");
+  model_->setItemData(model_->count() - 1,
+                      "A small GPT-2 with an induction head, a previous-token head and a sink head "
+                      "(assets/models/teaching-text)",
+                      Qt::ToolTipRole);
   model_->addItem("default-vision (ViT, embedded)", "default-vision");
   model_->addItem("synthetic (random Q/K/V, long context)", "synthetic");
   lay->addWidget(model_);

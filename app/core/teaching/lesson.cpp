@@ -93,10 +93,12 @@ LessonStep read_step(const json& j, const json& defaults, const std::string& sou
   if (!j.is_object())
     fail(source, k, "steps", std::string("a step is an object, not ") + j.type_name());
   static const char* known[] = {"title", "caption", "highlight", "session"};
-  for (const auto& [key, value] : j.items())
+  for (const auto& item : j.items()) {
+    const std::string& key = item.key();  // not a structured binding: clang 14 cannot capture one
     if (std::find_if(std::begin(known), std::end(known), [&](const char* n) { return key == n; }) ==
         std::end(known))
       fail(source, k, key, "unknown field (a step takes title, caption, highlight and session)");
+  }
   LessonStep st;
   st.title = string_field(j, "title", source, k);
   st.caption = string_field(j, "caption", source, k);
@@ -158,8 +160,9 @@ Lesson lesson_from_json(const json& j, const std::string& source) {
     throw Error(ErrorCode::Format,
                 source + ": a lesson must be a JSON object, not " + std::string(j.type_name()));
   static const char* known[] = {"format", "version", "title", "description", "defaults", "steps"};
-  for (const auto& [key, value] : j.items())
-    if (std::find_if(std::begin(known), std::end(known), [&](const char* n) { return key == n; }) ==
+  for (const auto& item : j.items())
+    if (const std::string& key = item.key();
+        std::find_if(std::begin(known), std::end(known), [&](const char* n) { return key == n; }) ==
         std::end(known))
       fail(source, 0, key,
            "unknown field (a lesson takes format, version, title, description, defaults and "
