@@ -52,3 +52,9 @@ base='kv_streaming(sinks=4,window=124)'
 
 /usr/bin/python3 "$here/summarise.py" "$out"/eviction.json "$out"/no_bos.json \
   "$out"/precision.json > "$here/summary.json"
+
+# The same stream on teaching-text, whose L1H3 is a first-token sink (0.995 of its mass).
+"$bin" stream --model teaching-text --text-file "$text" --bos --threads 1 \
+  -p kv_full -p 'kv_recent(window=64)' -p 'kv_streaming(sinks=4,window=60)' \
+  -p 'kv_recent(window=32)' -p 'kv_streaming(sinks=4,window=28)' \
+  --json "$out/teaching.json" --figure "$here/teaching_eviction.png"
