@@ -332,18 +332,20 @@ Session session_from_json(const json& j, const std::string& source) {
   return s;
 }
 
-Session load_session(const std::string& path) {
+json read_json_file(const std::string& path, const std::string& what) {
   std::ifstream f(path, std::ios::binary);
-  require(bool(f), ErrorCode::Io, path + ": cannot open session file");
+  require(bool(f), ErrorCode::Io, path + ": cannot open " + what + " file");
   const std::string text(std::istreambuf_iterator<char>(f), {});
-  json j;
   try {
-    j = json::parse(text);
+    return json::parse(text);
   } catch (const json::exception& e) {
     // parse_error, and out_of_range for a number too large for a double ("1e999").
     throw Error(ErrorCode::Format, path + ": invalid JSON: " + e.what());
   }
-  return session_from_json(j, path);
+}
+
+Session load_session(const std::string& path) {
+  return session_from_json(read_json_file(path, "session"), path);
 }
 
 void write_file_atomic(const std::string& path, const std::string& text) {

@@ -128,6 +128,9 @@ Session session_from_json(const nlohmann::json& j, const std::string& source = "
 // JSON (with line/column), a wrong format tag or version, or bad fields. Relative paths stay
 // as written; use resolve_session_path() to locate them.
 Session load_session(const std::string& path);
+// A JSON file, parsed: Error(Io) "<path>: cannot open <what> file", Error(Format) "<path>:
+// invalid JSON: ..." (with line and column). Sessions and lessons read through it.
+nlohmann::json read_json_file(const std::string& path, const std::string& what);
 // Writes `s` atomically: `path`.tmp-<pid> then rename over `path`. Throws Error(Io).
 void save_session(const Session& s, const std::string& path);
 // Writes text to `path` atomically (temp file + rename). Throws Error(Io).

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 
 #include "app/core/analysis/analysis.h"
@@ -272,15 +271,7 @@ void check_lesson(const Lesson& l, const std::string& lesson_path) {
 }
 
 Lesson load_lesson(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  require(bool(f), ErrorCode::Io, path + ": cannot open lesson file");
-  const std::string text(std::istreambuf_iterator<char>(f), {});
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw Error(ErrorCode::Format, path + ": invalid JSON: " + e.what());
-  }
+  const json j = read_json_file(path, "lesson");
   Lesson l = lesson_from_json(j, path);
   check_lesson(l, path);
   return l;
