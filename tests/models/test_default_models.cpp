@@ -15,40 +15,16 @@
 #include "models/arch/model.h"
 #include "models/formats/npy.h"
 #include "models/tokenizers/tokenizer.h"
+#include "tests/models/model_probes.h"
 
 namespace attn {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-json read_json(const fs::path& path) {
-  std::ifstream f(path);
-  EXPECT_TRUE(f.good()) << "cannot open " << path;
-  return json::parse(f);
-}
-
-// Largest |a - b| / (1 + |b|).
-double max_rel_diff(std::span<const float> a, std::span<const float> b) {
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
-    worst = std::max(worst, std::abs(double(a[i]) - b[i]) / (1.0 + std::abs(double(b[i]))));
-  return worst;
-}
-
-// Probabilities of every layer for `ids`: pattern[l] is f32 [H, N, N].
-std::vector<std::vector<float>> patterns(const models::Model& m, const std::vector<int32_t>& ids,
-                                         models::ModelOutput* out_logits = nullptr) {
-  models::Capture cap(models::HookSelection::parse("blocks.*.attn.pattern"));
-  models::ModelInput in;
-  in.ids = ids;
-  models::ModelOutput out = m.forward(in, {.capture = &cap});
-  std::vector<std::vector<float>> p;
-  for (const auto& l : cap.layers) p.emplace_back(l.pattern.begin(), l.pattern.end());
-  if (out_logits) *out_logits = std::move(out);
-  return p;
-}
+using test::max_rel_diff;
+using test::patterns;
+using test::read_json;
 
 class DefaultTextModel : public ::testing::Test {
  protected:

@@ -11,7 +11,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <span>
 
@@ -19,50 +18,23 @@
 #include "models/arch/model.h"
 #include "models/formats/npy.h"
 #include "models/tokenizers/tokenizer.h"
+#include "tests/models/model_probes.h"
+#include "tests/models/test_util.h"
 
 namespace attn {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using test::max_rel_diff;
+using test::patterns;
+using test::read_bytes;
+using test::read_json;
 
 // The card's targets (issue: an induction head >= 0.3, previous-token and sink heads > 0.5).
 constexpr double kInductionTarget = 0.3, kPrevTarget = 0.5, kSinkTarget = 0.5;
 // default-text's held-out loss (its card: 32 windows of 256 tokens), which this model must match.
 constexpr double kDefaultTextHeldoutLoss = 3.492;
-
-json read_json(const fs::path& path) {
-  std::ifstream f(path);
-  EXPECT_TRUE(f.good()) << "cannot open " << path;
-  return json::parse(f);
-}
-
-std::string read_bytes(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  EXPECT_TRUE(f.good()) << "cannot open " << path;
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-double max_rel_diff(std::span<const float> a, std::span<const float> b) {
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
-    worst = std::max(worst, std::abs(double(a[i]) - b[i]) / (1.0 + std::abs(double(b[i]))));
-  return worst;
-}
-
-// Probabilities of every layer for `ids` (pattern[l] is f32 [H, N, N]) and the logits.
-std::vector<std::vector<float>> patterns(const models::Model& m, const std::vector<int32_t>& ids,
-                                         models::ModelOutput* out_logits = nullptr) {
-  models::Capture cap(models::HookSelection::parse("blocks.*.attn.pattern"));
-  models::ModelInput in;
-  in.ids = ids;
-  models::ModelOutput out = m.forward(in, {.capture = &cap});
-  std::vector<std::vector<float>> p;
-  for (const auto& l : cap.layers) p.emplace_back(l.pattern.begin(), l.pattern.end());
-  if (out_logits) *out_logits = std::move(out);
-  return p;
-}
 
 // Mean next-token loss over positions [from, to) of `ids` (position t predicts ids[t + 1]).
 double mean_nll(const models::ModelOutput& out, const std::vector<int32_t>& ids, int from, int to) {
