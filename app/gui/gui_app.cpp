@@ -7,12 +7,12 @@
 #include <QVulkanInstance>
 #include <csignal>
 #include <cstdio>
-#include <sstream>
 #ifdef __linux__
 #include <sys/socket.h>
 #include <unistd.h>
 #endif
 
+#include "app/cli/options.h"
 #include "app/cli/usage.h"
 #include "app/gui/job_runner.h"
 #include "app/gui/vulkan_view.h"
@@ -105,7 +105,7 @@ void add_gui_command(CLI::App& app, std::function<int()>& action, int argc, char
                                 "Model folder or embedded model name (default-text, teaching-text, "
                                 "default-vision) or synthetic; default: default-vision for image "
                                 "inputs, else default-text")
-                     ->type_name("MODEL");
+                    ->type_name("MODEL");
   cmd->add_option("--text", o.text, "Initial text");
   cmd->add_option("--text-file", o.text_file, "File holding the initial text (UTF-8)");
   cmd->add_option("--image", o.image, "Initial image (vision models)");
@@ -123,24 +123,17 @@ void add_gui_command(CLI::App& app, std::function<int()>& action, int argc, char
                   "Variant spec shown beside dense (repeatable, up to 4; ';' separates several "
                   "in one value)")
       ->type_name("SPEC");
-  cmd->add_option("--variants", old_variants)
-      ->group("")
-      ->description("deprecated; use -v/--variant (repeatable)");
+  cli::mark_deprecated(cmd->add_option("--variants", old_variants), "-v/--variant (repeatable)");
   cmd->callback([&action, argc, argv, model] {
     if (model->count() == 0 && !o.image.empty()) o.model = "default-vision";
     std::vector<std::string> given = variants;
     given.insert(given.end(), old_variants.begin(), old_variants.end());
-    if (!given.empty()) o.variants.clear();
-    for (const std::string& value : given) {
-      std::stringstream ss(value);
-      for (std::string s; std::getline(ss, s, ';');)
-        if (s.find_first_not_of(" \t") != std::string::npos) o.variants.push_back(s);
-    }
+    if (!given.empty()) o.variants = cli::split_specs(given);
     // Qt sees only the program name: the verb's options are ours.
     action = [argv] {
       // Said before any window opens: a spec the app would refuse is a usage error (exit 2).
-      cli::usage(o.variants.size() <= 4,
-                 "-v/--variant: at most 4 variants (got " + std::to_string(o.variants.size()) + ")");
+      cli::usage(o.variants.size() <= 4, "-v/--variant: at most 4 variants (got " +
+                                             std::to_string(o.variants.size()) + ")");
       for (const std::string& spec : o.variants) {
         try {
           (void)make_variant(spec);
