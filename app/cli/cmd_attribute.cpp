@@ -58,7 +58,7 @@ class AttributeCommand final : public Command {
     int target_pos = -1, target_id = -1, foil_id = -1;
     std::string target, target_class, foil, variant, backend = "cpu";
     std::vector<int> layers, heads;
-    std::string baseline = "zero", occlusion = "replace", json_out, dump, figure;
+    std::string baseline = "zero", occlusion = "replace", json_out, dump, figure, matmul = "f32";
     FigureSizeOptions size;
     std::string dataset, shard;
     std::vector<std::string> merge;
@@ -108,6 +108,11 @@ void AttributeCommand::add_options(CLI::App& cmd) {
   cmd.add_option("--ig-steps", o.ig_steps, "Integrated gradients: steps")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
+  cmd.add_option("--matmul", o.matmul,
+                 "Precision of every pass's matrix products: f32, or bf16 (x and weights rounded "
+                 "to bf16, sums in f32; AMX tile products where the CPU has them)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "bf16"}));
   cmd.add_option("--occlusion", o.occlusion, "Occlusion: replace (by the baseline) or delete")
       ->capture_default_str()
       ->check(CLI::IsMember({"replace", "delete"}));
@@ -195,6 +200,7 @@ core::AttributionRequest AttributeCommand::request(const core::Model& model,
   usage(!info.vision || q.baseline.kind != core::Baseline::Kind::Token,
         "--baseline token is for text; images take zero or mean");
   q.ig_steps = o.ig_steps;
+  q.matmul = core::parse_matmul(o.matmul);
   q.occlusion_delete = o.occlusion == "delete";
   q.threads = o.threads;
   if (info.vision) {

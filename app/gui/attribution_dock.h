@@ -76,6 +76,7 @@ class AttributionDock : public QDockWidget {
   QLineEdit *target_text_ = nullptr, *foil_text_ = nullptr;
   QComboBox* baseline_ = nullptr;
   QSpinBox* ig_steps_ = nullptr;
+  QComboBox* matmul_ = nullptr;
   QCheckBox* with_variant_ = nullptr;
   QCheckBox* faithfulness_ = nullptr;
   QSpinBox* steps_ = nullptr;

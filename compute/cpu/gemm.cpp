@@ -91,8 +91,8 @@ size_t elem_size(ElemType t) {
   return t == ElemType::F32 ? 4 : 2;
 }
 
-const char* gemm_path(ElemType t) {
-  switch (path_for(t)) {
+const char* gemm_path(ElemType t, bool round_bf16) {
+  switch (path_for(round_bf16 && t == ElemType::F32 ? ElemType::Bf16 : t)) {
     case Path::Amx:
       return "amx";
     case Path::Avx512:
@@ -139,8 +139,46 @@ void widen(ElemType t, const void* src, size_t n, float* dst) {
   }
 }
 
+namespace {
+
+// round_bf16 off the AMX path: A rounded and f32 B converted to bf16 (whose widening is exact),
+// so every path multiplies the same bf16 values.
+void sgemm_rounded(const GemmArgs& g, int threads) {
+  std::vector<float> a(size_t(g.m) * g.k);
+  for (int i = 0; i < g.m; ++i)
+    for (int p = 0; p < g.k; ++p) {
+      const uint32_t u = uint32_t(bf16_bits(g.a[size_t(i) * g.lda + p])) << 16;
+      std::memcpy(&a[size_t(i) * g.k + p], &u, 4);
+    }
+  GemmArgs r = g;
+  r.a = a.data();
+  r.lda = g.k;
+  r.round_bf16 = false;
+  std::vector<uint16_t> b;
+  if (g.b_type == ElemType::F32) {
+    const int rows = g.b_nk ? g.n : g.k, cols = g.b_nk ? g.k : g.n;
+    b.resize(size_t(rows) * cols);
+    const auto* src = static_cast<const float*>(g.b);
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j)
+        b[size_t(i) * cols + j] = bf16_bits(src[size_t(i) * g.ldb + j]);
+    r.b = b.data();
+    r.b_type = ElemType::Bf16;
+    r.ldb = cols;
+  }
+  sgemm(r, threads);
+}
+
+}  // namespace
+
 bool sgemm(const GemmArgs& g, int threads) {
-  const Path path = path_for(g.b_type);
+  // f16 B is always widened exactly; round_bf16 covers f32 and bf16 B.
+  const bool rounded = g.round_bf16 && g.b_type != ElemType::F16;
+  const Path path = path_for(rounded ? ElemType::Bf16 : g.b_type);
+  if (rounded && g.m > 0 && g.n > 0 && g.k > 0 && path != Path::Amx) {
+    sgemm_rounded(g, threads);
+    return true;
+  }
   if (path == Path::Eigen && g.b_type == ElemType::F32) return false;
   if (g.m <= 0 || g.n <= 0) return true;
   if (g.k <= 0) {  // empty sum: C = bias (or 0)

@@ -14,6 +14,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace attn::cpu {
 
@@ -33,6 +34,11 @@ struct GemmArgs {
   const float* bias = nullptr;  // f32 [n], or null
   float* c = nullptr;           // f32 [m, n], row stride ldc
   int ldc = 0;
+  // Multiply in bf16 (f32 and bf16 B; f16 B is always widened exactly): A and B rounded to
+  // bf16 (nearest even), products summed in f32, as
+  // torch.set_float32_matmul_precision("medium") does. On the AMX path f32 B is rounded while
+  // packed (no copy); elsewhere rounded copies give the same products, with no speed gained.
+  bool round_bf16 = false;
 };
 
 // Computes C = A B (+ bias) on up to `threads` threads (0 = all). Returns false, touching
@@ -40,8 +46,29 @@ struct GemmArgs {
 // always computed.
 bool sgemm(const GemmArgs& g, int threads);
 
-// The path sgemm() takes for B of type `t` here and now: "amx", "avx512", "eigen".
-const char* gemm_path(ElemType t);
+// While it lives, the AMX path keeps, for GEMMs called on this thread, the packed bf16 panels
+// of every B it multiplies (up to `budget_bytes`; B past it is packed per call as usual), so a
+// pass repeated over the same weights (integrated gradients' steps, occlusion's passes) packs
+// each matrix once instead of on every call: at a few hundred rows the packing of f32 weights
+// costs nearly what the tile products do. B must not change while the scope lives. Elsewhere it
+// does nothing.
+class GemmPackScope {
+ public:
+  explicit GemmPackScope(size_t budget_bytes);
+  ~GemmPackScope();
+  GemmPackScope(const GemmPackScope&) = delete;
+  GemmPackScope& operator=(const GemmPackScope&) = delete;
+  size_t bytes() const;  // packed bytes kept
+
+ private:
+  struct Cache;
+  std::unique_ptr<Cache> cache_;
+  void* saved_ = nullptr;  // the enclosing scope's cache
+};
+
+// The path sgemm() takes for B of type `t` here and now: "amx", "avx512", "eigen" (with
+// round_bf16, f32 B takes bf16's path).
+const char* gemm_path(ElemType t, bool round_bf16 = false);
 // "avx512" when sgemm() runs its own kernel for f32 B, else "".
 const char* sgemm_isa();
 

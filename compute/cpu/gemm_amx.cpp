@@ -1,11 +1,11 @@
-// The AMX-BF16 path of cpu::sgemm for bf16 B (GotoBLAS loop order, as gemm_avx512.cpp). A is
-// rounded to bf16 while packed into row-major [MC][KC] blocks (a tile row is 32 consecutive k);
-// B is packed into 32-column panels of bf16 pairs [KC/2][32] (a tile row is 16 columns, each a
-// (k, k+1) pair, the layout TDPBF16PS reads). A 32 x 32 block of C lives in four 16 x 16 f32
-// tiles fed by two A and two B tiles (all eight tile registers); each block of k is stored to a
-// small buffer and added into C, clipped at the edges. Products are summed in f32.
-// Linux grants the 8 KiB tile state per process on request (arch_prctl); without it, or
-// without AMX, the caller takes the AVX-512 path.
+// The AMX-BF16 path of cpu::sgemm for bf16 B, and for f32 B with GemmArgs::round_bf16 (GotoBLAS
+// loop order, as gemm_avx512.cpp). A is rounded to bf16 while packed into row-major [MC][KC] blocks
+// (a tile row is 32 consecutive k); B is packed into 32-column panels of bf16 pairs (f32 B rounded
+// to nearest even on the way) [KC/2][32] (a tile row is 16 columns, each a (k, k+1) pair, the
+// layout TDPBF16PS reads). A 32 x 32 block of C lives in four 16 x 16 f32 tiles fed by two A and
+// two B tiles (all eight tile registers); each block of k is stored to a small buffer and added
+// into C, clipped at the edges. Products are summed in f32. Linux grants the 8 KiB tile state per
+// process on request (arch_prctl); without it, or without AMX, the caller takes the AVX-512 path.
 #include <immintrin.h>
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "compute/cpu/gemm.h"
 #include "compute/parallel.h"
@@ -62,14 +63,32 @@ int round32(int x) {
   return (x + 31) / 32 * 32;
 }
 
+// 32 consecutive B values from `s` as bf16 bits in one vector: bf16 as stored, or f32 rounded
+// to nearest even (GemmArgs::round_bf16 on f32 weights).
+inline __m512i load32(const uint16_t* s) {
+  return _mm512_loadu_si512(s);
+}
+inline __m512i load32(const float* s) {
+  return reinterpret_cast<__m512i>(
+      _mm512_cvtne2ps_pbh(_mm512_loadu_ps(s + 16), _mm512_loadu_ps(s)));
+}
+inline uint32_t bits(uint16_t v) {
+  return v;
+}
+inline uint32_t bits(float v) {
+  return bf16_bits(v);
+}
+
 // B rows [p0, p0+kc) x columns [j0, j0+nc) -> panels [nc/32][kcp/2][32] of uint32 bf16 pairs
-// (k even in the low half), zero padded to kcp = round32(kc) and to whole panels.
+// (k even in the low half), zero padded to kcp = round32(kc) and to whole panels. T: the stored
+// element (uint16_t bf16 bits, or f32 rounded here).
+template <typename T>
 void pack_b(const GemmArgs& g, int p0, int kc, int j0, int nc, uint32_t* dst) {
-  const auto* b = static_cast<const uint16_t*>(g.b);
+  const auto* b = static_cast<const T*>(g.b);
   const int kcp = round32(kc), pairs = kcp / 2;
   auto at = [&](int p, int j) -> uint32_t {  // B[p0 + p][j0 + j] as bits, 0 outside
     if (p >= kc || j >= nc) return 0;
-    return g.b_nk ? b[size_t(j0 + j) * g.ldb + p0 + p] : b[size_t(p0 + p) * g.ldb + j0 + j];
+    return bits(g.b_nk ? b[size_t(j0 + j) * g.ldb + p0 + p] : b[size_t(p0 + p) * g.ldb + j0 + j]);
   };
   // permutex2var indices interleaving two rows of 32 bf16 into pairs, columns 0-15 and 16-31.
   alignas(64) uint16_t lo_idx[32], hi_idx[32];
@@ -88,7 +107,7 @@ void pack_b(const GemmArgs& g, int p0, int kc, int j0, int nc, uint32_t* dst) {
         for (int half = 0; half < 2; ++half) {
           __m512i r[16];
           for (int i = 0; i < 16; ++i)
-            r[i] = _mm512_loadu_si512(b + size_t(j0 + jp + half * 16 + i) * g.ldb + p0 + 2 * q);
+            r[i] = load32(b + size_t(j0 + jp + half * 16 + i) * g.ldb + p0 + 2 * q);
           transpose16(r);
           for (int t = 0; t < 16; ++t) _mm512_store_si512(d + size_t(q + t) * 32 + half * 16, r[t]);
         }
@@ -96,8 +115,8 @@ void pack_b(const GemmArgs& g, int p0, int kc, int j0, int nc, uint32_t* dst) {
     } else if (full_w) {
       // Stored [k, n]: interleave rows k and k+1.
       for (; 2 * q + 2 <= kc; ++q) {
-        const __m512i r0 = _mm512_loadu_si512(b + size_t(p0 + 2 * q) * g.ldb + j0 + jp);
-        const __m512i r1 = _mm512_loadu_si512(b + size_t(p0 + 2 * q + 1) * g.ldb + j0 + jp);
+        const __m512i r0 = load32(b + size_t(p0 + 2 * q) * g.ldb + j0 + jp);
+        const __m512i r1 = load32(b + size_t(p0 + 2 * q + 1) * g.ldb + j0 + jp);
         _mm512_store_si512(d + size_t(q) * 32, _mm512_permutex2var_epi16(r0, lo, r1));
         _mm512_store_si512(d + size_t(q) * 32 + 16, _mm512_permutex2var_epi16(r0, hi, r1));
       }
@@ -173,20 +192,47 @@ void block(const uint16_t* a, int kcp, const uint32_t* b, float* c, int ldc, int
   }
 }
 
-void gemm_block(const GemmArgs& g, int m0, int m1, int n0, int n1, uint32_t* bp, uint16_t* ap) {
+void pack_b_any(const GemmArgs& g, int p0, int kc, int j0, int nc, uint32_t* dst) {
+  if (g.b_type == ElemType::F32)
+    pack_b<float>(g, p0, kc, j0, nc, dst);
+  else
+    pack_b<uint16_t>(g, p0, kc, j0, nc, dst);
+}
+
+// All of B packed once: k block i (KC deep) holds every column's panels at offset[i]
+// ([round32(n)/32][kcp/2][32]), so columns from jc (a multiple of 32) start at
+// offset[i] + jc * kcp/2, whatever the thread split.
+struct PackedB {
+  const void* b = nullptr;
+  ElemType type = ElemType::F32;
+  int ldb = 0, k = 0, n = 0;
+  bool nk = false;
+  std::vector<size_t> offset;
+  Buf<uint32_t> data;
+  bool same(const GemmArgs& g) const {
+    return b == g.b && type == g.b_type && ldb == g.ldb && k == g.k && n == g.n && nk == g.b_nk;
+  }
+};
+
+void gemm_block(const GemmArgs& g, int m0, int m1, int n0, int n1, uint32_t* bp, uint16_t* ap,
+                const PackedB* packed) {
   for (int jc = n0; jc < n1; jc += NC) {
     const int nc = std::min(NC, n1 - jc);
     for (int pc = 0; pc < g.k; pc += KC) {
       const int kc = std::min(KC, g.k - pc), kcp = round32(kc);
       const bool first = pc == 0;
-      pack_b(g, pc, kc, jc, nc, bp);
+      const uint32_t* b = bp;
+      if (packed)
+        b = packed->data.get() + packed->offset[size_t(pc / KC)] + size_t(jc) * (kcp / 2);
+      else
+        pack_b_any(g, pc, kc, jc, nc, bp);
       for (int ic = m0; ic < m1; ic += MC) {
         const int mc = std::min(MC, m1 - ic);
         pack_a(g, ic, mc, pc, kc, ap);
         for (int jr = 0; jr < nc; jr += 32) {
           const float* bias = g.bias ? g.bias + jc + jr : nullptr;
           for (int ir = 0; ir < mc; ir += 32) {
-            block(ap + size_t(ir) * kcp, kcp, bp + size_t(jr) * (kcp / 2),
+            block(ap + size_t(ir) * kcp, kcp, b + size_t(jr) * (kcp / 2),
                   g.c + size_t(ic + ir) * g.ldc + jc + jr, g.ldc, std::min(32, mc - ir),
                   std::min(32, nc - jr), first, bias);
           }
@@ -198,8 +244,51 @@ void gemm_block(const GemmArgs& g, int m0, int m1, int n0, int n1, uint32_t* bp,
 
 }  // namespace
 
+// The packed copies a GemmPackScope keeps (see gemm.h).
+struct PackCache {
+  size_t budget = 0, bytes = 0;
+  std::vector<std::unique_ptr<PackedB>> entries;
+  // g's B packed whole, from the cache or packed now; null when it would pass the budget.
+  const PackedB* get(const GemmArgs& g, int threads) {
+    for (const auto& e : entries)
+      if (e->same(g)) return e.get();
+    const int blocks = (g.k + KC - 1) / KC, n32 = round32(g.n);
+    auto e = std::make_unique<PackedB>();
+    size_t total = 0;
+    for (int i = 0; i < blocks; ++i) {
+      e->offset.push_back(total);
+      total += size_t(n32) * (round32(std::min(KC, g.k - i * KC)) / 2);
+    }
+    if (bytes + total * 4 > budget) return nullptr;
+    e->b = g.b;
+    e->type = g.b_type;
+    e->ldb = g.ldb;
+    e->k = g.k;
+    e->n = g.n;
+    e->nk = g.b_nk;
+    e->data = alloc<uint32_t>(total);
+    // One task per k block and 256-column slice.
+    const int slices = (g.n + 255) / 256;
+    parallel_for(
+        blocks * slices,
+        [&](int t) {
+          const int i = t / slices, j0 = (t % slices) * 256;
+          const int kc = std::min(KC, g.k - i * KC);
+          pack_b_any(g, i * KC, kc, j0, std::min(256, g.n - j0),
+                     e->data.get() + e->offset[size_t(i)] + size_t(j0) * (round32(kc) / 2));
+        },
+        threads);
+    bytes += total * 4;
+    entries.push_back(std::move(e));
+    return entries.back().get();
+  }
+};
+
+thread_local PackCache* t_pack_cache = nullptr;
+
 void run(const GemmArgs& g, int threads) {
   threads = thread_count(threads);
+  const PackedB* packed = t_pack_cache ? t_pack_cache->get(g, threads) : nullptr;
   // Split columns while each task keeps two or more panels; else rows too.
   const int col_tasks = std::max(1, std::min(threads, g.n / 64));
   const int row_tasks = col_tasks >= threads ? 1 : std::max(1, std::min(threads, g.m / 32));
@@ -219,7 +308,7 @@ void run(const GemmArgs& g, int threads) {
           cfg.colsb[i] = 64;
         }
         _tile_loadconfig(&cfg);
-        gemm_block(g, m0, m1, n0, n1, bp.get(), ap.get());
+        gemm_block(g, m0, m1, n0, n1, bp.get(), ap.get(), packed);
         _tile_release();
       },
       threads);
@@ -249,6 +338,36 @@ bool gemm_amx_usable() {
   return ok;
 #else
   return false;
+#endif
+}
+
+struct GemmPackScope::Cache {
+#ifdef ATTN_GEMM_AMX
+  gemm_amx::PackCache cache;
+#endif
+};
+
+GemmPackScope::GemmPackScope(size_t budget_bytes) : cache_(std::make_unique<Cache>()) {
+#ifdef ATTN_GEMM_AMX
+  cache_->cache.budget = budget_bytes;
+  saved_ = gemm_amx::t_pack_cache;
+  gemm_amx::t_pack_cache = &cache_->cache;
+#else
+  (void)budget_bytes;
+#endif
+}
+
+GemmPackScope::~GemmPackScope() {
+#ifdef ATTN_GEMM_AMX
+  gemm_amx::t_pack_cache = static_cast<gemm_amx::PackCache*>(saved_);
+#endif
+}
+
+size_t GemmPackScope::bytes() const {
+#ifdef ATTN_GEMM_AMX
+  return cache_->cache.bytes;
+#else
+  return 0;
 #endif
 }
 

@@ -103,7 +103,12 @@ void dense_attention(const Problem& p, const std::vector<int>& heads, float* out
 
 ForwardContext::ForwardContext(const ModelInfo& info, const ForwardOptions& opt, int n,
                                const std::vector<std::string>* labels)
-    : info(info), opt(opt), threads(thread_count(opt.threads)), n(n), labels_(labels) {
+    : info(info),
+      opt(opt),
+      threads(thread_count(opt.threads)),
+      n(n),
+      labels_(labels),
+      matmul_(opt.matmul) {
   if (opt.capture) {
     opt.capture->selection().check(info.n_layers);
     opt.capture->layers.assign(size_t(info.n_layers), LayerCapture{});

@@ -50,6 +50,7 @@ class ForwardContext {
  private:
   const std::vector<std::string>* labels_;
   std::unique_ptr<SequenceState> seq_;
+  MatmulScope matmul_;  // opt.matmul for linear() on this thread while the pass runs
 };
 
 // An empty problem for one layer: H query heads over H_kv key/value heads, n tokens, head

@@ -280,6 +280,29 @@ void matrix_row(const Matrix& m, size_t row, size_t cols, float* out) {
              out);
 }
 
+namespace {
+thread_local Matmul t_matmul = Matmul::F32;
+}  // namespace
+
+const char* matmul_name(Matmul m) {
+  return m == Matmul::Bf16 ? "bf16" : "f32";
+}
+Matmul parse_matmul(const std::string& text) {
+  if (text == "f32") return Matmul::F32;
+  if (text == "bf16") return Matmul::Bf16;
+  throw Error(ErrorCode::InvalidArgument,
+              "unknown matmul precision '" + text + "'; precisions: f32, bf16");
+}
+Matmul current_matmul() {
+  return t_matmul;
+}
+MatmulScope::MatmulScope(Matmul m) : saved_(t_matmul) {
+  t_matmul = m;
+}
+MatmulScope::~MatmulScope() {
+  t_matmul = saved_;
+}
+
 void linear(const float* x, int n, const Linear& l, float* y, int threads) {
   threads = thread_count(threads);
   const bool f32 = l.w.type == cpu::ElemType::F32;
@@ -306,6 +329,7 @@ void linear(const float* x, int n, const Linear& l, float* y, int threads) {
   g.bias = l.b;
   g.c = y;
   g.ldc = l.out;
+  g.round_bf16 = t_matmul == Matmul::Bf16;
   if ((n >= 8 || !f32) && cpu::sgemm(g, threads)) return;
   const auto* w = static_cast<const float*>(l.w.data);
   Eigen::Map<const RowMat> X(x, n, l.in);

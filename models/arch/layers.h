@@ -3,6 +3,7 @@
 // (output columns of a GEMM, rows of a norm); each piece runs a single-threaded Eigen kernel.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "compute/cpu/gemm.h"
@@ -35,7 +36,29 @@ struct Linear {
 Linear load_linear(const WeightStore& ws, const std::string& name, int in, int out, bool bias,
                    bool conv1d = false);
 
-// y f32 [n, out] = x f32 [n, in] W (+ b).
+// How linear() multiplies on this thread: F32 as the weights are stored, or Bf16 (x and f32 or
+// bf16 weights rounded to bf16, products summed in f32: cpu::GemmArgs::round_bf16, AMX tile
+// products where the CPU has them), as torch.set_float32_matmul_precision("medium") does. A
+// pass sets it for its own thread with MatmulScope (ForwardOptions::matmul,
+// ReverseOptions::matmul); GEMMs of 8 or more rows follow it, matrix-vector products (decode
+// steps, one row of logits) are always exact.
+enum class Matmul : uint8_t { F32, Bf16 };
+const char* matmul_name(Matmul m);  // "f32", "bf16"
+// "f32" | "bf16"; throws Error(InvalidArgument) naming both.
+Matmul parse_matmul(const std::string& text);
+Matmul current_matmul();
+class MatmulScope {
+ public:
+  explicit MatmulScope(Matmul m);
+  ~MatmulScope();
+  MatmulScope(const MatmulScope&) = delete;
+  MatmulScope& operator=(const MatmulScope&) = delete;
+
+ private:
+  Matmul saved_;
+};
+
+// y f32 [n, out] = x f32 [n, in] W (+ b), in current_matmul()'s precision.
 void linear(const float* x, int n, const Linear& l, float* y, int threads);
 
 // y f32 [n, c] = LayerNorm(x f32 [n, c]) * gamma + beta (beta may be null). y may alias x.

@@ -132,6 +132,7 @@ class Llama : public CausalLm {
   Reverse reverse(const ModelInput& in, const ReverseTarget& target,
                   const ReverseOptions& o) const override {
     ReverseTrace tr;
+    const MatmulScope matmul(o.matmul);  // the backward's products too
     Reverse r = begin_reverse(info_, forward(in, traced(o, tr, target, in)), target, o);
     const auto t0 = std::chrono::steady_clock::now();
     const int N = r.n_tokens, C = info_.hidden;

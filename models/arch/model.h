@@ -18,6 +18,7 @@
 #include "models/arch/hooks.h"
 #include "models/arch/image.h"
 #include "models/arch/kv_cache.h"
+#include "models/arch/layers.h"
 #include "models/formats/hf_config.h"
 #include "models/tokenizers/tokenizer.h"
 
@@ -92,6 +93,7 @@ struct ForwardOptions {
   int threads = 0;                             // 0 = all hardware threads (or ATTNSCOPE_THREADS)
   ReverseTrace* trace = nullptr;  // fills what a reverse pass reads (reverse.h); no cache
   int logits_row = -1;  // causal LMs: only this row's logits are computed, the others stay 0
+  Matmul matmul = Matmul::F32;  // precision of the layers' matrix products (layers.h)
 };
 
 class Model {

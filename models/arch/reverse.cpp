@@ -109,6 +109,7 @@ ForwardOptions traced(const ReverseOptions& o, ReverseTrace& tr, const ReverseTa
     f.logits_row = t.position < 0 ? n - 1 : t.position;
   f.substitution = o.substitution;
   f.threads = o.threads;
+  f.matmul = o.matmul;
   f.trace = &tr;
   return f;
 }

@@ -41,6 +41,7 @@ struct ReverseOptions {
   // Causal LMs: the forward computes the logits of the target's row only (the others stay 0 in
   // Reverse::output): what repeated passes (integrated gradients' steps) need.
   bool target_logits_only = false;
+  Matmul matmul = Matmul::F32;  // precision of the matrix products, forward and backward
 };
 
 struct Reverse {

@@ -187,6 +187,7 @@ class Vit : public Model {
   Reverse reverse(const ModelInput& in, const ReverseTarget& target,
                   const ReverseOptions& o) const override {
     ReverseTrace tr;
+    const MatmulScope matmul(o.matmul);  // the backward's products too
     Reverse r = begin_reverse(info_, forward(in, traced(o, tr, target, in)), target, o);
     const auto t0 = std::chrono::steady_clock::now();
     const int N = r.n_tokens, C = info_.hidden, S = n_special_, th = thread_count(o.threads);

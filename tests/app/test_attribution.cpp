@@ -304,6 +304,41 @@ TEST(Attribution, IntegratedGradientsAreComplete) {
   }
 }
 
+// bf16 matmuls (AttributionRequest::matmul): every pass rounds its GEMM operands to bf16, so z
+// moves by about bf16's unit roundoff u = 2^-8; integrated gradients stay complete against their
+// own z values (to 1%, plus u |z| for the rounding in z itself) and close to the f32 scores. On
+// AMX CPUs the steps also reuse packed weights (cpu::GemmPackScope), which must change no value:
+// a second run gives the same scores. Llama starts from a token (RMSNorm makes the model jump at
+// the zero input, so a zero baseline is not complete in f32 either).
+TEST(Attribution, Bf16MatmulsStayCloseAndComplete) {
+  for (const std::string name : {"gpt2", "llama", "vit"}) {
+    Fixture f = load(name);
+    core::AttributionRequest q = request({"integrated_gradients"});
+    q.ig_steps = 64;
+    q.baseline = core::parse_baseline(name == "vit"     ? "mean"
+                                      : name == "llama" ? "token:7"
+                                                        : "zero");
+    const core::Attribution a32 = core::attribute(*f.model, f.in, q);
+    q.matmul = models::Matmul::Bf16;
+    const core::Attribution a16 = core::attribute(*f.model, f.in, q);
+    EXPECT_EQ(a32.matmul, "f32");
+    EXPECT_EQ(a16.matmul, "bf16");
+    EXPECT_NE(a16.z, a32.z) << name;  // rounded products
+    EXPECT_NEAR(a16.z, a32.z, 0.03 * std::abs(a32.z) + 0.03) << name;
+    const core::MethodScores& m = a16.methods[0];
+    double s = 0, d2 = 0, r2 = 0;
+    for (size_t u = 0; u < m.scores.size(); ++u) {
+      const double b = a32.methods[0].scores[u];
+      s += m.scores[u];
+      d2 += (m.scores[u] - b) * (m.scores[u] - b);
+      r2 += b * b;
+    }
+    EXPECT_NEAR(s, m.z_difference, 0.01 * std::abs(m.z_difference) + std::abs(a16.z) / 256) << name;
+    EXPECT_LT(std::sqrt(d2 / r2), 0.1) << name;
+    EXPECT_EQ(core::attribute(*f.model, f.in, q).methods[0].scores, m.scores) << name;
+  }
+}
+
 TEST(Attribution, IntegratedGradientsFromATokenBaseline) {
   Fixture f = load("gpt2");
   core::AttributionRequest q = request({"integrated_gradients"});

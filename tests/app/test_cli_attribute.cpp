@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -123,6 +124,39 @@ TEST(CliAttribute, UsageMistakesExitTwo) {
   expect_usage(t + " --target-class 1", "--target-class is for images");
   expect_usage("--model default-text --image x.png", "text model");
   expect_usage(t + " --layers 0", "--layers and --heads choose where --variant runs");
+  expect_usage(t + " --matmul f16", "--matmul");
+}
+
+// --matmul bf16 runs every pass's matrix products in bf16 and says so in the JSON; integrated
+// gradients stay complete against the bf16 z values and rank the tokens as f32 does.
+TEST(CliAttribute, Bf16MatmulsAreNamedAndStayComplete) {
+  REQUIRE_MODEL("default-text");
+  nlohmann::json j[2];
+  for (int bf16 = 0; bf16 < 2; ++bf16) {
+    const std::string json = work(bf16 ? "bf16.json" : "f32.json");
+    const CliRun r = cli(std::string(kText) + " --method integrated_gradients --ig-steps 64 " +
+                         (bf16 ? "--matmul bf16 " : "") + "--json " + json);
+    ASSERT_EQ(r.status, 0) << r.out;
+    std::ifstream f(json);
+    j[bf16] = nlohmann::json::parse(f);
+  }
+  EXPECT_EQ(j[0]["matmul"], "f32");
+  EXPECT_EQ(j[1]["matmul"], "bf16");
+  const double z32 = j[0]["target"]["z"], z16 = j[1]["target"]["z"];
+  EXPECT_NE(z16, z32);  // the products were rounded
+  EXPECT_NEAR(z16, z32, 0.03 * std::abs(z32) + 0.03);
+  const auto& m32 = j[0]["methods"][0];
+  const auto& m16 = j[1]["methods"][0];
+  double s = 0, d2 = 0, r2 = 0;
+  for (size_t u = 0; u < m16["scores"].size(); ++u) {
+    const double a = m16["scores"][u], b = m32["scores"][u];
+    s += a;
+    d2 += (a - b) * (a - b);
+    r2 += b * b;
+  }
+  const double dz = m16["z_difference"];
+  EXPECT_NEAR(s, dz, 0.01 * std::abs(dz));
+  EXPECT_LT(std::sqrt(d2 / r2), 0.1);
 }
 
 TEST(CliAttribute, MissingModelIsARuntimeError) {

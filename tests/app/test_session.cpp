@@ -84,6 +84,7 @@ TEST(Session, JsonRoundTripIsExact) {
   a.attribution.baseline = "token:3";
   a.attribution.with_variant = true;
   a.attribution.faithfulness = true;
+  a.attribution.matmul = "bf16";
   a.view.qk_method = "tsne";
   const Session b = session_from_json(session_to_json(a));
   EXPECT_EQ(b.attribution.methods, a.attribution.methods);
@@ -91,11 +92,13 @@ TEST(Session, JsonRoundTripIsExact) {
   EXPECT_EQ(b.attribution.foil, 12);
   EXPECT_EQ(b.attribution.baseline, "token:3");
   EXPECT_TRUE(b.attribution.with_variant && b.attribution.faithfulness);
+  EXPECT_EQ(b.attribution.matmul, "bf16");
   EXPECT_EQ(b.view.qk_method, "tsne");
   nlohmann::json older = session_to_json(a);
   older.erase("attribution");
   older["view"].erase("qk_method");
   EXPECT_TRUE(session_from_json(older).attribution.empty());
+  EXPECT_EQ(session_from_json(older).attribution.matmul, "f32");
   EXPECT_EQ(session_from_json(older).view.qk_method, "pca");
 }
 
@@ -145,6 +148,12 @@ TEST(Session, BadFilesGiveClearErrors) {
   j["attribution"]["methods"] = {"rollout", "saliency"};
   write(d + "/attribution_method.json", j.dump());
   expect_error(d + "/attribution_method.json", ErrorCode::Format, "unknown attribution method");
+  j = session_to_json(sample());
+  j["attribution"]["methods"] = {"rollout"};
+  j["attribution"]["matmul"] = "fp8";
+  write(d + "/attribution_matmul.json", j.dump());
+  expect_error(d + "/attribution_matmul.json", ErrorCode::Format,
+               "attribution.matmul is f32 or bf16, not 'fp8'");
   j = session_to_json(sample());
   j["view"]["qk_method"] = "umap";
   write(d + "/qk_method.json", j.dump());

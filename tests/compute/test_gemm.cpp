@@ -176,6 +176,101 @@ TEST_P(Gemm16, MatchesReferenceForBf16AndF16Weights) {
 
 INSTANTIATE_TEST_SUITE_P(Paths, Gemm16, ::testing::Values("amx", "avx512", "eigen"));
 
+// round_bf16 (bf16 matmul precision), f32 and bf16 weights, on every path: C must be the product
+// of A and B both rounded to bf16 (nearest even), summed in f32. The reference rounds both in
+// double; a kernel that left f32 B unrounded (or truncated it) misses by ~2^-9 relative.
+TEST_P(Gemm16, RoundBf16MultipliesRoundedOperands) {
+  using attn::cpu::ElemType;
+  const std::string want = GetParam();
+  if (attn::cpu::gemm_path(ElemType::F32, true) != want)
+    GTEST_SKIP() << "this CPU has no " << want << " path";
+  const Case cases[] = {{8, 1, 1},       {9, 33, 7},      {32, 32, 32}, {33, 65, 513},
+                        {100, 50, 3072}, {47, 130, 1000}, {256, 96, 64}};
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (ElemType t : {ElemType::F32, ElemType::Bf16}) {
+    for (const Case& cs : cases) {
+      for (int b_nk = 0; b_nk < 2; ++b_nk) {
+        for (int threads : {1, 2}) {
+          const int lda = cs.k + 1, ldb = (b_nk ? cs.k : cs.n) + 3, ldc = cs.n + 2;
+          std::vector<float> a(size_t(cs.m) * lda), bias(size_t(cs.n));
+          std::vector<float> bw(size_t(b_nk ? cs.n : cs.k) * ldb), br(bw.size());
+          std::vector<uint16_t> b16(bw.size());
+          for (float& x : a) x = u(rng);
+          for (float& x : bias) x = u(rng);
+          for (size_t i = 0; i < bw.size(); ++i) {
+            bw[i] = u(rng);
+            b16[i] = attn::cpu::bf16_bits(bw[i]);
+            br[i] = attn::round_bf16(bw[i]);
+          }
+          std::vector<float> c(size_t(cs.m) * ldc, 1e30f);
+          GemmArgs g = args(cs, a.data(), lda,
+                            t == ElemType::F32 ? static_cast<const void*>(bw.data()) : b16.data(),
+                            t, ldb, b_nk, bias.data(), c.data(), ldc);
+          g.round_bf16 = true;
+          ASSERT_TRUE(attn::cpu::sgemm(g, threads));
+          std::vector<float> ar = a;
+          for (float& x : ar) x = attn::round_bf16(x);
+          GemmArgs ref = g;
+          ref.a = ar.data();
+          ref.b = br.data();
+          ref.b_type = ElemType::F32;
+          EXPECT_LT(scaled_error(ref, c), 2e-6)
+              << want << " " << attn::cpu::elem_type_name(t) << " " << cs.m << "x" << cs.n << "x"
+              << cs.k << " b_nk " << b_nk << " threads " << threads;
+          for (int i = 0; i < cs.m; ++i) EXPECT_EQ(c[size_t(i) * ldc + cs.n], 1e30f);
+        }
+      }
+    }
+  }
+}
+
+// GemmPackScope (AMX): a B packed once and reused gives the very bits a per-call packing gives,
+// for both layouts, f32 (round_bf16) and bf16 B, any thread split; B past the budget is packed
+// per call; the scope keeps what it packed and restores the enclosing scope on exit.
+TEST(GemmPack, ReusedPanelsGiveTheSameBits) {
+  using attn::cpu::ElemType;
+  if (std::string(attn::cpu::gemm_path(ElemType::Bf16)) != "amx")
+    GTEST_SKIP() << "no AMX on this CPU: the scope does nothing";
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const Case cases[] = {{256, 768, 768}, {40, 130, 1000}, {300, 2304, 96}, {33, 65, 513}};
+  for (const Case& cs : cases) {
+    for (ElemType t : {ElemType::F32, ElemType::Bf16}) {
+      for (int b_nk = 0; b_nk < 2; ++b_nk) {
+        const int ldb = b_nk ? cs.k : cs.n;
+        std::vector<float> a(size_t(cs.m) * cs.k), bw(size_t(b_nk ? cs.n : cs.k) * ldb);
+        for (float& x : a) x = u(rng);
+        for (float& x : bw) x = u(rng);
+        std::vector<uint16_t> b16(bw.size());
+        for (size_t i = 0; i < bw.size(); ++i) b16[i] = attn::cpu::bf16_bits(bw[i]);
+        const void* b = t == ElemType::F32 ? static_cast<const void*>(bw.data()) : b16.data();
+        std::vector<float> plain(size_t(cs.m) * cs.n), c(plain.size());
+        GemmArgs g = args(cs, a.data(), cs.k, b, t, ldb, b_nk, nullptr, plain.data(), cs.n);
+        g.round_bf16 = true;
+        ASSERT_TRUE(attn::cpu::sgemm(g, 2));
+        g.c = c.data();
+        const size_t bf16_bytes = size_t(cs.n) * cs.k * 2;
+        {
+          attn::cpu::GemmPackScope scope(size_t(1) << 30);
+          for (int threads : {2, 1, 2}) {
+            std::fill(c.begin(), c.end(), 0.0f);
+            ASSERT_TRUE(attn::cpu::sgemm(g, threads));
+            EXPECT_EQ(c, plain) << cs.m << "x" << cs.n << "x" << cs.k << " b_nk " << b_nk;
+            EXPECT_GE(scope.bytes(), bf16_bytes);  // packed once, kept
+            EXPECT_LT(scope.bytes(), bf16_bytes * 2);
+          }
+          attn::cpu::GemmPackScope small(bf16_bytes / 2);  // too small: per call
+          std::fill(c.begin(), c.end(), 0.0f);
+          ASSERT_TRUE(attn::cpu::sgemm(g, 2));
+          EXPECT_EQ(c, plain);
+          EXPECT_EQ(small.bytes(), 0u);
+        }
+      }
+    }
+  }
+}
+
 TEST(Bf16Bits, RoundingIsNearestEven) {
   EXPECT_EQ(attn::cpu::bf16_bits(1.0f), 0x3f80);
   // 1 + 2^-8 is halfway between bf16 1 and 1 + 2^-7: ties go to the even mantissa (1).

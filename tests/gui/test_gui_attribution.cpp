@@ -233,12 +233,16 @@ TEST(GuiAttribution, AnEditedInputMarksTheRunOutOfDate) {
   EXPECT_NE(note[0].text.find("Out of date"), std::string::npos) << note[0].text;
   // Run again at position 60: the note goes, the rows cover the new text, the tokens after the
   // position are greyed (not ranked).
+  // bf16 matmuls this time: the dock keeps the choice and the title names it.
   s = w.attribution_dock()->setup();
   s.position = 60;
+  s.matmul = "bf16";
   w.attribution_dock()->set_setup(s);
+  EXPECT_EQ(w.attribution_dock()->setup().matmul, "bf16");
   ASSERT_TRUE(run_methods(w, {"rollout", "grad_input", "occlusion"}, true));
   EXPECT_TRUE(marks(w, "attribution.note").empty());
   const render::AttributionDoc& d = *w.attribution_dock()->doc();
+  EXPECT_NE(d.title.find("bf16 matmuls"), std::string::npos) << d.title;
   EXPECT_EQ(d.units(), w.analysis()->n_tokens());
   EXPECT_EQ(d.n_ranked, 61);
   EXPECT_EQ(d.target_unit, 60);

@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "compute/error.h"
 #include "models/arch/layers.h"
 
 namespace attn {
@@ -104,6 +106,60 @@ TEST(ArchLinear, Reads16BitWeightsInPlace) {
           }
   }
   unsetenv("ATTNSCOPE_GEMM");
+}
+
+// MatmulScope(Bf16): GEMMs of 8 or more rows multiply x and f32 weights both rounded to bf16
+// (the reference rounds both), fewer rows stay exact; the scope restores the caller's precision.
+TEST(ArchLinear, Bf16MatmulScopeRoundsBothOperands) {
+  std::mt19937 rng(6);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  const int in = 203, out = 131;
+  std::vector<float> w(size_t(in) * out), x(size_t(16) * in);
+  for (float& v : w) v = g(rng);
+  for (float& v : x) v = g(rng);
+  auto r16 = [](float v) {
+    float f;
+    const uint16_t h = cpu::bf16_bits(v);
+    cpu::widen(cpu::ElemType::Bf16, &h, 1, &f);
+    return f;
+  };
+  EXPECT_EQ(models::current_matmul(), models::Matmul::F32);
+  for (const bool in_out : {true, false}) {
+    models::Linear l;
+    l.w = {w.data()};
+    l.in = in;
+    l.out = out;
+    l.in_out = in_out;
+    for (const int n : {3, 16}) {
+      std::vector<float> y(size_t(n) * out, NAN);
+      {
+        const models::MatmulScope scope(models::Matmul::Bf16);
+        EXPECT_EQ(models::current_matmul(), models::Matmul::Bf16);
+        linear(x.data(), n, l, y.data(), 2);
+      }
+      EXPECT_EQ(models::current_matmul(), models::Matmul::F32);
+      const bool rounds = n >= 8;
+      double worst = 0;
+      for (int r = 0; r < n; ++r)
+        for (int o = 0; o < out; ++o) {
+          double want = 0, mag = 0;
+          for (int i = 0; i < in; ++i) {
+            float xv = x[size_t(r) * in + i];
+            float wv = in_out ? w[size_t(i) * out + o] : w[size_t(o) * in + i];
+            if (rounds) {
+              xv = r16(xv);
+              wv = r16(wv);
+            }
+            want += double(xv) * wv;
+            mag += std::abs(double(xv) * wv);
+          }
+          worst = std::max(worst, std::abs(y[size_t(r) * out + o] - want) / mag);
+        }
+      EXPECT_LT(worst, 1e-6) << "n=" << n << (in_out ? " [in, out]" : " [out, in]");
+    }
+  }
+  EXPECT_EQ(models::parse_matmul("bf16"), models::Matmul::Bf16);
+  EXPECT_THROW(models::parse_matmul("f16"), Error);
 }
 
 }  // namespace

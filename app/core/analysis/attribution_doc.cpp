@@ -116,6 +116,7 @@ std::string title_of(const Attribution& at, const Analysis* a) {
     t += " \u00b7 z (logit) " + num("%.4g", at.z);
   t += " \u00b7 baseline " + baseline_name(at.baseline);
   t += " \u00b7 " + (at.variant == "dense" ? std::string("dense model") : "variant " + at.variant);
+  if (at.matmul != "f32") t += " \u00b7 " + at.matmul + " matmuls";
   return t;
 }
 
@@ -159,6 +160,7 @@ AttributionRun run_attribution(const Analysis& a, const SessionAttribution& setu
   require(setup.ig_steps >= 1 && setup.ig_steps <= 4096, ErrorCode::InvalidArgument,
           "integrated gradients take 1 to 4096 steps, not " + std::to_string(setup.ig_steps));
   q.ig_steps = setup.ig_steps;
+  q.matmul = parse_matmul(setup.matmul);
   q.cancel = cancel;
   const int n = attribution_target_count(a);
   const std::string what = vision ? "class" : "token id";

@@ -7,6 +7,7 @@
 
 #include "app/core/attribution/attention_graph.h"
 #include "app/core/session/labels.h"
+#include "compute/cpu/gemm.h"
 #include "compute/error.h"
 #include "compute/variant.h"
 #include "models/tokenizers/tokenizer.h"
@@ -159,6 +160,7 @@ models::ReverseOptions reverse_options(const Context& c, bool patterns) {
   models::ReverseOptions o;
   o.substitution = c.q.substitution;
   o.threads = c.q.threads;
+  o.matmul = c.q.matmul;
   o.keep_patterns = patterns;
   return o;
 }
@@ -193,7 +195,12 @@ std::vector<float> baseline_input(const Context& c) {
   return x;
 }
 
+// Methods that re-run the model many times keep the packed weights of their GEMMs between
+// passes (cpu::GemmPackScope, AMX only) up to this many bytes.
+constexpr size_t kPackedWeightsBudget = size_t(1) << 30;
+
 void ig_method(Context& c, MethodScores& m) {
+  const cpu::GemmPackScope packed(kPackedWeightsBudget);
   const std::vector<float> x0 = baseline_input(c);
   const std::vector<float>& x = c.input;
   const int steps = c.q.ig_steps;
@@ -217,6 +224,7 @@ void ig_method(Context& c, MethodScores& m) {
 }
 
 void occlusion_method(Context& c, MethodScores& m) {
+  const cpu::GemmPackScope packed(kPackedWeightsBudget);
   m.scores.assign(size_t(c.a.units()), 0.0f);
   const models::ForwardOptions fo = target_forward(c.a, c.q);
   for (int u : c.a.ranked) {
@@ -377,6 +385,7 @@ void fill_baseline(Context& c) {
   models::ForwardOptions fo;
   fo.trace = &tr;
   fo.threads = c.q.threads;
+  fo.matmul = c.q.matmul;
   c.model.forward(in, fo);
   c.base = tr.embeddings;
   c.a.baseline.token = id;
@@ -405,6 +414,7 @@ void first_pass(Context& c, bool gradient) {
     fo.trace = &tr;
     fo.substitution = c.q.substitution;
     fo.threads = c.q.threads;
+    fo.matmul = c.q.matmul;
     out = c.model.forward(c.in, fo);
     c.target = c.q.target;
     c.a.z = models::resolve_target(c.model.info(), out, c.target);
@@ -541,6 +551,7 @@ models::ForwardOptions target_forward(const Attribution& a, const AttributionReq
   models::ForwardOptions fo;
   fo.substitution = q.substitution;
   fo.threads = q.threads;
+  fo.matmul = q.matmul;
   if (!a.image) fo.logits_row = a.position;
   return fo;
 }
@@ -581,6 +592,7 @@ Attribution attribute(const models::Model& model, const models::ModelInput& in,
   a.n_heads = info.n_heads;
   a.baseline = q.baseline;
   if (q.substitution) a.variant = q.substitution->variant->spec();
+  a.matmul = models::matmul_name(q.matmul);
   Context c{model, in, q, a, q.target, {}, {}, {}, {}, {}};
   first_pass(c, gradient);
   set_units(model, in, a);

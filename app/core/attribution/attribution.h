@@ -63,6 +63,9 @@ struct AttributionRequest {
   int flow_map_tokens = 32;       // flow's [L, N, N] maps up to this many tokens
   int map_tokens = 1024;          // other maps up to this many tokens (0 = none)
   int threads = 0;
+  // Precision of the matrix products of every pass (models/arch/layers.h): bf16 runs them as
+  // AMX tile products where the CPU has them, several times f32's rate.
+  models::Matmul matmul = models::Matmul::F32;
   const std::atomic<bool>* cancel = nullptr;  // checked between passes: Error(Cancelled)
 };
 
@@ -82,6 +85,7 @@ struct MethodScores {
 
 struct Attribution {
   std::string variant = "dense";  // the substituted variant's spec
+  std::string matmul = "f32";     // precision of the matrix products (AttributionRequest)
   bool image = false;
   int n_tokens = 0, n_layers = 0, n_heads = 0;
   int first_unit = 0;          // token index of unit 0 (images: the number of special tokens)

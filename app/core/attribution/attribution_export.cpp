@@ -82,6 +82,7 @@ models::ModelInput attribution_image8_input(const models::Model& model,
 json to_json(const Attribution& a) {
   json j;
   j["variant"] = a.variant;
+  j["matmul"] = a.matmul;
   j["target"] = {{"position", a.position},
                  {"id", a.id},
                  {"label", a.target_label},
@@ -211,7 +212,8 @@ FigureData attribution_figure(const Attribution& a, const std::vector<RankAgreem
   d.title = "What the prediction depended on: " + std::to_string(M) + " attribution methods";
   d.subtitle = model_name + " \u00b7 " + std::to_string(a.n_tokens) + " tokens \u00b7 " +
                (a.variant == "dense" ? std::string("dense attention") : a.variant) +
-               " \u00b7 baseline " + baseline_name(a.baseline);
+               " \u00b7 baseline " + baseline_name(a.baseline) +
+               (a.matmul == "f32" ? "" : " \u00b7 " + a.matmul + " matmuls");
   return d;
 }
 

@@ -34,6 +34,10 @@ using Intervention = models::Intervention;
 using EndToEnd = models::EndToEnd;
 // A variant substituted for dense attention in chosen layers and heads.
 using Substitution = models::Substitution;
+// The precision of the layers' matrix products: f32, or bf16 (AMX where the CPU has it).
+using Matmul = models::Matmul;
+using models::matmul_name;
+using models::parse_matmul;
 
 // The embedded models: "default-text", "teaching-text" and "default-vision", the test for them,
 // and the message for a name that is neither one of them nor an existing folder.

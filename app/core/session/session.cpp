@@ -135,6 +135,7 @@ json session_to_json(const Session& s) {
         {"foil", s.attribution.foil},
         {"baseline", s.attribution.baseline},
         {"ig_steps", s.attribution.ig_steps},
+        {"matmul", s.attribution.matmul},
         {"with_variant", s.attribution.with_variant},
         {"faithfulness", s.attribution.faithfulness},
         {"steps", s.attribution.steps}}},
@@ -267,6 +268,7 @@ void read_interventions(const json& j, Session& s, const std::string& source) {
   read_field(att, "foil", at.foil, "attribution.", source);
   read_field(att, "baseline", at.baseline, "attribution.", source);
   read_field(att, "ig_steps", at.ig_steps, "attribution.", source);
+  read_field(att, "matmul", at.matmul, "attribution.", source);
   read_field(att, "with_variant", at.with_variant, "attribution.", source);
   read_field(att, "faithfulness", at.faithfulness, "attribution.", source);
   read_field(att, "steps", at.steps, "attribution.", source);
@@ -281,6 +283,8 @@ void read_interventions(const json& j, Session& s, const std::string& source) {
   require(at.ig_steps >= 1 && at.ig_steps <= 4096 && at.steps >= 1 && at.steps <= 1000,
           ErrorCode::Format,
           source + ": attribution.ig_steps takes 1..4096 and attribution.steps 1..1000");
+  require(at.matmul == "f32" || at.matmul == "bf16", ErrorCode::Format,
+          source + ": attribution.matmul is f32 or bf16, not '" + at.matmul + "'");
 }
 
 void read_view(const json& j, ViewSettings& vs, const std::string& source) {

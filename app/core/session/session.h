@@ -66,9 +66,10 @@ struct SessionAttribution {
   int foil = -1;                     // z = logit(target) - logit(foil) when >= 0
   std::string baseline = "zero";     // zero | token | token:ID | mean
   int ig_steps = 32;
-  bool with_variant = false;  // run with the session's first variant substituted
-  bool faithfulness = false;  // deletion and insertion curves too
-  int steps = 10;             // faithfulness: steps of the curves
+  std::string matmul = "f32";  // f32 | bf16: precision of the passes' matrix products
+  bool with_variant = false;   // run with the session's first variant substituted
+  bool faithfulness = false;   // deletion and insertion curves too
+  int steps = 10;              // faithfulness: steps of the curves
   bool empty() const { return methods.empty(); }
 };
 
