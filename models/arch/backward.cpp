@@ -190,10 +190,14 @@ void attention_backward(const Problem& p, const float* pattern, const float* d_o
           if (d_pattern) Eigen::Map<RowMat>(d_pattern + size_t(h) * n * nk, n, nk) = dP;
           dV.noalias() += half * (P.transpose() * dO);
           // Softmax: dS = P * (half dP - rowsum(P * half dP)); the QK^T product halves again.
+          // A causal row has no probability past its own position: only its first i + 1 count.
           for (int i = 0; i < n; ++i) {
-            double s = 0;
-            for (int j = 0; j < nk; ++j) s += double(P(i, j)) * dP(i, j);
-            for (int j = 0; j < nk; ++j) dP(i, j) = P(i, j) * half * float(dP(i, j) - s);
+            const int lim = p.causal ? i + 1 : nk;
+            auto pr = P.row(i).head(lim).array();
+            auto dr = dP.row(i).head(lim).array();
+            const double s = (pr.cast<double>() * dr.cast<double>()).sum();
+            dr = pr * (half * (dr - float(s)));
+            dP.row(i).tail(nk - lim).setZero();
           }
           Eigen::Map<RowMat> dQ(dq + size_t(h) * n * d, n, d);
           dQ.noalias() = (scale * half) * (dP * K);

@@ -40,9 +40,9 @@ ModelOutput causal_output(std::vector<float> hidden, int N, int C, const Linear&
   out.n_logits = lm_head.out;
   const int row = ctx.opt.logits_row;
   if (row >= 0 && row < N && !cache) {
-    out.logits.assign(size_t(N) * lm_head.out, 0.0f);
-    linear(out.hidden_state.data() + size_t(row) * C, 1, lm_head,
-           out.logits.data() + size_t(row) * lm_head.out, ctx.threads);
+    out.logits.resize(size_t(lm_head.out));
+    out.logits_row = row;
+    linear(out.hidden_state.data() + size_t(row) * C, 1, lm_head, out.logits.data(), ctx.threads);
   } else {
     out.logits.resize(size_t(N) * lm_head.out);
     linear(out.hidden_state.data(), N, lm_head, out.logits.data(), ctx.threads);

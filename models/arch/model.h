@@ -82,6 +82,13 @@ struct ModelOutput {
   int n_logits = 0;                 // vocab (text) or classes (vision)
   FloatBuffer logits;               // f32 [N, vocab] (LM / MLM head) or f32 [n_classes]
                                     // (image classifier); empty without a head
+  // >= 0 after ForwardOptions::logits_row: logits hold that row alone, f32 [1, vocab].
+  int logits_row = -1;
+  // Row t's logits (t = 0 for a classifier), or null when the pass did not compute them.
+  const float* logits_of(int t) const {
+    if (logits.empty() || t < 0 || (logits_row >= 0 && t != logits_row)) return nullptr;
+    return logits.data() + (logits_row >= 0 ? 0 : size_t(t) * size_t(n_logits));
+  }
   std::vector<SubstitutedLayer> substituted;
   double seconds = 0;  // wall time of the forward pass
 };
@@ -92,7 +99,9 @@ struct ForwardOptions {
   const Intervention* intervention = nullptr;  // ablations and patches (intervention.h)
   int threads = 0;                             // 0 = all hardware threads (or ATTNSCOPE_THREADS)
   ReverseTrace* trace = nullptr;  // fills what a reverse pass reads (reverse.h); no cache
-  int logits_row = -1;  // causal LMs: only this row's logits are computed, the others stay 0
+  // Causal LMs: only this row's logits are computed and kept (ModelOutput::logits_row), not the
+  // N x vocab block a repeated pass (integrated gradients' steps) would allocate and discard.
+  int logits_row = -1;
   Matmul matmul = Matmul::F32;  // precision of the layers' matrix products (layers.h)
 };
 

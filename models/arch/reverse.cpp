@@ -47,7 +47,6 @@ double resolve_target(const ModelInfo& info, const ModelOutput& out, ReverseTarg
           info.dir + " has no " + std::string(info.vision ? "classifier" : "language-model") +
               " head: there is no logit to attribute");
   const int classes = out.n_logits;
-  const float* row = out.logits.data();
   if (info.vision) {
     t.position = 0;
   } else {
@@ -56,8 +55,10 @@ double resolve_target(const ModelInfo& info, const ModelOutput& out, ReverseTarg
     require(t.position < N, ErrorCode::InvalidArgument,
             "target position " + std::to_string(t.position) + " is outside the input's " +
                 std::to_string(N) + " tokens");
-    row += size_t(t.position) * classes;
   }
+  const float* row = out.logits_of(t.position);
+  require(row != nullptr, ErrorCode::InvalidArgument,
+          "the forward pass did not compute the logits of position " + std::to_string(t.position));
   const char* what = info.vision ? "class" : "token id";
   if (t.id < 0) t.id = int(std::max_element(row, row + classes) - row);
   require(t.id < classes, ErrorCode::InvalidArgument,

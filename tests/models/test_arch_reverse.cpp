@@ -257,5 +257,33 @@ TEST(ArchReverse, DefaultTargetIsTheTopPredictionAtTheLastPosition) {
   EXPECT_GT(r.trace_bytes, 0u);
 }
 
+// ForwardOptions::logits_row keeps that row's logits alone (what repeated passes read), equal to
+// the full pass's row (to rounding: one row is a matrix-vector product, the full pass a GEMM);
+// ReverseOptions::target_logits_only gives the same target, z and the very same gradient.
+TEST(ArchReverse, OneLogitsRowEqualsTheFullPassRow) {
+  for (const char* name : {"gpt2", "llama"}) {
+    Case c = load_case(name);
+    const models::ModelOutput full = c.model->forward(c.in);
+    models::ForwardOptions fo;
+    fo.logits_row = 3;
+    const models::ModelOutput one = c.model->forward(c.in, fo);
+    const int V = full.n_logits;
+    ASSERT_EQ(one.logits.size(), size_t(V)) << name;
+    ASSERT_NE(one.logits_of(3), nullptr);
+    EXPECT_EQ(one.logits_of(2), nullptr);
+    for (int v = 0; v < V; ++v)
+      EXPECT_NEAR(one.logits_of(3)[v], full.logits_of(3)[v],
+                  1e-5 * (1 + std::abs(full.logits_of(3)[v])))
+          << name;
+    models::ReverseOptions o;
+    const models::Reverse r0 = c.model->reverse(c.in, {3, -1, -1}, o);
+    o.target_logits_only = true;
+    const models::Reverse r1 = c.model->reverse(c.in, {3, -1, -1}, o);
+    EXPECT_EQ(r1.id, r0.id);
+    EXPECT_NEAR(r1.z, r0.z, 1e-5 * (1 + std::abs(r0.z)));
+    EXPECT_EQ(r1.input_grad, r0.input_grad) << name;
+  }
+}
+
 }  // namespace
 }  // namespace attn

@@ -558,7 +558,9 @@ models::ForwardOptions target_forward(const Attribution& a, const AttributionReq
 
 std::pair<double, double> target_value(const models::ModelOutput& out, const Attribution& a) {
   const int V = out.n_logits;
-  const float* row = out.logits.data() + (a.image ? 0 : size_t(a.position) * V);
+  const float* row = out.logits_of(a.image ? 0 : a.position);
+  require(row != nullptr, ErrorCode::InvalidArgument,
+          "the forward pass did not compute the target's logits");
   const double z = double(row[a.id]) - (a.foil >= 0 ? double(row[a.foil]) : 0.0);
   double mx = -INFINITY, s = 0;
   for (int i = 0; i < V; ++i) mx = std::max(mx, double(row[i]));
