@@ -1,5 +1,6 @@
 #include "compute/backend.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "compute/approximation.h"
@@ -12,11 +13,18 @@ namespace {
 
 // Kept entries and density from the executed layout, and the predicted cost.
 void count_kept(const Variant& v, const Problem& p, Result& r) {
-  std::vector<int64_t> kept_per_head(size_t(p.n_heads), 0);
-  parallel_for(p.n_heads,
-               [&](int h) { kept_per_head[size_t(h)] = layout_kept_entries(r.layout, p, h); });
+  // A layout with one entry for every head (dense, static patterns) keeps the same count in each:
+  // counted once (a partial block asks the mask entry by entry).
+  const Layout& l = r.layout;
+  const bool shared = l.kind == Layout::Kind::Dense ||
+                      (l.kind == Layout::Kind::Blocks && l.blocks.size() == 1) ||
+                      (l.kind == Layout::Kind::Indices && l.indices.size() == 1) ||
+                      (l.kind == Layout::Kind::Lines && l.lines.size() == 1);
+  const int counted = shared ? std::min(p.n_heads, 1) : p.n_heads;
+  std::vector<int64_t> kept_per_head(size_t(counted), 0);
+  parallel_for(counted, [&](int h) { kept_per_head[size_t(h)] = layout_kept_entries(l, p, h); });
   int64_t kept = 0;
-  for (int64_t k : kept_per_head) kept += k;
+  for (int64_t k : kept_per_head) kept += shared ? k * p.n_heads : k;
   int64_t visible = visible_entries(p) * p.n_heads;
   r.stats.kept_entries = kept;
   r.stats.density = visible > 0 ? double(kept) / double(visible) : 0.0;

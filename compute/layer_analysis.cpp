@@ -52,9 +52,9 @@ Result head_result(const Result& r, const Problem& p, int h) {
   s.layout = head_layout(r.layout, h);
   s.stats = r.stats;
   if (r.approx) s.approx = r.approx->head(h);
-  const Problem one = head_problem(p, h);
-  const int64_t kept = layout_kept_entries(s.layout, one, 0);
-  const int64_t visible = visible_entries(one);
+  // Counting reads positions only: p itself stands for its one-head slice (no copy of Q, K, V).
+  const int64_t kept = layout_kept_entries(s.layout, p, 0);
+  const int64_t visible = visible_entries(p);
   s.stats.kept_entries = kept;
   s.stats.density = visible > 0 ? double(kept) / double(visible) : 0.0;
   return s;

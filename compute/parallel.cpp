@@ -77,8 +77,10 @@ int thread_count(int requested) {
 }
 
 void parallel_for(int n, const std::function<void(int)>& fn, int threads) {
-  int t = std::min(thread_count(threads), n);
-  if (t <= 1 || in_parallel_job) {
+  // Serial cases first: thread_count() may ask the system for its processor count (a sysfs read),
+  // which costs more than the small nested calls it would decide.
+  const int t = n <= 1 || in_parallel_job ? 1 : std::min(thread_count(threads), n);
+  if (t <= 1) {
     for (int i = 0; i < n; ++i) fn(i);
     return;
   }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "app/core/heads/head_metrics.h"
 #include "app/core/heads/interventions.h"
@@ -63,7 +64,7 @@ constexpr int kSyntheticHeads = 4, kSyntheticDim = 64;
 // Captures the dense forward pass of a model on the session's input.
 void open_model(Analysis& a, const Options& o) {
   const Session& s = a.session;
-  a.model = cached_model(model_id(s, a.session_path));
+  a.model = o.model ? o.model : cached_model(model_id(s, a.session_path));
   const models::ModelInfo& info = a.model->info();
   a.info = info;
   a.model_summary = info.model_type + " \u00b7 " + std::to_string(info.n_layers) +
@@ -221,6 +222,44 @@ void run_panel(const Analysis& a, Panel& panel, const Options& o) {
   panel.results = std::make_shared<const std::vector<Result>>(
       run_layers(*panel.variant, *a.problems, *backend, run_options(o)));
   keep_notes(panel, *backend);
+}
+
+// The previous layer's result and problem, and the lists indexed_result() made for it.
+struct Listed {
+  const Result* raw = nullptr;
+  const Problem* problem = nullptr;
+  const Result* lists = nullptr;
+};
+
+// `r` with its block layout as per-query key lists (the same kept set), for the metric passes
+// of add_metrics(): a partial block consults the mask entry by entry, and the comparisons, role
+// scores and head slices each walk every row again. Blocks shared by every head (static
+// patterns) stay one list; `prev`'s lists serve again when the blocks, the mask and the positions
+// are the same (a static pattern in every layer). Other layouts, and inputs too long to list,
+// are left as they are.
+std::optional<Result> indexed_result(const Result& r, const Problem& p, const Listed& prev) {
+  constexpr int64_t kMaxListed = int64_t(1) << 20;  // entries a head's lists may cover (4 MiB)
+  if (r.layout.kind != Layout::Kind::Blocks || int64_t(p.n_q) * p.n_k > kMaxListed)
+    return std::nullopt;
+  Result out = r;
+  out.layout = Layout{};
+  out.layout.kind = Layout::Kind::Indices;
+  const auto same_blocks = [](const BlockLayout& x, const BlockLayout& y) {
+    return x.bq == y.bq && x.bk == y.bk && x.row_ptr == y.row_ptr && x.col == y.col &&
+           x.full == y.full;
+  };
+  const bool reuse = prev.raw && prev.lists && r.layout.mask == prev.raw->layout.mask &&
+                     prev.raw->layout.blocks.size() == r.layout.blocks.size() &&
+                     prev.lists->layout.indices.size() == r.layout.blocks.size() &&
+                     p.n_q == prev.problem->n_q && p.n_k == prev.problem->n_k &&
+                     p.causal == prev.problem->causal && p.q_pos == prev.problem->q_pos &&
+                     p.k_pos == prev.problem->k_pos;
+  for (size_t h = 0; h < r.layout.blocks.size(); ++h)
+    out.layout.indices.push_back(reuse &&
+                                         same_blocks(r.layout.blocks[h], prev.raw->layout.blocks[h])
+                                     ? prev.lists->layout.indices[h]
+                                     : to_index_layout(r.layout, p, int(h)));
+  return out;
 }
 
 // A panel that would compute exactly what the reference did: plain dense on the same backend,
@@ -404,9 +443,12 @@ std::shared_ptr<Analysis> full_heads(const Analysis& in, const Options& o) {
   return a;
 }
 
-std::shared_ptr<Analysis> run_variants(const Analysis& in, const Options& o) {
+namespace {
+
+// Stages 2-4 on `a` itself: the public stages run them on a copy, analyze() on the one analysis
+// it opened (a copy per stage costs a dataset record more than its small model's work).
+void run_variants_in(Analysis* a, const Options& o) {
   const auto t0 = Clock::now();
-  auto a = std::make_shared<Analysis>(in);
   for (size_t v = 1; v < a->panels.size(); ++v) {
     check_cancel(o);
     Panel& p = a->panels[v];
@@ -419,94 +461,112 @@ std::shared_ptr<Analysis> run_variants(const Analysis& in, const Options& o) {
     run_panel(*a, p, o);
   }
   a->variants_seconds += since(t0);
-  return a;
 }
 
-std::shared_ptr<Analysis> add_metrics(const Analysis& in, const Options& o) {
-  require(in.variants_ran(), ErrorCode::InvalidArgument, "add_metrics: run the variants first");
-  require(!in.preview(), ErrorCode::InvalidArgument, "add_metrics: run full_heads() first");
+void add_metrics_in(Analysis* a, const Options& o) {
+  require(a->variants_ran(), ErrorCode::InvalidArgument, "add_metrics: run the variants first");
+  require(!a->preview(), ErrorCode::InvalidArgument, "add_metrics: run full_heads() first");
   const auto t0 = Clock::now();
-  auto a = std::make_shared<Analysis>(in);
   const Panel& dense = a->panels[0];
   const bool per_head =
       o.head_grid && (o.per_head_max_tokens <= 0 || a->n_tokens() <= o.per_head_max_tokens);
   const int L = a->n_layers(), H = a->n_heads();
   const auto& table = head_metrics();
-  for (Panel& panel : a->panels) {
-    if (!panel.layer.empty()) continue;  // compared already (full_heads() clears comparisons)
-    if (shares_reference(*a, panel)) {
-      // The reference itself (a "dense" variant): its comparisons are the reference's.
-      panel.layer = dense.layer;
-      panel.heads = dense.heads;
-      panel.head_values = dense.head_values;
-      continue;
-    }
-    progress(o, "comparing " + panel.spec + " with dense...");
+  // The panels to compare: those not compared yet (full_heads() clears comparisons), less any
+  // that holds the reference's own results (they copy the reference's comparisons below).
+  std::vector<Panel*> todo;
+  for (Panel& panel : a->panels)
+    if (panel.layer.empty() && !shares_reference(*a, panel)) todo.push_back(&panel);
+  const size_t P = todo.size();
+  if (P > 0)
+    progress(o, "comparing " + (P == 1 ? todo[0]->spec : std::to_string(P) + " panels") +
+                    " with dense...");
+  // listed[k][l]: panel k's result of layer l as the metric passes read it (indexed_result()).
+  std::vector<std::vector<std::optional<Result>>> listed(P);
+  for (size_t k = 0; k < P; ++k) {
+    listed[k].resize(size_t(L));
     for (int l = 0; l < L; ++l) {
-      check_cancel(o);
-      const Problem& p = a->problem(l);
-      if (!per_head) {
-        panel.layer.push_back(
-            compare(*panel.variant, p, panel.result(l), dense.result(l), 0.3, o.cancel));
-        continue;
-      }
-      // Head by head, and the layer's metrics from the heads' (no second pass).
-      std::vector<Metrics> heads(static_cast<size_t>(H));
-      parallel_for(
-          H,
-          [&](int h) {
-            heads[size_t(h)] =
-                compare(*panel.variant, head_problem(p, h), head_result(panel.result(l), p, h),
-                        head_result(dense.result(l), p, h), 0.3, o.cancel);
-          },
-          o.threads);
-      panel.layer.push_back(
-          merge_head_metrics(*panel.variant, p, panel.result(l), dense.result(l), heads, 0.3));
-      panel.heads.push_back(std::move(heads));
+      Listed prev;
+      if (l > 0 && listed[k][size_t(l) - 1])
+        prev = {&todo[k]->result(l - 1), &a->problem(l - 1), &*listed[k][size_t(l) - 1]};
+      listed[k][size_t(l)] = indexed_result(todo[k]->result(l), a->problem(l), prev);
     }
-    if (!o.head_grid) continue;
-    // Head-grid values: from the per-head comparisons, or (long inputs) from the layer's
-    // per-head rows, with the comparisons against dense left NaN.
-    panel.head_values.assign(table.size(), std::vector<float>(size_t(L) * size_t(H), 0.f));
-    for (int l = 0; l < L; ++l) {
-      check_cancel(o);
-      const Problem& p = a->problem(l);
-      parallel_for(
-          H,
-          [&](int h) {
-            Metrics sliced;
-            if (!per_head) {
-              const Metrics& lm = panel.layer[size_t(l)];
+  }
+  const auto result = [&](size_t k, int l) -> const Result& {
+    return listed[k][size_t(l)] ? *listed[k][size_t(l)] : todo[k]->result(l);
+  };
+  if (o.head_grid)
+    for (Panel* panel : todo)
+      panel->head_values.assign(table.size(), std::vector<float>(size_t(L) * size_t(H), 0.f));
+  for (int l = 0; l < L; ++l) {
+    check_cancel(o);
+    const Problem& p = a->problem(l);
+    const Result& ref = dense.result(l);
+    if (!per_head) {
+      for (size_t k = 0; k < P; ++k) {
+        Panel& panel = *todo[k];
+        panel.layer.push_back(compare(*panel.variant, p, result(k, l), ref, 0.3, o.cancel));
+        if (!o.head_grid) continue;
+        // Head-grid values from the layer's per-head rows; the comparisons against dense and
+        // the role scores (a pass over the head's rows each) are left NaN on long inputs.
+        const Metrics& lm = panel.layer.back();
+        parallel_for(
+            H,
+            [&](int h) {
+              Metrics sliced;
               sliced.rel_error = sliced.mass_recall = sliced.row_kl = std::nan("");
               sliced.entropy.assign(lm.entropy.begin() + ptrdiff_t(h) * p.n_q,
                                     lm.entropy.begin() + ptrdiff_t(h + 1) * p.n_q);
               sliced.received.assign(lm.received.begin() + ptrdiff_t(h) * p.n_k,
                                      lm.received.begin() + ptrdiff_t(h + 1) * p.n_k);
-            }
-            // Role scores cost a pass over the head's rows: only where per-head metrics run.
-            RoleScores roles;
-            if (per_head)
-              roles = panel_role_scores(*panel.variant, p, panel.result(l), h, &a->input.ids);
-            const HeadMetricInput hi{*panel.variant,
-                                     p,
-                                     panel.result(l),
-                                     h,
-                                     per_head ? panel.heads[size_t(l)][size_t(h)] : sliced,
-                                     per_head ? &roles : nullptr};
-            for (size_t m = 0; m < table.size(); ++m)
-              panel.head_values[m][size_t(l) * size_t(H) + size_t(h)] = float(table[m].value(hi));
-          },
-          o.threads);
+              const HeadMetricInput hi{*panel.variant, p, result(k, l), h, sliced, nullptr};
+              for (size_t m = 0; m < table.size(); ++m)
+                panel.head_values[m][size_t(l) * size_t(H) + size_t(h)] = float(table[m].value(hi));
+            },
+            o.threads);
+      }
+      continue;
+    }
+    // Head by head, every panel in turn: the head's problem and dense result are sliced once
+    // for all panels. Then the layer's metrics follow from the heads' (no second pass).
+    std::vector<std::vector<Metrics>> heads(P, std::vector<Metrics>(size_t(H)));
+    parallel_for(
+        H,
+        [&](int h) {
+          const Problem ph = head_problem(p, h);
+          const Result rh = head_result(ref, p, h);
+          for (size_t k = 0; k < P; ++k) {
+            Panel& panel = *todo[k];
+            const Result& var = result(k, l);
+            Metrics& m = heads[k][size_t(h)];
+            m = compare(*panel.variant, ph, head_result(var, p, h), rh, 0.3, o.cancel);
+            const RoleScores roles = panel_role_scores(*panel.variant, p, var, h, &a->input.ids);
+            const HeadMetricInput hi{*panel.variant, p, var, h, m, &roles};
+            for (size_t t = 0; t < table.size(); ++t)
+              panel.head_values[t][size_t(l) * size_t(H) + size_t(h)] = float(table[t].value(hi));
+          }
+        },
+        o.threads);
+    for (size_t k = 0; k < P; ++k) {
+      Panel& panel = *todo[k];
+      panel.layer.push_back(
+          merge_head_metrics(*panel.variant, p, result(k, l), ref, heads[k], 0.3));
+      panel.heads.push_back(std::move(heads[k]));
     }
   }
+  // The reference itself under another name (a "dense" variant): the reference's comparisons.
+  for (Panel& panel : a->panels)
+    if (panel.layer.empty() && shares_reference(*a, panel)) {
+      panel.layer = dense.layer;
+      panel.heads = dense.heads;
+      panel.head_values = dense.head_values;
+    }
   a->metrics_seconds = since(t0);
-  return a;
 }
 
-std::shared_ptr<Analysis> add_end_to_end(const Analysis& in, const Options& o) {
-  require(!in.preview(), ErrorCode::InvalidArgument, "add_end_to_end: run full_heads() first");
-  auto a = std::make_shared<Analysis>(in);
-  if (!a->model) return a;  // raw tensors and synthetic problems have no model to run on
+void add_end_to_end_in(Analysis* a, const Options& o) {
+  require(!a->preview(), ErrorCode::InvalidArgument, "add_end_to_end: run full_heads() first");
+  if (!a->model) return;  // raw tensors and synthetic problems have no model to run on
   const auto t0 = Clock::now();
   const models::ModelInfo& info = *a->info;
   // Dense against itself: KL 0, agreement 1, and the dense perplexity, with no second pass.
@@ -542,15 +602,34 @@ std::shared_ptr<Analysis> add_end_to_end(const Analysis& in, const Options& o) {
     keep_notes(p, *backend);
   }
   a->e2e_seconds = since(t0);
+}
+
+}  // namespace
+
+std::shared_ptr<Analysis> run_variants(const Analysis& in, const Options& o) {
+  auto a = std::make_shared<Analysis>(in);
+  run_variants_in(a.get(), o);
+  return a;
+}
+
+std::shared_ptr<Analysis> add_metrics(const Analysis& in, const Options& o) {
+  auto a = std::make_shared<Analysis>(in);
+  add_metrics_in(a.get(), o);
+  return a;
+}
+
+std::shared_ptr<Analysis> add_end_to_end(const Analysis& in, const Options& o) {
+  auto a = std::make_shared<Analysis>(in);
+  add_end_to_end_in(a.get(), o);
   return a;
 }
 
 std::shared_ptr<Analysis> analyze(const Session& s, const std::string& session_path,
                                   const Options& o) {
   auto a = open(s, session_path, o);
-  a = run_variants(*a, o);
-  a = add_metrics(*a, o);
-  if (o.end_to_end) a = add_end_to_end(*a, o);
+  run_variants_in(a.get(), o);
+  add_metrics_in(a.get(), o);
+  if (o.end_to_end) add_end_to_end_in(a.get(), o);
   progress(o, "");
   return a;
 }

@@ -50,7 +50,7 @@ struct Options {
   // open(): from this many tokens on, a preview of the selected head alone (0 = never): a live
   // client draws its heatmaps first, then full_heads() runs the rest.
   int preview_tokens = 0;
-  bool end_to_end = true;                     // analyze(): run add_end_to_end()
+  bool end_to_end = true;  // analyze(): run add_end_to_end()
   // open(): capture the residual stream for its per-layer statistics and massive-activation
   // tokens (the report's residual rows and the views' markers); datasets summarise neither.
   bool residual_stats = true;
@@ -65,6 +65,9 @@ struct Options {
   // open(): the edits Session::ablation stands for, computed elsewhere (a dataset's corpus mean);
   // null = built from the session.
   std::shared_ptr<const models::Intervention> ablation;
+  // open(): the model Session::model names, loaded already (a dataset's records share one and
+  // skip resolving its folder again); null = cached_model() of the session's model.
+  std::shared_ptr<const models::Model> model;
 };
 
 // One variant as the analysis runs it: [0] is always the dense reference.

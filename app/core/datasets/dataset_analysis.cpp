@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
@@ -201,6 +203,7 @@ DatasetSamples collect_dataset(const Session& s, const std::string& session_path
   }
   ao.verify_hashes = false;
   ao.residual_stats = false;  // nothing per record reads them
+  ao.model = model;
   if (auto iv = dataset_ablation(s, *model, items, o, ao.threads, d)) ao.ablation = std::move(iv);
 
   d.ablation_kl = d.ablation_top1 = d.ablation_class = d.plain_loss = Samples(size_t(R), kNaN);
@@ -261,10 +264,26 @@ DatasetAnalysis summarize_dataset(const DatasetSamples& x, int bootstrap, uint64
   d.ablation_mode = x.ablation_mode;
   d.seconds = x.seconds;
   const size_t LH = size_t(x.n_layers) * x.n_heads, M = x.metrics.size();
-  const auto ci = [&](const Samples& v) { return interval_of(v, bootstrap, seed++); };
+  // Each interval takes the next seed, in the order below; the bootstraps themselves (thousands
+  // of resamples of every series) run afterwards in parallel, each with its own seed.
+  struct Job {
+    const Samples* v;
+    uint64_t seed;
+    std::function<void(const Interval&)> put;
+  };
+  std::vector<Job> jobs;
+  std::vector<std::unique_ptr<Samples>> owned;  // paired differences
+  const auto ci = [&](const Samples& v, std::function<void(const Interval&)> put) {
+    jobs.push_back({&v, seed++, std::move(put)});
+  };
+  const auto ci_of = [&](Samples v, std::function<void(const Interval&)> put) {
+    owned.push_back(std::make_unique<Samples>(std::move(v)));
+    ci(*owned.back(), std::move(put));
+  };
+  d.panels.resize(x.panels.size());
   for (size_t p = 0; p < x.panels.size(); ++p) {
     const PanelSamples& ps = x.panels[p];
-    PanelSummary out;
+    PanelSummary& out = d.panels[p];
     out.spec = ps.spec;
     out.mean.assign(M, std::vector<float>(LH, float(kNaN)));
     out.lo = out.hi = out.mean;
@@ -300,34 +319,40 @@ DatasetAnalysis summarize_dataset(const DatasetSamples& x, int bootstrap, uint64
       const auto [lo, hi] = bootstrap > 0 ? cis[c] : std::pair{mean, mean};
       put(shared[c].first, shared[c].second, mean, lo, hi);
     }
-    for (const auto& [m, i] : cells) {
-      const Interval v = ci(ps.heads[m][i]);
-      put(m, i, v.mean, v.lo, v.hi);
-    }
-    out.density = ci(ps.density);
-    out.rel_error = ci(ps.rel_error);
-    out.mass_recall = ci(ps.mass_recall);
-    out.row_kl = ci(ps.row_kl);
-    out.flops = ci(ps.flops);
-    out.next_token_kl = ci(ps.kl);
-    out.top1_agreement = ci(ps.top1);
-    out.class_agreement = ci(ps.class_agree);
-    out.loss = ci(ps.loss);
-    out.accuracy = ci(ps.correct);
+    for (const auto& [m, i] : cells)
+      ci(ps.heads[m][i], [put, m = m, i = i](const Interval& v) { put(m, i, v.mean, v.lo, v.hi); });
+    for (auto [v, field] : {std::pair{&ps.density, &PanelSummary::density},
+                            {&ps.rel_error, &PanelSummary::rel_error},
+                            {&ps.mass_recall, &PanelSummary::mass_recall},
+                            {&ps.row_kl, &PanelSummary::row_kl},
+                            {&ps.flops, &PanelSummary::flops},
+                            {&ps.kl, &PanelSummary::next_token_kl},
+                            {&ps.top1, &PanelSummary::top1_agreement},
+                            {&ps.class_agree, &PanelSummary::class_agreement},
+                            {&ps.loss, &PanelSummary::loss},
+                            {&ps.correct, &PanelSummary::accuracy}})
+      ci(*v, [&out, field = field](const Interval& r) { out.*field = r; });
     if (p > 0) {
-      out.loss_rise = ci(paired(ps.loss, x.panels[0].loss));
-      out.accuracy_drop = ci(paired(x.panels[0].correct, ps.correct));
+      ci_of(paired(ps.loss, x.panels[0].loss), [&out](const Interval& r) { out.loss_rise = r; });
+      ci_of(paired(x.panels[0].correct, ps.correct),
+            [&out](const Interval& r) { out.accuracy_drop = r; });
     }
-    d.panels.push_back(std::move(out));
   }
   if (!x.ablation_heads.empty() && !x.panels.empty()) {
-    d.ablation_kl = ci(x.ablation_kl);
-    d.ablation_top1 = ci(x.ablation_top1);
-    d.ablation_class_agreement = ci(x.ablation_class);
-    d.plain_loss = ci(x.plain_loss);
-    d.ablation_loss = d.panels[0].loss;
-    d.ablation_loss_rise = ci(paired(x.panels[0].loss, x.plain_loss));
+    ci(x.ablation_kl, [&d](const Interval& r) { d.ablation_kl = r; });
+    ci(x.ablation_top1, [&d](const Interval& r) { d.ablation_top1 = r; });
+    ci(x.ablation_class, [&d](const Interval& r) { d.ablation_class_agreement = r; });
+    ci(x.plain_loss, [&d](const Interval& r) { d.plain_loss = r; });
+    d.ablation_loss = d.panels[0].loss;  // set once the panels' intervals are in (below)
+    ci_of(paired(x.panels[0].loss, x.plain_loss),
+          [&d](const Interval& r) { d.ablation_loss_rise = r; });
   }
+  std::vector<Interval> got(jobs.size());
+  parallel_for(int(jobs.size()), [&](int j) {
+    got[size_t(j)] = interval_of(*jobs[size_t(j)].v, bootstrap, jobs[size_t(j)].seed);
+  });
+  for (size_t j = 0; j < jobs.size(); ++j) jobs[j].put(got[j]);
+  if (!x.ablation_heads.empty() && !x.panels.empty()) d.ablation_loss = d.panels[0].loss;
   return d;
 }
 
