@@ -39,6 +39,9 @@ struct GemmArgs {
   // torch.set_float32_matmul_precision("medium") does. On the AMX path f32 B is rounded while
   // packed (no copy); elsewhere rounded copies give the same products, with no speed gained.
   bool round_bf16 = false;
+  // B is a weight matrix, unchanged while a GemmPackScope lives: that scope may keep its packed
+  // panels by address. Leave it false for activations, whose buffers are reused.
+  bool b_weights = false;
 };
 
 // Computes C = A B (+ bias) on up to `threads` threads (0 = all). Returns false, touching
@@ -47,11 +50,11 @@ struct GemmArgs {
 bool sgemm(const GemmArgs& g, int threads);
 
 // While it lives, the AMX path keeps, for GEMMs called on this thread, the packed bf16 panels
-// of every B it multiplies (up to `budget_bytes`; B past it is packed per call as usual), so a
-// pass repeated over the same weights (integrated gradients' steps, occlusion's passes) packs
-// each matrix once instead of on every call: at a few hundred rows the packing of f32 weights
-// costs nearly what the tile products do. B must not change while the scope lives. Elsewhere it
-// does nothing.
+// of every B marked b_weights it multiplies (up to `budget_bytes`; B past it is packed per call as
+// usual), so a pass repeated over the same weights (integrated gradients' steps, occlusion's
+// passes) packs each matrix once instead of on every call: at a few hundred rows the packing of f32
+// weights costs nearly what the tile products do. B must not change while the scope lives.
+// Elsewhere it does nothing.
 class GemmPackScope {
  public:
   explicit GemmPackScope(size_t budget_bytes);

@@ -214,10 +214,19 @@ struct PackedB {
   }
 };
 
+// A packed whole for every column task at once: k block i at offset[i], [round32(m)][kcp].
+struct PackedA {
+  const uint16_t* data = nullptr;
+  std::vector<size_t> offset;
+};
+
 void gemm_block(const GemmArgs& g, int m0, int m1, int n0, int n1, uint32_t* bp, uint16_t* ap,
-                const PackedB* packed) {
-  for (int jc = n0; jc < n1; jc += NC) {
-    const int nc = std::min(NC, n1 - jc);
+                const PackedB* packed, const PackedA& shared_a) {
+  // Packed B needs no per-block copy: the whole column range is one block, so each A block is
+  // rounded and packed once per task instead of once per NC columns.
+  const int step = packed ? n1 - n0 : NC;
+  for (int jc = n0; jc < n1; jc += step) {
+    const int nc = std::min(step, n1 - jc);
     for (int pc = 0; pc < g.k; pc += KC) {
       const int kc = std::min(KC, g.k - pc), kcp = round32(kc);
       const bool first = pc == 0;
@@ -228,11 +237,15 @@ void gemm_block(const GemmArgs& g, int m0, int m1, int n0, int n1, uint32_t* bp,
         pack_b_any(g, pc, kc, jc, nc, bp);
       for (int ic = m0; ic < m1; ic += MC) {
         const int mc = std::min(MC, m1 - ic);
-        pack_a(g, ic, mc, pc, kc, ap);
+        const uint16_t* a = ap;
+        if (shared_a.data)
+          a = shared_a.data + shared_a.offset[size_t(pc / KC)] + size_t(ic) * kcp;
+        else
+          pack_a(g, ic, mc, pc, kc, ap);
         for (int jr = 0; jr < nc; jr += 32) {
           const float* bias = g.bias ? g.bias + jc + jr : nullptr;
           for (int ir = 0; ir < mc; ir += 32) {
-            block(ap + size_t(ir) * kcp, kcp, b + size_t(jr) * (kcp / 2),
+            block(a + size_t(ir) * kcp, kcp, b + size_t(jr) * (kcp / 2),
                   g.c + size_t(ic + ir) * g.ldc + jc + jr, g.ldc, std::min(32, mc - ir),
                   std::min(32, nc - jr), first, bias);
           }
@@ -288,12 +301,39 @@ thread_local PackCache* t_pack_cache = nullptr;
 
 void run(const GemmArgs& g, int threads) {
   threads = thread_count(threads);
-  const PackedB* packed = t_pack_cache ? t_pack_cache->get(g, threads) : nullptr;
+  const PackedB* packed = t_pack_cache && g.b_weights ? t_pack_cache->get(g, threads) : nullptr;
   // Split columns while each task keeps two or more panels; else rows too.
   const int col_tasks = std::max(1, std::min(threads, g.n / 64));
   const int row_tasks = col_tasks >= threads ? 1 : std::max(1, std::min(threads, g.m / 32));
   const int cols_step = ((g.n + col_tasks - 1) / col_tasks + 31) / 32 * 32;
   const int rows_step = ((g.m + row_tasks - 1) / row_tasks + 31) / 32 * 32;
+  // With B packed already and the columns split, each task would round and pack the same rows
+  // of A: pack them once instead, 32 rows a task, into a buffer every column task reads.
+  PackedA shared_a;
+  if (packed && col_tasks > 1 && row_tasks == 1) {
+    const int blocks = (g.k + KC - 1) / KC, chunks = (g.m + 31) / 32;
+    size_t total = 0;
+    for (int i = 0; i < blocks; ++i) {
+      shared_a.offset.push_back(total);
+      total += size_t(round32(g.m)) * round32(std::min(KC, g.k - i * KC));
+    }
+    thread_local Buf<uint16_t> buf;  // the calling thread's, reused between calls
+    thread_local size_t cap = 0;
+    if (total > cap) {
+      buf = alloc<uint16_t>(total);
+      cap = total;
+    }
+    uint16_t* dst = buf.get();  // not `buf` in the tasks: each pool thread has its own
+    parallel_for(
+        blocks * chunks,
+        [&](int t) {
+          const int i = t / chunks, r0 = (t % chunks) * 32, kc = std::min(KC, g.k - i * KC);
+          pack_a(g, r0, std::min(32, g.m - r0), i * KC, kc,
+                 dst + shared_a.offset[size_t(i)] + size_t(r0) * round32(kc));
+        },
+        threads);
+    shared_a.data = dst;
+  }
   parallel_for(
       col_tasks * row_tasks,
       [&](int t) {
@@ -308,7 +348,7 @@ void run(const GemmArgs& g, int threads) {
           cfg.colsb[i] = 64;
         }
         _tile_loadconfig(&cfg);
-        gemm_block(g, m0, m1, n0, n1, bp.get(), ap.get(), packed);
+        gemm_block(g, m0, m1, n0, n1, bp.get(), ap.get(), packed, shared_a);
         _tile_release();
       },
       threads);

@@ -60,6 +60,8 @@ void dense_attention(const Problem& p, const std::vector<int>& heads, float* out
   const float scale = p.effective_scale();
   const int blocks = (n + kQueryBlock - 1) / kQueryBlock;
   const float neg_inf = -std::numeric_limits<float>::infinity();
+  // Read here: the tasks run on pool threads, which do not share the caller's MatmulScope.
+  const bool bf16 = current_matmul() == Matmul::Bf16;
   parallel_for(
       int(heads.size()) * blocks,
       [&](int task) {
@@ -71,7 +73,12 @@ void dense_attention(const Problem& p, const std::vector<int>& heads, float* out
         Eigen::Map<const RowMat> K(p.k_row(h, 0), kend, d);
         Eigen::Map<const RowMat> V(p.v_row(h, 0), kend, d);
         RowMat S(rows, kend);
-        S.noalias() = (Q * K.transpose()) * scale;
+        if (bf16) {
+          product_bf16(Q.data(), d, K.data(), d, true, S.data(), kend, rows, kend, d);
+          S *= scale;
+        } else {
+          S.noalias() = (Q * K.transpose()) * scale;
+        }
         for (int r = 0; r < rows; ++r) {
           const int i = i0 + r;
           const int lim = p.causal ? off + i + 1 : kend;
@@ -93,7 +100,10 @@ void dense_attention(const Problem& p, const std::vector<int>& heads, float* out
           }
         }
         Strided O(out + size_t(i0) * hd + size_t(h) * d, rows, d, Eigen::OuterStride<>(hd));
-        O.noalias() = S * V;
+        if (bf16)
+          product_bf16(S.data(), kend, V.data(), d, false, O.data(), hd, rows, d, kend);
+        else
+          O.noalias() = S * V;
         if (head_out) {
           Eigen::Map<RowMat>(head_out + (size_t(h) * n + i0) * d, rows, d) = O;
         }

@@ -171,6 +171,8 @@ void attention_backward(const Problem& p, const float* pattern, const float* d_o
   const int group = H / Hkv, hd = H * d;
   const float scale = p.effective_scale();
   const float half = rule == Rule::Lrp ? 0.5f : 1.0f;
+  // Read here: the tasks run on pool threads, which do not share the caller's MatmulScope.
+  const bool bf16 = current_matmul() == Matmul::Bf16;
   // One task per key/value head: its query heads add into the same dk, dv rows.
   parallel_for(
       Hkv,
@@ -181,14 +183,25 @@ void attention_backward(const Problem& p, const float* pattern, const float* d_o
         Eigen::Map<RowMat> dV(dv + size_t(g) * nk * d, nk, d);
         dK.setZero();
         dV.setZero();
-        RowMat dP(n, nk);
+        RowMat dP(n, nk), T, part;  // T: a transposed [d, n] operand; part: a product to add
         for (int h = g * group; h < (g + 1) * group; ++h) {
           Eigen::Map<const RowMat> P(pattern + size_t(h) * n * nk, n, nk);
           Eigen::Map<const RowMat> Q(p.q.data() + size_t(h) * n * d, n, d);
           Strided dO(d_out + size_t(h) * d, n, d, Eigen::OuterStride<>(hd));
-          dP.noalias() = dO * V.transpose();
+          if (bf16) {
+            product_bf16(dO.data(), hd, V.data(), d, true, dP.data(), nk, n, nk, d);
+          } else {
+            dP.noalias() = dO * V.transpose();
+          }
           if (d_pattern) Eigen::Map<RowMat>(d_pattern + size_t(h) * n * nk, n, nk) = dP;
-          dV.noalias() += half * (P.transpose() * dO);
+          if (bf16) {  // dV^T = dO^T P: the d-row operand is the one transposed
+            T = dO.transpose();
+            part.resize(d, nk);
+            product_bf16(T.data(), n, P.data(), nk, false, part.data(), nk, d, nk, n);
+            dV += half * part.transpose();
+          } else {
+            dV.noalias() += half * (P.transpose() * dO);
+          }
           // Softmax: dS = P * (half dP - rowsum(P * half dP)); the QK^T product halves again.
           // A causal row has no probability past its own position: only its first i + 1 count.
           for (int i = 0; i < n; ++i) {
@@ -200,8 +213,17 @@ void attention_backward(const Problem& p, const float* pattern, const float* d_o
             dP.row(i).tail(nk - lim).setZero();
           }
           Eigen::Map<RowMat> dQ(dq + size_t(h) * n * d, n, d);
-          dQ.noalias() = (scale * half) * (dP * K);
-          dK.noalias() += (scale * half) * (dP.transpose() * Q);
+          if (bf16) {
+            product_bf16(dP.data(), nk, K.data(), d, false, dQ.data(), d, n, d, nk);
+            dQ *= scale * half;
+            T = Q.transpose();  // dK^T = Q^T dS
+            part.resize(d, nk);
+            product_bf16(T.data(), n, dP.data(), nk, false, part.data(), nk, d, nk, n);
+            dK += (scale * half) * part.transpose();
+          } else {
+            dQ.noalias() = (scale * half) * (dP * K);
+            dK.noalias() += (scale * half) * (dP.transpose() * Q);
+          }
         }
       },
       threads);

@@ -40,9 +40,22 @@ ModelOutput causal_output(std::vector<float> hidden, int N, int C, const Linear&
   out.n_logits = lm_head.out;
   const int row = ctx.opt.logits_row;
   if (row >= 0 && row < N && !cache) {
-    out.logits.resize(size_t(lm_head.out));
     out.logits_row = row;
-    linear(out.hidden_state.data() + size_t(row) * C, 1, lm_head, out.logits.data(), ctx.threads);
+    const float* h = out.hidden_state.data() + size_t(row) * C;
+    if (!ctx.opt.logits_ids.empty() && !lm_head.in_out) {
+      out.logits.assign(size_t(lm_head.out), 0.0f);
+      std::vector<float> w(static_cast<size_t>(C));
+      for (int id : ctx.opt.logits_ids) {
+        if (id < 0 || id >= lm_head.out) continue;  // resolve_target refuses it by name
+        matrix_row(lm_head.w, size_t(id), size_t(C), w.data());
+        double z = lm_head.b ? lm_head.b[id] : 0.0;
+        for (int j = 0; j < C; ++j) z += double(h[j]) * w[size_t(j)];
+        out.logits[size_t(id)] = float(z);
+      }
+    } else {
+      out.logits.resize(size_t(lm_head.out));
+      linear(h, 1, lm_head, out.logits.data(), ctx.threads);
+    }
   } else {
     out.logits.resize(size_t(N) * lm_head.out);
     linear(out.hidden_state.data(), N, lm_head, out.logits.data(), ctx.threads);

@@ -76,7 +76,6 @@ class Gpt2 : public CausalLm {
     if (tr) {
       tr->blocks.resize(size_t(info_.n_layers));
       tr->embeddings.resize(x.size());
-      probs.resize(size_t(H) * N * N);
     }
     for (int t = 0; t < N; ++t) {
       float* e = x.data() + size_t(t) * C;
@@ -95,19 +94,25 @@ class Gpt2 : public CausalLm {
       split_heads(qkv.data(), N, 3 * C, 0, H, d, p.q.data(), th);
       split_heads(qkv.data(), N, 3 * C, C, H, d, p.k.data(), th);
       split_heads(qkv.data(), N, 3 * C, 2 * C, H, d, p.v.data(), th);
-      causal_attention(ctx, cache, l, p, nullptr, att.data(), probs);
+      // A traced pass writes the pattern straight into the trace (no copy per layer).
+      if (b) b->pattern.resize(size_t(H) * N * N);
+      causal_attention(ctx, cache, l, p, nullptr, att.data(), b ? b->pattern : probs);
       if (b) {
         b->problem = std::move(p);
-        b->pattern = probs;
         b->att = att;
       }
       linear(att.data(), N, L.proj, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());
       if (b) b->x_mlp = x;
       layer_norm(x.data(), N, C, L.ln2_g, L.ln2_b, eps_, h.data(), th);
-      linear(h.data(), N, L.fc, mlp.data(), th);
-      if (b) b->pre = mlp;
-      activate(act_, mlp.data(), mlp.size(), th);
+      if (b) {  // the pre-activation stays in the trace: no copy of it
+        b->pre.resize(mlp.size());
+        linear(h.data(), N, L.fc, b->pre.data(), th);
+        activate(act_, b->pre.data(), mlp.data(), mlp.size(), th);
+      } else {
+        linear(h.data(), N, L.fc, mlp.data(), th);
+        activate(act_, mlp.data(), mlp.size(), th);
+      }
       linear(mlp.data(), N, L.fc_proj, tmp.data(), th);
       add_inplace(x.data(), tmp.data(), x.size());
       ctx.end_block(l, x.data());

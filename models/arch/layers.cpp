@@ -303,6 +303,23 @@ MatmulScope::~MatmulScope() {
   t_matmul = saved_;
 }
 
+void product_bf16(const float* a, int lda, const float* b, int ldb, bool b_nk, float* c, int ldc,
+                  int m, int n, int k) {
+  cpu::GemmArgs g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a = a;
+  g.lda = lda;
+  g.b = b;
+  g.ldb = ldb;
+  g.b_nk = b_nk;
+  g.c = c;
+  g.ldc = ldc;
+  g.round_bf16 = true;
+  cpu::sgemm(g, 1);  // rounded operands: always computed (never left to Eigen)
+}
+
 void linear(const float* x, int n, const Linear& l, float* y, int threads) {
   threads = thread_count(threads);
   const bool f32 = l.w.type == cpu::ElemType::F32;
@@ -330,6 +347,7 @@ void linear(const float* x, int n, const Linear& l, float* y, int threads) {
   g.c = y;
   g.ldc = l.out;
   g.round_bf16 = t_matmul == Matmul::Bf16;
+  g.b_weights = true;
   if ((n >= 8 || !f32) && cpu::sgemm(g, threads)) return;
   const auto* w = static_cast<const float*>(l.w.data);
   Eigen::Map<const RowMat> X(x, n, l.in);
@@ -389,22 +407,24 @@ Activation activation_from_name(const std::string& name, const std::string& sour
 
 namespace {
 
-void activate_range(Activation act, float* x, size_t count) {
-  ArrMap a(x, Eigen::Index(count));
+// y[0, count) = act(x[0, count)); y may be x.
+void activate_range(Activation act, const float* x, float* y, size_t count) {
+  const Eigen::Map<const Eigen::ArrayXf> a(x, Eigen::Index(count));
+  ArrMap out(y, Eigen::Index(count));
   switch (act) {
     case Activation::GeluTanh: {
       const float k = 0.7978845608028654f;  // sqrt(2 / pi)
-      a = 0.5f * a * (1.0f + (k * (a + 0.044715f * a.cube())).tanh());
+      out = 0.5f * a * (1.0f + (k * (a + 0.044715f * a.cube())).tanh());
       break;
     }
     case Activation::GeluErf:
-      a = 0.5f * a * (1.0f + (a * 0.7071067811865476f).erf());
+      out = 0.5f * a * (1.0f + (a * 0.7071067811865476f).erf());
       break;
     case Activation::Silu:
-      a = a / (1.0f + (-a).exp());
+      out = a / (1.0f + (-a).exp());
       break;
     case Activation::Relu:
-      a = a.max(0.0f);
+      out = a.max(0.0f);
       break;
   }
 }
@@ -413,12 +433,17 @@ void activate_range(Activation act, float* x, size_t count) {
 
 void activate(Activation act, float* x, size_t count, int threads) {
   parallel_ranges(count, thread_count(threads), 4096,
-                  [&](size_t b, size_t e) { activate_range(act, x + b, e - b); });
+                  [&](size_t b, size_t e) { activate_range(act, x + b, x + b, e - b); });
+}
+
+void activate(Activation act, const float* x, float* y, size_t count, int threads) {
+  parallel_ranges(count, thread_count(threads), 4096,
+                  [&](size_t b, size_t e) { activate_range(act, x + b, y + b, e - b); });
 }
 
 void gated_activate(Activation act, float* gate, const float* up, size_t count, int threads) {
   parallel_ranges(count, thread_count(threads), 4096, [&](size_t b, size_t e) {
-    activate_range(act, gate + b, e - b);
+    activate_range(act, gate + b, gate + b, e - b);
     ArrMap(gate + b, Eigen::Index(e - b)) *=
         Eigen::Map<const Eigen::ArrayXf>(up + b, Eigen::Index(e - b));
   });

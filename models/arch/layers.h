@@ -58,6 +58,13 @@ class MatmulScope {
   Matmul saved_;
 };
 
+// c f32 [m, n] (row stride ldc) = a f32 [m, k] (row stride lda) times b, b f32 [k, n] or, if
+// b_nk, [n, k] (row stride ldb), with both operands rounded to bf16 and the products summed in
+// f32 (Matmul::Bf16's arithmetic), on the calling thread alone: attention's own products when a
+// pass runs its matmuls in bf16 (one call per head inside a parallel task).
+void product_bf16(const float* a, int lda, const float* b, int ldb, bool b_nk, float* c, int ldc,
+                  int m, int n, int k);
+
 // y f32 [n, out] = x f32 [n, in] W (+ b), in current_matmul()'s precision.
 void linear(const float* x, int n, const Linear& l, float* y, int threads);
 
@@ -72,6 +79,8 @@ enum class Activation { GeluTanh, GeluErf, Silu, Relu };
 Activation activation_from_name(const std::string& name, const std::string& source);
 // x f32 [count] = act(x), in place.
 void activate(Activation act, float* x, size_t count, int threads);
+// y f32 [count] = act(x) (a traced pass keeps x).
+void activate(Activation act, const float* x, float* y, size_t count, int threads);
 // gate f32 [count] = act(gate) * up (SwiGLU when act is Silu).
 void gated_activate(Activation act, float* gate, const float* up, size_t count, int threads);
 

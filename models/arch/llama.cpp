@@ -83,7 +83,6 @@ class Llama : public CausalLm {
     ReverseTrace* tr = opt.trace;
     if (tr) {
       tr->blocks.resize(size_t(info_.n_layers));
-      probs.resize(size_t(H) * N * N);
     }
     for (int t = 0; t < N; ++t) {
       token_embedding(in, embed_, t, C, x.data() + size_t(t) * C);
@@ -103,10 +102,11 @@ class Llama : public CausalLm {
       split_heads(v.data(), N, Hkv * d, 0, Hkv, d, p.v.data(), th);
       // A cache rotates them to its policy's positions.
       if (!cache) rotate(p.q.data(), p.k.data(), p, in.positions, false, th);
-      causal_attention(ctx, cache, l, p, &rope_, att.data(), probs);
+      // A traced pass writes the pattern straight into the trace (no copy per layer).
+      if (b) b->pattern.resize(size_t(H) * N * N);
+      causal_attention(ctx, cache, l, p, &rope_, att.data(), b ? b->pattern : probs);
       if (b) {
         b->problem = std::move(p);
-        b->pattern = probs;
         b->att = att;
       }
       linear(att.data(), N, L.o, tmp.data(), th);

@@ -102,6 +102,9 @@ struct ForwardOptions {
   // Causal LMs: only this row's logits are computed and kept (ModelOutput::logits_row), not the
   // N x vocab block a repeated pass (integrated gradients' steps) would allocate and discard.
   int logits_row = -1;
+  // With logits_row: only these ids of that row are computed (dot products with their rows of
+  // the head), the others are 0; for passes that read z alone (integrated gradients' steps).
+  std::vector<int> logits_ids;
   Matmul matmul = Matmul::F32;  // precision of the layers' matrix products (layers.h)
 };
 

@@ -106,8 +106,12 @@ ForwardOptions traced(const ReverseOptions& o, ReverseTrace& tr, const ReverseTa
   ForwardOptions f;
   const int n = int(in.ids.size());
   // An out-of-range position keeps every row, so that resolve_target reports it.
-  if (o.target_logits_only && n > 0 && t.position < n)
+  if (o.target_logits_only && n > 0 && t.position < n) {
     f.logits_row = t.position < 0 ? n - 1 : t.position;
+    // A known target needs its own logit (and the foil's), not the vocabulary's.
+    if (o.target_ids_only && t.id >= 0) f.logits_ids = {t.id};
+    if (o.target_ids_only && t.id >= 0 && t.foil >= 0) f.logits_ids.push_back(t.foil);
+  }
   f.substitution = o.substitution;
   f.threads = o.threads;
   f.matmul = o.matmul;

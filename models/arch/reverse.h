@@ -38,9 +38,11 @@ struct ReverseOptions {
   bool keep_patterns = true;   // pattern and dz/dA per layer
   bool keep_resid = false;     // dz/d residual stream after each block
   bool keep_heads = false;     // each head's output and dz/d it
-  // Causal LMs: the forward computes the logits of the target's row only (the others stay 0 in
-  // Reverse::output): what repeated passes (integrated gradients' steps) need.
+  // Causal LMs: the forward computes the logits of the target's row only (ModelOutput::
+  // logits_row); with target_ids_only and a given target id, only its own and the foil's logits
+  // in that row (the others 0): what repeated passes (integrated gradients' steps) need.
   bool target_logits_only = false;
+  bool target_ids_only = false;
   Matmul matmul = Matmul::F32;  // precision of the matrix products, forward and backward
 };
 

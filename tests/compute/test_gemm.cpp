@@ -225,9 +225,9 @@ TEST_P(Gemm16, RoundBf16MultipliesRoundedOperands) {
   }
 }
 
-// GemmPackScope (AMX): a B packed once and reused gives the very bits a per-call packing gives,
-// for both layouts, f32 (round_bf16) and bf16 B, any thread split; B past the budget is packed
-// per call; the scope keeps what it packed and restores the enclosing scope on exit.
+// GemmPackScope (AMX): a weight B packed once and reused gives the very bits a per-call packing
+// gives, for both layouts, f32 (round_bf16) and bf16 B, any thread split; B past the budget is
+// packed per call; the scope keeps what it packed and restores the enclosing scope on exit.
 TEST(GemmPack, ReusedPanelsGiveTheSameBits) {
   using attn::cpu::ElemType;
   if (std::string(attn::cpu::gemm_path(ElemType::Bf16)) != "amx")
@@ -248,6 +248,7 @@ TEST(GemmPack, ReusedPanelsGiveTheSameBits) {
         std::vector<float> plain(size_t(cs.m) * cs.n), c(plain.size());
         GemmArgs g = args(cs, a.data(), cs.k, b, t, ldb, b_nk, nullptr, plain.data(), cs.n);
         g.round_bf16 = true;
+        g.b_weights = true;
         ASSERT_TRUE(attn::cpu::sgemm(g, 2));
         g.c = c.data();
         const size_t bf16_bytes = size_t(cs.n) * cs.k * 2;
@@ -266,6 +267,17 @@ TEST(GemmPack, ReusedPanelsGiveTheSameBits) {
           EXPECT_EQ(c, plain);
           EXPECT_EQ(small.bytes(), 0u);
         }
+        // B not marked as weights (an activation whose buffer is reused) is never kept: new
+        // values at the same address give their own product.
+        attn::cpu::GemmPackScope scope(size_t(1) << 30);
+        GemmArgs act = g;
+        act.b_weights = false;
+        ASSERT_TRUE(attn::cpu::sgemm(act, 2));
+        EXPECT_EQ(scope.bytes(), 0u);
+        for (float& x : bw) x = -x;
+        for (uint16_t& x : b16) x ^= 0x8000;
+        ASSERT_TRUE(attn::cpu::sgemm(act, 2));
+        for (size_t i = 0; i < c.size(); ++i) ASSERT_EQ(c[i], -plain[i]);
       }
     }
   }

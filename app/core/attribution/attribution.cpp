@@ -211,15 +211,18 @@ void ig_method(Context& c, MethodScores& m) {
     const double alpha = (k + 0.5) / steps;  // midpoint rule
     for (size_t i = 0; i < x.size(); ++i) xk[i] = float(x0[i] + alpha * (double(x[i]) - x0[i]));
     models::ReverseOptions o = reverse_options(c, false);
-    o.target_logits_only = true;  // z's row is all a step reads
+    o.target_logits_only = true;  // z's logits are all a step reads
+    o.target_ids_only = true;
     const models::Reverse r = c.model.reverse(with_input(c, xk), c.target, o);
     for (size_t i = 0; i < x.size(); ++i) sum[i] += r.input_grad[i];
   }
   std::vector<float> g(x.size());
   for (size_t i = 0; i < x.size(); ++i) g[i] = float(sum[i] / steps);
   m.scores = per_unit(c, x, g, &x0);
-  const double z0 =
-      target_value(c.model.forward(with_input(c, x0), target_forward(c.a, c.q)), c.a).first;
+  models::ForwardOptions fo = target_forward(c.a, c.q);
+  if (!c.a.image) fo.logits_ids = {c.a.id};  // z alone: the target's logit and the foil's
+  if (!c.a.image && c.a.foil >= 0) fo.logits_ids.push_back(c.a.foil);
+  const double z0 = target_value(c.model.forward(with_input(c, x0), fo), c.a).first;
   m.z_difference = c.a.z - z0;
 }
 
@@ -397,7 +400,15 @@ void first_pass(Context& c, bool gradient) {
   const auto t0 = Clock::now();
   models::ModelOutput out;
   if (gradient) {
-    models::Reverse r = c.model.reverse(c.in, c.q.target, reverse_options(c, true));
+    // Patterns and dz/dA only for the methods that read them (attention, rollout, flow, A x
+    // dz/dA, Chefer): the gradient-only methods skip their copies.
+    bool patterns = false;
+    for (const std::string& id : c.q.methods)
+      patterns |= id != "grad_input" && id != "integrated_gradients" && id != "attnlrp" &&
+                  id != "occlusion";
+    models::ReverseOptions o = reverse_options(c, patterns);
+    o.target_logits_only = true;  // the target's row: its top token and probability
+    models::Reverse r = c.model.reverse(c.in, c.q.target, o);
     c.target = {r.position, r.id, r.foil};
     c.a.z = r.z;
     c.a.seconds_forward = r.seconds_forward;
