@@ -104,7 +104,7 @@ struct ForwardOptions {
   int logits_row = -1;
   // With logits_row: only these ids of that row are computed (dot products with their rows of
   // the head), the others are 0; for passes that read z alone (integrated gradients' steps).
-  std::vector<int> logits_ids;
+  std::vector<int> logits_ids{};
   Matmul matmul = Matmul::F32;  // precision of the layers' matrix products (layers.h)
 };
 
