@@ -258,47 +258,57 @@ void occlusion_method(Context& c, MethodScores& m) {
 struct MethodEntry {
   AttributionMethod info;
   std::function<void(Context&, MethodScores&)> run;
+  bool patterns = false;  // reads the patterns (and, with a gradient, dz/dA) of every layer
 };
 
 const std::vector<MethodEntry>& method_table() {
   static const std::vector<MethodEntry> table = {
       {{"attention", "Attention (last layer)", "-",
         "the last layer's attention from the target row, mean over heads", false, true},
-       attention_method},
+       attention_method,
+       true},
       {{"rollout", "Attention rollout",
         "Abnar & Zuidema 2020, Quantifying Attention Flow in Transformers",
         "row of the product over layers of 0.5 A + 0.5 I (head means, rows renormalised)", false,
         true},
-       rollout_method},
+       rollout_method,
+       true},
       {{"flow", "Attention flow",
         "Abnar & Zuidema 2020, Quantifying Attention Flow in Transformers",
         "maximum flow from the input token to the target in the graph of 0.5 A + 0.5 I", false,
         true},
-       flow_method},
+       flow_method,
+       true},
       {{"grad_input", "Gradient x input", "Shrikumar et al. 2016; Denil et al. 2014",
         "sum over the unit's input elements of x * dz/dx", true, false},
-       grad_input_method},
+       grad_input_method,
+       false},
       {{"integrated_gradients", "Integrated gradients",
         "Sundararajan et al. 2017, Axiomatic Attribution for Deep Networks",
         "sum over the unit of (x - x') * mean over the path x' -> x of dz/dx (midpoint steps)",
         true, false},
-       ig_method},
+       ig_method,
+       false},
       {{"attn_grad", "Attention x gradient", "e.g. Serrano & Smith 2019; Chefer et al. 2021",
         "the last layer's A * dz/dA from the target row, mean over heads", true, true},
-       attn_grad_method},
+       attn_grad_method,
+       true},
       {{"chefer", "Gradient-weighted relevance (Chefer et al.)",
         "Chefer, Gur & Wolf 2021, Generic Attention-model Explainability",
         "row of the product over layers of I + mean_h (A * dz/dA)^+", true, false},
-       chefer_method},
+       chefer_method,
+       true},
       {{"attnlrp", "AttnLRP",
         "Achtibat et al. 2024, AttnLRP: Attention-Aware Layer-Wise "
         "Relevance Propagation for Transformers",
         "relevance x * g at the input under AttnLRP's rules (softmax, bilinear, norms)", true,
         false},
-       lrp_method},
+       lrp_method,
+       false},
       {{"occlusion", "Occlusion (leave one out)", "Zeiler & Fergus 2014; Li et al. 2016",
         "z minus z with the unit replaced by the baseline (or deleted)", false, false},
-       occlusion_method},
+       occlusion_method,
+       false},
   };
   return table;
 }
@@ -400,12 +410,10 @@ void first_pass(Context& c, bool gradient) {
   const auto t0 = Clock::now();
   models::ModelOutput out;
   if (gradient) {
-    // Patterns and dz/dA only for the methods that read them (attention, rollout, flow, A x
-    // dz/dA, Chefer): the gradient-only methods skip their copies.
+    // Patterns and dz/dA only when a method reads them: the others skip their copies.
     bool patterns = false;
     for (const std::string& id : c.q.methods)
-      patterns |= id != "grad_input" && id != "integrated_gradients" && id != "attnlrp" &&
-                  id != "occlusion";
+      patterns |= method_table()[size_t(attribution_method_index(id))].patterns;
     models::ReverseOptions o = reverse_options(c, patterns);
     o.target_logits_only = true;  // the target's row: its top token and probability
     models::Reverse r = c.model.reverse(c.in, c.q.target, o);
