@@ -26,6 +26,11 @@ const KernelSet& baseline_kernels() {
 
 const KernelSet* avx512_amx_kernels() {
   const KernelSet* base = avx512_kernels();
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+  // Built for an AVX-512 machine (the `native` preset): the baseline set is the AVX-512 one and
+  // no second copy exists, so AMX extends the baseline.
+  if (!base) base = &baseline_kernels();
+#endif
   if (!base || !amx::usable()) return nullptr;
   static const KernelSet k = [base] {
     KernelSet x = *base;
