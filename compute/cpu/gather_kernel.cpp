@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -449,6 +450,156 @@ void gather_rows(const HeadRows& hr, GatherScratch& w, const int32_t* ix, int n)
   }
 }
 
+#if defined(ATTN_CPU_AVX512) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define ATTN_GATHER_DPBF16 1
+// AVX512-BF16 on top of the AVX-512 set (callers check amx::has_avx512_bf16() first).
+#define ATTN_DPBF16_TARGET \
+  __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512dq,avx512bf16")))
+
+// Keys idx[0..n) of one query row over bf16 K and V rows of NB blocks of 32 values, on
+// vdpbf16ps: a key's score is q . k with q and k in bf16 as stored (exact products summed in
+// f32), and V is accumulated two keys at a time from their rows interleaved, with the two
+// probabilities rounded to bf16 (the rounding AMX tiles and FlashAttention's bf16 PV apply).
+// Softmax without modifiers, in base 2 (qscale includes log2 e), running max m and sum l. The
+// output o (f32, 2 NB vectors) is in "dp order": vector 2b + h, lane 4L + j holds dimension
+// 32b + 8L + 4h + j (what the 16-bit interleave yields); from_dp_order restores it. K and V
+// rows are fetched `ahead` keys before they are used, into the first keys of `next` (the
+// following row's segment) at the end.
+template <int NB>
+ATTN_DPBF16_TARGET void stream_dpbf16(const uint16_t* q, float qscale, const HeadRows& hr,
+                                      const int32_t* idx, int n, const int32_t* next, int next_n,
+                                      float* o, float& m_io, float& l_io) {
+  constexpr int kC = 64, ahead = 64;
+  const uint16_t* kb = hr.k16;
+  const uint16_t* vb = hr.v16;
+  const size_t ldk = hr.ldk, ldv = hr.ldv;
+  auto fetch = [&](int f0, int f1) {  // keys [f0, f1) counted from idx, running into next
+    for (int x = f0; x < f1; ++x) {
+      const int32_t j = x < n ? idx[x] : x - n < next_n ? next[x - n] : -1;
+      if (j < 0) return;
+      const char* kr = reinterpret_cast<const char*>(kb + size_t(j) * ldk);
+      const char* vr = reinterpret_cast<const char*>(vb + size_t(j) * ldv);
+      for (int b = 0; b < NB; ++b) __builtin_prefetch(kr + 64 * b), __builtin_prefetch(vr + 64 * b);
+    }
+  };
+  __m512i qv[NB];
+  __m512 acc[2 * NB];
+  for (int b = 0; b < NB; ++b) qv[b] = _mm512_loadu_si512(q + 32 * b);
+  for (int v = 0; v < 2 * NB; ++v) acc[v] = _mm512_loadu_ps(o + 16 * v);
+  float m = m_io, l = l_io;
+  alignas(64) float s[kC];
+  alignas(64) uint16_t pb[kC + 4];
+  fetch(0, std::min(n, ahead));
+  for (int e0 = 0; e0 < n; e0 += kC) {
+    const int cn = std::min(kC, n - e0);
+    const int np = (cn + kVW - 1) / kVW * kVW;
+    const int32_t* ix = idx + e0;
+    for (int g = 0; g < cn; g += kVW) {
+      fetch(e0 + g + ahead, e0 + g + ahead + kVW);
+      vf part[kVW];
+#pragma GCC unroll 16
+      for (int c = 0; c < kVW; ++c) {
+        const uint16_t* r = kb + size_t(ix[std::min(g + c, cn - 1)]) * ldk;
+        __m512 a =
+            _mm512_dpbf16_ps(_mm512_setzero_ps(), __m512bh(qv[0]), __m512bh(_mm512_loadu_si512(r)));
+        for (int b = 1; b < NB; ++b)
+          a = _mm512_dpbf16_ps(a, __m512bh(qv[b]), __m512bh(_mm512_loadu_si512(r + 32 * b)));
+        part[c] = vf(a);
+      }
+      storeu(s + g, reduce_lanes(part) * splat(qscale));
+    }
+    for (int x = cn; x < np; ++x) s[x] = kNegInf;
+    vf mv = splat(m);
+    for (int x = 0; x < np; x += kVW) mv = vmax(mv, loadu(s + x));
+    const float mx = hmax(mv);
+    const float m_use = mx == kNegInf ? 0.0f : mx;
+    const float alpha = std::exp2(m - m_use);
+    vf sum = vf{};
+    for (int x = 0; x < np; x += kVW) {
+      const vf pr = exp2v(loadu(s + x) - splat(m_use));
+      sum += pr;
+      _mm256_store_si256(reinterpret_cast<__m256i*>(pb + x),
+                         __m256i(_mm512_cvtneps_pbh(__m512(pr))));
+    }
+    l = l * alpha + hsum(sum);
+    m = mx;
+    const __m512 av = _mm512_set1_ps(alpha);
+    for (int v = 0; v < 2 * NB; ++v) acc[v] = _mm512_mul_ps(acc[v], av);
+    // Pairs of keys, two accumulator sets (alternate pairs) so the dot products' latency
+    // overlaps. An odd chunk's last pair repeats its key with weight 0; a chunk of 4k + 1..2
+    // keys gives the second set a pair of zero weights.
+    pb[cn] = 0, pb[cn + 1] = 0, pb[cn + 2] = 0;
+    __m512 acc2[2 * NB];
+    for (int v = 0; v < 2 * NB; ++v) acc2[v] = _mm512_setzero_ps();
+    for (int x = 0; x < cn; x += 4) {
+      for (int u = 0; u < 2; ++u) {
+        const int xa = std::min(x + 2 * u, cn - 1), xb = std::min(x + 2 * u + 1, cn - 1);
+        const uint16_t* ra = vb + size_t(ix[xa]) * ldv;
+        const uint16_t* rb = vb + size_t(ix[xb]) * ldv;
+        uint32_t pair;
+        std::memcpy(&pair, pb + x + 2 * u, 4);
+        const __m512bh pp = __m512bh(_mm512_set1_epi32(int32_t(pair)));
+        __m512* A = u == 0 ? acc : acc2;
+        for (int b = 0; b < NB; ++b) {
+          const __m512i va = _mm512_loadu_si512(ra + 32 * b), vb2 = _mm512_loadu_si512(rb + 32 * b);
+          A[2 * b] = _mm512_dpbf16_ps(A[2 * b], __m512bh(_mm512_unpacklo_epi16(va, vb2)), pp);
+          A[2 * b + 1] =
+              _mm512_dpbf16_ps(A[2 * b + 1], __m512bh(_mm512_unpackhi_epi16(va, vb2)), pp);
+        }
+      }
+    }
+    for (int v = 0; v < 2 * NB; ++v) acc[v] = _mm512_add_ps(acc[v], acc2[v]);
+  }
+  for (int v = 0; v < 2 * NB; ++v) _mm512_storeu_ps(o + 16 * v, acc[v]);
+  m_io = m;
+  l_io = l;
+}
+
+// One row's segment on stream_dpbf16 for NB = dp blocks.
+void dpbf16_segment(int dp, const uint16_t* q, float qscale, const HeadRows& hr, const int32_t* idx,
+                    int n, const int32_t* next, int next_n, float* o, float& m, float& l) {
+  switch (dp) {
+    case 1:
+      return stream_dpbf16<1>(q, qscale, hr, idx, n, next, next_n, o, m, l);
+    case 2:
+      return stream_dpbf16<2>(q, qscale, hr, idx, n, next, next_n, o, m, l);
+    case 3:
+      return stream_dpbf16<3>(q, qscale, hr, idx, n, next, next_n, o, m, l);
+    default:
+      return stream_dpbf16<4>(q, qscale, hr, idx, n, next, next_n, o, m, l);
+  }
+}
+#else
+void dpbf16_segment(int, const uint16_t*, float, const HeadRows&, const int32_t*, int,
+                    const int32_t*, int, float*, float&, float&) {}
+#endif
+
+// stream_dpbf16's output order back to dimension order, in place over o[0..d), d % 32 == 0.
+void from_dp_order(float* o, int d) {
+  for (int b = 0; b < d; b += 32) {
+    float t[32];
+    for (int h = 0; h < 2; ++h)
+      for (int L = 0; L < 4; ++L)
+        for (int j = 0; j < 4; ++j) t[8 * L + 4 * h + j] = o[b + 16 * h + 4 * L + j];
+    std::memcpy(o + b, t, sizeof t);
+  }
+}
+// NB (blocks of 32 dimensions) where stream_dpbf16 runs this problem's streamed rows, else 0:
+// bf16 rows in the AMX kernel set (whose CPUs have AVX512-BF16, and whose dense tiles round
+// the probabilities to bf16 as well), softmax without score modifiers, d = dv <= 128.
+int dpbf16_blocks(const KernelContext& c) {
+#if defined(ATTN_GATHER_DPBF16)
+  if (!c.amx || c.prec != Precision::Bf16 || !amx::has_avx512_bf16() ||
+      c.spec.norm.kind != Normaliser::Kind::Softmax || !c.spec.mods.empty() || c.d != c.dv ||
+      c.d % 32 != 0 || c.d > 128)
+    return 0;
+  return c.d / 32;
+#else
+  (void)c;
+  return 0;
+#endif
+}
+
 // Keys idx[0..n) of row r of a streamed tile, in chunks: scores on gathered K rows, the online
 // softmax (or an elementwise normaliser) and the gathered V rows into the row's accumulator.
 void stream_keys(const KernelContext& c, GatherScratch& w, const HeadRows& hr, int h, int i, int r,
@@ -523,6 +674,7 @@ void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, i
   const HeadRows hr = head_rows(c, h);
   const int rows = i1 - i0;
   const float qscale = c.scale * (c.base2_softmax() ? kLog2e : 1.0f);
+  const int dp = dpbf16_blocks(c);  // > 0: streamed rows run on vdpbf16ps
   int kend = 0;
   const int64_t listed_before = entries;
   for (int r = 0; r < rows; ++r) {
@@ -535,11 +687,13 @@ void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, i
     if (n > 0) kend = std::max(kend, b[n - 1] + 1);
     entries += n;
     float* qs = w.q.data() + size_t(r) * c.dv;
-    if (c.half())
-      for (int k = 0; k < c.d; ++k) qs[k] = widen1(c.prec, c.q16_row(h, i)[k]) * qscale;
-    else
-      for (int k = 0; k < c.d; ++k) qs[k] = c.p.q_row(h, i)[k] * qscale;
-    if (hr.pairs) to_pair_order(qs, c.d);
+    if (dp == 0) {  // (stream_dpbf16 reads q where it is stored)
+      if (c.half())
+        for (int k = 0; k < c.d; ++k) qs[k] = widen1(c.prec, c.q16_row(h, i)[k]) * qscale;
+      else
+        for (int k = 0; k < c.d; ++k) qs[k] = c.p.q_row(h, i)[k] * qscale;
+      if (hr.pairs) to_pair_order(qs, c.d);
+    }
     std::fill_n(w.o.data() + size_t(r) * c.dv, c.dv, 0.0f);
     w.m[r] = kNegInf;
     w.l[r] = 0.0f;
@@ -563,12 +717,25 @@ void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, i
       else
         while (col[b] < k1) ++b;
       if (b == a) continue;
-      stream_keys(c, w, hr, h, i0 + r, r, col + a, int(b - a));
+      if (dp > 0) {
+        // The next row with keys left: its first keys are fetched while this segment ends.
+        int rn = r + 1;
+        while (rn < rows && w.cur[rn] == w.end[rn]) ++rn;
+        const int32_t* nx = rn < rows ? col + w.cur[rn] : nullptr;
+        const int nn = rn < rows ? int(w.end[rn] - w.cur[rn]) : 0;
+        dpbf16_segment(dp, c.q16_row(h, i0 + r), qscale, hr, col + a, int(b - a), nx, nn,
+                       w.o.data() + size_t(r) * c.dv, w.m[r], w.l[r]);
+      } else {
+        stream_keys(c, w, hr, h, i0 + r, r, col + a, int(b - a));
+      }
       w.cur[r] = b;
     }
   }
   for (int r = 0; r < rows; ++r) {
-    if (hr.pairs) from_pair_order(w.o.data() + size_t(r) * c.dv, c.dv);
+    if (dp > 0)
+      from_dp_order(w.o.data() + size_t(r) * c.dv, c.dv);
+    else if (hr.pairs)
+      from_pair_order(w.o.data() + size_t(r) * c.dv, c.dv);
     write_streamed_row(c, h, i0 + r, w.o.data() + size_t(r) * c.dv, w.m[r], w.l[r]);
   }
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/cpu/huge_pages.h"
 #include "compute/error.h"
 #include "compute/half_bits.h"
 #include "compute/kv/kv_precision.h"
@@ -73,17 +74,18 @@ void convert_inputs(KernelContext& c, ThreadPool& pool,
   const int d = c.d, dv = c.dv;
   const bool f16 = c.prec == Precision::F16;
   const int64_t q_rows = int64_t(c.H) * c.n_q, k_rows = int64_t(p.n_kv_heads) * c.n_k;
-  c.q16.resize(size_t(q_rows) * d);
-  c.k16.resize(size_t(k_rows + KernelContext::kPadRows) * d);
+  // Huge pages: key lists read K and V rows at random, and 4 KiB pages would miss the TLB.
+  resize_huge(c.q16, size_t(q_rows) * d);
+  resize_huge(c.k16, size_t(k_rows + KernelContext::kPadRows) * d);
   std::fill(c.k16.begin() + k_rows * d, c.k16.end(), uint16_t(0));
   // V rows for every kernel but AMX flash; V^T for AMX tiles (key lists on AMX need both: their
   // streamed rows read V rows, their dense tiles V^T).
   const bool v_rows = !c.amx || c.layout.kind == Layout::Kind::Indices;
   if (c.amx) {
     c.vt_ld = size_t(c.n_k + 32 + 31) / 32 * 32;  // whole 32-key tiles stay inside a row
-    c.vt16.resize(size_t(p.n_kv_heads) * dv * c.vt_ld);
+    resize_huge(c.vt16, size_t(p.n_kv_heads) * dv * c.vt_ld);
   }
-  if (v_rows) c.v16.resize(size_t(k_rows) * dv);
+  if (v_rows) resize_huge(c.v16, size_t(k_rows) * dv);
   auto convert = [&](const float* x, uint16_t* out, int n) {
     if (f16)
       to_f16(x, out, n);

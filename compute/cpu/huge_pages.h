@@ -14,10 +14,10 @@ void advise_huge_pages(const void* p, size_t bytes);
 
 // v.resize(n) (new elements value-initialised), advising huge pages before the new storage is
 // first touched when it has to grow.
-template <class T>
-void resize_huge(std::vector<T>& v, size_t n) {
+template <class T, class A>
+void resize_huge(std::vector<T, A>& v, size_t n) {
   if (n > v.capacity()) {
-    std::vector<T> grown;
+    std::vector<T, A> grown;
     grown.reserve(n);
     advise_huge_pages(grown.data(), n * sizeof(T));
     grown.assign(v.begin(), v.end());

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "compute/cpu/amx_tiles.h"
+#include "compute/cpu/huge_pages.h"
 #include "compute/cpu/kernel_context.h"
 #include "compute/cpu/kernel_set.h"
 #include "compute/cpu/thread_pool.h"

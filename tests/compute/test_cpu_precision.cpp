@@ -266,6 +266,35 @@ TEST(CpuPrecision, SharedKeyListsRunAsPackedTiles) {
   }
 }
 
+// Long, sparse key lists (a few percent of each row, so no dense tile takes them): the streamed
+// rows, which on the AMX set run on bf16 dot products (vdpbf16ps), for head sizes of 1 to 4
+// blocks of 32, GQA, a causal N >= 4096 and odd list lengths (pairs of keys padded).
+TEST(CpuPrecision, SparseKeyListsOverBf16RowsMatchTheReference) {
+  auto reference = make_reference_backend();
+  struct Shape {
+    int heads, kv_heads, n, d, k;
+  };
+  for (const Shape& s : {Shape{2, 1, 4099, 64, 37}, Shape{3, 3, 1500, 128, 21},
+                         Shape{2, 2, 1300, 32, 50}, Shape{4, 2, 1200, 96, 17}}) {
+    const Problem p = random_problem(s.heads, s.kv_heads, s.n, s.n, s.d, true, 500 + s.d);
+    const Layout l = index_layout(p, s.k, 31 + s.d);
+    const Variant v = make_variant("dense");
+    const Result exact = reference->execute(v, p, l, {});
+    const Result ref = reference->execute(v, rounded(p, Precision::Bf16), l, {});
+    const double u = unit_roundoff(Precision::Bf16);
+    for (const cpu::KernelSet* set : cpu::available_kernel_sets()) {
+      const std::string what = std::string(set->isa) + " N=" + std::to_string(s.n) +
+                               " d=" + std::to_string(s.d) + " k=" + std::to_string(s.k);
+      const Result r = run_in(set, v, p, l, Precision::Bf16);
+      EXPECT_LT(relative_error(r.o, ref.o), set->amx ? 0.5 * u : kF32Tol) << what;
+      EXPECT_LT(relative_error(r.o, exact.o), u) << what;
+      for (size_t i = 0; i < r.row_stat.size(); ++i)
+        ASSERT_NEAR(r.row_stat[i], ref.row_stat[i], 1e-5 * (1.0 + std::fabs(ref.row_stat[i])))
+            << what << " row stat " << i;
+    }
+  }
+}
+
 // The same for the other normalisers and modifiers that run through the same kernels.
 TEST(CpuPrecision, NormalisersAndModifiersInReducedPrecision) {
   auto reference = make_reference_backend();
