@@ -14,25 +14,53 @@
 
 namespace attn {
 
+namespace {
+
+// relative_error() of n entries.
+double relative_error_of(const float* o, const float* o_ref, size_t n) {
+  // Equal outputs (the dense reference against itself): every difference is 0, or NaN where an
+  // entry is not finite, so the loop below would give 0 or NaN; found without its sequential
+  // double sums.
+  if (n == 0 || o == o_ref || std::memcmp(o, o_ref, n * sizeof(float)) == 0) {
+    // x * 0 is 0 for finite x and NaN otherwise: sixteen lanes of it (one vector), no branch.
+    constexpr size_t kLanes = 16;
+    float zero[kLanes] = {};
+    size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      for (size_t l = 0; l < kLanes; ++l) zero[l] += o[i + l] * 0.0f;
+    for (size_t l = 0; i < n; ++i, ++l) zero[l] += o[i] * 0.0f;
+    float all = 0;
+    for (float z : zero) all += z;
+    return all == 0 ? 0.0 : std::numeric_limits<double>::quiet_NaN();
+  }
+  // In double, eight partial sums at a time (one vector of them), then the tail.
+  constexpr size_t kLanes = 8;
+  double nums[kLanes] = {}, dens[kLanes] = {};
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (size_t l = 0; l < kLanes; ++l) {
+      const double e = double(o[i + l]) - double(o_ref[i + l]), r = double(o_ref[i + l]);
+      nums[l] += e * e;
+      dens[l] += r * r;
+    }
+  for (size_t l = 0; i < n; ++i, ++l) {
+    const double e = double(o[i]) - double(o_ref[i]), r = double(o_ref[i]);
+    nums[l] += e * e;
+    dens[l] += r * r;
+  }
+  double num = 0, den = 0;
+  for (size_t l = 0; l < kLanes; ++l) num += nums[l], den += dens[l];
+  if (den == 0) return num == 0 ? 0.0 : std::numeric_limits<double>::infinity();
+  return std::sqrt(num / den);
+}
+
+}  // namespace
+
 double relative_error(const std::vector<float>& o, const std::vector<float>& o_ref) {
   require(o.size() == o_ref.size(), ErrorCode::InvalidArgument,
           "relative_error: outputs differ in size (" + std::to_string(o.size()) + " vs " +
               std::to_string(o_ref.size()) + ")");
-  // Equal outputs (the dense reference against itself): every difference is 0, or NaN where an
-  // entry is not finite, so the loop below would give 0 or NaN; found without its sequential
-  // double sums.
-  if (o.empty() || std::memcmp(o.data(), o_ref.data(), o.size() * sizeof(float)) == 0) {
-    const bool finite = std::all_of(o.begin(), o.end(), [](float x) { return std::isfinite(x); });
-    return finite ? 0.0 : std::numeric_limits<double>::quiet_NaN();
-  }
-  double num = 0, den = 0;
-  for (size_t i = 0; i < o.size(); ++i) {
-    double e = double(o[i]) - double(o_ref[i]);
-    num += e * e;
-    den += double(o_ref[i]) * double(o_ref[i]);
-  }
-  if (den == 0) return num == 0 ? 0.0 : std::numeric_limits<double>::infinity();
-  return std::sqrt(num / den);
+  return relative_error_of(o.data(), o_ref.data(), o.size());
 }
 
 namespace {
@@ -372,6 +400,56 @@ Metrics merge_head_metrics(const Variant& v, const Problem& p, const Result& var
     kl[size_t(h)] = hm.row_kl * p.n_q;  // NaN where rows are no distributions (finish() too)
   }
   finish(m, p, recall, kl, v.normaliser().normalised(), sink_threshold);
+  return m;
+}
+
+HeadComparison::HeadComparison(const Problem& p, const Result& var, const Result& ref, int h)
+    : p_(p), var_(var), ref_(ref), h_(h) {
+  check_shapes(p, var, ref);
+  require(h >= 0 && h < p.n_heads, ErrorCode::InvalidArgument,
+          "HeadComparison: head " + std::to_string(h) + " of " + std::to_string(p.n_heads));
+  entropy_.assign(size_t(p.n_q), 0.0f);
+  received_.assign(size_t(p.n_k), 0.0);
+}
+
+void HeadComparison::add(const SoftmaxRows& rows) {
+  require(rows.n_k == p_.n_k && rows.i0 >= 0 && rows.i1 <= p_.n_q, ErrorCode::InvalidArgument,
+          "HeadComparison: rows of another problem");
+  const bool same = &var_ == &ref_;
+  for (int i = rows.i0; i < rows.i1; ++i) {
+    const size_t a = size_t(i - rows.i0);
+    const double mass = rows.mass[a];
+    const float lse = var_.row_stat[size_t(h_) * p_.n_q + size_t(i)];
+    const float lse_ref = ref_.row_stat[size_t(h_) * p_.n_q + size_t(i)];
+    // Plain softmax rows: b / a = exp(lse_var - lse_ref) on every kept key (one factor per row),
+    // so recall and KL follow from the row's mass, as in compare().
+    recall_ += same ? mass : mass * std::exp(double(lse) - double(lse_ref));
+    kl_ += same ? 0.0 : mass * (double(lse_ref) - double(lse));
+    entropy_[size_t(i)] = float(mass > 0 ? std::log(mass) - rows.a_log_a[a] / mass : 0.0);
+  }
+  using RowMatrixD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<Eigen::RowVectorXd>(received_.data(), p_.n_k) +=
+      Eigen::Map<const RowMatrixD>(rows.p.data(), rows.i1 - rows.i0, p_.n_k).colwise().sum();
+}
+
+Metrics HeadComparison::metrics(double sink_threshold) const {
+  const size_t os = size_t(p_.n_q) * size_t(p_.d), off = size_t(h_) * os;
+  Metrics m;
+  m.rel_error = relative_error_of(var_.o.data() + off, ref_.o.data() + off, os);
+  // The head's share of the layer's stats, as head_result() counts it.
+  m.stats = var_.stats;
+  const int64_t visible = visible_entries(p_);
+  m.stats.kept_entries = layout_kept_entries(var_.layout, p_, h_);
+  m.stats.density = visible > 0 ? double(m.stats.kept_entries) / double(visible) : 0.0;
+  m.density = m.stats.density;
+  m.entropy = entropy_;
+  m.received.resize(size_t(p_.n_k));
+  for (int j = 0; j < p_.n_k; ++j) m.received[size_t(j)] = float(received_[size_t(j)] / p_.n_q);
+  m.mass_recall = recall_ / p_.n_q;
+  m.row_kl = kl_ / p_.n_q;
+  m.sink_score = m.received;  // one head: the received mass itself
+  for (int j = 0; j < p_.n_k; ++j)
+    if (m.sink_score[size_t(j)] > sink_threshold) m.sinks.push_back(j);
   return m;
 }
 

@@ -39,6 +39,30 @@ Metrics compare_naive(const Variant& v, const Problem& p, const Result& var, con
 Metrics merge_head_metrics(const Variant& v, const Problem& p, const Result& var, const Result& ref,
                            const std::vector<Metrics>& heads, double sink_threshold = 0.3);
 
+struct SoftmaxRows;
+
+// compare() of head h alone against dense, fed the head's rows as softmax_rows() gives them (a
+// plain-softmax variant at the reference's precision, plain_softmax()): what compare() of
+// head_problem(p, h), head_result(var, p, h) and head_result(ref, p, h) gives, up to rounding,
+// without a pass of its own over the scores, for a caller that reads the same rows for more (the
+// head grid's role scores). Rows come in any order, each once.
+class HeadComparison {
+ public:
+  HeadComparison(const Problem& p, const Result& var, const Result& ref, int h);
+  void add(const SoftmaxRows& rows);
+  // Once every row is in.
+  Metrics metrics(double sink_threshold = 0.3) const;
+
+ private:
+  const Problem& p_;
+  const Result& var_;
+  const Result& ref_;
+  int h_;
+  std::vector<float> entropy_;    // f32 [n_q]
+  std::vector<double> received_;  // f64 [n_k]: summed over the rows
+  double recall_ = 0, kl_ = 0;    // summed over the rows
+};
+
 // Relative Frobenius error of two outputs of equal size.
 double relative_error(const std::vector<float>& o, const std::vector<float>& o_ref);
 

@@ -3,6 +3,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "compute/approximation.h"
@@ -50,6 +51,15 @@ void check_range(const Problem& p, const Result& r, int h, int i0, int i1, int k
   require(
       r.n_heads == p.n_heads && r.n_q == p.n_q && r.row_stat.size() == size_t(p.n_heads) * p.n_q,
       ErrorCode::InvalidArgument, "probabilities: result does not belong to this problem");
+}
+
+constexpr int kPacket = 16;  // floats in a 64-byte line (an AVX-512 packet)
+
+// n floats of `v` starting on a 64-byte line (v grows by a packet to leave room for it).
+float* aligned_floats(std::vector<float>& v, size_t n) {
+  v.resize(n + kPacket);
+  const size_t misfit = reinterpret_cast<uintptr_t>(v.data()) % 64;
+  return v.data() + (misfit ? (64 - misfit) / sizeof(float) : 0);
 }
 
 // Selective attention's accumulated ReLU'd logits from rows [0, i0) over keys [k0, k1).
@@ -113,6 +123,92 @@ void probability_block(const Variant& v, const Problem& p, const Result& r, int 
         }
       }
     }
+  }
+}
+
+bool plain_softmax(const Variant& v) {
+  return !v.approximation() && !v.selective() && v.mods().empty() &&
+         v.normaliser().kind == Normaliser::Kind::Softmax;
+}
+
+void softmax_rows(const Problem& p, const Result& r, int h, int i0, int i1, SoftmaxRows& out) {
+  check_range(p, r, h, i0, i1, 0, p.n_k);
+  const int rows = i1 - i0, n_k = p.n_k;
+  out.i0 = i0;
+  out.i1 = i1;
+  out.n_k = n_k;
+  out.p.assign(size_t(rows) * size_t(n_k), 0.0);
+  out.mass.assign(size_t(rows), 0.0);
+  out.a_log_a.assign(size_t(rows), 0.0);
+  if (rows == 0 || n_k == 0) return;
+  const bool dense = r.layout.kind == Layout::Kind::Dense;
+  const bool prefix = p.causal && p.q_pos.empty() && p.k_pos.empty();  // visible: a prefix
+  // Keys [lo, hi) hold every kept key of the rows: a pattern's kept keys first (a window's few
+  // hundred instead of the whole prefix), a dense causal block's prefix up to its last query.
+  int lo = 0, hi = n_k;
+  if (!dense) {
+    out.keys.clear();
+    out.start.assign(size_t(rows) + 1, 0);
+    lo = n_k, hi = 0;
+    for (int i = i0; i < i1; ++i) {
+      layout_row_keys(r.layout, p, h, i, out.row_keys);  // ascending, visible
+      out.keys.insert(out.keys.end(), out.row_keys.begin(), out.row_keys.end());
+      out.start[size_t(i - i0) + 1] = int64_t(out.keys.size());
+      if (!out.row_keys.empty())
+        lo = std::min(lo, out.row_keys.front()), hi = std::max(hi, out.row_keys.back() + 1);
+    }
+  } else if (prefix) {
+    hi = std::clamp(p.qpos(i1 - 1) + 1, 0, n_k);
+  }
+  if (hi <= lo) return;  // nothing kept
+  // Rows of the scores and the exponentials start on 64-byte lines and run to a whole number of
+  // 16-float packets, so that Eigen's vectorised exp covers a row without scalar head or tail
+  // (its scalar loop calls expf entry by entry). The padding is never read as a probability.
+  const int w = hi - lo, ws = (w + kPacket - 1) / kPacket * kPacket;
+  float* const sc = aligned_floats(out.scores, size_t(rows) * size_t(ws));
+  float* const ex = aligned_floats(out.exps, size_t(ws));
+  using Padded = Eigen::Map<Eigen::ArrayXf, Eigen::Aligned64>;
+  const auto padded = [](int n) { return (n + kPacket - 1) / kPacket * kPacket; };
+  Eigen::Map<RowMatrix, Eigen::Aligned64, Eigen::OuterStride<>> s(sc, rows, w,
+                                                                   Eigen::OuterStride<>(ws));
+  // q k straight into the rows (a scaled product would go through a column-major temporary);
+  // the scale is applied with the log-sum-exp below.
+  s.noalias() = ConstMap(p.q_row(h, i0), rows, p.d) * ConstMap(p.k_row(h, lo), w, p.d).transpose();
+  for (int a = 0; a < rows; ++a) std::fill(sc + size_t(a) * ws + w, sc + size_t(a + 1) * ws, 0.f);
+  const float scale = p.effective_scale();
+  // Exponentials in f32, stored in double; a dense row's sums in f32 too (Eigen's vectorised
+  // reductions, as compare() takes them), a pattern's over its kept keys in double.
+  for (int i = i0; i < i1; ++i) {
+    const size_t a = size_t(i - i0);
+    const float lse = r.row_stat[size_t(h) * p.n_q + size_t(i)];
+    double* o = out.p.data() + a * size_t(n_k);
+    float* x = sc + a * size_t(ws);  // log a = s - lse, over keys [lo, hi)
+    if (dense) {  // lo = 0
+      const int end = prefix ? std::clamp(p.qpos(i) + 1, 0, hi) : hi;
+      if (end == 0) continue;
+      Padded(x, padded(end)) = Padded(x, padded(end)) * scale - lse;
+      if (p.causal && !prefix)
+        for (int j = 0; j < end; ++j)
+          if (!p.visible(i, j)) x[j] = -1e30f;  // exp gives 0, and 0 * x stays 0
+      Padded(ex, padded(end)) = Padded(x, padded(end)).exp();
+      const auto xs = Eigen::Map<const Eigen::ArrayXf>(x, end);
+      const auto es = Eigen::Map<const Eigen::ArrayXf>(ex, end);
+      out.mass[a] = es.sum();
+      out.a_log_a[a] = (es * xs).sum();
+      for (int j = 0; j < end; ++j) o[j] = double(ex[j]);
+      continue;
+    }
+    Padded(x, ws) = Padded(x, ws) * scale - lse;
+    Padded(ex, ws) = Padded(x, ws).exp();
+    double mass = 0, a_log_a = 0;
+    for (int64_t c = out.start[a]; c < out.start[a + 1]; ++c) {
+      const int32_t j = out.keys[size_t(c)] - lo;
+      o[j + lo] = double(ex[j]);
+      mass += double(ex[j]);
+      a_log_a += double(ex[j]) * double(x[j]);
+    }
+    out.mass[a] = mass;
+    out.a_log_a[a] = a_log_a;
   }
 }
 

@@ -1,12 +1,16 @@
 // Metrics on hand-made cases whose values are known in closed form.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <string>
 
 #include "compute/backend.h"
 #include "compute/error.h"
 #include "compute/layer_analysis.h"
 #include "compute/metrics.h"
+#include "compute/probabilities.h"
 #include "compute/registry.h"
 
 using namespace attn;
@@ -58,8 +62,74 @@ TEST(Metrics, MergedHeadMetricsEqualTheLayers) {
   EXPECT_THROW(merge_head_metrics(make_variant("dense"), p, r, r, {}), Error);  // no heads
 }
 
+// A head compared from its softmax rows (HeadComparison over softmax_rows() blocks, what the
+// head grid does to share the rows with the role scores) gives compare() of the head's slices:
+// grouped-query heads, causal and not, dense, static and dynamic patterns, rows in blocks of 64
+// (and 2,000-row blocks, one block), the dense reference against itself.
+TEST(Metrics, HeadComparisonFromSoftmaxRowsEqualsCompare) {
+  for (bool causal : {true, false})
+    for (const char* spec : {"dense", "window(size=16)", "topk(k=8)"})
+      for (int block : {64, 2000}) {
+        const Problem p = random_problem(4, 2, 150, 150, 16, causal, 13);
+        auto backend = make_backend("cpu");
+        const Variant v = make_variant(spec);
+        ASSERT_TRUE(plain_softmax(v));
+        const Result ref = run(make_variant("dense"), p, *backend);
+        const Result run_var = run(v, p, *backend);
+        const Result& var = std::string(spec) == "dense" ? ref : run_var;
+        for (int h = 0; h < p.n_heads; ++h) {
+          SCOPED_TRACE(std::string(spec) + (causal ? " causal" : " bidirectional") + " head " +
+                       std::to_string(h) + " block " + std::to_string(block));
+          HeadComparison cmp(p, var, ref, h);
+          SoftmaxRows rows;
+          for (int i0 = 0; i0 < p.n_q; i0 += block) {
+            softmax_rows(p, var, h, i0, std::min(p.n_q, i0 + block), rows);
+            cmp.add(rows);
+          }
+          const Metrics got = cmp.metrics();
+          const Metrics want =
+              compare(v, head_problem(p, h), head_result(var, p, h), head_result(ref, p, h));
+          EXPECT_NEAR(got.rel_error, want.rel_error, 1e-12);
+          EXPECT_EQ(got.density, want.density);
+          EXPECT_EQ(got.stats.kept_entries, want.stats.kept_entries);
+          EXPECT_NEAR(got.mass_recall, want.mass_recall, 1e-6);
+          EXPECT_NEAR(got.row_kl, want.row_kl, 1e-5);
+          ASSERT_EQ(got.entropy.size(), want.entropy.size());
+          for (size_t i = 0; i < want.entropy.size(); ++i)
+            ASSERT_NEAR(got.entropy[i], want.entropy[i], 1e-5) << i;
+          ASSERT_EQ(got.received.size(), want.received.size());
+          for (size_t j = 0; j < want.received.size(); ++j)
+            ASSERT_NEAR(got.received[j], want.received[j], 1e-6) << j;
+          EXPECT_EQ(got.sink_score, got.received);
+          EXPECT_EQ(got.sinks, want.sinks);
+          // Every row is a distribution over its kept keys, 0 elsewhere.
+          softmax_rows(p, var, h, 0, p.n_q, rows);
+          for (int i = 0; i < p.n_q; ++i) {
+            double sum = 0;
+            for (int j = 0; j < p.n_k; ++j) {
+              const double a = rows.row(i)[j];
+              if (!layout_keeps(var.layout, p, h, i, j)) ASSERT_EQ(a, 0.0) << i << "," << j;
+              sum += a;
+            }
+            ASSERT_NEAR(sum, 1.0, 1e-5) << i;
+            ASSERT_NEAR(rows.mass[size_t(i)], sum, 1e-5) << i;
+          }
+        }
+      }
+}
+
 TEST(Metrics, RelativeErrorByHand) {
   EXPECT_DOUBLE_EQ(relative_error({3, 4}, {3, 4}), 0.0);
+  // Equal outputs: 0, or NaN where an entry is not finite (wherever it sits in the vector).
+  std::vector<float> equal(37, 1.5f);
+  EXPECT_DOUBLE_EQ(relative_error(equal, equal), 0.0);
+  for (size_t at : {size_t(0), size_t(20), size_t(36)}) {
+    std::vector<float> bad = equal;
+    bad[at] = std::numeric_limits<float>::infinity();
+    EXPECT_TRUE(std::isnan(relative_error(bad, bad))) << at;
+    bad[at] = std::nanf("");
+    EXPECT_TRUE(std::isnan(relative_error(bad, bad))) << at;
+  }
   EXPECT_NEAR(relative_error({3, 4}, {0, 5}), std::sqrt(9.0 + 1.0) / 5.0, 1e-12);
   EXPECT_THROW(relative_error({1, 2}, {1}), Error);
 }
