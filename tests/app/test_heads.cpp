@@ -24,6 +24,8 @@
 #include "app/core/heads/interventions.h"
 #include "compute/backend.h"
 #include "compute/error.h"
+#include "compute/layer_analysis.h"
+#include "compute/metrics.h"
 #include "compute/probabilities.h"
 #include "compute/registry.h"
 #include "tests/app/image_compare.h"
@@ -96,6 +98,59 @@ TEST(HeadRoles, SoftmaxRowsFastPathMatchesTheGeneralOne) {
         }
       }
     }
+}
+
+// One pass over a head's rows (panel_head(): the head grid's path) gives what the separate passes
+// give: compare() of the head's slices, panel_role_scores() and the previous-token metric; a
+// modified variant, and a precision other than the reference's, take the separate passes.
+TEST(HeadRoles, OnePassOverAHeadMatchesTheSeparatePasses) {
+  std::mt19937 rng(9);
+  for (bool causal : {true, false})
+    for (const char* spec : {"dense", "window(size=16)", "topk(k=8)"}) {
+      const Problem p = random_problem(4, 2, 150, 150, 16, causal, 23);
+      std::vector<int32_t> ids(150);
+      for (auto& t : ids) t = int32_t(rng() % 7);
+      auto backend = make_backend("cpu");
+      const Variant v = make_variant(spec);
+      const Result ref = run(make_variant("dense"), p, *backend);
+      const Result r = run(v, p, *backend);
+      for (int h = 0; h < p.n_heads; ++h) {
+        SCOPED_TRACE(std::string(spec) + (causal ? " causal" : " bidirectional") + " head " +
+                     std::to_string(h));
+        SoftmaxRows scratch;
+        const auto one = core::panel_head(v, p, r, ref, h, &ids, h % 2 ? &scratch : nullptr);
+        ASSERT_TRUE(one.has_value());
+        const Metrics m =
+            compare(v, head_problem(p, h), head_result(r, p, h), head_result(ref, p, h));
+        EXPECT_NEAR(one->metrics.rel_error, m.rel_error, 1e-12);
+        EXPECT_EQ(one->metrics.density, m.density);
+        EXPECT_NEAR(one->metrics.mass_recall, m.mass_recall, 1e-6);
+        EXPECT_NEAR(one->metrics.row_kl, m.row_kl, 1e-5);
+        for (size_t i = 0; i < m.entropy.size(); ++i)
+          ASSERT_NEAR(one->metrics.entropy[i], m.entropy[i], 1e-5) << i;
+        const core::RoleScores roles = core::panel_role_scores(v, p, r, h, &ids);
+        for (size_t i = 0; i < roles.value.size(); ++i) {
+          if (std::isnan(roles.value[i]))
+            EXPECT_TRUE(std::isnan(one->roles.value[i])) << core::head_roles()[i].name;
+          else
+            EXPECT_NEAR(one->roles.value[i], roles.value[i], 1e-9) << core::head_roles()[i].name;
+        }
+        EXPECT_EQ(one->roles.offset, roles.offset);
+        const Metrics none;
+        const double prev =
+            core::head_metrics()[size_t(core::head_metric_index("prev_token"))].value(
+                {v, p, r, h, none, nullptr});
+        EXPECT_NEAR(one->previous_token, prev, 1e-6);
+      }
+    }
+  const Problem p = random_problem(2, 2, 40, 40, 16, true, 5);
+  auto backend = make_backend("cpu");
+  const Result ref = run(make_variant("dense"), p, *backend);
+  const Variant alibi = make_variant("dense+alibi");
+  EXPECT_FALSE(core::panel_head(alibi, p, run(alibi, p, *backend), ref, 0, nullptr));
+  Result bf16 = ref;
+  bf16.stats.precision = Precision::Bf16;
+  EXPECT_FALSE(core::panel_head(make_variant("dense"), p, bf16, ref, 0, nullptr));
 }
 
 // A causal pattern f32 [n, n] from a rule giving each row's weights (normalised here).

@@ -15,6 +15,7 @@
 #include "compute/fallback.h"
 #include "compute/layer_analysis.h"
 #include "compute/parallel.h"
+#include "compute/probabilities.h"
 #include "compute/problem.h"
 #include "compute/registry.h"
 #include "models/arch/default_models.h"
@@ -527,23 +528,37 @@ void add_metrics_in(Analysis* a, const Options& o) {
       }
       continue;
     }
-    // Head by head, every panel in turn: the head's problem and dense result are sliced once
-    // for all panels. Then the layer's metrics follow from the heads' (no second pass).
+    // Head by head, every panel in turn. A plain-softmax panel's rows are computed once for its
+    // comparison with dense, its role scores and its previous-token mass (panel_head()); other
+    // panels compare the head's slices (the problem and dense result sliced once for them all).
+    // Then the layer's metrics follow from the heads' (no second pass).
     std::vector<std::vector<Metrics>> heads(P, std::vector<Metrics>(size_t(H)));
     parallel_for(
         H,
         [&](int h) {
-          const Problem ph = head_problem(p, h);
-          const Result rh = head_result(ref, p, h);
+          std::optional<Problem> ph;
+          std::optional<Result> rh;
+          SoftmaxRows rows;  // every panel's row blocks of this head, in turn
           for (size_t k = 0; k < P; ++k) {
+            check_cancel(o);
             Panel& panel = *todo[k];
+            const Variant& v = *panel.variant;
             const Result& var = result(k, l);
             Metrics& m = heads[k][size_t(h)];
-            m = compare(*panel.variant, ph, head_result(var, p, h), rh, 0.3, o.cancel);
-            const RoleScores roles = panel_role_scores(*panel.variant, p, var, h, &a->input.ids);
-            const HeadMetricInput hi{*panel.variant, p, var, h, m, &roles};
-            for (size_t t = 0; t < table.size(); ++t)
-              panel.head_values[t][size_t(l) * size_t(H) + size_t(h)] = float(table[t].value(hi));
+            const auto put = [&](const HeadMetricInput& hi) {
+              for (size_t t = 0; t < table.size(); ++t)
+                panel.head_values[t][size_t(l) * size_t(H) + size_t(h)] =
+                    float(table[t].value(hi));
+            };
+            if (std::optional<PanelHead> one = panel_head(v, p, var, ref, h, &a->input.ids, &rows)) {
+              m = std::move(one->metrics);
+              put({v, p, var, h, m, &one->roles, one->previous_token});
+              continue;
+            }
+            if (!ph) ph = head_problem(p, h), rh = head_result(ref, p, h);
+            m = compare(v, *ph, head_result(var, p, h), *rh, 0.3, o.cancel);
+            const RoleScores roles = panel_role_scores(v, p, var, h, &a->input.ids);
+            put({v, p, var, h, m, &roles});
           }
         },
         o.threads);

@@ -3,10 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-
-// GCC 12 warns inside Eigen's AVX-512 packet code (a known false positive).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <Eigen/Dense>
+#include <optional>
 
 #include "compute/error.h"
 #include "compute/probabilities.h"
@@ -21,19 +18,11 @@ double mean(const std::vector<float>& v) {
   return s / double(v.size());
 }
 
-// Softmax attention with no modifiers over any kept set (dense or a pattern's): its rows are
-// exp(s - lse) over the kept keys, with lse the result's row statistic. One f32 GEMM and
-// vectorised exponentials per block of rows, where probability_block() (any variant) works entry
-// by entry in double precision.
-bool plain_softmax(const Variant& v) {
-  return !v.approximation() && !v.selective() && v.mods().empty() &&
-         v.normaliser().kind == Normaliser::Kind::Softmax;
-}
-
 // Mean over queries of the probability on the token just before the query (Olsson et al.
 // 2022, "In-context Learning and Induction Heads": previous-token heads; TransformerLens's
 // previous-token detector). O(d) per query: one entry of each row.
 double previous_token(const HeadMetricInput& in) {
+  if (in.previous_token) return *in.previous_token;  // taken from the rows already
   const Problem& p = in.problem;
   const int offset = p.n_k - p.n_q;  // key position of query i is offset + i
   // Softmax without modifiers: exp(s - lse) of the one entry, where kept (probability_row
@@ -80,95 +69,83 @@ HeadMetric role_metric(size_t index) {
 
 namespace {
 
-void dense_softmax_block(const Problem& p, const Result& r, int h, int i0, int i1,
-                         std::vector<double>& out) {
-  using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  const bool dense = r.layout.kind == Layout::Kind::Dense;
-  // Dense rows are written up to their causal limit and zeroed past it (below); a pattern's
-  // rows are zeroed first, then take their kept entries.
-  out.resize(size_t(i1 - i0) * size_t(p.n_k));
-  if (!dense) std::fill(out.begin(), out.end(), 0.0);
-  // A pattern's rows: their kept keys first, so that scores are computed only over the span of
-  // keys the block keeps (a window's few hundred instead of the whole prefix).
-  std::vector<int32_t> keys;
-  std::vector<int64_t> start(size_t(i1 - i0) + 1, 0);
-  int lo = 0, hi = p.n_k;
-  if (!dense) {
-    std::vector<int32_t> row;
-    lo = p.n_k, hi = 0;
-    for (int i = i0; i < i1; ++i) {
-      layout_row_keys(r.layout, p, h, i, row);  // ascending kept keys
-      keys.insert(keys.end(), row.begin(), row.end());
-      start[size_t(i - i0) + 1] = int64_t(keys.size());
-      if (!row.empty()) lo = std::min(lo, row.front()), hi = std::max(hi, row.back() + 1);
-    }
-    if (hi <= lo) return;  // nothing kept
-  }
-  const Eigen::Map<const Mat> q(p.q_row(h, i0), i1 - i0, p.d);
-  const Eigen::Map<const Mat> k(p.k_row(h, lo), hi - lo, p.d);
-  Mat s = (q * k.transpose()) * p.effective_scale();  // columns: keys lo .. hi-1
-  int lim = p.causal ? 0 : p.n_k;  // keys visible to query i: a prefix growing with i
-  for (int i = i0; i < i1; ++i) {
-    if (p.causal)
-      while (lim < p.n_k && p.kpos(lim) <= p.qpos(i)) ++lim;
-    const int end = std::min(lim, hi);
-    double* o = out.data() + size_t(i - i0) * size_t(p.n_k);
-    if (dense) std::fill(o + std::max(end, 0), o + p.n_k, 0.0);
-    if (end <= lo) continue;
-    auto row = s.row(i - i0).head(end - lo).array();
-    row = (row - r.row_stat[size_t(h) * p.n_q + i]).exp();
-    if (dense) {
-      for (int j = 0; j < end; ++j) o[j] = double(row[j]);
-      continue;
-    }
-    for (int64_t c = start[size_t(i - i0)]; c < start[size_t(i - i0) + 1]; ++c) {
-      const int32_t j = keys[size_t(c)];
-      if (j >= end) break;
-      o[j] = double(row[j - lo]);
-    }
-  }
+// |x| of d floats, in double: eight partial sums (one vector of them), then the tail.
+double norm(const float* x, int d) {
+  constexpr int kLanes = 8;
+  double part[kLanes] = {};
+  int e = 0;
+  for (; e + kLanes <= d; e += kLanes)
+    for (int l = 0; l < kLanes; ++l) part[l] += double(x[e + l]) * double(x[e + l]);
+  for (int l = 0; e < d; ++e, ++l) part[l] += double(x[e]) * double(x[e]);
+  double s = 0;
+  for (double v : part) s += v;
+  return std::sqrt(s);
 }
+
+// A head's rows as the detectors read them, less the rows themselves: sizes, ids and the norms
+// of its outputs and values (the no-op role).
+HeadRows head_rows_of(const Problem& p, const Result& r, int head,
+                      const std::vector<int32_t>* ids) {
+  HeadRows rows;
+  rows.n_q = p.n_q;
+  rows.n_k = p.n_k;
+  rows.causal = p.causal;
+  if (ids && ids->size() == size_t(p.n_k)) rows.ids = ids;
+  rows.out_norm.resize(size_t(p.n_q));
+  rows.value_norm.resize(size_t(p.n_k));
+  for (int i = 0; i < p.n_q; ++i) rows.out_norm[size_t(i)] = norm(r.o_row(head, i), p.d);
+  for (int k = 0; k < p.n_k; ++k) rows.value_norm[size_t(k)] = norm(p.v_row(head, k), p.d);
+  return rows;
+}
+
+constexpr int kRows = 64;  // rows of a head computed at once (one GEMM per block)
 
 }  // namespace
 
 RoleScores panel_role_scores(const Variant& v, const Problem& p, const Result& r, int head,
                              const std::vector<int32_t>* ids) {
-  HeadRows rows;
-  rows.n_q = p.n_q;
-  rows.n_k = p.n_k;
-  rows.causal = p.causal;
-  // Rows come in order: probabilities are computed 64 rows at a time (one GEMM per block).
-  auto block = std::make_shared<std::vector<double>>();
+  HeadRows rows = head_rows_of(p, r, head, ids);
+  // Rows come in order: probabilities are computed kRows at a time.
+  auto block = std::make_shared<SoftmaxRows>();
+  auto general = std::make_shared<std::vector<double>>();
   auto block_start = std::make_shared<int>(-1);
-  constexpr int kRows = 64;
   const bool fast = plain_softmax(v);
-  rows.row = [&v, &p, &r, head, block, block_start, fast](int i, std::vector<double>&) {
+  rows.row = [&v, &p, &r, head, block, general, block_start, fast](int i, std::vector<double>&) {
     if (*block_start < 0 || i < *block_start || i >= *block_start + kRows) {
       *block_start = i - i % kRows;
       const int end = std::min(p.n_q, *block_start + kRows);
       if (fast)
-        dense_softmax_block(p, r, head, *block_start, end, *block);
+        softmax_rows(p, r, head, *block_start, end, *block);
       else
-        probability_block(v, p, r, head, *block_start, end, 0, p.n_k, *block);
+        probability_block(v, p, r, head, *block_start, end, 0, p.n_k, *general);
     }
-    return block->data() + size_t(i - *block_start) * size_t(p.n_k);
+    return fast ? block->row(i) : general->data() + size_t(i - *block_start) * size_t(p.n_k);
   };
-  if (ids && ids->size() == size_t(p.n_k)) rows.ids = ids;
-  rows.out_norm.resize(size_t(p.n_q));
-  rows.value_norm.resize(size_t(p.n_k));
-  for (int i = 0; i < p.n_q; ++i) {
-    const float* o = r.o_row(head, i);
-    double s = 0;
-    for (int e = 0; e < p.d; ++e) s += double(o[e]) * o[e];
-    rows.out_norm[size_t(i)] = std::sqrt(s);
-  }
-  for (int k = 0; k < p.n_k; ++k) {
-    const float* x = p.v_row(head, k);
-    double s = 0;
-    for (int e = 0; e < p.d; ++e) s += double(x[e]) * x[e];
-    rows.value_norm[size_t(k)] = std::sqrt(s);
-  }
   return role_scores(rows);
+}
+
+std::optional<PanelHead> panel_head(const Variant& v, const Problem& p, const Result& var,
+                                    const Result& ref, int head, const std::vector<int32_t>* ids,
+                                    SoftmaxRows* scratch) {
+  if (!plain_softmax(v) || var.stats.precision != ref.stats.precision) return std::nullopt;
+  const HeadRows rows = head_rows_of(p, var, head, ids);
+  RoleScorer roles(rows);
+  HeadComparison cmp(p, var, ref, head);
+  SoftmaxRows own;
+  SoftmaxRows& block = scratch ? *scratch : own;
+  const int offset = p.n_k - p.n_q;  // key position of query i is offset + i
+  double prev = 0;
+  int prev_rows = 0;
+  for (int i0 = 0; i0 < p.n_q; i0 += kRows) {
+    softmax_rows(p, var, head, i0, std::min(p.n_q, i0 + kRows), block);
+    cmp.add(block);
+    for (int i = block.i0; i < block.i1; ++i) {
+      roles.add(i, block.row(i));
+      if (offset + i - 1 >= 0) prev += block.row(i)[offset + i - 1], ++prev_rows;
+    }
+  }
+  return PanelHead{cmp.metrics(), roles.scores(),
+                   prev_rows ? prev / prev_rows : std::nan("")};
 }
 
 const std::vector<HeadMetric>& head_metrics() {

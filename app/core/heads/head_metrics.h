@@ -2,12 +2,14 @@
 // the `grid` figure. Adding a metric is one entry here.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "app/core/heads/head_roles.h"
 #include "compute/metrics.h"
+#include "compute/probabilities.h"
 
 namespace attn::core {
 
@@ -22,6 +24,9 @@ struct HeadMetricInput {
   // The head's role scores (head_roles.h) on this input; null where per-head metrics were
   // skipped (the role metrics are then NaN).
   const RoleScores* roles = nullptr;
+  // The previous-token mass where the caller read it off the head's rows (panel_head());
+  // computed from the problem when empty.
+  std::optional<double> previous_token = std::nullopt;
 };
 
 struct HeadMetric {
@@ -48,6 +53,20 @@ std::string canonical_head_metric(const std::string& name);
 // outputs and values; `ids` (may be null) are the input's token ids.
 RoleScores panel_role_scores(const Variant& v, const Problem& p, const Result& r, int head,
                              const std::vector<int32_t>* ids);
+// A head of a panel from one pass over its rows (each block of probabilities computed once):
+// compare() of the head alone against dense, its role scores, and the previous-token mass.
+struct PanelHead {
+  Metrics metrics;
+  RoleScores roles;
+  double previous_token = 0;
+};
+// Empty where the panel's rows take the general path (modifiers, another normaliser, an
+// approximation, or a precision other than the reference's): compare() and panel_role_scores()
+// then. `ref` is the dense result of the same problem; `scratch`, when given, holds the row
+// blocks (its buffers serve again from call to call).
+std::optional<PanelHead> panel_head(const Variant& v, const Problem& p, const Result& var,
+                                    const Result& ref, int head, const std::vector<int32_t>* ids,
+                                    SoftmaxRows* scratch = nullptr);
 const std::vector<std::string>& head_metric_names();
 std::string head_metric_title(const std::string& name);
 // Every metric's name and definition (then the deprecated aliases), for the verbs' --help.

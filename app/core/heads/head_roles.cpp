@@ -136,14 +136,8 @@ std::unique_ptr<RoleDetector> distance(const HeadRows& h, const RoleOptions&) {
   return mean_of([&h, index](const RoleRow& r) -> std::optional<double> {
     const int t = r.t, kend = r.kend, far = reach(h, t);
     if (t < 1 || far <= 0) return std::nullopt;
-    // sum_k row[k] |t - k|, split at t: t * mass - sum k row[k] before, the reverse after.
-    const int before = std::min(t + 1, kend);
-    double e = double(t) * mass(r, 0, before) -
-               index->head(before).matrix().dot(keys(r, 0, before).matrix());
-    if (kend > before)
-      e += index->segment(before, kend - before).matrix().dot(keys(r, before, kend).matrix()) -
-           double(t) * mass(r, before, kend);
-    return e / far;
+    // sum_k row[k] |t - k| over the keys the row sees, in one vectorised pass.
+    return (keys(r, 0, kend) * (index->head(kend) - double(t)).abs()).sum() / far;
   });
 }
 
@@ -307,8 +301,8 @@ HeadRows pattern_rows(const float* pattern, int n_q, int n_k, bool causal) {
   return h;
 }
 
-RoleScores role_scores(const HeadRows& h, const RoleOptions& o) {
-  require(h.n_q > 0 && h.n_k >= h.n_q && h.row, ErrorCode::InvalidArgument,
+RoleScorer::RoleScorer(const HeadRows& h, const RoleOptions& o) : h_(h) {
+  require(h.n_q > 0 && h.n_k >= h.n_q, ErrorCode::InvalidArgument,
           "head roles: the head has no attention rows");
   require(!h.ids || h.ids->size() == size_t(h.n_k), ErrorCode::InvalidArgument,
           "head roles: " + std::to_string(h.ids ? h.ids->size() : 0) + " token ids for " +
@@ -319,27 +313,38 @@ RoleScores role_scores(const HeadRows& h, const RoleOptions& o) {
   require(h.repeat_period <= 0 ||
               (h.repeat_start >= 0 && h.repeat_start + 2 * h.repeat_period <= h.n_k),
           ErrorCode::InvalidArgument, "head roles: the repeated sequence does not fit the input");
+  for (const HeadRole& role : head_roles()) detectors_.push_back(role.detector(h, o));
+}
+
+void RoleScorer::add(int i, const double* p) {
+  RoleRow row;
+  row.i = i;
+  row.t = h_.n_k - h_.n_q + i;
+  row.kend = h_.causal ? row.t + 1 : h_.n_k;
+  row.p = p;
+  for (const auto& d : detectors_) d->add(row);
+}
+
+RoleScores RoleScorer::scores() const {
   const auto& roles = head_roles();
-  std::vector<std::unique_ptr<RoleDetector>> detectors;
-  for (const HeadRole& role : roles) detectors.push_back(role.detector(h, o));
-  // One pass over the rows: each row is fetched (and perhaps converted) once for every role.
-  std::vector<double> scratch;
-  for (int i = 0; i < h.n_q; ++i) {
-    RoleRow row;
-    row.i = i;
-    row.t = h.n_k - h.n_q + i;
-    row.kend = h.causal ? row.t + 1 : h.n_k;
-    row.p = h.row(i, scratch);
-    for (const auto& d : detectors) d->add(row);
-  }
   RoleScores r;
   r.value.resize(roles.size());
   for (size_t k = 0; k < roles.size(); ++k) {
-    const double v = detectors[k]->score();
+    const double v = detectors_[k]->score();
     r.value[k] = std::isnan(v) ? v : std::clamp(v, 0.0, 1.0);
-    if (const int off = detectors[k]->offset()) r.offset = off;
+    if (const int off = detectors_[k]->offset()) r.offset = off;
   }
   return r;
+}
+
+RoleScores role_scores(const HeadRows& h, const RoleOptions& o) {
+  require(h.row != nullptr, ErrorCode::InvalidArgument,
+          "head roles: the head has no attention rows");
+  RoleScorer scorer(h, o);
+  // One pass over the rows: each row is fetched (and perhaps converted) once for every role.
+  std::vector<double> scratch;
+  for (int i = 0; i < h.n_q; ++i) scorer.add(i, h.row(i, scratch));
+  return scorer.scores();
 }
 
 }  // namespace attn::core

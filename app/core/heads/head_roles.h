@@ -89,6 +89,23 @@ struct RoleScores {
 // Scores of one head. Throws Error(InvalidArgument) for an empty head or ids of the wrong size.
 RoleScores role_scores(const HeadRows& h, const RoleOptions& o = {});
 
+// The same, handed the rows instead of fetching them (HeadRows::row unused): for a caller that
+// computes a head's rows for more than its roles (the head grid compares them with dense too).
+// Rows go in in order, i = 0 .. n_q - 1, each once. Keeps a reference to `h`.
+class RoleScorer {
+ public:
+  explicit RoleScorer(const HeadRows& h, const RoleOptions& o = {});
+  RoleScorer(const RoleScorer&) = delete;
+  RoleScorer& operator=(const RoleScorer&) = delete;
+  // Query row i's probabilities over keys [0, n_k).
+  void add(int i, const double* p);
+  RoleScores scores() const;  // once every row is in
+
+ private:
+  const HeadRows& h_;
+  std::vector<std::unique_ptr<RoleDetector>> detectors_;
+};
+
 // Rows of a dense pattern f32 [n_q, n_k] (row-major), for patterns held in memory.
 HeadRows pattern_rows(const float* pattern, int n_q, int n_k, bool causal = true);
 
