@@ -1,6 +1,13 @@
 #include "compute/mask.h"
 
+#include <limits>
+
 namespace attn {
+
+void Mask::drop_column(int32_t qp0, int32_t kp, int n, float* s) const {
+  for (int i = 0; i < n; ++i)
+    if (!keep(qp0 + i, kp)) s[i] = -std::numeric_limits<float>::infinity();
+}
 
 // Exact by brute force: stops as soon as the box is known to be mixed.
 BlockClass Mask::classify(int32_t q_lo, int32_t q_hi, int32_t k_lo, int32_t k_hi) const {

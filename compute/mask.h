@@ -16,6 +16,10 @@ class Mask {
   // Classifies the position box [q_lo, q_hi] x [k_lo, k_hi] (inclusive). Must never say Empty or
   // Full wrongly; may say Partial when unsure. Default: exact, by visiting every entry.
   virtual BlockClass classify(int32_t q_lo, int32_t q_hi, int32_t k_lo, int32_t k_hi) const;
+  // Sets s[i] = -inf for each i < n where query position qp0 + i may not attend to key position
+  // kp (one key's column of a score tile whose queries sit at consecutive positions). Default:
+  // keep() per entry; masks with a cheaper rule override it.
+  virtual void drop_column(int32_t qp0, int32_t kp, int n, float* s) const;
 };
 
 }  // namespace attn

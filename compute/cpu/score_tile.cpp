@@ -1,6 +1,5 @@
 #include "compute/cpu/score_tile.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include "compute/cpu/half_rows.h"
@@ -164,11 +163,19 @@ void finish_scores(const KernelContext& c, const QueryTile& t, const Chunk& ch, 
   }
   if (ch.partial && c.layout.mask) {
     const Mask& mask = *c.layout.mask;
+    const int32_t* qp = c.qpos.data() + t.q0;
+    // Queries at consecutive positions (the default): the mask drops whole runs of a column.
+    bool consecutive = true;
+    for (int i = 1; i < t.rows && consecutive; ++i) consecutive = qp[i] == qp[i - 1] + 1;
     for (int j = 0; j < ch.nj; ++j) {
       const int32_t kp = c.kpos[ch.j0 + j];
       float* s = st + size_t(j) * lds;
+      if (consecutive) {
+        mask.drop_column(qp[0], kp, t.rows, s);
+        continue;
+      }
       for (int i = 0; i < t.rows; ++i)
-        if (!mask.keep(c.qpos[t.q0 + i], kp)) s[i] = kNegInf;
+        if (!mask.keep(qp[i], kp)) s[i] = kNegInf;
     }
   }
 }

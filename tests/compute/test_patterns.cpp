@@ -2,6 +2,7 @@
 // against counted ones, and the selected layouts against the masks entry by entry.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "compute/layout.h"
@@ -112,6 +113,29 @@ TEST(Patterns, ClassifyAgreesWithBruteForceOnRandomBoxes) {
         EXPECT_GT(mixed, 0) << spec << ": random boxes never hit a partial block";
       }
     }
+  }
+}
+
+// A score tile's column drops exactly the entries keep() refuses, for every static pattern's
+// mask (offset masks by runs, the others entry by entry), at random positions and lengths.
+TEST(Patterns, DropColumnAgreesWithKeep) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> pos(-40, 400), len(0, 90);
+  for (const std::string& spec : kStaticSpecs) {
+    const Variant v = make_variant(spec);
+    std::vector<std::shared_ptr<const Mask>> masks{v.pattern()->mask()};
+    if (auto lm = v.select(positions_only(300, 300, false)).mask) masks.push_back(lm);
+    for (const auto& m : masks)
+      for (int t = 0; t < 800; ++t) {
+        const int32_t qp0 = pos(rng), kp = t % 2 ? qp0 - len(rng) : pos(rng);
+        const int n = len(rng);
+        std::vector<float> s(size_t(n) + 1, 1.0f);
+        m->drop_column(qp0, kp, n, s.data());
+        for (int i = 0; i < n; ++i)
+          ASSERT_EQ(std::isinf(s[size_t(i)]), !m->keep(qp0 + i, kp))
+              << spec << " qp " << qp0 + i << " kp " << kp;
+        ASSERT_EQ(s[size_t(n)], 1.0f) << spec << ": wrote past the column";
+      }
   }
 }
 

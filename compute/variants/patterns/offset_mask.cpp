@@ -1,6 +1,7 @@
 #include "compute/variants/patterns/offset_mask.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "compute/cpu/huge_pages.h"
 #include "compute/error.h"
@@ -24,6 +25,19 @@ int64_t OffsetMask::count_kept(int64_t lo, int64_t hi) const {
 bool OffsetMask::keep(int32_t qp, int32_t kp) const {
   int64_t d = int64_t(qp) - kp;
   return next_kept(d) == d;
+}
+
+void OffsetMask::drop_column(int32_t qp0, int32_t kp, int n, float* s) const {
+  const int64_t d0 = int64_t(qp0) - kp;
+  int64_t i = 0;
+  while (i < n) {
+    const int64_t kept = next_kept(d0 + i);  // entries [i, kept - d0) are dropped
+    const int64_t stop = kept == kNone ? n : std::min<int64_t>(n, kept - d0);
+    for (; i < stop; ++i) s[i] = -std::numeric_limits<float>::infinity();
+    if (i >= n) break;
+    const int64_t dropped = next_dropped(d0 + i);  // entries [i, dropped - d0) are kept
+    i = dropped == kNone ? n : std::min<int64_t>(n, dropped - d0);
+  }
 }
 
 BlockClass OffsetMask::classify(int32_t q_lo, int32_t q_hi, int32_t k_lo, int32_t k_hi) const {

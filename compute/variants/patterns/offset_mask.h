@@ -24,6 +24,8 @@ class OffsetMask : public Mask {
   virtual int64_t count_kept(int64_t lo, int64_t hi) const;
 
   bool keep(int32_t qp, int32_t kp) const override;
+  // By runs of kept and dropped offsets (offsets grow with i), not entry by entry.
+  void drop_column(int32_t qp0, int32_t kp, int n, float* s) const override;
   BlockClass classify(int32_t q_lo, int32_t q_hi, int32_t k_lo, int32_t k_hi) const override;
 };
 
