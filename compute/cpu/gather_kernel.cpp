@@ -801,8 +801,8 @@ void run_row(KernelContext& c, GatherScratch& w, int h, int i, std::vector<doubl
 // straight from K and V; a union first packs its keys' rows, so it needs more overlap.
 constexpr double kRangeMinOverlap = 0.25;
 constexpr double kUnionMinOverlap = 0.3;
-// (The same on AMX tiles: with streamed rows on bf16 dot products, 0.25 measured better than
-// 0.1 and 0.5 on top-1638 lists at N = 16384, 1.4x, and no worse elsewhere.)
+// (The same on AMX tiles: with streamed rows on bf16 dot products, 0.25 and 0.1 measured alike
+// on top-256 and top-1638 lists at N = 4096 and 16384, 0.5 slower.)
 
 // Rows i0..i1 (at most kBQ) of head h as one dense tile over the keys their lists name, entries
 // a row does not list masked to -inf. Lists that fill most of their key range (a top-k's early
