@@ -108,7 +108,9 @@ TEST(Metrics, HeadComparisonFromSoftmaxRowsEqualsCompare) {
             double sum = 0;
             for (int j = 0; j < p.n_k; ++j) {
               const double a = rows.row(i)[j];
-              if (!layout_keeps(var.layout, p, h, i, j)) ASSERT_EQ(a, 0.0) << i << "," << j;
+              if (!layout_keeps(var.layout, p, h, i, j)) {
+                ASSERT_EQ(a, 0.0) << i << "," << j;
+              }
               sum += a;
             }
             ASSERT_NEAR(sum, 1.0, 1e-5) << i;
