@@ -123,8 +123,11 @@ TEST(Patterns, DropColumnAgreesWithKeep) {
   std::uniform_int_distribution<int> pos(-40, 400), len(0, 90);
   for (const std::string& spec : kStaticSpecs) {
     const Variant v = make_variant(spec);
-    std::vector<std::shared_ptr<const Mask>> masks{v.pattern()->mask()};
-    if (auto lm = v.select(positions_only(300, 300, false)).mask) masks.push_back(lm);
+    std::vector<std::shared_ptr<const Mask>> masks;
+    masks.push_back(v.pattern()->mask());
+    Problem bidir = positions_only(300, 300, false);
+    std::shared_ptr<const Mask> lm = v.select(bidir).mask;
+    if (lm) masks.push_back(lm);
     for (const auto& m : masks)
       for (int t = 0; t < 800; ++t) {
         const int32_t qp0 = pos(rng), kp = t % 2 ? qp0 - len(rng) : pos(rng);
