@@ -164,13 +164,13 @@ void softmax_rows(const Problem& p, const Result& r, int h, int i0, int i1, Soft
   // Rows of the scores and the exponentials start on 64-byte lines and run to a whole number of
   // 16-float packets, so that Eigen's vectorised exp covers a row without scalar head or tail
   // (its scalar loop calls expf entry by entry). The padding is never read as a probability.
-  const int w = hi - lo, ws = (w + kPacket - 1) / kPacket * kPacket;
+  const auto padded = [](int n) { return (n + kPacket - 1) / kPacket * kPacket; };
+  const int w = hi - lo, ws = padded(w);
   float* const sc = aligned_floats(out.scores, size_t(rows) * size_t(ws));
   float* const ex = aligned_floats(out.exps, size_t(ws));
   using Padded = Eigen::Map<Eigen::ArrayXf, Eigen::Aligned64>;
-  const auto padded = [](int n) { return (n + kPacket - 1) / kPacket * kPacket; };
   Eigen::Map<RowMatrix, Eigen::Aligned64, Eigen::OuterStride<>> s(sc, rows, w,
-                                                                   Eigen::OuterStride<>(ws));
+                                                                  Eigen::OuterStride<>(ws));
   // q k straight into the rows (a scaled product would go through a column-major temporary);
   // the scale is applied with the log-sum-exp below.
   s.noalias() = ConstMap(p.q_row(h, i0), rows, p.d) * ConstMap(p.k_row(h, lo), w, p.d).transpose();
@@ -183,7 +183,7 @@ void softmax_rows(const Problem& p, const Result& r, int h, int i0, int i1, Soft
     const float lse = r.row_stat[size_t(h) * p.n_q + size_t(i)];
     double* o = out.p.data() + a * size_t(n_k);
     float* x = sc + a * size_t(ws);  // log a = s - lse, over keys [lo, hi)
-    if (dense) {  // lo = 0
+    if (dense) {                     // lo = 0
       const int end = prefix ? std::clamp(p.qpos(i) + 1, 0, hi) : hi;
       if (end == 0) continue;
       Padded(x, padded(end)) = Padded(x, padded(end)) * scale - lse;

@@ -74,18 +74,23 @@ void convert_inputs(KernelContext& c, ThreadPool& pool,
   const int d = c.d, dv = c.dv;
   const bool f16 = c.prec == Precision::F16;
   const int64_t q_rows = int64_t(c.H) * c.n_q, k_rows = int64_t(p.n_kv_heads) * c.n_k;
-  // Huge pages: key lists read K and V rows at random, and 4 KiB pages would miss the TLB.
-  resize_huge(c.q16, size_t(q_rows) * d);
-  resize_huge(c.k16, size_t(k_rows + KernelContext::kPadRows) * d);
+  // Every element is written below, so a buffer that grows keeps nothing of its old contents
+  // (cleared first: no copy); huge pages, as key lists read K and V rows at random.
+  auto storage = [](HalfBuffer& b, size_t n) {
+    b.clear();
+    resize_huge(b, n);
+  };
+  storage(c.q16, size_t(q_rows) * d);
+  storage(c.k16, size_t(k_rows + KernelContext::kPadRows) * d);
   std::fill(c.k16.begin() + k_rows * d, c.k16.end(), uint16_t(0));
   // V rows for every kernel but AMX flash; V^T for AMX tiles (key lists on AMX need both: their
   // streamed rows read V rows, their dense tiles V^T).
   const bool v_rows = !c.amx || c.layout.kind == Layout::Kind::Indices;
   if (c.amx) {
     c.vt_ld = size_t(c.n_k + 32 + 31) / 32 * 32;  // whole 32-key tiles stay inside a row
-    resize_huge(c.vt16, size_t(p.n_kv_heads) * dv * c.vt_ld);
+    storage(c.vt16, size_t(p.n_kv_heads) * dv * c.vt_ld);
   }
-  if (v_rows) resize_huge(c.v16, size_t(k_rows) * dv);
+  if (v_rows) storage(c.v16, size_t(k_rows) * dv);
   auto convert = [&](const float* x, uint16_t* out, int n) {
     if (f16)
       to_f16(x, out, n);
