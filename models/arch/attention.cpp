@@ -233,7 +233,8 @@ void ForwardContext::attention(int layer, Problem& p, float* out, float* probs) 
         },
         threads);
   }
-  substituted.push_back({layer, var_heads, r.stats});
+  substituted.push_back({layer, var_heads, r.stats, std::nullopt});
+  if (sub->keep_results && all) substituted.back().result = std::move(r);
 }
 
 EncoderScratch::EncoderScratch(int n, int hidden, int intermediate)

@@ -11,6 +11,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,9 @@ struct SubstitutedLayer {
   int layer = 0;
   std::vector<int> heads;  // query heads that used the variant
   Stats stats;             // the compute core's stats for those heads
+  // The variant's whole result on the layer's problem, when Substitution::keep_results asked for
+  // it (an analysis takes a dense pass's own results as its reference instead of a second run).
+  std::optional<Result> result;
 };
 
 struct ModelOutput {

@@ -17,6 +17,7 @@ struct Substitution {
   std::vector<int> layers;           // layers to substitute; empty = every layer
   std::vector<int> heads;            // query heads to substitute; empty = every head
   RunOptions run;                    // threads, cancellation
+  bool keep_results = false;         // SubstitutedLayer::result kept (every head substituted)
 
   bool applies(int layer) const;
   // Substituted query heads of a layer with `n_heads` heads, ascending.

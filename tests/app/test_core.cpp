@@ -262,6 +262,47 @@ TEST(Core, StagesAndCancellation) {
   EXPECT_NEAR(g.metric("prev_token")[5], head_grid(*full, 1).metric("prev_token")[5], 1e-6);
 }
 
+// The dense reference is what the model's own forward pass ran: the same results as running
+// dense again over the captured layers, bit for bit, with or without an ablation; a preview's
+// one head is run apart and full_heads() brings every head back.
+TEST(Core, TheReferenceIsTheForwardPassesOwnAttention) {
+  REQUIRE_MODEL("default-text");
+  for (const bool ablate : {false, true}) {
+    Session s = text_session();
+    if (ablate) s.ablation.heads = {"L0H1"};
+    const auto a = open(s, "");
+    ASSERT_TRUE(a->panels[0].ran());
+    ASSERT_EQ(a->panels[0].results->size(), size_t(a->n_layers()));
+    auto cpu = make_backend("cpu");
+    const std::vector<Result> again =
+        run_layers(*a->panels[0].variant, *a->problems, *cpu, RunOptions{});
+    for (int l = 0; l < a->n_layers(); ++l) {
+      const Result& got = a->panels[0].result(l);
+      ASSERT_EQ(got.o.size(), again[size_t(l)].o.size());
+      for (size_t i = 0; i < got.o.size(); ++i) ASSERT_EQ(got.o[i], again[size_t(l)].o[i]) << l;
+      for (size_t i = 0; i < got.row_stat.size(); ++i)
+        ASSERT_EQ(got.row_stat[i], again[size_t(l)].row_stat[i]) << l;
+    }
+    // The pass's logits are the model's with dense attention (another f32 kernel order).
+    models::ForwardOptions fo;
+    const auto iv = a->ablation;
+    fo.intervention = iv.get();
+    const models::ModelOutput plain = a->model->forward(a->input, fo);
+    ASSERT_EQ(plain.logits.size(), a->dense_out().logits.size());
+    for (size_t i = 0; i < plain.logits.size(); ++i)
+      ASSERT_NEAR(plain.logits[i], a->dense_out().logits[i], 1e-4) << i;
+    EXPECT_TRUE(a->dense_out().substituted.empty());
+  }
+  Options o;
+  o.preview_tokens = 8;
+  const auto pv = open(text_session(), "", o);
+  ASSERT_TRUE(pv->preview());
+  EXPECT_EQ(pv->panels[0].result(0).o.size(), size_t(pv->n_tokens()) * pv->problem(0).d);
+  const auto full = full_heads(*pv, o);
+  EXPECT_EQ(full->panels[0].result(0).o.size(),
+            size_t(full->n_heads()) * full->n_tokens() * full->problem(0).d);
+}
+
 // Raw tensors and synthetic problems go through the same core.
 TEST(Core, SyntheticAndTensorInputs) {
   Session s;

@@ -5,6 +5,7 @@
 // (`analyze --ablate --dump`, `patch`).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -561,9 +562,12 @@ TEST(Interventions, SessionAblationRunsTheWholeAnalysisOnTheAblatedModel) {
   const models::Intervention iv = core::ablation({{0, 3}, {1, 2}}, models::HeadEdit::Mean);
   const core::InterventionRun r = core::run_intervention(*model, a->input, iv);
   // The dense pass is the ablated one, and the effect is the ablated model against the plain.
-  EXPECT_LT(max_diff(a->dense_out().logits,
-                     std::vector<float>(r.edited.logits.begin(), r.edited.logits.end())),
-            1e-5);
+  // The analysis runs its reference kernel (flash) in the pass, run_intervention() the model's
+  // own dense product: the logits agree to f32 rounding of their size.
+  const std::vector<float> edited(r.edited.logits.begin(), r.edited.logits.end());
+  float largest = 0;
+  for (float x : edited) largest = std::max(largest, std::abs(x));
+  EXPECT_LT(max_diff(a->dense_out().logits, edited), 2e-6 * (1 + largest));
   ASSERT_TRUE(a->ablation_effect);
   EXPECT_NEAR(a->ablation_effect->mean_kl, r.effect.mean_kl, 1e-6);
   EXPECT_NEAR(a->ablation_effect->ppl_variant, r.effect.ppl_variant, 1e-4);

@@ -62,6 +62,17 @@ std::string model_id(const Session& s, const std::string& session_path) {
 // have structure worth pooling.
 constexpr int kSyntheticHeads = 4, kSyntheticDim = 64;
 
+std::unique_ptr<Backend> backend_of(const Panel& p) {
+  return make_backend_with_fallback(p.backend);
+}
+
+void keep_notes(Panel& panel, const Backend& b) {
+  if (const auto* fb = dynamic_cast<const FallbackBackend*>(&b))
+    for (const std::string& n : fb->notes())
+      if (std::find(panel.notes.begin(), panel.notes.end(), n) == panel.notes.end())
+        panel.notes.push_back(n);
+}
+
 // Captures the dense forward pass of a model on the session's input.
 void open_model(Analysis& a, const Options& o) {
   const Session& s = a.session;
@@ -117,6 +128,15 @@ void open_model(Analysis& a, const Options& o) {
   models::ForwardOptions fo;
   fo.capture = capture.get();
   fo.threads = o.threads;
+  // The dense pass runs the reference panel's own kernel and keeps its results: the reference is
+  // then the attention the model's forward used, not a second run over the captured layers.
+  Panel& dense = a.panels[0];
+  const std::unique_ptr<Backend> dense_backend = backend_of(dense);
+  models::Substitution reference{
+      dense.variant.get(), dense_backend.get(), {}, {}, run_options(reference_options(o))};
+  reference.keep_results = true;
+  fo.substitution = &reference;
+  std::optional<models::ModelOutput> plain;  // the model without the ablation
   if (!s.ablation.empty()) {
     // The plain model runs once, without hooks, for the effect; every view shows the ablated one.
     std::string list;
@@ -126,17 +146,25 @@ void open_model(Analysis& a, const Options& o) {
     a.ablation = o.ablation ? o.ablation
                             : std::make_shared<const models::Intervention>(
                                   ablation(heads, ablation_mode(s.ablation.mode)));
-    models::ForwardOptions plain;
-    plain.threads = o.threads;
-    const models::ModelOutput out = a.model->forward(a.input, plain);
+    models::ForwardOptions plain_options;
+    plain_options.threads = o.threads;
+    models::Substitution same_kernel = reference;  // the ablated pass's dense kernel
+    same_kernel.keep_results = false;
+    plain_options.substitution = &same_kernel;
+    plain = a.model->forward(a.input, plain_options);
     check_cancel(o);
     fo.intervention = a.ablation.get();
-    a.dense_pass = std::make_shared<const models::ModelOutput>(a.model->forward(a.input, fo));
-    a.ablation_effect = end_to_end(info, a.input, out, *a.dense_pass);
-  } else {
-    a.dense_pass = std::make_shared<const models::ModelOutput>(a.model->forward(a.input, fo));
   }
+  models::ModelOutput pass = a.model->forward(a.input, fo);
   check_cancel(o);
+  keep_notes(dense, *dense_backend);
+  auto results = std::make_shared<std::vector<Result>>();
+  for (models::SubstitutedLayer& sl : pass.substituted)
+    if (sl.result) results->push_back(std::move(*sl.result));
+  if (results->size() == size_t(info.n_layers)) dense.results = std::move(results);
+  pass.substituted.clear();  // the dense pass, whichever kernel ran it
+  a.dense_pass = std::make_shared<const models::ModelOutput>(std::move(pass));
+  if (plain) a.ablation_effect = end_to_end(info, a.input, *plain, *a.dense_pass);
   auto problems = std::make_shared<std::vector<Problem>>();
   const bool keep_capture = !o.extra_hooks.empty();
   // Residual statistics (a median over N x hidden entries each) for every layer at once.
@@ -204,17 +232,6 @@ void open_problem(Analysis& a) {
                            ? display_piece(p.labels[size_t(j)])
                            : std::to_string(j));
   a.problems = std::move(problems);
-}
-
-std::unique_ptr<Backend> backend_of(const Panel& p) {
-  return make_backend_with_fallback(p.backend);
-}
-
-void keep_notes(Panel& panel, const Backend& b) {
-  if (const auto* fb = dynamic_cast<const FallbackBackend*>(&b))
-    for (const std::string& n : fb->notes())
-      if (std::find(panel.notes.begin(), panel.notes.end(), n) == panel.notes.end())
-        panel.notes.push_back(n);
 }
 
 // Runs one panel's variant on every layer (sharing the pattern's sequence state).
@@ -376,15 +393,19 @@ std::shared_ptr<Analysis> open(const Session& s, const std::string& session_path
   a->session = s;
   a->session_path = session_path;
   // Every spec and backend is checked before any heavy work.
+  const bool made = o.variants.size() == s.variants.size() + 1;
+  const auto variant = [&](size_t i, const std::string& spec) {
+    return made ? o.variants[i] : std::make_shared<const Variant>(make_variant(spec));
+  };
   Panel dense;
   dense.spec = "dense";
-  dense.variant = std::make_shared<const Variant>(make_variant("dense"));
+  dense.variant = variant(0, "dense");
   dense.backend = s.backend;
   make_backend(s.backend);
   a->panels.push_back(std::move(dense));
   for (size_t i = 0; i < s.variants.size(); ++i) {
     Panel p;
-    p.variant = std::make_shared<const Variant>(make_variant(s.variants[i]));
+    p.variant = variant(i + 1, s.variants[i]);
     p.spec = p.variant->spec();
     p.backend = i < s.variant_backends.size() && !s.variant_backends[i].empty()
                     ? s.variant_backends[i]
@@ -416,9 +437,12 @@ std::shared_ptr<Analysis> open(const Session& s, const std::string& session_path
     a->all_heads = std::move(a->problems);
     a->problems = std::move(one);
     a->head_offset = s.head;
+    a->panels[0].results.reset();  // the forward's are every head's; the preview shows one
   }
-  progress(o, "dense attention...");
-  run_panel(*a, a->panels[0], reference_options(o));
+  if (!a->panels[0].ran()) {  // tensors and synthetic problems; a preview's one head
+    progress(o, "dense attention...");
+    run_panel(*a, a->panels[0], reference_options(o));
+  }
   a->forward_seconds = since(t0);
   return a;
 }
@@ -547,10 +571,10 @@ void add_metrics_in(Analysis* a, const Options& o) {
             Metrics& m = heads[k][size_t(h)];
             const auto put = [&](const HeadMetricInput& hi) {
               for (size_t t = 0; t < table.size(); ++t)
-                panel.head_values[t][size_t(l) * size_t(H) + size_t(h)] =
-                    float(table[t].value(hi));
+                panel.head_values[t][size_t(l) * size_t(H) + size_t(h)] = float(table[t].value(hi));
             };
-            if (std::optional<PanelHead> one = panel_head(v, p, var, ref, h, &a->input.ids, &rows)) {
+            if (std::optional<PanelHead> one =
+                    panel_head(v, p, var, ref, h, &a->input.ids, &rows)) {
               m = std::move(one->metrics);
               put({v, p, var, h, m, &one->roles, one->previous_token});
               continue;

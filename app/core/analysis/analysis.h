@@ -68,6 +68,9 @@ struct Options {
   // open(): the model Session::model names, loaded already (a dataset's records share one and
   // skip resolving its folder again); null = cached_model() of the session's model.
   std::shared_ptr<const models::Model> model;
+  // open(): the panels' variants, made already: dense, then Session::variants in order (a
+  // dataset's records share them); empty = made from the specs.
+  std::vector<std::shared_ptr<const Variant>> variants;
 };
 
 // One variant as the analysis runs it: [0] is always the dense reference.

@@ -185,13 +185,19 @@ HeadGrid head_grid(const Analysis& a, int panel) {
 }
 
 TradeoffPoint tradeoff_point(const Analysis& a, int panel) {
+  TradeoffPoint t = tradeoff_values(a, panel);
+  t.caption = variant_caption(t.spec);
+  t.pattern = spec_family_id(t.spec);
+  if (t.precision != "f32") t.caption += " \u00b7 " + t.precision;  // tells points apart
+  return t;
+}
+
+TradeoffPoint tradeoff_values(const Analysis& a, int panel) {
   const Panel& pn = panel_at(a, panel);
   require(a.has_metrics(), ErrorCode::InvalidArgument,
           "trade-off: the comparisons have not run yet");
   TradeoffPoint t;
   t.spec = pn.spec;
-  t.caption = variant_caption(pn.spec);
-  t.pattern = spec_family_id(pn.spec);
   const int L = a.n_layers();
   double density = 0, err = 0, recall = 0, kl = 0;
   bool kl_ok = true;
@@ -209,7 +215,6 @@ TradeoffPoint tradeoff_point(const Analysis& a, int panel) {
     t.kernel_seconds += pn.result(l).stats.kernel_seconds;
   }
   if (L > 0) t.precision = precision_name(pn.result(0).stats.precision);
-  if (t.precision != "f32") t.caption += " \u00b7 " + t.precision;  // tells points apart
   t.density = density;
   t.rel_error = err;
   t.mass_recall = recall;

@@ -136,6 +136,8 @@ SinkData sinks(const Analysis& a, int panel = 0, double threshold = kSinkThresho
 HeadGrid head_grid(const Analysis& a, int panel);
 // Cost against accuracy of a panel: layer means, end-to-end figures when they ran.
 TradeoffPoint tradeoff_point(const Analysis& a, int panel);
+// The same numbers without the caption and family (which parse the spec): a dataset's records.
+TradeoffPoint tradeoff_values(const Analysis& a, int panel);
 std::vector<TradeoffPoint> tradeoff(const Analysis& a);
 // CLS attention over the patches (vision); head -1 = mean over heads.
 ImageAttention image_attention(const Analysis& a, int panel, int layer, int head);

@@ -137,7 +137,7 @@ void record_panels(DatasetSamples& d, const Analysis& a, const DatasetItem& it, 
     const HeadGrid g = head_grid(a, int(p));
     for (size_t m = 0; m < M && m < g.values.size(); ++m)
       for (size_t i = 0; i < LH && i < g.values[m].size(); ++i) x.heads[m][i][ri] = g.values[m][i];
-    const TradeoffPoint t = tradeoff_point(a, int(p));
+    const TradeoffPoint t = tradeoff_values(a, int(p));
     x.density[ri] = t.density;
     x.rel_error[ri] = t.rel_error;
     x.mass_recall[ri] = t.mass_recall;
@@ -204,6 +204,9 @@ DatasetSamples collect_dataset(const Session& s, const std::string& session_path
   ao.verify_hashes = false;
   ao.residual_stats = false;  // nothing per record reads them
   ao.model = model;
+  ao.variants = {std::make_shared<const Variant>(make_variant("dense"))};
+  for (const std::string& spec : s.variants)
+    ao.variants.push_back(std::make_shared<const Variant>(make_variant(spec)));
   if (auto iv = dataset_ablation(s, *model, items, o, ao.threads, d)) ao.ablation = std::move(iv);
 
   d.ablation_kl = d.ablation_top1 = d.ablation_class = d.plain_loss = Samples(size_t(R), kNaN);
@@ -280,6 +283,8 @@ DatasetAnalysis summarize_dataset(const DatasetSamples& x, int bootstrap, uint64
     owned.push_back(std::make_unique<Samples>(std::move(v)));
     ci(*owned.back(), std::move(put));
   };
+  // Each panel's head grid (one shared bootstrap, the longest task) runs beside the jobs.
+  std::vector<std::function<void()>> grids;
   d.panels.resize(x.panels.size());
   for (size_t p = 0; p < x.panels.size(); ++p) {
     const PanelSamples& ps = x.panels[p];
@@ -308,17 +313,19 @@ DatasetAnalysis summarize_dataset(const DatasetSamples& x, int bootstrap, uint64
       out.hi[m][i] = float(hi);
     };
     const uint64_t grid_seed = seed++;
-    const std::vector<std::pair<double, double>> cis =
-        bootstrap > 0 ? bootstrap_cis(series, bootstrap, grid_seed)
-                      : std::vector<std::pair<double, double>>(series.size(), {kNaN, kNaN});
-    for (size_t c = 0; c < shared.size(); ++c) {
-      const Samples& v = *series[c];
-      double mean = 0;
-      for (double y : v) mean += y;
-      mean /= double(std::max<size_t>(v.size(), 1));
-      const auto [lo, hi] = bootstrap > 0 ? cis[c] : std::pair{mean, mean};
-      put(shared[c].first, shared[c].second, mean, lo, hi);
-    }
+    grids.push_back([=, shared = std::move(shared), series = std::move(series)] {
+      const std::vector<std::pair<double, double>> cis =
+          bootstrap > 0 ? bootstrap_cis(series, bootstrap, grid_seed)
+                        : std::vector<std::pair<double, double>>(series.size(), {kNaN, kNaN});
+      for (size_t c = 0; c < shared.size(); ++c) {
+        const Samples& v = *series[c];
+        double mean = 0;
+        for (double y : v) mean += y;
+        mean /= double(std::max<size_t>(v.size(), 1));
+        const auto [lo, hi] = bootstrap > 0 ? cis[c] : std::pair{mean, mean};
+        put(shared[c].first, shared[c].second, mean, lo, hi);
+      }
+    });
     for (const auto& [m, i] : cells)
       ci(ps.heads[m][i], [put, m = m, i = i](const Interval& v) { put(m, i, v.mean, v.lo, v.hi); });
     for (auto [v, field] : {std::pair{&ps.density, &PanelSummary::density},
@@ -348,8 +355,11 @@ DatasetAnalysis summarize_dataset(const DatasetSamples& x, int bootstrap, uint64
           [&d](const Interval& r) { d.ablation_loss_rise = r; });
   }
   std::vector<Interval> got(jobs.size());
-  parallel_for(int(jobs.size()), [&](int j) {
-    got[size_t(j)] = interval_of(*jobs[size_t(j)].v, bootstrap, jobs[size_t(j)].seed);
+  const int G = int(grids.size());
+  parallel_for(G + int(jobs.size()), [&](int j) {
+    if (j < G) return grids[size_t(j)]();
+    const Job& job = jobs[size_t(j - G)];
+    got[size_t(j - G)] = interval_of(*job.v, bootstrap, job.seed);
   });
   for (size_t j = 0; j < jobs.size(); ++j) jobs[j].put(got[j]);
   if (!x.ablation_heads.empty() && !x.panels.empty()) d.ablation_loss = d.panels[0].loss;
