@@ -2,6 +2,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "compute/error.h"
@@ -74,12 +75,23 @@ EndToEnd end_to_end(const ModelInfo& info, const ModelInput& in, const ModelOutp
   EndToEnd e;
   const int n = dense.n_tokens, v = dense.n_logits;
   if (!dense.logits.empty()) {
+    // In chunks, in parallel (an LM's logits run to 10^8 entries), summed in chunk order.
+    constexpr size_t kChunk = size_t(1) << 16;
+    const size_t size = dense.logits.size(), chunks = (size + kChunk - 1) / kChunk;
+    std::vector<std::array<double, 3>> part(chunks);
+    parallel_for(int(chunks), [&](int c) {
+      const size_t lo = size_t(c) * kChunk;
+      const Eigen::Index len = Eigen::Index(std::min(kChunk, size - lo));
+      const auto a = Eigen::Map<const Eigen::ArrayXf>(dense.logits.data() + lo, len).cast<double>();
+      const auto b =
+          Eigen::Map<const Eigen::ArrayXf>(variant.logits.data() + lo, len).cast<double>();
+      part[size_t(c)] = {(b - a).square().sum(), a.square().sum(), (b - a).abs().maxCoeff()};
+    });
     double diff2 = 0, norm2 = 0, max_abs = 0;
-    for (size_t i = 0; i < dense.logits.size(); ++i) {
-      const double a = dense.logits[i], d = double(variant.logits[i]) - a;
-      diff2 += d * d;
-      norm2 += a * a;
-      max_abs = std::max(max_abs, std::fabs(d));
+    for (const auto& [d2, n2, mx] : part) {
+      diff2 += d2;
+      norm2 += n2;
+      max_abs = std::max(max_abs, mx);
     }
     e.logits_max_abs = max_abs;
     e.logits_rel = norm2 > 0 ? std::sqrt(diff2 / norm2) : (diff2 > 0 ? INFINITY : 0.0);
@@ -122,7 +134,11 @@ EndToEnd end_to_end(const ModelInfo& info, const ModelInput& in, const ModelOutp
     const double p_scale = std::exp(mx_a - lse_a);
     const double pd = same ? 0.0 : (ea * (a - b).cast<double>()).sum() * p_scale;
     kl[size_t(t)] = pd - (lse_a - lse_b);
-    agree[size_t(t)] = same || argmax(a.data(), v) == argmax(b.data(), v);
+    // Top-1 tokens: the first entries equal to the maxima the log-sum-exps found.
+    const auto top = [v](const float* x, double mx) {
+      return int(std::find(x, x + v, float(mx)) - x);
+    };
+    agree[size_t(t)] = same || top(a.data(), mx_a) == top(b.data(), mx_b);
     if (info.causal && t + 1 < n && t + 1 < int(in.ids.size())) {
       const int32_t next = in.ids[size_t(t) + 1];
       if (next >= 0 && next < v) {
