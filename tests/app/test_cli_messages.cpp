@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "compute/error.h"
@@ -170,7 +171,8 @@ TEST(CliMessages, RunOptionsThatConflictAreUsageErrors) {
   expect_usage("run -n 32 -v dense --backend cuda",
                {"unknown backend 'cuda'", "known: reference, cpu"});
   expect_usage("run -n 32 -v dense --backend cpuu", {"did you mean cpu?"});
-  expect_usage("run -n 32 -v dense --n-heads 4 --n-kv-heads 3", {"not a multiple of --n-kv-heads 3"});
+  expect_usage("run -n 32 -v dense --n-heads 4 --n-kv-heads 3",
+               {"not a multiple of --n-kv-heads 3"});
   expect_usage("run -n 32 --queries 64 -v dense", {"--queries 64 exceeds -n 32"});
   expect_usage("run -n 32 -v dense --precision b16",
                {"--precision: precision 'b16' is not one of f32, bf16, f16", "did you mean bf16?"});
@@ -313,6 +315,31 @@ TEST(CliMessages, AnalyzeTableNamesBothKls) {
   EXPECT_FALSE(has(r.out, "e2e KL")) << r.out;
   EXPECT_NE(rows[0].at("row KL"), rows[0].at("next-token KL")) << r.out;
   EXPECT_TRUE(has(r.out, "next-token KL: the model's next-token distributions")) << r.out;
+}
+
+// `analyze --timings`: disjoint stages that add up to no more than the whole, with the dense
+// reference's kernels counted inside the forward pass that ran them.
+TEST(CliMessages, AnalyzeTimingsAreDisjointStages) {
+  REQUIRE_MODEL("default-text");
+  const fs::path json = fs::temp_directory_path() / "attnscope_timings.json";
+  const CliRun r =
+      cli("analyze --model default-text --text 'the cat sat on the mat' -v "
+          "'window(size=4)' --timings --json " +
+          json.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "open_rest")) << r.out;
+  const nlohmann::json t = nlohmann::json::parse(std::ifstream(json))["timings"];
+  double stages = 0;
+  for (const char* k : {"load_seconds", "forward_seconds", "open_rest_seconds", "variants_seconds",
+                        "metrics_seconds", "end_to_end_seconds", "report_seconds"}) {
+    ASSERT_TRUE(t.contains(k)) << k;
+    EXPECT_GE(double(t[k]), 0.0) << k;
+    stages += double(t[k]);
+  }
+  EXPECT_LE(stages, double(t["total_seconds"]) + 1e-3);
+  EXPECT_GT(double(t["dense_kernels_seconds"]), 0.0);
+  EXPECT_LE(double(t["dense_kernels_seconds"]), double(t["forward_seconds"]));
+  fs::remove(json);
 }
 
 }  // namespace
