@@ -130,8 +130,9 @@ TEST(ArchReverse, DeitDistilledAgainstAutograd) {
 }
 
 // Integrated gradients from the zero baseline, 64 midpoint steps, as the golden script computes
-// them: (x - 0) * mean_k dz/dx at x (k + 0.5) / 64; their sum is z(x) - z(0) (completeness).
-void check_ig(const std::string& name) {
+// them: (x - 0) * mean_k dz/dx at x (k + 0.5) / 64; their sum is z(x) - z(0) (completeness) where
+// the steps resolve the path (`complete`).
+void check_ig(const std::string& name, bool complete = true) {
   Case c = load_case(name);
   const models::Reverse r = c.model->reverse(c.in, c.target, {});
   const std::vector<float>& x = r.input;
@@ -158,7 +159,11 @@ void check_ig(const std::string& name) {
   EXPECT_NEAR(sum, double(c.meta["ig_sum"]), 1e-4 * std::max(1.0, std::abs(sum)));
   // Completeness within 1% of z(x) - z(baseline).
   const double delta = r.z - double(c.meta["z_baseline"]);
-  EXPECT_NEAR(sum, delta, 0.01 * std::abs(delta));
+  if (complete) {
+    EXPECT_NEAR(sum, delta, 0.01 * std::abs(delta));
+  } else {  // the float64 reference misses it by as much: the path, not the pass
+    EXPECT_GT(std::abs(sum - delta), 0.5 * std::abs(delta));
+  }
 }
 
 TEST(ArchReverse, IntegratedGradientsGpt2) {
@@ -166,6 +171,12 @@ TEST(ArchReverse, IntegratedGradientsGpt2) {
 }
 TEST(ArchReverse, IntegratedGradientsVit) {
   check_ig("vit");
+}
+// Llama's RMSNorm with no position embedding added makes z(alpha x) nearly flat in alpha except
+// right at 0 (z climbs from z(0) to most of z(x) by alpha ~ 1e-5): 64 midpoint steps miss that
+// step in PyTorch's float64 reference as here, and the values still agree.
+TEST(ArchReverse, IntegratedGradientsLlamaMatchTheReferenceWhereTheStepsMissThePath) {
+  check_ig("llama", false);
 }
 
 // With a variant substituted the reverse pass differentiates the variant's forward pass: a
