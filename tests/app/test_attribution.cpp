@@ -301,7 +301,23 @@ TEST(Attribution, IntegratedGradientsAreComplete) {
     double s = 0;
     for (float v : m.scores) s += v;
     EXPECT_NEAR(s, m.z_difference, 0.01 * std::abs(m.z_difference)) << name;
+    EXPECT_EQ(m.note, "") << name;
   }
+}
+
+// Where the steps miss the path (Llama from the zero baseline: RMSNorm makes z jump right at the
+// zero input), the method says so beside its scores instead of passing them off as complete.
+TEST(Attribution, IntegratedGradientsSayWhenTheyAreIncomplete) {
+  Fixture f = load("llama");
+  core::AttributionRequest q = request({"integrated_gradients"});
+  q.ig_steps = 32;
+  const core::MethodScores zero = core::attribute(*f.model, f.in, q).methods[0];
+  double s = 0;
+  for (float v : zero.scores) s += v;
+  ASSERT_GT(std::abs(s - zero.z_difference), 0.05 * std::abs(zero.z_difference));
+  EXPECT_NE(zero.note.find("incomplete"), std::string::npos) << zero.note;
+  q.baseline = core::parse_baseline("token:7");
+  EXPECT_EQ(core::attribute(*f.model, f.in, q).methods[0].note, "");
 }
 
 // bf16 matmuls (AttributionRequest::matmul): every pass rounds its GEMM operands to bf16, so z

@@ -131,6 +131,7 @@ std::string details_of(const MethodScores& m, float scale, const Attribution& at
   }
   if (std::isfinite(m.relevance_sum))  // the relevance that reached the input, against z
     s += " \u00b7 input " + num("%.3g", m.relevance_sum) + " of z " + num("%.3g", at.z);
+  if (!m.note.empty()) s += " \u00b7 " + m.note;  // e.g. incomplete integrated gradients
   return s;
 }
 

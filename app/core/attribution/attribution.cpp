@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 
 #include "app/core/attribution/attention_graph.h"
@@ -224,6 +225,19 @@ void ig_method(Context& c, MethodScores& m) {
   if (!c.a.image && c.a.foil >= 0) fo.logits_ids.push_back(c.a.foil);
   const double z0 = target_value(c.model.forward(with_input(c, x0), fo), c.a).first;
   m.z_difference = c.a.z - z0;
+  // Completeness checks the steps: a sum that misses z(x) - z(baseline) by more than 5% did not
+  // resolve the path (a zero baseline on an RMSNorm model, whose z jumps right at 0, above all).
+  double total = 0;
+  for (float s : m.scores) total += double(s);
+  const double gap = std::abs(total - m.z_difference);
+  if (gap > 0.05 * std::abs(m.z_difference) && gap > 1e-6) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "incomplete: the scores sum to %.4g, not z(x) - z(baseline) = %.4g; the steps "
+                  "miss the path: take more steps or a token baseline",
+                  total, m.z_difference);
+    m.note = buf;
+  }
 }
 
 void occlusion_method(Context& c, MethodScores& m) {
