@@ -55,13 +55,6 @@ void check_range(const Problem& p, const Result& r, int h, int i0, int i1, int k
 
 constexpr int kPacket = 16;  // floats in a 64-byte line (an AVX-512 packet)
 
-// n floats of `v` starting on a 64-byte line (v grows by a packet to leave room for it).
-float* aligned_floats(std::vector<float>& v, size_t n) {
-  v.resize(n + kPacket);
-  const size_t misfit = reinterpret_cast<uintptr_t>(v.data()) % 64;
-  return v.data() + (misfit ? (64 - misfit) / sizeof(float) : 0);
-}
-
 // Selective attention's accumulated ReLU'd logits from rows [0, i0) over keys [k0, k1).
 std::vector<double> selective_history(const Variant& v, const Problem& p, const Result& r, int h,
                                       int i0, int k0, int k1) {
@@ -166,8 +159,10 @@ void softmax_rows(const Problem& p, const Result& r, int h, int i0, int i1, Soft
   // (its scalar loop calls expf entry by entry). The padding is never read as a probability.
   const auto padded = [](int n) { return (n + kPacket - 1) / kPacket * kPacket; };
   const int w = hi - lo, ws = padded(w);
-  float* const sc = aligned_floats(out.scores, size_t(rows) * size_t(ws));
-  float* const ex = aligned_floats(out.exps, size_t(ws));
+  out.scores.resize(size_t(rows) * size_t(ws));
+  out.exps.resize(size_t(ws));
+  float* const sc = out.scores.data();
+  float* const ex = out.exps.data();
   using Padded = Eigen::Map<Eigen::ArrayXf, Eigen::Aligned64>;
   Eigen::Map<RowMatrix, Eigen::Aligned64, Eigen::OuterStride<>> s(sc, rows, w,
                                                                   Eigen::OuterStride<>(ws));

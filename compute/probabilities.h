@@ -3,6 +3,7 @@
 #pragma once
 #include <vector>
 
+#include "compute/host_buffer.h"
 #include "compute/result.h"
 
 namespace attn {
@@ -30,9 +31,9 @@ struct SoftmaxRows {
   std::vector<double> p;        // f64 [i1 - i0, n_k]: exp(s - lse) on kept keys, 0 elsewhere
   std::vector<double> mass;     // f64 [i1 - i0]: each row's sum over its kept keys
   std::vector<double> a_log_a;  // f64 [i1 - i0]: sum of a log a over kept keys (log a = s - lse)
-  // Scratch, kept between calls: f32 scores and exponentials over the span of kept keys, and
-  // the rows' kept keys (row after row, each row's from start[i - i0]).
-  std::vector<float> scores, exps;
+  // Scratch, kept between calls: f32 scores and exponentials over the span of kept keys (64-byte
+  // aligned), and the rows' kept keys (row after row, each row's from start[i - i0]).
+  AlignedFloats scores, exps;
   std::vector<int32_t> keys, row_keys;
   std::vector<int64_t> start;
   const double* row(int i) const { return p.data() + size_t(i - i0) * size_t(n_k); }
