@@ -431,6 +431,23 @@ void prefetch_rows(const T* const* rows, int n, int bytes) {
       __builtin_prefetch(reinterpret_cast<const char*>(rows[x]) + b);
 }
 
+// How many of the ascending keys [b, e) lie below lim: the causally visible prefix of a list.
+// Causal selections list no later key, so the usual answer is the whole list, read at its end
+// (a binary search would touch a dozen cache lines of a list that may be far from cache).
+int64_t visible_prefix(const int32_t* b, const int32_t* e, int32_t lim) {
+  if (b == e || e[-1] < lim) return e - b;
+  return std::lower_bound(b, e, lim) - b;
+}
+
+// The end of the segment of [a, e) below k1 (e[-1] >= k1): whole vectors of 16 keys skipped
+// while their last key is below k1, then a scan.
+int64_t segment_end(const int32_t* col, int64_t a, int64_t e, int32_t k1) {
+  int64_t b = a;
+  while (b + 16 < e && col[b + 15] < k1) b += 16;
+  while (col[b] < k1) ++b;
+  return b;
+}
+
 // Pointers to the K and V rows of keys ix[0..n) (n <= kChunk), padded to whole vectors by
 // repeating the last key.
 void gather_rows(const HeadRows& hr, GatherScratch& w, const int32_t* ix, int n) {
@@ -462,26 +479,20 @@ void gather_rows(const HeadRows& hr, GatherScratch& w, const int32_t* ix, int n)
 // probabilities rounded to bf16 (the rounding AMX tiles and FlashAttention's bf16 PV apply).
 // Softmax without modifiers, in base 2 (qscale includes log2 e), running max m and sum l. The
 // output o (f32, 2 NB vectors) is in "dp order": vector 2b + h, lane 4L + j holds dimension
-// 32b + 8L + 4h + j (what the 16-bit interleave yields); from_dp_order restores it. K and V
-// rows are fetched `ahead` keys before they are used, into the first keys of `next` (the
-// following row's segment) at the end.
+// 32b + 8L + 4h + j (what the 16-bit interleave yields); from_dp_order restores it.
+// The loop is bound by instructions, not by fetching rows (run_tile keeps its key range in L2;
+// software prefetching measured no faster): four vdpbf16ps per key, each issuing once per two
+// cycles on the reference Xeon, are ~8 cycles of a key's ~20. So each key's row address is
+// formed once, whole groups of keys run without bounds checks, only a chunk's last group pads,
+// and the accumulators are rescaled only when the running max moves.
 template <int NB>
 ATTN_DPBF16_TARGET void stream_dpbf16(const uint16_t* q, float qscale, const HeadRows& hr,
-                                      const int32_t* idx, int n, const int32_t* next, int next_n,
-                                      float* o, float& m_io, float& l_io) {
-  constexpr int kC = 64, ahead = 64;
+                                      const int32_t* idx, int n, float* o, float& m_io,
+                                      float& l_io) {
+  constexpr int kC = 128;
   const uint16_t* kb = hr.k16;
   const uint16_t* vb = hr.v16;
   const size_t ldk = hr.ldk, ldv = hr.ldv;
-  auto fetch = [&](int f0, int f1) {  // keys [f0, f1) counted from idx, running into next
-    for (int x = f0; x < f1; ++x) {
-      const int32_t j = x < n ? idx[x] : x - n < next_n ? next[x - n] : -1;
-      if (j < 0) return;
-      const char* kr = reinterpret_cast<const char*>(kb + size_t(j) * ldk);
-      const char* vr = reinterpret_cast<const char*>(vb + size_t(j) * ldv);
-      for (int b = 0; b < NB; ++b) __builtin_prefetch(kr + 64 * b), __builtin_prefetch(vr + 64 * b);
-    }
-  };
   __m512i qv[NB];
   __m512 acc[2 * NB];
   for (int b = 0; b < NB; ++b) qv[b] = _mm512_loadu_si512(q + 32 * b);
@@ -489,22 +500,33 @@ ATTN_DPBF16_TARGET void stream_dpbf16(const uint16_t* q, float qscale, const Hea
   float m = m_io, l = l_io;
   alignas(64) float s[kC];
   alignas(64) uint16_t pb[kC + 4];
-  fetch(0, std::min(n, ahead));
+  const uint16_t* vr[kC + 4];  // the chunk's V rows (padded by 4 for the pair loop)
+  auto dot = [&](const uint16_t* r) {
+    __m512 a =
+        _mm512_dpbf16_ps(_mm512_setzero_ps(), __m512bh(qv[0]), __m512bh(_mm512_loadu_si512(r)));
+    for (int b = 1; b < NB; ++b)
+      a = _mm512_dpbf16_ps(a, __m512bh(qv[b]), __m512bh(_mm512_loadu_si512(r + 32 * b)));
+    return vf(a);
+  };
   for (int e0 = 0; e0 < n; e0 += kC) {
     const int cn = std::min(kC, n - e0);
     const int np = (cn + kVW - 1) / kVW * kVW;
     const int32_t* ix = idx + e0;
-    for (int g = 0; g < cn; g += kVW) {
-      fetch(e0 + g + ahead, e0 + g + ahead + kVW);
+    for (int g = 0; g < np; g += kVW) {
       vf part[kVW];
+      if (g + kVW <= cn) {
 #pragma GCC unroll 16
-      for (int c = 0; c < kVW; ++c) {
-        const uint16_t* r = kb + size_t(ix[std::min(g + c, cn - 1)]) * ldk;
-        __m512 a =
-            _mm512_dpbf16_ps(_mm512_setzero_ps(), __m512bh(qv[0]), __m512bh(_mm512_loadu_si512(r)));
-        for (int b = 1; b < NB; ++b)
-          a = _mm512_dpbf16_ps(a, __m512bh(qv[b]), __m512bh(_mm512_loadu_si512(r + 32 * b)));
-        part[c] = vf(a);
+        for (int c = 0; c < kVW; ++c) {
+          const size_t j = size_t(ix[g + c]);
+          vr[g + c] = vb + j * ldv;
+          part[c] = dot(kb + j * ldk);
+        }
+      } else {  // the chunk's last keys, padded by repeating its last one
+        for (int c = 0; c < kVW; ++c) {
+          const size_t j = size_t(ix[std::min(g + c, cn - 1)]);
+          vr[g + c] = vb + j * ldv;
+          part[c] = dot(kb + j * ldk);
+        }
       }
       storeu(s + g, reduce_lanes(part) * splat(qscale));
     }
@@ -513,7 +535,6 @@ ATTN_DPBF16_TARGET void stream_dpbf16(const uint16_t* q, float qscale, const Hea
     for (int x = 0; x < np; x += kVW) mv = vmax(mv, loadu(s + x));
     const float mx = hmax(mv);
     const float m_use = mx == kNegInf ? 0.0f : mx;
-    const float alpha = std::exp2(m - m_use);
     vf sum = vf{};
     for (int x = 0; x < np; x += kVW) {
       const vf pr = exp2v(loadu(s + x) - splat(m_use));
@@ -521,32 +542,34 @@ ATTN_DPBF16_TARGET void stream_dpbf16(const uint16_t* q, float qscale, const Hea
       _mm256_store_si256(reinterpret_cast<__m256i*>(pb + x),
                          __m256i(_mm512_cvtneps_pbh(__m512(pr))));
     }
-    l = l * alpha + hsum(sum);
+    if (mx != m) {  // past a row's first chunks the running max seldom moves
+      const float alpha = std::exp2(m - m_use);
+      l *= alpha;
+      const __m512 av = _mm512_set1_ps(alpha);
+      for (int v = 0; v < 2 * NB; ++v) acc[v] = _mm512_mul_ps(acc[v], av);
+    }
+    l += hsum(sum);
     m = mx;
-    const __m512 av = _mm512_set1_ps(alpha);
-    for (int v = 0; v < 2 * NB; ++v) acc[v] = _mm512_mul_ps(acc[v], av);
     // Pairs of keys, two accumulator sets (alternate pairs) so the dot products' latency
-    // overlaps. An odd chunk's last pair repeats its key with weight 0; a chunk of 4k + 1..2
-    // keys gives the second set a pair of zero weights.
-    pb[cn] = 0, pb[cn + 1] = 0, pb[cn + 2] = 0;
+    // overlaps. Past the chunk's last key, pairs repeat its row with weight 0.
+    for (int x = cn; x < cn + 4; ++x) vr[x] = vr[cn - 1], pb[x] = 0;
     __m512 acc2[2 * NB];
     for (int v = 0; v < 2 * NB; ++v) acc2[v] = _mm512_setzero_ps();
-    for (int x = 0; x < cn; x += 4) {
-      for (int u = 0; u < 2; ++u) {
-        const int xa = std::min(x + 2 * u, cn - 1), xb = std::min(x + 2 * u + 1, cn - 1);
-        const uint16_t* ra = vb + size_t(ix[xa]) * ldv;
-        const uint16_t* rb = vb + size_t(ix[xb]) * ldv;
-        uint32_t pair;
-        std::memcpy(&pair, pb + x + 2 * u, 4);
-        const __m512bh pp = __m512bh(_mm512_set1_epi32(int32_t(pair)));
-        __m512* A = u == 0 ? acc : acc2;
-        for (int b = 0; b < NB; ++b) {
-          const __m512i va = _mm512_loadu_si512(ra + 32 * b), vb2 = _mm512_loadu_si512(rb + 32 * b);
-          A[2 * b] = _mm512_dpbf16_ps(A[2 * b], __m512bh(_mm512_unpacklo_epi16(va, vb2)), pp);
-          A[2 * b + 1] =
-              _mm512_dpbf16_ps(A[2 * b + 1], __m512bh(_mm512_unpackhi_epi16(va, vb2)), pp);
-        }
+    auto pair = [&](__m512* A, int x) {
+      uint32_t pw;
+      std::memcpy(&pw, pb + x, 4);
+      const __m512bh pp = __m512bh(_mm512_set1_epi32(int32_t(pw)));
+      const uint16_t* ra = vr[x];
+      const uint16_t* rb = vr[x + 1];
+      for (int b = 0; b < NB; ++b) {
+        const __m512i va = _mm512_loadu_si512(ra + 32 * b), vb2 = _mm512_loadu_si512(rb + 32 * b);
+        A[2 * b] = _mm512_dpbf16_ps(A[2 * b], __m512bh(_mm512_unpacklo_epi16(va, vb2)), pp);
+        A[2 * b + 1] = _mm512_dpbf16_ps(A[2 * b + 1], __m512bh(_mm512_unpackhi_epi16(va, vb2)), pp);
       }
+    };
+    for (int x = 0; x < cn; x += 4) {
+      pair(acc, x);
+      pair(acc2, x + 2);
     }
     for (int v = 0; v < 2 * NB; ++v) acc[v] = _mm512_add_ps(acc[v], acc2[v]);
   }
@@ -557,21 +580,21 @@ ATTN_DPBF16_TARGET void stream_dpbf16(const uint16_t* q, float qscale, const Hea
 
 // One row's segment on stream_dpbf16 for NB = dp blocks.
 void dpbf16_segment(int dp, const uint16_t* q, float qscale, const HeadRows& hr, const int32_t* idx,
-                    int n, const int32_t* next, int next_n, float* o, float& m, float& l) {
+                    int n, float* o, float& m, float& l) {
   switch (dp) {
     case 1:
-      return stream_dpbf16<1>(q, qscale, hr, idx, n, next, next_n, o, m, l);
+      return stream_dpbf16<1>(q, qscale, hr, idx, n, o, m, l);
     case 2:
-      return stream_dpbf16<2>(q, qscale, hr, idx, n, next, next_n, o, m, l);
+      return stream_dpbf16<2>(q, qscale, hr, idx, n, o, m, l);
     case 3:
-      return stream_dpbf16<3>(q, qscale, hr, idx, n, next, next_n, o, m, l);
+      return stream_dpbf16<3>(q, qscale, hr, idx, n, o, m, l);
     default:
-      return stream_dpbf16<4>(q, qscale, hr, idx, n, next, next_n, o, m, l);
+      return stream_dpbf16<4>(q, qscale, hr, idx, n, o, m, l);
   }
 }
 #else
-void dpbf16_segment(int, const uint16_t*, float, const HeadRows&, const int32_t*, int,
-                    const int32_t*, int, float*, float&, float&) {}
+void dpbf16_segment(int, const uint16_t*, float, const HeadRows&, const int32_t*, int, float*,
+                    float&, float&) {}
 #endif
 
 // stream_dpbf16's output order back to dimension order, in place over o[0..d), d % 32 == 0.
@@ -681,7 +704,7 @@ void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, i
     const int i = i0 + r;
     const int32_t* b = col + x.row_ptr[i];
     // Listed keys are ascending, so the causally visible ones are a prefix.
-    const int n = int(std::lower_bound(b, col + x.row_ptr[i + 1], c.lim[i]) - b);
+    const int n = int(visible_prefix(b, col + x.row_ptr[i + 1], c.lim[i]));
     w.cur[r] = x.row_ptr[i];
     w.end[r] = x.row_ptr[i] + n;
     if (n > 0) kend = std::max(kend, b[n - 1] + 1);
@@ -711,19 +734,10 @@ void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, i
     for (int r = 0; r < rows; ++r) {
       const int64_t a = w.cur[r], e = w.end[r];
       if (a == e) continue;
-      int64_t b = a;  // segments are short: a forward scan beats a binary search
-      if (col[e - 1] < k1)
-        b = e;
-      else
-        while (col[b] < k1) ++b;
+      const int64_t b = col[e - 1] < k1 ? e : segment_end(col, a, e, k1);
       if (b == a) continue;
       if (dp > 0) {
-        // The next row with keys left: its first keys are fetched while this segment ends.
-        int rn = r + 1;
-        while (rn < rows && w.cur[rn] == w.end[rn]) ++rn;
-        const int32_t* nx = rn < rows ? col + w.cur[rn] : nullptr;
-        const int nn = rn < rows ? int(w.end[rn] - w.cur[rn]) : 0;
-        dpbf16_segment(dp, c.q16_row(h, i0 + r), qscale, hr, col + a, int(b - a), nx, nn,
+        dpbf16_segment(dp, c.q16_row(h, i0 + r), qscale, hr, col + a, int(b - a),
                        w.o.data() + size_t(r) * c.dv, w.m[r], w.l[r]);
       } else {
         stream_keys(c, w, hr, h, i0 + r, r, col + a, int(b - a));
@@ -747,7 +761,7 @@ void run_row(KernelContext& c, GatherScratch& w, int h, int i, std::vector<doubl
   const IndexLayout& x = c.layout.index(h);
   const int32_t* idx = x.col.data() + x.row_ptr[i];
   // Listed keys are ascending, so the causally visible ones are a prefix.
-  const int n = int(std::lower_bound(idx, x.col.data() + x.row_ptr[i + 1], c.lim[i]) - idx);
+  const int n = int(visible_prefix(idx, x.col.data() + x.row_ptr[i + 1], c.lim[i]));
   const HeadRows hr = head_rows(c, h);
   if (c.half())
     for (int k = 0; k < c.d; ++k) w.q[k] = widen1(c.prec, c.q16_row(h, i)[k]) * c.scale;
@@ -822,7 +836,7 @@ bool dense_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
   int kmin = c.n_k, kmax = 0;
   for (int i = i0; i < i1; ++i) {
     const int32_t* b = col + x.row_ptr[i];
-    const int64_t n = std::lower_bound(b, col + x.row_ptr[i + 1], c.lim[i]) - b;
+    const int64_t n = visible_prefix(b, col + x.row_ptr[i + 1], c.lim[i]);
     w.end[i - i0] = x.row_ptr[i] + n;
     total += n;
     if (n > 0) kmin = std::min(kmin, b[0]), kmax = std::max(kmax, b[n - 1] + 1);

@@ -268,14 +268,17 @@ TEST(CpuPrecision, SharedKeyListsRunAsPackedTiles) {
 
 // Long, sparse key lists (a few percent of each row, so no dense tile takes them): the streamed
 // rows, which on the AMX set run on bf16 dot products (vdpbf16ps), for head sizes of 1 to 4
-// blocks of 32, GQA, a causal N >= 4096 and odd list lengths (pairs of keys padded).
+// blocks of 32, GQA, a causal N >= 4096 and odd list lengths (pairs of keys padded), and lists
+// long enough that a row's segment of one key range spans several chunks (the running max then
+// moves, or not, between chunks).
 TEST(CpuPrecision, SparseKeyListsOverBf16RowsMatchTheReference) {
   auto reference = make_reference_backend();
   struct Shape {
     int heads, kv_heads, n, d, k;
   };
   for (const Shape& s : {Shape{2, 1, 4099, 64, 37}, Shape{3, 3, 1500, 128, 21},
-                         Shape{2, 2, 1300, 32, 50}, Shape{4, 2, 1200, 96, 17}}) {
+                         Shape{2, 2, 1300, 32, 50}, Shape{4, 2, 1200, 96, 17},
+                         Shape{2, 1, 4099, 64, 701}}) {
     const Problem p = random_problem(s.heads, s.kv_heads, s.n, s.n, s.d, true, 500 + s.d);
     const Layout l = index_layout(p, s.k, 31 + s.d);
     const Variant v = make_variant("dense");
