@@ -1,5 +1,7 @@
 #include "models/arch/causal_lm.h"
 
+#include <algorithm>
+
 namespace attn::models {
 
 ModelOutput CausalLm::forward(const ModelInput& in, const ForwardOptions& opt) const {
@@ -55,6 +57,18 @@ ModelOutput causal_output(std::vector<float> hidden, int N, int C, const Linear&
     } else {
       out.logits.resize(size_t(lm_head.out));
       linear(h, 1, lm_head, out.logits.data(), ctx.threads);
+    }
+  } else if (ctx.opt.logits_sink && !cache) {
+    // Blocks of vocabulary columns through one reused buffer: the consumer sees every logit
+    // and nothing N x vocab is allocated (and, first touched, faulted in).
+    const int V = lm_head.out;
+    const int cols = lm_head.in_out ? V : std::clamp(ctx.opt.logits_sink_columns, 1, V);
+    FloatBuffer block(size_t(N) * cols);
+    for (int c0 = 0; c0 < V; c0 += cols) {
+      const int c1 = std::min(V, c0 + cols);
+      linear(out.hidden_state.data(), N, lm_head.in_out ? lm_head : linear_rows(lm_head, c0, c1),
+             block.data(), ctx.threads);
+      ctx.opt.logits_sink(c0, c1 - c0, block.data());
     }
   } else {
     out.logits.resize(size_t(N) * lm_head.out);

@@ -262,6 +262,17 @@ void gemv_nk_16(const float* x, int n, const Linear& l, float* y, int threads) {
 
 }  // namespace
 
+Linear linear_rows(const Linear& l, int c0, int c1) {
+  require(!l.in_out && c0 >= 0 && c0 <= c1 && c1 <= l.out, ErrorCode::InvalidArgument,
+          "linear_rows: rows " + std::to_string(c0) + ".." + std::to_string(c1) +
+              " of a layer with " + std::to_string(l.out) + " outputs");
+  Linear r = l;
+  r.w.data = static_cast<const char*>(l.w.data) + size_t(c0) * l.in * cpu::elem_size(l.w.type);
+  r.b = l.b ? l.b + c0 : nullptr;
+  r.out = c1 - c0;
+  return r;
+}
+
 Linear load_linear(const WeightStore& ws, const std::string& name, int in, int out, bool bias,
                    bool conv1d) {
   Linear l;

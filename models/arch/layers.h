@@ -31,6 +31,10 @@ struct Linear {
   bool in_out = false;  // Conv1D layout
 };
 
+// Output columns [c0, c1) of a layer stored as [out, in] (not Conv1D): the rows c0..c1 of its W
+// and bias, as a layer of their own (a causal LM's head in vocabulary blocks).
+Linear linear_rows(const Linear& l, int c0, int c1);
+
 // Looks up `{name}.weight` (and `{name}.bias`: required when `bias` is true, else optional)
 // with the shape [out, in] (or [in, out] for Conv1D).
 Linear load_linear(const WeightStore& ws, const std::string& name, int in, int out, bool bias,

@@ -10,6 +10,7 @@
 // MiniLM), ViT family (ViT, DeiT, DINO). Every one is one file in this folder.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -110,6 +111,11 @@ struct ForwardOptions {
   // the head), the others are 0; for passes that read z alone (integrated gradients' steps).
   std::vector<int> logits_ids{};
   Matmul matmul = Matmul::F32;  // precision of the layers' matrix products (layers.h)
+  // Causal LMs over a whole sequence: the logits go here in blocks of vocabulary columns,
+  // ascending ([N, cols] row-major, valid during the call), and ModelOutput::logits stays empty:
+  // a pass compared against another (EndToEndStream) never holds its N x vocab logits.
+  std::function<void(int col0, int cols, const float* block)> logits_sink{};
+  int logits_sink_columns = 4096;  // columns per block (16 MiB of f32 at N = 1,024)
 };
 
 class Model {

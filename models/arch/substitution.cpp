@@ -2,7 +2,6 @@
 
 #include <Eigen/Core>
 #include <algorithm>
-#include <array>
 #include <cmath>
 
 #include "compute/error.h"
@@ -40,16 +39,6 @@ void Substitution::check(const ModelInfo& info) const {
 
 namespace {
 
-// Log-sum-exp of one row in double, with Eigen's vectorised exp; e holds exp(x - mx), mx the
-// row's maximum.
-double log_sum_exp(const Eigen::Map<const Eigen::ArrayXf>& x, Eigen::ArrayXd& e, double& mx) {
-  mx = double(x.maxCoeff());
-  if (!std::isfinite(mx)) return mx;
-  e = x.cast<double>() - mx;
-  e = e.exp();
-  return mx + std::log(e.sum());
-}
-
 int argmax(const float* x, int n) {
   return int(std::max_element(x, x + n) - x);
 }
@@ -66,32 +55,143 @@ double cosine(const float* a, const float* b, int n) {
 
 }  // namespace
 
+EndToEndStream::EndToEndStream(const ModelInfo& info, const ModelInput& in, const ModelOutput& dense)
+    : info_(info), in_(in), dense_(dense) {
+  const int n = dense.n_tokens, v = dense.n_logits;
+  require(!info.vision && n > 0 && v > 0 && dense.logits.size() == size_t(n) * size_t(v),
+          ErrorCode::InvalidArgument, "end_to_end: the dense run has no logits per token");
+  rows_.resize(size_t(n));
+  parallel_for(n, [&](int t) {
+    const float* a = dense.logits.data() + size_t(t) * v;
+    Row& r = rows_[size_t(t)];
+    const float mx = Eigen::Map<const Eigen::ArrayXf>(a, v).maxCoeff();
+    r.mx_a = mx;
+    r.top_a = int(std::find(a, a + v, mx) - a);  // the first entry equal to the maximum
+  });
+}
+
+// Columns [col0, col0 + cols) on both sides: the dense row's exps (against its maximum, found
+// up front), and the variant's online (its running maximum rescales the running sum).
+void EndToEndStream::accumulate(int col0, int cols, const float* block, bool same) {
+  const int v = dense_.n_logits;
+  parallel_for(dense_.n_tokens, [&](int t) {
+    Row& r = rows_[size_t(t)];
+    const Eigen::Map<const Eigen::ArrayXf> a(dense_.logits.data() + size_t(t) * v + col0, cols);
+    const Eigen::Map<const Eigen::ArrayXf> b(block + size_t(t) * cols, cols);
+    // Per-thread buffers: a fresh one per row would be mapped and faulted in again each time.
+    thread_local Eigen::ArrayXd ea, eb;
+    if (!std::isfinite(r.mx_a)) return;  // no distribution: the row's KL reads NaN
+    ea = (a.cast<double>() - r.mx_a).exp();
+    r.s_a += ea.sum();
+    if (same) return;
+    r.pd += (ea * (a - b).cast<double>()).sum();
+    const float mb = b.maxCoeff();
+    if (mb > r.top_b) {
+      r.top_b = mb;
+      r.top_idx = col0 + int(std::find(b.data(), b.data() + cols, mb) - b.data());
+    }
+    if (std::isnan(mb) || mb == INFINITY) {
+      r.m_b = NAN;
+    } else if (mb > -INFINITY) {
+      const double m = std::max(r.m_b, double(mb));
+      eb = (b.cast<double>() - m).exp();
+      r.s_b = r.s_b * std::exp(r.m_b - m) + eb.sum();
+      r.m_b = m;
+    }
+    const int next = info_.causal && t + 1 < int(in_.ids.size()) ? in_.ids[size_t(t) + 1] : -1;
+    if (next >= col0 && next < col0 + cols) r.b_next = b[next - col0];
+    const auto d = (b - a).cast<double>();
+    r.diff2 += d.square().sum();
+    r.norm2 += a.cast<double>().square().sum();
+    r.max_abs = std::max(r.max_abs, d.abs().maxCoeff());
+  });
+}
+
+void EndToEndStream::add(int col0, int cols, const float* block) {
+  require(col0 == next_col_ && cols > 0 && col0 + cols <= dense_.n_logits,
+          ErrorCode::InvalidArgument,
+          "end_to_end: logits columns " + std::to_string(col0) + ".." +
+              std::to_string(col0 + cols) + " out of order (expected from " +
+              std::to_string(next_col_) + " of " + std::to_string(dense_.n_logits) + ")");
+  accumulate(col0, cols, block, false);
+  next_col_ = col0 + cols;
+}
+
+EndToEnd EndToEndStream::finish(const ModelOutput& variant) {
+  const int n = dense_.n_tokens, v = dense_.n_logits;
+  const bool same = &variant == &dense_ && next_col_ == 0;
+  if (same) accumulate(0, v, dense_.logits.data(), true);
+  require(next_col_ == v || same, ErrorCode::InvalidArgument,
+          "end_to_end: " + std::to_string(next_col_) + " of " + std::to_string(v) +
+              " logits columns came");
+  require(variant.n_tokens == n && variant.n_logits == v &&
+              variant.hidden_state.size() == dense_.hidden_state.size(),
+          ErrorCode::InvalidArgument, "end_to_end: the two runs differ in shape");
+  EndToEnd e;
+  e.has_tokens = true;
+  e.kl.assign(size_t(n), 0.0f);
+  // KL(p || q) = sum p (a - b) - (lse_a - lse_b), p = exp(a - lse_a) (sum p = 1).
+  double diff2 = 0, norm2 = 0, max_abs = 0, nll_dense = 0, nll_variant = 0;
+  int agreeing = 0;
+  for (int t = 0; t < n; ++t) {
+    const Row& r = rows_[size_t(t)];
+    const double lse_a = r.mx_a + std::log(r.s_a);
+    const double lse_b = same ? lse_a : r.m_b + std::log(r.s_b);
+    // A row without a distribution (a non-finite log-sum-exp) reads KL 0 and disagreeing.
+    if (std::isfinite(lse_a) && std::isfinite(lse_b)) {
+      const double kl = same ? 0.0 : r.pd * std::exp(r.mx_a - lse_a) - (lse_a - lse_b);
+      e.kl[size_t(t)] = float(std::max(0.0, kl));
+      e.mean_kl += std::max(0.0, kl) / n;
+      e.max_kl = std::max(e.max_kl, kl);
+      agreeing += same || r.top_a == r.top_idx;
+    }
+    diff2 += r.diff2;
+    norm2 += same ? 0.0 : r.norm2;
+    max_abs = std::max(max_abs, r.max_abs);
+    const int next = info_.causal && t + 1 < n && t + 1 < int(in_.ids.size()) ? in_.ids[size_t(t) + 1]
+                                                                             : -1;
+    if (next >= 0 && next < v && std::isfinite(lse_a) && std::isfinite(lse_b)) {
+      const double a_next = dense_.logits[size_t(t) * v + size_t(next)];
+      nll_dense += lse_a - a_next;
+      nll_variant += same ? lse_a - a_next : lse_b - r.b_next;
+    }
+  }
+  e.top1_agreement = double(agreeing) / n;
+  if (info_.causal && n > 1) {
+    e.ppl_dense = std::exp(nll_dense / (n - 1));
+    e.ppl_variant = std::exp(nll_variant / (n - 1));
+  }
+  e.logits_max_abs = max_abs;
+  if (same) {
+    e.logits_rel = 0.0;
+  } else {
+    e.logits_rel = norm2 > 0 ? std::sqrt(diff2 / norm2) : (diff2 > 0 ? INFINITY : 0.0);
+  }
+  if (!info_.causal && !dense_.hidden_state.empty())
+    e.cls_cosine = cosine(dense_.hidden_state.data(), variant.hidden_state.data(), dense_.hidden);
+  return e;
+}
+
 EndToEnd end_to_end(const ModelInfo& info, const ModelInput& in, const ModelOutput& dense,
                     const ModelOutput& variant) {
   require(dense.n_tokens == variant.n_tokens && dense.n_logits == variant.n_logits &&
               dense.logits.size() == variant.logits.size() &&
               dense.hidden_state.size() == variant.hidden_state.size(),
           ErrorCode::InvalidArgument, "end_to_end: the two runs differ in shape");
-  EndToEnd e;
   const int n = dense.n_tokens, v = dense.n_logits;
+  if (!info.vision && n > 0 && v > 0 && dense.logits.size() == size_t(n) * size_t(v)) {
+    EndToEndStream stream(info, in, dense);  // token logits: the variant's as one block
+    if (&variant != &dense) stream.add(0, v, variant.logits.data());
+    return stream.finish(variant);
+  }
+  EndToEnd e;
   if (!dense.logits.empty()) {
-    // In chunks, in parallel (an LM's logits run to 10^8 entries), summed in chunk order.
-    constexpr size_t kChunk = size_t(1) << 16;
-    const size_t size = dense.logits.size(), chunks = (size + kChunk - 1) / kChunk;
-    std::vector<std::array<double, 3>> part(chunks);
-    parallel_for(int(chunks), [&](int c) {
-      const size_t lo = size_t(c) * kChunk;
-      const Eigen::Index len = Eigen::Index(std::min(kChunk, size - lo));
-      const auto a = Eigen::Map<const Eigen::ArrayXf>(dense.logits.data() + lo, len).cast<double>();
-      const auto b =
-          Eigen::Map<const Eigen::ArrayXf>(variant.logits.data() + lo, len).cast<double>();
-      part[size_t(c)] = {(b - a).square().sum(), a.square().sum(), (b - a).abs().maxCoeff()};
-    });
     double diff2 = 0, norm2 = 0, max_abs = 0;
-    for (const auto& [d2, n2, mx] : part) {
-      diff2 += d2;
-      norm2 += n2;
-      max_abs = std::max(max_abs, mx);
+    for (size_t i = 0; i < dense.logits.size(); ++i) {
+      const double d = double(variant.logits[i]) - dense.logits[i];
+      diff2 += d * d;
+      norm2 += double(dense.logits[i]) * dense.logits[i];
+      max_abs = std::max(max_abs, std::fabs(d));
     }
     e.logits_max_abs = max_abs;
     e.logits_rel = norm2 > 0 ? std::sqrt(diff2 / norm2) : (diff2 > 0 ? INFINITY : 0.0);
@@ -99,68 +199,11 @@ EndToEnd end_to_end(const ModelInfo& info, const ModelInput& in, const ModelOutp
   if (!info.causal && n > 0 && !dense.hidden_state.empty()) {
     e.cls_cosine = cosine(dense.hidden_state.data(), variant.hidden_state.data(), dense.hidden);
   }
-  if (info.vision) {
-    if (v > 0 && dense.logits.size() == size_t(v)) {
-      e.has_class = true;
-      e.class_dense = argmax(dense.logits.data(), v);
-      e.class_variant = argmax(variant.logits.data(), v);
-      e.class_agree = e.class_dense == e.class_variant;
-    }
-    return e;
-  }
-  if (v == 0 || dense.logits.size() != size_t(n) * size_t(v)) return e;
-  e.has_tokens = true;
-  e.kl.assign(size_t(n), 0.0f);
-  // Per token (in parallel): KL(p || q) = sum p (a - b) - (lse_a - lse_b), with p = exp(a - lse_a)
-  // (sum p = 1); the next token's log-probabilities for perplexity; top-1 agreement.
-  std::vector<double> kl(static_cast<size_t>(n)), nll_d(static_cast<size_t>(n), 0.0),
-      nll_v(static_cast<size_t>(n), 0.0);
-  std::vector<char> agree(static_cast<size_t>(n));
-  // The same logits on both sides (the dense row of a report): one log-sum-exp per token.
-  const bool same = &dense.logits == &variant.logits;
-  parallel_for(n, [&](int t) {
-    const Eigen::Map<const Eigen::ArrayXf> a(dense.logits.data() + size_t(t) * v, v);
-    const Eigen::Map<const Eigen::ArrayXf> b(variant.logits.data() + size_t(t) * v, v);
-    // Per-thread buffers: a fresh vocabulary-sized one per token would be mapped and faulted in
-    // again each time.
-    thread_local Eigen::ArrayXd ea, eb;
-    double mx_a = 0, mx_b = 0;
-    const double lse_a = log_sum_exp(a, ea, mx_a), lse_b = same ? lse_a : log_sum_exp(b, eb, mx_b);
-    if (!std::isfinite(lse_a) || !std::isfinite(lse_b)) {  // no distribution to compare
-      kl[size_t(t)] = NAN;
-      return;
-    }
-    // p (a - b) = exp(a - mx_a) (a - b) / sum_a: the exps are ea, scaled by exp(mx_a - lse_a).
-    const double p_scale = std::exp(mx_a - lse_a);
-    const double pd = same ? 0.0 : (ea * (a - b).cast<double>()).sum() * p_scale;
-    kl[size_t(t)] = pd - (lse_a - lse_b);
-    // Top-1 tokens: the first entries equal to the maxima the log-sum-exps found.
-    const auto top = [v](const float* x, double mx) {
-      return int(std::find(x, x + v, float(mx)) - x);
-    };
-    agree[size_t(t)] = same || top(a.data(), mx_a) == top(b.data(), mx_b);
-    if (info.causal && t + 1 < n && t + 1 < int(in.ids.size())) {
-      const int32_t next = in.ids[size_t(t) + 1];
-      if (next >= 0 && next < v) {
-        nll_d[size_t(t)] = lse_a - double(a[next]);
-        nll_v[size_t(t)] = lse_b - double(b[next]);
-      }
-    }
-  });
-  int agreeing = 0;
-  double nll_dense = 0, nll_variant = 0;
-  for (int t = 0; t < n; ++t) {
-    e.kl[size_t(t)] = float(std::max(0.0, kl[size_t(t)]));
-    e.mean_kl += std::max(0.0, kl[size_t(t)]) / n;
-    e.max_kl = std::max(e.max_kl, kl[size_t(t)]);
-    agreeing += agree[size_t(t)];
-    nll_dense += nll_d[size_t(t)];
-    nll_variant += nll_v[size_t(t)];
-  }
-  e.top1_agreement = double(agreeing) / n;
-  if (info.causal && n > 1) {
-    e.ppl_dense = std::exp(nll_dense / (n - 1));
-    e.ppl_variant = std::exp(nll_variant / (n - 1));
+  if (info.vision && v > 0 && dense.logits.size() == size_t(v)) {
+    e.has_class = true;
+    e.class_dense = argmax(dense.logits.data(), v);
+    e.class_variant = argmax(variant.logits.data(), v);
+    e.class_agree = e.class_dense == e.class_variant;
   }
   return e;
 }

@@ -2,6 +2,7 @@
 // (dense softmax elsewhere); the forward pass runs on to logits, and end_to_end() measures the
 // effect against the dense run of the same input.
 #pragma once
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -53,5 +54,40 @@ struct EndToEnd {
 // Throws Error(InvalidArgument) when the two outputs do not come from the same model and input.
 EndToEnd end_to_end(const ModelInfo& info, const ModelInput& in, const ModelOutput& dense,
                     const ModelOutput& variant);
+
+// end_to_end() for a token model's variant pass whose logits arrive in blocks of vocabulary
+// columns (ForwardOptions::logits_sink), so that pass never holds its N x vocab logits: each
+// position's log-sum-exp, KL, top-1 and next-token log-probability are accumulated online.
+// `dense` (with its logits) must outlive the stream.
+class EndToEndStream {
+ public:
+  // Throws Error(InvalidArgument) unless `dense` holds one row of logits per token.
+  EndToEndStream(const ModelInfo& info, const ModelInput& in, const ModelOutput& dense);
+  // Columns [col0, col0 + cols) of the variant's logits, [n_tokens, cols] row-major; blocks come
+  // in ascending order and cover every column once.
+  void add(int col0, int cols, const float* block);
+  // The comparison, once every column has come; `variant` is the pass's output (its hidden state
+  // for encoders' CLS cosine; its logits may be empty). With no column added and `variant` being
+  // `dense` itself: the dense row (KL 0, agreement 1, the dense perplexity) in one pass.
+  EndToEnd finish(const ModelOutput& variant);
+
+ private:
+  struct Row {
+    double mx_a = 0;                   // the dense row's maximum
+    double s_a = 0;                    // sum exp(a - mx_a) so far
+    double pd = 0;                     // sum exp(a - mx_a) (a - b) so far
+    double m_b = -INFINITY, s_b = 0;   // the variant's running maximum and sum of exp(b - m_b)
+    double top_b = -INFINITY;          // the variant's largest logit so far, at top_idx
+    int top_a = 0, top_idx = -1;
+    double b_next = 0;                 // the variant's logit of the next token
+    double diff2 = 0, norm2 = 0, max_abs = 0;
+  };
+  void accumulate(int col0, int cols, const float* block, bool same);
+  const ModelInfo& info_;
+  const ModelInput& in_;
+  const ModelOutput& dense_;
+  std::vector<Row> rows_;
+  int next_col_ = 0;
+};
 
 }  // namespace attn::models

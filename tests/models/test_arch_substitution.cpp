@@ -181,6 +181,94 @@ TEST(ArchSubstitution, EndToEndMatchesDoublePrecisionOnALargeVocabulary) {
   EXPECT_EQ(self.ppl_variant, e.ppl_dense);
 }
 
+// The same comparison fed the variant's logits in uneven blocks of vocabulary columns (as a
+// substituted pass hands them over without keeping them): every value as from one block, and
+// blocks out of order or missing are refused.
+TEST(ArchSubstitution, EndToEndStreamTakesTheLogitsInBlocks) {
+  models::ModelInfo info;
+  info.causal = true;
+  const int n = 17, v = 9001;
+  models::ModelInput in;
+  models::ModelOutput a, b;
+  a.n_tokens = b.n_tokens = n;
+  a.n_logits = b.n_logits = v;
+  std::mt19937 rng(8);
+  std::normal_distribution<float> g(0.0f, 3.0f), noise(0.0f, 0.5f);
+  for (int t = 0; t < n; ++t) in.ids.push_back(int32_t(rng() % v));
+  for (size_t i = 0; i < size_t(n) * v; ++i) {
+    a.logits.push_back(g(rng));
+    b.logits.push_back(a.logits.back() + noise(rng));
+  }
+  // The variant's largest logit of a row late in the vocabulary, of another early: the running
+  // maximum moves between blocks, or not.
+  b.logits[size_t(3) * v + 8999] = 40.0f;
+  b.logits[size_t(4) * v + 2] = 40.0f;
+  const models::EndToEnd whole = end_to_end(info, in, a, b);
+  models::ModelOutput kept = b;
+  kept.logits.clear();
+  models::EndToEndStream stream(info, in, a);
+  // Blocks as the variant's layout stores them: [n, cols] row-major.
+  auto add = [&](int c0, int cols) {
+    std::vector<float> block(size_t(n) * cols);
+    for (int t = 0; t < n; ++t)
+      std::copy_n(b.logits.data() + size_t(t) * v + c0, cols, block.data() + size_t(t) * cols);
+    stream.add(c0, cols, block.data());
+  };
+  add(0, 4096);
+  EXPECT_ATTN_ERROR(add(0, 5), ErrorCode::InvalidArgument, "out of order");
+  add(4096, 1);
+  EXPECT_ATTN_ERROR(stream.finish(kept), ErrorCode::InvalidArgument, "4097 of 9001");
+  add(4097, v - 4097);
+  const models::EndToEnd e = stream.finish(kept);
+  ASSERT_TRUE(e.has_tokens);
+  for (int t = 0; t < n; ++t)
+    EXPECT_NEAR(e.kl[size_t(t)], whole.kl[size_t(t)], 1e-6 * whole.kl[size_t(t)] + 1e-9) << t;
+  EXPECT_NEAR(e.mean_kl, whole.mean_kl, 1e-9 * whole.mean_kl);
+  EXPECT_EQ(e.top1_agreement, whole.top1_agreement);
+  EXPECT_LT(e.top1_agreement, 1.0);  // rows 3 and 4 at least
+  EXPECT_NEAR(e.ppl_dense, whole.ppl_dense, 1e-12 * whole.ppl_dense);
+  EXPECT_NEAR(e.ppl_variant, whole.ppl_variant, 1e-9 * whole.ppl_variant);
+  EXPECT_EQ(e.logits_max_abs, whole.logits_max_abs);
+  EXPECT_NEAR(e.logits_rel, whole.logits_rel, 1e-12 * whole.logits_rel);
+  EXPECT_NEAR(e.logits_max_abs, 40.0, 15.0);
+}
+
+// A causal LM's substituted pass with a logits sink hands over every logit once, in ascending
+// blocks (the last one short), the same as the pass that keeps them, and keeps none itself.
+TEST(ArchSubstitution, ALogitsSinkSeesEveryLogitOnce) {
+  for (const char* name : {"gpt2", "llama"}) {
+    auto model = models::load_model(golden_dir(name));
+    models::ModelInput in;
+    in.ids = golden_ints(name, "golden_ids");
+    const Variant v = make_variant("window(size=2)");
+    auto backend = make_backend("cpu");
+    models::Substitution sub{&v, backend.get()};
+    const models::ModelOutput kept = model->forward(in, {.substitution = &sub});
+    const int n = kept.n_tokens, vocab = kept.n_logits;
+    std::vector<float> seen(size_t(n) * vocab, NAN);
+    int next = 0;
+    models::ForwardOptions fo{.substitution = &sub};
+    fo.logits_sink_columns = 7;
+    int blocks = 0;
+    fo.logits_sink = [&](int c0, int cols, const float* block) {
+      EXPECT_EQ(c0, next) << name;
+      EXPECT_TRUE(cols == 7 || c0 + cols == vocab) << name;
+      next = c0 + cols;
+      ++blocks;
+      for (int t = 0; t < n; ++t)
+        std::copy_n(block + size_t(t) * cols, cols, seen.data() + size_t(t) * vocab + c0);
+    };
+    const models::ModelOutput streamed = model->forward(in, fo);
+    EXPECT_TRUE(streamed.logits.empty()) << name;
+    EXPECT_EQ(streamed.n_logits, vocab) << name;
+    EXPECT_EQ(next, vocab) << name;
+    EXPECT_EQ(blocks, (vocab + 6) / 7) << name;
+    EXPECT_LE(max_rel_error(seen, std::vector<float>(kept.logits.begin(), kept.logits.end())),
+              1e-6)
+        << name;
+  }
+}
+
 TEST(ArchSubstitution, VitClassAgreementAndClsCosine) {
   auto model = models::load_model(golden_dir("vit"));
   models::ModelInput in;
