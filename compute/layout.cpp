@@ -170,8 +170,14 @@ void layout_row_keys(const Layout& l, const Problem& p, int h, int i, std::vecto
       for (int32_t e = b.row_ptr[r]; e < b.row_ptr[r + 1]; ++e) {
         int j0 = b.col[e] * b.bk, j1 = std::min(j0 + b.bk, p.n_k);
         int jv = j0 + visible_in_range(p, i, j0, j1);
-        for (int j = j0; j < jv; ++j)
-          if (b.full[e] || !l.mask || l.mask->keep(qp, p.kpos(j))) out.push_back(j);
+        if (b.full[e] || !l.mask) {
+          for (int j = j0; j < jv; ++j) out.push_back(j);
+        } else if (p.k_pos.empty()) {  // keys at consecutive positions: the mask's own rule
+          l.mask->append_kept(qp, j0, jv - j0, j0, out);
+        } else {
+          for (int j = j0; j < jv; ++j)
+            if (l.mask->keep(qp, p.kpos(j))) out.push_back(j);
+        }
       }
       break;
     }

@@ -2,6 +2,7 @@
 // block classifier so block layouts come out analytically, without touching every entry.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace attn {
 
@@ -20,6 +21,10 @@ class Mask {
   // kp (one key's column of a score tile whose queries sit at consecutive positions). Default:
   // keep() per entry; masks with a cheaper rule override it.
   virtual void drop_column(int32_t qp0, int32_t kp, int n, float* s) const;
+  // Appends j0 + i, ascending, for each i < n where query position qp may attend to key position
+  // kp0 + i (one query's run of keys at consecutive positions). Default: keep() per entry.
+  virtual void append_kept(int32_t qp, int32_t kp0, int n, int32_t j0,
+                           std::vector<int32_t>& out) const;
 };
 
 }  // namespace attn

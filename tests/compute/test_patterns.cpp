@@ -142,6 +142,31 @@ TEST(Patterns, DropColumnAgreesWithKeep) {
   }
 }
 
+// A query's run of keys keeps exactly the keys keep() accepts, ascending, for every static
+// pattern's mask (offset masks by runs of offsets, the others entry by entry).
+TEST(Patterns, AppendKeptAgreesWithKeep) {
+  std::mt19937 rng(12);
+  std::uniform_int_distribution<int> pos(-40, 400), len(0, 300);
+  for (const std::string& spec : kStaticSpecs) {
+    const Variant v = make_variant(spec);
+    std::vector<std::shared_ptr<const Mask>> masks;
+    masks.push_back(v.pattern()->mask());
+    Problem bidir = positions_only(300, 300, false);
+    std::shared_ptr<const Mask> lm = v.select(bidir).mask;
+    if (lm) masks.push_back(lm);
+    for (const auto& m : masks)
+      for (int t = 0; t < 800; ++t) {
+        const int32_t qp = pos(rng), kp0 = t % 2 ? qp - len(rng) : pos(rng);
+        const int n = len(rng), j0 = 1000 + t;
+        std::vector<int32_t> got = {-7}, want = {-7};  // appended after what is there
+        m->append_kept(qp, kp0, n, j0, got);
+        for (int i = 0; i < n; ++i)
+          if (m->keep(qp, kp0 + i)) want.push_back(j0 + i);
+        ASSERT_EQ(got, want) << spec << " qp " << qp << " kp0 " << kp0 << " n " << n;
+      }
+  }
+}
+
 TEST(Patterns, ClosedFormDensityEqualsCountedDensity) {
   std::vector<int> ns = {1, 2, 7, 64, 77, 129, 300};
   for (const std::string& spec : kStaticSpecs) {

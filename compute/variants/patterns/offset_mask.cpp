@@ -40,6 +40,32 @@ void OffsetMask::drop_column(int32_t qp0, int32_t kp, int n, float* s) const {
   }
 }
 
+void OffsetMask::append_kept(int32_t qp, int32_t kp0, int n, int32_t j0,
+                             std::vector<int32_t>& out) const {
+  // Key i has offset d_i = qp - kp0 - i: kept runs of offsets [a, b) from the smallest offset
+  // up are runs of keys from the last down, so they are appended in reverse.
+  const int64_t dmin = int64_t(qp) - kp0 - (n - 1), dmax = int64_t(qp) - kp0;
+  int64_t runs[64][2];
+  int nr = 0;
+  for (int64_t d = dmin; d <= dmax;) {
+    const int64_t a = next_kept(d);
+    if (a == kNone || a > dmax) break;
+    const int64_t dropped = next_dropped(a);
+    const int64_t b = dropped == kNone ? dmax + 1 : std::min<int64_t>(dmax + 1, dropped);
+    if (nr == 64) {  // many short runs (a dilated mask): entry by entry
+      Mask::append_kept(qp, kp0, n, j0, out);
+      return;
+    }
+    runs[nr][0] = a, runs[nr][1] = b, ++nr;
+    d = b;
+  }
+  for (int r = nr - 1; r >= 0; --r) {
+    // Offsets [a, b) are keys i = dmax - (b - 1) .. dmax - a.
+    const int64_t i0 = dmax - (runs[r][1] - 1), i1 = dmax - runs[r][0];
+    for (int64_t i = i0; i <= i1; ++i) out.push_back(j0 + int32_t(i));
+  }
+}
+
 BlockClass OffsetMask::classify(int32_t q_lo, int32_t q_hi, int32_t k_lo, int32_t k_hi) const {
   if (q_lo > q_hi || k_lo > k_hi) return BlockClass::Empty;
   int64_t lo = int64_t(q_lo) - k_hi, hi = int64_t(q_hi) - k_lo;

@@ -26,6 +26,9 @@ class OffsetMask : public Mask {
   bool keep(int32_t qp, int32_t kp) const override;
   // By runs of kept and dropped offsets (offsets grow with i), not entry by entry.
   void drop_column(int32_t qp0, int32_t kp, int n, float* s) const override;
+  // By runs of kept offsets (offsets fall as the key grows).
+  void append_kept(int32_t qp, int32_t kp0, int n, int32_t j0,
+                   std::vector<int32_t>& out) const override;
   BlockClass classify(int32_t q_lo, int32_t q_hi, int32_t k_lo, int32_t k_hi) const override;
 };
 
