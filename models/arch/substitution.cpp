@@ -39,6 +39,36 @@ void Substitution::check(const ModelInfo& info) const {
 
 namespace {
 
+typedef double v4d __attribute__((vector_size(32)));
+typedef int64_t v4l __attribute__((vector_size(32)));
+
+// exp(x) for x <= 0 in double, four at a time (Eigen's exp of doubles is scalar here, and a
+// position's comparison takes two per logit): 2^n e^r with |r| <= ln 2 / 2 by its Taylor series
+// to r^13 (truncation below 1e-17), 2^n from the exponent bits. x below -708 (past the normal
+// range) reads 0; NaN stays NaN.
+v4d exp_nonpos(v4d x) {
+  const v4d lowest = v4d{} - 708.0, shifter = v4d{} + 6755399441055744.0;  // 1.5 * 2^52
+  const v4d xc = x < lowest ? lowest : x;
+  const v4d t = xc * 1.4426950408889634 + shifter;  // n = round(x log2 e) in t's low bits
+  const v4d n = t - shifter;
+  const v4d r = xc - n * 0.6931471803691238 - n * 1.9082149292705877e-10;  // ln 2, hi + lo
+  v4d p = v4d{} + 1.0 / 6227020800.0;
+  for (double f : {479001600.0, 39916800.0, 3628800.0, 362880.0, 40320.0, 5040.0, 720.0, 120.0,
+                   24.0, 6.0, 2.0, 1.0, 1.0})
+    p = p * r + 1.0 / f;
+  const v4l bits = ((v4l)t - (v4l)shifter + 1023) << 52;
+  const v4d e = p * (v4d)bits;
+  return x < lowest ? v4d{} : e;
+}
+
+v4d widen4(const float* x) {
+  return v4d{double(x[0]), double(x[1]), double(x[2]), double(x[3])};
+}
+
+double hsum4(v4d v) {
+  return (v[0] + v[1]) + (v[2] + v[3]);
+}
+
 int argmax(const float* x, int n) {
   return int(std::max_element(x, x + n) - x);
 }
@@ -78,13 +108,25 @@ void EndToEndStream::accumulate(int col0, int cols, const float* block, bool sam
     Row& r = rows_[size_t(t)];
     const Eigen::Map<const Eigen::ArrayXf> a(dense_.logits.data() + size_t(t) * v + col0, cols);
     const Eigen::Map<const Eigen::ArrayXf> b(block + size_t(t) * cols, cols);
-    // Per-thread buffers: a fresh one per row would be mapped and faulted in again each time.
-    thread_local Eigen::ArrayXd ea, eb;
     if (!std::isfinite(r.mx_a)) return;  // no distribution: the row's KL reads NaN
-    ea = (a.cast<double>() - r.mx_a).exp();
-    r.s_a += ea.sum();
+    // exp(a - mx_a), summed, and against a - b; four at a time, the tail one by one.
+    const int c4 = cols / 4 * 4;
+    v4d sa = {}, spd = {};
+    for (int c = 0; c < c4; c += 4) {
+      const v4d xa = widen4(a.data() + c);
+      const v4d ea = exp_nonpos(xa - r.mx_a);
+      sa += ea;
+      if (!same) spd += ea * (xa - widen4(b.data() + c));
+    }
+    double s_a = hsum4(sa), pd = hsum4(spd);
+    for (int c = c4; c < cols; ++c) {
+      const double ea = std::exp(double(a[c]) - r.mx_a);
+      s_a += ea;
+      if (!same) pd += ea * (double(a[c]) - double(b[c]));
+    }
+    r.s_a += s_a;
     if (same) return;
-    r.pd += (ea * (a - b).cast<double>()).sum();
+    r.pd += pd;
     const float mb = b.maxCoeff();
     if (mb > r.top_b) {
       r.top_b = mb;
@@ -94,8 +136,11 @@ void EndToEndStream::accumulate(int col0, int cols, const float* block, bool sam
       r.m_b = NAN;
     } else if (mb > -INFINITY) {
       const double m = std::max(r.m_b, double(mb));
-      eb = (b.cast<double>() - m).exp();
-      r.s_b = r.s_b * std::exp(r.m_b - m) + eb.sum();
+      v4d sb = {};
+      for (int c = 0; c < c4; c += 4) sb += exp_nonpos(widen4(b.data() + c) - m);
+      double s_b = hsum4(sb);
+      for (int c = c4; c < cols; ++c) s_b += std::exp(double(b[c]) - m);
+      r.s_b = r.s_b * std::exp(r.m_b - m) + s_b;
       r.m_b = m;
     }
     const int next = info_.causal && t + 1 < int(in_.ids.size()) ? in_.ids[size_t(t) + 1] : -1;
