@@ -85,7 +85,8 @@ double cosine(const float* a, const float* b, int n) {
 
 }  // namespace
 
-EndToEndStream::EndToEndStream(const ModelInfo& info, const ModelInput& in, const ModelOutput& dense)
+EndToEndStream::EndToEndStream(const ModelInfo& info, const ModelInput& in,
+                               const ModelOutput& dense)
     : info_(info), in_(in), dense_(dense) {
   const int n = dense.n_tokens, v = dense.n_logits;
   require(!info.vision && n > 0 && v > 0 && dense.logits.size() == size_t(n) * size_t(v),
@@ -193,8 +194,8 @@ EndToEnd EndToEndStream::finish(const ModelOutput& variant) {
     diff2 += r.diff2;
     norm2 += same ? 0.0 : r.norm2;
     max_abs = std::max(max_abs, r.max_abs);
-    const int next = info_.causal && t + 1 < n && t + 1 < int(in_.ids.size()) ? in_.ids[size_t(t) + 1]
-                                                                             : -1;
+    const int next =
+        info_.causal && t + 1 < n && t + 1 < int(in_.ids.size()) ? in_.ids[size_t(t) + 1] : -1;
     if (next >= 0 && next < v && std::isfinite(lse_a) && std::isfinite(lse_b)) {
       const double a_next = dense_.logits[size_t(t) * v + size_t(next)];
       nll_dense += lse_a - a_next;

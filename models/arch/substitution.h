@@ -73,13 +73,13 @@ class EndToEndStream {
 
  private:
   struct Row {
-    double mx_a = 0;                   // the dense row's maximum
-    double s_a = 0;                    // sum exp(a - mx_a) so far
-    double pd = 0;                     // sum exp(a - mx_a) (a - b) so far
-    double m_b = -INFINITY, s_b = 0;   // the variant's running maximum and sum of exp(b - m_b)
-    double top_b = -INFINITY;          // the variant's largest logit so far, at top_idx
+    double mx_a = 0;                  // the dense row's maximum
+    double s_a = 0;                   // sum exp(a - mx_a) so far
+    double pd = 0;                    // sum exp(a - mx_a) (a - b) so far
+    double m_b = -INFINITY, s_b = 0;  // the variant's running maximum and sum of exp(b - m_b)
+    double top_b = -INFINITY;         // the variant's largest logit so far, at top_idx
     int top_a = 0, top_idx = -1;
-    double b_next = 0;                 // the variant's logit of the next token
+    double b_next = 0;  // the variant's logit of the next token
     double diff2 = 0, norm2 = 0, max_abs = 0;
   };
   void accumulate(int col0, int cols, const float* block, bool same);

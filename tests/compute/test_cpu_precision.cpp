@@ -276,9 +276,9 @@ TEST(CpuPrecision, SparseKeyListsOverBf16RowsMatchTheReference) {
   struct Shape {
     int heads, kv_heads, n, d, k;
   };
-  for (const Shape& s : {Shape{2, 1, 4099, 64, 37}, Shape{3, 3, 1500, 128, 21},
-                         Shape{2, 2, 1300, 32, 50}, Shape{4, 2, 1200, 96, 17},
-                         Shape{2, 1, 4099, 64, 701}}) {
+  for (const Shape& s :
+       {Shape{2, 1, 4099, 64, 37}, Shape{3, 3, 1500, 128, 21}, Shape{2, 2, 1300, 32, 50},
+        Shape{4, 2, 1200, 96, 17}, Shape{2, 1, 4099, 64, 701}}) {
     const Problem p = random_problem(s.heads, s.kv_heads, s.n, s.n, s.d, true, 500 + s.d);
     const Layout l = index_layout(p, s.k, 31 + s.d);
     const Variant v = make_variant("dense");

@@ -263,8 +263,7 @@ TEST(ArchSubstitution, ALogitsSinkSeesEveryLogitOnce) {
     EXPECT_EQ(streamed.n_logits, vocab) << name;
     EXPECT_EQ(next, vocab) << name;
     EXPECT_EQ(blocks, (vocab + 6) / 7) << name;
-    EXPECT_LE(max_rel_error(seen, std::vector<float>(kept.logits.begin(), kept.logits.end())),
-              1e-6)
+    EXPECT_LE(max_rel_error(seen, std::vector<float>(kept.logits.begin(), kept.logits.end())), 1e-6)
         << name;
   }
 }
