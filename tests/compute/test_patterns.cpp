@@ -116,19 +116,22 @@ TEST(Patterns, ClassifyAgreesWithBruteForceOnRandomBoxes) {
   }
 }
 
+// A static pattern's masks: its own, and the one its selection over a bidirectional problem
+// carries (where it has one).
+std::vector<std::shared_ptr<const Mask>> masks_of(const std::string& spec) {
+  const Variant v = make_variant(spec);
+  std::vector<std::shared_ptr<const Mask>> masks = {v.pattern()->mask()};
+  if (auto lm = v.select(positions_only(300, 300, false)).mask) masks.push_back(lm);
+  return masks;
+}
+
 // A score tile's column drops exactly the entries keep() refuses, for every static pattern's
 // mask (offset masks by runs, the others entry by entry), at random positions and lengths.
 TEST(Patterns, DropColumnAgreesWithKeep) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> pos(-40, 400), len(0, 90);
   for (const std::string& spec : kStaticSpecs) {
-    const Variant v = make_variant(spec);
-    std::vector<std::shared_ptr<const Mask>> masks;
-    masks.push_back(v.pattern()->mask());
-    Problem bidir = positions_only(300, 300, false);
-    std::shared_ptr<const Mask> lm = v.select(bidir).mask;
-    if (lm) masks.push_back(lm);
-    for (const auto& m : masks)
+    for (const auto& m : masks_of(spec))
       for (int t = 0; t < 800; ++t) {
         const int32_t qp0 = pos(rng), kp = t % 2 ? qp0 - len(rng) : pos(rng);
         const int n = len(rng);
@@ -148,13 +151,7 @@ TEST(Patterns, AppendKeptAgreesWithKeep) {
   std::mt19937 rng(12);
   std::uniform_int_distribution<int> pos(-40, 400), len(0, 300);
   for (const std::string& spec : kStaticSpecs) {
-    const Variant v = make_variant(spec);
-    std::vector<std::shared_ptr<const Mask>> masks;
-    masks.push_back(v.pattern()->mask());
-    Problem bidir = positions_only(300, 300, false);
-    std::shared_ptr<const Mask> lm = v.select(bidir).mask;
-    if (lm) masks.push_back(lm);
-    for (const auto& m : masks)
+    for (const auto& m : masks_of(spec))
       for (int t = 0; t < 800; ++t) {
         const int32_t qp = pos(rng), kp0 = t % 2 ? qp - len(rng) : pos(rng);
         const int n = len(rng), j0 = 1000 + t;
