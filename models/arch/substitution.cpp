@@ -3,6 +3,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "compute/error.h"
 #include "compute/parallel.h"
@@ -40,7 +41,7 @@ void Substitution::check(const ModelInfo& info) const {
 namespace {
 
 typedef double v4d __attribute__((vector_size(32)));
-typedef int64_t v4l __attribute__((vector_size(32)));
+typedef uint64_t v4u __attribute__((vector_size(32)));  // (wraps: no signed overflow)
 
 // exp(x) for x <= 0 in double, four at a time (Eigen's exp of doubles is scalar here, and a
 // position's comparison takes two per logit): 2^n e^r with |r| <= ln 2 / 2 by its Taylor series
@@ -56,7 +57,7 @@ v4d exp_nonpos(v4d x) {
   for (double f : {479001600.0, 39916800.0, 3628800.0, 362880.0, 40320.0, 5040.0, 720.0, 120.0,
                    24.0, 6.0, 2.0, 1.0, 1.0})
     p = p * r + 1.0 / f;
-  const v4l bits = ((v4l)t - (v4l)shifter + 1023) << 52;
+  const v4u bits = ((v4u)t - (v4u)shifter + 1023) << 52;
   const v4d e = p * (v4d)bits;
   return x < lowest ? v4d{} : e;
 }
