@@ -86,12 +86,17 @@ double cosine(const float* a, const float* b, int n) {
 
 }  // namespace
 
+bool EndToEndStream::takes(const ModelInfo& info, const ModelOutput& dense) {
+  const int n = dense.n_tokens, v = dense.n_logits;
+  return !info.vision && n > 0 && v > 0 && dense.logits.size() == size_t(n) * size_t(v);
+}
+
 EndToEndStream::EndToEndStream(const ModelInfo& info, const ModelInput& in,
                                const ModelOutput& dense)
     : info_(info), in_(in), dense_(dense) {
   const int n = dense.n_tokens, v = dense.n_logits;
-  require(!info.vision && n > 0 && v > 0 && dense.logits.size() == size_t(n) * size_t(v),
-          ErrorCode::InvalidArgument, "end_to_end: the dense run has no logits per token");
+  require(takes(info, dense), ErrorCode::InvalidArgument,
+          "end_to_end: the dense run has no logits per token");
   rows_.resize(size_t(n));
   parallel_for(n, [&](int t) {
     const float* a = dense.logits.data() + size_t(t) * v;
@@ -226,7 +231,7 @@ EndToEnd end_to_end(const ModelInfo& info, const ModelInput& in, const ModelOutp
               dense.hidden_state.size() == variant.hidden_state.size(),
           ErrorCode::InvalidArgument, "end_to_end: the two runs differ in shape");
   const int n = dense.n_tokens, v = dense.n_logits;
-  if (!info.vision && n > 0 && v > 0 && dense.logits.size() == size_t(n) * size_t(v)) {
+  if (EndToEndStream::takes(info, dense)) {
     EndToEndStream stream(info, in, dense);  // token logits: the variant's as one block
     if (&variant != &dense) stream.add(0, v, variant.logits.data());
     return stream.finish(variant);

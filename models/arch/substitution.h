@@ -61,7 +61,10 @@ EndToEnd end_to_end(const ModelInfo& info, const ModelInput& in, const ModelOutp
 // `dense` (with its logits) must outlive the stream.
 class EndToEndStream {
  public:
-  // Throws Error(InvalidArgument) unless `dense` holds one row of logits per token.
+  // True when `dense` holds one row of logits per token (a text model's head), what the
+  // stream compares.
+  static bool takes(const ModelInfo& info, const ModelOutput& dense);
+  // Throws Error(InvalidArgument) unless takes(info, dense).
   EndToEndStream(const ModelInfo& info, const ModelInput& in, const ModelOutput& dense);
   // Columns [col0, col0 + cols) of the variant's logits, [n_tokens, cols] row-major; blocks come
   // in ascending order and cover every column once.

@@ -1,6 +1,7 @@
 // Substitution: a compute-core variant computes the attention of chosen layers/heads inside the
 // forward pass, and end_to_end() measures the effect on logits.
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "arch_test_util.h"
@@ -135,25 +136,38 @@ TEST(ArchSubstitution, EndToEndMetricsByHand) {
   EXPECT_ATTN_ERROR(end_to_end(info, in, a, c), ErrorCode::InvalidArgument, "differ");
 }
 
+// Two runs' next-token logits over n positions and v tokens, with random ids: the dense run's
+// normal (sigma 3), the variant's each plus perturb(position, rng), from one generator.
+struct LogitsPair {
+  models::ModelInput in;
+  models::ModelOutput a, b;
+};
+LogitsPair logits_pair(int n, int v, uint32_t seed,
+                       const std::function<float(size_t, std::mt19937&)>& perturb) {
+  LogitsPair x;
+  x.a.n_tokens = x.b.n_tokens = n;
+  x.a.n_logits = x.b.n_logits = v;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.0f, 3.0f);
+  for (int t = 0; t < n; ++t) x.in.ids.push_back(int32_t(rng() % v));
+  for (size_t i = 0; i < size_t(n) * v; ++i) {
+    x.a.logits.push_back(g(rng));
+    x.b.logits.push_back(x.a.logits.back() + perturb(i / v, rng));
+  }
+  return x;
+}
+
 // A vocabulary of GPT-2's size and logits of a trained model's spread: every per-token KL and the
 // perplexities agree with a plain double-precision evaluation of the definitions.
 TEST(ArchSubstitution, EndToEndMatchesDoublePrecisionOnALargeVocabulary) {
   models::ModelInfo info;
   info.causal = true;
   const int n = 23, v = 50257;
-  models::ModelInput in;
-  models::ModelOutput a, b;
-  a.n_tokens = b.n_tokens = n;
-  a.n_logits = b.n_logits = v;
-  std::mt19937 rng(5);
-  std::normal_distribution<float> g(0.0f, 3.0f), noise(0.0f, 0.2f);
-  for (int t = 0; t < n; ++t) in.ids.push_back(int32_t(rng() % v));
-  for (size_t i = 0; i < size_t(n) * v; ++i) {
-    a.logits.push_back(g(rng));
-    // Tokens 0-2 identical (KL 0); the others perturbed, more with t.
-    const size_t t = i / v;
-    b.logits.push_back(a.logits.back() + (t < 3 ? 0.0f : noise(rng) * float(t) / n));
-  }
+  std::normal_distribution<float> noise(0.0f, 0.2f);
+  // Tokens 0-2 identical (KL 0); the others perturbed, more with t.
+  auto [in, a, b] = logits_pair(n, v, 5, [&](size_t t, std::mt19937& rng) {
+    return t < 3 ? 0.0f : noise(rng) * float(t) / n;
+  });
   const models::EndToEnd e = end_to_end(info, in, a, b);
   double nll_a = 0, nll_b = 0;
   for (int t = 0; t < n; ++t) {
@@ -188,17 +202,8 @@ TEST(ArchSubstitution, EndToEndStreamTakesTheLogitsInBlocks) {
   models::ModelInfo info;
   info.causal = true;
   const int n = 17, v = 9001;
-  models::ModelInput in;
-  models::ModelOutput a, b;
-  a.n_tokens = b.n_tokens = n;
-  a.n_logits = b.n_logits = v;
-  std::mt19937 rng(8);
-  std::normal_distribution<float> g(0.0f, 3.0f), noise(0.0f, 0.5f);
-  for (int t = 0; t < n; ++t) in.ids.push_back(int32_t(rng() % v));
-  for (size_t i = 0; i < size_t(n) * v; ++i) {
-    a.logits.push_back(g(rng));
-    b.logits.push_back(a.logits.back() + noise(rng));
-  }
+  std::normal_distribution<float> noise(0.0f, 0.5f);
+  auto [in, a, b] = logits_pair(n, v, 8, [&](size_t, std::mt19937& rng) { return noise(rng); });
   // The variant's largest logit of a row late in the vocabulary, of another early: the running
   // maximum moves between blocks, or not.
   b.logits[size_t(3) * v + 8999] = 40.0f;

@@ -634,9 +634,7 @@ void add_end_to_end_in(Analysis* a, const Options& o) {
     // A causal LM's logits are compared as the pass makes them, a block of vocabulary columns
     // at a time, unless the pass is kept (its hooks dumped with its logits).
     std::optional<models::EndToEndStream> stream;
-    if (!capture && info.causal && !info.vision &&
-        a->dense_out().logits.size() ==
-            size_t(a->dense_out().n_tokens) * size_t(a->dense_out().n_logits)) {
+    if (!capture && info.causal && models::EndToEndStream::takes(info, a->dense_out())) {
       stream.emplace(info, a->input, a->dense_out());
       fo.logits_sink = [&stream](int col0, int cols, const float* block) {
         stream->add(col0, cols, block);
