@@ -165,9 +165,11 @@ TEST(ArchSubstitution, EndToEndMatchesDoublePrecisionOnALargeVocabulary) {
   const int n = 23, v = 50257;
   std::normal_distribution<float> noise(0.0f, 0.2f);
   // Tokens 0-2 identical (KL 0); the others perturbed, more with t.
-  auto [in, a, b] = logits_pair(n, v, 5, [&](size_t t, std::mt19937& rng) {
+  LogitsPair x = logits_pair(n, v, 5, [&](size_t t, std::mt19937& rng) {
     return t < 3 ? 0.0f : noise(rng) * float(t) / n;
   });
+  const models::ModelInput& in = x.in;
+  const models::ModelOutput &a = x.a, &b = x.b;
   const models::EndToEnd e = end_to_end(info, in, a, b);
   double nll_a = 0, nll_b = 0;
   for (int t = 0; t < n; ++t) {
@@ -203,7 +205,10 @@ TEST(ArchSubstitution, EndToEndStreamTakesTheLogitsInBlocks) {
   info.causal = true;
   const int n = 17, v = 9001;
   std::normal_distribution<float> noise(0.0f, 0.5f);
-  auto [in, a, b] = logits_pair(n, v, 8, [&](size_t, std::mt19937& rng) { return noise(rng); });
+  LogitsPair x = logits_pair(n, v, 8, [&](size_t, std::mt19937& rng) { return noise(rng); });
+  // (references, not a structured binding: lambdas below capture them)
+  models::ModelInput& in = x.in;
+  models::ModelOutput &a = x.a, &b = x.b;
   // The variant's largest logit of a row late in the vocabulary, of another early: the running
   // maximum moves between blocks, or not.
   b.logits[size_t(3) * v + 8999] = 40.0f;
