@@ -125,7 +125,7 @@ int PrecisionCommand::run() {
     const ArithFormat f = prec == Precision::Bf16  ? ArithFormat::Bf16
                           : prec == Precision::F16 ? ArithFormat::Fp16
                                                    : ArithFormat::F32;
-    const bool tiled = prec == Precision::Bf16 && ks.amx;
+    const bool tiled = prec == Precision::Bf16 && ks.tiles != cpu::TileUnit::None;
     const ArithError se = tiled ? storage[f].second : storage[f].first;
     const double ratio = se.mean_abs > 0 ? ke.mean_abs / se.mean_abs : 0;
     const std::string model = tiled ? "tiled, P stored" : "materialised";

@@ -100,13 +100,14 @@ Result CpuBackend::execute_spec(const KernelSpec& spec, const Problem& p, const 
   KernelContext c(p, lines && !run_lines ? listed : layout, spec, kernels_->width, r.o.data(),
                   r.row_stat.data(), prec);
   if (prec != Precision::F32) {
-    // AMX tiles for bf16 in the flash kernel: streaming normalisers, whole 32-dim tile steps.
+    // bf16 tile products (AMX or vdpbf16ps) in the flash kernel: streaming normalisers, whole
+    // 32-dim tile steps. Key lists use them in their dense tiles (no score modifiers there).
     const Layout::Kind kind = c.layout.kind;
-    // Key lists use them in their dense tiles (no score modifiers there).
-    c.amx = kernels_->amx && prec == Precision::Bf16 && !spec.selective &&
-            spec.norm.kind != Normaliser::Kind::Entmax15 && p.d % 32 == 0 &&
-            (kind == Layout::Kind::Dense || kind == Layout::Kind::Blocks ||
-             (kind == Layout::Kind::Indices && spec.mods.empty()));
+    const bool tiled = prec == Precision::Bf16 && !spec.selective &&
+                       spec.norm.kind != Normaliser::Kind::Entmax15 && p.d % 32 == 0 &&
+                       (kind == Layout::Kind::Dense || kind == Layout::Kind::Blocks ||
+                        (kind == Layout::Kind::Indices && spec.mods.empty()));
+    c.tiles = tiled ? kernels_->tiles : TileUnit::None;
     // The storage of the previous execute, reused: fresh pages would be faulted in and zeroed.
     c.q16.swap(half_.q);
     c.k16.swap(half_.k);

@@ -6,12 +6,12 @@
 // execute_owned, which moves it there). With RunOptions::precision bf16 or f16, Q, K and V are
 // converted once per execute into 16-bit storage that the kernels read (half_rows.h); the
 // backend keeps that storage for its next execute (2 bytes per element of Q, K and V, V twice
-// for key lists on AMX).
+// for key lists on bf16 tiles).
 // Kernels: flash_kernel (Dense, Blocks), gather_kernel (Indices), selective_kernel; each built
-// for the baseline ISA and, in x86-64-v3 builds, for AVX-512 too, with AMX tiles for bf16 where
-// the CPU has them (kernel_set.h picks at run time; env ATTNSCOPE_CPU_ISA=avx512amx|avx512|avx2
-// forces one). Threads: RunOptions::threads, else env
-// ATTNSCOPE_THREADS, else all hardware threads.
+// for the baseline ISA and, in x86-64-v3 builds, for AVX-512 too, with bf16 tile products on
+// AMX or vdpbf16ps where the CPU has them (kernel_set.h picks at run time; env
+// ATTNSCOPE_CPU_ISA=avx512amx|avx512bf16|avx512|avx2 forces one). Threads: RunOptions::threads,
+// else env ATTNSCOPE_THREADS, else all hardware threads.
 //
 // Conventions beyond score_mod.h: a query row with no kept key gets O = 0 and row stat 0.
 // stats.counted.flops = 2d per computed score + 2d per probability applied to V; entries

@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "compute/cpu/amx_tiles.h"
+#include "compute/cpu/bf16_tiles.h"
 #include "compute/cpu/score_tile.h"
 #include "compute/cpu/tile_kernels.h"
 #include "compute/cpu/tile_plan.h"
@@ -17,9 +17,10 @@ namespace {
 struct FlashScratch {
   QueryTile tile;
   std::vector<Chunk> chunks;
-  std::vector<float> st;     // f32 [rows of all buffered chunks, kBQ]
-  std::vector<float> o;      // f32 [kBQ, dv] (AMX: O^T, f32 [dv, kBQ])
-  std::vector<uint32_t> pp;  // AMX: a chunk's probabilities as bf16 pairs, u32 [kBK / 2, kBQ]
+  std::vector<float> st;  // f32 [rows of all buffered chunks, kBQ]
+  std::vector<float> o;   // f32 [kBQ, dv] (bf16 tiles: O^T, f32 [dv, kBQ])
+  std::vector<uint32_t>
+      pp;  // bf16 tiles: a chunk's probabilities as bf16 pairs, u32 [kBK / 2, kBQ]
   alignas(64) float m[kBQ], l[kBQ], alpha[kBQ];
   alignas(64) float stat[kBQ], inv[kBQ];
   EntmaxScratch es;  // entmax candidates
@@ -121,11 +122,11 @@ void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
              int64_t(it.rows) * (c.d * (eb + 4) + 4);
 }
 
-// flash_tile on AMX tiles (bf16 storage; streaming normalisers): each chunk's scores are one
-// tile product of K rows and the packed Q pairs, the softmax runs in f32 as everywhere, and the
-// probabilities, rounded to bf16 as FlashAttention rounds them, meet V^T in a second product that
-// accumulates O^T in f32.
-void flash_tile_amx(KernelContext& c, const TileItem& it, FlashScratch& s) {
+// flash_tile on bf16 tile products, AMX or vdpbf16ps (bf16 storage; streaming normalisers): each
+// chunk's scores are one tile product of K rows and the packed Q pairs, the softmax runs in f32 as
+// everywhere, and the probabilities, rounded to bf16 as FlashAttention rounds them, meet V^T in a
+// second product that accumulates O^T in f32.
+void flash_tile_bf16(KernelContext& c, const TileItem& it, FlashScratch& s) {
   using K = Normaliser::Kind;
   const Normaliser& norm = c.spec.norm;
   const bool softmax = norm.kind == K::Softmax;
@@ -141,10 +142,14 @@ void flash_tile_amx(KernelContext& c, const TileItem& it, FlashScratch& s) {
   std::fill(s.l, s.l + kBQ, 0.0f);
   bool first = true;
   int64_t entries = 0;
-  amx::begin();
+  tiles::begin(c);
   for (const Chunk& ch : s.chunks) {
-    amx::qk(c.k16_row(it.h, ch.j0), size_t(c.d), ch.nj, t.qp.data(), kBQ, cols, c.d, qscale,
-            s.st.data(), kBQ);
+    // The chunk's V^T is dv short runs a whole row of keys apart (32 KB at N = 16384): too many
+    // streams for the hardware prefetcher, so they are asked for while the scores are computed.
+    const uint16_t* vt = c.vt16_at(it.h, ch.j0);
+    for (int e = 0; e < c.dv; ++e) prefetch_range(vt + e * c.vt_ld, size_t(ch.nj) * 2);
+    tiles::qk(c, c.k16_row(it.h, ch.j0), size_t(c.d), ch.nj, t.qp.data(), kBQ, cols, qscale,
+              s.st.data(), kBQ);
     finish_scores(c, t, ch, softmax, s.st.data(), kBQ);
     if (softmax) {
       softmax_step(s.st.data(), ch.nj, cols, kBQ, ch.causal || ch.partial || cols != it.rows, s.m,
@@ -153,12 +158,12 @@ void flash_tile_amx(KernelContext& c, const TileItem& it, FlashScratch& s) {
       elementwise_probs(norm, c.n_k, s.st.data(), ch.nj, cols, kBQ);
       if (norm.kind == K::SoftplusL1) add_column_sums(s.st.data(), ch.nj, cols, kBQ, s.l);
     }
-    amx::pv(s.st.data(), kBQ, ch.nj, cols, c.vt16_at(it.h, ch.j0), c.vt_ld, c.dv, s.o.data(), kBQ,
-            softmax ? s.alpha : nullptr, first, s.pp.data(), kBQ);
+    tiles::pv(c, s.st.data(), kBQ, ch.nj, cols, vt, c.vt_ld, s.o.data(), kBQ,
+              softmax ? s.alpha : nullptr, first, s.pp.data(), kBQ);
     first = false;
     entries += int64_t(ch.nj) * it.rows;
   }
-  amx::end();
+  tiles::end(c);
   for (int i = 0; i < it.rows; ++i) {
     float stat = 0.0f, inv = 1.0f;
     if (softmax || norm.kind == K::SoftplusL1) {
@@ -185,8 +190,8 @@ void run_flash(KernelContext& c, ThreadPool& pool, const std::atomic<bool>* canc
       int64_t(items.size()),
       [&](int64_t k, int w) {
         if (!scratch[w]) scratch[w] = std::make_unique<FlashScratch>();
-        if (c.amx)
-          flash_tile_amx(c, items[k], *scratch[w]);
+        if (c.bf16_tiles())
+          flash_tile_bf16(c, items[k], *scratch[w]);
         else
           flash_tile(c, items[k], *scratch[w]);
       },

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compute/cpu/amx_tiles.h"
+#include "compute/cpu/bf16_tiles.h"
 #include "compute/cpu/half_rows.h"
 #include "compute/cpu/score_tile.h"
 #include "compute/cpu/simd.h"
@@ -40,9 +41,9 @@ struct GatherScratch {
   std::vector<uint64_t> member;
   std::vector<float> kpack, vpack, st, ot;
   std::vector<uint16_t> kpack16, vpack16;  // kpack, vpack in 16-bit storage
-  std::vector<uint16_t> vtpack;            // AMX: the union's V^T, u16 [dv, round32(u) + 32]
-  std::vector<uint32_t> pp;                // AMX: probabilities as bf16 pairs
-  std::vector<float> orow;                 // AMX: one output row from O^T
+  std::vector<uint16_t> vtpack;            // bf16 tiles: the union's V^T, u16 [dv, round32(u) + 32]
+  std::vector<uint32_t> pp;                // bf16 tiles: probabilities as bf16 pairs
+  std::vector<float> orow;                 // bf16 tiles: one output row from O^T
   QueryTile tile;
   alignas(64) float um[kBQ], ul[kBQ], ualpha[kBQ];
 };
@@ -608,11 +609,11 @@ void from_dp_order(float* o, int d) {
   }
 }
 // NB (blocks of 32 dimensions) where stream_dpbf16 runs this problem's streamed rows, else 0:
-// bf16 rows in the AMX kernel set (whose CPUs have AVX512-BF16, and whose dense tiles round
-// the probabilities to bf16 as well), softmax without score modifiers, d = dv <= 128.
+// bf16 rows in a kernel set with bf16 tiles (whose CPUs have AVX512-BF16, and whose dense tiles
+// round the probabilities to bf16 as well), softmax without score modifiers, d = dv <= 128.
 int dpbf16_blocks(const KernelContext& c) {
 #if defined(ATTN_GATHER_DPBF16)
-  if (!c.amx || c.prec != Precision::Bf16 || !amx::has_avx512_bf16() ||
+  if (!c.bf16_tiles() || c.prec != Precision::Bf16 || !amx::has_avx512_bf16() ||
       c.spec.norm.kind != Normaliser::Kind::Softmax || !c.spec.mods.empty() || c.d != c.dv ||
       c.d % 32 != 0 || c.d > 128)
     return 0;
@@ -815,7 +816,7 @@ void run_row(KernelContext& c, GatherScratch& w, int h, int i, std::vector<doubl
 // straight from K and V; a union first packs its keys' rows, so it needs more overlap.
 constexpr double kRangeMinOverlap = 0.25;
 constexpr double kUnionMinOverlap = 0.3;
-// (The same on AMX tiles: with streamed rows on bf16 dot products, 0.25 and 0.1 measured alike
+// (The same on bf16 tiles: with streamed rows on bf16 dot products, 0.25 and 0.1 measured alike
 // on top-256 and top-1638 lists at N = 4096 and 16384, 0.5 slower.)
 
 // Rows i0..i1 (at most kBQ) of head h as one dense tile over the keys their lists name, entries
@@ -858,9 +859,9 @@ bool dense_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
       for (const int32_t* e = col + x.row_ptr[i0 + r]; e < e1; ++e) member[*e - kmin] |= bit;
     }
     kt = k_at(c, h, kmin);
-    vt = c.amx ? static_cast<const void*>(c.vt16_at(h, kmin)) : v_at(c, h, kmin);
+    vt = c.bf16_tiles() ? static_cast<const void*>(c.vt16_at(h, kmin)) : v_at(c, h, kmin);
     ldk = hr.ldk;
-    ldv = c.amx ? c.vt_ld : hr.ldv;
+    ldv = c.bf16_tiles() ? c.vt_ld : hr.ldv;
   } else {
     if (w.pos.size() < size_t(c.n_k)) w.pos.assign(size_t(c.n_k), -1);
     w.uni.clear();
@@ -888,7 +889,7 @@ bool dense_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
       for (int64_t e = x.row_ptr[i0 + r]; e < w.end[r]; ++e)
         w.member[size_t(w.pos[col[e]])] |= uint64_t(1) << r;
     for (int32_t j : w.uni) w.pos[j] = -1;
-    if (c.amx) {
+    if (c.bf16_tiles()) {
       // K rows packed with zero rows past the union (whole 16-row tiles), and V^T packed.
       const size_t ldt = size_t(u + 31) / 32 * 32 + 32;
       w.kpack16.assign(size_t(u + KernelContext::kPadRows) * c.d, 0);
@@ -921,7 +922,7 @@ bool dense_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
       vt = w.vpack.data();
     }
     ldk = size_t(c.d);
-    if (!c.amx) ldv = size_t(c.dv);  // (the packed V^T's stride was set above)
+    if (!c.bf16_tiles()) ldv = size_t(c.dv);  // (the packed V^T's stride was set above)
   }
 
   const Normaliser& norm = c.spec.norm;
@@ -935,18 +936,18 @@ bool dense_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
   std::fill(w.ul, w.ul + kBQ, 0.0f);
   vi lane_bit;
   for (int k = 0; k < kVW; ++k) lane_bit[k] = int32_t(1) << k;
-  // AMX (bf16): scores as tile products against the packed Q pairs, O^T [dv, kBQ] accumulated
-  // from V^T (flash_tile_amx's scheme).
+  // bf16 tiles: scores as tile products against the packed Q pairs, O^T [dv, kBQ] accumulated
+  // from V^T (flash_tile_bf16's scheme).
   const float qscale = c.scale * (c.base2_softmax() ? kLog2e : 1.0f);
-  if (c.amx) {
+  if (c.bf16_tiles()) {
     w.pp.resize(size_t(kBK / 2 + 16) * kBQ);
-    amx::begin();
+    tiles::begin(c);
   }
   for (int c0 = 0; c0 < u; c0 += kBK) {
     const int nj = std::min(kBK, u - c0);
-    if (c.amx)
-      amx::qk(static_cast<const uint16_t*>(kt) + size_t(c0) * ldk, ldk, nj, t.qp.data(), kBQ, cols,
-              c.d, qscale, w.st.data(), kBQ);
+    if (c.bf16_tiles())
+      tiles::qk(c, static_cast<const uint16_t*>(kt) + size_t(c0) * ldk, ldk, nj, t.qp.data(), kBQ,
+                cols, qscale, w.st.data(), kBQ);
     else
       qk_any(c, t, static_cast<const char*>(kt) + size_t(c0) * ldk * eb, ldk, nj, w.st.data(), kBQ);
     for (int j = 0; j < nj; ++j) {
@@ -964,22 +965,22 @@ bool dense_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
       elementwise_probs(norm, c.n_k, w.st.data(), nj, cols, kBQ);
       if (norm.kind == K::SoftplusL1) add_column_sums(w.st.data(), nj, cols, kBQ, w.ul);
     }
-    if (c.amx)
-      amx::pv(w.st.data(), kBQ, nj, cols, static_cast<const uint16_t*>(vt) + c0, ldv, c.dv,
-              w.ot.data(), kBQ, softmax ? w.ualpha : nullptr, c0 == 0, w.pp.data(), kBQ);
+    if (c.bf16_tiles())
+      tiles::pv(c, w.st.data(), kBQ, nj, cols, static_cast<const uint16_t*>(vt) + c0, ldv,
+                w.ot.data(), kBQ, softmax ? w.ualpha : nullptr, c0 == 0, w.pp.data(), kBQ);
     else
       pv_any(c, t, w.st.data(), kBQ, nj, rows, static_cast<const char*>(vt) + size_t(c0) * ldv * eb,
              ldv, w.ot.data(), c.dv, softmax ? w.ualpha : nullptr, c0 == 0);
   }
-  if (c.amx) {
-    amx::end();
+  if (c.bf16_tiles()) {
+    tiles::end(c);
     w.orow.resize(size_t(c.dv));
     for (int r = 0; r < rows; ++r) {
       for (int k = 0; k < c.d; ++k) w.orow[size_t(k)] = w.ot[size_t(k) * kBQ + r];
       write_streamed_row(c, h, i0 + r, w.orow.data(), w.um[r], w.ul[r]);
     }
   }
-  for (int r = 0; r < rows && !c.amx; ++r)
+  for (int r = 0; r < rows && !c.bf16_tiles(); ++r)
     write_streamed_row(c, h, i0 + r, w.ot.data() + size_t(r) * c.dv, w.um[r], w.ul[r]);
   listed += total;
   computed += int64_t(u) * rows;

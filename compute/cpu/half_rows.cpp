@@ -83,10 +83,10 @@ void convert_inputs(KernelContext& c, ThreadPool& pool,
   storage(c.q16, size_t(q_rows) * d);
   storage(c.k16, size_t(k_rows + KernelContext::kPadRows) * d);
   std::fill(c.k16.begin() + k_rows * d, c.k16.end(), uint16_t(0));
-  // V rows for every kernel but AMX flash; V^T for AMX tiles (key lists on AMX need both: their
-  // streamed rows read V rows, their dense tiles V^T).
-  const bool v_rows = !c.amx || c.layout.kind == Layout::Kind::Indices;
-  if (c.amx) {
+  // V rows for every kernel but bf16-tile flash; V^T for bf16 tiles (key lists on tiles need both:
+  // their streamed rows read V rows, their dense tiles V^T).
+  const bool v_rows = !c.bf16_tiles() || c.layout.kind == Layout::Kind::Indices;
+  if (c.bf16_tiles()) {
     c.vt_ld = size_t(c.n_k + 32 + 31) / 32 * 32;  // whole 32-key tiles stay inside a row
     storage(c.vt16, size_t(p.n_kv_heads) * dv * c.vt_ld);
   }
@@ -126,7 +126,7 @@ void convert_inputs(KernelContext& c, ThreadPool& pool,
         std::fill(out + d, out + dv, uint16_t(0));
       }
     }
-    if (!c.amx) return;
+    if (!c.bf16_tiles()) return;
     // V^T: the block's rows converted, then written out one dimension at a time.
     std::vector<uint16_t>& b = tmp[w];
     b.resize(size_t(kRows) * d);

@@ -111,7 +111,7 @@ inline float load_one(const uint16_t* p, Precision prec) {
 void widen_rows(Precision prec, const uint16_t* src, size_t lds, int rows, int n, float* dst,
                 size_t ldd);
 
-// Fills c.q16, c.k16 and c.v16 (or c.vt16 when c.amx) from the problem, in parallel; `hw_bf16`
+// Fills c.q16, c.k16 and c.v16 (or c.vt16 with bf16 tiles) from the problem, in parallel; `hw_bf16`
 // (null: round_bf16 per value) converts a run of floats to bf16 in hardware. Throws
 // Error(InvalidArgument) when a value is beyond f16's range in f16.
 void convert_inputs(KernelContext& c, ThreadPool& pool,

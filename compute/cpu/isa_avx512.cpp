@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "compute/cpu/amx_tiles.h"
+#include "compute/cpu/bf16_tiles.h"
+#include "compute/cpu/dpbf16_tiles.h"
 #include "compute/cpu/huge_pages.h"
 #include "compute/cpu/kernel_context.h"
 #include "compute/cpu/kernel_set.h"

@@ -22,6 +22,11 @@ struct KernelSpec {
   bool selective = false;  // Leviathan et al. 2024 selective attention
 };
 
+// Where bf16 storage runs its tile products (the flash kernel's tiles, key lists' dense tiles):
+// nowhere (rows widened to f32 for the f32 micro-kernels), AMX tiles, or vdpbf16ps
+// (dpbf16_tiles.h) on CPUs with AVX512-BF16 and no AMX.
+enum class TileUnit : uint8_t { None, Amx, Dpbf16 };
+
 // 16-bit storage (bf16 or f16 bit patterns), 64-byte aligned, not zeroed on resize.
 using HalfBuffer = std::vector<uint16_t, UninitAllocator<uint16_t>>;
 
@@ -57,12 +62,13 @@ struct KernelContext {
 
   // Reduced precision (prec != F32): Q, K and V as 16-bit values, rounded to nearest even.
   Precision prec = Precision::F32;
-  // The flash kernel runs on AMX tiles (set before convert(): V is then stored transposed).
-  bool amx = false;
+  // bf16 tile products (set before convert(): V is then stored transposed too).
+  TileUnit tiles = TileUnit::None;
+  bool bf16_tiles() const { return tiles != TileUnit::None; }
   HalfBuffer q16;   // u16 [H, n_q, d]
   HalfBuffer k16;   // u16 [H_kv, n_k, d], then kPadRows rows of zeros (whole tiles read past)
-  HalfBuffer v16;   // u16 [H_kv, n_k, dv] (not with amx)
-  HalfBuffer vt16;  // u16 [H_kv, dv, vt_ld]: V transposed, keys past n_k zero (amx only)
+  HalfBuffer v16;   // u16 [H_kv, n_k, dv] (not with bf16 tiles but for key lists)
+  HalfBuffer vt16;  // u16 [H_kv, dv, vt_ld]: V transposed, keys past n_k zero (bf16 tiles only)
   size_t vt_ld = 0;
   static constexpr int kPadRows = 16;
   bool half() const { return prec != Precision::F32; }

@@ -35,7 +35,22 @@ const KernelSet* avx512_amx_kernels() {
   static const KernelSet k = [base] {
     KernelSet x = *base;
     x.isa = "avx512amx";
-    x.amx = true;
+    x.tiles = TileUnit::Amx;
+    return x;
+  }();
+  return &k;
+}
+
+const KernelSet* avx512_bf16_kernels() {
+  const KernelSet* base = avx512_kernels();
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+  if (!base) base = &baseline_kernels();
+#endif
+  if (!base || !amx::has_avx512_bf16()) return nullptr;
+  static const KernelSet k = [base] {
+    KernelSet x = *base;
+    x.isa = "avx512bf16";
+    x.tiles = TileUnit::Dpbf16;
     return x;
   }();
   return &k;
@@ -56,6 +71,7 @@ const KernelSet* avx512_kernels() {
 std::vector<const KernelSet*> available_kernel_sets() {
   std::vector<const KernelSet*> out;
   if (const KernelSet* k = avx512_amx_kernels()) out.push_back(k);
+  if (const KernelSet* k = avx512_bf16_kernels()) out.push_back(k);
   if (const KernelSet* k = avx512_kernels()) out.push_back(k);
   out.push_back(&baseline_kernels());
   return out;

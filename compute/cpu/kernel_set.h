@@ -1,7 +1,8 @@
 // The kernels as a set of entry points per instruction set, chosen at run time: the build's
 // baseline (x86-64-v3 = AVX2 + FMA for packaged builds) and, when this binary carries it and the
 // CPU and OS support it, an AVX-512 build of the same source (isa_avx512.cpp), and that build
-// again with AMX tiles for bf16 storage (amx_tiles.h) where the CPU has AMX-BF16.
+// again with bf16 tile products for bf16 storage: AMX tiles (amx_tiles.h) where the CPU has
+// AMX-BF16, vdpbf16ps (dpbf16_tiles.h) where it has AVX512-BF16.
 #pragma once
 #include <atomic>
 #include <vector>
@@ -17,14 +18,14 @@ using KernelFn = void (*)(KernelContext&, ThreadPool&, const std::atomic<bool>*)
 using ConvertFn = void (*)(KernelContext&, ThreadPool&, void (*)(const float*, uint16_t*, size_t));
 
 struct KernelSet {
-  const char* isa = "";          // "avx512amx", "avx512", "avx2", "generic"
-  int width = 1;                 // floats per vector: KernelContext pads V rows and O to it
-  KernelFn flash = nullptr;      // Dense and Blocks layouts
-  KernelFn gather = nullptr;     // Indices layouts
-  KernelFn lines = nullptr;      // Lines layouts (softmax, default positions)
-  KernelFn selective = nullptr;  // selective attention, any layout
-  ConvertFn convert = nullptr;   // Q, K, V into 16-bit storage (precision bf16, f16)
-  bool amx = false;              // flash runs bf16 storage on AMX tiles (streaming normalisers)
+  const char* isa = "";             // "avx512amx", "avx512bf16", "avx512", "avx2", "generic"
+  int width = 1;                    // floats per vector: KernelContext pads V rows and O to it
+  KernelFn flash = nullptr;         // Dense and Blocks layouts
+  KernelFn gather = nullptr;        // Indices layouts
+  KernelFn lines = nullptr;         // Lines layouts (softmax, default positions)
+  KernelFn selective = nullptr;     // selective attention, any layout
+  ConvertFn convert = nullptr;      // Q, K, V into 16-bit storage (precision bf16, f16)
+  TileUnit tiles = TileUnit::None;  // where bf16 storage runs its tile products
 };
 
 // The kernels compiled for the build's baseline instruction set.
@@ -38,11 +39,15 @@ const KernelSet* avx512_kernels();
 // CPU has AMX-BF16 that the OS grants this process; null otherwise.
 const KernelSet* avx512_amx_kernels();
 
+// The AVX-512 kernels with bf16 tile products on vdpbf16ps, when avx512_kernels() runs here and
+// the CPU has AVX512-BF16 (with or without AMX); null otherwise.
+const KernelSet* avx512_bf16_kernels();
+
 // Every set that runs here, best first.
 std::vector<const KernelSet*> available_kernel_sets();
 
 // The best set, unless env ATTNSCOPE_CPU_ISA names another available one ("avx512", "avx2",
-// "generic"; "avx512amx" is the best where it runs).
+// "generic"; "avx512amx", then "avx512bf16", are the best where they run).
 const KernelSet& best_kernels();
 
 }  // namespace attn::cpu

@@ -14,7 +14,7 @@ void QueryTile::pack(const KernelContext& c, int h_, int q0_, int rows_, float q
   cols = (rows + kVW - 1) / kVW * kVW;
   qscale = qscale_;
   const bool half = c.half();
-  if (c.amx) {
+  if (c.bf16_tiles()) {
     // Pairs of bf16 dims as u32, transposed in kVW x kVW blocks like Q^T below.
     const int dp = c.d / 2, pfull = dp / kVW * kVW;
     qp.resize(size_t(dp) * kBQ);

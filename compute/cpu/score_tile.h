@@ -42,7 +42,7 @@ struct QueryTile {
   vf qposf[kQV];               // query positions as floats (ALiBi)
   vi qposi[kQV];               // query positions (0 past rows)
   int lim_lo = 0, lim_hi = 0;  // smallest / largest causal limit of the tile's queries
-  // AMX (c.amx): Q's bf16 pairs, unscaled (qk multiplies by qscale after the product).
+  // bf16 tiles (c.bf16_tiles()): Q's bf16 pairs, unscaled (qk multiplies by qscale after the product).
   std::vector<uint32_t> qp;  // u32 [d / 2, kBQ]: dims 2k, 2k + 1 of each query; zero past rows
   // 16-bit storage: a chunk's K or V rows widened to f32 for the f32 micro-kernels.
   mutable std::vector<float> kw;  // f32 [kBK, d]

@@ -169,7 +169,7 @@ TEST(CpuPrecision, StoredValuesAreRoundedToNearestEven) {
                                    " d=" + std::to_string(d) + (hw ? " hardware bf16" : "");
           std::vector<float> o(size_t(p.n_heads) * p.n_q * p.d), stat(size_t(p.n_heads) * p.n_q);
           cpu::KernelContext c(p, dense, spec, set->width, o.data(), stat.data(), prec);
-          c.amx = set->amx && prec == Precision::Bf16 && d % 32 == 0;
+          c.tiles = prec == Precision::Bf16 && d % 32 == 0 ? set->tiles : cpu::TileUnit::None;
           cpu::ThreadPool pool(2);
           set->convert(c, pool, prec == Precision::Bf16 ? hw : nullptr);
           int bad = 0;
@@ -180,14 +180,15 @@ TEST(CpuPrecision, StoredValuesAreRoundedToNearestEven) {
           for (int j = 0; j < p.n_k; ++j)
             for (int k = 0; k < d; ++k) {
               bad += c.k16_row(0, j)[k] != expected_bits(prec, p.k_row(0, j)[k]);
-              const uint16_t v = c.amx ? c.vt16_at(0, j)[size_t(k) * c.vt_ld] : c.v16_row(0, j)[k];
+              const uint16_t v =
+                  c.bf16_tiles() ? c.vt16_at(0, j)[size_t(k) * c.vt_ld] : c.v16_row(0, j)[k];
               bad += v != expected_bits(prec, p.v_row(0, j)[k]);
             }
           EXPECT_EQ(bad, 0) << what;
           // Padding reads as zero: V's dims up to dv, the transposed V's keys past n_k.
-          for (int j = 0; j < p.n_k && !c.amx; ++j)
+          for (int j = 0; j < p.n_k && !c.bf16_tiles(); ++j)
             for (int k = d; k < c.dv; ++k) ASSERT_EQ(c.v16_row(0, j)[k], 0) << what;
-          for (int k = 0; k < c.dv && c.amx; ++k)
+          for (int k = 0; k < c.dv && c.bf16_tiles(); ++k)
             for (size_t j = size_t(p.n_k); j < c.vt_ld; ++j)
               ASSERT_EQ(c.vt16_at(0, 0)[size_t(k) * c.vt_ld + j], 0) << what;
         }
@@ -220,7 +221,8 @@ TEST(CpuPrecision, EachKernelAgainstTheF64Reference) {
           // AMX tiles (dense and block layouts, key lists' dense tiles) also round the
           // probabilities to bf16 (as FlashAttention does): half a unit roundoff bounds what
           // that moves; elsewhere (lines too) only f32 accumulation differs.
-          const bool amx = set->amx && prec == Precision::Bf16 && d % 32 == 0;
+          const bool amx =
+              (set->tiles != cpu::TileUnit::None) && prec == Precision::Bf16 && d % 32 == 0;
           const double tol_rounded = amx ? 0.5 * u : kF32Tol;
           EXPECT_LT(relative_error(r.o, on_rounded.o), tol_rounded) << what << " (a)";
           EXPECT_LT(relative_error(r.o, exact.o), u) << what << " (b)";
@@ -258,7 +260,7 @@ TEST(CpuPrecision, SharedKeyListsRunAsPackedTiles) {
       const double u = unit_roundoff(prec);
       for (const cpu::KernelSet* set : cpu::available_kernel_sets()) {
         const Result r = run_in(set, v, p, l, prec);
-        const bool amx = set->amx && prec == Precision::Bf16;
+        const bool amx = (set->tiles != cpu::TileUnit::None) && prec == Precision::Bf16;
         EXPECT_LT(relative_error(r.o, ref.o), amx ? 0.5 * u : kF32Tol)
             << spec << " " << precision_name(prec) << " " << set->isa;
       }
@@ -289,7 +291,8 @@ TEST(CpuPrecision, SparseKeyListsOverBf16RowsMatchTheReference) {
       const std::string what = std::string(set->isa) + " N=" + std::to_string(s.n) +
                                " d=" + std::to_string(s.d) + " k=" + std::to_string(s.k);
       const Result r = run_in(set, v, p, l, Precision::Bf16);
-      EXPECT_LT(relative_error(r.o, ref.o), set->amx ? 0.5 * u : kF32Tol) << what;
+      EXPECT_LT(relative_error(r.o, ref.o), (set->tiles != cpu::TileUnit::None) ? 0.5 * u : kF32Tol)
+          << what;
       EXPECT_LT(relative_error(r.o, exact.o), u) << what;
       for (size_t i = 0; i < r.row_stat.size(); ++i)
         ASSERT_NEAR(r.row_stat[i], ref.row_stat[i], 1e-5 * (1.0 + std::fabs(ref.row_stat[i])))
@@ -316,8 +319,8 @@ TEST(CpuPrecision, NormalisersAndModifiersInReducedPrecision) {
         const Result ref = reference->execute(v, pr, r.layout, {});
         const double u = unit_roundoff(prec);
         const std::string what = std::string(spec) + " " + precision_name(prec) + " " + set->isa;
-        const bool amx = set->amx && prec == Precision::Bf16 && !v.selective() &&
-                         std::string(spec).find("entmax") == std::string::npos &&
+        const bool amx = (set->tiles != cpu::TileUnit::None) && prec == Precision::Bf16 &&
+                         !v.selective() && std::string(spec).find("entmax") == std::string::npos &&
                          (r.layout.kind != Layout::Kind::Indices || v.mods().empty());
         EXPECT_LT(relative_error(r.o, ref.o), amx ? 0.5 * u : (v.selective() ? 1e-4 : kF32Tol))
             << what;

@@ -1,0 +1,22 @@
+// The bf16 tile products of amx_tiles.h on AVX512-BF16 vector instructions (vdpbf16ps), for
+// CPUs that have them without AMX (AMD Zen 4 and 5, Intel Cooper Lake). Same layouts, same
+// rounding (bf16 inputs as stored, products summed in f32, probabilities rounded to bf16 before
+// they meet V), so the flash kernel and the key lists' dense tiles run either unit unchanged.
+// On Zen 5 vdpbf16ps issues as often as vfmadd231ps and does twice its multiply-adds.
+// Callers ask amx::has_avx512_bf16() first; other compilers and CPUs get empty functions.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace attn::cpu::dpbf16 {
+
+// amx::qk's contract, computing exactly rows j < nj (nothing is read past K's last row).
+void qk(const uint16_t* k, size_t ldk, int nj, const uint32_t* qp, int ldq, int cols, int d,
+        float qscale, float* st, int lds);
+
+// amx::pv's contract. V^T is read for keys j < round2(nj); an odd nj's last pair takes only its
+// first key, so what follows the chunk in V^T never reaches O (not even 0 x NaN).
+void pv(const float* st, int lds, int nj, int cols, const uint16_t* vt, size_t ldvt, int dv,
+        float* ot, int ldo, const float* alpha, bool init, uint32_t* pp, int ldp);
+
+}  // namespace attn::cpu::dpbf16
