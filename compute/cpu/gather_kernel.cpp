@@ -498,7 +498,8 @@ ATTN_DPBF16_TARGET void stream_dpbf16(const uint16_t* q, float qscale, const Hea
   __m512 acc[2 * NB];
   for (int b = 0; b < NB; ++b) qv[b] = _mm512_loadu_si512(q + 32 * b);
   for (int v = 0; v < 2 * NB; ++v) acc[v] = _mm512_loadu_ps(o + 16 * v);
-  float m = m_io, l = l_io;
+  float m = m_io;
+  vf lv = vf{};  // the running sum, by lanes (l_io added at the end)
   alignas(64) float s[kC];
   alignas(64) uint16_t pb[kC + 4];
   const uint16_t* vr[kC + 4];  // the chunk's V rows (padded by 4 for the pair loop)
@@ -532,24 +533,29 @@ ATTN_DPBF16_TARGET void stream_dpbf16(const uint16_t* q, float qscale, const Hea
       storeu(s + g, reduce_lanes(part) * splat(qscale));
     }
     for (int x = cn; x < np; ++x) s[x] = kNegInf;
-    vf mv = splat(m);
-    for (int x = 0; x < np; x += kVW) mv = vmax(mv, loadu(s + x));
-    const float mx = hmax(mv);
+    // The chunk's max in every lane by a tree of shuffles (a short segment's scores -> max ->
+    // probabilities -> V chain is its latency, and a scalar max is 15 maxes in a row).
+    __m512 mv = _mm512_set1_ps(m);
+    for (int x = 0; x < np; x += kVW) mv = _mm512_max_ps(mv, _mm512_load_ps(s + x));
+    mv = _mm512_max_ps(mv, _mm512_shuffle_f32x4(mv, mv, 0x4E));
+    mv = _mm512_max_ps(mv, _mm512_shuffle_f32x4(mv, mv, 0xB1));
+    mv = _mm512_max_ps(mv, _mm512_permute_ps(mv, 0x4E));
+    mv = _mm512_max_ps(mv, _mm512_permute_ps(mv, 0xB1));
+    const float mx = _mm512_cvtss_f32(mv);
     const float m_use = mx == kNegInf ? 0.0f : mx;
-    vf sum = vf{};
-    for (int x = 0; x < np; x += kVW) {
-      const vf pr = exp2v(loadu(s + x) - splat(m_use));
-      sum += pr;
-      _mm256_store_si256(reinterpret_cast<__m256i*>(pb + x),
-                         __m256i(_mm512_cvtneps_pbh(__m512(pr))));
-    }
+    const vf mu = splat(m_use);
     if (mx != m) {  // past a row's first chunks the running max seldom moves
       const float alpha = std::exp2(m - m_use);
-      l *= alpha;
+      lv *= alpha;
       const __m512 av = _mm512_set1_ps(alpha);
       for (int v = 0; v < 2 * NB; ++v) acc[v] = _mm512_mul_ps(acc[v], av);
     }
-    l += hsum(sum);
+    for (int x = 0; x < np; x += kVW) {
+      const vf pr = exp2v(loadu(s + x) - mu);
+      lv += pr;
+      _mm256_store_si256(reinterpret_cast<__m256i*>(pb + x),
+                         __m256i(_mm512_cvtneps_pbh(__m512(pr))));
+    }
     m = mx;
     // Pairs of keys, two accumulator sets (alternate pairs) so the dot products' latency
     // overlaps. Past the chunk's last key, pairs repeat its row with weight 0.
@@ -575,8 +581,9 @@ ATTN_DPBF16_TARGET void stream_dpbf16(const uint16_t* q, float qscale, const Hea
     for (int v = 0; v < 2 * NB; ++v) acc[v] = _mm512_add_ps(acc[v], acc2[v]);
   }
   for (int v = 0; v < 2 * NB; ++v) _mm512_storeu_ps(o + 16 * v, acc[v]);
+  // l_io scaled by every rescale since: 2^(m_io - m).
+  l_io = (l_io > 0.0f ? l_io * std::exp2(m_io - (m == kNegInf ? 0.0f : m)) : 0.0f) + hsum(lv);
   m_io = m;
-  l_io = l;
 }
 
 // One row's segment on stream_dpbf16 for NB = dp blocks.
@@ -734,6 +741,13 @@ void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, i
     const int k1 = k0 + range;
     for (int r = 0; r < rows; ++r) {
       const int64_t a = w.cur[r], e = w.end[r];
+      if (r + 1 < rows && dp > 0) {
+        // The next row's query, accumulators and list position, out of L1 since the last range:
+        // a short segment would otherwise start by waiting for them.
+        prefetch_range(c.q16_row(h, i0 + r + 1), size_t(c.d) * 2);
+        prefetch_range(w.o.data() + size_t(r + 1) * c.dv, size_t(c.dv) * 4);
+        if (r + 2 < rows) __builtin_prefetch(col + w.cur[r + 2]);
+      }
       if (a == e) continue;
       const int64_t b = col[e - 1] < k1 ? e : segment_end(col, a, e, k1);
       if (b == a) continue;

@@ -18,6 +18,7 @@
 #include "compute/backend.h"
 #include "compute/cpu/amx_tiles.h"
 #include "compute/cpu/cpu_backend.h"
+#include "compute/cpu/dpbf16_tiles.h"
 #include "compute/cpu/kernel_context.h"
 #include "compute/cpu/kernel_set.h"
 #include "compute/cpu/thread_pool.h"
@@ -372,4 +373,73 @@ TEST(CpuPrecision, IsaEnvironmentVariablePicksEachSet) {
     setenv("ATTNSCOPE_CPU_ISA", saved.c_str(), 1);
   else
     unsetenv("ATTNSCOPE_CPU_ISA");
+}
+
+// The vdpbf16ps tile products against f64 sums of the same bf16 values: scores exactly as
+// products of stored values summed in f32, probabilities rounded to bf16 before they meet V^T,
+// edges of every kind (odd key counts, 1..4 query vectors, dims not a multiple of the register
+// block), and an odd chunk reads nothing of V^T past its last key (a NaN there stays out).
+TEST(CpuPrecision, Dpbf16TileProductsMatchF64Sums) {
+  if (!cpu::amx::has_avx512_bf16()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  std::mt19937 rng(17);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  auto bits = [](float x) { return bf16_value_to_bits(round_bf16(x)); };
+  auto value = [](uint16_t b) { return double(bf16_bits_to_float(b)); };
+  for (int nj : {1, 7, 33, 64})
+    for (int cols : {16, 48, 64})
+      for (int d : {32, 64, 96}) {
+        const std::string what = "nj=" + std::to_string(nj) + " cols=" + std::to_string(cols) +
+                                 " d=" + std::to_string(d);
+        std::vector<uint16_t> k(size_t(nj) * d);
+        for (auto& x : k) x = bits(nd(rng));
+        std::vector<uint32_t> qp(size_t(d / 2) * 64);
+        for (auto& x : qp) x = uint32_t(bits(nd(rng))) | uint32_t(bits(nd(rng))) << 16;
+        std::vector<float> st(size_t(64) * 64, 0.0f);
+        cpu::dpbf16::qk(k.data(), size_t(d), nj, qp.data(), 64, cols, d, 0.5f, st.data(), 64);
+        double worst = 0;
+        for (int j = 0; j < nj; ++j)
+          for (int i = 0; i < cols; ++i) {
+            double s = 0, mag = 0;
+            for (int p = 0; p < d / 2; ++p)
+              for (int h = 0; h < 2; ++h) {
+                const double t = value(k[size_t(j) * d + 2 * p + h]) *
+                                 value(uint16_t(qp[size_t(p) * 64 + i] >> (16 * h)));
+                s += t;
+                mag += std::abs(t);
+              }
+            worst = std::max(worst, std::abs(st[size_t(j) * 64 + i] - 0.5 * s) / (0.5 * mag));
+          }
+        EXPECT_LT(worst, d * 0x1p-24) << "qk " << what;
+
+        // P^T in st (f32 [nj][64]), V^T [dv = d][ldvt] with NaN right after the chunk.
+        const size_t ldvt = size_t(nj) + 33;
+        std::vector<uint16_t> vt(size_t(d) * ldvt, bits(std::nanf("")));
+        for (int e = 0; e < d; ++e)
+          for (int j = 0; j < nj; ++j) vt[size_t(e) * ldvt + j] = bits(nd(rng));
+        std::uniform_real_distribution<float> ud(0.0f, 1.0f);
+        for (int j = 0; j < nj; ++j)
+          for (int i = 0; i < 64; ++i) st[size_t(j) * 64 + i] = ud(rng);
+        std::vector<float> ot(size_t(d) * 64), alpha(64);
+        for (auto& x : ot) x = nd(rng);
+        for (auto& x : alpha) x = ud(rng);
+        const std::vector<float> o0 = ot;
+        std::vector<uint32_t> pp(size_t(32 + 16) * 64);
+        cpu::dpbf16::pv(st.data(), 64, nj, cols, vt.data(), ldvt, d, ot.data(), 64, alpha.data(),
+                        false, pp.data(), 64);
+        worst = 0;
+        for (int e = 0; e < d; ++e)
+          for (int i = 0; i < cols; ++i) {
+            double s = double(alpha[i]) * o0[size_t(e) * 64 + i], mag = std::abs(s);
+            for (int j = 0; j < nj; ++j) {
+              const double t =
+                  value(bits(st[size_t(j) * 64 + i])) * value(vt[size_t(e) * ldvt + j]);
+              s += t;
+              mag += std::abs(t);
+            }
+            const float got = ot[size_t(e) * 64 + i];
+            ASSERT_TRUE(std::isfinite(got)) << "pv " << what;
+            worst = std::max(worst, std::abs(got - s) / mag);
+          }
+        EXPECT_LT(worst, (nj + 2) * 0x1p-24) << "pv " << what;
+      }
 }
