@@ -13,11 +13,13 @@
 
 namespace attn::cpu {
 
-// Defined in gemm_avx512.cpp and gemm_amx.cpp.
+// Defined in gemm_avx512.cpp, gemm_amx.cpp and gemm_dpbf16.cpp.
 bool gemm_avx512_built();
 void gemm_avx512_run(const GemmArgs& g, int threads);
 bool gemm_amx_usable();
 void gemm_amx_run(const GemmArgs& g, int threads);
+bool gemm_dpbf16_usable();
+void gemm_dpbf16_run(const GemmArgs& g, int threads);
 
 namespace {
 
@@ -32,15 +34,20 @@ bool avx512_cpu() {
 #endif
 }
 
-enum class Path { Amx, Avx512, Eigen };
+enum class Path { Amx, Dpbf16, Avx512, Eigen };
 
-// Read per call, so a test can force each path in one process.
+// Read per call, so a test can force each path in one process. bf16 products (bf16 B, or f32 B
+// with round_bf16) take AMX, else vdpbf16ps, else the widening avx512 path; forcing "dpbf16"
+// skips AMX, forcing "avx512" skips both.
 Path path_for(ElemType t) {
   static const bool avx512 = avx512_cpu();
   const char* env = std::getenv("ATTNSCOPE_GEMM");
   const std::string want = env ? env : "";
   if (want == "eigen") return Path::Eigen;
-  if (t == ElemType::Bf16 && want != "avx512" && gemm_amx_usable()) return Path::Amx;
+  if (t == ElemType::Bf16 && want != "avx512") {
+    if (want != "dpbf16" && gemm_amx_usable()) return Path::Amx;
+    if (gemm_dpbf16_usable()) return Path::Dpbf16;
+  }
   return avx512 ? Path::Avx512 : Path::Eigen;
 }
 
@@ -95,6 +102,8 @@ const char* gemm_path(ElemType t, bool round_bf16) {
   switch (path_for(round_bf16 && t == ElemType::F32 ? ElemType::Bf16 : t)) {
     case Path::Amx:
       return "amx";
+    case Path::Dpbf16:
+      return "dpbf16";
     case Path::Avx512:
       return "avx512";
     default:
@@ -141,8 +150,8 @@ void widen(ElemType t, const void* src, size_t n, float* dst) {
 
 namespace {
 
-// round_bf16 off the AMX path: A rounded and f32 B converted to bf16 (whose widening is exact),
-// so every path multiplies the same bf16 values.
+// round_bf16 off the bf16 paths (amx, dpbf16): A rounded and f32 B converted to bf16 (whose
+// widening is exact), so every path multiplies the same bf16 values.
 void sgemm_rounded(const GemmArgs& g, int threads) {
   std::vector<float> a(size_t(g.m) * g.k);
   for (int i = 0; i < g.m; ++i)
@@ -175,7 +184,8 @@ bool sgemm(const GemmArgs& g, int threads) {
   // f16 B is always widened exactly; round_bf16 covers f32 and bf16 B.
   const bool rounded = g.round_bf16 && g.b_type != ElemType::F16;
   const Path path = path_for(rounded ? ElemType::Bf16 : g.b_type);
-  if (rounded && g.m > 0 && g.n > 0 && g.k > 0 && path != Path::Amx) {
+  // The bf16 paths round A, and f32 B, while packing.
+  if (rounded && g.m > 0 && g.n > 0 && g.k > 0 && path != Path::Amx && path != Path::Dpbf16) {
     sgemm_rounded(g, threads);
     return true;
   }
@@ -189,6 +199,9 @@ bool sgemm(const GemmArgs& g, int threads) {
   switch (path) {
     case Path::Amx:
       gemm_amx_run(g, threads);
+      break;
+    case Path::Dpbf16:
+      gemm_dpbf16_run(g, threads);
       break;
     case Path::Avx512:
       gemm_avx512_run(g, threads);

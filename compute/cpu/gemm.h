@@ -4,13 +4,20 @@
 // 16-bit checkpoint is ever made). Paths, picked at run time per call:
 //  - amx:    bf16 B on CPUs with AMX-BF16 (A rounded to bf16, products summed in f32, as a
 //            BF16 model computes); ~15x the f32 FMA rate per core on Sapphire Rapids.
+//  - dpbf16: bf16 B on CPUs with AVX512-BF16 and no usable AMX (AMD Zen 4 and 5, Cooper Lake):
+//            vdpbf16ps on packed bf16 pairs, the same arithmetic as amx (A rounded to bf16,
+//            products summed in f32). Measured on Zen 5, vdpbf16ps zmm issues 2 per cycle, as
+//            vfmadd231ps does, and does twice its multiply-adds: a 512 x 4096 x 4096 layer runs
+//            ~2x the avx512 path's f32 rate. (On Sapphire Rapids it issues once per two cycles,
+//            half the FMA rate, so it would lose to widening there; AMX comes first on those
+//            CPUs.)
 //  - avx512: packed panels and a 12x32 register tile; 16-bit B widened to f32 while packing, so
 //            the result is the exact f32 product of the stored values.
 //  - eigen:  the portable path (any x86-64-v3): f32 B is left to the caller's Eigen product
 //            (sgemm returns false); 16-bit B is widened to f32 in column blocks and run by Eigen.
-// vdpbf16ps (AVX512-BF16) is not used: measured here (Xeon, Sapphire Rapids) it sums 32 products
-// per two cycles, half the rate of two 16-lane FMAs, so it loses to widening.
-// ATTNSCOPE_GEMM=amx|avx512|eigen forces a path (one the CPU lacks falls back to the next).
+// So bf16 B takes amx, then dpbf16, then avx512; f16 B is always widened exactly (avx512 or
+// eigen). ATTNSCOPE_GEMM=amx|dpbf16|avx512|eigen forces a path (one the CPU lacks falls back to
+// the next; "avx512" gives the exact widening for bf16 B too).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -36,8 +43,9 @@ struct GemmArgs {
   int ldc = 0;
   // Multiply in bf16 (f32 and bf16 B; f16 B is always widened exactly): A and B rounded to
   // bf16 (nearest even), products summed in f32, as
-  // torch.set_float32_matmul_precision("medium") does. On the AMX path f32 B is rounded while
-  // packed (no copy); elsewhere rounded copies give the same products, with no speed gained.
+  // torch.set_float32_matmul_precision("medium") does. On the amx and dpbf16 paths f32 B is
+  // rounded while packed (no copy); elsewhere rounded copies give the same products, with no
+  // speed gained.
   bool round_bf16 = false;
   // B is a weight matrix, unchanged while a GemmPackScope lives: that scope may keep its packed
   // panels by address. Leave it false for activations, whose buffers are reused.
@@ -54,7 +62,7 @@ bool sgemm(const GemmArgs& g, int threads);
 // usual), so a pass repeated over the same weights (integrated gradients' steps, occlusion's
 // passes) packs each matrix once instead of on every call: at a few hundred rows the packing of f32
 // weights costs nearly what the tile products do. B must not change while the scope lives.
-// Elsewhere it does nothing.
+// Elsewhere (the dpbf16 path included: it packs per call) it does nothing.
 class GemmPackScope {
  public:
   explicit GemmPackScope(size_t budget_bytes);
@@ -69,8 +77,8 @@ class GemmPackScope {
   void* saved_ = nullptr;  // the enclosing scope's cache
 };
 
-// The path sgemm() takes for B of type `t` here and now: "amx", "avx512", "eigen" (with
-// round_bf16, f32 B takes bf16's path).
+// The path sgemm() takes for B of type `t` here and now: "amx", "dpbf16", "avx512", "eigen"
+// (with round_bf16, f32 B takes bf16's path). "amx" and "dpbf16" round A to bf16.
 const char* gemm_path(ElemType t, bool round_bf16 = false);
 // "avx512" when sgemm() runs its own kernel for f32 B, else "".
 const char* sgemm_isa();

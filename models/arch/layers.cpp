@@ -336,8 +336,8 @@ void linear(const float* x, int n, const Linear& l, float* y, int threads) {
   const bool f32 = l.w.type == cpu::ElemType::F32;
   // A few rows (decode steps) are matrix-vector products bound by reading W: the packing GEMM
   // would copy W into panels first, so stream it once instead.
-  // Fewer than 8 rows of 16-bit weights are always widened exactly (only the GEMM's AMX path
-  // rounds x to bf16).
+  // Fewer than 8 rows of 16-bit weights are always widened exactly (only the GEMM's bf16 paths,
+  // amx and dpbf16, round x to bf16).
   if (n < 8 && !f32 && !l.in_out) return gemv_nk_16(x, n, l, y, threads);
   if ((n == 1 || (n < 8 && !f32)) && l.in_out) {
     for (int r = 0; r < n; ++r)

@@ -42,8 +42,8 @@ Linear load_linear(const WeightStore& ws, const std::string& name, int in, int o
 
 // How linear() multiplies on this thread: F32 as the weights are stored, or Bf16 (x and f32 or
 // bf16 weights rounded to bf16, products summed in f32: cpu::GemmArgs::round_bf16, AMX tile
-// products where the CPU has them), as torch.set_float32_matmul_precision("medium") does. A
-// pass sets it for its own thread with MatmulScope (ForwardOptions::matmul,
+// products or vdpbf16ps where the CPU has them), as torch.set_float32_matmul_precision("medium")
+// does. A pass sets it for its own thread with MatmulScope (ForwardOptions::matmul,
 // ReverseOptions::matmul); GEMMs of 8 or more rows follow it, matrix-vector products (decode
 // steps, one row of logits) are always exact.
 enum class Matmul : uint8_t { F32, Bf16 };

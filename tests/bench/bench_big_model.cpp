@@ -1,8 +1,8 @@
 // Reduced-precision weights, measured:
 //  - BM_WeightGemm/{f32,bf16,f16}: one layer-sized GEMM (512 tokens x 4096 x 4096, nn.Linear
 //    layout) with the weights in each storage type, on the path cpu::sgemm picks here
-//    (counter "gflops"; "path" 0 eigen, 1 avx512, 2 amx). tests/bench/big_model.py takes the
-//    bf16 / f32 ratio.
+//    (counter "gflops"; "path" 0 eigen, 1 avx512, 2 amx, 3 dpbf16). tests/bench/big_model.py takes
+//    the bf16 / f32 ratio.
 //  - BM_BigModelDecode: registered when ATTN_BIG_MODEL names a BF16 checkpoint folder
 //    (tests/bench/make_big_checkpoint.py: Llama-3-8B's shapes). Loads it as stored, prefills
 //    ATTN_BIG_PREFILL tokens (default 512) and times single-token decode steps against one pass
@@ -69,7 +69,7 @@ void BM_WeightGemm(benchmark::State& state) {
   const std::string path = attn::cpu::gemm_path(type);
   state.counters["gflops"] = benchmark::Counter(
       2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
-  state.counters["path"] = path == "amx" ? 2 : path == "avx512" ? 1 : 0;
+  state.counters["path"] = path == "dpbf16" ? 3 : path == "amx" ? 2 : path == "avx512" ? 1 : 0;
   state.SetLabel(std::string(attn::cpu::elem_type_name(type)) + " " + path);
 }
 BENCHMARK(BM_WeightGemm)

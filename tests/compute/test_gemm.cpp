@@ -110,9 +110,9 @@ TEST(Gemm, EmptyInnerDimensionGivesBias) {
 }
 
 // 16-bit weights, on every path this CPU has (ATTNSCOPE_GEMM forces each): the widening paths
-// must give the f32 product of the stored values, AMX the product of A rounded to bf16 (round
-// to nearest even) with B, summed in f32. A kernel that rounded A by truncation, or not at all,
-// misses the AMX reference by ~2^-9 relative, far above the tolerance.
+// must give the f32 product of the stored values, the bf16 paths (amx, dpbf16) the product of A
+// rounded to bf16 (round to nearest even) with B, summed in f32. A kernel that rounded A by
+// truncation, or not at all, misses that reference by ~2^-9 relative, far above the tolerance.
 class Gemm16 : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override { setenv("ATTNSCOPE_GEMM", GetParam(), 1); }
@@ -123,12 +123,20 @@ uint16_t f16_bits(float x) {
   return uint16_t(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT));
 }
 
+// The paths that multiply bf16 B with A rounded to bf16.
+bool rounds_a(const std::string& path) {
+  return path == "amx" || path == "dpbf16";
+}
+
 TEST_P(Gemm16, MatchesReferenceForBf16AndF16Weights) {
   using attn::cpu::ElemType;
   const std::string want = GetParam();
+  // Odd k (a zero-padded last pair), a last k block of one (513), m = 1, n not a multiple of
+  // 32, m past one A block (200), n past one B block (2304, one thread).
   const Case cases[] = {{8, 1, 1},     {9, 33, 7},     {31, 31, 31},    {32, 32, 32},
                         {33, 65, 513}, {64, 64, 1024}, {100, 50, 3072}, {47, 130, 1000},
-                        {8, 2304, 96}, {129, 1, 64}};
+                        {8, 2304, 96}, {129, 1, 64},   {1, 33, 7},      {1, 70, 1001},
+                        {200, 70, 33}, {13, 100, 2}};
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   int ran = 0;
@@ -136,10 +144,11 @@ TEST_P(Gemm16, MatchesReferenceForBf16AndF16Weights) {
     const std::string path = attn::cpu::gemm_path(t);
     if (path != want) continue;  // this CPU lacks the forced path (or AMX, which is bf16 only)
     ++ran;
-    const bool amx = path == "amx";
+    const bool rounded = rounds_a(path);
     for (const Case& cs : cases) {
       for (int b_nk = 0; b_nk < 2; ++b_nk) {
         for (int threads : {1, 2}) {
+          const bool with_bias = (cs.m + b_nk + threads) % 2 == 0;  // both, across the cases
           const int lda = cs.k + 1, ldb = (b_nk ? cs.k : cs.n) + 3, ldc = cs.n + 2;
           std::vector<float> a(size_t(cs.m) * lda), bias(size_t(cs.n));
           std::vector<float> bw(size_t(b_nk ? cs.n : cs.k) * ldb);  // B's values, as f32
@@ -152,12 +161,12 @@ TEST_P(Gemm16, MatchesReferenceForBf16AndF16Weights) {
             attn::cpu::widen(t, &b16[i], 1, &bw[i]);
           }
           std::vector<float> c(size_t(cs.m) * ldc, 1e30f);
-          const GemmArgs g =
-              args(cs, a.data(), lda, b16.data(), t, ldb, b_nk, bias.data(), c.data(), ldc);
+          const GemmArgs g = args(cs, a.data(), lda, b16.data(), t, ldb, b_nk,
+                                  with_bias ? bias.data() : nullptr, c.data(), ldc);
           ASSERT_TRUE(attn::cpu::sgemm(g, threads));
-          // The reference: the same product over f32 B (and A rounded as AMX rounds it).
+          // The reference: the same product over f32 B (and A rounded as the bf16 paths round it).
           std::vector<float> ar = a;
-          if (amx)
+          if (rounded)
             for (float& x : ar) x = attn::round_bf16(x);
           GemmArgs ref = g;
           ref.a = ar.data();
@@ -165,7 +174,7 @@ TEST_P(Gemm16, MatchesReferenceForBf16AndF16Weights) {
           ref.b_type = ElemType::F32;
           EXPECT_LT(scaled_error(ref, c), 2e-6)
               << path << " " << attn::cpu::elem_type_name(t) << " " << cs.m << "x" << cs.n << "x"
-              << cs.k << " b_nk " << b_nk << " threads " << threads;
+              << cs.k << " b_nk " << b_nk << " bias " << with_bias << " threads " << threads;
           for (int i = 0; i < cs.m; ++i) EXPECT_EQ(c[size_t(i) * ldc + cs.n], 1e30f);
         }
       }
@@ -174,7 +183,51 @@ TEST_P(Gemm16, MatchesReferenceForBf16AndF16Weights) {
   if (ran == 0) GTEST_SKIP() << "this CPU has no " << want << " path";
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, Gemm16, ::testing::Values("amx", "avx512", "eigen"));
+// The bf16 paths round A to nearest even, ties to the even mantissa, in the vector conversion
+// and in the ragged rest of a row alike: A holds exact ties (1 + 2^-8 -> 1, 1 + 3 * 2^-8 ->
+// 1 + 2^-6), B small integers, so every product and sum is exact in f32 and C must equal the
+// reference bit for bit. Truncating A, or rounding ties away from zero, changes C.
+TEST_P(Gemm16, Bf16PathsRoundATiesToEven) {
+  using attn::cpu::ElemType;
+  const std::string want = GetParam();
+  if (!rounds_a(want)) GTEST_SKIP() << want << " widens B exactly: A is not rounded";
+  if (attn::cpu::gemm_path(ElemType::Bf16) != want)
+    GTEST_SKIP() << "this CPU has no " << want << " path";
+  const float values[] = {1.00390625f, 1.01171875f, -1.00390625f, -1.01171875f,
+                          1.5f,        0.75f,       3.0078125f,   -2.0f};
+  std::mt19937 rng(14);
+  for (const Case& cs : {Case{13, 33, 37}, Case{1, 40, 7}, Case{25, 64, 70}}) {
+    for (int b_nk = 0; b_nk < 2; ++b_nk) {
+      std::vector<float> a(size_t(cs.m) * cs.k), ar(a.size()), bw(size_t(cs.n) * cs.k);
+      for (size_t i = 0; i < a.size(); ++i) {
+        a[i] = values[rng() % 8];
+        ar[i] = attn::round_bf16(a[i]);
+      }
+      std::vector<uint16_t> b16(bw.size());
+      for (size_t i = 0; i < bw.size(); ++i) {
+        bw[i] = float(int(rng() % 5) - 2);
+        b16[i] = attn::cpu::bf16_bits(bw[i]);
+      }
+      const int ldb = b_nk ? cs.k : cs.n;
+      std::vector<float> c(size_t(cs.m) * cs.n);
+      const GemmArgs g =
+          args(cs, a.data(), cs.k, b16.data(), ElemType::Bf16, ldb, b_nk, nullptr, c.data(), cs.n);
+      ASSERT_TRUE(attn::cpu::sgemm(g, 1));
+      for (int i = 0; i < cs.m; ++i)
+        for (int j = 0; j < cs.n; ++j) {
+          double ref = 0;
+          for (int p = 0; p < cs.k; ++p)
+            ref += double(ar[size_t(i) * cs.k + p]) *
+                   bw[b_nk ? size_t(j) * cs.k + p : size_t(p) * cs.n + j];
+          ASSERT_EQ(c[size_t(i) * cs.n + j], float(ref))
+              << want << " " << cs.m << "x" << cs.n << "x" << cs.k << " b_nk " << b_nk << " at "
+              << i << "," << j;
+        }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, Gemm16, ::testing::Values("amx", "dpbf16", "avx512", "eigen"));
 
 // round_bf16 (bf16 matmul precision), f32 and bf16 weights, on every path: C must be the product
 // of A and B both rounded to bf16 (nearest even), summed in f32. The reference rounds both in
@@ -184,8 +237,8 @@ TEST_P(Gemm16, RoundBf16MultipliesRoundedOperands) {
   const std::string want = GetParam();
   if (attn::cpu::gemm_path(ElemType::F32, true) != want)
     GTEST_SKIP() << "this CPU has no " << want << " path";
-  const Case cases[] = {{8, 1, 1},       {9, 33, 7},      {32, 32, 32}, {33, 65, 513},
-                        {100, 50, 3072}, {47, 130, 1000}, {256, 96, 64}};
+  const Case cases[] = {{8, 1, 1},       {9, 33, 7},      {32, 32, 32},  {33, 65, 513},
+                        {100, 50, 3072}, {47, 130, 1000}, {256, 96, 64}, {1, 45, 77}};
   std::mt19937 rng(12);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   for (ElemType t : {ElemType::F32, ElemType::Bf16}) {

@@ -1,7 +1,7 @@
 // 16-bit checkpoints used as stored: a BF16 (or F16) Llama-shaped checkpoint is read in place
 // from the memory map (the heap does not grow by an f32 copy: measured with mallinfo2, not
 // assumed), and its forward pass equals the f32 pass over the same (rounded) values: exactly on
-// the widening GEMM path, within bf16 activation rounding on AMX.
+// the widening GEMM path, within bf16 activation rounding on the bf16 paths (AMX, vdpbf16ps).
 #include <gtest/gtest.h>
 #include <malloc.h>
 
@@ -137,14 +137,14 @@ void check_forward(models::DType dtype) {
     EXPECT_LT(test::max_rel_error(exact.logits, ref.logits), 2e-5)
         << models::dtype_name(dtype) << " n=" << n;
     const models::ModelOutput fast = m16->forward(ids(n));
-    const bool amx = n >= 8 && dtype == models::DType::BF16 &&
-                     std::string(cpu::gemm_path(cpu::ElemType::Bf16)) == "amx";
-    // AMX rounds activations to bf16 (8 significant bits) at each GEMM input.
-    EXPECT_LT(test::max_rel_error(fast.logits, ref.logits), amx ? 3e-2 : 2e-5)
-        << models::dtype_name(dtype) << " n=" << n << " path "
-        << cpu::gemm_path(cpu::ElemType::Bf16);
-    if (amx) {
-      EXPECT_GT(test::max_rel_error(fast.logits, ref.logits), 1e-6) << "AMX path not taken";
+    const std::string path = cpu::gemm_path(cpu::ElemType::Bf16);
+    const bool rounds =
+        n >= 8 && dtype == models::DType::BF16 && (path == "amx" || path == "dpbf16");
+    // The bf16 paths round activations to bf16 (8 significant bits) at each GEMM input.
+    EXPECT_LT(test::max_rel_error(fast.logits, ref.logits), rounds ? 3e-2 : 2e-5)
+        << models::dtype_name(dtype) << " n=" << n << " path " << path;
+    if (rounds) {
+      EXPECT_GT(test::max_rel_error(fast.logits, ref.logits), 1e-6) << path << " path not taken";
     }
   }
   fs::remove_all(d16);

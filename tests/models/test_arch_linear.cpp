@@ -53,8 +53,8 @@ TEST(ArchLinear, MatchesADoubleProductOnOddSizes) {
 }
 
 // 16-bit weights as stored, on each GEMM path (ATTNSCOPE_GEMM forces one): rows < 8 take the
-// matrix-vector path (widened in registers, exact), more rows the GEMM (AMX rounds x to bf16,
-// so its reference rounds x too; the widening paths are exact).
+// matrix-vector path (widened in registers, exact), more rows the GEMM (the bf16 paths, AMX and
+// vdpbf16ps, round x to bf16, so their reference rounds x too; the widening paths are exact).
 TEST(ArchLinear, Reads16BitWeightsInPlace) {
   std::mt19937 rng(5);
   std::normal_distribution<float> g(0.0f, 1.0f);
@@ -83,8 +83,9 @@ TEST(ArchLinear, Reads16BitWeightsInPlace) {
             l.in_out = in_out;
             std::vector<float> y(size_t(n) * out, NAN);
             linear(x.data(), n, l, y.data(), 2);
+            const std::string path = cpu::gemm_path(t);
             const bool rounds_x =
-                n >= 8 && t == cpu::ElemType::Bf16 && std::string(cpu::gemm_path(t)) == "amx";
+                n >= 8 && t == cpu::ElemType::Bf16 && (path == "amx" || path == "dpbf16");
             for (int r = 0; r < n; ++r)
               for (int o = 0; o < out; ++o) {
                 double want = b[size_t(o)], mag = std::abs(want);
