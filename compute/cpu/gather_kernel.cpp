@@ -535,13 +535,17 @@ ATTN_DPBF16_TARGET void stream_dpbf16(const uint16_t* q, float qscale, const Hea
     for (int x = cn; x < np; ++x) s[x] = kNegInf;
     // The chunk's max in every lane by a tree of shuffles (a short segment's scores -> max ->
     // probabilities -> V chain is its latency, and a scalar max is 15 maxes in a row).
-    __m512 mv = _mm512_set1_ps(m);
-    for (int x = 0; x < np; x += kVW) mv = _mm512_max_ps(mv, _mm512_load_ps(s + x));
-    mv = _mm512_max_ps(mv, _mm512_shuffle_f32x4(mv, mv, 0x4E));
-    mv = _mm512_max_ps(mv, _mm512_shuffle_f32x4(mv, mv, 0xB1));
-    mv = _mm512_max_ps(mv, _mm512_permute_ps(mv, 0x4E));
-    mv = _mm512_max_ps(mv, _mm512_permute_ps(mv, 0xB1));
-    const float mx = _mm512_cvtss_f32(mv);
+    vf mv = splat(m);
+    for (int x = 0; x < np; x += kVW) mv = vmax(mv, loadu(s + x));
+    mv = vmax(
+        mv, __builtin_shufflevector(mv, mv, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+    mv = vmax(
+        mv, __builtin_shufflevector(mv, mv, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
+    mv = vmax(
+        mv, __builtin_shufflevector(mv, mv, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
+    mv = vmax(
+        mv, __builtin_shufflevector(mv, mv, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
+    const float mx = mv[0];
     const float m_use = mx == kNegInf ? 0.0f : mx;
     const vf mu = splat(m_use);
     if (mx != m) {  // past a row's first chunks the running max seldom moves
