@@ -66,9 +66,13 @@ std::vector<TileItem> make_items(const KernelContext& c, bool by_cost) {
         items.push_back(TileItem{h, q0, std::min(per, hi - q0), r, int64_t(per) * width});
     }
   }
+  // Head by head, each head's costliest tiles first: the threads then share one head's K and V
+  // in cache, and the run still ends on the cheapest tiles. (Costliest first across all heads
+  // put a different head's K and V under every tile: 20% slower at N = 16384, f32 and bf16.)
   if (by_cost)
-    std::stable_sort(items.begin(), items.end(),
-                     [](const TileItem& a, const TileItem& b) { return a.cost > b.cost; });
+    std::stable_sort(items.begin(), items.end(), [](const TileItem& a, const TileItem& b) {
+      return a.h != b.h ? a.h < b.h : a.cost > b.cost;
+    });
   return items;
 }
 

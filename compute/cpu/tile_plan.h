@@ -13,11 +13,11 @@ namespace attn::cpu::ATTN_CPU_NS {
 struct TileItem {
   int h = 0, q0 = 0, rows = 0;
   int qb = -1;       // query block (Blocks layouts)
-  int64_t cost = 0;  // estimated entries, for largest-first scheduling
+  int64_t cost = 0;  // estimated entries, for largest-first scheduling within a head
 };
 
-// Query tiles of every head; `by_cost` orders them largest first (for dynamic scheduling),
-// else by head then query.
+// Query tiles of every head, by head; `by_cost` orders each head's tiles largest first (for
+// dynamic scheduling), else by query.
 std::vector<TileItem> make_items(const KernelContext& c, bool by_cost);
 
 // Key chunks of one query tile: runs of consecutive kept keys (clipped to the tile's causal
