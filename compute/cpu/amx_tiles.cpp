@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "compute/cpu/dpbf16_tiles.h"
+
 // Built for GCC on x86-64 Linux (tile data needs the kernel's permission); elsewhere usable()
 // and has_avx512_bf16() are false and nothing calls the rest.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
@@ -118,22 +120,7 @@ void qk(const uint16_t* k, size_t ldk, int nj, const uint32_t* qp, int ldq, int 
 void pv(const float* st, int lds, int nj, int cols, const uint16_t* vt, size_t ldvt, int dv,
         float* ot, int ldo, const float* alpha, bool init, uint32_t* pp, int ldp) {
   const int qb = (cols + 15) / 16, pairs = (nj + 31) / 32 * 16;
-  // P as bf16 pairs of keys per query: pp[r][i] = P[2r][i] | P[2r + 1][i] << 16, 0 past nj.
-  alignas(64) static const uint16_t kInterleave[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
-                                                       21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
-                                                       11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-  const __m512i perm = _mm512_load_si512(kInterleave);
-  for (int r = 0; r < pairs; ++r) {
-    const int j = 2 * r;
-    for (int v = 0; v < qb; ++v) {
-      const __m512 a =
-          j < nj ? _mm512_loadu_ps(st + size_t(j) * lds + v * 16) : _mm512_setzero_ps();
-      const __m512 b =
-          j + 1 < nj ? _mm512_loadu_ps(st + size_t(j + 1) * lds + v * 16) : _mm512_setzero_ps();
-      const __m512i x = __m512i(_mm512_cvtne2ps_pbh(b, a));
-      _mm512_storeu_si512(pp + size_t(r) * ldp + v * 16, _mm512_permutexvar_epi16(perm, x));
-    }
-  }
+  dpbf16::pack_pairs(st, lds, nj, cols, pairs, pp, ldp);  // whole 32-key tiles, zero past nj
   if (alpha && !init)
     for (int v = 0; v < qb; ++v) {
       const __m512 a = _mm512_loadu_ps(alpha + v * 16);

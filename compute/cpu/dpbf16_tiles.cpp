@@ -125,10 +125,8 @@ void qk(const uint16_t* k, size_t ldk, int nj, const uint32_t* qp, int ldq, int 
     });
 }
 
-void pv(const float* st, int lds, int nj, int cols, const uint16_t* vt, size_t ldvt, int dv,
-        float* ot, int ldo, const float* alpha, bool init, uint32_t* pp, int ldp) {
-  const int qb = (cols + 15) / 16, pairs = (nj + 1) / 2;
-  // P as bf16 pairs of keys per query (amx::pv's layout): pp[r][i] = P[2r][i] | P[2r + 1][i] << 16.
+void pack_pairs(const float* st, int lds, int nj, int cols, int pairs, uint32_t* pp, int ldp) {
+  const int qb = (cols + 15) / 16;
   alignas(64) static const uint16_t kInterleave[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
                                                        21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
                                                        11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
@@ -136,13 +134,20 @@ void pv(const float* st, int lds, int nj, int cols, const uint16_t* vt, size_t l
   for (int r = 0; r < pairs; ++r) {
     const int j = 2 * r;
     for (int v = 0; v < qb; ++v) {
-      const __m512 a = _mm512_loadu_ps(st + size_t(j) * lds + v * 16);
+      const __m512 a =
+          j < nj ? _mm512_loadu_ps(st + size_t(j) * lds + v * 16) : _mm512_setzero_ps();
       const __m512 b =
           j + 1 < nj ? _mm512_loadu_ps(st + size_t(j + 1) * lds + v * 16) : _mm512_setzero_ps();
       const __m512i x = __m512i(_mm512_cvtne2ps_pbh(b, a));
       _mm512_storeu_si512(pp + size_t(r) * ldp + v * 16, _mm512_permutexvar_epi16(perm, x));
     }
   }
+}
+
+void pv(const float* st, int lds, int nj, int cols, const uint16_t* vt, size_t ldvt, int dv,
+        float* ot, int ldo, const float* alpha, bool init, uint32_t* pp, int ldp) {
+  const int qb = (cols + 15) / 16;
+  pack_pairs(st, lds, nj, cols, (nj + 1) / 2, pp, ldp);
   for (int v0 = 0; v0 < qb; v0 += 4)
     over_rows(dv, std::min(4, qb - v0), [&]<int MR, int NB>(int e0) {
       pv_block<MR, NB>(vt + size_t(e0) * ldvt, ldvt, pp + 16 * v0, ldp, nj,
@@ -161,6 +166,7 @@ namespace attn::cpu::dpbf16 {
 void qk(const uint16_t*, size_t, int, const uint32_t*, int, int, int, float, float*, int) {}
 void pv(const float*, int, int, int, const uint16_t*, size_t, int, float*, int, const float*, bool,
         uint32_t*, int) {}
+void pack_pairs(const float*, int, int, int, int, uint32_t*, int) {}
 }  // namespace attn::cpu::dpbf16
 
 #endif

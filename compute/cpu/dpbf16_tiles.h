@@ -19,4 +19,9 @@ void qk(const uint16_t* k, size_t ldk, int nj, const uint32_t* qp, int ldq, int 
 void pv(const float* st, int lds, int nj, int cols, const uint16_t* vt, size_t ldvt, int dv,
         float* ot, int ldo, const float* alpha, bool init, uint32_t* pp, int ldp);
 
+// P as bf16 pairs of keys per query, the B operand of both units' second product:
+// pp[r][i] = bf16(P[2r][i]) | bf16(P[2r + 1][i]) << 16 for r < pairs, i < round16(cols), rows of
+// P past nj read as 0 (st: f32 [nj][lds], rounded to nearest even).
+void pack_pairs(const float* st, int lds, int nj, int cols, int pairs, uint32_t* pp, int ldp);
+
 }  // namespace attn::cpu::dpbf16

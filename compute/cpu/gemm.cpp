@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/cpu/gemm_split.h"
 #include "compute/parallel.h"
 
 namespace attn::cpu {
@@ -210,6 +211,23 @@ bool sgemm(const GemmArgs& g, int threads) {
       gemm_widened(g, threads);
   }
   return true;
+}
+
+void gemm_split(const GemmArgs& g, int threads, int mr, int nr,
+                const std::function<void(int, int, int, int)>& block) {
+  threads = thread_count(threads);
+  const int col_tasks = std::max(1, std::min(threads, g.n / (2 * nr)));
+  const int row_tasks = col_tasks >= threads ? 1 : std::max(1, std::min(threads, g.m / mr));
+  const int cols_step = ((g.n + col_tasks - 1) / col_tasks + nr - 1) / nr * nr;
+  const int rows_step = ((g.m + row_tasks - 1) / row_tasks + mr - 1) / mr * mr;
+  parallel_for(
+      col_tasks * row_tasks,
+      [&](int t) {
+        const int n0 = (t % col_tasks) * cols_step, n1 = std::min(g.n, n0 + cols_step);
+        const int m0 = (t / col_tasks) * rows_step, m1 = std::min(g.m, m0 + rows_step);
+        if (n0 < n1 && m0 < m1) block(m0, m1, n0, n1);
+      },
+      threads);
 }
 
 }  // namespace attn::cpu

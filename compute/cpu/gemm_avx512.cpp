@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "compute/cpu/gemm.h"
+#include "compute/cpu/gemm_split.h"
 #include "compute/parallel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && (defined(__AVX512F__) || !defined(__clang__))
@@ -233,28 +234,12 @@ void gemm_block(const GemmArgs& g, int m0, int m1, int n0, int n1, float* bp, fl
 }  // namespace
 
 void run(const GemmArgs& g, int threads) {
-  threads = thread_count(threads);
-  // Split columns when each thread gets at least two micro-panels; otherwise rows. Each task
-  // packs its own panels.
-  const int col_tasks = std::max(1, std::min(threads, g.n / (2 * NR)));
-  const int row_tasks = col_tasks >= threads ? 1 : std::max(1, std::min(threads, g.m / MR));
-  const int cols_per = (g.n + col_tasks - 1) / col_tasks;
-  const int cols_step = (cols_per + NR - 1) / NR * NR;
-  const int rows_per = (g.m + row_tasks - 1) / row_tasks;
-  const int rows_step = (rows_per + MR - 1) / MR * MR;
-  const int tasks = col_tasks * row_tasks;
-  parallel_for(
-      tasks,
-      [&](int t) {
-        const int n0 = (t % col_tasks) * cols_step, n1 = std::min(g.n, n0 + cols_step);
-        const int m0 = (t / col_tasks) * rows_step, m1 = std::min(g.m, m0 + rows_step);
-        if (n0 >= n1 || m0 >= m1) return;
-        // Packing buffers live as long as the pool thread: a forward pass makes ~50 calls, and
-        // fresh 2 MiB blocks would be page-faulted in every time.
-        thread_local Buf bp = alloc(size_t(KC) * NC), ap = alloc(size_t(MC) * KC);
-        gemm_block(g, m0, m1, n0, n1, bp.get(), ap.get());
-      },
-      threads);
+  gemm_split(g, threads, MR, NR, [&](int m0, int m1, int n0, int n1) {
+    // Packing buffers live as long as the pool thread: a forward pass makes ~50 calls, and
+    // fresh 2 MiB blocks would be page-faulted in every time.
+    thread_local Buf bp = alloc(size_t(KC) * NC), ap = alloc(size_t(MC) * KC);
+    gemm_block(g, m0, m1, n0, n1, bp.get(), ap.get());
+  });
 }
 
 }  // namespace attn::cpu::gemm_avx512

@@ -23,6 +23,7 @@
 
 #include "compute/cpu/amx_tiles.h"
 #include "compute/cpu/gemm.h"
+#include "compute/cpu/gemm_split.h"
 #include "compute/parallel.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
@@ -210,26 +211,11 @@ void gemm_block(const GemmArgs& g, int m0, int m1, int n0, int n1, uint32_t* bp,
 }  // namespace
 
 void run(const GemmArgs& g, int threads) {
-  threads = thread_count(threads);
-  // As gemm_avx512::run: split columns when each thread gets at least two micro-panels;
-  // otherwise rows. Each task packs its own panels.
-  const int col_tasks = std::max(1, std::min(threads, g.n / (2 * NR)));
-  const int row_tasks = col_tasks >= threads ? 1 : std::max(1, std::min(threads, g.m / MR));
-  const int cols_per = (g.n + col_tasks - 1) / col_tasks;
-  const int cols_step = (cols_per + NR - 1) / NR * NR;
-  const int rows_per = (g.m + row_tasks - 1) / row_tasks;
-  const int rows_step = (rows_per + MR - 1) / MR * MR;
-  parallel_for(
-      col_tasks * row_tasks,
-      [&](int t) {
-        const int n0 = (t % col_tasks) * cols_step, n1 = std::min(g.n, n0 + cols_step);
-        const int m0 = (t / col_tasks) * rows_step, m1 = std::min(g.m, m0 + rows_step);
-        if (n0 >= n1 || m0 >= m1) return;
-        // Per pool thread, kept between calls (as the avx512 path's).
-        thread_local Buf bp = alloc(size_t(KC / 2) * NC), ap = alloc(size_t(MC) * (KC / 2));
-        gemm_block(g, m0, m1, n0, n1, bp.get(), ap.get());
-      },
-      threads);
+  gemm_split(g, threads, MR, NR, [&](int m0, int m1, int n0, int n1) {
+    // Per pool thread, kept between calls (as the avx512 path's).
+    thread_local Buf bp = alloc(size_t(KC / 2) * NC), ap = alloc(size_t(MC) * (KC / 2));
+    gemm_block(g, m0, m1, n0, n1, bp.get(), ap.get());
+  });
 }
 
 }  // namespace attn::cpu::gemm_dpbf16
