@@ -110,7 +110,7 @@ void AttributeCommand::add_options(CLI::App& cmd) {
       ->check(CLI::Range(1, 4096));
   cmd.add_option("--matmul", o.matmul,
                  "Precision of every pass's matrix products: f32, or bf16 (x and weights rounded "
-                 "to bf16, sums in f32; AMX tile products where the CPU has them)")
+                 "to bf16, sums in f32; AMX tiles or vdpbf16ps where the CPU has them)")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "bf16"}));
   cmd.add_option("--occlusion", o.occlusion, "Occlusion: replace (by the baseline) or delete")

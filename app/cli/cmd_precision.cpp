@@ -108,8 +108,9 @@ int PrecisionCommand::run() {
               p.n_q, p.n_heads, p.d, p.causal ? "causal" : "bidirectional", o.tile, source.c_str());
   t.print();
   // The cpu backend's dense kernels in each storage precision on the same inputs, beside the
-  // storage-alone simulation that models them: tiled (P rounded for P V) where bf16 runs on AMX
-  // tiles, materialised (P in f32) where the kernels widen 16-bit rows to f32.
+  // storage-alone simulation that models them: tiled (P rounded for P V) where bf16 runs on tile
+  // products (AMX or vdpbf16ps), materialised (P in f32) where the kernels widen 16-bit rows to
+  // f32.
   const cpu::KernelSet& ks = cpu::best_kernels();
   auto backend = make_backend("cpu");
   const Variant dense = make_variant("dense");

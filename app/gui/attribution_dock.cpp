@@ -137,11 +137,11 @@ AttributionDock::AttributionDock(QWidget* parent) : QDockWidget("Attribution", p
   form->addRow("Baseline", baseline_);
   matmul_ = new QComboBox;
   matmul_->addItem("f32", "f32");
-  matmul_->addItem("bf16 (AMX where present)", "bf16");
+  matmul_->addItem("bf16 (AMX or AVX512-BF16 where present)", "bf16");
   matmul_->setToolTip(
       "Precision of every pass's matrix products: f32, or bf16 (inputs and weights rounded to "
-      "bf16, sums in f32, as torch's 'medium' float32 matmul precision): several times faster "
-      "on CPUs with AMX, for long integrated-gradients runs");
+      "bf16, sums in f32, as torch's 'medium' float32 matmul precision): faster on CPUs with "
+      "AMX (several times) or AVX512-BF16 (about twice), for long integrated-gradients runs");
   form->addRow("IG steps", ig_steps_);
   form->addRow("Matmuls", matmul_);
   lay->addLayout(form);
