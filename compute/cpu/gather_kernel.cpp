@@ -606,8 +606,9 @@ ATTN_DPBF16_TARGET void dp_pv(const DpChunk& ch) {
 }
 
 template <int NB>
-void dp_segment(const uint16_t* q, float qscale, const HeadRows& hr, const int32_t* idx, int n,
-                float& m, float* lv, float* o, DpChunk& ch) {
+ATTN_DPBF16_TARGET void dp_segment(const uint16_t* q, float qscale, const HeadRows& hr,
+                                   const int32_t* idx, int n, float& m, float* lv, float* o,
+                                   DpChunk& ch) {
   for (int e0 = 0; e0 < n; e0 += kDpChunk) {
     dp_scores<NB>(q, qscale, hr, idx + e0, std::min(kDpChunk, n - e0), m, lv, o, ch);
     dp_pv<NB>(ch);
@@ -634,7 +635,7 @@ void dpbf16_segment(int, const uint16_t*, float, const HeadRows&, const int32_t*
                     float*, float*, DpChunk&) {}
 #endif
 
-// stream_dpbf16's output order back to dimension order, in place over o[0..d), d % 32 == 0.
+// The bf16 stream's dp order back to dimension order, in place over o[0..d), d % 32 == 0.
 void from_dp_order(float* o, int d) {
   for (int b = 0; b < d; b += 32) {
     float t[32];
@@ -644,7 +645,7 @@ void from_dp_order(float* o, int d) {
     std::memcpy(o + b, t, sizeof t);
   }
 }
-// NB (blocks of 32 dimensions) where stream_dpbf16 runs this problem's streamed rows, else 0:
+// NB (blocks of 32 dimensions) where the bf16 stream runs this problem's streamed rows, else 0:
 // bf16 rows in a kernel set with bf16 tiles (whose CPUs have AVX512-BF16, and whose dense tiles
 // round the probabilities to bf16 as well), softmax without score modifiers, d = dv <= 128.
 int dpbf16_blocks(const KernelContext& c) {
@@ -747,7 +748,7 @@ void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, i
     if (n > 0) kend = std::max(kend, b[n - 1] + 1);
     entries += n;
     float* qs = w.q.data() + size_t(r) * c.dv;
-    if (dp == 0) {  // (stream_dpbf16 reads q where it is stored)
+    if (dp == 0) {  // (dp_scores reads q where it is stored)
       if (c.half())
         for (int k = 0; k < c.d; ++k) qs[k] = widen1(c.prec, c.q16_row(h, i)[k]) * qscale;
       else
@@ -762,7 +763,8 @@ void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, i
   // ~256 KiB of K and V rows per range, widened where the rows' lists are so sparse that a
   // range would hold only a few of each row's keys (each segment pays a chunk's fixed costs):
   // 48 keys a segment on average, 96 on the bf16 stream (whose per-key work is smaller, so its
-  // fixed costs weigh more; 96 measured 8-12% faster there than 48, on ranges past L2's size).
+  // fixed costs weigh more: 96 measured 8-12% faster there than 48, although its ranges at
+  // N = 16384 then outgrow L2).
   const int64_t listed = entries - listed_before;
   int range =
       std::max(kChunk, int((size_t(256) << 10) / (size_t(c.d + c.dv) * element_bytes(c.prec))));
