@@ -59,7 +59,6 @@ struct GatherScratch {
   std::vector<float> orow;                 // bf16 tiles: one output row from O^T
   QueryTile tile;
   alignas(64) float um[kBQ], ul[kBQ], ualpha[kBQ];
-  DpChunk dp;  // the bf16 stream's chunk between its two stages
 };
 
 // Where one head's K and V rows start (the GQA head mapping done once, not once per key), in
@@ -607,8 +606,8 @@ ATTN_DPBF16_TARGET void dp_pv(const DpChunk& ch) {
 
 template <int NB>
 ATTN_DPBF16_TARGET void dp_segment(const uint16_t* q, float qscale, const HeadRows& hr,
-                                   const int32_t* idx, int n, float& m, float* lv, float* o,
-                                   DpChunk& ch) {
+                                   const int32_t* idx, int n, float& m, float* lv, float* o) {
+  DpChunk ch;
   for (int e0 = 0; e0 < n; e0 += kDpChunk) {
     dp_scores<NB>(q, qscale, hr, idx + e0, std::min(kDpChunk, n - e0), m, lv, o, ch);
     dp_pv<NB>(ch);
@@ -618,21 +617,21 @@ ATTN_DPBF16_TARGET void dp_segment(const uint16_t* q, float qscale, const HeadRo
 // One row's segment (keys idx[0..n)) for NB = dp blocks: m is the row's running max, lv its
 // running sum by lanes (kVW floats), o its accumulators in dp order.
 void dpbf16_segment(int dp, const uint16_t* q, float qscale, const HeadRows& hr, const int32_t* idx,
-                    int n, float& m, float* lv, float* o, DpChunk& ch) {
+                    int n, float& m, float* lv, float* o) {
   switch (dp) {
     case 1:
-      return dp_segment<1>(q, qscale, hr, idx, n, m, lv, o, ch);
+      return dp_segment<1>(q, qscale, hr, idx, n, m, lv, o);
     case 2:
-      return dp_segment<2>(q, qscale, hr, idx, n, m, lv, o, ch);
+      return dp_segment<2>(q, qscale, hr, idx, n, m, lv, o);
     case 3:
-      return dp_segment<3>(q, qscale, hr, idx, n, m, lv, o, ch);
+      return dp_segment<3>(q, qscale, hr, idx, n, m, lv, o);
     default:
-      return dp_segment<4>(q, qscale, hr, idx, n, m, lv, o, ch);
+      return dp_segment<4>(q, qscale, hr, idx, n, m, lv, o);
   }
 }
 #else
 void dpbf16_segment(int, const uint16_t*, float, const HeadRows&, const int32_t*, int, float&,
-                    float*, float*, DpChunk&) {}
+                    float*, float*) {}
 #endif
 
 // The bf16 stream's dp order back to dimension order, in place over o[0..d), d % 32 == 0.
@@ -793,7 +792,7 @@ void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, i
       if (b == a) continue;
       if (dp > 0) {
         dpbf16_segment(dp, c.q16_row(h, i0 + r), qscale, hr, col + a, int(b - a), w.m[r],
-                       w.lv.data() + size_t(r) * kVW, w.o.data() + size_t(r) * c.dv, w.dp);
+                       w.lv.data() + size_t(r) * kVW, w.o.data() + size_t(r) * c.dv);
       } else {
         stream_keys(c, w, hr, h, i0 + r, r, col + a, int(b - a));
       }
@@ -801,11 +800,12 @@ void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, i
     }
   }
   for (int r = 0; r < rows; ++r) {
-    if (dp > 0) w.l[r] = hsum(loadu(w.lv.data() + size_t(r) * kVW));
-    if (dp > 0)
+    if (dp > 0) {
+      w.l[r] = hsum(loadu(w.lv.data() + size_t(r) * kVW));  // (the stream kept it in lanes)
       from_dp_order(w.o.data() + size_t(r) * c.dv, c.dv);
-    else if (hr.pairs)
+    } else if (hr.pairs) {
       from_pair_order(w.o.data() + size_t(r) * c.dv, c.dv);
+    }
     write_streamed_row(c, h, i0 + r, w.o.data() + size_t(r) * c.dv, w.m[r], w.l[r]);
   }
 }
