@@ -7,7 +7,8 @@
 2. An 8B-Llama-shaped random BF16 checkpoint (tests/bench/make_big_checkpoint.py, written once
    into --dir, ~15 GiB): `attnscope analyze` on 512 tokens must complete with peak RSS <=
    checkpoint size + 3 GiB, and a decode step over the 512-token cache must take <= 1.3x the
-   time one pass takes to read the bytes a step reads (attn_bench BM_BigModelDecode).
+   time one pass takes to read the bytes a step reads (attn_bench BM_BigModelDecode: each step
+   right after its own read, the median of the pairs' ratios).
 Skipped with a message (not failed) when the machine has too little memory or disk for it.
 
 Usage: /usr/bin/python3 tests/bench/big_model.py --build build/native [--dir build/bench/llama8b]
@@ -115,13 +116,16 @@ def main():
                                       "ATTN_BIG_PREFILL": str(args.tokens)}, "BM_BigModelDecode")[0]
         ratio = dec["step_over_read"]
         rows.update({k: dec[k] for k in ("load_s", "prefill_s", "step_s", "read_s", "read_gbs",
-                                         "weight_gib", "cache_mib", "step_over_read")})
+                                         "weight_gib", "cache_mib", "step_over_read",
+                                         "step_over_read_min", "step_over_read_max")})
         verdict = "PASS" if ratio <= TARGETS["decode_step_over_read"] else "FAIL"
         ok &= verdict == "PASS"
+        # Each step is timed right after a read of the same bytes; the ratio is the pairs' median.
         print(f"decode step over a {args.tokens}-token cache: {dec['step_s'] * 1e3:.0f} ms; one read "
               f"of its {dec['weight_gib']:.2f} GiB of weights + {dec['cache_mib']:.0f} MiB of cache "
               f"at {dec['read_gbs']:.1f} GB/s: {dec['read_s'] * 1e3:.0f} ms -> {ratio:.2f}x "
-              f"(target <= 1.3x) {verdict}")
+              f"(pairs {dec['step_over_read_min']:.2f}-{dec['step_over_read_max']:.2f}x; "
+              f"target <= 1.3x) {verdict}")
         print(f"  (load {dec['load_s']:.2f} s, prefill of {args.tokens} tokens {dec['prefill_s']:.1f} s)")
     os.makedirs("build/bench", exist_ok=True)
     with open("build/bench/big-model-results.json", "w") as f:

@@ -292,7 +292,12 @@ TEST(ArchReverse, OneLogitsRowEqualsTheFullPassRow) {
     const models::Reverse r1 = c.model->reverse(c.in, {3, -1, -1}, o);
     EXPECT_EQ(r1.id, r0.id);
     EXPECT_NEAR(r1.z, r0.z, 1e-5 * (1 + std::abs(r0.z)));
-    EXPECT_EQ(r1.input_grad, r0.input_grad) << name;
+    // Near, not equal: one logits row runs its head product as a one-row GEMV, the full pass as
+    // a GEMM, and with -march=native their sums round differently in the last bit.
+    ASSERT_EQ(r1.input_grad.size(), r0.input_grad.size()) << name;
+    for (size_t i = 0; i < r0.input_grad.size(); ++i)
+      EXPECT_NEAR(r1.input_grad[i], r0.input_grad[i], 1e-5 * (1 + std::abs(r0.input_grad[i])))
+          << name << " " << i;
   }
 }
 
