@@ -14,13 +14,15 @@ namespace attn::cpu::ATTN_CPU_NS {
 
 namespace {
 
+constexpr int kBKTile = 2 * kBK;  // keys per chunk on bf16 tiles (flash_tile_bf16)
+
 struct FlashScratch {
   QueryTile tile;
   std::vector<Chunk> chunks;
   std::vector<float> st;  // f32 [rows of all buffered chunks, kBQ]
   std::vector<float> o;   // f32 [kBQ, dv] (bf16 tiles: O^T, f32 [dv, kBQ])
   std::vector<uint32_t>
-      pp;  // bf16 tiles: a chunk's probabilities as bf16 pairs, u32 [kBK / 2, kBQ]
+      pp;  // bf16 tiles: a chunk's probabilities as bf16 pairs, u32 [kBKTile / 2 + 16, kBQ]
   alignas(64) float m[kBQ], l[kBQ], alpha[kBQ];
   alignas(64) float stat[kBQ], inv[kBQ];
   EntmaxScratch es;  // entmax candidates
@@ -125,7 +127,9 @@ void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
 // flash_tile on bf16 tile products, AMX or vdpbf16ps (bf16 storage; streaming normalisers): each
 // chunk's scores are one tile product of K rows and the packed Q pairs, the softmax runs in f32 as
 // everywhere, and the probabilities, rounded to bf16 as FlashAttention rounds them, meet V^T in a
-// second product that accumulates O^T in f32.
+// second product that accumulates O^T in f32. Chunks of kBKTile keys: the O^T rescale and the
+// per-chunk softmax bookkeeping, a fixed cost per chunk, then weigh half as much against the
+// tile products (128: ~3% faster than 64 on AVX512-BF16; the score chunk, 32 KiB, stays in L1).
 void flash_tile_bf16(KernelContext& c, const TileItem& it, FlashScratch& s) {
   using K = Normaliser::Kind;
   const Normaliser& norm = c.spec.norm;
@@ -133,11 +137,11 @@ void flash_tile_bf16(KernelContext& c, const TileItem& it, FlashScratch& s) {
   QueryTile& t = s.tile;
   const float qscale = c.scale * (c.base2_softmax() ? kLog2e : 1.0f);
   t.pack(c, it.h, it.q0, it.rows, qscale);
-  build_chunks(c, it, t, s.chunks);
+  build_chunks(c, it, t, s.chunks, kBKTile);
   const int cols = t.cols;
   s.o.resize(size_t(c.dv) * kBQ);
-  s.pp.resize(size_t(kBK / 2 + 16) * kBQ);
-  if (s.st.size() < size_t(kBK) * kBQ) s.st.resize(size_t(kBK) * kBQ);
+  s.pp.resize(size_t(kBKTile / 2 + 16) * kBQ);
+  if (s.st.size() < size_t(kBKTile) * kBQ) s.st.resize(size_t(kBKTile) * kBQ);
   std::fill(s.m, s.m + kBQ, kNegInf);
   std::fill(s.l, s.l + kBQ, 0.0f);
   bool first = true;

@@ -5,14 +5,14 @@
 namespace attn::cpu::ATTN_CPU_NS {
 
 void build_chunks(const KernelContext& c, const TileItem& it, const QueryTile& t,
-                  std::vector<Chunk>& out) {
+                  std::vector<Chunk>& out, int width) {
   out.clear();
   auto emit = [&](int lo, int hi, bool partial) {
     hi = std::min(hi, t.lim_hi);
-    for (int j0 = lo; j0 < hi; j0 += kBK) {
+    for (int j0 = lo; j0 < hi; j0 += width) {
       Chunk ch;
       ch.j0 = j0;
-      ch.nj = std::min(kBK, hi - j0);
+      ch.nj = std::min(width, hi - j0);
       ch.causal = ch.j0 + ch.nj > t.lim_lo;
       ch.partial = partial;
       out.push_back(ch);

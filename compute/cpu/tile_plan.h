@@ -21,8 +21,8 @@ struct TileItem {
 std::vector<TileItem> make_items(const KernelContext& c, bool by_cost);
 
 // Key chunks of one query tile: runs of consecutive kept keys (clipped to the tile's causal
-// limit) cut into pieces of at most kBK keys.
+// limit) cut into pieces of at most `width` keys.
 void build_chunks(const KernelContext& c, const TileItem& it, const QueryTile& t,
-                  std::vector<Chunk>& out);
+                  std::vector<Chunk>& out, int width = kBK);
 
 }  // namespace attn::cpu::ATTN_CPU_NS
