@@ -29,9 +29,10 @@ void qk(const uint16_t* k, size_t ldk, int nj, const uint32_t* qp, int ldq, int 
         float qscale, float* st, int lds);
 
 // Ot[c][i] = alpha[i] Ot[c][i] + sum_j V^T[c][j] P[j][i] for c < dv (dv % 16 == 0), i <
-// round16(cols), j < nj (<= 64): P = st (f32 [nj][lds]) rounded to bf16; vt: bf16 V^T from the
+// round16(cols), j < nj: P = st (f32 [nj][lds]) rounded to bf16; vt: bf16 V^T from the
 // chunk's first key (row c at vt + c * ldvt; up to 31 keys past nj may be read, times P = 0).
-// alpha null means 1; `init`: Ot starts from zero. pp: scratch of 32 x ldp u32 (ldp >= cols).
+// alpha null means 1; `init`: Ot starts from zero. pp: scratch of round32(nj) / 2 x ldp u32
+// (ldp >= cols).
 void pv(const float* st, int lds, int nj, int cols, const uint16_t* vt, size_t ldvt, int dv,
         float* ot, int ldo, const float* alpha, bool init, uint32_t* pp, int ldp);
 

@@ -13,10 +13,16 @@ inline void begin(const KernelContext& c) {
 inline void end(const KernelContext& c) {
   if (c.tiles == TileUnit::Amx) amx::end();
 }
-inline void qk(const KernelContext& c, const uint16_t* k, size_t ldk, int nj, const uint32_t* qp,
-               int ldq, int cols, float qscale, float* st, int lds) {
-  (c.tiles == TileUnit::Amx ? amx::qk : dpbf16::qk)(k, ldk, nj, qp, ldq, cols, c.d, qscale, st,
-                                                    lds);
+// With `colmax`, also folds each query column's max over the chunk into colmax where the unit
+// can do it from its registers (vdpbf16ps) and returns true; false: colmax is untouched.
+inline bool qk(const KernelContext& c, const uint16_t* k, size_t ldk, int nj, const uint32_t* qp,
+               int ldq, int cols, float qscale, float* st, int lds, float* colmax = nullptr) {
+  if (c.tiles == TileUnit::Amx) {
+    amx::qk(k, ldk, nj, qp, ldq, cols, c.d, qscale, st, lds);
+    return false;
+  }
+  dpbf16::qk(k, ldk, nj, qp, ldq, cols, c.d, qscale, st, lds, colmax);
+  return colmax != nullptr;
 }
 inline void pv(const KernelContext& c, const float* st, int lds, int nj, int cols,
                const uint16_t* vt, size_t ldvt, float* ot, int ldo, const float* alpha, bool init,

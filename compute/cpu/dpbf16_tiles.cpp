@@ -49,15 +49,23 @@ inline void block(const uint16_t* a, size_t lda, const uint32_t* b, size_t ldb, 
 
 template <int MR, int NB>
 void qk_block(const uint16_t* k, size_t ldk, const uint32_t* qp, int ldq, int d, float qscale,
-              float* st, int lds) {
+              float* st, int lds, float* colmax) {
   __m512 acc[MR][NB];
   for (int r = 0; r < MR; ++r)
     for (int v = 0; v < NB; ++v) acc[r][v] = _mm512_setzero_ps();
   block<MR, NB>(k, ldk, qp, size_t(ldq), d / 2, false, acc);
   const __m512 s = _mm512_set1_ps(qscale);
   for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NB; ++v)
-      _mm512_storeu_ps(st + size_t(r) * lds + 16 * v, _mm512_mul_ps(acc[r][v], s));
+    for (int v = 0; v < NB; ++v) {
+      acc[r][v] = _mm512_mul_ps(acc[r][v], s);
+      _mm512_storeu_ps(st + size_t(r) * lds + 16 * v, acc[r][v]);
+    }
+  if (!colmax) return;
+  for (int v = 0; v < NB; ++v) {
+    __m512 mx = _mm512_loadu_ps(colmax + 16 * v);
+    for (int r = 0; r < MR; ++r) mx = _mm512_max_ps(mx, acc[r][v]);
+    _mm512_storeu_ps(colmax + 16 * v, mx);
+  }
 }
 
 template <int MR, int NB>
@@ -115,13 +123,13 @@ void over_rows(int n, int nb, F&& f) {
 }  // namespace
 
 void qk(const uint16_t* k, size_t ldk, int nj, const uint32_t* qp, int ldq, int cols, int d,
-        float qscale, float* st, int lds) {
+        float qscale, float* st, int lds, float* colmax) {
   const int qb = (cols + 15) / 16;
   // Query vectors in groups of four (a tile has at most kBQ = 64 queries).
   for (int v0 = 0; v0 < qb; v0 += 4)
     over_rows(nj, std::min(4, qb - v0), [&]<int MR, int NB>(int r0) {
       qk_block<MR, NB>(k + size_t(r0) * ldk, ldk, qp + 16 * v0, ldq, d, qscale,
-                       st + size_t(r0) * lds + 16 * v0, lds);
+                       st + size_t(r0) * lds + 16 * v0, lds, colmax ? colmax + 16 * v0 : nullptr);
     });
 }
 
@@ -163,7 +171,7 @@ void pv(const float* st, int lds, int nj, int cols, const uint16_t* vt, size_t l
 #else
 
 namespace attn::cpu::dpbf16 {
-void qk(const uint16_t*, size_t, int, const uint32_t*, int, int, int, float, float*, int) {}
+void qk(const uint16_t*, size_t, int, const uint32_t*, int, int, int, float, float*, int, float*) {}
 void pv(const float*, int, int, int, const uint16_t*, size_t, int, float*, int, const float*, bool,
         uint32_t*, int) {}
 void pack_pairs(const float*, int, int, int, int, uint32_t*, int) {}

@@ -10,9 +10,11 @@
 
 namespace attn::cpu::dpbf16 {
 
-// amx::qk's contract, computing exactly rows j < nj (nothing is read past K's last row).
+// amx::qk's contract, computing exactly rows j < nj (nothing is read past K's last row). With
+// `colmax` (f32 [round16(cols)]), also colmax[i] = max(colmax[i], max_j St[j][i]) from the
+// registers: the softmax's max pass then reads no scores.
 void qk(const uint16_t* k, size_t ldk, int nj, const uint32_t* qp, int ldq, int cols, int d,
-        float qscale, float* st, int lds);
+        float qscale, float* st, int lds, float* colmax = nullptr);
 
 // amx::pv's contract. V^T is read for keys j < round2(nj); an odd nj's last pair takes only its
 // first key, so what follows the chunk in V^T never reaches O (not even 0 x NaN).

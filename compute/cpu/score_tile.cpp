@@ -250,11 +250,14 @@ void elementwise_probs(const Normaliser& n, int n_k, float* st, int nj, int cols
 }
 
 void softmax_step(float* st, int nj, int cols, int lds, bool masked, float* m, float* l,
-                  float* alpha) {
+                  float* alpha, const float* chunk_max) {
   for (int v = 0; v < cols / kVW; ++v) {
     const vf m_old = loadu(m + v * kVW);
     vf mx = m_old;
-    for (int j = 0; j < nj; ++j) mx = vmax(mx, loadu(st + size_t(j) * lds + v * kVW));
+    if (chunk_max)
+      mx = vmax(mx, loadu(chunk_max + v * kVW));
+    else
+      for (int j = 0; j < nj; ++j) mx = vmax(mx, loadu(st + size_t(j) * lds + v * kVW));
     const vf m_use = select(mx == splat(kNegInf), splat(0.0f), mx);
     const vf a = exp2v(m_old - m_use);
     vf sum = vf{};

@@ -42,7 +42,8 @@ struct QueryTile {
   vf qposf[kQV];               // query positions as floats (ALiBi)
   vi qposi[kQV];               // query positions (0 past rows)
   int lim_lo = 0, lim_hi = 0;  // smallest / largest causal limit of the tile's queries
-  // bf16 tiles (c.bf16_tiles()): Q's bf16 pairs, unscaled (qk multiplies by qscale after the product).
+  // bf16 tiles (c.bf16_tiles()): Q's bf16 pairs, unscaled (qk multiplies by qscale after the
+  // product).
   std::vector<uint32_t> qp;  // u32 [d / 2, kBQ]: dims 2k, 2k + 1 of each query; zero past rows
   // 16-bit storage: a chunk's K or V rows widened to f32 for the f32 micro-kernels.
   mutable std::vector<float> kw;  // f32 [kBK, d]
@@ -87,8 +88,9 @@ void apply_mods_row(const KernelContext& c, int h, int32_t qp, const float* kp, 
 // Online softmax over one chunk of scores st (nj x cols, base 2): new running max m per query,
 // the chunk's probabilities in place, the running sum l, and alpha = the factor rescaling the
 // output so far. `masked`: the chunk may hold -inf entries (which must give exactly 0).
+// `chunk_max` (f32 [cols], or null): each column's max over the chunk, found already.
 void softmax_step(float* st, int nj, int cols, int lds, bool masked, float* m, float* l,
-                  float* alpha);
+                  float* alpha, const float* chunk_max = nullptr);
 
 // Elementwise normalisers with no row statistic across keys (Sigmoid, Relu) and SoftplusL1's
 // numerator, in place over nj x cols entries; -inf (dropped) becomes exactly 0.

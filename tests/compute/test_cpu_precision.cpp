@@ -331,6 +331,32 @@ TEST(CpuPrecision, NormalisersAndModifiersInReducedPrecision) {
   }
 }
 
+// Scores hundreds of binary orders apart, against the f64 reference on the rounded inputs: the
+// bf16 tile flash subtracts each row's true running max, so nothing overflows or vanishes. A key
+// that dwarfs the rest sits inside a chunk every query of a later tile sees (its max found as the
+// tile product leaves the registers, at a row that is not the first of its register block) and
+// one inside the causal chunk, in the future of most of that tile's queries (whose max must not
+// count it: their visible probabilities would all round to zero).
+TEST(CpuPrecision, Bf16TilesSubtractTheMaxOfVisibleScores) {
+  // N = 320: whole query tiles of 64, so the last tile's keys [128, 256) form an unmasked chunk.
+  const int n = 320;
+  Problem p = random_problem(2, 2, n, n, 64, true, 5);
+  for (int g = 0; g < 2; ++g)
+    for (int key : {203, 290})
+      for (int e = 0; e < 64; ++e) p.k[(size_t(g) * n + key) * 64 + e] *= 300.0f;
+  const Variant v = make_variant("dense");
+  const Problem pr = rounded(p, Precision::Bf16);
+  const Result want = make_reference_backend()->execute(v, pr, Layout{}, {});
+  for (const cpu::KernelSet* set : cpu::available_kernel_sets()) {
+    const Result r = run_in(set, v, p, Layout{}, Precision::Bf16);
+    for (float x : r.o) ASSERT_TRUE(std::isfinite(x)) << set->isa;
+    EXPECT_LT(relative_error(r.o, want.o), 0.5 * unit_roundoff(Precision::Bf16)) << set->isa;
+    for (size_t i = 0; i < r.row_stat.size(); ++i)
+      ASSERT_NEAR(r.row_stat[i], want.row_stat[i], 1e-4 * (1.0 + std::fabs(want.row_stat[i])))
+          << set->isa << " row stat " << i;
+  }
+}
+
 TEST(CpuPrecision, ResultsNameThePrecisionThatRan) {
   const Problem p = random_problem(1, 1, 50, 50, 32, true, 3);
   const Variant v = make_variant("dense");
@@ -385,7 +411,7 @@ TEST(CpuPrecision, Dpbf16TileProductsMatchF64Sums) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
   auto bits = [](float x) { return bf16_value_to_bits(round_bf16(x)); };
   auto value = [](uint16_t b) { return double(bf16_bits_to_float(b)); };
-  for (int nj : {1, 7, 33, 64})
+  for (int nj : {1, 7, 33, 64, 128})
     for (int cols : {16, 48, 64})
       for (int d : {32, 64, 96}) {
         const std::string what = "nj=" + std::to_string(nj) + " cols=" + std::to_string(cols) +
@@ -394,8 +420,23 @@ TEST(CpuPrecision, Dpbf16TileProductsMatchF64Sums) {
         for (auto& x : k) x = bits(nd(rng));
         std::vector<uint32_t> qp(size_t(d / 2) * 64);
         for (auto& x : qp) x = uint32_t(bits(nd(rng))) | uint32_t(bits(nd(rng))) << 16;
-        std::vector<float> st(size_t(64) * 64, 0.0f);
+        std::vector<float> st(size_t(128) * 64, 0.0f);
         cpu::dpbf16::qk(k.data(), size_t(d), nj, qp.data(), 64, cols, d, 0.5f, st.data(), 64);
+        // The same product folding each column's max into colmax (a running max from earlier
+        // chunks in even columns, none in odd ones): exactly the max of what it stored.
+        const int cw = (cols + 15) / 16 * 16;
+        std::vector<float> colmax(64), folded(64);
+        for (int i = 0; i < 64; ++i) colmax[size_t(i)] = i % 2 ? -INFINITY : nd(rng);
+        folded = colmax;
+        const std::vector<float> st0 = st;
+        cpu::dpbf16::qk(k.data(), size_t(d), nj, qp.data(), 64, cols, d, 0.5f, st.data(), 64,
+                        folded.data());
+        EXPECT_EQ(st, st0) << "qk with colmax " << what;
+        for (int i = 0; i < 64; ++i) {
+          float want = colmax[size_t(i)];
+          for (int j = 0; j < nj && i < cw; ++j) want = std::max(want, st[size_t(j) * 64 + i]);
+          ASSERT_EQ(folded[size_t(i)], want) << "colmax " << what << " column " << i;
+        }
         double worst = 0;
         for (int j = 0; j < nj; ++j)
           for (int i = 0; i < cols; ++i) {
@@ -423,7 +464,7 @@ TEST(CpuPrecision, Dpbf16TileProductsMatchF64Sums) {
         for (auto& x : ot) x = nd(rng);
         for (auto& x : alpha) x = ud(rng);
         const std::vector<float> o0 = ot;
-        std::vector<uint32_t> pp(size_t(32 + 16) * 64);
+        std::vector<uint32_t> pp(size_t(64 + 16) * 64);
         cpu::dpbf16::pv(st.data(), 64, nj, cols, vt.data(), ldvt, d, ot.data(), 64, alpha.data(),
                         false, pp.data(), 64);
         worst = 0;
