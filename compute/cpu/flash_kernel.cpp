@@ -14,8 +14,6 @@ namespace attn::cpu::ATTN_CPU_NS {
 
 namespace {
 
-constexpr int kBKTile = 2 * kBK;  // keys per chunk on bf16 tiles (flash_tile_bf16)
-
 struct FlashScratch {
   QueryTile tile;
   std::vector<Chunk> chunks;
@@ -128,9 +126,8 @@ void flash_tile(KernelContext& c, const TileItem& it, FlashScratch& s) {
 // flash_tile on bf16 tile products, AMX or vdpbf16ps (bf16 storage; streaming normalisers): each
 // chunk's scores are one tile product of K rows and the packed Q pairs, the softmax runs in f32 as
 // everywhere, and the probabilities, rounded to bf16 as FlashAttention rounds them, meet V^T in a
-// second product that accumulates O^T in f32. Chunks of kBKTile keys: the O^T rescale and the
-// per-chunk softmax bookkeeping, a fixed cost per chunk, then weigh half as much against the
-// tile products (128: ~3% faster than 64 on AVX512-BF16; the score chunk, 32 KiB, stays in L1).
+// second product that accumulates O^T in f32. Chunks of kBKTile keys (128: ~3% faster than 64
+// on AVX512-BF16).
 void flash_tile_bf16(KernelContext& c, const TileItem& it, FlashScratch& s) {
   using K = Normaliser::Kind;
   const Normaliser& norm = c.spec.norm;

@@ -985,7 +985,8 @@ bool dense_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
   QueryTile& t = w.tile;
   t.pack(c, h, i0, rows, c.scale * (c.base2_softmax() ? kLog2e : 1.0f));
   const int cols = t.cols;
-  w.st.resize(size_t(kBK) * kBQ);
+  const int chunk = c.bf16_tiles() ? kBKTile : kBK;
+  w.st.resize(size_t(chunk) * kBQ);
   w.ot.resize(size_t(kBQ) * c.dv);
   std::fill(w.um, w.um + kBQ, kNegInf);
   std::fill(w.ul, w.ul + kBQ, 0.0f);
@@ -995,11 +996,11 @@ bool dense_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
   // from V^T (flash_tile_bf16's scheme).
   const float qscale = c.scale * (c.base2_softmax() ? kLog2e : 1.0f);
   if (c.bf16_tiles()) {
-    w.pp.resize(size_t(kBK / 2 + 16) * kBQ);
+    w.pp.resize(size_t(kBKTile / 2 + 16) * kBQ);
     tiles::begin(c);
   }
-  for (int c0 = 0; c0 < u; c0 += kBK) {
-    const int nj = std::min(kBK, u - c0);
+  for (int c0 = 0; c0 < u; c0 += chunk) {
+    const int nj = std::min(chunk, u - c0);
     if (c.bf16_tiles())
       tiles::qk(c, static_cast<const uint16_t*>(kt) + size_t(c0) * ldk, ldk, nj, t.qp.data(), kBQ,
                 cols, qscale, w.st.data(), kBQ);

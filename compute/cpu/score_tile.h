@@ -16,7 +16,10 @@ inline constexpr int kBQ = 64;  // queries per tile
 #define ATTN_CPU_BK 64
 #endif
 inline constexpr int kBK = ATTN_CPU_BK;  // keys per chunk
-inline constexpr int kQV = kBQ / kVW;    // vectors per tile row
+// Keys per chunk on bf16 tile products: a chunk's fixed costs (the O^T rescale, the softmax's
+// bookkeeping) then weigh half as much against the products; its f32 scores (32 KiB) stay in L1.
+inline constexpr int kBKTile = 2 * kBK;
+inline constexpr int kQV = kBQ / kVW;  // vectors per tile row
 
 // A run of keys [j0, j0 + nj) scored against a query tile.
 // Asks for [p, p + bytes) in cache ahead of use: key and value blocks that a sparse layout jumps
