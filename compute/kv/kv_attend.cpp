@@ -84,10 +84,14 @@ void kv_attend_rows(const KvRows& k, const KvRows& v, int len, const float* q, i
   std::vector<float> s(size_t(H) * len);                    // f32 [H, len]: exp(score - m_chunk)
   std::vector<float> m(size_t(hkv) * nc * G), l(m.size());  // [H_kv, chunks, G]
   std::vector<float> acc(m.size() * dp);                    // f32 [H_kv, chunks, G, dp]
+  // Chunk by chunk, every KV head of a chunk in turn: the heads' rows of one chunk share their
+  // positions, so its slice of the rotary table (512 B a row at d = 128) is read into cache once
+  // for all of them (head by head it was fetched again per head: a decode step's cache part
+  // took 22% longer with 4-bit keys, 12% with f32).
   parallel_for(
       hkv * nc,
-      [&](int t) {
-        const int g = t / nc, c = t % nc;
+      [&](int item) {
+        const int g = item % hkv, c = item / hkv, t = g * nc + c;
         kv_detail::ChunkArgs a;
         a.k = &k;
         a.v = &v;
