@@ -114,7 +114,11 @@ class H2oPattern final : public Pattern {
     const float scale2 = float(p.effective_scale() * 1.4426950408889634);  // base-2 exponent
     IndexLayout x;
     x.row_ptr = row_ptr;
-    cpu::resize_huge(x.col, size_t(row_ptr.back()));
+    // Rows are appended in order from `row` (no zero fill first: on a VM that pass over the
+    // heads' ~100 MB of lists cost as much as the simulation itself).
+    x.col.reserve(size_t(row_ptr.back()));
+    cpu::advise_huge_pages(x.col.data(), size_t(row_ptr.back()) * sizeof(int32_t));
+    std::vector<int32_t> row(size_t(heavy_) + size_t(recent_) + 1);
     std::vector<double> acc(size_t(p.n_k), 0.0);
     std::vector<int32_t> heavy;  // keys older than the window still cached, ascending
     std::vector<int32_t> col;    // col[e]: heavy[e]'s column in the block's score tile
@@ -177,7 +181,7 @@ class H2oPattern final : public Pattern {
           sum += pr;
         }
         const double inv = 1.0 / double(simd::hsum(sum));
-        int32_t* out = x.col.data() + row_ptr[size_t(i)];
+        int32_t* out = row.data();
         for (int e = 0; e < nh; ++e) {
           acc[size_t(heavy[size_t(e)])] += double(s[size_t(e)]) * inv;
           out[e] = heavy[size_t(e)];
@@ -186,6 +190,7 @@ class H2oPattern final : public Pattern {
           acc[size_t(j)] += double(s[size_t(nh + j - window_lo)]) * inv;
           out[nh + j - window_lo] = j;
         }
+        x.col.insert(x.col.end(), out, out + n);
         *flops += double(n) * (2.0 * p.d + 5.0);
       }
     }
