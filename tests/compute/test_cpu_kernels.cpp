@@ -623,6 +623,50 @@ TEST(CpuKernels, BadLineLayoutsAreRefused) {
   EXPECT_FALSE(refused({{}, {far, 0, -far}}, 2));  // far offsets keep nothing
 }
 
+// Index layouts whose keys fall, repeat or leave [0, n_k) anywhere in a long row (past the
+// check's vector steps, in them, and in the tail) are refused with the query named.
+TEST(CpuKernels, BadIndexLayoutsAreRefused) {
+  const int n = 300;
+  const Problem p = random_problem(2, 1, n, n, 16, false, 925);
+  auto with_row = [&](std::vector<int32_t> keys) {
+    IndexLayout x;
+    x.row_ptr.assign(size_t(n) + 1, 0);
+    for (int i = 0; i < n; ++i) x.row_ptr[size_t(i) + 1] = x.row_ptr[size_t(i)] + (i == 7 ? 0 : 1);
+    for (int i = 0; i < n; ++i)
+      if (i != 7) x.col.push_back(i);
+    // Query 7's keys go in its place.
+    x.col.insert(x.col.begin() + x.row_ptr[7], keys.begin(), keys.end());
+    for (int i = 8; i <= n; ++i) x.row_ptr[size_t(i)] += int64_t(keys.size());
+    Layout l;
+    l.kind = Layout::Kind::Indices;
+    l.indices = {x};
+    return l;
+  };
+  auto message = [&](std::vector<int32_t> keys) -> std::string {
+    try {
+      run_cpu(p, with_row(std::move(keys)), softmax_spec());
+      return "";
+    } catch (const Error& e) {
+      return e.code() == ErrorCode::InvalidArgument ? e.what() : "wrong code";
+    }
+  };
+  std::vector<int32_t> good(37);
+  for (int k = 0; k < 37; ++k) good[size_t(k)] = 3 * k + 1;
+  EXPECT_EQ(message(good), "");
+  for (size_t at : {size_t(1), size_t(5), size_t(8), size_t(20), size_t(33), size_t(36)}) {
+    std::vector<int32_t> fall = good, same = good;
+    fall[at] = fall[at - 1] - 1;
+    same[at] = same[at - 1];
+    EXPECT_NE(message(fall).find("keys not ascending for query 7"), std::string::npos) << at;
+    EXPECT_NE(message(same).find("keys not ascending for query 7"), std::string::npos) << at;
+  }
+  std::vector<int32_t> high = good, low = good;
+  high.back() = n;
+  low.front() = -1;
+  EXPECT_NE(message(high).find("out of range for query 7"), std::string::npos);
+  EXPECT_NE(message(low).find("out of range for query 7"), std::string::npos);
+}
+
 // ---- selective ----------------------------------------------------------------------------------
 
 TEST(CpuKernels, SelectiveAttention) {
