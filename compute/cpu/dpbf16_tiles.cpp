@@ -63,7 +63,8 @@ void qk_block(const uint16_t* k, size_t ldk, const uint32_t* qp, int ldq, int d,
   if (!colmax) return;
   for (int v = 0; v < NB; ++v) {
     __m512 mx = _mm512_loadu_ps(colmax + 16 * v);
-    for (int r = 0; r < MR; ++r) mx = _mm512_max_ps(mx, acc[r][v]);
+    // (The masked form with a full mask: the plain one trips GCC 12's -Wmaybe-uninitialized.)
+    for (int r = 0; r < MR; ++r) mx = _mm512_maskz_max_ps(__mmask16(0xFFFF), mx, acc[r][v]);
     _mm512_storeu_ps(colmax + 16 * v, mx);
   }
 }
