@@ -171,6 +171,19 @@ bool wait_settled(MainWindow& w, int timeout_ms, int frames) {
       timeout_ms);
 }
 
+QImage grab_settled(MainWindow& w, int timeout_ms) {
+  QElapsedTimer t;
+  t.start();
+  QImage last = w.view()->grab_rgba();
+  while (t.elapsed() < timeout_ms) {
+    if (!wait_settled(w, timeout_ms)) break;
+    QImage now = w.view()->grab_rgba();
+    if (now == last) return now;
+    last = std::move(now);
+  }
+  return last;
+}
+
 int distinct_colors(const QImage& img, const std::array<float, 4>& r) {
   std::set<QRgb> colors;
   for (int y = std::max(0, int(r[1])); y < std::min(img.height(), int(r[3])); ++y)

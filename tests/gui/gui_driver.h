@@ -27,6 +27,9 @@ bool wait_until(const std::function<bool()>& done, int timeout_ms);
 double ms_to_first_heatmaps(MainWindow& w, const QElapsedTimer& since, int timeout_ms);
 // Waits until the window is settled (results and tiles shown) and `frames` more frames are drawn.
 bool wait_settled(MainWindow& w, int timeout_ms, int frames = 3);
+// The view once settled and drawn alike twice in a row (a few frames apart): on a loaded machine
+// a grab right after settling could still catch the layout or a panel mid-update.
+QImage grab_settled(MainWindow& w, int timeout_ms);
 // Distinct colours inside a rectangle (x0, y0, x1, y1) of an image.
 int distinct_colors(const QImage& img, const std::array<float, 4>& r);
 // Fraction of pixels inside `r` that differ between two images of the same size.

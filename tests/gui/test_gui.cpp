@@ -85,7 +85,7 @@ TEST(Gui, TextModelPanelsDrawAndReactToParameters) {
   ASSERT_EQ(a->panels.size(), 5u);  // dense + four variants
   const auto rects = w.view()->canvas()->panel_rects();
   ASSERT_EQ(rects.size(), 5u);
-  const QImage before = w.view()->grab_rgba();
+  const QImage before = grab_settled(w, 30000);
   ASSERT_FALSE(before.isNull());
   before.save(screenshot_path("heatmaps_text.png"));
   for (size_t p = 0; p < rects.size(); ++p) {
@@ -98,7 +98,8 @@ TEST(Gui, TextModelPanelsDrawAndReactToParameters) {
   w.submit_now();
   ASSERT_TRUE(wait_settled(w, 60000)) << w.last_error().toStdString();
   EXPECT_EQ(w.analysis()->panels[1].spec, "window(size=4)");
-  const QImage after = w.view()->grab_rgba();
+  const QImage after = grab_settled(w, 30000);
+  ASSERT_EQ(w.view()->canvas()->panel_rects(), rects) << "the panels moved";
   const double changed = changed_fraction(before, after, rects[1]);
   const double dense_changed = changed_fraction(before, after, rects[0]);
   std::printf("[gui] window 32 -> 4: %.1f%% of the variant panel changed, %.2f%% of dense\n",
