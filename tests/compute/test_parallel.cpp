@@ -36,8 +36,10 @@ TEST(ParallelItems, EveryItemOnceEachWorkerWithItsOwnState) {
   for (int i = 0; i < n; ++i) ASSERT_EQ(runs[size_t(i)].load(), 1) << i;
   EXPECT_GE(workers.load(), 1);
   EXPECT_LE(workers.load(), 4);
+  // Every item ran on a worker that had made its state. (Not necessarily worker 0: on a loaded
+  // machine the workers started later can drain all 2,000 items before it takes one.)
   std::set<int> seen(worker_of.begin(), worker_of.end());
-  EXPECT_EQ(*seen.begin(), 0);
+  EXPECT_GE(*seen.begin(), 0);
   EXPECT_LT(*seen.rbegin(), workers.load());
 }
 
