@@ -5,6 +5,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/options.h"
 #include "app/cli/usage.h"
+#include "compute/cpu/huge_pages.h"
 #include "compute/error.h"
 #ifdef ATTN_HAVE_GUI
 #include "app/gui/gui_app.h"
@@ -18,6 +19,7 @@ extern "C" const char* __lsan_default_suppressions() {
 
 int main(int argc, char** argv) {
   using namespace attn::cli;
+  attn::cpu::reuse_freed_memory();  // before the first large allocation
 #ifdef ATTN_HAVE_GUI
   if (argc == 1) return attn::gui::run_gui(argc, argv, {});
   // `attnscope FILE.attnscope.json` opens the session in the app (the desktop entry's Exec line);

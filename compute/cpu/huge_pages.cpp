@@ -5,6 +5,9 @@
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 namespace attn::cpu {
 
@@ -17,6 +20,15 @@ void advise_huge_pages(const void* p, size_t bytes) {
   if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
 #else
   (void)p, (void)bytes;
+#endif
+}
+
+void reuse_freed_memory() {
+#if defined(__GLIBC__)
+  // 32 MiB is the largest mmap threshold glibc accepts; a set threshold also stops its dynamic
+  // one, which would otherwise trim what the next call needs.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
 #endif
 }
 

@@ -8,6 +8,13 @@
 
 namespace attn::cpu {
 
+// The process's allocator keeps freed blocks below 32 MiB for reuse (glibc: from its heap, and
+// up to 1 GiB of freed heap kept mapped) instead of mapping and faulting them in afresh on every
+// call. A reverse pass allocates ~250 MiB of traces and gradients in blocks of 1-3 MiB; with
+// glibc's defaults each call maps them anew, and on a virtual machine the faults doubled its
+// time. Called once at start by the executables (attnscope, attn_bench); elsewhere a no-op.
+void reuse_freed_memory();
+
 // Asks for huge pages over the 2 MiB-aligned part of [p, p + bytes) (not yet touched, for the
 // hint to matter). Does nothing for small ranges or where unsupported.
 void advise_huge_pages(const void* p, size_t bytes);

@@ -22,6 +22,7 @@
 #include "app/gui/main_window.h"
 #include "app/gui/model_dock.h"
 #include "app/gui/vulkan_view.h"
+#include "compute/cpu/huge_pages.h"
 #include "gui_driver.h"
 
 namespace {
@@ -40,6 +41,7 @@ nlohmann::json to_json(const attn::gui::test::Spread& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  attn::cpu::reuse_freed_memory();  // the allocator policy attnscope's main sets
   int tokens = 32768, frames = 200;
   std::string backend = "cpu", out;
   bool docks = true;  // the app's own layout, as `make run` opens it
