@@ -57,12 +57,13 @@ struct GemmArgs {
 // always computed.
 bool sgemm(const GemmArgs& g, int threads);
 
-// While it lives, the AMX path keeps, for GEMMs called on this thread, the packed bf16 panels
-// of every B marked b_weights it multiplies (up to `budget_bytes`; B past it is packed per call as
-// usual), so a pass repeated over the same weights (integrated gradients' steps, occlusion's
-// passes) packs each matrix once instead of on every call: at a few hundred rows the packing of f32
-// weights costs nearly what the tile products do. B must not change while the scope lives.
-// Elsewhere (the dpbf16 path included: it packs per call) it does nothing.
+// While it lives, the amx and dpbf16 paths keep, for GEMMs called on this thread, the packed
+// bf16 panels of every B marked b_weights they multiply (up to `budget_bytes`; B past it is
+// packed per call as usual), so a pass repeated over the same weights (integrated gradients'
+// steps, occlusion's passes) packs each matrix once instead of on every call: at a few hundred
+// rows the packing of f32 weights costs nearly what the tile products do on AMX, and a fifth of
+// the dpbf16 kernel's time. B must not change while the scope lives. The exact paths (avx512,
+// eigen) pack per call as before.
 class GemmPackScope {
  public:
   explicit GemmPackScope(size_t budget_bytes);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "compute/cpu/gemm.h"
+#include "compute/cpu/gemm_split.h"
 #include "compute/parallel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
@@ -381,10 +382,13 @@ bool gemm_amx_usable() {
 #endif
 }
 
+// Each path's own store (only one of them runs on a given CPU, each under the budget).
 struct GemmPackScope::Cache {
 #ifdef ATTN_GEMM_AMX
   gemm_amx::PackCache cache;
 #endif
+  DpPackStore dp;
+  DpPackStore* saved_dp = nullptr;
 };
 
 GemmPackScope::GemmPackScope(size_t budget_bytes) : cache_(std::make_unique<Cache>()) {
@@ -392,23 +396,25 @@ GemmPackScope::GemmPackScope(size_t budget_bytes) : cache_(std::make_unique<Cach
   cache_->cache.budget = budget_bytes;
   saved_ = gemm_amx::t_pack_cache;
   gemm_amx::t_pack_cache = &cache_->cache;
-#else
-  (void)budget_bytes;
 #endif
+  cache_->dp.budget = budget_bytes;
+  cache_->saved_dp = t_dp_pack_store;
+  t_dp_pack_store = &cache_->dp;
 }
 
 GemmPackScope::~GemmPackScope() {
 #ifdef ATTN_GEMM_AMX
   gemm_amx::t_pack_cache = static_cast<gemm_amx::PackCache*>(saved_);
 #endif
+  t_dp_pack_store = cache_->saved_dp;
 }
 
 size_t GemmPackScope::bytes() const {
+  size_t n = cache_->dp.bytes;
 #ifdef ATTN_GEMM_AMX
-  return cache_->cache.bytes;
-#else
-  return 0;
+  n += cache_->cache.bytes;
 #endif
+  return n;
 }
 
 void gemm_amx_run(const GemmArgs& g, int threads) {

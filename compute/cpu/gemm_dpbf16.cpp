@@ -180,17 +180,63 @@ void micro_kernel(int pairs, const uint32_t* __restrict a, const uint32_t* __res
   }
 }
 
-// Columns [n0, n1) and rows [m0, m1) of C.
-void gemm_block(const GemmArgs& g, int m0, int m1, int n0, int n1, uint32_t* bp, uint32_t* ap) {
-  for (int jc = n0; jc < n1; jc += NC) {
-    const int nc = std::min(NC, n1 - jc);
+void pack_b_any(const GemmArgs& g, int p0, int kc, int j0, int nc, uint32_t* dst) {
+  if (g.b_type == ElemType::F32)
+    pack_b<float>(g, p0, kc, j0, nc, dst);
+  else
+    pack_b<uint16_t>(g, p0, kc, j0, nc, dst);
+}
+
+// g's B packed whole, from the store or packed now (one task per k block and 256 columns);
+// null when it would pass the store's budget.
+const DpPackedB* packed_weights(DpPackStore& store, const GemmArgs& g, int threads) {
+  for (const auto& e : store.entries)
+    if (e->same(g)) return e.get();
+  const int blocks = (g.k + KC - 1) / KC, n32 = (g.n + NR - 1) / NR * NR;
+  auto e = std::make_unique<DpPackedB>();
+  size_t total = 0;
+  for (int i = 0; i < blocks; ++i) {
+    e->offset.push_back(total);
+    total += size_t(n32) * size_t((std::min(KC, g.k - i * KC) + 1) / 2);
+  }
+  if (store.bytes + total * 4 > store.budget) return nullptr;
+  e->b = g.b;
+  e->type = g.b_type;
+  e->ldb = g.ldb;
+  e->k = g.k;
+  e->n = g.n;
+  e->nk = g.b_nk;
+  e->data.reset(alloc(total).release());
+  const int slices = (g.n + 255) / 256;
+  parallel_for(
+      blocks * slices,
+      [&](int t) {
+        const int i = t / slices, j0 = (t % slices) * 256, pc = i * KC;
+        const int kc = std::min(KC, g.k - pc), pairs = (kc + 1) / 2;
+        pack_b_any(g, pc, kc, j0, std::min(256, g.n - j0),
+                   e->data.get() + e->offset[size_t(i)] + size_t(j0) * pairs);
+      },
+      threads);
+  store.bytes += total * 4;
+  store.entries.push_back(std::move(e));
+  return store.entries.back().get();
+}
+
+// Columns [n0, n1) and rows [m0, m1) of C. With B packed already the whole column range is one
+// block: each A block is rounded and packed once per task instead of once per NC columns.
+void gemm_block(const GemmArgs& g, int m0, int m1, int n0, int n1, uint32_t* bp, uint32_t* ap,
+                const DpPackedB* packed) {
+  const int step = packed ? n1 - n0 : NC;
+  for (int jc = n0; jc < n1; jc += step) {
+    const int nc = std::min(step, n1 - jc);
     for (int pc = 0; pc < g.k; pc += KC) {
       const int kc = std::min(KC, g.k - pc), pairs = (kc + 1) / 2;
       const bool first = pc == 0;
-      if (g.b_type == ElemType::F32)
-        pack_b<float>(g, pc, kc, jc, nc, bp);
+      const uint32_t* b = bp;
+      if (packed)  // (n0 is a multiple of NR: whole micro-panels)
+        b = packed->data.get() + packed->offset[size_t(pc / KC)] + size_t(jc) * pairs;
       else
-        pack_b<uint16_t>(g, pc, kc, jc, nc, bp);
+        pack_b_any(g, pc, kc, jc, nc, bp);
       for (int ic = m0; ic < m1; ic += MC) {
         const int mc = std::min(MC, m1 - ic);
         pack_a(g, ic, mc, pc, kc, ap);
@@ -198,7 +244,7 @@ void gemm_block(const GemmArgs& g, int m0, int m1, int n0, int n1, uint32_t* bp,
           const int w = std::min(NR, nc - jr);
           const float* bias = g.bias ? g.bias + jc + jr : nullptr;
           for (int ir = 0; ir < mc; ir += MR) {
-            micro_kernel(pairs, ap + size_t(ir) * pairs, bp + size_t(jr) * pairs,
+            micro_kernel(pairs, ap + size_t(ir) * pairs, b + size_t(jr) * pairs,
                          g.c + size_t(ic + ir) * g.ldc + jc + jr, g.ldc, std::min(MR, mc - ir), w,
                          first, bias);
           }
@@ -211,10 +257,12 @@ void gemm_block(const GemmArgs& g, int m0, int m1, int n0, int n1, uint32_t* bp,
 }  // namespace
 
 void run(const GemmArgs& g, int threads) {
+  const DpPackedB* packed =
+      t_dp_pack_store && g.b_weights ? packed_weights(*t_dp_pack_store, g, threads) : nullptr;
   gemm_split(g, threads, MR, NR, [&](int m0, int m1, int n0, int n1) {
     // Per pool thread, kept between calls (as the avx512 path's).
     thread_local Buf bp = alloc(size_t(KC / 2) * NC), ap = alloc(size_t(MC) * (KC / 2));
-    gemm_block(g, m0, m1, n0, n1, bp.get(), ap.get());
+    gemm_block(g, m0, m1, n0, n1, bp.get(), ap.get(), packed);
   });
 }
 
@@ -224,6 +272,8 @@ void run(const GemmArgs& g, int threads) {
 #endif  // ATTN_GEMM_DPBF16
 
 namespace attn::cpu {
+
+thread_local DpPackStore* t_dp_pack_store = nullptr;
 
 // True when this build has the kernel and the CPU has AVX512-BF16 (with the AVX-512 subsets it
 // needs and the OS saving zmm state).

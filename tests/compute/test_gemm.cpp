@@ -278,13 +278,15 @@ TEST_P(Gemm16, RoundBf16MultipliesRoundedOperands) {
   }
 }
 
-// GemmPackScope (AMX): a weight B packed once and reused gives the very bits a per-call packing
-// gives, for both layouts, f32 (round_bf16) and bf16 B, any thread split; B past the budget is
-// packed per call; the scope keeps what it packed and restores the enclosing scope on exit.
+// GemmPackScope (amx and dpbf16 paths): a weight B packed once and reused gives the very bits a
+// per-call packing gives, for both layouts, f32 (round_bf16) and bf16 B, any thread split; B
+// past the budget is packed per call; the scope keeps what it packed and restores the enclosing
+// scope on exit.
 TEST(GemmPack, ReusedPanelsGiveTheSameBits) {
   using attn::cpu::ElemType;
-  if (std::string(attn::cpu::gemm_path(ElemType::Bf16)) != "amx")
-    GTEST_SKIP() << "no AMX on this CPU: the scope does nothing";
+  const std::string path = attn::cpu::gemm_path(ElemType::Bf16);
+  if (path != "amx" && path != "dpbf16")
+    GTEST_SKIP() << "no AMX or AVX512-BF16 on this CPU: the scope does nothing";
   std::mt19937 rng(13);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   const Case cases[] = {{256, 768, 768}, {40, 130, 1000}, {300, 2304, 96}, {33, 65, 513}};
@@ -314,6 +316,15 @@ TEST(GemmPack, ReusedPanelsGiveTheSameBits) {
             EXPECT_GE(scope.bytes(), bf16_bytes);  // packed once, kept
             EXPECT_LT(scope.bytes(), bf16_bytes * 2);
           }
+          // The kept panels are what the products read: B changed in place (against the
+          // scope's contract, to see it) still gives the first product.
+          for (float& x : bw) x = -x;
+          for (uint16_t& x : b16) x ^= 0x8000;
+          std::fill(c.begin(), c.end(), 0.0f);
+          ASSERT_TRUE(attn::cpu::sgemm(g, 2));
+          EXPECT_EQ(c, plain);
+          for (float& x : bw) x = -x;
+          for (uint16_t& x : b16) x ^= 0x8000;
           attn::cpu::GemmPackScope small(bf16_bytes / 2);  // too small: per call
           std::fill(c.begin(), c.end(), 0.0f);
           ASSERT_TRUE(attn::cpu::sgemm(g, 2));
