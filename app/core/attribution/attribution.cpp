@@ -197,7 +197,7 @@ std::vector<float> baseline_input(const Context& c) {
 }
 
 // Methods that re-run the model many times keep the packed weights of their GEMMs between
-// passes (cpu::GemmPackScope, AMX only) up to this many bytes.
+// passes (cpu::GemmPackScope: the amx and dpbf16 paths) up to this many bytes.
 constexpr size_t kPackedWeightsBudget = size_t(1) << 30;
 
 void ig_method(Context& c, MethodScores& m) {
