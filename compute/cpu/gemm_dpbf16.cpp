@@ -200,12 +200,7 @@ const DpPackedB* packed_weights(DpPackStore& store, const GemmArgs& g, int threa
     total += size_t(n32) * size_t((std::min(KC, g.k - i * KC) + 1) / 2);
   }
   if (store.bytes + total * 4 > store.budget) return nullptr;
-  e->b = g.b;
-  e->type = g.b_type;
-  e->ldb = g.ldb;
-  e->k = g.k;
-  e->n = g.n;
-  e->nk = g.b_nk;
+  e->describe(g);
   e->data.reset(alloc(total).release());
   const int slices = (g.n + 255) / 256;
   parallel_for(

@@ -32,6 +32,9 @@ struct DpPackedB {
   bool same(const GemmArgs& g) const {
     return b == g.b && type == g.b_type && ldb == g.ldb && k == g.k && n == g.n && nk == g.b_nk;
   }
+  void describe(const GemmArgs& g) {  // what same() compares
+    b = g.b, type = g.b_type, ldb = g.ldb, k = g.k, n = g.n, nk = g.b_nk;
+  }
 };
 struct DpPackStore {
   size_t budget = 0, bytes = 0;
