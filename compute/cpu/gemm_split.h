@@ -1,4 +1,5 @@
-// How the packed-panel GEMM paths (gemm_avx512.cpp, gemm_dpbf16.cpp) share C among threads.
+// What the packed-panel GEMM paths share: how they split C among threads (gemm_avx512.cpp,
+// gemm_dpbf16.cpp), and the dpbf16 path's store of kept weights (GemmPackScope).
 #pragma once
 #include <cstdint>
 #include <cstdlib>
