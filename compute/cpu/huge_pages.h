@@ -12,7 +12,8 @@ namespace attn::cpu {
 // up to 1 GiB of freed heap kept mapped) instead of mapping and faulting them in afresh on every
 // call. A reverse pass allocates ~250 MiB of traces and gradients in blocks of 1-3 MiB; with
 // glibc's defaults each call maps them anew, and on a virtual machine the faults doubled its
-// time. Called once at start by the executables (attnscope, attn_bench); elsewhere a no-op.
+// time. Called once at start by the executables (attnscope, attn_bench, attn_gui_bench);
+// elsewhere a no-op.
 void reuse_freed_memory();
 
 // Asks for huge pages over the 2 MiB-aligned part of [p, p + bytes) (not yet touched, for the
