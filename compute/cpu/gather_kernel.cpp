@@ -20,18 +20,6 @@ namespace {
 constexpr int kRows = 16;   // queries per work item
 constexpr int kChunk = 64;  // keys per chunk (a multiple of kVW)
 
-constexpr int kDpChunk = 128;  // keys per chunk of the bf16 stream (dp_scores)
-
-// One chunk of a row's streamed keys between the two stages of the bf16 stream (dp_scores,
-// dp_pv): the probabilities in bf16 (zero past n, up to 4 more) and the V rows they weigh.
-struct DpChunk {
-  alignas(64) uint16_t p[kDpChunk + 4];
-  const uint16_t* vr[kDpChunk + 4];
-  float* o;     // the row's accumulators
-  float alpha;  // o's rescale before this chunk (the running max moved)
-  int n;
-};
-
 struct GatherScratch {
   std::vector<float> q;   // f32 [dv] (or [rows, dv] for a tile): scaled queries, zero padded
   std::vector<float> o;   // f32 [dv] (or [rows, dv]): output accumulators
@@ -491,127 +479,131 @@ void gather_rows(const HeadRows& hr, GatherScratch& w, const int32_t* ix, int n)
 #define ATTN_DPBF16_TARGET \
   __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512dq,avx512bf16")))
 
-// Keys of one query row over bf16 K and V rows of NB blocks of 32 values, on vdpbf16ps, in two
-// stages a chunk of at most kDpChunk keys at a time: dp_scores turns the chunk's scores into
-// probabilities (a key's score is q . k with q and k in bf16 as stored, exact products summed in
-// f32; the probabilities rounded to bf16, the rounding AMX tiles and FlashAttention's bf16 PV
-// apply), then dp_pv accumulates V two keys at a time from their rows interleaved. Softmax
-// without modifiers, in base 2 (qscale includes log2 e), running max m and sum l per row. The
-// output o (f32, 2 NB vectors) is in "dp order": vector 2b + h, lane 4L + j holds dimension
+// Keys of one query row over bf16 K and V rows of NB blocks of 32 values, on vdpbf16ps, a group
+// of kVW keys at a time and pipelined by one group: group g's scores (q . k with q and k in bf16
+// as stored, exact products summed in f32) and probabilities, then group g - 1's P V, two keys
+// at a time from their rows interleaved, with the probabilities rounded to bf16 (the rounding
+// AMX tiles and FlashAttention's bf16 P V apply). Softmax without modifiers, in base 2 (qscale
+// includes log2 e). The probabilities are taken against a reference m that moves only when a
+// score passes it by more than kDpSlack: the softmax is the same for any reference (the row's
+// lse is m + log2 l), o and the running sum l (kept in lanes, lv) are rescaled only when it
+// moves, and no pass over a chunk's scores for their max stands between the scores and P V.
+// The output o (f32, 2 NB vectors) is in "dp order": vector 2b + h, lane 4L + j holds dimension
 // 32b + 8L + 4h + j (what the 16-bit interleave yields); from_dp_order restores it.
-// The loop is bound by instructions and by fetching rows from L2 (a top-k's rows have ~100 keys
-// in each key range): each key's row address is formed once, whole groups of keys run without
-// bounds checks, only a chunk's last group pads, the accumulators are rescaled only when the
-// running max moves, and the running sum stays in lanes. (Running the two stages a chunk apart,
-// so one chunk's scores -> max -> probabilities -> P V chain overlaps the next one's work,
-// measured 2-3% slower: the V rows are fetched later.)
+// What it is bound by: instructions, so each group's 16 dot products fold into its scores as
+// they complete (in-lane shuffles first: a whole-group transpose held 16 vectors live and
+// spilled), and a key's row address is formed once.
+constexpr float kDpSlack = 8.0f;  // p <= 2^8: far from overflow, rescales rare
+
+// Two of a group's partial-sum vectors folded: per 128-bit lane, [a0+a1, a2+a3, b0+b1, b2+b3].
+ATTN_DPBF16_TARGET inline __m512 fold_pairs(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x88), _mm512_shuffle_ps(a, b, 0xdd));
+}
+// The same across 128-bit lanes: [a.0+a.1, a.2+a.3, b.0+b.1, b.2+b.3] by lane. (Vector
+// extensions: GCC 12's _mm512_shuffle_f32x4 warns of an uninitialised operand.)
+ATTN_DPBF16_TARGET inline __m512 fold_lanes(__m512 a, __m512 b) {
+  const vf x = vf(a), y = vf(b);
+  return __m512(
+      __builtin_shufflevector(x, y, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+      __builtin_shufflevector(x, y, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31));
+}
+
+// 2^x for x <= kDpSlack, to the precision of a bf16 probability: degree-5 Taylor on the
+// fraction (relative error < 3e-6 against bf16's 2^-9), 0 below 2^-125.
+ATTN_DPBF16_TARGET inline __m512 exp2_for_bf16(__m512 x) {
+  x = __m512(vmax(vf(x), splat(-125.0f)));
+  const __m512 r = _mm512_maskz_roundscale_ps(__mmask16(0xffff), x,
+                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(x, r);
+  __m512 p = _mm512_set1_ps(1.3333558146428443e-03f);                  // ln2^5 / 5!
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076284772e-03f));  // ln2^4 / 4!
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108664821580e-02f));  // ln2^3 / 3!
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650695910071e-01f));  // ln2^2 / 2!
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718055994531e-01f));  // ln2
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_maskz_scalef_ps(__mmask16(0xffff), p, r);
+}
+
 template <int NB>
-ATTN_DPBF16_TARGET void dp_scores(const uint16_t* q, float qscale, const HeadRows& hr,
-                                  const int32_t* ix, int cn, float& m_io, float* lv, float* o,
-                                  DpChunk& ch) {
+ATTN_DPBF16_TARGET void dp_segment(const uint16_t* q, float qscale, const HeadRows& hr,
+                                   const int32_t* ix, int n, float& m_io, float* lv, float* o) {
   const uint16_t* kb = hr.k16;
   const uint16_t* vb = hr.v16;
   const size_t ldk = hr.ldk, ldv = hr.ldv;
   __m512i qv[NB];
   for (int b = 0; b < NB; ++b) qv[b] = _mm512_loadu_si512(q + 32 * b);
-  alignas(64) float s[kDpChunk];
-  auto dot = [&](const uint16_t* r) {
-    __m512 a =
-        _mm512_dpbf16_ps(_mm512_setzero_ps(), __m512bh(qv[0]), __m512bh(_mm512_loadu_si512(r)));
-    for (int b = 1; b < NB; ++b)
-      a = _mm512_dpbf16_ps(a, __m512bh(qv[b]), __m512bh(_mm512_loadu_si512(r + 32 * b)));
-    return vf(a);
-  };
-  const int np = (cn + kVW - 1) / kVW * kVW;
-  for (int g = 0; g < np; g += kVW) {
-    vf part[kVW];
-    if (g + kVW <= cn) {
-#pragma GCC unroll 16
-      for (int c = 0; c < kVW; ++c) {
-        const size_t j = size_t(ix[g + c]);
-        ch.vr[g + c] = vb + j * ldv;
-        part[c] = dot(kb + j * ldk);
-      }
-    } else {  // the chunk's last keys, padded by repeating its last one
-      for (int c = 0; c < kVW; ++c) {
-        const size_t j = size_t(ix[std::min(g + c, cn - 1)]);
-        ch.vr[g + c] = vb + j * ldv;
-        part[c] = dot(kb + j * ldk);
+  __m512 acc[2 * NB];
+  for (int v = 0; v < 2 * NB; ++v) acc[v] = _mm512_loadu_ps(o + 16 * v);
+  __m512 lsum = _mm512_loadu_ps(lv);
+  const __m512 qs = _mm512_set1_ps(qscale);
+  float m = m_io;
+  // Two slots: the group whose P V is pending and the one being scored.
+  alignas(64) uint16_t pb[2][kVW];
+  const uint16_t* vr[2][kVW];
+  int pending = -1;
+  auto pv = [&](int slot) {
+#pragma GCC unroll 8
+    for (int x = 0; x < kVW; x += 2) {
+      uint32_t pw;
+      std::memcpy(&pw, pb[slot] + x, 4);
+      const __m512bh pp = __m512bh(_mm512_set1_epi32(int32_t(pw)));
+      const uint16_t* ra = vr[slot][x];
+      const uint16_t* rb = vr[slot][x + 1];
+      for (int b = 0; b < NB; ++b) {
+        const __m512i va = _mm512_loadu_si512(ra + 32 * b), vb2 = _mm512_loadu_si512(rb + 32 * b);
+        acc[2 * b] = _mm512_dpbf16_ps(acc[2 * b], __m512bh(_mm512_unpacklo_epi16(va, vb2)), pp);
+        acc[2 * b + 1] =
+            _mm512_dpbf16_ps(acc[2 * b + 1], __m512bh(_mm512_unpackhi_epi16(va, vb2)), pp);
       }
     }
-    storeu(s + g, reduce_lanes(part) * splat(qscale));
-  }
-  for (int x = cn; x < np; ++x) s[x] = kNegInf;
-  // The chunk's max in every lane by a tree of shuffles (a scalar max is 15 maxes in a row).
-  vf mv = splat(m_io);
-  for (int x = 0; x < np; x += kVW) mv = vmax(mv, loadu(s + x));
-  mv = vmax(mv,
-            __builtin_shufflevector(mv, mv, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
-  mv = vmax(mv,
-            __builtin_shufflevector(mv, mv, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
-  mv = vmax(mv,
-            __builtin_shufflevector(mv, mv, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
-  mv = vmax(mv,
-            __builtin_shufflevector(mv, mv, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
-  const float mx = mv[0];
-  const float m_use = mx == kNegInf ? 0.0f : mx;
-  const vf mu = splat(m_use);
-  // Past a row's first chunks the running max seldom moves.
-  const float alpha = mx != m_io ? std::exp2(m_io - m_use) : 1.0f;
-  vf sum = vf{};
-  for (int x = 0; x < np; x += kVW) {
-    const vf pr = exp2v(loadu(s + x) - mu);
-    sum += pr;
-    _mm256_store_si256(reinterpret_cast<__m256i*>(ch.p + x),
-                       __m256i(_mm512_cvtneps_pbh(__m512(pr))));
-  }
-  // The running sum stays in lanes (summed once, when the row is written).
-  storeu(lv, (alpha != 1.0f ? loadu(lv) * splat(alpha) : loadu(lv)) + sum);
-  m_io = mx;
-  // Past the chunk's last key, pairs repeat its row with weight 0.
-  for (int x = cn; x < cn + 4; ++x) ch.vr[x] = ch.vr[cn - 1], ch.p[x] = 0;
-  ch.o = o;
-  ch.alpha = alpha;
-  ch.n = cn;
-}
-
-template <int NB>
-ATTN_DPBF16_TARGET void dp_pv(const DpChunk& ch) {
-  __m512 acc[2 * NB], acc2[2 * NB];
-  for (int v = 0; v < 2 * NB; ++v) acc[v] = _mm512_loadu_ps(ch.o + 16 * v);
-  if (ch.alpha != 1.0f) {
-    const __m512 av = _mm512_set1_ps(ch.alpha);
-    for (int v = 0; v < 2 * NB; ++v) acc[v] = _mm512_mul_ps(acc[v], av);
-  }
-  for (int v = 0; v < 2 * NB; ++v) acc2[v] = _mm512_setzero_ps();
-  // Pairs of keys, two accumulator sets (alternate pairs) so the dot products' latency overlaps.
-  auto pair = [&](__m512* A, int x) {
-    uint32_t pw;
-    std::memcpy(&pw, ch.p + x, 4);
-    const __m512bh pp = __m512bh(_mm512_set1_epi32(int32_t(pw)));
-    const uint16_t* ra = ch.vr[x];
-    const uint16_t* rb = ch.vr[x + 1];
-    for (int b = 0; b < NB; ++b) {
-      const __m512i va = _mm512_loadu_si512(ra + 32 * b), vb2 = _mm512_loadu_si512(rb + 32 * b);
-      A[2 * b] = _mm512_dpbf16_ps(A[2 * b], __m512bh(_mm512_unpacklo_epi16(va, vb2)), pp);
-      A[2 * b + 1] = _mm512_dpbf16_ps(A[2 * b + 1], __m512bh(_mm512_unpackhi_epi16(va, vb2)), pp);
-    }
   };
-  for (int x = 0; x < ch.n; x += 4) {
-    pair(acc, x);
-    pair(acc2, x + 2);
+  for (int g = 0, slot = 0; g < n; g += kVW, slot ^= 1) {
+    const int last = std::min(kVW, n - g) - 1;  // past it, the last key again with p = 0
+    const int32_t* gi = ix + g;
+    alignas(64) int32_t tail[kVW];
+    if (last < kVW - 1) {
+      for (int c = 0; c < kVW; ++c) tail[c] = gi[std::min(c, last)];
+      gi = tail;
+    }
+    auto key = [&](int c) {
+      const size_t j = size_t(gi[c]);
+      vr[slot][c] = vb + j * ldv;
+      const uint16_t* r = kb + j * ldk;
+      __m512 a =
+          _mm512_dpbf16_ps(_mm512_setzero_ps(), __m512bh(qv[0]), __m512bh(_mm512_loadu_si512(r)));
+      for (int b = 1; b < NB; ++b)
+        a = _mm512_dpbf16_ps(a, __m512bh(qv[b]), __m512bh(_mm512_loadu_si512(r + 32 * b)));
+      return a;
+    };
+    // Quad i's sums by 128-bit lane: lane 4k + j of u[i] holds lane k's sum for key 4i + j.
+    __m512 u[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i)
+      u[i] = fold_pairs(fold_pairs(key(4 * i), key(4 * i + 1)),
+                        fold_pairs(key(4 * i + 2), key(4 * i + 3)));
+    __m512 s = _mm512_mul_ps(fold_lanes(fold_lanes(u[0], u[1]), fold_lanes(u[2], u[3])), qs);
+    const __mmask16 live = __mmask16((2u << last) - 1);
+    if (last < kVW - 1) s = _mm512_mask_blend_ps(live, _mm512_set1_ps(kNegInf), s);
+    if (_mm512_cmp_ps_mask(s, _mm512_set1_ps(m + kDpSlack), _CMP_GT_OQ)) {
+      // A new reference: the pending group's P V first (its p used the old one), then o and
+      // the sums rescaled.
+      if (pending >= 0) pv(pending), pending = -1;
+      const float mx = std::max(m, hmax(vf(s)));
+      const __m512 alpha = _mm512_set1_ps(m == kNegInf ? 0.0f : std::exp2(m - mx));
+      for (int v = 0; v < 2 * NB; ++v) acc[v] = _mm512_mul_ps(acc[v], alpha);
+      lsum = _mm512_mul_ps(lsum, alpha);
+      m = mx;
+    }
+    const __m512 pr = _mm512_maskz_mov_ps(live, exp2_for_bf16(_mm512_sub_ps(s, _mm512_set1_ps(m))));
+    lsum = _mm512_add_ps(lsum, pr);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(pb[slot]), __m256i(_mm512_cvtneps_pbh(pr)));
+    if (pending >= 0) pv(pending);
+    pending = slot;
   }
-  for (int v = 0; v < 2 * NB; ++v) _mm512_storeu_ps(ch.o + 16 * v, _mm512_add_ps(acc[v], acc2[v]));
-}
-
-template <int NB>
-ATTN_DPBF16_TARGET void dp_segment(const uint16_t* q, float qscale, const HeadRows& hr,
-                                   const int32_t* idx, int n, float& m, float* lv, float* o) {
-  DpChunk ch;
-  for (int e0 = 0; e0 < n; e0 += kDpChunk) {
-    dp_scores<NB>(q, qscale, hr, idx + e0, std::min(kDpChunk, n - e0), m, lv, o, ch);
-    dp_pv<NB>(ch);
-  }
+  if (pending >= 0) pv(pending);
+  for (int v = 0; v < 2 * NB; ++v) _mm512_storeu_ps(o + 16 * v, acc[v]);
+  _mm512_storeu_ps(lv, lsum);
+  m_io = m;
 }
 
 // One row's segment (keys idx[0..n)) for NB = dp blocks: m is the row's running max, lv its
@@ -788,7 +780,10 @@ void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, i
         }
       }
       if (a == e) continue;
-      const int64_t b = col[e - 1] < k1 ? e : segment_end(col, a, e, k1);
+      int64_t b = col[e - 1] < k1 ? e : segment_end(col, a, e, k1);
+      // The bf16 stream pads a segment to whole groups: keys past the last whole group wait for
+      // the next range (their rows are still in L2), so only a row's last segment pads.
+      if (dp > 0 && b < e) b = a + (b - a) / kVW * kVW;
       if (b == a) continue;
       if (dp > 0) {
         dpbf16_segment(dp, c.q16_row(h, i0 + r), qscale, hr, col + a, int(b - a), w.m[r],

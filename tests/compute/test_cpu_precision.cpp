@@ -357,6 +357,43 @@ TEST(CpuPrecision, Bf16TilesSubtractTheMaxOfVisibleScores) {
   }
 }
 
+// The same for streamed key lists, whose bf16 stream takes probabilities against a reference
+// that moves only when a score passes it by a margin: keys whose scores are tens of binary orders
+// above the rest (K scaled by 6) and hundreds (by 300) sit late in most rows' lists, after the
+// reference was set on ordinary keys, so the stream must rescale its sums rather than overflow.
+TEST(CpuPrecision, Bf16KeyListsRescaleWhenAScorePassesTheReference) {
+  const int n = 3000;
+  Problem p = random_problem(2, 1, n, n, 64, true, 8);
+  const std::pair<int, float> loud[] = {{1200, 6.0f}, {1700, 300.0f}, {2400, 300.0f}};
+  for (auto [key, f] : loud)
+    for (int e = 0; e < 64; ++e) p.k[size_t(key) * 64 + e] *= f;
+  std::mt19937_64 rng(12);
+  IndexLayout x;
+  x.row_ptr.push_back(0);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j <= i; ++j) {
+      const bool forced = j == 1200 || j == 1700 || j == 2400;
+      if (i < 200 || forced || rng() % uint64_t(i + 1) < 200) x.col.push_back(j);
+    }
+    x.row_ptr.push_back(int64_t(x.col.size()));
+  }
+  Layout l;
+  l.kind = Layout::Kind::Indices;
+  l.indices = {x};
+  const Variant v = make_variant("dense");
+  const Result want = make_reference_backend()->execute(v, rounded(p, Precision::Bf16), l, {});
+  for (const cpu::KernelSet* set : cpu::available_kernel_sets()) {
+    const Result r = run_in(set, v, p, l, Precision::Bf16);
+    for (float y : r.o) ASSERT_TRUE(std::isfinite(y)) << set->isa;
+    EXPECT_LT(relative_error(r.o, want.o),
+              (set->tiles != cpu::TileUnit::None) ? 0.5 * unit_roundoff(Precision::Bf16) : kF32Tol)
+        << set->isa;
+    for (size_t i = 0; i < r.row_stat.size(); ++i)
+      ASSERT_NEAR(r.row_stat[i], want.row_stat[i], 1e-4 * (1.0 + std::fabs(want.row_stat[i])))
+          << set->isa << " row stat " << i;
+  }
+}
+
 TEST(CpuPrecision, ResultsNameThePrecisionThatRan) {
   const Problem p = random_problem(1, 1, 50, 50, 32, true, 3);
   const Variant v = make_variant("dense");
