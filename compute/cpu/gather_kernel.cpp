@@ -869,8 +869,12 @@ void run_row(KernelContext& c, GatherScratch& w, int h, int i, std::vector<doubl
 // straight from K and V; a union first packs its keys' rows, so it needs more overlap.
 constexpr double kRangeMinOverlap = 0.25;
 constexpr double kUnionMinOverlap = 0.3;
-// (The same on bf16 tiles: with streamed rows on bf16 dot products, 0.25 and 0.1 measured alike
-// on top-256 and top-1638 lists at N = 4096 and 16384, 0.5 slower.)
+// Where streamed rows run on bf16 dot products (dp_segment), a kept key costs about three masked
+// bf16 tile entries, so tiles need more overlap: 0.4 and 0.6 measured 5-15% faster than 0.25 and
+// 0.3 on top-256 and top-1638 lists at N = 4096 and 16384 (union tiles of random lists were the
+// slow ones), and 0.5 for ranges no faster.
+constexpr double kRangeMinOverlapDp = 0.4;
+constexpr double kUnionMinOverlapDp = 0.6;
 
 // Rows i0..i1 (at most kBQ) of head h as one dense tile over the keys their lists name, entries
 // a row does not list masked to -inf. Lists that fill most of their key range (a top-k's early
@@ -901,7 +905,8 @@ bool dense_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
   const void *kt = nullptr, *vt = nullptr;  // f32 or 16-bit rows
   size_t ldk = 0, ldv = 0;
   int u = 0;
-  if (double(total) >= kRangeMinOverlap * rows * double(kmax - kmin)) {
+  const bool dp = dpbf16_blocks(c) > 0;
+  if (double(total) >= (dp ? kRangeMinOverlapDp : kRangeMinOverlap) * rows * double(kmax - kmin)) {
     // Key range: one membership word per key, K and V read where they are.
     u = kmax - kmin;
     w.member.assign(size_t(u), 0);
@@ -918,7 +923,8 @@ bool dense_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
   } else {
     if (w.pos.size() < size_t(c.n_k)) w.pos.assign(size_t(c.n_k), -1);
     w.uni.clear();
-    const int64_t cap = int64_t(double(total) / (kUnionMinOverlap * rows)) + 1;
+    const int64_t cap =
+        int64_t(double(total) / ((dp ? kUnionMinOverlapDp : kUnionMinOverlap) * rows)) + 1;
     bool sparse = false;
     for (int r = 0; r < rows && !sparse; ++r)
       for (int64_t e = x.row_ptr[i0 + r]; e < w.end[r]; ++e)
