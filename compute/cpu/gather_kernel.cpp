@@ -490,9 +490,10 @@ void gather_rows(const HeadRows& hr, GatherScratch& w, const int32_t* ix, int n)
 // moves, and no pass over a chunk's scores for their max stands between the scores and P V.
 // The output o (f32, 2 NB vectors) is in "dp order": vector 2b + h, lane 4L + j holds dimension
 // 32b + 8L + 4h + j (what the 16-bit interleave yields); from_dp_order restores it.
-// What it is bound by: instructions, so each group's 16 dot products fold into its scores as
-// they complete (in-lane shuffles first: a whole-group transpose held 16 vectors live and
-// spilled), and a key's row address is formed once.
+// What it is bound by: instructions (~6 cycles a key with rows in L1 on Zen 5), so each group's
+// 16 dot products fold into its scores as they complete (in-lane shuffles first: a whole-group
+// transpose held 16 vectors live and spilled) and a key's row address is formed once; and
+// fetching K and V rows from L2 (~2-3 cycles a key more), which software prefetch did not hide.
 constexpr float kDpSlack = 8.0f;  // p <= 2^8: far from overflow, rescales rare
 
 // Two of a group's partial-sum vectors folded: per 128-bit lane, [a0+a1, a2+a3, b0+b1, b2+b3].
