@@ -918,6 +918,8 @@ bool dense_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
       for (const int32_t* e = col + x.row_ptr[i0 + r]; e < e1; ++e) member[*e - kmin] |= bit;
     }
     kt = k_at(c, h, kmin);
+    // (Tile products read whole 32-key tiles: V^T up to 31 keys past the range, with p = 0.)
+    if (c.bf16_tiles()) c.ensure_vt(h, kmin, kmax + 32);
     vt = c.bf16_tiles() ? static_cast<const void*>(c.vt16_at(h, kmin)) : v_at(c, h, kmin);
     ldk = hr.ldk;
     ldv = c.bf16_tiles() ? c.vt_ld : hr.ldv;
@@ -950,15 +952,16 @@ bool dense_tile(KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64
         w.member[size_t(w.pos[col[e]])] |= uint64_t(1) << r;
     for (int32_t j : w.uni) w.pos[j] = -1;
     if (c.bf16_tiles()) {
-      // K rows packed with zero rows past the union (whole 16-row tiles), and V^T packed.
+      // K rows packed with zero rows past the union (whole 16-row tiles), and V^T packed from
+      // the V rows (key lists keep them; their V^T is filled only where a range tile reads it).
       const size_t ldt = size_t(u + 31) / 32 * 32 + 32;
       w.kpack16.assign(size_t(u + KernelContext::kPadRows) * c.d, 0);
       w.vtpack.assign(size_t(c.dv) * ldt, 0);
-      const uint16_t* vt0 = c.vt16_at(h, 0);
-      for (int k = 0; k < u; ++k)
+      for (int k = 0; k < u; ++k) {
         std::copy_n(hr.k16 + size_t(w.uni[k]) * hr.ldk, c.d, w.kpack16.data() + size_t(k) * c.d);
-      for (int e = 0; e < c.dv; ++e)
-        for (int k = 0; k < u; ++k) w.vtpack[size_t(e) * ldt + k] = vt0[e * c.vt_ld + w.uni[k]];
+        const uint16_t* vrow = hr.v16 + size_t(w.uni[k]) * hr.ldv;
+        for (int e = 0; e < c.dv; ++e) w.vtpack[size_t(e) * ldt + k] = vrow[e];
+      }
       kt = w.kpack16.data();
       vt = w.vtpack.data();
       ldv = ldt;

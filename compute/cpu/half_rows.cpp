@@ -45,6 +45,29 @@ void to_bf16(const float* x, uint16_t* out, int n, void (*hw)(const float*, uint
   }
 }
 
+// Keys [j0, j1) of kv head g's V^T (c.vt16) from V in f32: the rows converted into tmp, then
+// written out one dimension at a time; the block that ends at n_k zeroes the rows' tails.
+void fill_vt_block(KernelContext& c, void (*hw_bf16)(const float*, uint16_t*, size_t), int g,
+                   int j0, int j1, std::vector<uint16_t>& tmp) {
+  const int d = c.d, dv = c.dv;
+  tmp.resize(size_t(j1 - j0) * d);
+  const float* src = c.p.v.data() + (size_t(g) * c.n_k + j0) * d;
+  if (c.prec == Precision::F16)
+    to_f16(src, tmp.data(), (j1 - j0) * d);
+  else
+    to_bf16(src, tmp.data(), (j1 - j0) * d, hw_bf16);
+  uint16_t* vt = c.vt16.data() + size_t(g) * dv * c.vt_ld;
+  for (int k = 0; k < dv; ++k) {
+    uint16_t* row = vt + size_t(k) * c.vt_ld;
+    if (k >= d) {
+      std::fill(row + j0, row + j1, uint16_t(0));
+    } else {
+      for (int j = j0; j < j1; ++j) row[j] = tmp[size_t(j - j0) * d + k];
+    }
+    if (j1 == c.n_k) std::fill(row + c.n_k, row + c.vt_ld, uint16_t(0));
+  }
+}
+
 float max_abs(const float* x, int n) {
   float m = 0.0f;
   for (int i = 0; i < n; ++i) m = std::max(m, std::fabs(x[i]));
@@ -90,6 +113,14 @@ void convert_inputs(KernelContext& c, ThreadPool& pool,
     c.vt_ld = size_t(c.n_k + 32 + 31) / 32 * 32;  // whole 32-key tiles stay inside a row
     storage(c.vt16, size_t(p.n_kv_heads) * dv * c.vt_ld);
   }
+  // Key lists read V^T only in their dense tiles: filled there, block by block, on first use
+  // (a top-256 at N = 16384 reads ~6% of it).
+  const bool lazy_vt = c.bf16_tiles() && c.layout.kind == Layout::Kind::Indices;
+  if (lazy_vt)
+    c.make_vt_lazy([&c, hw_bf16](int g, int j0, int j1) {
+      thread_local std::vector<uint16_t> tmp;
+      half_impl::fill_vt_block(c, hw_bf16, g, j0, j1, tmp);
+    });
   if (v_rows) storage(c.v16, size_t(k_rows) * dv);
   auto convert = [&](const float* x, uint16_t* out, int n) {
     if (f16)
@@ -99,6 +130,7 @@ void convert_inputs(KernelContext& c, ThreadPool& pool,
   };
   // Tasks of kRows rows: Q's, then K's, then V's (per KV head, so V^T blocks stay in one head).
   constexpr int kRows = 256;
+  static_assert(kRows == KernelContext::kVtBlock, "a task of V rows fills one block of V^T");
   const int64_t q_tasks = (q_rows + kRows - 1) / kRows, k_tasks = (k_rows + kRows - 1) / kRows;
   const int64_t v_per_head = (c.n_k + kRows - 1) / kRows;
   std::vector<float> worst(size_t(pool.size()), 0.0f);  // largest |x| seen (the f16 range check)
@@ -126,22 +158,7 @@ void convert_inputs(KernelContext& c, ThreadPool& pool,
         std::fill(out + d, out + dv, uint16_t(0));
       }
     }
-    if (!c.bf16_tiles()) return;
-    // V^T: the block's rows converted, then written out one dimension at a time.
-    std::vector<uint16_t>& b = tmp[w];
-    b.resize(size_t(kRows) * d);
-    src = p.v.data() + (size_t(g) * c.n_k + j0) * d;
-    convert(src, b.data(), (j1 - j0) * d);
-    uint16_t* vt = c.vt16.data() + size_t(g) * dv * c.vt_ld;
-    for (int k = 0; k < dv; ++k) {
-      uint16_t* row = vt + size_t(k) * c.vt_ld;
-      if (k >= d) {
-        std::fill(row + j0, row + j1, uint16_t(0));
-      } else {
-        for (int j = j0; j < j1; ++j) row[j] = b[size_t(j - j0) * d + k];
-      }
-      if (j1 == c.n_k) std::fill(row + c.n_k, row + c.vt_ld, uint16_t(0));
-    }
+    if (c.bf16_tiles() && !lazy_vt) half_impl::fill_vt_block(c, hw_bf16, g, j0, j1, tmp[w]);
   });
   if (f16) {
     const float m = *std::max_element(worst.begin(), worst.end());

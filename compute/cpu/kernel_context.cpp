@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "compute/error.h"
 #include "compute/parallel.h"
@@ -75,6 +76,31 @@ bool row_keys_ok(const int32_t* keys, int64_t n, int32_t n_k) {
 }
 
 }  // namespace
+
+void KernelContext::make_vt_lazy(std::function<void(int g, int j0, int j1)> fill) {
+  vt_fill = std::move(fill);
+  vt_blocks_ = (n_k + kVtBlock - 1) / kVtBlock;
+  const size_t n = size_t(p.n_kv_heads) * size_t(vt_blocks_);
+  vt_state_ = std::make_unique<std::atomic<uint8_t>[]>(n);
+  for (size_t b = 0; b < n; ++b) vt_state_[b].store(0, std::memory_order_relaxed);
+}
+
+void KernelContext::ensure_vt(int h, int j0, int j1) {
+  if (!vt_state_) return;
+  const int g = p.kv_head(h);
+  j1 = std::min(j1, n_k);
+  for (int b = std::max(j0, 0) / kVtBlock; b * kVtBlock < j1; ++b) {
+    std::atomic<uint8_t>& st = vt_state_[size_t(g) * vt_blocks_ + b];
+    if (st.load(std::memory_order_acquire) == 2) continue;
+    uint8_t empty = 0;
+    if (st.compare_exchange_strong(empty, 1, std::memory_order_acq_rel)) {
+      vt_fill(g, b * kVtBlock, std::min(n_k, (b + 1) * kVtBlock));
+      st.store(2, std::memory_order_release);
+    } else {
+      while (st.load(std::memory_order_acquire) != 2) std::this_thread::yield();
+    }
+  }
+}
 
 void check_layout(const Layout& l, const Problem& p) {
   auto fail = [](const std::string& m) { throw Error(ErrorCode::InvalidArgument, "layout: " + m); };

@@ -394,6 +394,42 @@ TEST(CpuPrecision, Bf16KeyListsRescaleWhenAScorePassesTheReference) {
   }
 }
 
+// Key lists on bf16 tiles fill V^T only where a dense tile reads it. A backend keeps its 16-bit
+// storage between executes, so after a dense run of another problem every block a tile misses
+// would hold that problem's V (NaN here): early rows listing whole ranges (range tiles, whose tile products
+// read up to 31 keys past the range), a shared set of keys (union tiles) and sparse later rows.
+TEST(CpuPrecision, Bf16KeyListsFillVtWhereTheirDenseTilesReadIt) {
+  const int n = 1500;
+  Problem other = random_problem(2, 1, n, n, 64, true, 41);
+  // NaN V: a tile product that reads a stale column, even with probability 0, turns NaN.
+  std::fill(other.v.begin(), other.v.end(), std::numeric_limits<float>::quiet_NaN());
+  const Problem p = random_problem(2, 1, n, n, 64, true, 42);
+  std::mt19937_64 rng(43);
+  IndexLayout x;
+  x.row_ptr.push_back(0);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j <= i; ++j) {
+      const bool shared = j % 97 == 5;  // a vertical set every row lists
+      if (i < 300 || shared || j > i - 8 || rng() % uint64_t(i + 1) < 20) x.col.push_back(j);
+    }
+    x.row_ptr.push_back(int64_t(x.col.size()));
+  }
+  Layout l;
+  l.kind = Layout::Kind::Indices;
+  l.indices = {x};
+  const Variant v = make_variant("dense");
+  const Result want = make_reference_backend()->execute(v, rounded(p, Precision::Bf16), l, {});
+  for (const cpu::KernelSet* set : cpu::available_kernel_sets()) {
+    if (set->tiles == cpu::TileUnit::None) continue;
+    cpu::CpuBackend b(set);
+    RunOptions opt;
+    opt.precision = Precision::Bf16;
+    b.execute(v, other, Layout{}, opt);  // V^T of `other` left in the backend's storage
+    const Result r = b.execute(v, p, l, opt);
+    EXPECT_LT(relative_error(r.o, want.o), 0.5 * unit_roundoff(Precision::Bf16)) << set->isa;
+  }
+}
+
 TEST(CpuPrecision, ResultsNameThePrecisionThatRan) {
   const Problem p = random_problem(1, 1, 50, 50, 32, true, 3);
   const Variant v = make_variant("dense");
