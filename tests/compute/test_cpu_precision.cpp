@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -142,6 +144,32 @@ Result run_in(const cpu::KernelSet* set, const Variant& v, const Problem& p, con
 
 // Largest relative Frobenius error that f32 accumulation of n-term dot products leaves here.
 constexpr double kF32Tol = 2e-5;
+
+// Every output finite, within `tol` (relative Frobenius) of want, and every row's statistic
+// (its log-sum-exp) within 1e-4 relative.
+void expect_finite_and_close(const Result& r, const Result& want, double tol,
+                             const std::string& what) {
+  for (float y : r.o) ASSERT_TRUE(std::isfinite(y)) << what;
+  EXPECT_LT(relative_error(r.o, want.o), tol) << what;
+  for (size_t i = 0; i < r.row_stat.size(); ++i)
+    ASSERT_NEAR(r.row_stat[i], want.row_stat[i], 1e-4 * (1.0 + std::fabs(want.row_stat[i])))
+        << what << " row stat " << i;
+}
+
+// Causal key lists over n keys: row i lists key j <= i where listed(i, j).
+Layout causal_lists(int n, const std::function<bool(int, int)>& listed) {
+  IndexLayout x;
+  x.row_ptr.push_back(0);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j <= i; ++j)
+      if (listed(i, j)) x.col.push_back(j);
+    x.row_ptr.push_back(int64_t(x.col.size()));
+  }
+  Layout l;
+  l.kind = Layout::Kind::Indices;
+  l.indices = {x};
+  return l;
+}
 
 }  // namespace
 
@@ -347,14 +375,9 @@ TEST(CpuPrecision, Bf16TilesSubtractTheMaxOfVisibleScores) {
   const Variant v = make_variant("dense");
   const Problem pr = rounded(p, Precision::Bf16);
   const Result want = make_reference_backend()->execute(v, pr, Layout{}, {});
-  for (const cpu::KernelSet* set : cpu::available_kernel_sets()) {
-    const Result r = run_in(set, v, p, Layout{}, Precision::Bf16);
-    for (float x : r.o) ASSERT_TRUE(std::isfinite(x)) << set->isa;
-    EXPECT_LT(relative_error(r.o, want.o), 0.5 * unit_roundoff(Precision::Bf16)) << set->isa;
-    for (size_t i = 0; i < r.row_stat.size(); ++i)
-      ASSERT_NEAR(r.row_stat[i], want.row_stat[i], 1e-4 * (1.0 + std::fabs(want.row_stat[i])))
-          << set->isa << " row stat " << i;
-  }
+  for (const cpu::KernelSet* set : cpu::available_kernel_sets())
+    expect_finite_and_close(run_in(set, v, p, Layout{}, Precision::Bf16), want,
+                            0.5 * unit_roundoff(Precision::Bf16), set->isa);
 }
 
 // The same for streamed key lists, whose bf16 stream takes probabilities against a reference
@@ -368,55 +391,31 @@ TEST(CpuPrecision, Bf16KeyListsRescaleWhenAScorePassesTheReference) {
   for (auto [key, f] : loud)
     for (int e = 0; e < 64; ++e) p.k[size_t(key) * 64 + e] *= f;
   std::mt19937_64 rng(12);
-  IndexLayout x;
-  x.row_ptr.push_back(0);
-  for (int i = 0; i < n; ++i) {
-    for (int j = 0; j <= i; ++j) {
-      const bool forced = j == 1200 || j == 1700 || j == 2400;
-      if (i < 200 || forced || rng() % uint64_t(i + 1) < 200) x.col.push_back(j);
-    }
-    x.row_ptr.push_back(int64_t(x.col.size()));
-  }
-  Layout l;
-  l.kind = Layout::Kind::Indices;
-  l.indices = {x};
+  const Layout l = causal_lists(n, [&](int i, int j) {
+    return i < 200 || j == 1200 || j == 1700 || j == 2400 || rng() % uint64_t(i + 1) < 200;
+  });
   const Variant v = make_variant("dense");
   const Result want = make_reference_backend()->execute(v, rounded(p, Precision::Bf16), l, {});
-  for (const cpu::KernelSet* set : cpu::available_kernel_sets()) {
-    const Result r = run_in(set, v, p, l, Precision::Bf16);
-    for (float y : r.o) ASSERT_TRUE(std::isfinite(y)) << set->isa;
-    EXPECT_LT(relative_error(r.o, want.o),
-              (set->tiles != cpu::TileUnit::None) ? 0.5 * unit_roundoff(Precision::Bf16) : kF32Tol)
-        << set->isa;
-    for (size_t i = 0; i < r.row_stat.size(); ++i)
-      ASSERT_NEAR(r.row_stat[i], want.row_stat[i], 1e-4 * (1.0 + std::fabs(want.row_stat[i])))
-          << set->isa << " row stat " << i;
-  }
+  for (const cpu::KernelSet* set : cpu::available_kernel_sets())
+    expect_finite_and_close(
+        run_in(set, v, p, l, Precision::Bf16), want,
+        (set->tiles != cpu::TileUnit::None) ? 0.5 * unit_roundoff(Precision::Bf16) : kF32Tol,
+        set->isa);
 }
 
 // Key lists on bf16 tiles fill V^T only where a dense tile reads it. A backend keeps its 16-bit
-// storage between executes, so after a dense run of another problem every block a tile misses
-// would hold that problem's V (NaN here): early rows listing whole ranges (range tiles, whose tile products
-// read up to 31 keys past the range), a shared set of keys (union tiles) and sparse later rows.
+// storage between executes, so after a dense run of another problem (V all NaN) any block a tile
+// reads unfilled turns its rows NaN: early rows listing whole ranges (range tiles), a vertical
+// set every row lists (union tiles), and sparse later rows.
 TEST(CpuPrecision, Bf16KeyListsFillVtWhereTheirDenseTilesReadIt) {
   const int n = 1500;
   Problem other = random_problem(2, 1, n, n, 64, true, 41);
-  // NaN V: a tile product that reads a stale column, even with probability 0, turns NaN.
   std::fill(other.v.begin(), other.v.end(), std::numeric_limits<float>::quiet_NaN());
   const Problem p = random_problem(2, 1, n, n, 64, true, 42);
   std::mt19937_64 rng(43);
-  IndexLayout x;
-  x.row_ptr.push_back(0);
-  for (int i = 0; i < n; ++i) {
-    for (int j = 0; j <= i; ++j) {
-      const bool shared = j % 97 == 5;  // a vertical set every row lists
-      if (i < 300 || shared || j > i - 8 || rng() % uint64_t(i + 1) < 20) x.col.push_back(j);
-    }
-    x.row_ptr.push_back(int64_t(x.col.size()));
-  }
-  Layout l;
-  l.kind = Layout::Kind::Indices;
-  l.indices = {x};
+  const Layout l = causal_lists(n, [&](int i, int j) {
+    return i < 300 || j % 97 == 5 || j > i - 8 || rng() % uint64_t(i + 1) < 20;
+  });
   const Variant v = make_variant("dense");
   const Result want = make_reference_backend()->execute(v, rounded(p, Precision::Bf16), l, {});
   for (const cpu::KernelSet* set : cpu::available_kernel_sets()) {
