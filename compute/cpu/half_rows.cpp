@@ -45,17 +45,14 @@ void to_bf16(const float* x, uint16_t* out, int n, void (*hw)(const float*, uint
   }
 }
 
-// Keys [j0, j1) of kv head g's V^T (c.vt16) from V in f32: the rows converted into tmp, then
-// written out one dimension at a time; the block that ends at n_k zeroes the rows' tails.
+// Keys [j0, j1) of kv head g's V^T (c.vt16, bf16: only bf16 tiles read it) from V in f32: the
+// rows converted into tmp, then written out one dimension at a time; the block that ends at n_k
+// zeroes the rows' tails.
 void fill_vt_block(KernelContext& c, void (*hw_bf16)(const float*, uint16_t*, size_t), int g,
                    int j0, int j1, std::vector<uint16_t>& tmp) {
   const int d = c.d, dv = c.dv;
   tmp.resize(size_t(j1 - j0) * d);
-  const float* src = c.p.v.data() + (size_t(g) * c.n_k + j0) * d;
-  if (c.prec == Precision::F16)
-    to_f16(src, tmp.data(), (j1 - j0) * d);
-  else
-    to_bf16(src, tmp.data(), (j1 - j0) * d, hw_bf16);
+  to_bf16(c.p.v.data() + (size_t(g) * c.n_k + j0) * d, tmp.data(), (j1 - j0) * d, hw_bf16);
   uint16_t* vt = c.vt16.data() + size_t(g) * dv * c.vt_ld;
   for (int k = 0; k < dv; ++k) {
     uint16_t* row = vt + size_t(k) * c.vt_ld;

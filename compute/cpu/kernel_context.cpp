@@ -78,7 +78,7 @@ bool row_keys_ok(const int32_t* keys, int64_t n, int32_t n_k) {
 }  // namespace
 
 void KernelContext::make_vt_lazy(std::function<void(int g, int j0, int j1)> fill) {
-  vt_fill = std::move(fill);
+  vt_fill_ = std::move(fill);
   vt_blocks_ = (n_k + kVtBlock - 1) / kVtBlock;
   const size_t n = size_t(p.n_kv_heads) * size_t(vt_blocks_);
   vt_state_ = std::make_unique<std::atomic<uint8_t>[]>(n);
@@ -94,7 +94,7 @@ void KernelContext::ensure_vt(int h, int j0, int j1) {
     if (st.load(std::memory_order_acquire) == 2) continue;
     uint8_t empty = 0;
     if (st.compare_exchange_strong(empty, 1, std::memory_order_acq_rel)) {
-      vt_fill(g, b * kVtBlock, std::min(n_k, (b + 1) * kVtBlock));
+      vt_fill_(g, b * kVtBlock, std::min(n_k, (b + 1) * kVtBlock));
       st.store(2, std::memory_order_release);
     } else {
       while (st.load(std::memory_order_acquire) != 2) std::this_thread::yield();

@@ -87,14 +87,14 @@ struct KernelContext {
   }
   // Key lists read V^T only in their dense tiles, which often cover few keys (a top-k's early
   // rows): there convert() leaves V^T to be filled on first use, kVtBlock keys at a time, by
-  // vt_fill(kv head, j0, j1). ensure_vt makes keys [j0, j1) of head h's V^T ready (any thread;
-  // a block another thread is filling is waited for). A no-op where V^T was filled up front.
+  // fill(kv head, j0, j1). ensure_vt makes keys [j0, j1) of head h's V^T ready (any thread; a
+  // block another thread is filling is waited for). A no-op where V^T was filled up front.
   static constexpr int kVtBlock = 256;
-  std::function<void(int g, int j0, int j1)> vt_fill;
   void ensure_vt(int h, int j0, int j1);
   void make_vt_lazy(std::function<void(int g, int j0, int j1)> fill);
 
  private:
+  std::function<void(int g, int j0, int j1)> vt_fill_;
   std::unique_ptr<std::atomic<uint8_t>[]> vt_state_;  // per (kv head, block): 0, 1 filling, 2 ready
   int vt_blocks_ = 0;                                 // blocks per kv head
   std::vector<float> v_pad_;                          // f32 [H_kv, n_k, dv] when dv != d
