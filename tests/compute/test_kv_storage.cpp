@@ -458,7 +458,8 @@ double max_abs(const std::vector<double>& v) {
 TEST(KvAttend, EachFormatMatchesTheF64ReferenceOfItsRoundedValues) {
   const std::vector<Shape> shapes = {{6, 2, 40, 300, true},  {2, 2, 13, 257, false},
                                      {4, 1, 64, 70, true},   {3, 3, 48, 33, false},
-                                     {2, 2, 128, 300, true}, {4, 4, 64, 20, true}};
+                                     {2, 2, 128, 300, true}, {4, 4, 64, 20, true},
+                                     {2, 1, 64, 2 * kKvChunkRows + 45, true}};  // chunks merged
   const std::vector<std::string> isas = kv_kernel_isas();
   for (const FormatCase& fc : formats())
     for (const Shape& s : shapes) {
@@ -533,7 +534,7 @@ TEST(KvAttend, EachFormatMatchesTheF64ReferenceOfItsRoundedValues) {
 // Results do not depend on the thread count (chunks merge in a fixed order).
 TEST(KvAttend, ThreadCountDoesNotChangeTheBits) {
   const KvFormat f{Kind::Int, 4, 32, true};
-  const int hkv = 4, H = 8, d = 64, len = 1000;
+  const int hkv = 4, H = 8, d = 64, len = 2 * kKvChunkRows + 100;
   KvRows k(f, hkv, d), v(KvFormat{Kind::Int, 4, 32, false}, hkv, d);
   k.reserve(len);
   v.reserve(len);
