@@ -20,6 +20,17 @@ namespace {
 constexpr int kRows = 16;   // queries per work item
 constexpr int kChunk = 64;  // keys per chunk (a multiple of kVW)
 
+// One row's segment of a range for the bf16 stream (dp_rows): its query (bf16), keys ix[0..n),
+// running max, sums by lanes (kVW floats) and accumulators (dp order).
+struct DpRow {
+  const uint16_t* q;
+  const int32_t* ix;
+  int n;
+  float* m;
+  float* lv;
+  float* o;
+};
+
 struct GatherScratch {
   std::vector<float> q;   // f32 [dv] (or [rows, dv] for a tile): scaled queries, zero padded
   std::vector<float> o;   // f32 [dv] (or [rows, dv]): output accumulators
@@ -31,7 +42,8 @@ struct GatherScratch {
   std::vector<float> m, l;
   std::vector<float> lv;  // the bf16 stream's running sums by lanes, kVW per row
   std::vector<int64_t> cur, end;
-  const float* kr[kChunk];  // the chunk's gathered K and V rows
+  std::vector<DpRow> dprows;  // the bf16 stream's segments of one range
+  const float* kr[kChunk];    // the chunk's gathered K and V rows
   const float* vr[kChunk];
   const uint16_t* kh[kChunk];  // the same in 16-bit storage
   const uint16_t* vh[kChunk];
@@ -479,21 +491,24 @@ void gather_rows(const HeadRows& hr, GatherScratch& w, const int32_t* ix, int n)
 #define ATTN_DPBF16_TARGET \
   __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512dq,avx512bf16")))
 
-// Keys of one query row over bf16 K and V rows of NB blocks of 32 values, on vdpbf16ps, a group
-// of kVW keys at a time and pipelined by one group: group g's scores (q . k with q and k in bf16
-// as stored, exact products summed in f32) and probabilities, then group g - 1's P V, two keys
-// at a time from their rows interleaved, with the probabilities rounded to bf16 (the rounding
-// AMX tiles and FlashAttention's bf16 P V apply). Softmax without modifiers, in base 2 (qscale
-// includes log2 e). The probabilities are taken against a reference m that moves only when a
-// score passes it by more than kDpSlack: the softmax is the same for any reference (the row's
-// lse is m + log2 l), o and the running sum l (kept in lanes, lv) are rescaled only when it
-// moves, and no pass over a chunk's scores for their max stands between the scores and P V.
-// The output o (f32, 2 NB vectors) is in "dp order": vector 2b + h, lane 4L + j holds dimension
-// 32b + 8L + 4h + j (what the 16-bit interleave yields); from_dp_order restores it.
-// What it is bound by: instructions (~6 cycles a key with rows in L1 on Zen 5), so each group's
-// 16 dot products fold into its scores as they complete (in-lane shuffles first: a whole-group
-// transpose held 16 vectors live and spilled) and a key's row address is formed once; and
-// fetching K and V rows from L2 (~2-3 cycles a key more), which software prefetch did not hide.
+// The bf16 stream: query rows' keys over bf16 K and V rows of NB blocks of 32 values, on
+// vdpbf16ps, a group of kVW keys at a time and pipelined by one group: group g's scores (q . k with
+// q and k in bf16 as stored, exact products summed in f32) and probabilities, then group g - 1's
+// P V, two keys at a time from their rows interleaved, with the probabilities rounded to bf16 (the
+// rounding AMX tiles and FlashAttention's bf16 P V apply). Softmax without modifiers, in base 2
+// (qscale includes log2 e). The probabilities are taken against a reference m that moves only when
+// a score passes it by more than kDpSlack: the softmax is the same for any reference (the row's lse
+// is m + log2 l), o and the running sum l (kept in lanes, lv) are rescaled only when it moves, and
+// no pass over a chunk's scores for their max stands between the scores and P V. The output o (f32,
+// 2 NB vectors) is in "dp order": vector 2b + h, lane 4L + j holds dimension 32b + 8L + 4h + j
+// (what the 16-bit interleave yields); from_dp_order restores it. What it is bound by: instructions
+// (~6 cycles a key with rows in L1 on Zen 5), so each group's 16 dot products fold into its scores
+// as they complete (in-lane shuffles first: a whole-group transpose held 16 vectors live and
+// spilled) and a key's row address is formed once; and fetching K and V rows from L2 (~2-3 cycles a
+// key more), which software prefetch did not hide; at N = 16384, ~3 cycles a key more again for
+// rows first fetched into L2 from L3 (keys confined to 1,024 rows ran 8.4 cycles a key
+// against 11.7; tiles of 256-4,096 rows and ranges of 1,024-4,500 keys all ran 11.3-12.4, and
+// prefetching a range's rows into L2 ahead gained nothing).
 constexpr float kDpSlack = 8.0f;  // p <= 2^8: far from overflow, rescales rare
 
 // Two of a group's partial-sum vectors folded: per 128-bit lane, [a0+a1, a2+a3, b0+b1, b2+b3].
@@ -525,24 +540,33 @@ ATTN_DPBF16_TARGET inline __m512 exp2_for_bf16(__m512 x) {
   return _mm512_maskz_scalef_ps(__mmask16(0xffff), p, r);
 }
 
+// One range's segments of a tile's rows (DpRow), streamed as one pipeline: the groups of every row
+// in turn, group g's scores beside group g - 1's P V whichever rows they belong to. A row's segment
+// ends on a whole group unless it is the row's last. Rows switch by storing and loading their state
+// (q, m and l when scoring moves on; o when P V does), so a segment costs little beyond its keys:
+// at N = 16384, segments of 16 keys on average ran 12.8 cycles a key against 15.1 when each was a
+// pipeline of its own, and 48 (the ranges' size, L2-sized again) ran as fast as 96 had.
 template <int NB>
-ATTN_DPBF16_TARGET void dp_segment(const uint16_t* q, float qscale, const HeadRows& hr,
-                                   const int32_t* ix, int n, float& m_io, float* lv, float* o) {
+ATTN_DPBF16_TARGET void dp_rows(const DpRow* rows, int nrows, float qscale, const HeadRows& hr) {
   const uint16_t* kb = hr.k16;
   const uint16_t* vb = hr.v16;
   const size_t ldk = hr.ldk, ldv = hr.ldv;
-  __m512i qv[NB];
-  for (int b = 0; b < NB; ++b) qv[b] = _mm512_loadu_si512(q + 32 * b);
-  __m512 acc[2 * NB];
-  for (int v = 0; v < 2 * NB; ++v) acc[v] = _mm512_loadu_ps(o + 16 * v);
-  __m512 lsum = _mm512_loadu_ps(lv);
   const __m512 qs = _mm512_set1_ps(qscale);
-  float m = m_io;
+  __m512 acc[2 * NB];
+  for (int v = 0; v < 2 * NB; ++v) acc[v] = _mm512_setzero_ps();
+  float* acc_o = nullptr;  // whose accumulators acc holds
   // Two slots: the group whose P V is pending and the one being scored.
   alignas(64) uint16_t pb[2][kVW];
   const uint16_t* vr[2][kVW];
-  int pending = -1;
-  auto pv = [&](int slot) {
+  float* pend_o = nullptr;  // the pending group's row (its o), or none
+  int pend_slot = 0;
+  auto pv = [&](int slot, float* o) {
+    if (o != acc_o) {
+      if (acc_o)
+        for (int v = 0; v < 2 * NB; ++v) _mm512_storeu_ps(acc_o + 16 * v, acc[v]);
+      for (int v = 0; v < 2 * NB; ++v) acc[v] = _mm512_loadu_ps(o + 16 * v);
+      acc_o = o;
+    }
 #pragma GCC unroll 8
     for (int x = 0; x < kVW; x += 2) {
       uint32_t pw;
@@ -561,73 +585,93 @@ ATTN_DPBF16_TARGET void dp_segment(const uint16_t* q, float qscale, const HeadRo
       }
     }
   };
-  for (int g = 0, slot = 0; g < n; g += kVW, slot ^= 1) {
-    const int last = std::min(kVW, n - g) - 1;  // past it, the last key again with p = 0
-    const int32_t* gi = ix + g;
-    alignas(64) int32_t tail[kVW];
-    if (last < kVW - 1) {
-      for (int c = 0; c < kVW; ++c) tail[c] = gi[std::min(c, last)];
-      gi = tail;
+  int slot = 0;
+  for (int y = 0; y < nrows; ++y) {
+    const DpRow& row = rows[y];
+    if (y + 1 < nrows) {  // the next row's state and list, out of L1 since the last range
+      prefetch_range(rows[y + 1].q, size_t(NB) * 64);
+      prefetch_range(rows[y + 1].o, size_t(NB) * 128);
+      __builtin_prefetch(rows[y + 1].ix);
     }
-    auto key = [&](int c) {
-      const size_t j = size_t(gi[c]);
-      vr[slot][c] = vb + j * ldv;
-      const uint16_t* r = kb + j * ldk;
-      __m512 a =
-          _mm512_dpbf16_ps(_mm512_setzero_ps(), __m512bh(qv[0]), __m512bh(_mm512_loadu_si512(r)));
-      for (int b = 1; b < NB; ++b)
-        a = _mm512_dpbf16_ps(a, __m512bh(qv[b]), __m512bh(_mm512_loadu_si512(r + 32 * b)));
-      return a;
-    };
-    // Quad i's sums by 128-bit lane: lane 4k + j of u[i] holds lane k's sum for key 4i + j.
-    __m512 u[4];
+    __m512i qv[NB];
+    for (int b = 0; b < NB; ++b) qv[b] = _mm512_loadu_si512(row.q + 32 * b);
+    __m512 lsum = _mm512_loadu_ps(row.lv);
+    float m = *row.m;
+    const int32_t* ix = row.ix;
+    const int n = row.n;
+    for (int g = 0; g < n; g += kVW, slot ^= 1) {
+      const int last = std::min(kVW, n - g) - 1;  // past it, the last key again with p = 0
+      const int32_t* gi = ix + g;
+      alignas(64) int32_t tail[kVW];
+      if (last < kVW - 1) {
+        for (int c = 0; c < kVW; ++c) tail[c] = gi[std::min(c, last)];
+        gi = tail;
+      }
+      auto key = [&](int c) {
+        const size_t j = size_t(gi[c]);
+        vr[slot][c] = vb + j * ldv;
+        const uint16_t* r = kb + j * ldk;
+        __m512 a =
+            _mm512_dpbf16_ps(_mm512_setzero_ps(), __m512bh(qv[0]), __m512bh(_mm512_loadu_si512(r)));
+        for (int b = 1; b < NB; ++b)
+          a = _mm512_dpbf16_ps(a, __m512bh(qv[b]), __m512bh(_mm512_loadu_si512(r + 32 * b)));
+        return a;
+      };
+      // Quad i's sums by 128-bit lane: lane 4k + j of u[i] holds lane k's sum for key 4i + j.
+      __m512 u[4];
 #pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i)
-      u[i] = fold_pairs(fold_pairs(key(4 * i), key(4 * i + 1)),
-                        fold_pairs(key(4 * i + 2), key(4 * i + 3)));
-    __m512 s = _mm512_mul_ps(fold_lanes(fold_lanes(u[0], u[1]), fold_lanes(u[2], u[3])), qs);
-    const __mmask16 live = __mmask16((2u << last) - 1);
-    if (last < kVW - 1) s = _mm512_mask_blend_ps(live, _mm512_set1_ps(kNegInf), s);
-    if (_mm512_cmp_ps_mask(s, _mm512_set1_ps(m + kDpSlack), _CMP_GT_OQ)) {
-      // A new reference: the pending group's P V first (its p used the old one), then o and
-      // the sums rescaled.
-      if (pending >= 0) pv(pending), pending = -1;
-      const float mx = std::max(m, hmax(vf(s)));
-      const __m512 alpha = _mm512_set1_ps(m == kNegInf ? 0.0f : std::exp2(m - mx));
-      for (int v = 0; v < 2 * NB; ++v) acc[v] = _mm512_mul_ps(acc[v], alpha);
-      lsum = _mm512_mul_ps(lsum, alpha);
-      m = mx;
+      for (int i = 0; i < 4; ++i)
+        u[i] = fold_pairs(fold_pairs(key(4 * i), key(4 * i + 1)),
+                          fold_pairs(key(4 * i + 2), key(4 * i + 3)));
+      __m512 s = _mm512_mul_ps(fold_lanes(fold_lanes(u[0], u[1]), fold_lanes(u[2], u[3])), qs);
+      const __mmask16 live = __mmask16((2u << last) - 1);
+      if (last < kVW - 1) s = _mm512_mask_blend_ps(live, _mm512_set1_ps(kNegInf), s);
+      if (_mm512_cmp_ps_mask(s, _mm512_set1_ps(m + kDpSlack), _CMP_GT_OQ)) {
+        // A new reference: this row's pending P V first (its p used the old one), then its o
+        // (in registers or in memory) and sums rescaled.
+        if (pend_o == row.o) pv(pend_slot, pend_o), pend_o = nullptr;
+        const float mx = std::max(m, hmax(vf(s)));
+        const __m512 alpha = _mm512_set1_ps(m == kNegInf ? 0.0f : std::exp2(m - mx));
+        if (acc_o == row.o) {
+          for (int v = 0; v < 2 * NB; ++v) acc[v] = _mm512_mul_ps(acc[v], alpha);
+        } else {
+          for (int v = 0; v < 2 * NB; ++v)
+            _mm512_storeu_ps(row.o + 16 * v, _mm512_mul_ps(_mm512_loadu_ps(row.o + 16 * v), alpha));
+        }
+        lsum = _mm512_mul_ps(lsum, alpha);
+        m = mx;
+      }
+      const __m512 pr =
+          _mm512_maskz_mov_ps(live, exp2_for_bf16(_mm512_sub_ps(s, _mm512_set1_ps(m))));
+      lsum = _mm512_add_ps(lsum, pr);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(pb[slot]), __m256i(_mm512_cvtneps_pbh(pr)));
+      if (pend_o) pv(pend_slot, pend_o);
+      pend_o = row.o;
+      pend_slot = slot;
     }
-    const __m512 pr = _mm512_maskz_mov_ps(live, exp2_for_bf16(_mm512_sub_ps(s, _mm512_set1_ps(m))));
-    lsum = _mm512_add_ps(lsum, pr);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(pb[slot]), __m256i(_mm512_cvtneps_pbh(pr)));
-    if (pending >= 0) pv(pending);
-    pending = slot;
+    _mm512_storeu_ps(row.lv, lsum);
+    *row.m = m;
   }
-  if (pending >= 0) pv(pending);
-  for (int v = 0; v < 2 * NB; ++v) _mm512_storeu_ps(o + 16 * v, acc[v]);
-  _mm512_storeu_ps(lv, lsum);
-  m_io = m;
+  if (pend_o) pv(pend_slot, pend_o);
+  if (acc_o)
+    for (int v = 0; v < 2 * NB; ++v) _mm512_storeu_ps(acc_o + 16 * v, acc[v]);
 }
 
-// One row's segment (keys idx[0..n)) for NB = dp blocks: m is the row's running max, lv its
-// running sum by lanes (kVW floats), o its accumulators in dp order.
-void dpbf16_segment(int dp, const uint16_t* q, float qscale, const HeadRows& hr, const int32_t* idx,
-                    int n, float& m, float* lv, float* o) {
+// A range's segments (see dp_rows) for NB = dp blocks.
+void dpbf16_rows(int dp, const DpRow* rows, int nrows, float qscale, const HeadRows& hr) {
   switch (dp) {
     case 1:
-      return dp_segment<1>(q, qscale, hr, idx, n, m, lv, o);
+      return dp_rows<1>(rows, nrows, qscale, hr);
     case 2:
-      return dp_segment<2>(q, qscale, hr, idx, n, m, lv, o);
+      return dp_rows<2>(rows, nrows, qscale, hr);
     case 3:
-      return dp_segment<3>(q, qscale, hr, idx, n, m, lv, o);
+      return dp_rows<3>(rows, nrows, qscale, hr);
     default:
-      return dp_segment<4>(q, qscale, hr, idx, n, m, lv, o);
+      return dp_rows<4>(rows, nrows, qscale, hr);
   }
 }
 #else
-void dpbf16_segment(int, const uint16_t*, float, const HeadRows&, const int32_t*, int, float&,
-                    float*, float*) {}
+void dpbf16_rows(int, const DpRow*, int, float, const HeadRows&) {}
 #endif
 
 // The bf16 stream's dp order back to dimension order, in place over o[0..d), d % 32 == 0.
@@ -756,32 +800,26 @@ void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, i
     if (dp > 0) std::fill_n(w.lv.data() + size_t(r) * kVW, kVW, 0.0f);
   }
   // ~256 KiB of K and V rows per range, widened where the rows' lists are so sparse that a
-  // range would hold only a few of each row's keys (each segment pays a chunk's fixed costs):
-  // 48 keys a segment on average, 96 on the bf16 stream (whose per-key work is smaller, so its
-  // fixed costs weigh more: 96 measured 8-12% faster there than 48, although its ranges at
-  // N = 16384 then outgrow L2).
+  // range would hold only a few of each row's keys (each segment pays a chunk's fixed costs;
+  // the bf16 stream's only its rows' state, as one pipeline runs a range's segments): 48 keys a
+  // segment on average.
   const int64_t listed = entries - listed_before;
   int range =
       std::max(kChunk, int((size_t(256) << 10) / (size_t(c.d + c.dv) * element_bytes(c.prec))));
-  const int64_t per_segment = dp > 0 ? 96 : 48;
+  const int64_t per_segment = 48;
   if (listed > 0)
     range = int(std::max<int64_t>(range, int64_t(kend) * rows * per_segment / listed));
   range = (range + kChunk - 1) / kChunk * kChunk;
   for (int k0 = 0; k0 < kend; k0 += range) {
     const int k1 = k0 + range;
+    w.dprows.clear();
     for (int r = 0; r < rows; ++r) {
       const int64_t a = w.cur[r], e = w.end[r];
-      if (r + 1 < rows && dp > 0) {
-        // The next row's query, accumulators and list position, out of L1 since the last range:
-        // a short segment would otherwise start by waiting for them.
-        prefetch_range(c.q16_row(h, i0 + r + 1), size_t(c.d) * 2);
-        prefetch_range(w.o.data() + size_t(r + 1) * c.dv, size_t(c.dv) * 4);
-        // The row after's list: segment_end reads it a vector of 16 keys at a time.
-        if (r + 2 < rows) {
-          const int32_t* lp = col + w.cur[r + 2];
-          const int32_t* le = col + std::min(w.end[r + 2], w.cur[r + 2] + 128);
-          for (; lp < le; lp += 16) __builtin_prefetch(lp);
-        }
+      if (dp > 0 && r + 2 < rows) {
+        // The row after next's list: segment_end reads it a vector of 16 keys at a time.
+        const int32_t* lp = col + w.cur[r + 2];
+        const int32_t* le = col + std::min(w.end[r + 2], w.cur[r + 2] + 128);
+        for (; lp < le; lp += 16) __builtin_prefetch(lp);
       }
       if (a == e) continue;
       int64_t b = col[e - 1] < k1 ? e : segment_end(col, a, e, k1);
@@ -790,13 +828,14 @@ void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, i
       if (dp > 0 && b < e) b = a + (b - a) / kVW * kVW;
       if (b == a) continue;
       if (dp > 0) {
-        dpbf16_segment(dp, c.q16_row(h, i0 + r), qscale, hr, col + a, int(b - a), w.m[r],
-                       w.lv.data() + size_t(r) * kVW, w.o.data() + size_t(r) * c.dv);
+        w.dprows.push_back({c.q16_row(h, i0 + r), col + a, int(b - a), &w.m[r],
+                            w.lv.data() + size_t(r) * kVW, w.o.data() + size_t(r) * c.dv});
       } else {
         stream_keys(c, w, hr, h, i0 + r, r, col + a, int(b - a));
       }
       w.cur[r] = b;
     }
+    if (!w.dprows.empty()) dpbf16_rows(dp, w.dprows.data(), int(w.dprows.size()), qscale, hr);
   }
   for (int r = 0; r < rows; ++r) {
     if (dp > 0) {
@@ -870,7 +909,7 @@ void run_row(KernelContext& c, GatherScratch& w, int h, int i, std::vector<doubl
 // straight from K and V; a union first packs its keys' rows, so it needs more overlap.
 constexpr double kRangeMinOverlap = 0.25;
 constexpr double kUnionMinOverlap = 0.3;
-// Where streamed rows run on bf16 dot products (dp_segment), a kept key costs about three masked
+// Where streamed rows run on bf16 dot products (dp_rows), a kept key costs about three masked
 // bf16 tile entries, so tiles need more overlap: 0.4 and 0.6 measured 5-15% faster than 0.25 and
 // 0.3 on top-256 and top-1638 lists at N = 4096 and 16384 (union tiles of random lists were the
 // slow ones), and 0.5 for ranges no faster.
