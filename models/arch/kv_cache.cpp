@@ -333,22 +333,26 @@ void kv_end_layer(KvCache& c, int layer, int n_layers, const Problem& p, const f
   int kept = -1;
   std::vector<char> gone;
   std::vector<int32_t> moved_to;
+  // Accumulated scores only for policies that keep them (the others never read them): a step's
+  // bookkeeping is a few passes over every entry of every head.
+  const bool scores = pol.needs_scores();
   for (int h = 0; h < hkv; ++h) {
     int32_t* order = L.order.data() + size_t(h) * cap;
     KvHeadState st;
     st.pos.resize(size_t(len));
-    st.acc.resize(size_t(len));
-    for (int e = 0; e < len; ++e) {
-      st.pos[size_t(e)] = L.pos[size_t(h) * cap + order[e]];
-      st.acc[size_t(e)] = L.acc[size_t(h) * cap + order[e]];
+    for (int e = 0; e < len; ++e) st.pos[size_t(e)] = L.pos[size_t(h) * cap + order[e]];
+    if (scores) {
+      st.acc.resize(size_t(len));
+      for (int e = 0; e < len; ++e) st.acc[size_t(e)] = L.acc[size_t(h) * cap + order[e]];
     }
     const float* probs = pattern ? pattern + size_t(h) * G * n * len : nullptr;
     const std::vector<int> keep = kv_keep(pol, layer, n_layers, st, probs, G, n, c.passes == 0);
     require(kept < 0 || kept == int(keep.size()), ErrorCode::InvalidArgument,
             pol.spec + ": KV heads of one layer kept different counts");
     kept = int(keep.size());
-    for (size_t j = 0; j < keep.size(); ++j)  // accumulated scores back to their rows
-      L.acc[size_t(h) * cap + order[keep[j]]] = st.acc[size_t(keep[j])];
+    if (scores)
+      for (size_t j = 0; j < keep.size(); ++j)  // accumulated scores back to their rows
+        L.acc[size_t(h) * cap + order[keep[j]]] = st.acc[size_t(keep[j])];
     if (kept == len) continue;
     // Rows of evicted entries below `kept` take the kept rows from `kept` up, so rows
     // 0..kept-1 stay dense; nothing else moves.
