@@ -1,6 +1,7 @@
 #include "render/draw_util.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -86,6 +87,24 @@ std::vector<std::string> wrap_parts(const std::string& text, float width, const 
     start = end + sep.size();
   }
   return lines;
+}
+
+std::string with_widest_numbers(const std::string& text) {
+  const auto digit = [&](size_t i) { return i < text.size() && text[i] >= '0' && text[i] <= '9'; };
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const bool in_word = i > 0 && std::isalpha(static_cast<unsigned char>(text[i - 1]));
+    if (!digit(i) || in_word) {  // (digits inside a word, as in "L2", are not numbers)
+      out += text[i++];
+      continue;
+    }
+    while (digit(i) || (i < text.size() && text[i] == '.')) ++i;
+    if (i + 2 < text.size() && (text[i] == 'e' || text[i] == 'E') &&
+        (text[i + 1] == '+' || text[i + 1] == '-') && digit(i + 2))
+      for (i += 2; digit(i);) ++i;
+    out += "0.000000";
+  }
+  return out;
 }
 
 std::string fmt_num(double v) {

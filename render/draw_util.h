@@ -21,6 +21,10 @@ std::string fit_label(const std::string& text, float width);
 // (a part wider than `width` gets a line of its own). Numbers are never cut this way.
 std::vector<std::string> wrap_parts(const std::string& text, float width,
                                     const std::string& sep = " \u00b7 ");
+// `text` with every number (123, 0.0456, 1.2e-05) replaced by one as wide as the widest such
+// number prints (8 characters): the lines wrap_parts needs for it hold the text whatever its
+// values become, so a layout sized by it stays put while values change.
+std::string with_widest_numbers(const std::string& text);
 // Compact number: 0.0123, 1.2e-05, 345.
 std::string fmt_num(double v);
 // A "nice" tick step near span / target_ticks (1, 2 or 5 times a power of ten, at least 1).

@@ -442,3 +442,17 @@ TEST(GuiData, AttributionRefusalsSayWhy) {
 
 }  // namespace
 }  // namespace attn::gui
+
+// A panel's title block is sized by its statistics with every number at its widest, so values
+// that change (a time, an error) never change how many lines it holds.
+TEST(GuiData, StatisticsAreSizedWithTheirWidestNumbers) {
+  const std::string a =
+      "layer 3 head 10 \u00b7 density 0.125 \u00b7 error 1.2e-05 \u00b7 L2 0.5 \u00b7 9.87 ms";
+  EXPECT_EQ(attn::render::with_widest_numbers(a),
+            "layer 0.000000 head 0.000000 \u00b7 density 0.000000 \u00b7 error 0.000000 \u00b7 L2 "
+            "0.000000 \u00b7 0.000000 ms");
+  const std::string b =
+      "layer 3 head 10 \u00b7 density 0 \u00b7 error 0.000123 \u00b7 L2 12.5 \u00b7 10.12 ms";
+  EXPECT_EQ(attn::render::with_widest_numbers(a), attn::render::with_widest_numbers(b));
+  EXPECT_EQ(attn::render::with_widest_numbers("sinks none"), "sinks none");
+}
