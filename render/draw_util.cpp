@@ -92,9 +92,10 @@ std::vector<std::string> wrap_parts(const std::string& text, float width, const 
 std::string with_widest_numbers(const std::string& text) {
   const auto digit = [&](size_t i) { return i < text.size() && text[i] >= '0' && text[i] <= '9'; };
   std::string out;
+  bool word = false;  // inside a word: its digits ("L2", "h2o") are not numbers
   for (size_t i = 0; i < text.size();) {
-    const bool in_word = i > 0 && std::isalpha(static_cast<unsigned char>(text[i - 1]));
-    if (!digit(i) || in_word) {  // (digits inside a word, as in "L2", are not numbers)
+    if (!digit(i) || word) {
+      word = std::isalpha(static_cast<unsigned char>(text[i])) || (word && digit(i));
       out += text[i++];
       continue;
     }

@@ -455,4 +455,5 @@ TEST(GuiData, StatisticsAreSizedWithTheirWidestNumbers) {
       "layer 3 head 10 \u00b7 density 0 \u00b7 error 0.000123 \u00b7 L2 12.5 \u00b7 10.12 ms";
   EXPECT_EQ(attn::render::with_widest_numbers(a), attn::render::with_widest_numbers(b));
   EXPECT_EQ(attn::render::with_widest_numbers("sinks none"), "sinks none");
+  EXPECT_EQ(attn::render::with_widest_numbers("h2o x12 3x"), "h2o x12 0.000000x");
 }
