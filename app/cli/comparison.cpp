@@ -24,6 +24,8 @@ Comparison compare_variants(const Problem& p, const std::vector<std::string>& sp
   if (metrics) {
     c.rows[0].metrics = compare(dense, p, ref, ref);
     c.rows[0].has_metrics = true;
+  } else {
+    ref = Result{};  // only its stats are needed: its output and layout go before the variants run
   }
   if (opt.precision != Precision::F32) variants.insert(variants.begin(), dense);
   for (const Variant& v : variants) {
