@@ -20,7 +20,7 @@ namespace {
 constexpr int kRows = 16;   // queries per work item
 constexpr int kChunk = 64;  // keys per chunk (a multiple of kVW)
 
-// One row's segment of a range for the bf16 stream (dp_rows): its query (bf16), keys ix[0..n),
+// One row's segment of a pass for the bf16 stream (dp_rows): its query (bf16), keys ix[0..n),
 // running max, sums by lanes (kVW floats) and accumulators (dp order).
 struct DpRow {
   const uint16_t* q;
@@ -42,7 +42,7 @@ struct GatherScratch {
   std::vector<float> m, l;
   std::vector<float> lv;  // the bf16 stream's running sums by lanes, kVW per row
   std::vector<int64_t> cur, end;
-  std::vector<DpRow> dprows;  // the bf16 stream's segments of one range
+  std::vector<DpRow> dprows;  // the bf16 stream's segments of one pass
   const float* kr[kChunk];    // the chunk's gathered K and V rows
   const float* vr[kChunk];
   const uint16_t* kh[kChunk];  // the same in 16-bit storage
@@ -508,7 +508,10 @@ void gather_rows(const HeadRows& hr, GatherScratch& w, const int32_t* ix, int n)
 // key more), which software prefetch did not hide; at N = 16384, ~3 cycles a key more again for
 // rows first fetched into L2 from L3 (keys confined to 1,024 rows ran 8.4 cycles a key
 // against 11.7; tiles of 256-4,096 rows and ranges of 1,024-4,500 keys all ran 11.3-12.4, and
-// prefetching a range's rows into L2 ahead gained nothing).
+// prefetching a range's rows into L2 ahead gained nothing). Measured no faster as well: the
+// segments as one branch-free stream of groups with o in memory (13.4-14.4 cycles a key against
+// 12.1-12.5), the pending P V interleaved with the next group's quads in program order
+// (13.1-13.4 against 11.1-11.4), row strides as compile-time shifts, a degree-4 exponential.
 constexpr float kDpSlack = 8.0f;  // p <= 2^8: far from overflow, rescales rare
 
 // Two of a group's partial-sum vectors folded: per 128-bit lane, [a0+a1, a2+a3, b0+b1, b2+b3].
@@ -540,12 +543,12 @@ ATTN_DPBF16_TARGET inline __m512 exp2_for_bf16(__m512 x) {
   return _mm512_maskz_scalef_ps(__mmask16(0xffff), p, r);
 }
 
-// One range's segments of a tile's rows (DpRow), streamed as one pipeline: the groups of every row
+// One pass's segments of a tile's rows (DpRow), streamed as one pipeline: the groups of every row
 // in turn, group g's scores beside group g - 1's P V whichever rows they belong to. A row's segment
 // ends on a whole group unless it is the row's last. Rows switch by storing and loading their state
 // (q, m and l when scoring moves on; o when P V does), so a segment costs little beyond its keys:
 // at N = 16384, segments of 16 keys on average ran 12.8 cycles a key against 15.1 when each was a
-// pipeline of its own, and 48 (the ranges' size, L2-sized again) ran as fast as 96 had.
+// pipeline of its own, and 48 (a pass's size, L2-sized again) ran as fast as 96 had.
 template <int NB>
 ATTN_DPBF16_TARGET void dp_rows(const DpRow* rows, int nrows, float qscale, const HeadRows& hr) {
   const uint16_t* kb = hr.k16;
@@ -657,7 +660,7 @@ ATTN_DPBF16_TARGET void dp_rows(const DpRow* rows, int nrows, float qscale, cons
     for (int v = 0; v < 2 * NB; ++v) _mm512_storeu_ps(acc_o + 16 * v, acc[v]);
 }
 
-// A range's segments (see dp_rows) for NB = dp blocks.
+// A pass's segments (see dp_rows) for NB = dp blocks.
 void dpbf16_rows(int dp, const DpRow* rows, int nrows, float qscale, const HeadRows& hr) {
   switch (dp) {
     case 1:
@@ -767,7 +770,8 @@ void stream_keys(const KernelContext& c, GatherScratch& w, const HeadRows& hr, i
 
 // Queries i0..i1 of head h with a streaming normaliser. The tile walks the keys in ranges small
 // enough for their K and V rows to stay in L2 while every row of the tile reads its listed keys
-// in that range: scattered lists (top-k) reuse each fetched row across the tile's queries.
+// in that range (the bf16 stream: in passes of each row's next keys by rank, which cover about
+// such a range): scattered lists (top-k) reuse each fetched row across the tile's queries.
 void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, int64_t& entries) {
   const IndexLayout& x = c.layout.index(h);
   const int32_t* col = x.col.data();
@@ -812,8 +816,9 @@ void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, i
     // as many as a key range of that size holds of an average row (the lists of a tile's rows
     // are alike: a top-k's keys of one rank lie near each other). Segments then end on a fixed
     // count, so its loops run the same trip counts row after row; cut at a key range they ended
-    // unpredictably (a mispredicted loop exit per segment, and a search for the end): 4-8%
-    // faster on top-256 at N = 16384.
+    // unpredictably (a mispredicted loop exit per segment, and a search for the end). One
+    // thread, top-256 at N = 16384: 11.2-11.3 cycles a key against 12.0-12.4; rows of two kinds
+    // (half listing early keys, half late ones), 11.4-11.5 against 15.8-16.8.
     int seg = int(kKeysPerSegment);
     if (listed > 0 && kend > 0)
       seg = int(std::max<int64_t>(seg, int64_t(range) * listed / (int64_t(rows) * kend)));
