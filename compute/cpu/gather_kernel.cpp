@@ -803,10 +803,10 @@ void run_tile(const KernelContext& c, GatherScratch& w, int h, int i0, int i1, i
     w.l[r] = 0.0f;
     if (dp > 0) std::fill_n(w.lv.data() + size_t(r) * kVW, kVW, 0.0f);
   }
-  // ~256 KiB of K and V rows per range, widened where the rows' lists are so sparse that a
-  // range would hold only a few of each row's keys (each segment pays a chunk's fixed costs;
-  // the bf16 stream's only its rows' state, as one pipeline runs a range's segments): 48 keys a
-  // segment on average.
+  // ~256 KiB of K and V rows per range, and at least 48 keys a segment on average: where the
+  // rows' lists are so sparse that such a range would hold only a few of each row's keys, the
+  // range widens (each segment pays fixed costs: a chunk's on the f32 and f16 streams, its
+  // row's state on the bf16 stream).
   const int64_t listed = entries - listed_before;
   int range =
       std::max(kChunk, int((size_t(256) << 10) / (size_t(c.d + c.dv) * element_bytes(c.prec))));
