@@ -427,9 +427,15 @@ void HeadComparison::add(const SoftmaxRows& rows) {
     kl_ += same ? 0.0 : mass * (double(lse_ref) - double(lse));
     entropy_[size_t(i)] = float(mass > 0 ? std::log(mass) - rows.a_log_a[a] / mass : 0.0);
   }
+  // Column sums over the rows' span only (every entry outside it is zero).
   using RowMatrixD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  Eigen::Map<Eigen::RowVectorXd>(received_.data(), p_.n_k) +=
-      Eigen::Map<const RowMatrixD>(rows.p.data(), rows.i1 - rows.i0, p_.n_k).colwise().sum();
+  const int lo = std::clamp(rows.lo, 0, p_.n_k), w = std::clamp(rows.hi, lo, p_.n_k) - lo;
+  if (w == 0 || rows.i1 == rows.i0) return;
+  Eigen::Map<Eigen::RowVectorXd>(received_.data() + lo, w) +=
+      Eigen::Map<const RowMatrixD, 0, Eigen::OuterStride<>>(rows.p.data() + lo, rows.i1 - rows.i0,
+                                                            w, Eigen::OuterStride<>(p_.n_k))
+          .colwise()
+          .sum();
 }
 
 Metrics HeadComparison::metrics(double sink_threshold) const {

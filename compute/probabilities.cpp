@@ -127,10 +127,19 @@ bool plain_softmax(const Variant& v) {
 void softmax_rows(const Problem& p, const Result& r, int h, int i0, int i1, SoftmaxRows& out) {
   check_range(p, r, h, i0, i1, 0, p.n_k);
   const int rows = i1 - i0, n_k = p.n_k;
+  // Rows of the same shape as the last call's are zero outside that call's span: only the span
+  // is cleared (a window's few hundred keys of each row, not all n_k).
+  const size_t cells = size_t(rows) * size_t(n_k);
+  if (out.p.size() == cells && out.n_k == n_k) {
+    for (int a = 0; a < rows && out.hi > out.lo; ++a)
+      std::fill_n(out.p.data() + size_t(a) * size_t(n_k) + out.lo, out.hi - out.lo, 0.0);
+  } else {
+    out.p.assign(cells, 0.0);
+  }
   out.i0 = i0;
   out.i1 = i1;
   out.n_k = n_k;
-  out.p.assign(size_t(rows) * size_t(n_k), 0.0);
+  out.lo = out.hi = 0;
   out.mass.assign(size_t(rows), 0.0);
   out.a_log_a.assign(size_t(rows), 0.0);
   if (rows == 0 || n_k == 0) return;
@@ -154,6 +163,8 @@ void softmax_rows(const Problem& p, const Result& r, int h, int i0, int i1, Soft
     hi = std::clamp(p.qpos(i1 - 1) + 1, 0, n_k);
   }
   if (hi <= lo) return;  // nothing kept
+  out.lo = lo;
+  out.hi = hi;
   // Rows of the scores and the exponentials start on 64-byte lines and run to a whole number of
   // 16-float packets, so that Eigen's vectorised exp covers a row without scalar head or tail
   // (its scalar loop calls expf entry by entry). The padding is never read as a probability.

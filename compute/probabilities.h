@@ -28,6 +28,7 @@ bool plain_softmax(const Variant& v);
 // entropy needs (the caller checks plain_softmax() of the result's variant).
 struct SoftmaxRows {
   int i0 = 0, i1 = 0, n_k = 0;
+  int lo = 0, hi = 0;           // keys [lo, hi) hold every nonzero entry of p
   std::vector<double> p;        // f64 [i1 - i0, n_k]: exp(s - lse) on kept keys, 0 elsewhere
   std::vector<double> mass;     // f64 [i1 - i0]: each row's sum over its kept keys
   std::vector<double> a_log_a;  // f64 [i1 - i0]: sum of a log a over kept keys (log a = s - lse)

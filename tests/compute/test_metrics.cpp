@@ -120,6 +120,34 @@ TEST(Metrics, HeadComparisonFromSoftmaxRowsEqualsCompare) {
       }
 }
 
+// One SoftmaxRows reused for results of different patterns (as the head grid passes every panel
+// of a head through one): a call clears only the last call's span of keys, so each block must
+// equal a fresh computation, zero outside its own kept keys, whichever pattern went before.
+TEST(Metrics, SoftmaxRowsReusedAcrossPatternsEqualFreshRows) {
+  const Problem p = random_problem(2, 2, 300, 300, 16, true, 21);
+  auto backend = make_backend("cpu");
+  std::vector<Result> results;
+  for (const char* spec : {"dense", "window(size=16)", "topk(k=8)", "dense", "window(size=40)"})
+    results.push_back(run(make_variant(spec), p, *backend));
+  SoftmaxRows shared;
+  for (int h = 0; h < p.n_heads; ++h)
+    for (int i0 = 0; i0 < p.n_q; i0 += 64)
+      for (size_t k = 0; k < results.size(); ++k) {
+        SCOPED_TRACE("head " + std::to_string(h) + " rows " + std::to_string(i0) + " result " +
+                     std::to_string(k));
+        const int i1 = std::min(p.n_q, i0 + 64);
+        SoftmaxRows fresh;
+        softmax_rows(p, results[k], h, i0, i1, fresh);
+        softmax_rows(p, results[k], h, i0, i1, shared);
+        ASSERT_EQ(shared.p, fresh.p);
+        ASSERT_EQ(shared.mass, fresh.mass);
+        ASSERT_LE(shared.hi, p.n_k);
+        for (int i = i0; i < i1; ++i)
+          for (int j = 0; j < p.n_k; ++j)
+            if (j < shared.lo || j >= shared.hi) ASSERT_EQ(shared.row(i)[j], 0.0) << i << "," << j;
+      }
+}
+
 TEST(Metrics, RelativeErrorByHand) {
   EXPECT_DOUBLE_EQ(relative_error({3, 4}, {3, 4}), 0.0);
   // Equal outputs: 0, or NaN where an entry is not finite (wherever it sits in the vector).
