@@ -485,6 +485,9 @@ void gather_rows(const HeadRows& hr, GatherScratch& w, const int32_t* ix, int n)
   }
 }
 
+// Rows ahead whose list segments the streams prefetch.
+constexpr int kListAhead = 3;
+
 #if defined(ATTN_CPU_AVX512) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define ATTN_GATHER_DPBF16 1
 // AVX512-BF16 on top of the AVX-512 set (callers check amx::has_avx512_bf16() first).
@@ -512,7 +515,6 @@ void gather_rows(const HeadRows& hr, GatherScratch& w, const int32_t* ix, int n)
 // segments as one branch-free stream of groups with o in memory (13.4-14.4 cycles a key against
 // 12.1-12.5), the pending P V interleaved with the next group's quads in program order
 // (13.1-13.4 against 11.1-11.4), row strides as compile-time shifts, a degree-4 exponential.
-constexpr int kListAhead = 3;     // rows ahead whose list segments dp_rows prefetches
 constexpr float kDpSlack = 8.0f;  // p <= 2^8: far from overflow, rescales rare
 
 // Two of a group's partial-sum vectors folded: per 128-bit lane, [a0+a1, a2+a3, b0+b1, b2+b3].
