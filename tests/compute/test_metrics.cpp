@@ -144,7 +144,9 @@ TEST(Metrics, SoftmaxRowsReusedAcrossPatternsEqualFreshRows) {
         ASSERT_LE(shared.hi, p.n_k);
         for (int i = i0; i < i1; ++i)
           for (int j = 0; j < p.n_k; ++j)
-            if (j < shared.lo || j >= shared.hi) ASSERT_EQ(shared.row(i)[j], 0.0) << i << "," << j;
+            if (j < shared.lo || j >= shared.hi) {
+              ASSERT_EQ(shared.row(i)[j], 0.0) << i << "," << j;
+            }
       }
 }
 
